@@ -1,0 +1,15 @@
+// Command psp runs the psp request dispatcher, its simulator, load generator
+// and classifier tools. Run "psp --help" for the list of subcommands.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "psp:", err)
+		os.Exit(1)
+	}
+}

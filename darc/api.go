@@ -1,0 +1,100 @@
+package darc
+
+// This file holds the contract between the policy and its two drivers (the
+// runtime dispatcher and the simulator). Keep it stable: both depend on it.
+
+// Type is a request type id in the scheduler's global type space.
+// Type 0 is Unknown; known types are 1..Config.NumTypes-1.
+type Type uint32
+
+// Unknown is the type of requests the classifier did not recognise. They are
+// queued on the UNKNOWN queue and served only by spillway workers, at the
+// lowest priority.
+const Unknown Type = 0
+
+// Request is what a driver enqueues: an opaque handle (an index into the
+// driver's own request table) and the request's type.
+type Request struct {
+	Handle uint64
+	Type   Type
+}
+
+// Assignment is one dispatch decision: run Request on Worker. Enqueued is the
+// time (ns, the driver's clock) at which the request was enqueued.
+type Assignment struct {
+	Worker   int
+	Request  Request
+	Enqueued int64
+}
+
+// Policy is what a dispatcher drives. All times are nanoseconds on the
+// driver's clock; the policy has no clock of its own, no goroutines and no I/O.
+//
+// A Policy is not safe for concurrent use: one goroutine (the dispatcher, or
+// the simulator's event loop) owns it.
+type Policy interface {
+	// Enqueue appends r to the queue the policy picks for it (its typed
+	// queue; for d-FCFS a worker's queue). It reports false when that queue is
+	// full: the request is dropped and counted against its type only.
+	Enqueue(r Request, now int64) bool
+
+	// Dispatch fills out with (worker, request) pairs for idle workers,
+	// following the policy, marks those workers busy and returns how many it
+	// wrote (at most len(out)). It allocates nothing.
+	Dispatch(now int64, out []Assignment) int
+
+	// Complete tells the policy that worker finished a request of type typ
+	// that ran for service ns. The worker becomes idle. Profiling and
+	// re-reservation checks happen here and in Dispatch.
+	Complete(worker int, typ Type, service int64, now int64)
+
+	// Snapshot copies the policy's observable state into s, reusing s's
+	// slices. It is meant for status pages and tests, not the hot path.
+	Snapshot(s *Snapshot)
+
+	// Name is the policy's short name: "darc", "cfcfs", "dfcfs", "fp",
+	// "darc-static".
+	Name() string
+}
+
+// Snapshot is a copy of a policy's observable state.
+type Snapshot struct {
+	Policy  string
+	Workers int
+	// Phase is "startup" while DARC still runs c-FCFS to collect its first
+	// profile, "darc" after; baselines report their own name.
+	Phase string
+	// Groups is the current reservation (DARC and DARC-static), shortest
+	// group first.
+	Groups []Group
+	// Types has one entry per type id, Unknown included.
+	Types []TypeState
+	// Reservations counts how many times the reservation was (re)computed.
+	Reservations uint64
+	// IdleWorkers is the number of idle workers at snapshot time.
+	IdleWorkers int
+	// Busy[w] reports whether worker w is running a request.
+	Busy []bool
+}
+
+// Group is a set of types of similar service time sharing reserved workers.
+type Group struct {
+	Types     []Type
+	Demand    float64 // in workers, before rounding
+	Reserved  []int   // worker ids reserved for the group
+	Stealable []int   // worker ids the group may steal when idle
+	Spillway  bool    // the group was given the spillway worker(s)
+}
+
+// TypeState is one type's profile and queue.
+type TypeState struct {
+	Type        Type
+	Name        string
+	MeanService float64 // ns, mean over the current profile
+	Count       uint64  // completions in the current profiling window
+	Ratio       float64 // occurrence ratio in the current profile
+	Queued      int     // requests waiting now
+	Enqueued    uint64  // total accepted
+	Dropped     uint64  // total dropped because the queue was full
+	Dispatched  uint64  // total dispatched
+}

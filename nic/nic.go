@@ -1,0 +1,97 @@
+// Package nic defines psp's dataplane contract and holds its dataplanes: the
+// batched UDP-socket dataplane (the default, runs anywhere without root), an
+// in-memory dataplane for tests and benchmarks, and the DPDK dataplane (in
+// nic/dpdk, behind the dpdk build tag).
+//
+// Buffers are pooled and travel without copying: the net worker receives a
+// burst into pooled buffers, the dispatcher hands a buffer to a worker, the
+// worker writes its response into the same buffer when it fits and transmits
+// it on its own TX queue, which returns the buffer to the pool.
+package nic
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Buffer is one packet buffer owned by a dataplane's pool. Between Recv and
+// Send (or Release) it belongs to exactly one goroutine: the net worker, then
+// the dispatcher, then one application worker.
+type Buffer struct {
+	// Data is the buffer's whole payload room; the UDP payload is Data[:Len].
+	// A worker builds its response in place (Data[:n], then Len = n).
+	// For dataplanes that point Data into foreign memory (DPDK mbufs), Data is
+	// valid only until the buffer is sent or released.
+	Data []byte
+	// Len is the payload length in bytes.
+	Len int
+	// WireLen is the payload length on the wire (larger than Len when the
+	// datagram was truncated to fit Data).
+	WireLen int
+	// Peer is the sender's address: the reply goes there.
+	Peer netip.AddrPort
+	// DstPort is the UDP destination port the request arrived on (tenant
+	// selection).
+	DstPort uint16
+	// RxTime is when the net worker received the packet (ns on the
+	// dataplane's clock, see Dataplane.Now).
+	RxTime int64
+	// Ref is private to the dataplane that owns the buffer (e.g. an mbuf
+	// address).
+	Ref uintptr
+	// Index is private to the dataplane that owns the buffer (e.g. its slot in
+	// the pool).
+	Index int32
+}
+
+// Payload returns Data[:Len].
+func (b *Buffer) Payload() []byte { return b.Data[:b.Len] }
+
+// Dataplane is a source of request packets and a sink for responses.
+//
+// Recv and Release may be called only by the net worker goroutine; each TX
+// queue by its own worker goroutine. Release may be called from any goroutine.
+type Dataplane interface {
+	// Recv fills bufs with up to len(bufs) received packets and returns how
+	// many. It waits at most wait for the first packet (0: poll and return at
+	// once) and returns 0, nil when none came. It returns ErrClosed after
+	// Close.
+	Recv(bufs []*Buffer, wait time.Duration) (int, error)
+	// TxQueue returns worker w's transmit queue (w in 0..workers-1, as given
+	// when the dataplane was opened).
+	TxQueue(w int) TxQueue
+	// Release returns buffers to the pool without transmitting them.
+	Release(bufs ...*Buffer)
+	// Now is the dataplane's clock in nanoseconds (monotonic).
+	Now() int64
+	// Stats returns counters since the dataplane was opened.
+	Stats() Stats
+	// Close stops the dataplane; pending Recv calls return ErrClosed.
+	Close() error
+}
+
+// TxQueue is one worker's transmit queue. It is not safe for concurrent use.
+type TxQueue interface {
+	// Send transmits each buffer's Data[:Len] to its Peer and returns the
+	// buffers to the pool, whether or not transmission succeeded. It returns
+	// how many were transmitted.
+	Send(bufs []*Buffer) (int, error)
+}
+
+// Stats are a dataplane's counters.
+type Stats struct {
+	RxPackets uint64 // packets handed to Recv's caller
+	RxDropped uint64 // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
+	TxPackets uint64
+	TxErrors  uint64
+}
+
+// Errors returned by dataplanes.
+var (
+	// ErrClosed is returned by Recv after Close.
+	ErrClosed = errors.New("nic: dataplane closed")
+	// ErrNotSupported is wrapped by dataplanes this build or machine cannot
+	// provide (e.g. DPDK without the dpdk build tag).
+	ErrNotSupported = errors.New("nic: not supported")
+)
