@@ -85,6 +85,9 @@ type Stats struct {
 	RxDropped uint64 // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
 	TxPackets uint64
 	TxErrors  uint64
+	// RxTruncated counts packets handed to Recv's caller truncated to the
+	// buffer size (Buffer.WireLen > Buffer.Len); they are also in RxPackets.
+	RxTruncated uint64
 }
 
 // Errors returned by dataplanes.

@@ -15,8 +15,15 @@ func newApp() *cli.App {
 			"heavy-tailed service times. Classifiers are WebAssembly modules.",
 		HideHelpCommand:      false,
 		EnableBashCompletion: true,
-		Commands:             []*cli.Command{
+		Commands: []*cli.Command{
 			// subcommands are added here, one line each
+			clientCommand(),
+			serveCommand(),
+			sweepCommand(),
+			plotCommand(),
+			demoCommand(),
+			simCommand(),
+			classifierCommand(),
 		},
 	}
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/wire"
+)
+
+// clientTestEcho answers psp-header requests at once, on UDP loopback.
+func clientTestEcho(t *testing.T) string {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, peer, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if n >= wire.HeaderLen {
+				_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+	return conn.LocalAddr().String()
+}
+
+func runApp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.Run(append([]string{"psp"}, args...))
+	return out.String() + errOut.String(), err
+}
+
+func TestClientCommandJSONAndPlot(t *testing.T) {
+	addr := clientTestEcho(t)
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples.csv")
+	out, err := runApp(t, "client", "--server", addr, "--workload", "high-bimodal", "--rate", "2000",
+		"--duration", "300ms", "--seed", "3", "--json", "--label", "echo", "--max-lag", "1s", "--samples", samples)
+	if err != nil {
+		t.Fatalf("psp client: %v\n%s", err, out)
+	}
+	pts, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("reading the client's JSON back: %v\n%s", err, out)
+	}
+	if len(pts) != 1 || pts[0].Policy != "echo" || pts[0].Source != "measured" || !pts[0].Sustained ||
+		pts[0].Overall.Count == 0 || len(pts[0].Types) != 2 {
+		t.Fatalf("unexpected point: %+v", pts)
+	}
+	if want := 2000 * 50.5e-6 / 14; pts[0].Load < want*0.99 || pts[0].Load > want*1.01 {
+		t.Errorf("load %v, want %v (rate x mean service / workers)", pts[0].Load, want)
+	}
+	b, err := os.ReadFile(samples)
+	if err != nil || !bytes.HasPrefix(b, []byte("id,type,")) || bytes.Count(b, []byte("\n")) < 400 {
+		t.Fatalf("samples file: %v, %d bytes", err, len(b))
+	}
+
+	res := filepath.Join(dir, "client.json")
+	if err := os.WriteFile(res, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	charts := filepath.Join(dir, "charts")
+	out, err = runApp(t, "plot", "--out", charts, res)
+	if err != nil {
+		t.Fatalf("psp plot: %v\n%s", err, out)
+	}
+	for _, f := range []string{"slowdown.png", "latency-SHORT.png", "latency-LONG.png"} {
+		if st, err := os.Stat(filepath.Join(charts, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestClientCommandTableAndNotSustained(t *testing.T) {
+	// Nobody listens on a closed port: everything is lost.
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c.LocalAddr().String()
+	c.Close()
+	out, err := runApp(t, "client", "--server", addr, "--load", "0.5", "--dilation", "1000", "--duration", "200ms", "--grace", "10ms")
+	if err == nil || !strings.Contains(err.Error(), "not sustained") {
+		t.Fatalf("want a not-sustained error, got %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "lost") || !strings.Contains(out, "SHORT") {
+		t.Errorf("table output lacks the type rows or the lost count:\n%s", out)
+	}
+}
+
+func TestClientCommandBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"client"}, // no rate or load
+		{"client", "--rate", "10", "--load", "0.5"}, // both
+		{"client", "--rate", "10", "--workload", "no-such-workload"},
+		{"client", "--rate", "10", "--dilation", "-1"},
+		{"client", "--rate", "10", "--warmup", "1.5"},
+		{"plot"},
+		{"plot", "missing.csv"},
+		{"sweep", "--loads", "0.9:0.1:0.1"},
+		{"sweep", "--server", "127.0.0.1:1", "--policies", "darc,cfcfs"},
+	} {
+		if out, err := runApp(t, args...); err == nil {
+			t.Errorf("%v: no error\n%s", args, out)
+		}
+	}
+}
+
+func TestSweepParseLoads(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []float64
+	}{
+		{"0.2:0.9:0.1", []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}},
+		{"0.5", []float64{0.5}},
+		{"0.3, 0.5,0.8", []float64{0.3, 0.5, 0.8}},
+	} {
+		got, err := sweepParseLoads(tc.in)
+		if err != nil || len(got) != len(tc.want) {
+			t.Fatalf("%q: %v %v", tc.in, got, err)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
+			}
+		}
+	}
+	for _, bad := range []string{"", "a", "0.1:0.2", "0.5:0.1:0.1", "0:1:0", "3", "-0.1"} {
+		if _, err := sweepParseLoads(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

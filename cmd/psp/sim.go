@@ -1,0 +1,276 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/sim"
+	"github.com/persephone-go/psp/workload"
+)
+
+func simCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "sim",
+		Usage:     "simulate scheduling policies on a workload over a range of loads",
+		UsageText: "psp sim [--workload NAME|FILE] [--workers N] [--policies P,...] [--loads A:B:STEP|L,...] [flags]",
+		Description: "Runs a discrete-event simulation of N workers fed by an open-loop Poisson\n" +
+			"process, for every policy at every offered load, and prints per load point the\n" +
+			"p50/p99/p99.9 latency and slowdown per type and overall, achieved throughput,\n" +
+			"drops and mean idle workers, then one summary line per policy: the highest load\n" +
+			"at which the p99.9 slowdown stays within --slo.\n\n" +
+			"Policies: " + strings.Join(sim.PolicyNames(), ", ") + ".\n" +
+			"  cfcfs, dfcfs, fp, darc-static and darc are the darc package's (the dispatcher's);\n" +
+			"  ts (time sharing, one queue), ts-mq (time sharing, one queue per type) and\n" +
+			"  preempt (a waiting short request preempts a long one) exist only here.\n\n" +
+			"Example (the paper's Extreme Bimodal experiment):\n" +
+			"  psp sim --workload extreme-bimodal --workers 16 --policies cfcfs,ts,dfcfs,darc \\\n" +
+			"      --loads 0.1:0.9:0.1 --slo 10 --slo-per-type --plot slowdown.png --json sim.json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Value: "high-bimodal",
+				Usage: "built-in workload (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
+			&cli.IntFlag{Name: "workers", Aliases: []string{"n"}, Value: sim.DefaultWorkers, Usage: "number of application workers"},
+			&cli.StringFlag{Name: "policies", Aliases: []string{"p"}, Value: "cfcfs,darc",
+				Usage: "comma-separated policies: " + strings.Join(sim.PolicyNames(), ", ")},
+			&cli.StringFlag{Name: "loads", Aliases: []string{"l"}, Value: "0.1:0.9:0.1",
+				Usage: "offered loads (fraction of the workers' capacity): a range START:END:STEP (END included) or a list 0.5,0.8"},
+			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: 500 * time.Millisecond,
+				Usage: "simulated time during which requests arrive, per load point"},
+			&cli.Float64Flag{Name: "warmup", Value: sim.DefaultWarmup, Usage: "fraction of the duration whose arrivals are not recorded"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed; a seed gives the same arrivals to every policy"},
+			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown bound for the summary lines (0: no summary)"},
+			&cli.BoolFlag{Name: "slo-per-type", Usage: "apply --slo to every request type instead of to all requests"},
+			&cli.Float64Flag{Name: "delta", Value: darc.DefaultDelta, Usage: "DARC grouping factor: types within (1+delta) of a group's shortest mean share reservations"},
+			&cli.IntFlag{Name: "spillway", Value: darc.DefaultSpillway, Usage: "DARC spillway workers (the last worker ids)"},
+			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
+			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
+			&cli.IntFlag{Name: "queue-capacity", Value: darc.DefaultQueueCapacity, Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped"},
+			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
+			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
+			&cli.DurationFlag{Name: "preempt-delay", Value: sim.DefaultPreemptDelay, Usage: "preempt: delay from a short request's wait to the preemption"},
+			&cli.StringFlag{Name: "json", Usage: "also write points and summaries to this JSON `FILE`"},
+			&cli.StringFlag{Name: "csv", Usage: "also write points to this CSV `FILE`"},
+			&cli.StringFlag{Name: "plot", Usage: "write a PNG of p99.9 slowdown vs load, one line per policy, to `FILE`"},
+			&cli.StringFlag{Name: "plot-latency", Usage: "write one PNG of p99.9 latency vs load per type, named `PREFIX`<type>.png"},
+			&cli.StringFlag{Name: "source", Value: sim.DefaultSource, Usage: "source label of the points (for charts mixing sources)"},
+			&cli.IntFlag{Name: "parallel", Usage: "simulations run at once (0: GOMAXPROCS)"},
+			&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary lines, not the per-load tables"},
+		},
+		Action: runSim,
+	}
+}
+
+// parseLoads parses "0.1:0.9:0.1" (end included) or "0.5,0.8".
+func parseLoads(s string) ([]float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("empty load list")
+	}
+	num := func(v string) (float64, error) {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("bad load %q (want a number > 0)", v)
+		}
+		return f, nil
+	}
+	if strings.Contains(s, ":") {
+		parts := strings.Split(s, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("bad load range %q (want START:END:STEP, e.g. 0.1:0.9:0.1)", s)
+		}
+		var v [3]float64
+		for i, p := range parts {
+			f, err := num(p)
+			if err != nil {
+				return nil, fmt.Errorf("load range %q: %w", s, err)
+			}
+			v[i] = f
+		}
+		start, end, step := v[0], v[1], v[2]
+		if end < start {
+			return nil, fmt.Errorf("load range %q: end is below start", s)
+		}
+		n := int(math.Floor((end-start)/step+1e-9)) + 1
+		if n > 1000 {
+			return nil, fmt.Errorf("load range %q: %d points, at most 1000", s, n)
+		}
+		loads := make([]float64, n)
+		for i := range loads {
+			// round to the step's precision: 0.1+0.2 prints as 0.3
+			loads[i] = math.Round((start+float64(i)*step)*1e9) / 1e9
+		}
+		return loads, nil
+	}
+	var loads []float64
+	for _, p := range strings.Split(s, ",") {
+		f, err := num(p)
+		if err != nil {
+			return nil, err
+		}
+		loads = append(loads, f)
+	}
+	return loads, nil
+}
+
+func parsePolicies(s string) ([]string, error) {
+	var out []string
+	valid := sim.PolicyNames()
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		ok := false
+		for _, v := range valid {
+			ok = ok || v == p
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown policy %q (valid: %s)", p, strings.Join(valid, ", "))
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no policy given")
+	}
+	return out, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func runSim(c *cli.Context) error {
+	w, err := workload.Parse(c.String("workload"))
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	policies, err := parsePolicies(c.String("policies"))
+	if err != nil {
+		return fmt.Errorf("sim: --policies: %w", err)
+	}
+	loads, err := parseLoads(c.String("loads"))
+	if err != nil {
+		return fmt.Errorf("sim: --loads: %w", err)
+	}
+	if c.Int("workers") < 1 {
+		return fmt.Errorf("sim: --workers %d: want at least 1", c.Int("workers"))
+	}
+	if c.Duration("duration") <= 0 {
+		return fmt.Errorf("sim: --duration %v: want > 0", c.Duration("duration"))
+	}
+	warmup := c.Float64("warmup")
+	if warmup == 0 {
+		warmup = -1 // no warm-up (sim.Config's zero means the default)
+	}
+	negZero := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1 // explicit zero (sim.TSConfig's zero means the default)
+		}
+		return d
+	}
+	sweep := sim.Sweep{
+		Base: sim.Config{
+			Workload: w,
+			Workers:  c.Int("workers"),
+			Duration: c.Duration("duration"),
+			Seed:     c.Uint64("seed"),
+			Warmup:   warmup,
+			Source:   c.String("source"),
+			Darc: darc.Config{
+				Delta:          c.Float64("delta"),
+				Spillway:       c.Int("spillway"),
+				StaticReserved: c.Int("static-reserved"),
+				MinSamples:     c.Int("min-samples"),
+				QueueCapacity:  c.Int("queue-capacity"),
+			},
+			TS: sim.TSConfig{
+				Quantum:      c.Duration("quantum"),
+				PreemptCost:  negZero(c.Duration("preempt-cost")),
+				PreemptDelay: negZero(c.Duration("preempt-delay")),
+			},
+		},
+		Policies: policies,
+		Loads:    loads,
+		Parallel: c.Int("parallel"),
+	}
+	errOut := c.App.ErrWriter
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	total := len(policies) * len(loads)
+	if c.Bool("progress") || isTerminal(errOut) {
+		bar := progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(errOut),
+			progressbar.OptionSetDescription(fmt.Sprintf("simulating %s on %d workers", w.Name, sweep.Base.Workers)),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionClearOnFinish(),
+		)
+		sweep.Progress = func(done, total int, p report.Point) { _ = bar.Set(done) }
+		defer bar.Close()
+	}
+	points, err := sim.RunSweep(c.Context, sweep)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return writeSimResults(c, points)
+}
+
+func writeSimResults(c *cli.Context, points []report.Point) error {
+	out := c.App.Writer
+	if out == nil {
+		out = os.Stdout
+	}
+	var sums []report.Summary
+	if slo := c.Float64("slo"); slo > 0 {
+		sums = report.Summarize(points, slo, c.Bool("slo-per-type"))
+	}
+	if !c.Bool("quiet") {
+		if err := report.WriteTable(out, points); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		fmt.Fprintln(out)
+	}
+	if err := report.WriteSummary(out, sums); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, f := range []string{c.String("json"), c.String("csv")} {
+		if f == "" {
+			continue
+		}
+		if err := report.WriteFile(f, points, sums); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		fmt.Fprintf(out, "wrote %s\n", f)
+	}
+	if f := c.String("plot"); f != "" {
+		opt := report.PlotOptions{SLO: c.Float64("slo")}
+		if err := report.PlotSlowdown(points, f, opt); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		fmt.Fprintf(out, "wrote %s\n", f)
+	}
+	if prefix := c.String("plot-latency"); prefix != "" {
+		paths, err := report.PlotLatencies(points, prefix, report.PlotOptions{})
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		for _, p := range paths {
+			fmt.Fprintf(out, "wrote %s\n", p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package darc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Defaults applied to zero-valued Config fields.
+const (
+	DefaultQueueCapacity   = 4096
+	DefaultDelta           = 0.2
+	DefaultSpillway        = 1
+	DefaultMinSamples      = 50000
+	DefaultDelayFactor     = 1.0
+	DefaultDemandDeviation = 0.1
+)
+
+// Errors returned by New, the typed constructors, Config.Validate and Reserve.
+// They are wrapped with context; test with errors.Is.
+var (
+	ErrInvalidConfig = errors.New("invalid darc config")
+	ErrUnknownPolicy = errors.New("unknown policy")
+)
+
+// TypeProfile is a type's nominal profile: its mean service time and its
+// share of the requests.
+type TypeProfile struct {
+	Type   Type
+	MeanNs float64 // mean service time, ns; > 0
+	Ratio  float64 // occurrence ratio, >= 0; ratios need not sum to 1
+}
+
+// Config configures every policy of the package. It is a plain, copyable
+// value; zero-valued fields take the documented defaults. Constructors
+// validate it once.
+type Config struct {
+	// Workers is the number of application workers (ids 0..Workers-1). Required.
+	Workers int
+	// NumTypes is the size of the type space: type ids 0..NumTypes-1, 0 being
+	// Unknown. Zero means len(TypeNames), or the largest type in Profile + 1.
+	NumTypes int
+	// TypeNames optionally names types by id (TypeNames[0] names Unknown).
+	TypeNames []string
+	// QueueCapacity bounds each typed queue (each worker's queue for d-FCFS).
+	// Default 4096.
+	QueueCapacity int
+	// Delta is the grouping factor of Algorithm 2: a type joins a group while
+	// its mean is less than (1+Delta) times the group's shortest mean.
+	// Default 0.2.
+	Delta float64
+	// Spillway is the number of spillway workers: the last Spillway worker ids.
+	// They serve Unknown requests and long groups left without workers.
+	// Default 1.
+	Spillway int
+	// MinSamples is the number of completions of known types a profiling
+	// window needs before DARC leaves its startup phase or considers a
+	// reservation update; FP re-sorts its type order every MinSamples
+	// completions. Default 50000.
+	MinSamples int
+	// DelayFactor triggers an update check when the second-oldest queued
+	// request of a type has waited more than DelayFactor times the type's
+	// profiled mean. Default 1 (the prototype's); the paper uses 10.
+	DelayFactor float64
+	// DemandDeviation: a check re-reserves only if some group's demand moved
+	// by more than DemandDeviation times its current allocation (in workers),
+	// or the set of active types or their grouping changed. Default 0.1.
+	DemandDeviation float64
+	// StaticReserved is the number of workers DARC-static reserves for the
+	// shortest type (0..Workers). Other policies ignore it.
+	StaticReserved int
+	// Profile optionally gives nominal profiles. DARC and DARC-static then
+	// reserve from it at once and skip the startup phase; FP uses it for its
+	// first type order.
+	Profile []TypeProfile
+}
+
+// normalized returns c with defaults applied, or an error wrapping
+// ErrInvalidConfig.
+func (c Config) normalized() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if c.Workers <= 0 {
+		return bad("workers = %d (need at least 1)", c.Workers)
+	}
+	if c.NumTypes < 0 {
+		return bad("numtypes = %d (must be >= 0)", c.NumTypes)
+	}
+	if c.NumTypes == 0 {
+		c.NumTypes = len(c.TypeNames)
+		for _, p := range c.Profile {
+			c.NumTypes = max(c.NumTypes, int(p.Type)+1)
+		}
+		if c.NumTypes == 0 {
+			return bad("numtypes = 0 (set NumTypes, TypeNames or Profile)")
+		}
+	}
+	if c.NumTypes > maxTypes {
+		return bad("numtypes = %d (at most %d)", c.NumTypes, maxTypes)
+	}
+	if len(c.TypeNames) > c.NumTypes {
+		return bad("%d type names for %d types", len(c.TypeNames), c.NumTypes)
+	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if c.QueueCapacity < 0 || c.QueueCapacity > 1<<24 {
+		return bad("queue capacity = %d (must be 1..%d)", c.QueueCapacity, 1<<24)
+	}
+	if c.Delta == 0 {
+		c.Delta = DefaultDelta
+	}
+	if !(c.Delta > 0) || math.IsInf(c.Delta, 0) {
+		return bad("delta = %v (must be > 0)", c.Delta)
+	}
+	if c.Spillway == 0 {
+		c.Spillway = DefaultSpillway
+	}
+	if c.Spillway < 0 || c.Spillway > c.Workers {
+		return bad("spillway = %d (must be 1..workers=%d)", c.Spillway, c.Workers)
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = DefaultMinSamples
+	}
+	if c.MinSamples < 0 {
+		return bad("min samples = %d (must be > 0)", c.MinSamples)
+	}
+	if c.DelayFactor == 0 {
+		c.DelayFactor = DefaultDelayFactor
+	}
+	if !(c.DelayFactor > 0) || math.IsInf(c.DelayFactor, 0) {
+		return bad("delay factor = %v (must be > 0)", c.DelayFactor)
+	}
+	if c.DemandDeviation == 0 {
+		c.DemandDeviation = DefaultDemandDeviation
+	}
+	if !(c.DemandDeviation > 0) || math.IsInf(c.DemandDeviation, 0) {
+		return bad("demand deviation = %v (must be > 0)", c.DemandDeviation)
+	}
+	if c.StaticReserved < 0 || c.StaticReserved > c.Workers {
+		return bad("static reserved = %d (must be 0..workers=%d)", c.StaticReserved, c.Workers)
+	}
+	if err := validateProfiles(c.Profile, c.NumTypes); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return c, nil
+}
+
+// maxTypes bounds the type space so per-type tables stay small.
+const maxTypes = 1 << 16
+
+func validateProfiles(ps []TypeProfile, numTypes int) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	seen := make(map[Type]bool, len(ps))
+	sum := 0.0
+	for _, p := range ps {
+		switch {
+		case p.Type == Unknown || int(p.Type) >= numTypes:
+			return fmt.Errorf("profile type %d (must be 1..%d)", p.Type, numTypes-1)
+		case seen[p.Type]:
+			return fmt.Errorf("profile type %d given twice", p.Type)
+		case !(p.MeanNs > 0) || math.IsInf(p.MeanNs, 0):
+			return fmt.Errorf("profile type %d: mean %v ns (must be > 0)", p.Type, p.MeanNs)
+		case !(p.Ratio >= 0) || math.IsInf(p.Ratio, 0):
+			return fmt.Errorf("profile type %d: ratio %v (must be >= 0)", p.Type, p.Ratio)
+		}
+		seen[p.Type] = true
+		sum += p.Ratio
+	}
+	if !(sum > 0) {
+		return errors.New("profile ratios sum to 0 (give at least one type a share)")
+	}
+	return nil
+}
+
+// Validate reports whether c is usable, with defaults applied to zero fields.
+func (c Config) Validate() error {
+	_, err := c.normalized()
+	return err
+}
+
+// String renders c with defaults applied (or as given when invalid).
+func (c Config) String() string {
+	if n, err := c.normalized(); err == nil {
+		c = n
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g static-reserved=%d",
+		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.StaticReserved)
+	if len(c.Profile) > 0 {
+		b.WriteString(" profile=[")
+		for i, p := range c.Profile {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%d:%gns/%g", p.Type, p.MeanNs, p.Ratio)
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// typeName returns the display name of type t.
+func (c *Config) typeName(t int) string {
+	if t < len(c.TypeNames) && c.TypeNames[t] != "" {
+		return c.TypeNames[t]
+	}
+	if t == 0 {
+		return "UNKNOWN"
+	}
+	return fmt.Sprintf("type%d", t)
+}

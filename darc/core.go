@@ -1,0 +1,200 @@
+package darc
+
+import "fmt"
+
+// Policy names accepted by New.
+const (
+	NameCFCFS      = "cfcfs"
+	NameDFCFS      = "dfcfs"
+	NameFP         = "fp"
+	NameDARCStatic = "darc-static"
+	NameDARC       = "darc"
+)
+
+// PolicyNames lists the names New accepts.
+func PolicyNames() []string {
+	return []string{NameCFCFS, NameDFCFS, NameFP, NameDARCStatic, NameDARC}
+}
+
+// New returns the policy called name, configured by cfg.
+func New(name string, cfg Config) (Policy, error) {
+	switch name {
+	case NameCFCFS:
+		return NewCFCFS(cfg)
+	case NameDFCFS:
+		return NewDFCFS(cfg)
+	case NameFP:
+		return NewFP(cfg)
+	case NameDARCStatic:
+		return NewDARCStatic(cfg)
+	case NameDARC:
+		return NewDARC(cfg)
+	}
+	return nil, fmt.Errorf("darc: new policy %q: %w (valid: %v)", name, ErrUnknownPolicy, PolicyNames())
+}
+
+// window accumulates completions per type over a profiling window.
+type window struct {
+	sum   []int64  // service ns per type
+	count []uint64 // completions per type
+	total uint64   // completions of known types
+}
+
+func newWindow(numTypes int) window {
+	return window{sum: make([]int64, numTypes), count: make([]uint64, numTypes)}
+}
+
+func (w *window) mean(t int) float64 {
+	if w.count[t] == 0 {
+		return 0
+	}
+	return float64(w.sum[t]) / float64(w.count[t])
+}
+
+func (w *window) ratio(t int) float64 {
+	if w.total == 0 {
+		return 0
+	}
+	return float64(w.count[t]) / float64(w.total)
+}
+
+func (w *window) reset() {
+	clear(w.sum)
+	clear(w.count)
+	w.total = 0
+}
+
+// core holds what every policy shares: configuration, the idle-worker set,
+// per-type counters and a profiling window.
+type core struct {
+	cfg       Config
+	name      string
+	numTypes  int
+	idle      bitset // idle workers
+	idleCount int
+	spill     bitset // spillway workers
+	names     []string
+
+	queued     []int // requests waiting, per type
+	enqueued   []uint64
+	dropped    []uint64
+	dispatched []uint64
+
+	win window
+}
+
+func newCore(name string, cfg Config) (core, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return core{}, fmt.Errorf("darc: new %s: %w", name, err)
+	}
+	nw := words(cfg.Workers)
+	c := core{
+		cfg:        cfg,
+		name:       name,
+		numTypes:   cfg.NumTypes,
+		idle:       make(bitset, nw),
+		idleCount:  cfg.Workers,
+		spill:      make(bitset, nw),
+		names:      make([]string, cfg.NumTypes),
+		queued:     make([]int, cfg.NumTypes),
+		enqueued:   make([]uint64, cfg.NumTypes),
+		dropped:    make([]uint64, cfg.NumTypes),
+		dispatched: make([]uint64, cfg.NumTypes),
+		win:        newWindow(cfg.NumTypes),
+	}
+	c.idle.setRange(0, cfg.Workers)
+	c.spill.setRange(cfg.Workers-cfg.Spillway, cfg.Workers)
+	for t := range c.names {
+		c.names[t] = cfg.typeName(t)
+	}
+	return c, nil
+}
+
+// Name implements Policy.
+func (c *core) Name() string { return c.name }
+
+// typeOf maps out-of-range type ids to Unknown.
+func (c *core) typeOf(t Type) Type {
+	if uint64(t) >= uint64(c.numTypes) {
+		return Unknown
+	}
+	return t
+}
+
+// assign records the dispatch of e to worker w in out[n].
+func (c *core) assign(out []Assignment, n, w int, e entry) {
+	c.idle.clear(w)
+	c.idleCount--
+	t := e.req.Type
+	c.queued[t]--
+	c.dispatched[t]++
+	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
+}
+
+// accepted and drop update the per-type counters of an enqueue.
+func (c *core) accepted(t Type) {
+	c.queued[t]++
+	c.enqueued[t]++
+}
+
+func (c *core) drop(t Type) bool {
+	c.dropped[t]++
+	return false
+}
+
+// release marks worker idle and profiles the completion. It panics on a
+// worker id out of range, a driver bug.
+func (c *core) release(worker int, typ Type, service int64) {
+	if uint(worker) >= uint(c.cfg.Workers) {
+		panic(fmt.Sprintf("darc: complete: worker %d out of range [0,%d)", worker, c.cfg.Workers))
+	}
+	if !c.idle.has(worker) {
+		c.idle.set(worker)
+		c.idleCount++
+	}
+	typ = c.typeOf(typ)
+	if typ == Unknown {
+		return
+	}
+	c.win.sum[typ] += service
+	c.win.count[typ]++
+	c.win.total++
+}
+
+// snapshot fills the fields every policy shares. Types get the window's mean
+// and ratio; DARC overrides them with its current profile.
+func (c *core) snapshot(s *Snapshot, phase string) {
+	s.Policy = c.name
+	s.Workers = c.cfg.Workers
+	s.Phase = phase
+	s.Groups = s.Groups[:0]
+	s.Reservations = 0
+	s.IdleWorkers = c.idleCount
+	s.Busy = resize(s.Busy, c.cfg.Workers)
+	for w := range s.Busy {
+		s.Busy[w] = !c.idle.has(w)
+	}
+	s.Types = resize(s.Types, c.numTypes)
+	for t := range s.Types {
+		s.Types[t] = TypeState{
+			Type:        Type(t),
+			Name:        c.names[t],
+			MeanService: c.win.mean(t),
+			Count:       c.win.count[t],
+			Ratio:       c.win.ratio(t),
+			Queued:      c.queued[t],
+			Enqueued:    c.enqueued[t],
+			Dropped:     c.dropped[t],
+			Dispatched:  c.dispatched[t],
+		}
+	}
+}
+
+// resize returns s with length n, reusing its array when large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

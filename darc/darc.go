@@ -1,0 +1,276 @@
+package darc
+
+// DARC is Dynamic Application-aware Reserved Cores. It starts in c-FCFS
+// (startup phase) while it profiles the first MinSamples completions of known
+// types, then reserves workers per group of types (Algorithm 2, see Reserve)
+// and dispatches by Algorithm 1: types in ascending mean service time, each
+// to the lowest idle worker reserved for its group, else to the lowest idle
+// worker it may steal (reserved for a longer group, or unreserved). Unknown
+// requests go only to idle spillway workers, after every known type.
+//
+// # Profiling and updates
+//
+// Completions of known types accumulate per type (count, total service time)
+// in the current window. On each Dispatch, once the window holds MinSamples
+// completions, DARC looks for a type whose second-oldest queued request has
+// waited more than DelayFactor times the type's profiled mean (the
+// prototype's trigger: one queued request is the normal state of a type whose
+// workers just became busy, two show a backlog). It then computes the window's
+// reservation and adopts it if the set of active types or their grouping
+// changed, or if some group's demand moved by more than DemandDeviation times
+// its current allocation. The window is reset after every check, adopted or
+// not.
+//
+// # Types absent from a window
+//
+// A type with no completion in the window that set the reservation gets no
+// group. It keeps its last profiled mean for the dispatch order (so a short
+// type that went quiet keeps its priority) and uses the longest group's
+// reserved and stealable workers. A type never profiled comes after all
+// profiled ones, in id order, on the longest group's workers too; its
+// trigger threshold is zero, so its backlog prompts a check as soon as the
+// window is full.
+//
+// # More groups than workers
+//
+// Every group gets at least one worker. Groups that find no worker left share
+// the spillway worker(s) with the group holding them (Group.Spillway is set),
+// so long types are never denied service.
+//
+// DARC-static (NewDARCStatic) is DARC whose reservation is fixed in shape:
+// the shortest type alone gets workers 0..StaticReserved-1 and every other
+// type shares the rest; profiling, startup and updates still decide which type
+// is the shortest.
+type DARC struct {
+	core
+	static  int // DARC-static's reserved count; -1 for DARC
+	startup bool
+
+	queues   []ring   // per type
+	arrivals typeRing // startup: arrival order of queued known types
+
+	cur, next *plan
+	mean      []float64 // current profile, per type (0: never profiled)
+	ratio     []float64
+	order     []Type   // known types, dispatch order
+	res       []bitset // per type: Algorithm 1's reserved set
+	steal     []bitset // per type: Algorithm 1's stealable set
+	threshold []int64  // per type: queuing delay that triggers a check
+	winMean   []float64
+	winRatio  []float64
+	all       bitset
+
+	pending      int // known-type requests queued
+	minSamples   uint64
+	reservations uint64
+	checks       uint64
+}
+
+// NewDARC returns a DARC policy.
+func NewDARC(cfg Config) (*DARC, error) { return newDARC(NameDARC, cfg, -1) }
+
+// NewDARCStatic returns a DARC-static policy reserving cfg.StaticReserved
+// workers for the shortest type.
+func NewDARCStatic(cfg Config) (*DARC, error) {
+	return newDARC(NameDARCStatic, cfg, cfg.StaticReserved)
+}
+
+func newDARC(name string, cfg Config, static int) (*DARC, error) {
+	c, err := newCore(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, w := c.numTypes, c.cfg.Workers
+	p := &DARC{
+		core:       c,
+		static:     static,
+		startup:    true,
+		queues:     newQueues(n, c.cfg.QueueCapacity),
+		arrivals:   newTypeRing(n * c.cfg.QueueCapacity),
+		cur:        newPlan(n, w),
+		next:       newPlan(n, w),
+		mean:       make([]float64, n),
+		ratio:      make([]float64, n),
+		order:      make([]Type, 0, n-1),
+		res:        make([]bitset, n),
+		steal:      make([]bitset, n),
+		threshold:  make([]int64, n),
+		winMean:    make([]float64, n),
+		winRatio:   make([]float64, n),
+		all:        make(bitset, words(w)),
+		minSamples: uint64(c.cfg.MinSamples),
+	}
+	p.all.setRange(0, w)
+	for t := 1; t < n; t++ {
+		p.order = append(p.order, Type(t))
+	}
+	if len(c.cfg.Profile) > 0 {
+		sum := 0.0
+		for _, pr := range c.cfg.Profile {
+			sum += pr.Ratio
+		}
+		for _, pr := range c.cfg.Profile {
+			p.winMean[pr.Type], p.winRatio[pr.Type] = pr.MeanNs, pr.Ratio/sum
+		}
+		p.next.compute(p.winMean, p.winRatio, p.spill, p.cfg.Delta, p.static)
+		p.adopt()
+	}
+	return p, nil
+}
+
+// Enqueue implements Policy.
+func (p *DARC) Enqueue(r Request, now int64) bool {
+	r.Type = p.typeOf(r.Type)
+	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
+		return p.drop(r.Type)
+	}
+	p.accepted(r.Type)
+	if r.Type != Unknown {
+		p.pending++
+		if p.startup {
+			p.arrivals.push(r.Type)
+		}
+	}
+	return true
+}
+
+// Dispatch implements Policy.
+func (p *DARC) Dispatch(now int64, out []Assignment) int {
+	n := 0
+	if p.startup {
+		for n < len(out) && p.arrivals.n > 0 && p.idleCount > 0 {
+			t := p.arrivals.pop()
+			p.assign(out, n, p.idle.first(), p.queues[t].pop())
+			p.pending--
+			n++
+		}
+		return p.dispatchUnknown(out, n)
+	}
+	if p.pending >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
+		p.check()
+	}
+	for _, t := range p.order {
+		if p.pending == 0 {
+			break
+		}
+		q := &p.queues[t]
+		for q.n > 0 {
+			if n == len(out) || p.idleCount == 0 {
+				return n
+			}
+			w := firstAnd(p.idle, p.res[t])
+			if w < 0 {
+				if w = firstAnd(p.idle, p.steal[t]); w < 0 {
+					break
+				}
+			}
+			p.assign(out, n, w, q.pop())
+			p.pending--
+			n++
+		}
+	}
+	return p.dispatchUnknown(out, n)
+}
+
+// dispatchUnknown gives Unknown requests to idle spillway workers.
+func (p *DARC) dispatchUnknown(out []Assignment, n int) int {
+	q := &p.queues[Unknown]
+	for q.n > 0 && n < len(out) {
+		w := firstAnd(p.idle, p.spill)
+		if w < 0 {
+			break
+		}
+		p.assign(out, n, w, q.pop())
+		n++
+	}
+	return n
+}
+
+// backlogged reports whether some type's second-oldest queued request has
+// waited longer than the type's threshold.
+func (p *DARC) backlogged(now int64) bool {
+	for _, t := range p.order {
+		q := &p.queues[t]
+		if q.n >= 2 && now-q.at(1).enq > p.threshold[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// Complete implements Policy.
+func (p *DARC) Complete(worker int, typ Type, service int64, now int64) {
+	p.release(worker, typ, service)
+	if p.startup && p.win.total >= p.minSamples {
+		p.planWindow()
+		p.adopt()
+		p.arrivals.reset()
+		p.win.reset()
+	}
+}
+
+// planWindow computes the window's reservation into p.next.
+func (p *DARC) planWindow() {
+	for t := 1; t < p.numTypes; t++ {
+		p.winMean[t], p.winRatio[t] = p.win.mean(t), p.win.ratio(t)
+	}
+	p.next.compute(p.winMean, p.winRatio, p.spill, p.cfg.Delta, p.static)
+}
+
+// check is the update check: adopt the window's reservation if it differs
+// enough from the current one, and start a new window.
+func (p *DARC) check() {
+	p.checks++
+	p.planWindow()
+	if !p.next.sameShape(p.cur) || p.next.deviates(p.cur, p.cfg.DemandDeviation) {
+		p.adopt()
+	}
+	p.win.reset()
+}
+
+// adopt makes p.next (computed from winMean/winRatio) the current
+// reservation and derives the dispatch order and per-type worker sets.
+func (p *DARC) adopt() {
+	p.cur, p.next = p.next, p.cur
+	p.startup = false
+	p.reservations++
+	for t := 1; t < p.numTypes; t++ {
+		if p.winRatio[t] > 0 {
+			p.mean[t] = p.winMean[t]
+		}
+		p.ratio[t] = p.winRatio[t]
+		p.threshold[t] = int64(p.cfg.DelayFactor * p.mean[t])
+	}
+	sortByMean(p.order, p.mean)
+	longest := p.cur.ngroups - 1
+	for _, t := range p.order {
+		g := int(p.cur.groupOf[t])
+		if g < 0 {
+			g = longest
+		}
+		if g < 0 { // no group at all: any worker
+			p.res[t], p.steal[t] = p.all, p.all
+			continue
+		}
+		p.res[t], p.steal[t] = p.cur.resOf(g), p.cur.stealOf(g)
+	}
+}
+
+// Snapshot implements Policy. Types report the current profile's mean and
+// ratio (the window's during startup) and the window's count.
+func (p *DARC) Snapshot(s *Snapshot) {
+	phase := "darc"
+	if p.startup {
+		phase = "startup"
+	}
+	p.snapshot(s, phase)
+	s.Reservations = p.reservations
+	if p.startup {
+		return
+	}
+	for t := 1; t < p.numTypes; t++ {
+		s.Types[t].MeanService = p.mean[t]
+		s.Types[t].Ratio = p.ratio[t]
+	}
+	s.Groups = p.cur.appendGroups(s.Groups)
+}

@@ -1,0 +1,81 @@
+// Package darc holds Perséphone's scheduling policies: DARC (Dynamic
+// Application-aware Reserved Cores) and the policies it is compared against,
+// c-FCFS, d-FCFS, fixed priority (FP) and DARC-static.
+//
+// The package is pure: standard library only, no I/O, no goroutines and no
+// clock (every time is an int64 of nanoseconds passed in by the driver). The
+// runtime dispatcher and the simulator drive the very same code through the
+// Policy interface of api.go:
+//
+//	p, err := darc.New("darc", darc.Config{Workers: 14, NumTypes: 3})
+//	p.Enqueue(darc.Request{Handle: h, Type: typ}, now) // false: dropped, queue full
+//	n := p.Dispatch(now, out)                          // out[:n]: (worker, request) pairs
+//	p.Complete(worker, typ, serviceNs, now)            // the worker is idle again
+//
+// # Concurrency and ownership
+//
+// A Policy is not safe for concurrent use: one goroutine owns it. It holds no
+// resources: nothing to close. Every queue and table is allocated by the
+// constructor; Enqueue, Dispatch and Complete allocate nothing (tested with
+// testing.AllocsPerRun), and Snapshot allocates only when the Snapshot it is
+// given has slices too small.
+//
+// # Queues and flow control
+//
+// Requests wait in bounded FIFOs of Config.QueueCapacity entries: one per
+// type (DARC, DARC-static, FP; c-FCFS's central FIFO admits at most
+// QueueCapacity requests per type) or one per worker (d-FCFS). A request
+// that finds its queue full is dropped and counted against its type only, so
+// an overloaded type sheds load without hurting the others. Type ids out of
+// range are treated as Unknown.
+//
+// # Policies
+//
+//   - cfcfs: one FIFO in arrival order; the head goes to the lowest idle worker.
+//   - dfcfs: one FIFO per worker, arrivals spread round-robin; no stealing.
+//   - fp: non-preemptive shortest-type-first, any worker; Unknown last.
+//   - darc-static: DARC with Config.StaticReserved workers for the shortest type.
+//   - darc: startup in c-FCFS for Config.MinSamples completions, then
+//     reservations (Algorithm 2, see Reserve) and worker selection
+//     (Algorithm 1): see DARC for the update and absent-type rules.
+//
+// In DARC and DARC-static, Unknown requests run only on the spillway
+// worker(s), the last Config.Spillway worker ids, after every known type;
+// the baselines treat Unknown as any other type (FP: last).
+//
+// # Choices where the paper and the prototype leave room
+//
+//   - DARC's startup phase ends after MinSamples completions of known types
+//     (the prototype counts dispatches); Unknown completions are not profiled.
+//   - The update check looks at the second-oldest queued request of each type,
+//     as the prototype does, with a threshold of DelayFactor times the type's
+//     mean (default 1, the prototype's; the paper says 10).
+//   - The deviation rule compares each group's demand with its current
+//     allocation in workers (the prototype compares per-type demands with
+//     their previous demand); a change in the active types or in their
+//     grouping always re-reserves.
+//   - A type absent from the window keeps its last mean for the dispatch
+//     order (the prototype sends it last) and gets no group (the prototype
+//     gives it one worker); it runs on the longest group's workers.
+//   - With more groups than workers, the groups left without workers share the
+//     spillway worker(s), as in the prototype.
+//
+// # Performance
+//
+// Measured on a shared 2-core AMD EPYC (2.6 GHz) with
+//
+//	go test -run '^$' -bench . -benchtime=200ms -count=3 ./darc/
+//
+// (ranges over the runs; the machine is noisy; 16 workers, High Bimodal):
+//
+//	enqueue + dispatch + complete, one request (BenchmarkCycle):
+//	  cfcfs 15-25 ns, dfcfs 20-23 ns, fp 21-22 ns, darc-static 24-40 ns, darc 22-55 ns
+//	bursts of 32 requests (BenchmarkBurst), per request:
+//	  cfcfs 12-18 ns, dfcfs 16-20 ns, fp 14 ns, darc-static 17 ns, darc 17-18 ns
+//	profile update, Complete (BenchmarkComplete): cfcfs 4.1 ns, darc 4.4 ns (~11 cycles)
+//	reservation update, Algorithm 2 + dispatch tables (BenchmarkReservationUpdate):
+//	  2 types 80-150 ns (~200-400 cycles), 16 types in 16 groups 390-800 ns
+//
+// all with 0 allocations. The prototype's figures: 75 cycles per profile
+// update and about 1000 cycles per reservation update.
+package darc

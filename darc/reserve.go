@@ -1,0 +1,231 @@
+package darc
+
+import (
+	"fmt"
+	"math"
+)
+
+// plan is a reservation (Algorithm 2): groups of active types, shortest
+// first, each with its reserved and stealable workers. All its slices are
+// allocated once; compute overwrites them.
+type plan struct {
+	workers  int
+	nwords   int
+	ngroups  int
+	types    []Type    // active types, ascending mean, ties by id
+	end      []int     // group g holds types[end[g-1]:end[g]]
+	demand   []float64 // per group, in workers, before rounding
+	alloc    []int     // per group, workers reserved (rounded demand, or as given)
+	spillway []bool    // per group: given the spillway worker(s)
+	res      bitset    // ngroups*nwords: reserved workers per group
+	steal    bitset    // ngroups*nwords: stealable workers per group
+	groupOf  []int32   // per type id: group index, -1 when inactive
+	all      bitset
+	taken    bitset
+}
+
+func newPlan(numTypes, workers int) *plan {
+	nw := words(workers)
+	maxGroups := max(numTypes-1, 1)
+	p := &plan{
+		workers:  workers,
+		nwords:   nw,
+		types:    make([]Type, 0, numTypes),
+		end:      make([]int, maxGroups),
+		demand:   make([]float64, maxGroups),
+		alloc:    make([]int, maxGroups),
+		spillway: make([]bool, maxGroups),
+		res:      make(bitset, maxGroups*nw),
+		steal:    make(bitset, maxGroups*nw),
+		groupOf:  make([]int32, numTypes),
+		all:      make(bitset, nw),
+		taken:    make(bitset, nw),
+	}
+	p.all.setRange(0, workers)
+	return p
+}
+
+func (p *plan) resOf(g int) bitset   { return p.res[g*p.nwords : (g+1)*p.nwords] }
+func (p *plan) stealOf(g int) bitset { return p.steal[g*p.nwords : (g+1)*p.nwords] }
+
+func (p *plan) start(g int) int {
+	if g == 0 {
+		return 0
+	}
+	return p.end[g-1]
+}
+
+// roundDemand is Algorithm 2's rounding: below 1 worker gives 1; otherwise
+// floor when the fractional part is at most 0.5, ceil above.
+func roundDemand(d float64) int {
+	if d < 1 {
+		return 1
+	}
+	f := math.Floor(d)
+	if d-f <= 0.5 {
+		return int(f)
+	}
+	return int(f) + 1
+}
+
+// compute fills p from per-type means and ratios (indexed by type id; a type
+// is active when both are > 0). With static < 0 it is DARC's Algorithm 2:
+// group by delta, round, assign lowest ids shortest group first, the spillway
+// workers to a group left short. With static >= 0 it is DARC-static: the
+// shortest type alone gets workers 0..static-1 and every other type shares
+// the rest (the spillway workers if none are left).
+func (p *plan) compute(mean, ratio []float64, spill bitset, delta float64, static int) {
+	p.types = p.types[:0]
+	for t := 1; t < len(mean); t++ {
+		p.groupOf[t] = -1
+		if mean[t] > 0 && ratio[t] > 0 {
+			p.types = append(p.types, Type(t))
+		}
+	}
+	p.groupOf[0] = -1
+	sortByMean(p.types, mean)
+	p.ngroups = 0
+	if len(p.types) == 0 {
+		return
+	}
+
+	// Group.
+	first := mean[p.types[0]]
+	for i, t := range p.types {
+		newGroup := false
+		if static >= 0 {
+			newGroup = i == 1
+		} else {
+			newGroup = i > 0 && !(mean[t]-first < delta*first)
+		}
+		if newGroup {
+			p.end[p.ngroups] = i
+			p.ngroups++
+			first = mean[t]
+		}
+		p.groupOf[t] = int32(p.ngroups)
+	}
+	p.end[p.ngroups] = len(p.types)
+	p.ngroups++
+
+	// Demands.
+	total := 0.0
+	for _, t := range p.types {
+		total += mean[t] * ratio[t]
+	}
+	for g := 0; g < p.ngroups; g++ {
+		sum := 0.0
+		for _, t := range p.types[p.start(g):p.end[g]] {
+			sum += mean[t] * ratio[t]
+		}
+		p.demand[g] = float64(p.workers) * sum / total
+	}
+
+	// Reserved sets, lowest free ids first.
+	p.res.reset()
+	p.steal.reset()
+	p.taken.reset()
+	next := 0
+	for g := 0; g < p.ngroups; g++ {
+		res := p.resOf(g)
+		want := roundDemand(p.demand[g])
+		if static >= 0 {
+			want = p.workers - static
+			if g == 0 {
+				want = static
+			}
+		}
+		p.spillway[g] = false
+		if want <= p.workers-next && !(static >= 0 && g > 0 && want == 0) {
+			res.setRange(next, next+want)
+			next += want
+		} else {
+			res.setRange(next, p.workers)
+			next = p.workers
+			for i := range res {
+				res[i] |= spill[i]
+			}
+			p.spillway[g] = true
+		}
+		p.alloc[g] = res.count()
+		// Stealable: everything not reserved by this group or a shorter one.
+		for i := range res {
+			p.taken[i] |= res[i]
+		}
+		steal := p.stealOf(g)
+		for i := range steal {
+			steal[i] = p.all[i] &^ p.taken[i]
+		}
+	}
+}
+
+// sameShape reports whether p and q have the same active types in the same
+// groups.
+func (p *plan) sameShape(q *plan) bool {
+	if p.ngroups != q.ngroups || len(p.types) != len(q.types) {
+		return false
+	}
+	for i, t := range p.types {
+		if q.types[i] != t {
+			return false
+		}
+	}
+	for g := 0; g < p.ngroups; g++ {
+		if p.end[g] != q.end[g] {
+			return false
+		}
+	}
+	return true
+}
+
+// deviates reports whether some group's demand in p moved from cur's by more
+// than dev times cur's allocation for it (at least one worker). Both plans
+// must have the same shape.
+func (p *plan) deviates(cur *plan, dev float64) bool {
+	for g := 0; g < p.ngroups; g++ {
+		limit := dev * float64(max(cur.alloc[g], 1))
+		if math.Abs(p.demand[g]-cur.demand[g]) > limit {
+			return true
+		}
+	}
+	return false
+}
+
+// appendGroups appends p's groups to dst, reusing dst's inner slices.
+func (p *plan) appendGroups(dst []Group) []Group {
+	for g := 0; g < p.ngroups; g++ {
+		var grp Group
+		if len(dst) < cap(dst) {
+			grp = dst[:len(dst)+1][len(dst)]
+		}
+		grp.Types = append(grp.Types[:0], p.types[p.start(g):p.end[g]]...)
+		grp.Demand = p.demand[g]
+		grp.Reserved = p.resOf(g).appendIDs(grp.Reserved[:0])
+		grp.Stealable = p.stealOf(g).appendIDs(grp.Stealable[:0])
+		grp.Spillway = p.spillway[g]
+		dst = append(dst, grp)
+	}
+	return dst
+}
+
+// Reserve computes DARC's reservation (Algorithm 2) for the given profiles on
+// workers workers, the last spillway of which are spillway workers, grouping
+// types whose means are within a factor delta of their group's shortest.
+// Zero spillway or delta take the Config defaults. Types with a zero ratio
+// get no group. Groups come shortest first.
+func Reserve(profiles []TypeProfile, workers, spillway int, delta float64) ([]Group, error) {
+	cfg, err := Config{Workers: workers, Spillway: spillway, Delta: delta, Profile: profiles}.normalized()
+	if err != nil {
+		return nil, fmt.Errorf("darc: reserve: %w", err)
+	}
+	p := newPlan(cfg.NumTypes, cfg.Workers)
+	mean := make([]float64, cfg.NumTypes)
+	ratio := make([]float64, cfg.NumTypes)
+	for _, pr := range profiles {
+		mean[pr.Type], ratio[pr.Type] = pr.MeanNs, pr.Ratio
+	}
+	spill := make(bitset, p.nwords)
+	spill.setRange(cfg.Workers-cfg.Spillway, cfg.Workers)
+	p.compute(mean, ratio, spill, cfg.Delta, -1)
+	return p.appendGroups(nil), nil
+}

@@ -1,0 +1,64 @@
+package dispatcher
+
+import (
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
+)
+
+// Classifier maps a burst of request payloads to request types in the
+// policy's type space (0 = darc.Unknown). dstPorts[i] is the UDP destination
+// port of payloads[i] (tenant selection). ClassifyBatch must write
+// out[:len(payloads)], must not keep the payload slices, and is called by the
+// dispatcher goroutine only. A *wasmclass.Caller satisfies it.
+type Classifier interface {
+	ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type)
+}
+
+// HeaderNumTypes is the size of the psp-header type space: the wire type ids
+// 0..11 (see package wire), the same space as the example Wasm psp-header
+// classifiers.
+const HeaderNumTypes = 12
+
+// HeaderTypeNames returns the names of the psp-header types, index = id.
+// Ids 3 and 4 are unused by the paper's workloads and unnamed.
+func HeaderTypeNames() []string {
+	return []string{"UNKNOWN", "SHORT", "LONG", "", "", "NewOrder", "Payment",
+		"Delivery", "OrderStatus", "StockLevel", "GET", "SCAN"}
+}
+
+// HeaderClassifier is the native psp-header classifier: the type is the
+// header's type field (wire.TypeOf). Payloads shorter than the header and
+// type ids outside 0..HeaderNumTypes-1 are Unknown. It is stateless and safe
+// for concurrent use.
+type HeaderClassifier struct{}
+
+// ClassifyBatch implements Classifier.
+func (HeaderClassifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) {
+	out = out[:len(payloads)]
+	for i, p := range payloads {
+		t := wire.TypeOf(p)
+		if t >= HeaderNumTypes {
+			t = wire.TypeUnknown
+		}
+		out[i] = darc.Type(t)
+	}
+}
+
+// Handler is an application: what a worker runs for each request.
+//
+// Handle processes the request b.Payload() of type typ on worker w (0-based;
+// handlers may keep per-worker scratch state indexed by w) and writes the
+// response in place into b.Data, setting b.Len (b.Peer is the destination).
+// It returns true to transmit the response, false to drop the request
+// without a reply (counted as dropped for reason "app"). Handle is called
+// concurrently by all workers, each with its own w; it must not keep b.
+type Handler interface {
+	Handle(w int, typ darc.Type, b *nic.Buffer) bool
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(w int, typ darc.Type, b *nic.Buffer) bool
+
+// Handle implements Handler.
+func (f HandlerFunc) Handle(w int, typ darc.Type, b *nic.Buffer) bool { return f(w, typ, b) }

@@ -1,0 +1,177 @@
+package dispatcher
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Idle strategies: what a worker (and the dispatcher) does when it has nothing
+// to do.
+const (
+	// IdleBusyPoll spins without ever sleeping (the paper's choice: lowest
+	// latency, one fully busy core per worker).
+	IdleBusyPoll = "busy-poll"
+	// IdleSpinThenPark spins for Spec.Spin, then parks until woken. It lets
+	// many workers share a few cores (laptops, CI, emulated workloads).
+	IdleSpinThenPark = "spin-then-park"
+)
+
+// Defaults applied by Spec.withDefaults.
+const (
+	DefaultWorkers       = 1
+	DefaultBurst         = 32
+	DefaultRingCapacity  = 8
+	DefaultMaxRequests   = 1 << 16
+	DefaultSpin          = 50 * time.Microsecond
+	DefaultStatsInterval = 100 * time.Millisecond
+	DefaultDrainTimeout  = 5 * time.Second
+	DefaultMinPayload    = 1
+)
+
+// Spec configures a Dispatcher. It is plain data: copy it freely. The zero
+// value is a sensible default (one worker, spin-then-park, bursts of 32).
+type Spec struct {
+	// Workers is the number of application workers; it must equal the
+	// policy's and the dataplane's worker count. Default 1.
+	Workers int
+	// CPUs, when not empty, pins threads to CPUs: CPUs[0] is the dispatcher's,
+	// CPUs[1:] the workers' in order; when there are fewer worker CPUs than
+	// workers they are reused round-robin (with a single entry everything is
+	// pinned to it). CPUs this process may not use are refused by New.
+	CPUs []int
+	// Idle is IdleBusyPoll or IdleSpinThenPark (default).
+	Idle string
+	// Spin is how long an idle thread spins before parking under
+	// IdleSpinThenPark. Default 50µs.
+	Spin time.Duration
+	// Burst is the receive burst size. Default 32.
+	Burst int
+	// RingCapacity is the capacity of each worker's rings (a worker holds at
+	// most one request, so a few slots suffice). Default 8.
+	RingCapacity int
+	// MaxRequests bounds the requests held at once (queued or running);
+	// arrivals beyond it are dropped for reason "overload". Default 65536.
+	MaxRequests int
+	// MinPayload is the shortest payload accepted; shorter ones are dropped
+	// for reason "runt". Default 1 (empty datagrams are runts).
+	MinPayload int
+	// StatsInterval is how often the dispatcher publishes a Stats snapshot.
+	// Default 100ms.
+	StatsInterval time.Duration
+	// DrainTimeout bounds the graceful shutdown. Default 5s.
+	DrainTimeout time.Duration
+	// TypeNames names the type ids (index = id) in Stats; optional.
+	TypeNames []string
+}
+
+// Errors returned by New and Run.
+var (
+	// ErrSpec wraps every Spec validation error.
+	ErrSpec = errors.New("dispatcher: invalid spec")
+	// ErrRunning is returned by Run when the dispatcher already ran.
+	ErrRunning = errors.New("dispatcher: Run called twice")
+)
+
+// withDefaults returns s with zero fields set to their defaults.
+func (s Spec) withDefaults() Spec {
+	if s.Workers == 0 {
+		s.Workers = DefaultWorkers
+	}
+	if s.Idle == "" {
+		s.Idle = IdleSpinThenPark
+	}
+	if s.Spin == 0 {
+		s.Spin = DefaultSpin
+	}
+	if s.Burst == 0 {
+		s.Burst = DefaultBurst
+	}
+	if s.RingCapacity == 0 {
+		s.RingCapacity = DefaultRingCapacity
+	}
+	if s.MaxRequests == 0 {
+		s.MaxRequests = DefaultMaxRequests
+	}
+	if s.MinPayload == 0 {
+		s.MinPayload = DefaultMinPayload
+	}
+	if s.StatsInterval == 0 {
+		s.StatsInterval = DefaultStatsInterval
+	}
+	if s.DrainTimeout == 0 {
+		s.DrainTimeout = DefaultDrainTimeout
+	}
+	return s
+}
+
+// Validate reports the first problem with s (after defaults), wrapping
+// ErrSpec. It does not check CPUs against the machine: New does.
+func (s Spec) Validate() error {
+	s = s.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrSpec}, args...)...)
+	}
+	switch {
+	case s.Workers < 1:
+		return bad("workers = %d, want >= 1", s.Workers)
+	case s.Idle != IdleBusyPoll && s.Idle != IdleSpinThenPark:
+		return bad("idle strategy %q, want %q or %q", s.Idle, IdleBusyPoll, IdleSpinThenPark)
+	case s.Spin < 0:
+		return bad("spin = %v, want >= 0", s.Spin)
+	case s.Burst < 1 || s.Burst > 4096:
+		return bad("burst = %d, want 1..4096", s.Burst)
+	case s.RingCapacity < 2:
+		return bad("ring capacity = %d, want >= 2", s.RingCapacity)
+	case s.MaxRequests < s.Burst:
+		return bad("max requests = %d, want >= burst (%d)", s.MaxRequests, s.Burst)
+	case s.MinPayload < 0:
+		return bad("min payload = %d, want >= 0", s.MinPayload)
+	case s.StatsInterval < time.Millisecond:
+		return bad("stats interval = %v, want >= 1ms", s.StatsInterval)
+	case s.DrainTimeout < 0:
+		return bad("drain timeout = %v, want >= 0", s.DrainTimeout)
+	}
+	for _, c := range s.CPUs {
+		if c < 0 {
+			return bad("cpu %d is negative", c)
+		}
+	}
+	return nil
+}
+
+// String describes s on one line.
+func (s Spec) String() string {
+	s = s.withDefaults()
+	var b strings.Builder
+	fmt.Fprintf(&b, "workers=%d idle=%s", s.Workers, s.Idle)
+	if s.Idle == IdleSpinThenPark {
+		fmt.Fprintf(&b, " spin=%v", s.Spin)
+	}
+	fmt.Fprintf(&b, " burst=%d ring=%d max-requests=%d", s.Burst, s.RingCapacity, s.MaxRequests)
+	if len(s.CPUs) > 0 {
+		fmt.Fprintf(&b, " cpus=%v", s.CPUs)
+	}
+	return b.String()
+}
+
+// dispatcherCPU returns the CPU the dispatcher is pinned to, or -1.
+func (s Spec) dispatcherCPU() int {
+	if len(s.CPUs) == 0 {
+		return -1
+	}
+	return s.CPUs[0]
+}
+
+// workerCPU returns the CPU worker w is pinned to, or -1.
+func (s Spec) workerCPU(w int) int {
+	switch len(s.CPUs) {
+	case 0:
+		return -1
+	case 1:
+		return s.CPUs[0]
+	default:
+		return s.CPUs[1+w%(len(s.CPUs)-1)]
+	}
+}

@@ -1,0 +1,19 @@
+// Package classifiers holds example request classifiers, one folder per
+// guest language, each source next to its committed .wasm module (the build
+// command is at the top of each source; `make classifiers` rebuilds them
+// all):
+//
+//   - c/, rust/, assemblyscript/, go/, wat/: the psp request header
+//     classifier (the type is the u32 at offset 4 of the 16-byte header of
+//     package wire), the same in all five languages.
+//   - c/memcached.c: memcached's text protocol, one type per command.
+//   - c/resp.c: Redis RESP, one type per command name, case-insensitive.
+//   - c/random.c: SHORT or LONG at random, for the wrong-classifier
+//     experiment.
+//   - hostile/: modules the host must refuse or contain (infinite loop,
+//     runaway recursion, traps, memory bomb, out-of-range types, bad batch
+//     count, imports, bad signatures, bad ABI version, oversized memory).
+//
+// The package has no Go API: its tests load every module with package
+// wasmclass and check it against tables of requests.
+package classifiers

@@ -1,0 +1,352 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/persephone-go/psp/wire"
+	"golang.org/x/net/ipv4"
+)
+
+// Errors returned by the load generator.
+var (
+	// ErrBadSpec is wrapped by errors about an invalid Spec or argument.
+	ErrBadSpec = errors.New("loadgen: invalid spec")
+	// ErrEmptySchedule is returned by Run for a schedule without requests.
+	ErrEmptySchedule = errors.New("loadgen: empty schedule (raise the rate or the duration)")
+)
+
+// Defaults applied by Run to a Spec's zero fields.
+const (
+	DefaultServer     = "127.0.0.1:6789"
+	DefaultWarmup     = 0.1
+	DefaultMaxLag     = time.Millisecond
+	DefaultSpinWindow = 100 * time.Microsecond
+	DefaultBatch      = 32
+	minGrace          = 100 * time.Millisecond
+)
+
+// Spec configures a run. Its zero value is usable: every zero field takes
+// the default documented on it.
+type Spec struct {
+	// Server is the server's UDP address, host:port (default 127.0.0.1:6789).
+	Server string
+	// Dilation is the server's time dilation factor (emulate application):
+	// slowdowns are computed against service time × Dilation. Zero means 1.
+	Dilation float64
+	// Warmup is the fraction of the earliest requests excluded from the
+	// latency statistics. Zero means 0.1; a negative value keeps every
+	// request.
+	Warmup float64
+	// Grace is how long after the end of the schedule replies still count
+	// as in time; replies after it (waited for during another Grace) are
+	// late. Zero means 20 × the longest mean service time × Dilation, at
+	// least 100 ms. Run returns as soon as every request is answered.
+	Grace time.Duration
+	// MaxLag is the sender's tolerated 99th-percentile lag behind its
+	// schedule; above it the run is not sustained. Zero means 1 ms.
+	MaxLag time.Duration
+	// SpinWindow is how close to a send time the sender stops sleeping and
+	// spins (yielding the processor). Zero means 100 µs; negative means
+	// always sleep.
+	SpinWindow time.Duration
+	// Batch is the most requests sent in one system call when several are
+	// due (default 32).
+	Batch int
+	// Progress, when set, is called about every 200 ms from a goroutine of
+	// Run's with the number of requests sent and answered so far.
+	Progress func(sent, answered int)
+}
+
+func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
+	if s.Server == "" {
+		s.Server = DefaultServer
+	}
+	if s.Dilation == 0 {
+		s.Dilation = 1
+	}
+	if !(s.Dilation > 0) || math.IsInf(s.Dilation, 0) {
+		return s, fmt.Errorf("dilation %v: %w (want > 0)", s.Dilation, ErrBadSpec)
+	}
+	switch {
+	case s.Warmup == 0:
+		s.Warmup = DefaultWarmup
+	case s.Warmup < 0:
+		s.Warmup = 0
+	case s.Warmup >= 1 || math.IsNaN(s.Warmup):
+		return s, fmt.Errorf("warmup fraction %v: %w (want < 1)", s.Warmup, ErrBadSpec)
+	}
+	if s.Grace == 0 {
+		longest := 0.0
+		for _, t := range sched.Types {
+			longest = max(longest, t.MeanServiceNs)
+		}
+		s.Grace = max(minGrace, time.Duration(20*longest*s.Dilation))
+	}
+	if s.Grace < 0 {
+		return s, fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
+	}
+	if s.MaxLag == 0 {
+		s.MaxLag = DefaultMaxLag
+	}
+	if s.SpinWindow == 0 {
+		s.SpinWindow = DefaultSpinWindow
+	}
+	if s.Batch == 0 {
+		s.Batch = DefaultBatch
+	}
+	if s.Batch < 0 || s.Batch > 1024 {
+		return s, fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
+	}
+	return s, nil
+}
+
+// run is the state shared by a run's goroutines. recv is written by the
+// receiver only and read after it has been joined.
+type run struct {
+	spec  Spec
+	sched *Schedule
+	conn  *net.UDPConn
+	start time.Time
+
+	recv     []int64 // recv[id]: reply time (ns since start), 0 = none yet
+	sentOK   []bool  // sentOK[id]: the datagram left without error
+	lag      lagRecorder
+	sent     atomic.Int64 // requests handed to the socket (or failed)
+	answered atomic.Int64
+
+	sendErrors  uint64
+	duplicates  uint64
+	badReplies  uint64
+	refused     uint64
+	receiverErr error
+	sentUpTo    int   // requests the sender attempted
+	senderEnd   int64 // ns since start when the sender finished
+}
+
+func (r *run) now() int64 { return int64(time.Since(r.start)) }
+
+// Run plays sched against the server and returns the measured result. It
+// stops sending when ctx is cancelled and then reports what was measured so
+// far (Result.Interrupted). It returns an error only when the run could not
+// be carried out (bad spec, socket errors).
+func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
+	if sched == nil || len(sched.Requests) == 0 {
+		return nil, ErrEmptySchedule
+	}
+	spec, err := spec.withDefaults(sched)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: run: %w", err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port)", spec.Server, err)
+	}
+	conn, err := net.DialUDP("udp", nil, raddr)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: dial %s: %w", raddr, err)
+	}
+	// Large socket buffers absorb bursts of replies; best effort (the
+	// kernel caps them at net.core.rmem_max).
+	_ = conn.SetReadBuffer(4 << 20)
+	_ = conn.SetWriteBuffer(4 << 20)
+
+	n := len(sched.Requests)
+	r := &run{
+		spec:   spec,
+		sched:  sched,
+		conn:   conn,
+		recv:   make([]int64, n),
+		sentOK: make([]bool, n),
+		lag:    newLagRecorder(),
+	}
+	r.start = time.Now()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.receive() }()
+
+	stopProgress := make(chan struct{})
+	var progressDone sync.WaitGroup
+	if spec.Progress != nil {
+		progressDone.Add(1)
+		go func() {
+			defer progressDone.Done()
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopProgress:
+					spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
+					return
+				case <-t.C:
+					spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
+				}
+			}
+		}()
+	}
+
+	interrupted := r.send(ctx)
+
+	// Wait for the replies: in time until the end of the schedule plus
+	// Grace, late until another Grace has passed. Stop early once every
+	// request sent is answered.
+	end := max(sched.Duration.Nanoseconds(), r.senderEnd)
+	inTime := end + spec.Grace.Nanoseconds()
+	stopAt := inTime + spec.Grace.Nanoseconds()
+	if interrupted {
+		stopAt = min(stopAt, r.now()+spec.Grace.Nanoseconds())
+	}
+	expected := int64(0)
+	for _, ok := range r.sentOK[:r.sentUpTo] {
+		if ok {
+			expected++
+		}
+	}
+	for r.answered.Load() < expected && r.now() < stopAt {
+		time.Sleep(time.Millisecond)
+	}
+	_ = conn.Close()
+	wg.Wait()
+	close(stopProgress)
+	progressDone.Wait()
+	if r.receiverErr != nil {
+		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
+	}
+	res := r.result(inTime)
+	res.Interrupted = interrupted
+	return res, nil
+}
+
+// send plays the schedule. It reports whether ctx stopped it early.
+func (r *run) send(ctx context.Context) (interrupted bool) {
+	pc := ipv4.NewPacketConn(r.conn)
+	batch := r.spec.Batch
+	bufs := make([]byte, batch*wire.HeaderLen)
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{bufs[i*wire.HeaderLen : (i+1)*wire.HeaderLen]}
+	}
+	reqs := r.sched.Requests
+	spin := r.spec.SpinWindow.Nanoseconds()
+	done := ctx.Done()
+	i := 0
+	defer func() {
+		r.sentUpTo = i
+		r.senderEnd = r.now()
+	}()
+	for i < len(reqs) {
+		now := r.now()
+		if wait := reqs[i].At - now; wait > 0 {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+			if wait > spin {
+				time.Sleep(time.Duration(wait - max(spin, 0)))
+			} else {
+				runtime.Gosched()
+			}
+			continue
+		}
+		k := r.fillBatch(msgs, i, now)
+		r.sendBatch(pc, msgs[:k], i)
+		i += k
+		r.sent.Store(int64(i))
+	}
+	return false
+}
+
+// fillBatch encodes the requests from first on that are due at now, at most
+// len(msgs), into msgs, records their lag and returns how many it encoded.
+func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
+	reqs := r.sched.Requests
+	types := r.sched.Types
+	k := 0
+	for first+k < len(reqs) && k < len(msgs) && reqs[first+k].At <= now {
+		q := &reqs[first+k]
+		wire.Header{
+			ID:        uint32(first + k),
+			Type:      types[q.Type].WireID,
+			ServiceNs: q.ServiceNs,
+		}.Encode(msgs[k].Buffers[0])
+		r.lag.record(now - q.At)
+		k++
+	}
+	return k
+}
+
+// sendBatch writes msgs (requests first..first+len(msgs)-1), retrying the
+// rest of the batch after a partial write and counting failures.
+func (r *run) sendBatch(pc *ipv4.PacketConn, msgs []ipv4.Message, first int) {
+	for off := 0; off < len(msgs); {
+		n, err := pc.WriteBatch(msgs[off:], 0)
+		for j := 0; j < n; j++ {
+			r.sentOK[first+off+j] = true
+		}
+		off += n
+		if err != nil {
+			// The failed datagram is skipped: it counts as a send error
+			// (and, never answered, as lost). ECONNREFUSED reports an
+			// earlier datagram's ICMP error, not this one's, but the
+			// kernel already consumed it: skipping one is the honest count.
+			r.sendErrors++
+			off++
+		} else if n == 0 {
+			r.sendErrors += uint64(len(msgs) - off)
+			return
+		}
+	}
+}
+
+// receive records reply times until the socket is closed.
+func (r *run) receive() {
+	var buf [2048]byte
+	for {
+		n, err := r.conn.Read(buf[:])
+		now := r.now()
+		if err != nil {
+			switch {
+			case errors.Is(err, net.ErrClosed):
+				return
+			case errors.Is(err, syscall.ECONNREFUSED):
+				r.refused++
+				continue
+			}
+			r.receiverErr = err
+			return
+		}
+		r.handleReply(buf[:n], now)
+	}
+}
+
+// handleReply matches one reply to its request and records its time.
+func (r *run) handleReply(p []byte, now int64) {
+	if len(p) < wire.HeaderLen {
+		r.badReplies++
+		return
+	}
+	reqs := r.sched.Requests
+	id := binary.LittleEndian.Uint32(p[0:])
+	typ := binary.LittleEndian.Uint32(p[4:])
+	if int64(id) >= int64(len(reqs)) || r.sched.Types[reqs[id].Type].WireID != typ {
+		r.badReplies++
+		return
+	}
+	if r.recv[id] != 0 {
+		r.duplicates++
+		return
+	}
+	r.recv[id] = max(now, 1)
+	r.answered.Add(1)
+}

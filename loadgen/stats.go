@@ -1,0 +1,261 @@
+package loadgen
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/persephone-go/psp/report"
+)
+
+// The lag histogram ranges from 1 ns to 1 hour, to 3 significant digits.
+const (
+	maxLatencyNs = int64(time.Hour)
+	sigFigs      = 3
+)
+
+// lagRecorder records how far behind its schedule the sender sent each
+// request. RecordValue allocates nothing.
+type lagRecorder struct{ h *hdrhistogram.Histogram }
+
+func newLagRecorder() lagRecorder {
+	return lagRecorder{h: hdrhistogram.New(1, maxLatencyNs, sigFigs)}
+}
+
+func (l lagRecorder) record(ns int64) {
+	_ = l.h.RecordValue(min(max(ns, 1), maxLatencyNs))
+}
+
+// Result is what a run measured.
+type Result struct {
+	Server   string
+	Dilation float64
+	// Rate is the schedule's target rate (requests/s).
+	Rate     float64
+	Duration time.Duration
+	Grace    time.Duration
+
+	Scheduled int64 // requests in the schedule
+	Sent      int64 // requests the sender attempted (less than Scheduled if interrupted)
+	// SendErrors counts datagrams the socket refused.
+	SendErrors int64
+	Answered   int64 // replies in time
+	Late       int64 // replies after the end of the schedule + Grace
+	Lost       int64 // requests sent and never answered
+	// Duplicates and BadReplies count replies answering an already answered
+	// request and replies that match no request (short, unknown id, wrong
+	// type).
+	Duplicates, BadReplies int64
+	// Refused counts ICMP port-unreachable errors seen by the receiver (no
+	// server listening).
+	Refused int64
+	// Warmup is the number of earliest requests excluded from the statistics.
+	Warmup int64
+
+	// OfferedRate is Sent / Duration, AchievedRate Answered / Duration
+	// (requests/s).
+	OfferedRate, AchievedRate float64
+	// LagP99 and LagMax are how far behind its schedule the sender was.
+	LagP99, LagMax time.Duration
+	// SenderBehind reports LagP99 > Spec.MaxLag.
+	SenderBehind bool
+	// Sustained reports that AchievedRate >= 99.9% of OfferedRate, the
+	// sender kept to its schedule and the run was not interrupted.
+	Sustained bool
+	// Interrupted reports that the run was cancelled before the end of its
+	// schedule.
+	Interrupted bool
+
+	// Overall and Types are the statistics of the requests answered after
+	// warm-up (late ones included): latency from the intended send time to
+	// the reply, slowdown = latency / (service time × Dilation). Lost
+	// counts requests never answered, warm-up included.
+	Overall report.Stats
+	Types   []report.TypeStats
+
+	sched   *Schedule
+	recv    []int64
+	sentOK  []bool
+	inTime  int64
+	warmIdx int
+}
+
+// SustainedFraction is the share of the offered requests that must be
+// answered in time for a run to count as sustained.
+const SustainedFraction = 0.999
+
+func (r *run) result(inTime int64) *Result {
+	sched := r.sched
+	n := len(sched.Requests)
+	warm := int(float64(n) * r.spec.Warmup)
+	res := &Result{
+		Server:     r.spec.Server,
+		Dilation:   r.spec.Dilation,
+		Rate:       sched.Rate,
+		Duration:   sched.Duration,
+		Grace:      r.spec.Grace,
+		Scheduled:  int64(n),
+		Sent:       int64(r.sentUpTo),
+		SendErrors: int64(r.sendErrors),
+		Duplicates: int64(r.duplicates),
+		BadReplies: int64(r.badReplies),
+		Refused:    int64(r.refused),
+		Warmup:     int64(warm),
+		LagP99:     time.Duration(r.lag.h.ValueAtQuantile(99)),
+		LagMax:     time.Duration(r.lag.h.Max()),
+		sched:      sched,
+		recv:       r.recv,
+		sentOK:     r.sentOK,
+		inTime:     inTime,
+		warmIdx:    warm,
+	}
+	names := make([]string, len(sched.Types))
+	ids := make([]uint32, len(sched.Types))
+	for i, t := range sched.Types {
+		names[i], ids[i] = t.Name, t.WireID
+	}
+	rec := report.NewRecorder(names, ids)
+	for id := 0; id < r.sentUpTo; id++ {
+		q := &sched.Requests[id]
+		got := r.recv[id]
+		switch {
+		case got == 0:
+			rec.Lose(int(q.Type))
+			res.Lost++
+			continue
+		case got > inTime:
+			res.Late++
+		default:
+			res.Answered++
+		}
+		if id >= warm {
+			rec.Record(int(q.Type), got-q.At, int64(float64(q.ServiceNs)*r.spec.Dilation))
+		}
+	}
+	var p report.Point
+	rec.Fill(&p)
+	res.Overall, res.Types = p.Overall, p.Types
+	secs := sched.Duration.Seconds()
+	res.OfferedRate = float64(res.Sent) / secs
+	res.AchievedRate = float64(res.Answered) / secs
+	res.SenderBehind = res.LagP99 > r.spec.MaxLag
+	res.Sustained = !res.SenderBehind && res.Sent == res.Scheduled &&
+		float64(res.Answered) >= SustainedFraction*float64(res.Sent)
+	return res
+}
+
+// NotSustainedReason explains in a few words why a run is not sustained,
+// or returns "" for a sustained run.
+func (r *Result) NotSustainedReason() string {
+	switch {
+	case r.Sustained:
+		return ""
+	case r.Interrupted:
+		return "interrupted"
+	case r.SenderBehind:
+		return fmt.Sprintf("sender behind schedule (p99 lag %v)", r.LagP99)
+	case r.Refused > 0 && r.Answered == 0:
+		return "no server listening (connection refused)"
+	}
+	return fmt.Sprintf("achieved %.1f%% of the offered rate (%d lost, %d late)",
+		100*float64(r.Answered)/max(float64(r.Sent), 1), r.Lost, r.Late)
+}
+
+// WriteSamplesCSV writes one line per scheduled request: id, type name, wire
+// type, nominal service time, intended send time and reply time (ns since
+// the start; empty when lost), latency (ns), slowdown and status (ok, late,
+// lost, unsent; warm-up requests are marked "warmup-ok" etc.).
+func (r *Result) WriteSamplesCSV(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString("id,type,wire_type,service_ns,intended_ns,received_ns,latency_ns,slowdown,status\n")
+	var line []byte
+	for id := range r.sched.Requests {
+		q := &r.sched.Requests[id]
+		t := r.sched.Types[q.Type]
+		line = line[:0]
+		line = strconv.AppendInt(line, int64(id), 10)
+		line = append(line, ',')
+		line = append(line, t.Name...)
+		line = append(line, ',')
+		line = strconv.AppendUint(line, uint64(t.WireID), 10)
+		line = append(line, ',')
+		line = strconv.AppendUint(line, uint64(q.ServiceNs), 10)
+		line = append(line, ',')
+		line = strconv.AppendInt(line, q.At, 10)
+		line = append(line, ',')
+		got := r.recv[id]
+		status := "ok"
+		switch {
+		case int64(id) >= r.Sent:
+			status = "unsent"
+		case got == 0:
+			status = "lost"
+		case got > r.inTime:
+			status = "late"
+		}
+		if got != 0 {
+			l := got - q.At
+			line = strconv.AppendInt(line, got, 10)
+			line = append(line, ',')
+			line = strconv.AppendInt(line, l, 10)
+			line = append(line, ',')
+			if q.ServiceNs > 0 {
+				line = strconv.AppendFloat(line, float64(l)/(float64(q.ServiceNs)*r.Dilation), 'g', 6, 64)
+			}
+		} else {
+			line = append(line, ",,"...)
+		}
+		line = append(line, ',')
+		if id < r.warmIdx {
+			line = append(line, "warmup-"...)
+		}
+		line = append(line, status...)
+		line = append(line, '\n')
+		if _, err := bw.Write(line); err != nil {
+			return fmt.Errorf("loadgen: write samples: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("loadgen: write samples: %w", err)
+	}
+	return nil
+}
+
+// PointSpec names what a Result was measured against, for Result.Point.
+type PointSpec struct {
+	Source   string // default "measured"
+	Policy   string
+	Workload string
+	Workers  int
+	// Load is the offered load the run was configured for (a fraction of the
+	// workers' capacity).
+	Load float64
+	// MeanIdleWorkers is the server's CPU waste, if known.
+	MeanIdleWorkers float64
+}
+
+// Point returns the result as a report point, the format shared with the
+// simulator and the plots.
+func (r *Result) Point(ps PointSpec) report.Point {
+	if ps.Source == "" {
+		ps.Source = "measured"
+	}
+	return report.Point{
+		Source:          ps.Source,
+		Policy:          ps.Policy,
+		Workload:        ps.Workload,
+		Workers:         ps.Workers,
+		Load:            ps.Load,
+		OfferedRate:     r.OfferedRate,
+		AchievedRate:    r.AchievedRate,
+		Sustained:       r.Sustained,
+		MeanIdleWorkers: ps.MeanIdleWorkers,
+		DurationSec:     r.Duration.Seconds() * (1 - float64(r.Warmup)/max(float64(r.Scheduled), 1)),
+		Overall:         r.Overall,
+		Types:           append([]report.TypeStats(nil), r.Types...),
+	}
+}

@@ -1,0 +1,89 @@
+package udp
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/persephone-go/psp/wire"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultBuffers    = 4096
+	DefaultBufSize    = 2048
+	DefaultBatch      = 32
+	DefaultReadBuffer = 4 << 20
+)
+
+// DefaultAddr is the listen address of a zero Config: the prototype's port on
+// every interface.
+var DefaultAddr = ":" + strconv.Itoa(wire.DefaultPort)
+
+// Config configures a UDP dataplane. The zero value listens on DefaultAddr
+// with one worker.
+type Config struct {
+	// Addr is the UDP address to listen on ("127.0.0.1:6789"; ":0" picks a
+	// free port, see Dataplane.Addr). Default DefaultAddr.
+	Addr string
+	// Workers is the number of TX queues (default 1).
+	Workers int
+	// Buffers is the packet buffer pool size (default DefaultBuffers).
+	Buffers int
+	// BufSize is each buffer's payload room in bytes (default
+	// DefaultBufSize); longer datagrams are truncated and counted.
+	BufSize int
+	// Batch is the most datagrams one recvmmsg or sendmmsg call moves
+	// (default DefaultBatch).
+	Batch int
+	// ReadBuffer is the receive socket's SO_RCVBUF in bytes (default
+	// DefaultReadBuffer; the kernel caps it at net.core.rmem_max).
+	ReadBuffer int
+}
+
+// Validate reports the first invalid field of c.
+func (c Config) Validate() error {
+	switch {
+	case c.Workers < 0:
+		return fmt.Errorf("udp: workers %d is negative", c.Workers)
+	case c.Buffers < 0:
+		return fmt.Errorf("udp: buffers %d is negative", c.Buffers)
+	case c.BufSize < 0 || c.BufSize > 65535:
+		return fmt.Errorf("udp: buffer size %d is outside 1..65535", c.BufSize)
+	case c.Batch < 0 || c.Batch > 1024:
+		return fmt.Errorf("udp: batch %d is outside 1..1024", c.Batch)
+	case c.ReadBuffer < 0:
+		return fmt.Errorf("udp: read buffer %d is negative", c.ReadBuffer)
+	}
+	buffers, batch := c.Buffers, c.Batch
+	if buffers == 0 {
+		buffers = DefaultBuffers
+	}
+	if batch == 0 {
+		batch = DefaultBatch
+	}
+	if buffers < batch {
+		return fmt.Errorf("udp: %d buffers cannot fill a batch of %d (use more buffers or a smaller batch)", buffers, batch)
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Buffers == 0 {
+		c.Buffers = DefaultBuffers
+	}
+	if c.BufSize == 0 {
+		c.BufSize = DefaultBufSize
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.ReadBuffer == 0 {
+		c.ReadBuffer = DefaultReadBuffer
+	}
+}

@@ -1,0 +1,40 @@
+// Package udp is psp's default dataplane: batched UDP sockets, no root
+// needed.
+//
+// The net worker receives with recvmmsg on one socket bound to
+// Config.Addr, into buffers from a fixed pool; each worker transmits with
+// sendmmsg on its own file descriptor, and every buffer goes back to the
+// pool after transmission. Nothing is allocated per packet.
+//
+// # Transmit descriptors
+//
+// Replies must come from the server's address, so every worker sends through
+// the receive socket itself, each through its own dup(2) of its descriptor:
+// one socket, one address, no receive path anywhere else, and each worker has
+// its own Go poller lock (a single shared descriptor would serialise all
+// workers' writes on it). The alternative the design started from, one
+// socket per worker bound to the same port with SO_REUSEPORT, loses
+// requests: the kernel spreads incoming datagrams over every socket in a
+// reuseport group, and shutdown(SHUT_RD) on an unconnected UDP socket fails
+// with ENOTCONN and does not take it out of the group (measured: with one
+// receive and two transmit sockets, the receive socket got 63 of 200
+// requests). TestNoRequestLostWithManyWorkers checks the chosen design.
+//
+// # Why not x/net's ReadBatch
+//
+// golang.org/x/net/ipv4's ReadBatch returns each sender as a freshly
+// allocated *net.UDPAddr (two allocations per packet), so this package calls
+// recvmmsg and sendmmsg itself through the sockets' syscall.RawConn, with
+// preallocated message headers and netip.AddrPort peers. The Go poller still
+// does the waiting: a bounded Recv is a read deadline, and Close wakes it.
+// BenchmarkReadBatchXNet keeps the comparison.
+//
+// # Concurrency and closing
+//
+// Recv is for the net worker goroutine only; TxQueue(w).Send for worker w's
+// goroutine only; Release, Stats, FreeBuffers and Close are safe from any
+// goroutine. Close closes every descriptor: pending and later Recv calls
+// return nic.ErrClosed, and Send returns its buffers to the pool and reports
+// nic.ErrClosed, so stop receiving and drain the workers before closing.
+// IPv6 peers' zones (link-local scope ids) are not kept.
+package udp

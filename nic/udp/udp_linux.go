@@ -1,0 +1,533 @@
+//go:build linux
+
+package udp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/internal/bufpool"
+)
+
+// sockaddrLen is the room for one peer address (sockaddr_in6 covers both
+// families).
+const sockaddrLen = unix.SizeofSockaddrInet6
+
+// noBufferWait is how long a waiting Recv sleeps when every buffer is in use
+// (buffer returns do not wake it).
+const noBufferWait = 50 * time.Microsecond
+
+// Dataplane is a batched UDP-socket nic.Dataplane. Create it with Open.
+type Dataplane struct {
+	cfg    Config
+	conn   *net.UDPConn
+	raw    syscall.RawConn
+	family int
+	addr   netip.AddrPort
+	pool   *bufpool.Pool
+	start  time.Time
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	rx          rxState // net worker only
+	staged      atomic.Int64
+	rxPackets   atomic.Uint64
+	rxTruncated atomic.Uint64
+
+	tx []*txQueue
+
+	meminfo meminfoState
+}
+
+// meminfoState reads the socket's kernel drop counter (SO_MEMINFO) for Stats.
+type meminfoState struct {
+	mu   sync.Mutex
+	vals [unix.SK_MEMINFO_VARS]uint32
+	ok   bool
+	call func(fd uintptr)
+}
+
+func (m *meminfoState) read(fd uintptr) {
+	size := uint32(unsafe.Sizeof(m.vals))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&m.vals[0])), uintptr(unsafe.Pointer(&size)), 0)
+	m.ok = e == 0 && size > unix.SK_MEMINFO_DROPS*4
+}
+
+var _ nic.Dataplane = (*Dataplane)(nil)
+
+// Open listens on cfg.Addr and returns the dataplane. The caller closes it.
+func Open(cfg Config) (*Dataplane, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	pc, err := net.ListenPacket("udp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("udp: listen on %s: %w", cfg.Addr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	d := &Dataplane{cfg: cfg, conn: conn, start: time.Now()}
+	if err := d.setup(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dataplane) setup() error {
+	var err error
+	if err = d.conn.SetReadBuffer(d.cfg.ReadBuffer); err != nil {
+		return fmt.Errorf("udp: set SO_RCVBUF to %d: %w", d.cfg.ReadBuffer, err)
+	}
+	if d.raw, err = d.conn.SyscallConn(); err != nil {
+		return fmt.Errorf("udp: raw socket: %w", err)
+	}
+	var sa unix.Sockaddr
+	var dups []int
+	cerr := d.raw.Control(func(fd uintptr) {
+		if sa, err = unix.Getsockname(int(fd)); err != nil {
+			return
+		}
+		for range d.cfg.Workers {
+			var dup int
+			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
+				return
+			}
+			dups = append(dups, dup)
+		}
+	})
+	if cerr != nil {
+		err = cerr
+	}
+	for i, fd := range dups {
+		if err != nil { // close the descriptors not handed to a queue
+			unix.Close(fd)
+			continue
+		}
+		var q *txQueue
+		if q, err = newTxQueue(d, fd); err != nil {
+			err = fmt.Errorf("udp: transmit queue %d: %w", i, err)
+			continue
+		}
+		d.tx = append(d.tx, q)
+	}
+	if err != nil {
+		return fmt.Errorf("udp: set up socket: %w", err)
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		d.family = unix.AF_INET
+		d.addr = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		d.family = unix.AF_INET6
+		d.addr = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port))
+	default:
+		return fmt.Errorf("udp: unexpected socket address %T", sa)
+	}
+	d.pool = bufpool.New(d.cfg.Buffers, d.cfg.BufSize)
+	d.rx.init(d.cfg.Batch)
+	d.meminfo.call = d.meminfo.read
+	return nil
+}
+
+// Addr returns the address the dataplane is bound to (with the port the
+// kernel chose for ":0").
+func (d *Dataplane) Addr() netip.AddrPort { return d.addr }
+
+// Config returns the configuration with defaults filled in.
+func (d *Dataplane) Config() Config { return d.cfg }
+
+// Now implements nic.Dataplane: nanoseconds since Open (monotonic).
+func (d *Dataplane) Now() int64 { return int64(time.Since(d.start)) }
+
+// FreeBuffers returns how many pool buffers are not held by a caller
+// (including those staged for the next receive). It scans the pool.
+func (d *Dataplane) FreeBuffers() int { return d.pool.Free() + int(d.staged.Load()) }
+
+// Recv implements nic.Dataplane. It receives at most Config.Batch packets
+// per call.
+func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
+	if d.closed.Load() {
+		d.unstage()
+		return 0, nic.ErrClosed
+	}
+	want := d.stage(min(len(bufs), d.cfg.Batch))
+	if want == 0 {
+		if len(bufs) > 0 && wait > 0 { // every buffer is in use: let workers return some
+			time.Sleep(min(wait, noBufferWait))
+		}
+		return 0, nil
+	}
+	d.rx.want, d.rx.block = want, false
+	err := d.raw.Read(d.rx.call)
+	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
+		d.rx.block = true
+		if err = d.conn.SetReadDeadline(time.Now().Add(wait)); err == nil {
+			err = d.raw.Read(d.rx.call)
+			if derr := d.conn.SetReadDeadline(time.Time{}); err == nil {
+				err = derr
+			}
+		}
+	}
+	switch {
+	case err == nil && d.rx.errno != 0:
+		return 0, fmt.Errorf("udp: recvmmsg: %w", d.rx.errno)
+	case err == nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	case errors.Is(err, net.ErrClosed) || d.closed.Load():
+		d.unstage()
+		return 0, nic.ErrClosed
+	default:
+		return 0, fmt.Errorf("udp: receive: %w", err)
+	}
+	n := d.rx.got
+	now := d.Now()
+	truncated := 0
+	for i := range n {
+		b := d.rx.bufs[i]
+		h := &d.rx.hdrs[i]
+		b.WireLen = int(h.Len)
+		b.Len = min(b.WireLen, len(b.Data))
+		if b.WireLen > b.Len {
+			truncated++
+		}
+		b.Peer = parseSockaddr(d.rx.names[i][:h.Hdr.Namelen])
+		b.DstPort = d.addr.Port()
+		b.RxTime = now
+		bufs[i] = b
+		d.rx.bufs[i] = nil
+	}
+	d.staged.Add(-int64(n))
+	d.rxPackets.Add(uint64(n))
+	if truncated > 0 {
+		d.rxTruncated.Add(uint64(truncated))
+	}
+	return n, nil
+}
+
+// stage makes sure the first want receive slots hold a buffer and returns
+// how many leading slots do (fewer when the pool runs dry).
+func (d *Dataplane) stage(want int) int {
+	r := &d.rx
+	added := 0
+	for i := range want {
+		if r.bufs[i] != nil {
+			continue
+		}
+		b := d.pool.Get()
+		if b == nil {
+			want = i
+			break
+		}
+		r.bufs[i] = b
+		r.iovs[i].Base = &b.Data[0]
+		r.iovs[i].SetLen(len(b.Data))
+		added++
+	}
+	d.staged.Add(int64(added))
+	return want
+}
+
+// unstage returns staged buffers to the pool (after Close).
+func (d *Dataplane) unstage() {
+	for i, b := range d.rx.bufs {
+		if b != nil {
+			d.rx.bufs[i] = nil
+			d.rx.iovs[i].Base = nil
+			d.staged.Add(-1)
+			d.pool.Put(b)
+		}
+	}
+}
+
+// rxState is the net worker's recvmmsg state, reused on every call.
+type rxState struct {
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names [][sockaddrLen]byte
+	bufs  []*nic.Buffer // staged buffers, one per slot
+	call  func(fd uintptr) bool
+
+	want  int
+	block bool
+	got   int
+	errno syscall.Errno
+}
+
+func (r *rxState) init(batch int) {
+	r.hdrs = make([]unix.Mmsghdr, batch)
+	r.iovs = make([]unix.Iovec, batch)
+	r.names = make([][sockaddrLen]byte, batch)
+	r.bufs = make([]*nic.Buffer, batch)
+	for i := range r.hdrs {
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+		r.hdrs[i].Hdr.Name = &r.names[i][0]
+	}
+	r.call = r.recvmmsg // bound once: passing it to RawConn.Read allocates nothing
+}
+
+// recvmmsg runs inside RawConn.Read; returning false asks the poller to wait
+// for the socket to become readable.
+func (r *rxState) recvmmsg(fd uintptr) bool {
+	for i := range r.want {
+		r.hdrs[i].Hdr.Namelen = sockaddrLen
+	}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(r.want),
+			unix.MSG_TRUNC|unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			r.got, r.errno = int(n), 0
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			r.got, r.errno = 0, 0
+			return !r.block
+		default:
+			r.got, r.errno = 0, e
+			return true
+		}
+	}
+}
+
+// TxQueue implements nic.Dataplane.
+func (d *Dataplane) TxQueue(w int) nic.TxQueue { return d.tx[w] }
+
+// Release implements nic.Dataplane.
+func (d *Dataplane) Release(bufs ...*nic.Buffer) {
+	for _, b := range bufs {
+		d.pool.Put(b)
+	}
+}
+
+// Stats implements nic.Dataplane. RxDropped is the kernel's count of
+// datagrams dropped at the receive socket (its buffer was full: raise
+// Config.ReadBuffer and net.core.rmem_max); after Close it stays at its last
+// value.
+func (d *Dataplane) Stats() nic.Stats {
+	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxTruncated: d.rxTruncated.Load()}
+	s.RxDropped = d.kernelDrops()
+	for _, q := range d.tx {
+		s.TxPackets += q.txPackets.Load()
+		s.TxErrors += q.txErrors.Load()
+	}
+	return s
+}
+
+// kernelDrops returns the receive socket's drop count (SO_MEMINFO).
+func (d *Dataplane) kernelDrops() uint64 {
+	m := &d.meminfo
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !d.closed.Load() {
+		if err := d.raw.Control(m.call); err != nil {
+			m.ok = false
+		}
+	}
+	if !m.ok {
+		return 0
+	}
+	return uint64(m.vals[unix.SK_MEMINFO_DROPS])
+}
+
+// Close implements nic.Dataplane. It is idempotent.
+func (d *Dataplane) Close() error {
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		errs := []error{d.conn.Close()}
+		for _, q := range d.tx {
+			errs = append(errs, q.conn.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			d.closeErr = fmt.Errorf("udp: close: %w", err)
+		}
+	})
+	return d.closeErr
+}
+
+// txQueue is one worker's transmit queue on its own descriptor.
+type txQueue struct {
+	d     *Dataplane
+	conn  *net.UDPConn
+	raw   syscall.RawConn
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names [][sockaddrLen]byte
+	call  func(fd uintptr) bool
+
+	n, off, sent, failed int
+	firstErr             syscall.Errno
+
+	txPackets atomic.Uint64
+	txErrors  atomic.Uint64
+	_         [64]byte // keep workers' counters off each other's cache lines
+}
+
+func newTxQueue(d *Dataplane, fd int) (*txQueue, error) {
+	f := os.NewFile(uintptr(fd), "udp-tx")
+	pc, err := net.FilePacketConn(f) // dups fd again
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	q := &txQueue{d: d, conn: pc.(*net.UDPConn)}
+	if q.raw, err = q.conn.SyscallConn(); err != nil {
+		q.conn.Close()
+		return nil, err
+	}
+	batch := d.cfg.Batch
+	q.hdrs = make([]unix.Mmsghdr, batch)
+	q.iovs = make([]unix.Iovec, batch)
+	q.names = make([][sockaddrLen]byte, batch)
+	for i := range q.hdrs {
+		q.hdrs[i].Hdr.Iov = &q.iovs[i]
+		q.hdrs[i].Hdr.SetIovlen(1)
+		q.hdrs[i].Hdr.Name = &q.names[i][0]
+	}
+	q.call = q.sendmmsg
+	return q, nil
+}
+
+// Send implements nic.TxQueue. Datagrams that cannot be sent (an address
+// of the other family, a kernel error) are counted in Stats.TxErrors; the
+// first such error is returned. After Close it returns nic.ErrClosed.
+func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
+	d := q.d
+	total, failed := 0, 0
+	var firstErr error
+	for len(bufs) > 0 {
+		chunk := bufs[:min(len(bufs), len(q.hdrs))]
+		bufs = bufs[len(chunk):]
+		k := 0
+		for _, b := range chunk {
+			nl := encodeSockaddr(d.family, b.Peer, &q.names[k])
+			if nl == 0 || b.Len < 0 || b.Len > len(b.Data) || len(b.Data) == 0 {
+				failed++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("udp: send to %v: bad peer or length %d", b.Peer, b.Len)
+				}
+				continue
+			}
+			q.iovs[k].Base = &b.Data[0]
+			q.iovs[k].SetLen(b.Len)
+			q.hdrs[k].Hdr.Namelen = uint32(nl)
+			k++
+		}
+		q.n, q.off, q.sent, q.failed, q.firstErr = k, 0, 0, 0, 0
+		var err error
+		if k > 0 {
+			err = q.raw.Write(q.call)
+		}
+		for i := range k {
+			q.iovs[i].Base = nil // do not keep pool memory reachable from here
+		}
+		for _, b := range chunk {
+			d.pool.Put(b)
+		}
+		total += q.sent
+		failed += q.failed + (k - q.sent - q.failed) // unsent after an error
+		switch {
+		case err != nil && (errors.Is(err, net.ErrClosed) || d.closed.Load()):
+			firstErr = nic.ErrClosed
+		case err != nil && firstErr == nil:
+			firstErr = fmt.Errorf("udp: send: %w", err)
+		case q.firstErr != 0 && firstErr == nil:
+			firstErr = fmt.Errorf("udp: sendmmsg: %w", q.firstErr)
+		}
+	}
+	q.txPackets.Add(uint64(total))
+	if failed > 0 {
+		q.txErrors.Add(uint64(failed))
+	}
+	return total, firstErr
+}
+
+// sendmmsg runs inside RawConn.Write; returning false asks the poller to
+// wait until the socket is writable.
+func (q *txQueue) sendmmsg(fd uintptr) bool {
+	for q.off < q.n {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&q.hdrs[q.off])), uintptr(q.n-q.off),
+			unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			q.off += int(n)
+			q.sent += int(n)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false
+		default: // the datagram at q.off failed: count it and go on
+			if q.firstErr == 0 {
+				q.firstErr = e
+			}
+			q.failed++
+			q.off++
+		}
+	}
+	return true
+}
+
+// parseSockaddr decodes a kernel sockaddr_in or sockaddr_in6; IPv4-mapped
+// IPv6 addresses become IPv4.
+func parseSockaddr(b []byte) netip.AddrPort {
+	if len(b) < 4 {
+		return netip.AddrPort{}
+	}
+	port := binary.BigEndian.Uint16(b[2:4])
+	switch binary.NativeEndian.Uint16(b[0:2]) {
+	case unix.AF_INET:
+		if len(b) >= 8 {
+			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
+		}
+	case unix.AF_INET6:
+		if len(b) >= 24 {
+			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])).Unmap(), port)
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// encodeSockaddr writes peer as a sockaddr of the socket's family and returns
+// its length, or 0 when peer cannot be reached from such a socket.
+func encodeSockaddr(family int, peer netip.AddrPort, b *[sockaddrLen]byte) int {
+	ip := peer.Addr()
+	switch {
+	case !ip.IsValid():
+		return 0
+	case family == unix.AF_INET:
+		if !ip.Is4() && !ip.Is4In6() {
+			return 0
+		}
+		binary.NativeEndian.PutUint16(b[0:2], unix.AF_INET)
+		binary.BigEndian.PutUint16(b[2:4], peer.Port())
+		a := ip.Unmap().As4()
+		copy(b[4:8], a[:])
+		clear(b[8:16])
+		return unix.SizeofSockaddrInet4
+	default:
+		binary.NativeEndian.PutUint16(b[0:2], unix.AF_INET6)
+		binary.BigEndian.PutUint16(b[2:4], peer.Port())
+		clear(b[4:8])  // flow info
+		a := ip.As16() // IPv4 peers become IPv4-mapped
+		copy(b[8:24], a[:])
+		clear(b[24:28]) // scope id
+		return unix.SizeofSockaddrInet6
+	}
+}

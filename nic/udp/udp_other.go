@@ -1,0 +1,28 @@
+//go:build !linux
+
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/persephone-go/psp/nic"
+)
+
+// Dataplane is the UDP dataplane; on this platform Open always fails.
+type Dataplane struct{ nic.Dataplane }
+
+// Open is not supported on this platform (it needs recvmmsg and sendmmsg):
+// it returns an error wrapping nic.ErrNotSupported.
+func Open(cfg Config) (*Dataplane, error) {
+	return nil, fmt.Errorf("udp: open %s: %w (the UDP dataplane needs Linux)", cfg.Addr, nic.ErrNotSupported)
+}
+
+// Addr returns the bound address.
+func (d *Dataplane) Addr() netip.AddrPort { return netip.AddrPort{} }
+
+// FreeBuffers returns how many pool buffers are free.
+func (d *Dataplane) FreeBuffers() int { return 0 }
+
+// Config returns the configuration.
+func (d *Dataplane) Config() Config { return Config{} }

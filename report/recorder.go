@@ -1,0 +1,166 @@
+package report
+
+import (
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram ranges: latencies from 1 ns to 1000 s, slowdowns in thousandths
+// from 0.001 to 1e9, both to 3 significant digits (0.1% resolution).
+const (
+	maxLatencyNs   = 1000 * 1e9
+	slowdownScale  = 1000
+	maxSlowdownMil = 1e9 * slowdownScale
+	sigFigs        = 3
+)
+
+// series accumulates one type's (or all requests') samples.
+type series struct {
+	latency, slowdown  *hdrhistogram.Histogram
+	count, dropped     uint64
+	lost               uint64
+	sumLatency, sumSlo float64
+	maxLatency         int64
+	maxSlowdown        float64
+}
+
+func newSeries() *series {
+	return &series{
+		latency:  hdrhistogram.New(1, maxLatencyNs, sigFigs),
+		slowdown: hdrhistogram.New(1, maxSlowdownMil, sigFigs),
+	}
+}
+
+func clamp(v, lo, hi int64) int64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}
+
+func (s *series) record(latencyNs, serviceNs int64) {
+	if serviceNs < 1 {
+		serviceNs = 1
+	}
+	if latencyNs < 0 {
+		latencyNs = 0
+	}
+	slow := float64(latencyNs) / float64(serviceNs)
+	s.count++
+	s.sumLatency += float64(latencyNs)
+	s.sumSlo += slow
+	s.maxLatency = max(s.maxLatency, latencyNs)
+	s.maxSlowdown = max(s.maxSlowdown, slow)
+	// Values are clamped into range, so RecordValue cannot fail.
+	_ = s.latency.RecordValue(clamp(latencyNs, 1, maxLatencyNs))
+	_ = s.slowdown.RecordValue(clamp(int64(slow*slowdownScale+0.5), 1, maxSlowdownMil))
+}
+
+func (s *series) stats() Stats {
+	st := Stats{Count: s.count, Dropped: s.dropped, Lost: s.lost, MaxLatency: s.maxLatency}
+	if s.count == 0 {
+		return st
+	}
+	n := float64(s.count)
+	st.MeanLatency = s.sumLatency / n
+	st.MeanSlowdown = s.sumSlo / n
+	// HdrHistogram reports the highest value equivalent to the quantile's
+	// bucket; capping by the exact maximum keeps e.g. a fixed 100us from
+	// showing as 100.03us.
+	lat := func(q float64) int64 { return min(s.latency.ValueAtQuantile(q), s.maxLatency) }
+	slo := func(q float64) float64 {
+		return min(float64(s.slowdown.ValueAtQuantile(q))/slowdownScale, s.maxSlowdown)
+	}
+	st.P50Latency, st.P99Latency, st.P999Latency = lat(50), lat(99), lat(99.9)
+	st.P50Slowdown, st.P99Slowdown, st.P999Slowdown = slo(50), slo(99), slo(99.9)
+	return st
+}
+
+func (s *series) merge(o *series) {
+	s.latency.Merge(o.latency)
+	s.slowdown.Merge(o.slowdown)
+	s.count += o.count
+	s.dropped += o.dropped
+	s.lost += o.lost
+	s.sumLatency += o.sumLatency
+	s.sumSlo += o.sumSlo
+	s.maxLatency = max(s.maxLatency, o.maxLatency)
+	s.maxSlowdown = max(s.maxSlowdown, o.maxSlowdown)
+}
+
+func (s *series) reset() {
+	s.latency.Reset()
+	s.slowdown.Reset()
+	*s = series{latency: s.latency, slowdown: s.slowdown}
+}
+
+// Recorder collects per-type latency and slowdown samples (HdrHistogram, 3
+// significant digits; means are exact). Recording allocates nothing. It is
+// not safe for concurrent use.
+type Recorder struct {
+	names   []string
+	ids     []uint32
+	types   []*series
+	overall *series
+}
+
+// NewRecorder returns a recorder for the given types (names and wire ids,
+// same length; ids may be nil).
+func NewRecorder(names []string, ids []uint32) *Recorder {
+	r := &Recorder{names: names, ids: ids, overall: newSeries()}
+	for range names {
+		r.types = append(r.types, newSeries())
+	}
+	return r
+}
+
+// Record adds one completed request of type index typ.
+func (r *Recorder) Record(typ int, latencyNs, serviceNs int64) {
+	r.types[typ].record(latencyNs, serviceNs)
+	r.overall.record(latencyNs, serviceNs)
+}
+
+// Drop counts one request of type index typ dropped by the server.
+func (r *Recorder) Drop(typ int) {
+	r.types[typ].dropped++
+	r.overall.dropped++
+}
+
+// Lose counts one request of type index typ that got no reply.
+func (r *Recorder) Lose(typ int) {
+	r.types[typ].lost++
+	r.overall.lost++
+}
+
+// Count is the number of requests recorded so far.
+func (r *Recorder) Count() uint64 { return r.overall.count }
+
+// Reset forgets every sample, keeping the histograms' memory.
+func (r *Recorder) Reset() {
+	for _, s := range r.types {
+		s.reset()
+	}
+	r.overall.reset()
+}
+
+// Merge adds o's samples to r. Both must have the same types.
+func (r *Recorder) Merge(o *Recorder) {
+	for i := range r.types {
+		r.types[i].merge(o.types[i])
+	}
+	r.overall.merge(o.overall)
+}
+
+// Fill sets p.Overall and p.Types from the recorded samples.
+func (r *Recorder) Fill(p *Point) {
+	p.Overall = r.overall.stats()
+	p.Types = make([]TypeStats, len(r.types))
+	for i, s := range r.types {
+		p.Types[i] = TypeStats{Name: r.names[i], Stats: s.stats()}
+		if i < len(r.ids) {
+			p.Types[i].ID = r.ids[i]
+		}
+	}
+}

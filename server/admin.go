@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxClassifierUpload bounds a PUT body.
+const maxClassifierUpload = 16 << 20
+
+// Handler returns the admin HTTP handler:
+//
+//	GET /status                      the Status as JSON
+//	GET /metrics                     Prometheus metrics
+//	PUT /tenants/{name}/classifier   hot swap (body: the .wasm; needs the bearer token)
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", s.handleStatus)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	mux.HandleFunc("PUT /tenants/{name}/classifier", s.handleSwap)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "psp admin: GET /status, GET /metrics, PUT /tenants/{name}/classifier")
+	})
+	return mux
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Status())
+}
+
+// SwapResult is the JSON answer to a successful hot swap.
+type SwapResult struct {
+	Tenant  string `json:"tenant"`
+	Version int    `json:"version"`
+}
+
+// apiError is the JSON answer to a failed request.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
+	if len(s.token) == 0 {
+		writeJSON(w, http.StatusForbidden, apiError{"hot swap disabled: the server has no admin token file (start it with --token-file)"})
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
+		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxClassifierUpload))
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("read body: %v (limit %d bytes)", err, maxClassifierUpload)})
+		return
+	}
+	name := r.PathValue("name")
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	version, err := s.Swap(ctx, name, body)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version})
+	case errors.Is(err, ErrUnknownTenant):
+		writeJSON(w, http.StatusNotFound, apiError{err.Error()})
+	case errors.Is(err, ErrNoWasm):
+		writeJSON(w, http.StatusConflict, apiError{err.Error()})
+	default:
+		writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+	}
+}
+
+// Swap hot-swaps tenant's classifier. On error the running one stays.
+func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, error) {
+	t := s.tenantsOrNil()
+	if t == nil {
+		return 0, errors.New("server: closed")
+	}
+	return t.swap(ctx, tenant, wasm)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

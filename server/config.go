@@ -1,0 +1,375 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/wire"
+)
+
+// Dataplane names.
+const (
+	DataplaneUDP    = "udp"
+	DataplaneDPDK   = "dpdk"
+	DataplaneMemory = "memnic" // in-memory, for tests
+)
+
+// Application names.
+const (
+	AppSpin    = "spin"
+	AppEmulate = "emulate"
+	AppKV      = "kv"
+	AppTPCC    = "tpcc"
+)
+
+// Defaults of Config.
+const (
+	DefaultListen    = "127.0.0.1:6789"
+	DefaultAdmin     = "127.0.0.1:9090"
+	DefaultWorkers   = 14
+	DefaultPolicy    = "darc"
+	DefaultApp       = AppEmulate
+	DefaultBuffers   = 8192
+	DefaultBufSize   = 2048
+	DefaultTenant    = "default"
+	maxWasmFileBytes = 64 << 20
+)
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("server: invalid config")
+
+// Config is the server's whole configuration, loaded from YAML (strict:
+// unknown keys are errors) and overridable by flags. Zero values take the
+// defaults documented on each field; WithDefaults fills them in.
+type Config struct {
+	// Listen is the UDP address requests arrive on. Default 127.0.0.1:6789.
+	Listen string `yaml:"listen"`
+	// Dataplane is udp (default), dpdk (needs a build with -tags dpdk) or
+	// memnic (in memory, for tests).
+	Dataplane string `yaml:"dataplane"`
+	// EAL holds the DPDK EAL arguments (dpdk dataplane only).
+	EAL []string `yaml:"eal,omitempty"`
+	// Buffers is the dataplane's packet-buffer pool size. Default 8192.
+	Buffers int `yaml:"buffers"`
+	// BufSize is the size of one packet buffer (the largest datagram
+	// accepted). Default 2048.
+	BufSize int `yaml:"buf_size"`
+
+	// Policy is darc (default), cfcfs, dfcfs, fp or darc-static.
+	Policy string `yaml:"policy"`
+	// Reserved is the number of workers darc-static reserves for the
+	// shortest type.
+	Reserved int `yaml:"reserved,omitempty"`
+	// Workers is the number of application workers. Default 14.
+	Workers int `yaml:"workers"`
+	// CPUs pins threads: a CPU list such as "0-14" (first the dispatcher,
+	// then the workers; see dispatcher.Spec.CPUs). Empty: no pinning.
+	CPUs string `yaml:"cpus,omitempty"`
+	// Delta, Spillway, QueueCapacity, MinSamples, DelayFactor: DARC's
+	// parameters (see darc.Config; zero takes darc's default).
+	Delta         float64 `yaml:"delta,omitempty"`
+	Spillway      int     `yaml:"spillway,omitempty"`
+	QueueCapacity int     `yaml:"queue_capacity,omitempty"`
+	MinSamples    int     `yaml:"min_samples,omitempty"`
+	DelayFactor   float64 `yaml:"delay_factor,omitempty"`
+
+	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
+	Idle string `yaml:"idle"`
+	// Spin is how long idle threads spin before parking. Default 50µs.
+	Spin time.Duration `yaml:"spin,omitempty"`
+	// Burst is the receive burst size. Default 32.
+	Burst int `yaml:"burst,omitempty"`
+	// DrainTimeout bounds the graceful shutdown. Default 5s.
+	DrainTimeout time.Duration `yaml:"drain_timeout,omitempty"`
+
+	// Classifier is a Wasm classifier file for a single tenant named
+	// "default" serving every port: the common case. Exclusive with Tenants.
+	// With neither, the native psp-header classifier runs.
+	Classifier string `yaml:"classifier,omitempty"`
+	// Tenants are Wasm classifiers selected by destination port.
+	Tenants []Tenant `yaml:"tenants,omitempty"`
+
+	// App is the application the workers run.
+	App App `yaml:"app"`
+	// Admin is the admin HTTP endpoint.
+	Admin Admin `yaml:"admin"`
+}
+
+// Tenant is one Wasm classifier.
+type Tenant struct {
+	Name string `yaml:"name"`
+	// Ports are the UDP destination ports routed to this tenant; empty: the
+	// default tenant (ports no other tenant claims).
+	Ports []uint16 `yaml:"ports,omitempty"`
+	// Classifier is the .wasm file.
+	Classifier string `yaml:"classifier"`
+	// MaxTypes reserves room in the global type space for later hot swaps
+	// with more types; default the module's own type count.
+	MaxTypes int `yaml:"max_types,omitempty"`
+}
+
+// App selects and configures the application.
+type App struct {
+	// Name is spin, emulate (default), kv or tpcc.
+	Name string `yaml:"name"`
+	// Dilation multiplies service times (emulate; tpcc when set: it then
+	// sleeps instead of spinning). Default 1000 for emulate.
+	Dilation float64 `yaml:"dilation,omitempty"`
+	// SpinTail is the end of each emulated service time spent spinning to
+	// absorb timer overshoot. Default 100µs.
+	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
+	// KV configures the kv application.
+	KV KV `yaml:"kv,omitempty"`
+}
+
+// KV configures the kv application.
+type KV struct {
+	// Dir is the Pebble directory; empty: in memory.
+	Dir string `yaml:"dir,omitempty"`
+	// Keys is the number of keys preloaded. Default 5000.
+	Keys int `yaml:"keys,omitempty"`
+	// ValueSize is the size of each preloaded value. Default 64.
+	ValueSize int `yaml:"value_size,omitempty"`
+}
+
+// Admin configures the admin HTTP endpoint.
+type Admin struct {
+	// Addr is the listen address. Default 127.0.0.1:9090. "off" disables it.
+	Addr string `yaml:"addr"`
+	// TokenFile holds the bearer token that PUT requests must present.
+	// Without it, hot swaps over HTTP are refused.
+	TokenFile string `yaml:"token_file,omitempty"`
+}
+
+// LoadConfig reads a YAML config file. Unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("server: read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig decodes YAML strictly (unknown keys are errors).
+func ParseConfig(data []byte) (Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return cfg, nil
+}
+
+// YAML renders the config as YAML.
+func (c Config) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("server: encode config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("server: encode config: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// WithDefaults returns c with zero fields set to the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Dataplane == "" {
+		c.Dataplane = DataplaneUDP
+	}
+	if c.Buffers == 0 {
+		c.Buffers = DefaultBuffers
+	}
+	if c.BufSize == 0 {
+		c.BufSize = DefaultBufSize
+	}
+	if c.Policy == "" {
+		c.Policy = DefaultPolicy
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Idle == "" {
+		c.Idle = dispatcher.IdleSpinThenPark
+	}
+	if c.Spin == 0 {
+		c.Spin = dispatcher.DefaultSpin
+	}
+	if c.Burst == 0 {
+		c.Burst = dispatcher.DefaultBurst
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = dispatcher.DefaultDrainTimeout
+	}
+	if c.App.Name == "" {
+		c.App.Name = DefaultApp
+	}
+	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
+		c.App.Dilation = 1000
+	}
+	if c.App.Name == AppKV {
+		if c.App.KV.Keys == 0 {
+			c.App.KV.Keys = 5000
+		}
+		if c.App.KV.ValueSize == 0 {
+			c.App.KV.ValueSize = 64
+		}
+	}
+	if c.Admin.Addr == "" {
+		c.Admin.Addr = DefaultAdmin
+	}
+	if c.Classifier != "" && len(c.Tenants) == 0 {
+		c.Tenants = []Tenant{{Name: DefaultTenant, Classifier: c.Classifier}}
+		c.Classifier = ""
+	}
+	return c
+}
+
+// Validate checks c (after defaults) without touching files or the network,
+// except that CPUs are checked against the machine.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	if _, err := netip.ParseAddrPort(c.Listen); err != nil {
+		return bad("listen address %q: %v (want IP:PORT, e.g. %s)", c.Listen, err, DefaultListen)
+	}
+	if !slices.Contains([]string{DataplaneUDP, DataplaneDPDK, DataplaneMemory}, c.Dataplane) {
+		return bad("dataplane %q, want udp, dpdk or memnic", c.Dataplane)
+	}
+	if !slices.Contains(darc.PolicyNames(), c.Policy) {
+		return bad("policy %q, want one of %s", c.Policy, strings.Join(darc.PolicyNames(), ", "))
+	}
+	if c.Workers < 1 || c.Workers > 1024 {
+		return bad("workers = %d, want 1..1024", c.Workers)
+	}
+	if c.Policy == "darc-static" && (c.Reserved < 0 || c.Reserved > c.Workers) {
+		return bad("reserved = %d, want 0..workers (%d)", c.Reserved, c.Workers)
+	}
+	if c.Buffers < c.Burst {
+		return bad("buffers = %d, want at least the burst (%d)", c.Buffers, c.Burst)
+	}
+	if c.BufSize < wire.HeaderLen {
+		return bad("buf_size = %d, want >= %d", c.BufSize, wire.HeaderLen)
+	}
+	if c.CPUs != "" {
+		cpus, err := affinity.ParseList(c.CPUs)
+		if err != nil {
+			return bad("cpus %q: %v", c.CPUs, err)
+		}
+		if err := affinity.Validate(cpus); err != nil {
+			return bad("cpus %q: %v", c.CPUs, err)
+		}
+	}
+	if err := c.dispatcherSpec(nil).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.Classifier != "" {
+		return bad("classifier and tenants are exclusive: put the file in a tenant")
+	}
+	seen := map[string]bool{}
+	ports := map[uint16]string{}
+	defaults := 0
+	for i, t := range c.Tenants {
+		if t.Name == "" {
+			return bad("tenant %d has no name", i)
+		}
+		if seen[t.Name] {
+			return bad("tenant %q listed twice", t.Name)
+		}
+		seen[t.Name] = true
+		if t.Classifier == "" {
+			return bad("tenant %q has no classifier file", t.Name)
+		}
+		if len(t.Ports) == 0 {
+			defaults++
+		}
+		for _, p := range t.Ports {
+			if other, ok := ports[p]; ok {
+				return bad("port %d claimed by tenants %q and %q", p, other, t.Name)
+			}
+			ports[p] = t.Name
+		}
+	}
+	if defaults > 1 {
+		return bad("%d tenants without ports; at most one may be the default", defaults)
+	}
+	switch c.App.Name {
+	case AppSpin, AppEmulate, AppTPCC, AppKV:
+	default:
+		return bad("app %q, want spin, emulate, kv or tpcc", c.App.Name)
+	}
+	if c.App.Dilation < 0 {
+		return bad("dilation %g, want > 0", c.App.Dilation)
+	}
+	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
+		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
+	}
+	if c.Admin.Addr != "off" {
+		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
+			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
+		}
+	}
+	return nil
+}
+
+// cpuList parses CPUs (already validated).
+func (c Config) cpuList() []int {
+	if c.CPUs == "" {
+		return nil
+	}
+	cpus, _ := affinity.ParseList(c.CPUs)
+	return cpus
+}
+
+// dispatcherSpec builds the dispatcher's spec.
+func (c Config) dispatcherSpec(typeNames []string) dispatcher.Spec {
+	return dispatcher.Spec{
+		Workers:      c.Workers,
+		CPUs:         c.cpuList(),
+		Idle:         c.Idle,
+		Spin:         c.Spin,
+		Burst:        c.Burst,
+		MinPayload:   wire.HeaderLen,
+		DrainTimeout: c.DrainTimeout,
+		TypeNames:    typeNames,
+	}
+}
+
+// policyConfig builds the policy's config.
+func (c Config) policyConfig(typeNames []string) darc.Config {
+	return darc.Config{
+		Workers:        c.Workers,
+		NumTypes:       len(typeNames),
+		TypeNames:      typeNames,
+		QueueCapacity:  c.QueueCapacity,
+		Delta:          c.Delta,
+		Spillway:       c.Spillway,
+		MinSamples:     c.MinSamples,
+		DelayFactor:    c.DelayFactor,
+		StaticReserved: c.Reserved,
+	}
+}

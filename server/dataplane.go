@@ -1,0 +1,39 @@
+package server
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/memnic"
+	"github.com/persephone-go/psp/nic/udp"
+)
+
+// openDataplane opens the configured dataplane and returns it with the
+// address requests go to.
+func openDataplane(cfg Config) (nic.Dataplane, string, error) {
+	switch cfg.Dataplane {
+	case DataplaneMemory:
+		ap := netip.MustParseAddrPort(cfg.Listen)
+		dp := memnic.New(memnic.Config{Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Port: ap.Port()})
+		return dp, ap.String(), nil
+	case DataplaneDPDK:
+		return openDPDK(cfg)
+	default:
+		return openUDP(cfg)
+	}
+}
+
+// openUDP opens the UDP-socket dataplane.
+func openUDP(cfg Config) (nic.Dataplane, string, error) {
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst})
+	if err != nil {
+		return nil, "", fmt.Errorf("server: dataplane: %w", err)
+	}
+	return dp, dp.Addr().String(), nil
+}
+
+// openDPDK opens the DPDK dataplane.
+func openDPDK(cfg Config) (nic.Dataplane, string, error) {
+	return nil, "", fmt.Errorf("server: dataplane dpdk: %w", nic.ErrNotSupported)
+}

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/app/spin"
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/nic"
+)
+
+// Options are the parts of a server that are not configuration.
+type Options struct {
+	// Log receives one-line progress messages (default: discard).
+	Log io.Writer
+}
+
+// Server is psp's live server. Build it with New, run it with Run.
+type Server struct {
+	cfg      Config
+	log      io.Writer
+	dp       nic.Dataplane
+	addr     string
+	disp     *dispatcher.Dispatcher
+	tenants  *tenants
+	app      dispatcher.Handler
+	closeApp func() error
+	types    []string
+	token    []byte
+	registry *prometheus.Registry
+	adminLn  net.Listener
+	http     *http.Server
+	started  time.Time
+	// describeTenants is the classifier part of the startup line.
+	describeTenants string
+	ran             bool
+	mu              sync.Mutex
+}
+
+// New opens a server for cfg. The caller must call Run (which closes
+// everything when it returns) or Close.
+func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	s := &Server{cfg: cfg, log: opts.Log, started: time.Now()}
+	if s.log == nil {
+		s.log = io.Discard
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	if s.tenants, err = openTenants(ctx, cfg); err != nil {
+		return nil, err
+	}
+	s.types = s.tenants.types
+	desc := s.tenants.describe()
+	s.describeTenants = desc
+	if s.app, s.closeApp, err = openApp(cfg); err != nil {
+		return nil, err
+	}
+	policy, err := darc.New(cfg.Policy, cfg.policyConfig(s.types))
+	if err != nil {
+		return nil, fmt.Errorf("server: policy: %w", err)
+	}
+	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
+		return nil, err
+	}
+	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types), s.dp, s.tenants.classifier, policy, s.app)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Admin.TokenFile != "" {
+		tok, err := os.ReadFile(cfg.Admin.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("server: admin token: %w", err)
+		}
+		s.token = []byte(strings.TrimSpace(string(tok)))
+		if len(s.token) == 0 {
+			return nil, fmt.Errorf("server: admin token file %s is empty", cfg.Admin.TokenFile)
+		}
+	}
+	s.registry = prometheus.NewRegistry()
+	if err := s.registerMetrics(); err != nil {
+		return nil, err
+	}
+	if cfg.Admin.Addr != "off" {
+		ln, err := net.Listen("tcp", cfg.Admin.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
+		}
+		s.adminLn = ln
+		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	}
+	return s, nil
+}
+
+// openApp builds the configured application.
+func openApp(cfg Config) (dispatcher.Handler, func() error, error) {
+	none := func() error { return nil }
+	switch cfg.App.Name {
+	case AppSpin:
+		return spin.Handler{}, none, nil
+	case AppEmulate:
+		h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
+		if err != nil {
+			return nil, nil, fmt.Errorf("server: app: %w", err)
+		}
+		return h, none, nil
+	default:
+		return openOtherApp(cfg)
+	}
+}
+
+// Addr returns the data-plane address requests go to (resolved when the
+// config asked for port 0).
+func (s *Server) Addr() string { return s.addr }
+
+// AdminAddr returns the admin endpoint's address, or "" when disabled.
+func (s *Server) AdminAddr() string {
+	if s.adminLn == nil {
+		return ""
+	}
+	return s.adminLn.Addr().String()
+}
+
+// Config returns the effective configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// Dataplane returns the server's dataplane (tests inject into memnic).
+func (s *Server) Dataplane() nic.Dataplane { return s.dp }
+
+// Dispatcher returns the server's dispatcher.
+func (s *Server) Dispatcher() *dispatcher.Dispatcher { return s.disp }
+
+// Run serves until ctx is cancelled, then shuts down gracefully and closes
+// everything. It returns the first error (nil after a requested shutdown).
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.ran {
+		s.mu.Unlock()
+		return errors.New("server: Run called twice")
+	}
+	s.ran = true
+	s.mu.Unlock()
+
+	httpErr := make(chan error, 1)
+	if s.http != nil {
+		go func() {
+			if err := s.http.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				httpErr <- fmt.Errorf("server: admin http: %w", err)
+			}
+			close(httpErr)
+		}()
+	} else {
+		close(httpErr)
+	}
+	fmt.Fprintf(s.log, "psp serve: %s\n", s.describe())
+
+	dispCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dispErr := make(chan error, 1)
+	go func() { dispErr <- s.disp.Run(dispCtx) }()
+
+	var err error
+	select {
+	case err = <-dispErr:
+	case e, ok := <-httpErr:
+		if ok {
+			err = e
+		}
+		cancel()
+		if e2 := <-dispErr; err == nil {
+			err = e2
+		}
+	}
+	st := s.disp.Stats()
+	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// describe is the startup line.
+func (s *Server) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %d workers (%s), app %s",
+		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.cfg.Workers, s.cfg.Idle, s.cfg.App.Name)
+	if s.cfg.App.Dilation != 0 {
+		fmt.Fprintf(&b, " (dilation %g)", s.cfg.App.Dilation)
+	}
+	fmt.Fprintf(&b, ", classifier %s", s.describeTenants)
+	if a := s.AdminAddr(); a != "" {
+		fmt.Fprintf(&b, ", admin http://%s", a)
+	}
+	return b.String()
+}
+
+// Close releases everything New opened. Run calls it; call it yourself only
+// when you do not call Run.
+func (s *Server) Close() error {
+	var errs []error
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := s.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
+		}
+		cancel()
+		s.http = nil
+	} else if s.adminLn != nil {
+		s.adminLn.Close()
+	}
+	if s.dp != nil {
+		if err := s.dp.Close(); err != nil && !errors.Is(err, nic.ErrClosed) {
+			errs = append(errs, fmt.Errorf("server: close dataplane: %w", err))
+		}
+		s.dp = nil
+	}
+	s.mu.Lock()
+	t := s.tenants
+	s.tenants = nil
+	s.mu.Unlock()
+	if t != nil {
+		if err := t.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.closeApp != nil {
+		if err := s.closeApp(); err != nil {
+			errs = append(errs, fmt.Errorf("server: close app: %w", err))
+		}
+		s.closeApp = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Status returns the current status (at most one stats interval old).
+func (s *Server) Status() Status {
+	st := buildStatus(s.disp.Stats())
+	st.App = s.cfg.App.Name
+	st.Dilation = s.cfg.App.Dilation
+	st.Listen = s.addr
+	st.Dataplane = s.cfg.Dataplane
+	st.UptimeSec = time.Since(s.started).Seconds()
+	if t := s.tenantsOrNil(); t != nil {
+		st.Tenants = t.status()
+	}
+	return st
+}
+
+func (s *Server) tenantsOrNil() *tenants {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tenants
+}

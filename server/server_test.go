@@ -1,0 +1,227 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/nic/memnic"
+	"github.com/persephone-go/psp/wire"
+)
+
+func header(id, typ, serviceNs uint32) []byte {
+	b := make([]byte, wire.HeaderLen)
+	wire.Header{ID: id, Type: typ, ServiceNs: serviceNs}.Encode(b)
+	return b
+}
+
+// memConfig is a small in-memory server: emulate with a tiny dilation.
+func memConfig() Config {
+	return Config{
+		Dataplane:  DataplaneMemory,
+		Workers:    4,
+		Buffers:    256,
+		Policy:     "darc",
+		MinSamples: 100,
+		App:        App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
+		Admin:      Admin{Addr: "127.0.0.1:0"},
+	}
+}
+
+type running struct {
+	srv  *Server
+	stop func() error
+}
+
+func start(t *testing.T, cfg Config) running {
+	t.Helper()
+	srv, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	return running{srv: srv, stop: func() error {
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return")
+			return nil
+		}
+	}}
+}
+
+// inject retries until the pool has a free buffer.
+func inject(dp *memnic.Dataplane, payload []byte, peer netip.AddrPort) {
+	for !dp.Inject(payload, peer) {
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func getStatus(t *testing.T, h http.Handler) Status {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /status: %d %s", rec.Code, rec.Body)
+	}
+	var st Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatalf("decode /status: %v", err)
+	}
+	return st
+}
+
+func TestMemServerAnswersAndReports(t *testing.T) {
+	r := start(t, memConfig())
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	peer := netip.MustParseAddrPort("10.0.0.1:5000")
+	const n = 400
+	for i := 0; i < n; i++ {
+		typ := uint32(wire.TypeShort)
+		svc := uint32(1000)
+		if i%2 == 1 {
+			typ, svc = wire.TypeLong, 20000
+		}
+		inject(dp, header(uint32(i), typ, svc), peer)
+	}
+	inject(dp, []byte("garbage"), peer) // runt
+	inject(dp, header(n, 77, 0), peer)  // unknown type: spillway
+	seen := map[uint32]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(seen) < n+1 {
+		select {
+		case rep := <-dp.Replies():
+			h, err := wire.Decode(rep.Payload)
+			if err != nil {
+				t.Fatalf("bad reply %x", rep.Payload)
+			}
+			if seen[h.ID] {
+				t.Fatalf("duplicate reply %d", h.ID)
+			}
+			seen[h.ID] = true
+			if rep.Peer != peer {
+				t.Errorf("reply to %v, want %v", rep.Peer, peer)
+			}
+		case <-deadline:
+			st := getStatus(t, r.srv.Handler())
+			j, _ := json.MarshalIndent(st, "", " ")
+			t.Fatalf("got %d replies of %d; status %s", len(seen), n+1, j)
+		}
+	}
+	time.Sleep(250 * time.Millisecond) // one stats interval
+	st := getStatus(t, r.srv.Handler())
+	if st.Received != n+2 || st.Answered != n+1 || st.Drops.Runt != 1 {
+		t.Errorf("status received %d answered %d runts %d, want %d %d 1", st.Received, st.Answered, st.Drops.Runt, n+2, n+1)
+	}
+	if st.Policy != "darc" || st.Phase != "darc" {
+		t.Errorf("policy %q phase %q, want darc after %d samples", st.Policy, st.Phase, n)
+	}
+	if len(st.Groups) == 0 || st.Groups[0].Types[0] != "SHORT" || len(st.Groups[0].Reserved) != 1 {
+		t.Errorf("groups %+v, want SHORT first with one reserved worker", st.Groups)
+	}
+	if st.Reservations == 0 {
+		t.Errorf("no reservation computed")
+	}
+	if st.Types[1].Answered != n/2 || st.Types[0].Answered != 1 {
+		t.Errorf("SHORT answered %d UNKNOWN answered %d, want %d and 1", st.Types[1].Answered, st.Types[0].Answered, n/2)
+	}
+	if len(st.Tenants) != 1 || !st.Tenants[0].Native {
+		t.Errorf("tenants %+v, want the native classifier", st.Tenants)
+	}
+
+	rec := httptest.NewRecorder()
+	r.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{"psp_requests_answered_total 401", `psp_requests_dropped_total{reason="runt"} 1`, `psp_type_requests_total{outcome="answered",type="SHORT"} 200`, "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSwapNeedsTokenAndWasm(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	cfg := memConfig()
+	cfg.Admin.TokenFile = tokenFile
+	srv, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	put := func(auth string) int {
+		req := httptest.NewRequest("PUT", "/tenants/default/classifier", bytes.NewReader([]byte("\x00asm")))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if got := put(""); got != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", got)
+	}
+	if got := put("Bearer wrong"); got != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", got)
+	}
+	if got := put("Bearer s3cret"); got != http.StatusConflict {
+		t.Errorf("native classifier: %d, want 409", got)
+	}
+}
+
+func TestConfigStrictAndValidated(t *testing.T) {
+	if _, err := ParseConfig([]byte("listen: 127.0.0.1:1\nworkerz: 3\n")); !errors.Is(err, ErrConfig) {
+		t.Errorf("unknown key: %v, want ErrConfig", err)
+	}
+	cfg, err := ParseConfig([]byte("workers: 3\npolicy: cfcfs\napp:\n  name: spin\nspin: 20us\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workers != 3 || cfg.Policy != "cfcfs" || cfg.App.Name != "spin" || cfg.Spin != 20*time.Microsecond {
+		t.Errorf("parsed %+v", cfg)
+	}
+	for _, bad := range []Config{
+		{Policy: "lifo"},
+		{Listen: "nowhere"},
+		{Workers: -2},
+		{App: App{Name: "redis"}},
+		{CPUs: "0-100000"},
+		{Classifier: "a.wasm", Tenants: []Tenant{{Name: "x", Classifier: "b.wasm"}}},
+		{Tenants: []Tenant{{Name: "a", Classifier: "a.wasm"}, {Name: "b", Classifier: "b.wasm"}}},
+		{Tenants: []Tenant{{Name: "a", Classifier: "a.wasm", Ports: []uint16{1}}, {Name: "b", Classifier: "b.wasm", Ports: []uint16{1}}}},
+		{Idle: "nap"},
+	} {
+		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrConfig", bad, err)
+		}
+	}
+	// The printed config parses back to itself.
+	out, err := memConfig().WithDefaults().YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseConfig(out)
+	if err != nil {
+		t.Fatalf("re-parse printed config: %v\n%s", err, out)
+	}
+	if b2, _ := back.YAML(); !bytes.Equal(b2, out) {
+		t.Errorf("round trip differs:\n%s\n---\n%s", out, b2)
+	}
+}

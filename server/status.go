@@ -1,0 +1,136 @@
+package server
+
+import (
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/nic"
+)
+
+// Status is the JSON document GET /status returns.
+type Status struct {
+	Policy    string  `json:"policy"`
+	Phase     string  `json:"phase"` // "startup" while DARC profiles, then "darc"; baselines: their name
+	App       string  `json:"app"`
+	Dilation  float64 `json:"dilation,omitempty"`
+	Workers   int     `json:"workers"`
+	Listen    string  `json:"listen"`
+	Dataplane string  `json:"dataplane"`
+	UptimeSec float64 `json:"uptime_s"`
+	Running   bool    `json:"running"`
+	Draining  bool    `json:"draining"`
+
+	Received uint64           `json:"received"`
+	Answered uint64           `json:"answered"`
+	Dropped  uint64           `json:"dropped"`
+	InFlight uint64           `json:"in_flight"`
+	Queued   uint64           `json:"queued"`
+	Busy     int              `json:"busy"`
+	Drops    dispatcher.Drops `json:"drops"`
+
+	// IdleWorkers and CPUWaste are means over the last stats interval (about
+	// 100ms); CPUWaste counts idle workers while requests waited.
+	IdleWorkers   float64 `json:"idle_workers"`
+	CPUWaste      float64 `json:"cpu_waste"`
+	CPUWasteTotal float64 `json:"cpu_waste_total"`
+
+	// Reservations counts reservation (re)computations.
+	Reservations uint64        `json:"reservations"`
+	Groups       []GroupStatus `json:"groups"`
+	Types        []TypeStatus  `json:"types"`
+	Tenants      []TenantInfo  `json:"tenants"`
+	Net          nic.Stats     `json:"net"`
+}
+
+// GroupStatus is one group of the current reservation.
+type GroupStatus struct {
+	Types     []string    `json:"types"`
+	TypeIDs   []darc.Type `json:"type_ids"`
+	Demand    float64     `json:"demand"`
+	Reserved  []int       `json:"reserved"`
+	Stealable []int       `json:"stealable"`
+	Spillway  bool        `json:"spillway"`
+}
+
+// TypeStatus is one request type's profile and counters.
+type TypeStatus struct {
+	ID   darc.Type `json:"id"`
+	Name string    `json:"name"`
+	// Profile: the policy's current profiling window.
+	MeanServiceNs float64 `json:"mean_service_ns"`
+	ProfileCount  uint64  `json:"profile_count"`
+	Ratio         float64 `json:"ratio"`
+	// Counters since start.
+	Queued   int    `json:"queued"`
+	Received uint64 `json:"received"`
+	Answered uint64 `json:"answered"`
+	Dropped  uint64 `json:"dropped"`
+	// MeasuredMeanNs is the mean service time of every answered request
+	// since start (worker clock).
+	MeasuredMeanNs float64 `json:"measured_mean_ns"`
+}
+
+// TenantInfo is one classifier tenant.
+type TenantInfo struct {
+	Name    string   `json:"name"`
+	Version int      `json:"version"`
+	Native  bool     `json:"native,omitempty"` // the built-in psp-header classifier
+	Ports   []uint16 `json:"ports,omitempty"`
+	Types   []string `json:"types"`
+	// Faults counts classifier faults by kind (Wasm tenants only).
+	Faults      map[string]uint64 `json:"faults,omitempty"`
+	BreakerOpen bool              `json:"breaker_open,omitempty"`
+}
+
+// buildStatus assembles a Status from the dispatcher's latest stats.
+func buildStatus(s *dispatcher.Stats) Status {
+	st := Status{
+		Policy:        s.Policy.Policy,
+		Phase:         s.Policy.Phase,
+		Workers:       s.Workers,
+		Running:       s.Running,
+		Draining:      s.Draining,
+		Received:      s.Received,
+		Answered:      s.Answered,
+		Dropped:       s.Dropped,
+		InFlight:      s.InFlight,
+		Queued:        s.Queued,
+		Busy:          s.Busy,
+		Drops:         s.Drops,
+		IdleWorkers:   s.IdleWorkers,
+		CPUWaste:      s.CPUWaste,
+		CPUWasteTotal: s.CPUWasteTotal,
+		Reservations:  s.Policy.Reservations,
+		Net:           s.Dataplane,
+		Groups:        []GroupStatus{},
+		Types:         make([]TypeStatus, 0, len(s.Types)),
+	}
+	name := func(t darc.Type) string {
+		if int(t) < len(s.Types) {
+			return s.Types[t].Name
+		}
+		return ""
+	}
+	for _, g := range s.Policy.Groups {
+		gs := GroupStatus{TypeIDs: g.Types, Demand: g.Demand, Reserved: g.Reserved, Stealable: g.Stealable, Spillway: g.Spillway}
+		for _, t := range g.Types {
+			gs.Types = append(gs.Types, name(t))
+		}
+		if gs.Reserved == nil {
+			gs.Reserved = []int{}
+		}
+		if gs.Stealable == nil {
+			gs.Stealable = []int{}
+		}
+		st.Groups = append(st.Groups, gs)
+	}
+	for _, ts := range s.Types {
+		t := TypeStatus{ID: ts.Type, Name: ts.Name, Queued: ts.Queued, Received: ts.Received,
+			Answered: ts.Answered, Dropped: ts.Dropped, MeasuredMeanNs: ts.MeanServiceNs}
+		if int(ts.Type) < len(s.Policy.Types) {
+			p := s.Policy.Types[ts.Type]
+			t.MeanServiceNs, t.ProfileCount, t.Ratio = p.MeanService, p.Count, p.Ratio
+		}
+		st.Types = append(st.Types, t)
+	}
+	return st
+}

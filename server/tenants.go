@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/persephone-go/psp/dispatcher"
+)
+
+// Errors returned by Swap.
+var (
+	// ErrNoWasm: the server runs the native classifier, there is nothing to
+	// swap.
+	ErrNoWasm = errors.New("server: no Wasm tenants configured (the native psp-header classifier is running)")
+	// ErrUnknownTenant: no tenant has that name.
+	ErrUnknownTenant = errors.New("server: unknown tenant")
+	// ErrBadClassifier: the new module failed to load; the old one stays.
+	ErrBadClassifier = errors.New("server: classifier rejected")
+)
+
+// nativeTenant is the tenant name shown for the native classifier.
+const nativeTenant = "native"
+
+// tenants is the server's classifier: native or a Wasm host.
+type tenants struct {
+	classifier dispatcher.Classifier
+	types      []string
+	wasm       *wasmTenants // nil: native
+}
+
+// openTenants builds the classifier for cfg.
+func openTenants(ctx context.Context, cfg Config) (*tenants, error) {
+	if len(cfg.Tenants) == 0 {
+		return &tenants{classifier: dispatcher.HeaderClassifier{}, types: headerTypes()}, nil
+	}
+	w, err := openWasmTenants(ctx, cfg.Tenants)
+	if err != nil {
+		return nil, err
+	}
+	return &tenants{classifier: w.caller, types: w.types(), wasm: w}, nil
+}
+
+// headerTypes returns the native classifier's type names, blanks filled.
+func headerTypes() []string {
+	names := dispatcher.HeaderTypeNames()
+	for i, n := range names {
+		if n == "" {
+			names[i] = fmt.Sprintf("type%d", i)
+		}
+	}
+	return names
+}
+
+func (t *tenants) describe() string {
+	if t.wasm == nil {
+		return "native psp header"
+	}
+	return t.wasm.describe()
+}
+
+func (t *tenants) status() []TenantInfo {
+	if t.wasm == nil {
+		return []TenantInfo{{Name: nativeTenant, Version: 1, Native: true, Types: t.types}}
+	}
+	return t.wasm.status()
+}
+
+func (t *tenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
+	if t.wasm == nil {
+		return 0, ErrNoWasm
+	}
+	return t.wasm.swap(ctx, name, wasm)
+}
+
+func (t *tenants) close() error {
+	if t.wasm == nil {
+		return nil
+	}
+	return t.wasm.close()
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/persephone-go/psp/wasmclass"
+)
+
+// wasmTenants holds the Wasm classifier host and the dispatcher's caller.
+type wasmTenants struct {
+	host   *wasmclass.Host
+	caller *wasmclass.Caller
+	specs  []Tenant
+}
+
+// openWasmTenants reads every tenant's classifier file and loads them.
+func openWasmTenants(ctx context.Context, specs []Tenant) (*wasmTenants, error) {
+	hs := wasmclass.HostSpec{}
+	for _, t := range specs {
+		bin, err := readWasm(t.Classifier)
+		if err != nil {
+			return nil, fmt.Errorf("server: tenant %q: %w", t.Name, err)
+		}
+		hs.Tenants = append(hs.Tenants, wasmclass.TenantSpec{Name: t.Name, Ports: t.Ports, Wasm: bin, MaxTypes: t.MaxTypes})
+	}
+	host, err := wasmclass.NewHost(ctx, hs)
+	if err != nil {
+		return nil, fmt.Errorf("server: classifiers: %w", err)
+	}
+	caller, err := host.NewCaller()
+	if err != nil {
+		host.Close(ctx)
+		return nil, fmt.Errorf("server: classifiers: %w", err)
+	}
+	return &wasmTenants{host: host, caller: caller, specs: specs}, nil
+}
+
+// readWasm reads a classifier file, refusing absurd sizes before loading.
+func readWasm(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("classifier: %w", err)
+	}
+	if fi.Size() > maxWasmFileBytes {
+		return nil, fmt.Errorf("classifier %s: %d bytes, larger than %d", path, fi.Size(), maxWasmFileBytes)
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("classifier: %w", err)
+	}
+	return bin, nil
+}
+
+func (w *wasmTenants) types() []string { return w.host.Types() }
+
+func (w *wasmTenants) describe() string {
+	var parts []string
+	for _, t := range w.specs {
+		p := "default"
+		if len(t.Ports) > 0 {
+			p = fmt.Sprintf("ports %v", t.Ports)
+		}
+		parts = append(parts, fmt.Sprintf("wasm tenant %s=%s (%s)", t.Name, t.Classifier, p))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (w *wasmTenants) status() []TenantInfo {
+	var out []TenantInfo
+	for i, ts := range w.host.Status() {
+		ti := TenantInfo{Name: ts.Name, Version: ts.Version, Types: ts.TypeNames, BreakerOpen: ts.BreakersOpen > 0,
+			Faults: map[string]uint64{
+				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
+				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen, "restarts": ts.Faults.Restarts,
+			}}
+		if i < len(w.specs) {
+			ti.Ports = w.specs[i].Ports
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+func (w *wasmTenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
+	v, err := w.host.Swap(ctx, name, wasm)
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, wasmclass.ErrUnknownTenant):
+		return 0, fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
+	default:
+		return 0, fmt.Errorf("%w: %w", ErrBadClassifier, err)
+	}
+}
+
+// close closes the caller (the dispatcher has stopped) and the host.
+func (w *wasmTenants) close() error {
+	err := w.caller.Close()
+	if herr := w.host.Close(context.Background()); err == nil {
+		err = herr
+	}
+	if err != nil {
+		return fmt.Errorf("server: close classifiers: %w", err)
+	}
+	return nil
+}

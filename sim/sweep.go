@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/persephone-go/psp/report"
+)
+
+// Sweep runs Base at every load for every policy.
+type Sweep struct {
+	// Base is the configuration of every run; its Policy, Load and Rate are
+	// replaced by each run's.
+	Base     Config
+	Policies []string
+	Loads    []float64
+	// Parallel is the number of runs simulated at once; default GOMAXPROCS.
+	Parallel int
+	// Progress, if set, is called after each run with the number of runs
+	// done, the total and the run's point. Calls are serialised.
+	Progress func(done, total int, p report.Point)
+}
+
+// RunSweep simulates every (load, policy) pair and returns the points
+// ordered by load, then by policy in the order given. Every run uses
+// Base.Seed, so policies see the same arrivals at a given load. It stops
+// early, returning ctx's error, when ctx is cancelled.
+func RunSweep(ctx context.Context, s Sweep) ([]report.Point, error) {
+	if len(s.Policies) == 0 || len(s.Loads) == 0 {
+		return nil, fmt.Errorf("sweep: %w: need at least one policy and one load", ErrInvalidConfig)
+	}
+	total := len(s.Policies) * len(s.Loads)
+	configs := make([]Config, total)
+	for li, load := range s.Loads {
+		for pi, pol := range s.Policies {
+			c := s.Base
+			c.Policy, c.Load, c.Rate = pol, load, 0
+			if _, err := c.normalized(); err != nil {
+				return nil, fmt.Errorf("sweep %s at load %g: %w", pol, load, err)
+			}
+			configs[li*len(s.Policies)+pi] = c
+		}
+	}
+	par := s.Parallel
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	par = min(par, total)
+	points := make([]report.Point, total)
+	errs := make([]error, total)
+	jobs := make(chan int)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+	)
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				points[i], errs[i] = Run(configs[i])
+				mu.Lock()
+				done++
+				if s.Progress != nil && errs[i] == nil {
+					s.Progress(done, total, points[i])
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var ctxErr error
+feed:
+	for i := range configs {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			ctxErr = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if ctxErr != nil {
+		return nil, fmt.Errorf("sweep: %w", ctxErr)
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s at load %g: %w", configs[i].Policy, configs[i].Load, err)
+		}
+	}
+	return points, nil
+}

@@ -1,0 +1,366 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/loadgen"
+	"github.com/persephone-go/psp/wire"
+	"github.com/persephone-go/psp/workload"
+)
+
+// Classifiers committed by the SDK (relative to the repository root).
+const (
+	pspHeaderWasm = "examples/classifiers/c/pspheader.wasm"
+	randomWasm    = "examples/classifiers/c/random.wasm"
+)
+
+// prewarm sends High Bimodal at 50% load for 2 s so that DARC collects its
+// first profile (the servers start with --min-samples 200) before the
+// measured run.
+func prewarm(t *testing.T, s *server) {
+	t.Helper()
+	res := play(t, s, builtin(t, "high-bimodal"), 0.5, 2*time.Second, 99, loadgen.Spec{Warmup: -1})
+	if res.Answered == 0 {
+		t.Fatalf("prewarm: no replies: %s", summary(res))
+	}
+}
+
+// measureShortTail runs High Bimodal at 80% load against a fresh server
+// running policy and returns the result.
+func measureShortTail(t *testing.T, policy string, seed uint64) (*loadgen.Result, *status) {
+	s := startServer(t, serverOptions{policy: policy})
+	prewarm(t, s)
+	res := play(t, s, builtin(t, "high-bimodal"), 0.8, 5*time.Second, seed, loadgen.Spec{})
+	st := s.status()
+	t.Logf("%s at load 0.8: %s", policy, summary(res))
+	return res, st
+}
+
+// TestHighBimodalDARCBeatsCFCFS is the paper's headline on a live server:
+// at 80% load with 14 workers, DARC gives SHORT requests a p99.9 slowdown
+// several times lower than c-FCFS, by reserving exactly one worker for them.
+func TestHighBimodalDARCBeatsCFCFS(t *testing.T) {
+	darcRes, darcSt := measureShortTail(t, "darc", 1)
+	cfcfsRes, _ := measureShortTail(t, "cfcfs", 1)
+
+	for _, r := range []*loadgen.Result{darcRes, cfcfsRes} {
+		if r.Lost > 0 {
+			t.Errorf("lost %d requests at 80%% load", r.Lost)
+		}
+	}
+	darcShort := typeP999Slowdown(t, darcRes, "SHORT")
+	cfcfsShort := typeP999Slowdown(t, cfcfsRes, "SHORT")
+	t.Logf("SHORT p99.9 slowdown: darc %.3g, cfcfs %.3g (ratio %.3gx)", darcShort, cfcfsShort, cfcfsShort/darcShort)
+	// Under c-FCFS a SHORT request waits behind LONG ones (100x longer);
+	// DARC's reserved worker keeps it from waiting. The paper reports up to
+	// 15.7x; ask for 3x.
+	if !(darcShort*3 < cfcfsShort) {
+		t.Errorf("DARC's SHORT p99.9 slowdown %.3g is not several times below c-FCFS's %.3g", darcShort, cfcfsShort)
+	}
+
+	// The reference's reservation for High Bimodal on 14 workers: SHORT
+	// (demand 0.14) gets worker 0; LONG gets the other 13 and the spillway.
+	if darcSt.Phase != "darc" || len(darcSt.Groups) != 2 {
+		t.Fatalf("DARC status: phase %q, %d groups (want darc, 2)", darcSt.Phase, len(darcSt.Groups))
+	}
+	g0, g1 := darcSt.Groups[0], darcSt.Groups[1]
+	if !slices.Equal(g0.Types, []string{"SHORT"}) || !slices.Equal(g0.Reserved, []int{0}) {
+		t.Errorf("first group %v reserves %v, want [SHORT] on [0]", g0.Types, g0.Reserved)
+	}
+	if !slices.Equal(g1.Types, []string{"LONG"}) || len(g1.Reserved) != workers-1 || !g1.Spillway {
+		t.Errorf("second group %v reserves %v (spillway %v), want [LONG] on 13 workers + spillway", g1.Types, g1.Reserved, g1.Spillway)
+	}
+}
+
+// swapped returns High Bimodal with the two types' service times swapped:
+// SHORT now takes 100µs and LONG 1µs.
+func swapped(t *testing.T) *workload.Workload {
+	w := builtin(t, "high-bimodal")
+	w.Name = "high-bimodal-swapped"
+	w.Types = slices.Clone(w.Types)
+	w.Types[0].Service, w.Types[1].Service = w.Types[1].Service, w.Types[0].Service
+	return w
+}
+
+// TestPhaseChangeReReserves swaps the two types' service times mid-run:
+// DARC must notice from its profile, re-reserve for the now-short LONG type,
+// and the short requests' tail must recover.
+func TestPhaseChangeReReserves(t *testing.T) {
+	s := startServer(t, serverOptions{policy: "darc"})
+	prewarm(t, s)
+	phase1 := play(t, s, builtin(t, "high-bimodal"), 0.8, 3*time.Second, 1, loadgen.Spec{})
+	before := s.status()
+	t.Logf("phase 1: %s", summary(phase1))
+	if before.Phase != "darc" || len(before.Groups) == 0 || !slices.Equal(before.Groups[0].Types, []string{"SHORT"}) {
+		t.Fatalf("before the swap: phase %q groups %+v, want SHORT reserved first", before.Phase, before.Groups)
+	}
+
+	// Phase 2: the same load with the service times swapped. The first 40%
+	// of it is the transition (DARC re-profiles: 200 samples, then a delay
+	// check); the rest must show the recovered tail.
+	phase2 := play(t, s, swapped(t), 0.8, 5*time.Second, 2, loadgen.Spec{Warmup: 0.4})
+	after := s.status()
+	t.Logf("phase 2: %s", summary(phase2))
+	t.Logf("reservations: %d before, %d after; groups after: %+v", before.Reservations, after.Reservations, after.Groups)
+	if after.Reservations <= before.Reservations {
+		t.Errorf("no re-reservation after the swap (%d before, %d after)", before.Reservations, after.Reservations)
+	}
+	if len(after.Groups) == 0 || !slices.Equal(after.Groups[0].Types, []string{"LONG"}) {
+		t.Errorf("after the swap the first (reserved, shortest) group is %+v, want [LONG]", after.Groups)
+	}
+	// LONG now carries the 1µs requests. Had DARC kept its old reservation
+	// they would queue behind 100µs requests like under c-FCFS (p99.9
+	// slowdown in the hundreds). Compare with phase 1's SHORT tail, with
+	// a generous margin.
+	shortBefore := typeP999Slowdown(t, phase1, "SHORT")
+	shortAfter := typeP999Slowdown(t, phase2, "LONG")
+	if shortAfter > 3*shortBefore+10 {
+		t.Errorf("short requests did not recover: p99.9 slowdown %.3g after the swap, %.3g before", shortAfter, shortBefore)
+	}
+}
+
+// TestRandomClassifierNoWorseThanCFCFS: with a classifier that labels
+// requests SHORT or LONG at random, both types look alike (mean ~50µs), DARC
+// groups them together and behaves like c-FCFS, not worse.
+func TestRandomClassifierNoWorseThanCFCFS(t *testing.T) {
+	measure := func(policy string) *loadgen.Result {
+		s := startServer(t, serverOptions{policy: policy, classifier: randomWasm})
+		prewarm(t, s)
+		res := play(t, s, builtin(t, "high-bimodal"), 0.7, 4*time.Second, 5, loadgen.Spec{})
+		t.Logf("%s with the random classifier: %s; groups %+v", policy, summary(res), s.status().Groups)
+		return res
+	}
+	d, c := measure("darc"), measure("cfcfs")
+	if d.Lost+c.Lost > 0 {
+		t.Errorf("lost requests: darc %d, cfcfs %d", d.Lost, c.Lost)
+	}
+	ds, cs := d.Overall.P999Slowdown, c.Overall.P999Slowdown
+	t.Logf("overall p99.9 slowdown: darc %.3g, cfcfs %.3g", ds, cs)
+	// Same behaviour, within the noise of a few-second run on a shared
+	// machine: allow 50% plus a small constant.
+	if ds > 1.5*cs+5 {
+		t.Errorf("with a random classifier DARC (p99.9 slowdown %.3g) is worse than c-FCFS (%.3g)", ds, cs)
+	}
+}
+
+// TestHotSwapLosesNothing pushes a new classifier (twice) while a load runs:
+// every request must be answered.
+func TestHotSwapLosesNothing(t *testing.T) {
+	s := startServer(t, serverOptions{policy: "darc", classifier: pspHeaderWasm, token: "e2e-secret"})
+	prewarm(t, s)
+	wasm, err := os.ReadFile(filepath.Join(repoRoot, pspHeaderWasm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := tenantVersion(t, s)
+	swapErrs := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < 2 && err == nil; i++ {
+			time.Sleep(time.Second)
+			err = s.pushClassifier(wasm)
+		}
+		swapErrs <- err
+	}()
+	res := play(t, s, builtin(t, "high-bimodal"), 0.6, 3*time.Second, 7, loadgen.Spec{})
+	if err := <-swapErrs; err != nil {
+		t.Fatalf("hot swap: %v", err)
+	}
+	t.Logf("during two hot swaps: %s", summary(res))
+	if v := tenantVersion(t, s); v < v0+2 {
+		t.Errorf("classifier version %d after two swaps from %d", v, v0)
+	}
+	if res.Lost != 0 || res.Late != 0 || res.Sent != res.Scheduled || res.BadReplies != 0 {
+		t.Errorf("hot swap lost requests: %s", summary(res))
+	}
+	if st := s.status(); st.Dropped != 0 {
+		t.Errorf("server dropped %d requests during the swaps: %+v", st.Dropped, st.Drops)
+	}
+}
+
+func tenantVersion(t *testing.T, s *server) int {
+	t.Helper()
+	st := s.status()
+	for _, tn := range st.Tenants {
+		if tn.Name == "default" {
+			return tn.Version
+		}
+	}
+	t.Fatalf("no tenant \"default\" in /status: %+v", st.Tenants)
+	return 0
+}
+
+// pushClassifier hot-swaps the default tenant's classifier with psp
+// classifier push when the binary has it, else with a PUT on the admin API.
+func (s *server) pushClassifier(wasm []byte) error {
+	dir := s.t.TempDir()
+	wf, tf := filepath.Join(dir, "c.wasm"), filepath.Join(dir, "token")
+	if err := os.WriteFile(wf, wasm, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(tf, []byte(s.token), 0o600); err != nil {
+		return err
+	}
+	help, _ := exec.Command(pspBinary, "classifier", "push", "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("--tenant")) {
+		out, err := exec.Command(pspBinary, "classifier", "push", wf, "--tenant", "default",
+			"--admin", s.admin, "--token-file", tf).CombinedOutput()
+		if err != nil {
+			return &pushError{err: err, out: out}
+		}
+		return nil
+	}
+	req, err := http.NewRequest(http.MethodPut, "http://"+s.admin+"/tenants/default/classifier", bytes.NewReader(wasm))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &pushError{out: []byte(resp.Status)}
+	}
+	return nil
+}
+
+type pushError struct {
+	err error
+	out []byte
+}
+
+func (e *pushError) Error() string {
+	if e.err != nil {
+		return e.err.Error() + ": " + string(e.out)
+	}
+	return string(e.out)
+}
+
+// TestServerSurvivesAbuse: a client killed mid-run, garbage datagrams and a
+// flood of one type must not stop the server from serving the other types,
+// and every drop must be counted.
+func TestServerSurvivesAbuse(t *testing.T) {
+	s := startServer(t, serverOptions{policy: "darc", extra: []string{"--queue-capacity", "64"}})
+	prewarm(t, s)
+
+	// 1. A client process killed (SIGKILL) a second into a 10 s run.
+	client := exec.Command(pspBinary, "client", "--server", s.listen, "--load", "0.5",
+		"--workers", strconv.Itoa(workers), "--dilation", strconv.Itoa(dilation), "--duration", "10s")
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	_ = client.Process.Signal(syscall.SIGKILL)
+	_ = client.Wait()
+
+	// 2. Garbage: empty, runt, random and oversized datagrams, unknown types.
+	conn, err := net.Dial("udp", s.listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	garbage := [][]byte{{}, {1}, make([]byte, wire.HeaderLen-1), make([]byte, 9000)}
+	for i := 0; i < 50; i++ {
+		b := make([]byte, 16+i)
+		_, _ = rand.Read(b)
+		// Random ids and types (mostly UNKNOWN: the spillway worker serves
+		// them), but a bounded service time: the emulate app would sleep
+		// for whatever the header asks.
+		b[13], b[14], b[15] = b[13]&0x03, 0, 0
+		garbage = append(garbage, b)
+	}
+	unknown := make([]byte, wire.HeaderLen)
+	wire.Header{ID: 1, Type: 999, ServiceNs: 1000}.Encode(unknown)
+	garbage = append(garbage, unknown)
+	for _, g := range garbage {
+		_, _ = conn.Write(g)
+	}
+
+	// 3. Flood LONG at twice the server's capacity while SHORT requests
+	// run at a modest rate: LONG's queue (64) overflows and drops; SHORT,
+	// with its reserved worker, must be served in full.
+	flood := &workload.Workload{Name: "long-flood", Types: []workload.TypeSpec{builtin(t, "high-bimodal").Types[1]}}
+	shortOnly := &workload.Workload{Name: "short-only", Types: []workload.TypeSpec{builtin(t, "high-bimodal").Types[0]}}
+	if err := flood.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := shortOnly.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// 2x the capacity of all 14 workers for LONG.
+	floodSched, err := loadgen.NewSchedule(flood, loadgen.RateForLoad(flood, 2, workers, dilation), 3*time.Second, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res *loadgen.Result
+		err error
+	}
+	floodDone := make(chan outcome, 1)
+	go func() {
+		res, err := loadgen.Run(context.Background(), loadgen.Spec{Server: s.listen, Dilation: dilation,
+			Grace: 200 * time.Millisecond, MaxLag: time.Second}, floodSched)
+		floodDone <- outcome{res, err}
+	}()
+	short := play(t, s, shortOnly, 0.002, 3*time.Second, 12, loadgen.Spec{}) // ~140 SHORT req/s
+	fl := <-floodDone
+	if fl.err != nil {
+		t.Fatalf("flood: %v", fl.err)
+	}
+	floodRes := fl.res
+	t.Logf("LONG flood: %s", summary(floodRes))
+	t.Logf("SHORT during the flood: %s", summary(short))
+
+	if !s.alive() {
+		t.Fatal("the server died")
+	}
+	st := s.status()
+	t.Logf("server: received %d answered %d dropped %d; drops %v", st.Received, st.Answered, st.Dropped, st.Drops)
+	if short.Lost != 0 || short.Late != 0 {
+		t.Errorf("SHORT requests lost during the LONG flood: %s", summary(short))
+	}
+	if p := typeP999Slowdown(t, short, "SHORT"); p > 50 {
+		t.Errorf("SHORT p99.9 slowdown %.3g during the LONG flood: not isolated", p)
+	}
+	if floodRes.Lost == 0 {
+		t.Errorf("a flood at twice the capacity lost nothing: %s", summary(floodRes))
+	}
+	_, _, longDropped := st.typ("LONG")
+	_, _, shortDropped := st.typ("SHORT")
+	if longDropped == 0 || shortDropped != 0 {
+		t.Errorf("drops: LONG %d (want > 0), SHORT %d (want 0)", longDropped, shortDropped)
+	}
+	if st.Dropped < longDropped {
+		t.Errorf("total drops %d below LONG's %d", st.Dropped, longDropped)
+	}
+	var other uint64
+	for k, v := range st.Drops {
+		if k != "queue_full" {
+			other += v
+		}
+	}
+	if other == 0 {
+		t.Errorf("garbage datagrams were not counted as drops: %v", st.Drops)
+	}
+
+	// 4. After all that, a normal run is served in full.
+	final := play(t, s, builtin(t, "high-bimodal"), 0.5, 2*time.Second, 13, loadgen.Spec{})
+	t.Logf("afterwards: %s", summary(final))
+	if final.Lost != 0 {
+		t.Errorf("after the abuse the server lost %d of %d requests", final.Lost, final.Sent)
+	}
+}

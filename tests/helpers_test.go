@@ -1,0 +1,316 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/loadgen"
+	"github.com/persephone-go/psp/workload"
+)
+
+// pspBinary is the psp executable built by TestMain.
+var pspBinary string
+
+// repoRoot is the module's root directory.
+var repoRoot string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tests:", err)
+		return 1
+	}
+	repoRoot = filepath.Dir(wd)
+	dir, err := os.MkdirTemp("", "psp-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	pspBinary = filepath.Join(dir, "psp")
+	build := exec.Command("go", "build", "-o", pspBinary, "./cmd/psp")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "tests: go build ./cmd/psp: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// Emulation parameters shared by the tests: 14 workers, each request sleeps
+// its service time x dilation (SHORT 1µs -> 200µs, LONG 100µs -> 20ms).
+const (
+	workers  = 14
+	dilation = 200
+)
+
+// server is a running psp serve process.
+type server struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	listen string
+	admin  string
+	log    *bytes.Buffer
+	done   chan struct{}
+	token  string
+}
+
+// serverOptions complete the command line of startServer.
+type serverOptions struct {
+	policy     string
+	classifier string // path relative to the repository root, or ""
+	token      string // admin token enabling hot swaps, or ""
+	extra      []string
+}
+
+func freePort(t testing.TB, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServer starts psp serve with the emulate app and waits for /status.
+// The server is stopped (SIGTERM) when the test ends; its output is logged
+// if the test failed.
+func startServer(t testing.TB, o serverOptions) *server {
+	t.Helper()
+	s := &server{
+		t:      t,
+		listen: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
+		admin:  fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp")),
+		log:    &bytes.Buffer{},
+		done:   make(chan struct{}),
+		token:  o.token,
+	}
+	args := []string{"serve", "--listen", s.listen, "--admin", s.admin,
+		"--policy", o.policy, "--workers", strconv.Itoa(workers),
+		"--app", "emulate", "--dilation", strconv.Itoa(dilation), "--min-samples", "200"}
+	if o.classifier != "" {
+		args = append(args, "--classifier", filepath.Join(repoRoot, o.classifier))
+	}
+	if o.token != "" {
+		f := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(f, []byte(o.token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--token-file", f)
+	}
+	args = append(args, o.extra...)
+	s.cmd = exec.Command(pspBinary, args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start psp serve: %v", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(s.stop)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := s.fetchStatus(); err == nil {
+			return s
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("psp %s exited early:\n%s", strings.Join(args, " "), s.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("psp serve did not answer /status within 15s:\n%s", s.log)
+		}
+	}
+}
+
+func (s *server) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		s.t.Errorf("psp serve did not stop within 10s of SIGTERM")
+	}
+	if s.t.Failed() {
+		s.t.Logf("psp serve output:\n%s", s.log)
+	}
+}
+
+// alive reports whether the server process is still running.
+func (s *server) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// status is the part of psp serve's GET /status the tests read.
+type status struct {
+	Policy       string `json:"policy"`
+	Phase        string `json:"phase"`
+	Received     uint64 `json:"received"`
+	Answered     uint64 `json:"answered"`
+	Dropped      uint64 `json:"dropped"`
+	Reservations uint64 `json:"reservations"`
+	Drops        map[string]uint64
+	Groups       []struct {
+		Types    []string `json:"types"`
+		Reserved []int    `json:"reserved"`
+		Spillway bool     `json:"spillway"`
+	} `json:"groups"`
+	Types []struct {
+		Name     string `json:"name"`
+		Received uint64 `json:"received"`
+		Answered uint64 `json:"answered"`
+		Dropped  uint64 `json:"dropped"`
+	} `json:"types"`
+	Tenants []struct {
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+	} `json:"tenants"`
+}
+
+func (s *server) fetchStatus() (*status, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + s.admin + "/status")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status: %s: %s", resp.Status, b)
+	}
+	var st status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("status: %w: %s", err, b)
+	}
+	var raw struct {
+		Drops map[string]any `json:"drops"`
+	}
+	_ = json.Unmarshal(b, &raw)
+	st.Drops = map[string]uint64{}
+	for k, v := range raw.Drops {
+		if f, ok := v.(float64); ok {
+			st.Drops[k] = uint64(f)
+		}
+	}
+	return &st, nil
+}
+
+func (s *server) status() *status {
+	s.t.Helper()
+	st, err := s.fetchStatus()
+	if err != nil {
+		s.t.Fatalf("GET /status: %v", err)
+	}
+	return st
+}
+
+func (st *status) typ(name string) (received, answered, dropped uint64) {
+	for _, t := range st.Types {
+		if t.Name == name {
+			return t.Received, t.Answered, t.Dropped
+		}
+	}
+	return 0, 0, 0
+}
+
+// builtin returns a built-in workload.
+func builtin(t testing.TB, name string) *workload.Workload {
+	t.Helper()
+	w, err := workload.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &w
+}
+
+// play runs w at load (fraction of the 14 emulated workers) for d against s.
+func play(t testing.TB, s *server, w *workload.Workload, load float64, d time.Duration, seed uint64, spec loadgen.Spec) *loadgen.Result {
+	t.Helper()
+	rate := loadgen.RateForLoad(w, load, workers, dilation)
+	sched, err := loadgen.NewSchedule(w, rate, d, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return playSchedule(t, s, sched, spec)
+}
+
+func playSchedule(t testing.TB, s *server, sched *loadgen.Schedule, spec loadgen.Spec) *loadgen.Result {
+	t.Helper()
+	spec.Server = s.listen
+	spec.Dilation = dilation
+	if spec.MaxLag == 0 {
+		// Shared CI machines: the sender's lag is part of every latency
+		// measured; the tests' margins absorb it.
+		spec.MaxLag = 50 * time.Millisecond
+	}
+	res, err := loadgen.Run(context.Background(), spec, sched)
+	if err != nil {
+		t.Fatalf("load generator: %v", err)
+	}
+	return res
+}
+
+// typeP999Slowdown returns the named type's p99.9 slowdown in res.
+func typeP999Slowdown(t testing.TB, res *loadgen.Result, name string) float64 {
+	t.Helper()
+	for _, ts := range res.Types {
+		if ts.Name == name {
+			if ts.Count == 0 {
+				t.Fatalf("no %s samples", name)
+			}
+			return ts.P999Slowdown
+		}
+	}
+	t.Fatalf("no type %s in the result", name)
+	return 0
+}
+
+// summary is one line describing a result, for test logs.
+func summary(res *loadgen.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.0f req/s offered, %.0f achieved, sent %d, answered %d, late %d, lost %d, lag p99 %v",
+		res.OfferedRate, res.AchievedRate, res.Sent, res.Answered, res.Late, res.Lost, res.LagP99)
+	for _, ts := range res.Types {
+		fmt.Fprintf(&b, "; %s n=%d p99.9 %.3gms slowdown p50 %.3g p99.9 %.3g", ts.Name, ts.Count, float64(ts.P999Latency)/1e6, ts.P50Slowdown, ts.P999Slowdown)
+	}
+	return b.String()
+}

@@ -1,0 +1,153 @@
+package wasmclass
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/persephone-go/psp/darc"
+)
+
+// exampleModule reads a committed example classifier, skipping the
+// benchmark when it is absent.
+func exampleModule(b *testing.B, path string) []byte {
+	bin, err := os.ReadFile(filepath.Join("..", "examples", "classifiers", path))
+	if err != nil {
+		b.Skipf("example %s: %v", path, err)
+	}
+	return bin
+}
+
+// headerPayloads returns n 16-byte psp headers with types 1..11.
+func headerPayloads(n int) [][]byte {
+	ps := make([][]byte, n)
+	for i := range ps {
+		p := make([]byte, 16)
+		binary.LittleEndian.PutUint32(p[4:], uint32(1+i%11))
+		ps[i] = p
+	}
+	return ps
+}
+
+func respPayloads(n int) [][]byte {
+	reqs := []string{
+		"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n",
+		"*3\r\n$3\r\nset\r\n$3\r\nkey\r\n$5\r\nvalue\r\n",
+		"*2\r\n$4\r\nSCAN\r\n$1\r\n0\r\n",
+		"*3\r\n$4\r\nEVAL\r\n$10\r\nreturn 1+1\r\n$1\r\n0\r\n",
+		"zrangebyscore z 0 1\r\n",
+	}
+	ps := make([][]byte, n)
+	for i := range ps {
+		ps[i] = []byte(reqs[i%len(reqs)])
+	}
+	return ps
+}
+
+// BenchmarkFuelOverhead compares instrumented and uninstrumented modules,
+// batch of 32: the fuel target is <= 10%.
+func BenchmarkFuelOverhead(b *testing.B) {
+	for _, bm := range []struct {
+		name, path string
+		payloads   [][]byte
+	}{
+		{"wat-pspheader", "wat/pspheader.wasm", headerPayloads(MaxBatch)},
+		{"c-pspheader", "c/pspheader.wasm", headerPayloads(MaxBatch)},
+		{"c-resp", "c/resp.wasm", respPayloads(MaxBatch)},
+	} {
+		for _, fuel := range []bool{false, true} {
+			name := bm.name + "/nofuel"
+			if fuel {
+				name = bm.name + "/fuel"
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx := context.Background()
+				m, err := Load(ctx, exampleModule(b, bm.path), Options{noFuel: !fuel})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close(ctx)
+				i, err := m.NewInstance(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer i.Close(ctx)
+				out := make([]uint32, len(bm.payloads))
+				b.ReportAllocs()
+				for b.Loop() {
+					i.ClassifyBatch(bm.payloads, out)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bm.payloads)), "ns/packet")
+				if f := i.Faults(); f.Total() != 0 || out[1] == 0 {
+					b.Fatalf("faults %+v, out %v", f, out)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkClassify is the single-packet path.
+func BenchmarkClassify(b *testing.B) {
+	i := instance(b, load(b, "good", Options{}))
+	p := []byte{2, 0, 0, 0}
+	b.ReportAllocs()
+	for b.Loop() {
+		i.Classify(p)
+	}
+}
+
+// BenchmarkCallerTwoTenants classifies 32 packets split between two
+// tenants by port, through a Caller (global ids).
+func BenchmarkCallerTwoTenants(b *testing.B) {
+	wat := exampleModule(b, "wat/pspheader.wasm")
+	h := newTestHost(b, HostSpec{Tenants: []TenantSpec{
+		{Name: "a", Ports: []uint16{1000}, Wasm: wat},
+		{Name: "b", Wasm: wat},
+	}})
+	c, err := h.NewCaller()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ps := headerPayloads(MaxBatch)
+	ports := make([]uint16, len(ps))
+	for k := range ports {
+		ports[k] = uint16(1000 * (k % 2))
+	}
+	out := make([]darc.Type, len(ps))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.ClassifyBatch(ps, ports, out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ps)), "ns/packet")
+}
+
+// BenchmarkCallerFaultyNeighbour measures a good tenant's packets when the
+// other tenant in the same batches loops forever: once its breaker is
+// open, the faulty tenant costs almost nothing.
+func BenchmarkCallerFaultyNeighbour(b *testing.B) {
+	h := newTestHost(b, HostSpec{Tenants: []TenantSpec{
+		{Name: "good", Ports: []uint16{1000}, Wasm: exampleModule(b, "wat/pspheader.wasm")},
+		{Name: "loop", Wasm: fixture(b, "loop")},
+	}})
+	c, err := h.NewCaller()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ps := headerPayloads(MaxBatch)
+	ports := make([]uint16, len(ps))
+	for k := range ports {
+		ports[k] = uint16(1000 * (k % 2))
+	}
+	out := make([]darc.Type, len(ps))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.ClassifyBatch(ps, ports, out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ps)), "ns/packet")
+	st := h.Status()
+	b.ReportMetric(float64(st[1].Faults.Fuel), "fuel-faults")
+}

@@ -1,0 +1,29 @@
+package wasmclass
+
+import "errors"
+
+// Errors returned by Load, NewHost and Host.Swap. The returned errors wrap
+// one of these (test with errors.Is) and say what exactly is wrong.
+var (
+	// ErrTooLarge: the module binary exceeds Options.MaxModuleSize.
+	ErrTooLarge = errors.New("module too large")
+	// ErrInvalidModule: the binary is not a well-formed WebAssembly module,
+	// or wazero refused to compile it.
+	ErrInvalidModule = errors.New("invalid wasm module")
+	// ErrBadABI: an export is missing, has the wrong kind or signature, or
+	// returns a value the ABI forbids (version, buffer, number of types,
+	// type names).
+	ErrBadABI = errors.New("classifier ABI violation")
+	// ErrForbiddenImport: the module imports something other than
+	// wasi_snapshot_preview1 functions.
+	ErrForbiddenImport = errors.New("forbidden import")
+	// ErrMemoryLimit: the module's memory declaration exceeds
+	// Options.MemoryLimitPages.
+	ErrMemoryLimit = errors.New("memory over limit")
+	// ErrClosed: the module or host was closed.
+	ErrClosed = errors.New("closed")
+	// ErrUnknownTenant: Swap named a tenant the host does not have.
+	ErrUnknownTenant = errors.New("unknown tenant")
+	// ErrBadSpec: a HostSpec or Options value is invalid.
+	ErrBadSpec = errors.New("invalid spec")
+)

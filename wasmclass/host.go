@@ -1,0 +1,419 @@
+package wasmclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/persephone-go/psp/darc"
+)
+
+// HostSpec describes the tenants of a Host.
+type HostSpec struct {
+	// Tenants, in order: their type ranges are laid out in this order in
+	// the global type space.
+	Tenants []TenantSpec
+	// Options apply to every tenant's modules. If Options.CacheDir is set
+	// (and Options.Cache is not), the Host opens one compilation cache there
+	// and shares it across tenants.
+	Options Options
+}
+
+// TenantSpec describes one tenant: a classifier and the traffic it sees.
+type TenantSpec struct {
+	// Name identifies the tenant (Swap, Status) and prefixes its type names
+	// ("name/type"). Non-empty, unique, without '/'.
+	Name string
+	// Ports are the UDP destination ports whose packets this tenant
+	// classifies. Empty makes it the default tenant, which gets every
+	// packet whose port no tenant lists (at most one default tenant; without
+	// one such packets are UNKNOWN).
+	Ports []uint16
+	// Wasm is the classifier module.
+	Wasm []byte
+	// MaxTypes is the size of the tenant's type id range, UNKNOWN included
+	// (its types 1..MaxTypes-1 get global ids). Default: the module's N.
+	// Modules swapped in later must have N <= MaxTypes.
+	MaxTypes int
+}
+
+// Host runs several tenants' classifiers and hot-swaps them. Its methods
+// are safe for concurrent use; the classification itself goes through
+// Callers, one per goroutine. Close the Callers, then the Host.
+type Host struct {
+	opts     Options
+	ownCache wazero.CompilationCache
+	tenants  []*tenant
+	byName   map[string]*tenant
+	byPort   []uint16 // port -> tenant index + 1; 0 = default tenant or none
+	dflt     int      // default tenant index, -1 if none
+	numTypes int
+
+	swapMu sync.Mutex // serialises Swap and Close
+	closed atomic.Bool
+}
+
+// tenant is one tenant's state shared by all callers.
+type tenant struct {
+	name     string
+	base     uint32 // global id of the tenant's local type 1
+	maxTypes int
+	current  atomic.Pointer[version]
+	faults   sharedFaults
+	retired  []*Module // swapped-out modules that may still have instances
+}
+
+// version is one loaded module of a tenant.
+type version struct {
+	mod    *Module
+	number int
+}
+
+// NewHost loads every tenant's classifier. It fails if any module fails to
+// load, naming the tenant.
+func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
+	opts, err := spec.Options.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("wasmclass: new host: %w", err)
+	}
+	h := &Host{opts: opts, byName: map[string]*tenant{}, byPort: make([]uint16, 1<<16), dflt: -1, numTypes: 1}
+	if len(spec.Tenants) == 0 {
+		return nil, fmt.Errorf("wasmclass: new host: %w: no tenants", ErrBadSpec)
+	}
+	if len(spec.Tenants) >= 1<<16-1 {
+		return nil, fmt.Errorf("wasmclass: new host: %w: too many tenants", ErrBadSpec)
+	}
+	if h.opts.Cache == nil && h.opts.CacheDir != "" {
+		if err := os.MkdirAll(h.opts.CacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("wasmclass: new host: compilation cache: %w", err)
+		}
+		if h.ownCache, err = wazero.NewCompilationCacheWithDir(h.opts.CacheDir); err != nil {
+			return nil, fmt.Errorf("wasmclass: new host: compilation cache %q: %w", h.opts.CacheDir, err)
+		}
+		h.opts.Cache = h.ownCache
+	}
+	fail := func(err error) (*Host, error) {
+		_ = h.Close(ctx)
+		return nil, err
+	}
+	for idx, ts := range spec.Tenants {
+		if ts.Name == "" || containsSlash(ts.Name) {
+			return fail(fmt.Errorf("wasmclass: new host: %w: tenant %d: name %q must be non-empty and without '/'", ErrBadSpec, idx, ts.Name))
+		}
+		if _, dup := h.byName[ts.Name]; dup {
+			return fail(fmt.Errorf("wasmclass: new host: %w: duplicate tenant %q", ErrBadSpec, ts.Name))
+		}
+		if len(ts.Ports) == 0 {
+			if h.dflt >= 0 {
+				return fail(fmt.Errorf("wasmclass: new host: %w: tenants %q and %q both lack ports (only one default tenant)",
+					ErrBadSpec, h.tenants[h.dflt].name, ts.Name))
+			}
+			h.dflt = idx
+		}
+		for _, p := range ts.Ports {
+			if prev := h.byPort[p]; prev != 0 {
+				return fail(fmt.Errorf("wasmclass: new host: %w: port %d claimed by tenants %q and %q",
+					ErrBadSpec, p, h.tenants[prev-1].name, ts.Name))
+			}
+			h.byPort[p] = uint16(idx + 1)
+		}
+		m, err := Load(ctx, ts.Wasm, h.opts)
+		if err != nil {
+			return fail(fmt.Errorf("tenant %q: %w", ts.Name, err))
+		}
+		maxTypes := ts.MaxTypes
+		if maxTypes == 0 {
+			maxTypes = m.NumTypes()
+		}
+		if maxTypes < m.NumTypes() || maxTypes > MaxTypes {
+			_ = m.Close(ctx)
+			return fail(fmt.Errorf("wasmclass: new host: %w: tenant %q: MaxTypes %d must be in %d..%d (the module's N..%d)",
+				ErrBadSpec, ts.Name, maxTypes, m.NumTypes(), MaxTypes, MaxTypes))
+		}
+		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes}
+		t.current.Store(&version{mod: m, number: 1})
+		h.numTypes += maxTypes - 1
+		h.tenants = append(h.tenants, t)
+		h.byName[t.name] = t
+	}
+	return h, nil
+}
+
+func containsSlash(s string) bool {
+	for _, c := range s {
+		if c == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// NumTypes returns the size of the global type space (UNKNOWN included).
+// It does not change with swaps.
+func (h *Host) NumTypes() int { return h.numTypes }
+
+// Types returns the global type names: 0 is "UNKNOWN", then each tenant's
+// range in order, named "tenant/type" from its current module (ids past its
+// N are named "tenant/type<i>").
+func (h *Host) Types() []string {
+	names := make([]string, 1, h.numTypes)
+	names[0] = "UNKNOWN"
+	for _, t := range h.tenants {
+		local := t.current.Load().mod.info.TypeNames
+		for l := 1; l < t.maxTypes; l++ {
+			n := "type" + strconv.Itoa(l)
+			if l < len(local) {
+				n = local[l]
+			}
+			names = append(names, t.name+"/"+n)
+		}
+	}
+	return names
+}
+
+// TenantStatus is a tenant's state, for status pages.
+type TenantStatus struct {
+	Name      string      `json:"name"`
+	Version   int         `json:"version"` // 1 at start, +1 per successful swap
+	NumTypes  int         `json:"numTypes"`
+	MaxTypes  int         `json:"maxTypes"`
+	BaseType  uint32      `json:"baseType"` // global id of the tenant's type 1
+	TypeNames []string    `json:"typeNames"`
+	Faults    FaultCounts `json:"faults"` // all callers, all versions
+	// BreakersOpen is the number of callers whose breaker for this tenant
+	// is open right now.
+	BreakersOpen int64 `json:"breakersOpen"`
+}
+
+// Status returns every tenant's state.
+func (h *Host) Status() []TenantStatus {
+	out := make([]TenantStatus, len(h.tenants))
+	for i, t := range h.tenants {
+		v := t.current.Load()
+		out[i] = TenantStatus{
+			Name: t.name, Version: v.number, NumTypes: v.mod.NumTypes(), MaxTypes: t.maxTypes,
+			BaseType: t.base, TypeNames: v.mod.Types(), Faults: t.faults.snapshot(),
+			BreakersOpen: t.faults.breakersOpen.Load(),
+		}
+	}
+	return out
+}
+
+// Swap loads wasm as the tenant's new classifier and switches to it. The
+// load (validation, instrumentation, compilation) runs on the calling
+// goroutine, off the hot path; callers switch at their next batch, so every
+// packet is classified by exactly one version. On error the running module
+// stays in place. Returns the new version number.
+func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) {
+	t, ok := h.byName[name]
+	if !ok {
+		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrUnknownTenant)
+	}
+	m, err := Load(ctx, wasm, h.opts)
+	if err != nil {
+		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
+	}
+	if m.NumTypes() > t.maxTypes {
+		_ = m.Close(ctx)
+		return 0, fmt.Errorf("wasmclass: swap %q: module has %d types, the tenant's range holds %d: %w (raise MaxTypes; the running version stays)",
+			name, m.NumTypes(), t.maxTypes, ErrBadABI)
+	}
+	h.swapMu.Lock()
+	defer h.swapMu.Unlock()
+	if h.closed.Load() {
+		_ = m.Close(ctx)
+		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrClosed)
+	}
+	old := t.current.Load()
+	nv := &version{mod: m, number: old.number + 1}
+	t.current.Store(nv)
+	old.mod.retire(ctx)
+	t.retired = append(t.retired, old.mod)
+	// Forget retired modules that have closed.
+	kept := t.retired[:0]
+	for _, r := range t.retired {
+		r.mu.Lock()
+		done := r.closed
+		r.mu.Unlock()
+		if !done {
+			kept = append(kept, r)
+		}
+	}
+	clear(t.retired[len(kept):])
+	t.retired = kept
+	return nv.number, nil
+}
+
+// Close closes every tenant's modules (current and retired); Callers still
+// open stop classifying (their packets become UNKNOWN). Close the Callers
+// first.
+func (h *Host) Close(ctx context.Context) error {
+	h.swapMu.Lock()
+	defer h.swapMu.Unlock()
+	if h.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, t := range h.tenants {
+		if v := t.current.Load(); v != nil {
+			errs = append(errs, v.mod.Close(ctx))
+		}
+		for _, r := range t.retired {
+			errs = append(errs, r.Close(ctx))
+		}
+		t.retired = nil
+	}
+	if h.ownCache != nil {
+		errs = append(errs, h.ownCache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Caller classifies packets for one goroutine: it holds one instance per
+// tenant, created at first use and replaced when the tenant is swapped. It
+// is NOT safe for concurrent use. Close it before closing the Host.
+type Caller struct {
+	h       *Host
+	ctx     context.Context
+	tenants []callerTenant
+	used    []int // tenants with packets in the current chunk
+}
+
+// callerTenant is a Caller's view of one tenant and its scratch space for
+// one chunk of packets.
+type callerTenant struct {
+	t    *tenant
+	ver  *version
+	inst *Instance
+	idx  [MaxBatch]int
+	pay  [MaxBatch][]byte
+	res  [MaxBatch]uint32
+	n    int
+}
+
+// NewCaller returns a Caller for one goroutine. Instances are created
+// lazily, at the first packet for each tenant.
+func (h *Host) NewCaller() (*Caller, error) {
+	if h.closed.Load() {
+		return nil, fmt.Errorf("wasmclass: new caller: %w", ErrClosed)
+	}
+	c := &Caller{h: h, ctx: context.Background(), tenants: make([]callerTenant, len(h.tenants)), used: make([]int, 0, len(h.tenants))}
+	for i, t := range h.tenants {
+		c.tenants[i].t = t
+	}
+	return c, nil
+}
+
+// ClassifyBatch classifies payloads (of any number) into out[:len(payloads)],
+// in global type ids. dstPorts[i] selects the tenant of payloads[i]; a nil
+// dstPorts sends everything to the default tenant. Packets of no tenant and
+// faulting packets get darc.Unknown. out must be at least as long as
+// payloads, and dstPorts too when not nil.
+func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type) {
+	out = out[:len(payloads)]
+	if dstPorts != nil {
+		dstPorts = dstPorts[:len(payloads)]
+	}
+	for start := 0; start < len(payloads); start += MaxBatch {
+		end := min(start+MaxBatch, len(payloads))
+		var ports []uint16
+		if dstPorts != nil {
+			ports = dstPorts[start:end]
+		}
+		c.chunk(payloads[start:end], ports, out[start:end])
+	}
+}
+
+func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
+	h := c.h
+	c.used = c.used[:0]
+	for i, p := range payloads {
+		ti := h.dflt
+		if ports != nil {
+			if tp := h.byPort[ports[i]]; tp != 0 {
+				ti = int(tp) - 1
+			}
+		}
+		if ti < 0 {
+			out[i] = darc.Unknown
+			continue
+		}
+		ct := &c.tenants[ti]
+		if ct.n == 0 {
+			c.used = append(c.used, ti)
+		}
+		ct.idx[ct.n] = i
+		ct.pay[ct.n] = p
+		ct.n++
+	}
+	for _, ti := range c.used {
+		ct := &c.tenants[ti]
+		n := ct.n
+		ct.n = 0
+		inst := c.instance(ct, n)
+		if inst == nil {
+			for _, i := range ct.idx[:n] {
+				out[i] = darc.Unknown
+			}
+			clear(ct.pay[:n])
+			continue
+		}
+		inst.ClassifyBatch(ct.pay[:n], ct.res[:n])
+		for k, i := range ct.idx[:n] {
+			if l := ct.res[k]; l != 0 {
+				out[i] = darc.Type(ct.t.base + l - 1)
+			} else {
+				out[i] = darc.Unknown
+			}
+		}
+		clear(ct.pay[:n]) // do not keep payloads alive
+	}
+}
+
+// instance returns the caller's instance of the tenant's current version,
+// switching versions if the tenant was swapped. nil if none can be made
+// (counted as a trap fault of the tenant).
+func (c *Caller) instance(ct *callerTenant, n int) *Instance {
+	v := ct.t.current.Load()
+	if v == ct.ver && ct.inst != nil {
+		return ct.inst
+	}
+	if ct.inst != nil {
+		_ = ct.inst.Close(c.ctx)
+		ct.inst = nil
+	}
+	for {
+		ct.ver = v
+		inst, err := v.mod.newInstance(c.ctx, &ct.t.faults)
+		if err == nil {
+			ct.inst = inst
+			return inst
+		}
+		// A swap may have retired v between the Load above and
+		// newInstance: then a newer version is current; try it.
+		if nv := ct.t.current.Load(); nv != v && errors.Is(err, ErrClosed) {
+			v = nv
+			continue
+		}
+		ct.t.faults.kinds[FaultTrap].Add(uint64(n))
+		return nil
+	}
+}
+
+// Close closes the caller's instances.
+func (c *Caller) Close() error {
+	var errs []error
+	for i := range c.tenants {
+		if ct := &c.tenants[i]; ct.inst != nil {
+			errs = append(errs, ct.inst.Close(c.ctx))
+			ct.inst = nil
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,188 @@
+package wasmclass
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/persephone-go/psp/darc"
+)
+
+func newTestHost(tb testing.TB, spec HostSpec) *Host {
+	tb.Helper()
+	h, err := NewHost(context.Background(), spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h
+}
+
+func TestHostTenants(t *testing.T) {
+	h := newTestHost(t, HostSpec{Tenants: []TenantSpec{
+		{Name: "kv", Ports: []uint16{11211, 11212}, Wasm: fixture(t, "good"), MaxTypes: 6},
+		{Name: "web", Wasm: fixture(t, "const2")}, // default tenant
+		{Name: "bad", Ports: []uint16{666}, Wasm: fixture(t, "trap")},
+	}})
+	want := []string{"UNKNOWN", "kv/type1", "kv/type2", "kv/type3", "kv/type4", "kv/type5", "web/one", "web/two", "bad/type1"}
+	if got := h.Types(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Types = %q\nwant %q", got, want)
+	}
+	if h.NumTypes() != len(want) {
+		t.Errorf("NumTypes = %d, want %d", h.NumTypes(), len(want))
+	}
+	c, err := h.NewCaller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps := [][]byte{{1}, {3}, {1}, {0}, {2}, {9}, {1}}
+	ports := []uint16{11211, 11212, 80, 11211, 666, 11212, 0}
+	out := make([]darc.Type, len(ps))
+	c.ClassifyBatch(ps, ports, out)
+	// kv: local 1 -> 1, 3 -> 3; web: local 2 -> base 6 + 1 = 7; bad -> 0.
+	wantOut := []darc.Type{1, 3, 7, 0, 0, 0, 7}
+	if !reflect.DeepEqual(out, wantOut) {
+		t.Errorf("out = %v, want %v", out, wantOut)
+	}
+	st := h.Status()
+	if st[2].Name != "bad" || st[2].Faults.Trap != 1 || st[0].Faults.Total() != 0 || st[1].Faults.Total() != 0 {
+		t.Errorf("status = %+v, want one trap for bad only", st)
+	}
+	// nil ports: everything to the default tenant.
+	c.ClassifyBatch(ps, nil, out)
+	for k, v := range out {
+		if v != 7 {
+			t.Errorf("nil ports: out[%d] = %d, want 7", k, v)
+		}
+	}
+}
+
+func TestHostSpecErrors(t *testing.T) {
+	ctx := context.Background()
+	good := fixture(t, "good")
+	for name, spec := range map[string]HostSpec{
+		"no tenants":   {},
+		"two defaults": {Tenants: []TenantSpec{{Name: "a", Wasm: good}, {Name: "b", Wasm: good}}},
+		"shared port":  {Tenants: []TenantSpec{{Name: "a", Ports: []uint16{1}, Wasm: good}, {Name: "b", Ports: []uint16{1}, Wasm: good}}},
+		"bad name":     {Tenants: []TenantSpec{{Name: "a/b", Wasm: good}}},
+		"small range":  {Tenants: []TenantSpec{{Name: "a", Wasm: good, MaxTypes: 2}}},
+	} {
+		if h, err := NewHost(ctx, spec); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("%s: err = %v, want ErrBadSpec", name, err)
+			if h != nil {
+				_ = h.Close(ctx)
+			}
+		}
+	}
+	_, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "import")}}})
+	if !errors.Is(err, ErrForbiddenImport) {
+		t.Errorf("bad module: err = %v, want ErrForbiddenImport", err)
+	}
+}
+
+func TestSwapFailureKeepsRunningVersion(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "const1")}}})
+	if _, err := h.Swap(ctx, "a", fixture(t, "badsig")); !errors.Is(err, ErrBadABI) {
+		t.Errorf("swap to badsig: err = %v, want ErrBadABI", err)
+	}
+	if _, err := h.Swap(ctx, "a", fixture(t, "good")); !errors.Is(err, ErrBadABI) {
+		t.Errorf("swap to a module with more types than the range: err = %v, want ErrBadABI", err)
+	}
+	if _, err := h.Swap(ctx, "nobody", fixture(t, "const2")); !errors.Is(err, ErrUnknownTenant) {
+		t.Errorf("swap unknown tenant: err = %v", err)
+	}
+	if st := h.Status(); st[0].Version != 1 {
+		t.Errorf("version = %d after failed swaps, want 1", st[0].Version)
+	}
+	c, _ := h.NewCaller()
+	defer c.Close()
+	out := make([]darc.Type, 1)
+	c.ClassifyBatch([][]byte{{0}}, nil, out)
+	if out[0] != 1 {
+		t.Errorf("out = %d, want 1 (const1 still running)", out[0])
+	}
+}
+
+// TestHotSwapUnderLoad swaps between two modules that answer different
+// constant types while callers classify: every packet must get one of the
+// two answers (none lost to UNKNOWN) and the callers must see both.
+func TestHotSwapUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	versions := [][]byte{fixture(t, "const1"), fixture(t, "const2")}
+	h := newTestHost(t, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: versions[0]}}})
+	const swaps = 60
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	seen := make([][3]uint64, 2)
+	errs := make(chan error, 2)
+	for g := range seen {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := h.NewCaller()
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			ps := payloads(40, 4)
+			out := make([]darc.Type, len(ps))
+			for !stop.Load() {
+				c.ClassifyBatch(ps, nil, out)
+				for _, v := range out {
+					if v > 2 {
+						v = 0
+					}
+					seen[g][v]++
+				}
+			}
+		}()
+	}
+	for k := 1; k <= swaps; k++ {
+		v, err := h.Swap(ctx, "a", versions[k%2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != k+1 {
+			t.Errorf("Swap returned version %d, want %d", v, k+1)
+		}
+		// Let the callers run a little on each version.
+		for j := 0; j < 3; j++ {
+			c, _ := h.NewCaller()
+			out := make([]darc.Type, 1)
+			c.ClassifyBatch([][]byte{{0}}, nil, out)
+			if want := darc.Type(1 + k%2); out[0] != want {
+				t.Errorf("after swap %d: fresh caller got %d, want %d", k, out[0], want)
+			}
+			_ = c.Close()
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for g, s := range seen {
+		t.Logf("caller %d: unknown %d, v1 %d, v2 %d", g, s[0], s[1], s[2])
+		if s[0] != 0 {
+			t.Errorf("caller %d: %d packets lost to UNKNOWN during swaps", g, s[0])
+		}
+		if s[1] == 0 || s[2] == 0 {
+			t.Errorf("caller %d never saw one of the versions: %v", g, s)
+		}
+	}
+	if st := h.Status(); st[0].Version != swaps+1 || st[0].Faults.Total() != 0 {
+		t.Errorf("status = %+v", st[0])
+	}
+	h.swapMu.Lock()
+	defer h.swapMu.Unlock()
+	if n := len(h.tenants[0].retired); n > 2 {
+		t.Errorf("%d retired modules still open after the callers switched", n)
+	}
+}

@@ -1,0 +1,12 @@
+;; Hostile fixture: classifies correctly (type 1) but its batch returns n+1.
+;; Build: wat2wasm badcount.wat -o badcount.wasm
+(module
+  (memory (export "memory") 1)
+  (func (export "psp_abi_version") (result i32) (i32.const 1))
+  (func (export "psp_io_buffer") (result i32) (i32.const 1024))
+  (func (export "psp_io_buffer_size") (result i32) (i32.const 8320))
+  (func (export "psp_num_types") (result i32) (i32.const 2))
+  (func (export "psp_classify") (result i32) (i32.const 1))
+  (func (export "psp_classify_batch") (param $n i32) (result i32)
+    (i32.add (local.get $n) (i32.const 1)))
+)

@@ -1,0 +1,25 @@
+;; Test fixture: every packet is of type 1 (hot swap tests tell versions apart by it).
+;; Build: wat2wasm const1.wat -o const1.wasm
+(module
+  (memory (export "memory") 1)
+  (func (export "psp_abi_version") (result i32) (i32.const 1))
+  (func (export "psp_io_buffer") (result i32) (i32.const 1024))
+  (func (export "psp_io_buffer_size") (result i32) (i32.const 8320))
+  (func (export "psp_num_types") (result i32) (i32.const 3))
+  (func (export "psp_classify") (result i32) (call $one (i32.const 1152)))
+  (func (export "psp_classify_batch") (param $n i32) (result i32)
+    (local $i i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (i32.store
+          (i32.add (i32.const 1024) (i32.shl (local.get $i) (i32.const 2)))
+          (call $one (i32.add (i32.const 1152) (i32.shl (local.get $i) (i32.const 8)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))
+    (local.get $n))
+  (func $one (param $slot i32) (result i32) (i32.const 1))
+  (func (export "psp_type_names") (result i32) (i32.const 16))
+  (func (export "psp_type_names_len") (result i32) (i32.const 16))
+  (data (i32.const 16) "UNKNOWN\none\ntwo\n")
+)

@@ -1,0 +1,379 @@
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"gopkg.in/yaml.v3"
+
+	"github.com/persephone-go/psp/wire"
+)
+
+// Errors returned by Load, Parse, Builtin and Validate.
+var (
+	ErrUnknownWorkload = errors.New("unknown workload")
+	ErrInvalid         = errors.New("invalid workload")
+)
+
+// Kind is a service-time distribution kind.
+type Kind string
+
+// Distribution kinds.
+const (
+	Fixed       Kind = "fixed"
+	Exponential Kind = "exponential"
+	Lognormal   Kind = "lognormal"
+	Bimodal     Kind = "bimodal"
+)
+
+// Duration is a time.Duration written as a Go duration string ("1us") in
+// YAML and JSON.
+type Duration time.Duration
+
+// String formats d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"1us\": %w", err)
+	}
+	return d.parse(s)
+}
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: duration must be a string like \"1us\"", n.Line)
+	}
+	if err := d.parse(n.Value); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("bad duration %q (want e.g. \"500ns\", \"1.5us\", \"2ms\"): %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Dist is a service-time distribution. Which fields apply depends on Kind;
+// see the package documentation.
+type Dist struct {
+	Kind  Kind     `json:"kind" yaml:"kind"`
+	Value Duration `json:"value,omitempty" yaml:"value,omitempty"` // fixed
+	Mean  Duration `json:"mean,omitempty" yaml:"mean,omitempty"`   // exponential, lognormal
+	Sigma float64  `json:"sigma,omitempty" yaml:"sigma,omitempty"` // lognormal shape
+	P99   Duration `json:"p99,omitempty" yaml:"p99,omitempty"`     // lognormal, instead of sigma
+	Low   Duration `json:"low,omitempty" yaml:"low,omitempty"`     // bimodal
+	High  Duration `json:"high,omitempty" yaml:"high,omitempty"`   // bimodal
+	PHigh float64  `json:"p_high,omitempty" yaml:"p_high,omitempty"`
+}
+
+// z99 is the 99th percentile of the standard normal distribution.
+const z99 = 2.3263478740408408
+
+// Validate checks that the fields needed by the kind are set and sensible.
+func (d Dist) Validate() error {
+	switch d.Kind {
+	case Fixed:
+		if d.Value <= 0 {
+			return fmt.Errorf("fixed: value must be > 0 (e.g. value: 1us)")
+		}
+	case Exponential:
+		if d.Mean <= 0 {
+			return fmt.Errorf("exponential: mean must be > 0 (e.g. mean: 10us)")
+		}
+	case Lognormal:
+		if d.Mean <= 0 {
+			return fmt.Errorf("lognormal: mean must be > 0")
+		}
+		if (d.Sigma > 0) == (d.P99 > 0) {
+			return fmt.Errorf("lognormal: give exactly one of sigma (> 0) or p99")
+		}
+		if d.P99 > 0 {
+			r := float64(d.P99) / float64(d.Mean)
+			if r <= 1 || math.Log(r) >= z99*z99/2 {
+				return fmt.Errorf("lognormal: p99/mean = %.3g must be in (1, %.3g)", r, math.Exp(z99*z99/2))
+			}
+		}
+	case Bimodal:
+		if d.Low <= 0 || d.High <= 0 {
+			return fmt.Errorf("bimodal: low and high must be > 0")
+		}
+		if d.PHigh < 0 || d.PHigh > 1 {
+			return fmt.Errorf("bimodal: p_high = %g must be in [0, 1]", d.PHigh)
+		}
+	case "":
+		return fmt.Errorf("missing kind (fixed, exponential, lognormal or bimodal)")
+	default:
+		return fmt.Errorf("unknown kind %q (want fixed, exponential, lognormal or bimodal)", d.Kind)
+	}
+	return nil
+}
+
+// MeanNs is the distribution's mean in nanoseconds.
+func (d Dist) MeanNs() float64 {
+	switch d.Kind {
+	case Fixed:
+		return float64(d.Value)
+	case Exponential, Lognormal:
+		return float64(d.Mean)
+	case Bimodal:
+		return (1-d.PHigh)*float64(d.Low) + d.PHigh*float64(d.High)
+	}
+	return 0
+}
+
+// lognormalParams returns mu and sigma of the underlying normal.
+func (d Dist) lognormalParams() (mu, sigma float64) {
+	sigma = d.Sigma
+	if d.P99 > 0 {
+		// ln(p99/mean) = z*sigma - sigma^2/2: take the smaller root.
+		l := math.Log(float64(d.P99) / float64(d.Mean))
+		sigma = z99 - math.Sqrt(z99*z99-2*l)
+	}
+	mu = math.Log(float64(d.Mean)) - sigma*sigma/2
+	return mu, sigma
+}
+
+// String describes the distribution briefly, e.g. "fixed 1µs".
+func (d Dist) String() string {
+	switch d.Kind {
+	case Fixed:
+		return fmt.Sprintf("fixed %v", d.Value)
+	case Exponential:
+		return fmt.Sprintf("exp mean %v", d.Mean)
+	case Lognormal:
+		_, s := d.lognormalParams()
+		return fmt.Sprintf("lognormal mean %v sigma %.3g", d.Mean, s)
+	case Bimodal:
+		return fmt.Sprintf("bimodal %v/%v p_high %g", d.Low, d.High, d.PHigh)
+	}
+	return string(d.Kind)
+}
+
+// TypeSpec is one request type of a workload.
+type TypeSpec struct {
+	Name string `json:"name" yaml:"name"`
+	// ID is the wire type id (the psp header's type field); 0 is UNKNOWN and
+	// not allowed here.
+	ID      uint32  `json:"id" yaml:"id"`
+	Share   float64 `json:"share" yaml:"share"`
+	Service Dist    `json:"service" yaml:"service"`
+}
+
+// Workload is a named mix of request types. Validate (called by Load,
+// Parse and Builtin) normalises the shares.
+type Workload struct {
+	Name  string     `json:"name" yaml:"name"`
+	Types []TypeSpec `json:"types" yaml:"types"`
+}
+
+// Validate checks the workload and normalises its shares to sum to 1.
+func (w *Workload) Validate() error {
+	if len(w.Types) == 0 {
+		return fmt.Errorf("%w %q: no types", ErrInvalid, w.Name)
+	}
+	names := map[string]bool{}
+	ids := map[uint32]bool{}
+	sum := 0.0
+	for i, t := range w.Types {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w %q: type %d (%q): %s", ErrInvalid, w.Name, i, t.Name, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case t.Name == "":
+			return bad("missing name")
+		case names[t.Name]:
+			return bad("duplicate name")
+		case t.ID == wire.TypeUnknown:
+			return bad("id must be > 0 (0 is UNKNOWN)")
+		case ids[t.ID]:
+			return bad("duplicate id %d", t.ID)
+		case !(t.Share > 0) || math.IsInf(t.Share, 0):
+			return bad("share must be > 0, got %g", t.Share)
+		}
+		if err := t.Service.Validate(); err != nil {
+			return bad("service: %v", err)
+		}
+		names[t.Name], ids[t.ID] = true, true
+		sum += t.Share
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		for i := range w.Types {
+			w.Types[i].Share /= sum
+		}
+	}
+	return nil
+}
+
+// MeanService is the mean service time over the mix, in nanoseconds.
+func (w *Workload) MeanService() float64 {
+	m := 0.0
+	for _, t := range w.Types {
+		m += t.Share * t.Service.MeanNs()
+	}
+	return m
+}
+
+// RateForLoad is the arrival rate (requests per second) that offers load
+// (0..1) to workers workers: load x workers / MeanService.
+func (w *Workload) RateForLoad(load float64, workers int) float64 {
+	return load * float64(workers) * 1e9 / w.MeanService()
+}
+
+// LoadForRate is the inverse of RateForLoad.
+func (w *Workload) LoadForRate(rate float64, workers int) float64 {
+	return rate * w.MeanService() / 1e9 / float64(workers)
+}
+
+// TypeNames lists the type names in order.
+func (w *Workload) TypeNames() []string {
+	out := make([]string, len(w.Types))
+	for i, t := range w.Types {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// TypeIndex returns the index of the type with wire id id, or -1.
+func (w *Workload) TypeIndex(id uint32) int {
+	for i, t := range w.Types {
+		if t.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// String lists the mix, e.g. "high-bimodal: SHORT 50% fixed 1µs, LONG 50% fixed 100µs".
+func (w *Workload) String() string {
+	var b strings.Builder
+	b.WriteString(w.Name)
+	b.WriteString(":")
+	for i, t := range w.Types {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s %.4g%% %v", t.Name, t.Share*100, t.Service)
+	}
+	return b.String()
+}
+
+func fixed(d time.Duration) Dist { return Dist{Kind: Fixed, Value: Duration(d)} }
+
+// builtins returns fresh copies of the built-in workloads.
+func builtins() map[string]Workload {
+	const us = time.Microsecond
+	return map[string]Workload{
+		"high-bimodal": {Name: "high-bimodal", Types: []TypeSpec{
+			{Name: "SHORT", ID: wire.TypeShort, Share: 0.5, Service: fixed(1 * us)},
+			{Name: "LONG", ID: wire.TypeLong, Share: 0.5, Service: fixed(100 * us)},
+		}},
+		"extreme-bimodal": {Name: "extreme-bimodal", Types: []TypeSpec{
+			{Name: "SHORT", ID: wire.TypeShort, Share: 0.995, Service: fixed(500 * time.Nanosecond)},
+			{Name: "LONG", ID: wire.TypeLong, Share: 0.005, Service: fixed(500 * us)},
+		}},
+		"tpcc": {Name: "tpcc", Types: []TypeSpec{
+			{Name: "Payment", ID: wire.TypePayment, Share: 0.44, Service: fixed(5700 * time.Nanosecond)},
+			{Name: "OrderStatus", ID: wire.TypeOrderStatus, Share: 0.04, Service: fixed(6 * us)},
+			{Name: "NewOrder", ID: wire.TypeNewOrder, Share: 0.44, Service: fixed(20 * us)},
+			{Name: "Delivery", ID: wire.TypeDelivery, Share: 0.04, Service: fixed(88 * us)},
+			{Name: "StockLevel", ID: wire.TypeStockLevel, Share: 0.04, Service: fixed(100 * us)},
+		}},
+		"rocksdb": {Name: "rocksdb", Types: []TypeSpec{
+			{Name: "GET", ID: wire.TypeGet, Share: 0.5, Service: fixed(1500 * time.Nanosecond)},
+			{Name: "SCAN", ID: wire.TypeScan, Share: 0.5, Service: fixed(635 * us)},
+		}},
+	}
+}
+
+// Names lists the built-in workloads, sorted.
+func Names() []string {
+	b := builtins()
+	out := make([]string, 0, len(b))
+	for n := range b {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Builtin returns a fresh copy of the named built-in workload.
+func Builtin(name string) (Workload, error) {
+	w, ok := builtins()[name]
+	if !ok {
+		return Workload{}, fmt.Errorf("workload %q: %w (built-ins: %s; or give a .yaml/.json file)",
+			name, ErrUnknownWorkload, strings.Join(Names(), ", "))
+	}
+	if err := w.Validate(); err != nil {
+		return Workload{}, err
+	}
+	return w, nil
+}
+
+// Parse returns the built-in workload called nameOrPath, or loads the file
+// at that path.
+func Parse(nameOrPath string) (Workload, error) {
+	if _, ok := builtins()[nameOrPath]; ok {
+		return Builtin(nameOrPath)
+	}
+	if strings.ContainsAny(nameOrPath, "/\\") || filepath.Ext(nameOrPath) != "" {
+		return Load(nameOrPath)
+	}
+	return Builtin(nameOrPath)
+}
+
+// Load reads a workload from a YAML (.yaml, .yml) or JSON (.json) file.
+// Unknown fields are errors. The workload name defaults to the file's base
+// name without extension.
+func Load(path string) (Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Workload{}, fmt.Errorf("load workload: %w", err)
+	}
+	var w Workload
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml":
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&w); err != nil {
+			return Workload{}, fmt.Errorf("load workload %s: %w", path, err)
+		}
+	case ".json":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w); err != nil {
+			return Workload{}, fmt.Errorf("load workload %s: %w", path, err)
+		}
+	default:
+		return Workload{}, fmt.Errorf("load workload %s: unknown extension %q (want .yaml, .yml or .json)", path, ext)
+	}
+	if w.Name == "" {
+		w.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if err := w.Validate(); err != nil {
+		return Workload{}, fmt.Errorf("load workload %s: %w", path, err)
+	}
+	return w, nil
+}
