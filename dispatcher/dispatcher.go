@@ -15,13 +15,16 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// How long the dispatcher blocks in Recv once it has been idle for Spec.Spin
-// under IdleSpinThenPark: briefly while requests wait for a worker (it must
-// see completions soon), longer when nothing waits (arrivals end the wait at
-// once; completions are then not urgent).
+// What the dispatcher does once it has been idle for Spec.Spin under
+// IdleSpinThenPark. While requests are queued or running it must notice
+// completions (and arrivals) soon, but Go's timers cannot wait for less than
+// about a millisecond, so it polls: non-blocking Recv, then a precise
+// nanosleep of pollInterval. When nothing is queued or running, only an
+// arrival can create work: it blocks in Recv, which an arrival ends at once,
+// for at most recvWaitIdle (the latency of noticing a cancelled context).
 const (
-	recvWaitQueued = 20 * time.Microsecond
-	recvWaitIdle   = time.Millisecond
+	pollInterval = 20 * time.Microsecond
+	recvWaitIdle = 10 * time.Millisecond
 )
 
 // task is what the dispatcher pushes to a worker.
@@ -205,12 +208,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
+		// The thread is never unlocked: it exits with the goroutine, so no
+		// other goroutine inherits its affinity or timer slack.
 		runtime.LockOSThread()
-		// A pinned thread is not unlocked: it exits with the goroutine, so no
-		// other goroutine inherits its affinity.
-		if d.spec.dispatcherCPU() < 0 {
-			defer runtime.UnlockOSThread()
-		}
+		lowerTimerSlack()
 		errc <- d.loop(ctx)
 	}()
 	return <-errc
@@ -249,11 +250,9 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 			}
 		}
 		var wait time.Duration
-		if parking && d.lastNow-lastWork > spin {
+		idle := parking && d.lastNow-lastWork > spin
+		if idle && d.queued == 0 && d.busy == 0 && !d.draining {
 			wait = recvWaitIdle
-			if d.queued > 0 {
-				wait = recvWaitQueued
-			}
 		}
 		worked, err := d.step(wait)
 		now = d.lastNow
@@ -267,13 +266,11 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if worked {
 			lastWork = now
 		}
-		if d.draining {
-			if (d.queued == 0 && d.busy == 0) || now >= drainDeadline {
-				break
-			}
-			if !worked && parking && now-lastWork > spin {
-				time.Sleep(recvWaitQueued) // waiting for workers; nothing to receive
-			}
+		if d.draining && ((d.queued == 0 && d.busy == 0) || now >= drainDeadline) {
+			break
+		}
+		if !worked && idle && wait == 0 {
+			preciseSleep(pollInterval)
 		}
 		if now >= nextStats {
 			d.publish(now)
@@ -494,14 +491,14 @@ func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 
 // work is worker w's goroutine body.
 func (d *Dispatcher) work(w *worker, ready chan<- error) {
+	// The thread stays locked: it exits with the goroutine (see Run).
 	runtime.LockOSThread()
+	lowerTimerSlack()
 	if w.cpu >= 0 {
 		if err := affinity.Pin(w.cpu); err != nil {
 			ready <- fmt.Errorf("dispatcher: pin worker %d to cpu %d: %w", w.id, w.cpu, err)
-			return // the locked thread exits with the goroutine
+			return
 		}
-	} else {
-		defer runtime.UnlockOSThread()
 	}
 	ready <- nil
 

@@ -294,9 +294,7 @@ func newTestRun(t testing.TB, sched *Schedule) (*run, *ipv4.PacketConn) {
 	}()
 	t.Cleanup(func() { conn.Close(); sink.Close() })
 	spec, _ := Spec{}.withDefaults(sched)
-	r := &run{spec: spec, sched: sched, conn: conn, recv: make([]int64, len(sched.Requests)),
-		sentOK: make([]bool, len(sched.Requests)), lag: newLagRecorder(), start: time.Now()}
-	return r, ipv4.NewPacketConn(conn)
+	return newRun(spec, sched, conn), ipv4.NewPacketConn(conn)
 }
 
 func newBatch(n int) []ipv4.Message {
@@ -368,5 +366,62 @@ func BenchmarkHandleReply(b *testing.B) {
 		wire.Header{ID: uint32(j), Type: sched.Types[q.Type].WireID}.Encode(reply)
 		r.handleReply(reply, 5)
 		j++
+	}
+}
+
+// TestResultAccounting checks the statistics on hand-made reply tables:
+// warm-up, late and lost requests, and the two latency origins.
+func TestResultAccounting(t *testing.T) {
+	sched, _ := NewSchedule(highBimodal(t), 1000, time.Second, 4)
+	n := len(sched.Requests)
+	for _, fromSend := range []bool{false, true} {
+		spec, _ := Spec{Dilation: 10, Grace: 100 * time.Millisecond, FromActualSend: fromSend}.withDefaults(sched)
+		r := newRun(spec, sched, nil)
+		r.sentUpTo = n
+		const lag, svc = int64(3 * time.Millisecond), int64(time.Millisecond)
+		inTime := sched.Duration.Nanoseconds() + spec.Grace.Nanoseconds()
+		for id, q := range sched.Requests {
+			r.sentOK[id] = true
+			r.sentAt[id] = q.At + lag
+			switch {
+			case id%100 == 7: // lost
+			case id%100 == 9: // late
+				r.recv[id] = inTime + 1
+			default:
+				r.recv[id] = q.At + lag + svc
+			}
+		}
+		res := r.result(inTime)
+		lost, late := int64(0), int64(0)
+		for id := range sched.Requests {
+			switch id % 100 {
+			case 7:
+				lost++
+			case 9:
+				late++
+			}
+		}
+		if res.Lost != lost || res.Late != late || res.Answered != int64(n)-lost-late {
+			t.Fatalf("lost %d late %d answered %d, want %d, %d, %d", res.Lost, res.Late, res.Answered, lost, late, int64(n)-lost-late)
+		}
+		if res.Sustained || res.Warmup != int64(n/10) {
+			t.Errorf("sustained %v with %d lost; warm-up %d", res.Sustained, lost, res.Warmup)
+		}
+		want := float64(lag + svc)
+		if fromSend {
+			want = float64(svc)
+		}
+		if p := float64(res.Overall.P50Latency); p < want*0.99 || p > want*1.01 {
+			t.Errorf("fromSend=%v: p50 latency %v, want %v", fromSend, p, want)
+		}
+		// Slowdown against service time x dilation: the SHORT type's is
+		// latency / (1µs x 10).
+		for _, ts := range res.Types {
+			if ts.Name == "SHORT" {
+				if s := ts.P50Slowdown; s < want/1e4*0.99 || s > want/1e4*1.01 {
+					t.Errorf("fromSend=%v: SHORT p50 slowdown %v, want %v", fromSend, s, want/1e4)
+				}
+			}
+		}
 	}
 }

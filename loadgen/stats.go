@@ -79,6 +79,7 @@ type Result struct {
 
 	sched   *Schedule
 	recv    []int64
+	sentAt  []int64
 	sentOK  []bool
 	inTime  int64
 	warmIdx int
@@ -109,6 +110,7 @@ func (r *run) result(inTime int64) *Result {
 		LagMax:     time.Duration(r.lag.h.Max()),
 		sched:      sched,
 		recv:       r.recv,
+		sentAt:     r.sentAt,
 		sentOK:     r.sentOK,
 		inTime:     inTime,
 		warmIdx:    warm,
@@ -133,7 +135,11 @@ func (r *run) result(inTime int64) *Result {
 			res.Answered++
 		}
 		if id >= warm {
-			rec.Record(int(q.Type), got-q.At, int64(float64(q.ServiceNs)*r.spec.Dilation))
+			from := q.At
+			if r.spec.FromActualSend {
+				from = r.sentAt[id]
+			}
+			rec.Record(int(q.Type), got-from, int64(float64(q.ServiceNs)*r.spec.Dilation))
 		}
 	}
 	var p report.Point
@@ -166,12 +172,13 @@ func (r *Result) NotSustainedReason() string {
 }
 
 // WriteSamplesCSV writes one line per scheduled request: id, type name, wire
-// type, nominal service time, intended send time and reply time (ns since
-// the start; empty when lost), latency (ns), slowdown and status (ok, late,
-// lost, unsent; warm-up requests are marked "warmup-ok" etc.).
+// type, nominal service time, intended and actual send times and reply time
+// (ns since the start; empty when lost), latency from the intended send time
+// (ns), slowdown and status (ok, late, lost, unsent; warm-up requests are
+// marked "warmup-ok" etc.).
 func (r *Result) WriteSamplesCSV(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	bw.WriteString("id,type,wire_type,service_ns,intended_ns,received_ns,latency_ns,slowdown,status\n")
+	bw.WriteString("id,type,wire_type,service_ns,intended_ns,sent_ns,received_ns,latency_ns,slowdown,status\n")
 	var line []byte
 	for id := range r.sched.Requests {
 		q := &r.sched.Requests[id]
@@ -186,6 +193,10 @@ func (r *Result) WriteSamplesCSV(w io.Writer) error {
 		line = strconv.AppendUint(line, uint64(q.ServiceNs), 10)
 		line = append(line, ',')
 		line = strconv.AppendInt(line, q.At, 10)
+		line = append(line, ',')
+		if int64(id) < r.Sent {
+			line = strconv.AppendInt(line, r.sentAt[id], 10)
+		}
 		line = append(line, ',')
 		got := r.recv[id]
 		status := "ok"

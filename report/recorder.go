@@ -97,19 +97,19 @@ func (s *series) reset() {
 }
 
 // Recorder collects per-type latency and slowdown samples (HdrHistogram, 3
-// significant digits; means are exact). Recording allocates nothing. It is
-// not safe for concurrent use.
+// significant digits; means are exact). Statistics over all requests are
+// merged from the types' when the point is filled. Recording allocates
+// nothing. It is not safe for concurrent use.
 type Recorder struct {
-	names   []string
-	ids     []uint32
-	types   []*series
-	overall *series
+	names []string
+	ids   []uint32
+	types []*series
 }
 
 // NewRecorder returns a recorder for the given types (names and wire ids,
 // same length; ids may be nil).
 func NewRecorder(names []string, ids []uint32) *Recorder {
-	r := &Recorder{names: names, ids: ids, overall: newSeries()}
+	r := &Recorder{names: names, ids: ids}
 	for range names {
 		r.types = append(r.types, newSeries())
 	}
@@ -119,30 +119,28 @@ func NewRecorder(names []string, ids []uint32) *Recorder {
 // Record adds one completed request of type index typ.
 func (r *Recorder) Record(typ int, latencyNs, serviceNs int64) {
 	r.types[typ].record(latencyNs, serviceNs)
-	r.overall.record(latencyNs, serviceNs)
 }
 
 // Drop counts one request of type index typ dropped by the server.
-func (r *Recorder) Drop(typ int) {
-	r.types[typ].dropped++
-	r.overall.dropped++
-}
+func (r *Recorder) Drop(typ int) { r.types[typ].dropped++ }
 
 // Lose counts one request of type index typ that got no reply.
-func (r *Recorder) Lose(typ int) {
-	r.types[typ].lost++
-	r.overall.lost++
-}
+func (r *Recorder) Lose(typ int) { r.types[typ].lost++ }
 
 // Count is the number of requests recorded so far.
-func (r *Recorder) Count() uint64 { return r.overall.count }
+func (r *Recorder) Count() uint64 {
+	n := uint64(0)
+	for _, s := range r.types {
+		n += s.count
+	}
+	return n
+}
 
 // Reset forgets every sample, keeping the histograms' memory.
 func (r *Recorder) Reset() {
 	for _, s := range r.types {
 		s.reset()
 	}
-	r.overall.reset()
 }
 
 // Merge adds o's samples to r. Both must have the same types.
@@ -150,17 +148,18 @@ func (r *Recorder) Merge(o *Recorder) {
 	for i := range r.types {
 		r.types[i].merge(o.types[i])
 	}
-	r.overall.merge(o.overall)
 }
 
 // Fill sets p.Overall and p.Types from the recorded samples.
 func (r *Recorder) Fill(p *Point) {
-	p.Overall = r.overall.stats()
+	overall := newSeries()
 	p.Types = make([]TypeStats, len(r.types))
 	for i, s := range r.types {
+		overall.merge(s)
 		p.Types[i] = TypeStats{Name: r.names[i], Stats: s.stats()}
 		if i < len(r.ids) {
 			p.Types[i].ID = r.ids[i]
 		}
 	}
+	p.Overall = overall.stats()
 }

@@ -127,8 +127,8 @@ type App struct {
 	// Dilation multiplies service times (emulate; tpcc when set: it then
 	// sleeps instead of spinning). Default 1000 for emulate.
 	Dilation float64 `yaml:"dilation,omitempty"`
-	// SpinTail is the end of each emulated service time spent spinning to
-	// absorb timer overshoot. Default 100µs.
+	// SpinTail is the least part of each emulated service time spent
+	// spinning, on top of the learned timer overshoot. Default 50µs.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`

@@ -3,8 +3,10 @@ package server
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/dpdk"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/nic/udp"
 )
@@ -35,5 +37,19 @@ func openUDP(cfg Config) (nic.Dataplane, string, error) {
 
 // openDPDK opens the DPDK dataplane.
 func openDPDK(cfg Config) (nic.Dataplane, string, error) {
-	return nil, "", fmt.Errorf("server: dataplane dpdk: %w", nic.ErrNotSupported)
+	ap := netip.MustParseAddrPort(cfg.Listen) // validated
+	var extra []uint16
+	for _, t := range cfg.Tenants {
+		for _, p := range t.Ports {
+			if p != ap.Port() && !slices.Contains(extra, p) {
+				extra = append(extra, p)
+			}
+		}
+	}
+	dp, err := dpdk.Open(dpdk.Config{EAL: cfg.EAL, IP: ap.Addr(), Port: ap.Port(), ExtraPorts: extra,
+		Workers: cfg.Workers, BurstSize: cfg.Burst})
+	if err != nil {
+		return nil, "", fmt.Errorf("server: dataplane: %w", err)
+	}
+	return dp, ap.String(), nil
 }

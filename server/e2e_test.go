@@ -116,14 +116,28 @@ func TestUDPEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	client.send(t, []byte{0xde, 0xad}) // a runt, dropped and counted
-	waitUntil(t, "replies", func() bool { return client.count() == n })
+	client.send(t, []byte{0xde, 0xad})                                               // a runt, dropped and counted
+	client.send(t, append(header(n+1000, wire.TypeShort, 1), make([]byte, 5000)...)) // oversized: truncated, dropped
+	client.send(t, header(n+1001, 0xdeadbeef, 0xffffffff))                           // garbage type: UNKNOWN, answered
+	waitUntil(t, "replies", func() bool {
+		if client.count() == n+1 {
+			return true
+		}
+		if testing.Verbose() {
+			j, _ := json.Marshal(httpStatus(t, admin))
+			t.Logf("%d replies; status %s", client.count(), j)
+		}
+		return false
+	})
 
 	var st Status
 	waitUntil(t, "a status with every request answered", func() bool {
 		st = httpStatus(t, admin)
-		return st.Answered == n && st.Drops.Runt == 1
+		return st.Answered == n+1 && st.Drops.Runt == 1 && st.Drops.Truncated == 1 && st.Drops.App == 1
 	})
+	if st.Received != n+4 || st.Types[0].Answered != 1 {
+		t.Errorf("received %d (want %d), UNKNOWN answered %d (want 1)", st.Received, n+4, st.Types[0].Answered)
+	}
 	if !sawShortReserved {
 		j, _ := json.MarshalIndent(st.Types[:3], "", " ")
 		t.Errorf("no status showed DARC reserving one worker for default/SHORT (last: phase %q groups %+v) %s", st.Phase, st.Groups, j)
@@ -167,10 +181,10 @@ func TestUDPEndToEnd(t *testing.T) {
 	for i := n; i < n+100; i++ {
 		client.send(t, header(uint32(i), wire.TypeStockLevel, 1000))
 	}
-	waitUntil(t, "replies after the swap", func() bool { return client.count() == n+100 })
+	waitUntil(t, "replies after the swap", func() bool { return client.count() == n+101 })
 	waitUntil(t, "status after the swap", func() bool {
 		st = httpStatus(t, admin)
-		return st.Answered == n+100
+		return st.Answered == n+101
 	})
 	if st.Tenants[0].Version != 2 {
 		t.Errorf("version after swap %d, want 2", st.Tenants[0].Version)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -223,5 +224,65 @@ func TestConfigStrictAndValidated(t *testing.T) {
 	}
 	if b2, _ := back.YAML(); !bytes.Equal(b2, out) {
 		t.Errorf("round trip differs:\n%s\n---\n%s", out, b2)
+	}
+}
+
+func TestMemServerKVAndTPCC(t *testing.T) {
+	for _, app := range []App{{Name: AppKV, KV: KV{Keys: 100}}, {Name: AppTPCC, Dilation: 2}, {Name: AppSpin}} {
+		t.Run(app.Name, func(t *testing.T) {
+			cfg := memConfig()
+			cfg.App = app
+			cfg.Policy = "cfcfs"
+			r := start(t, cfg)
+			dp := r.srv.Dataplane().(*memnic.Dataplane)
+			peer := netip.MustParseAddrPort("10.0.0.2:6000")
+			buf := make([]byte, 64)
+			for i := 0; i < 20; i++ {
+				var p []byte
+				switch app.Name {
+				case AppKV:
+					op := uint32(wire.TypeGet)
+					if i%4 == 0 {
+						op = wire.TypeScan
+					}
+					p = buf[:kv.Encode(buf, kv.Request{ID: uint32(i), Op: op, Key: kv.Key(i)})]
+				case AppTPCC:
+					p = header(uint32(i), wire.TypePayment+uint32(i%5)-1, 0)
+				default:
+					p = header(uint32(i), wire.TypeShort, 500)
+				}
+				inject(dp, p, peer)
+			}
+			for i := 0; i < 20; i++ {
+				select {
+				case rep := <-dp.Replies():
+					h, err := wire.Decode(rep.Payload)
+					if err != nil {
+						t.Fatalf("bad reply %x", rep.Payload)
+					}
+					if app.Name == AppKV && h.Reserved != kv.StatusOK {
+						t.Errorf("kv reply %+v: status %d", h, h.Reserved)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%d replies of 20", i)
+				}
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("..", "examples", "serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinSamples != 500 || cfg.App.Name != AppEmulate || cfg.Workers != 14 {
+		t.Errorf("examples/serve.yaml parsed as %+v", cfg)
 	}
 }

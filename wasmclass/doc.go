@@ -14,8 +14,9 @@
 // Compiled Wasm cannot be interrupted without
 // wazero.RuntimeConfig.WithCloseOnContextDone, which costs about a
 // microsecond per call. Instead every module is rewritten at load time
-// (internal/fuel): a mutable global is decremented at every function entry
-// and loop header and the guest traps when it reaches zero; each export is
+// (internal/fuel): a mutable global is decremented on every branch back to
+// a loop and at the entry of every function that calls others, and the
+// guest traps when it runs out; each export is
 // wrapped so that a call from the host starts with Options.Fuel units
 // (shared by a whole batch) while calls inside the module do not refill it.
 // An infinite loop or runaway recursion therefore traps after a bounded

@@ -57,6 +57,9 @@ type Host struct {
 
 	swapMu sync.Mutex // serialises Swap and Close
 	closed atomic.Bool
+
+	callersMu sync.Mutex // guards callers; held by Swap while it pre-creates instances
+	callers   map[*Caller]struct{}
 }
 
 // tenant is one tenant's state shared by all callers.
@@ -82,7 +85,8 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasmclass: new host: %w", err)
 	}
-	h := &Host{opts: opts, byName: map[string]*tenant{}, byPort: make([]uint16, 1<<16), dflt: -1, numTypes: 1}
+	h := &Host{opts: opts, byName: map[string]*tenant{}, byPort: make([]uint16, 1<<16), dflt: -1, numTypes: 1,
+		callers: map[*Caller]struct{}{}}
 	if len(spec.Tenants) == 0 {
 		return nil, fmt.Errorf("wasmclass: new host: %w: no tenants", ErrBadSpec)
 	}
@@ -206,7 +210,8 @@ func (h *Host) Status() []TenantStatus {
 }
 
 // Swap loads wasm as the tenant's new classifier and switches to it. The
-// load (validation, instrumentation, compilation) runs on the calling
+// load (validation, instrumentation, compilation) and the creation of an
+// instance for each Caller that uses the tenant run on the calling
 // goroutine, off the hot path; callers switch at their next batch, so every
 // packet is classified by exactly one version. On error the running module
 // stays in place. Returns the new version number.
@@ -232,6 +237,7 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 	}
 	old := t.current.Load()
 	nv := &version{mod: m, number: old.number + 1}
+	h.precreate(ctx, t, nv)
 	t.current.Store(nv)
 	old.mod.retire(ctx)
 	t.retired = append(t.retired, old.mod)
@@ -250,6 +256,27 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 	return nv.number, nil
 }
 
+// precreate gives every Caller that uses t an instance of nv, which it
+// picks up when it notices the swap. Instances a Caller did not pick up
+// (swapped again in between) are closed here.
+func (h *Host) precreate(ctx context.Context, t *tenant, nv *version) {
+	h.callersMu.Lock()
+	defer h.callersMu.Unlock()
+	for c := range h.callers {
+		ct := c.tenantOf(t)
+		if !ct.active.Load() {
+			continue
+		}
+		inst, err := nv.mod.newInstance(ctx, &t.faults)
+		if err != nil {
+			continue // the Caller will try itself
+		}
+		if prev := ct.pending.Swap(&pendingInstance{ver: nv, inst: inst}); prev != nil {
+			_ = prev.inst.Close(ctx)
+		}
+	}
+}
+
 // Close closes every tenant's modules (current and retired); Callers still
 // open stop classifying (their packets become UNKNOWN). Close the Callers
 // first.
@@ -260,6 +287,11 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	h.callersMu.Lock()
+	for c := range h.callers {
+		errs = append(errs, c.dropPending(ctx))
+	}
+	h.callersMu.Unlock()
 	for _, t := range h.tenants {
 		if v := t.current.Load(); v != nil {
 			errs = append(errs, v.mod.Close(ctx))
@@ -291,14 +323,25 @@ type callerTenant struct {
 	t    *tenant
 	ver  *version
 	inst *Instance
-	idx  [MaxBatch]int
-	pay  [MaxBatch][]byte
-	res  [MaxBatch]uint32
-	n    int
+	// active is set once the Caller has used the tenant: Swap then
+	// pre-creates its next instance into pending.
+	active  atomic.Bool
+	pending atomic.Pointer[pendingInstance]
+	idx     [MaxBatch]int
+	pay     [MaxBatch][]byte
+	res     [MaxBatch]uint32
+	n       int
 }
 
-// NewCaller returns a Caller for one goroutine. Instances are created
-// lazily, at the first packet for each tenant.
+// pendingInstance is an instance Swap created for a Caller.
+type pendingInstance struct {
+	ver  *version
+	inst *Instance
+}
+
+// NewCaller returns a Caller for one goroutine. Instances are created at
+// the first packet for each tenant, and by Swap for the tenants the Caller
+// uses.
 func (h *Host) NewCaller() (*Caller, error) {
 	if h.closed.Load() {
 		return nil, fmt.Errorf("wasmclass: new caller: %w", ErrClosed)
@@ -307,7 +350,32 @@ func (h *Host) NewCaller() (*Caller, error) {
 	for i, t := range h.tenants {
 		c.tenants[i].t = t
 	}
+	h.callersMu.Lock()
+	h.callers[c] = struct{}{}
+	h.callersMu.Unlock()
 	return c, nil
+}
+
+// tenantOf returns the Caller's state for t.
+func (c *Caller) tenantOf(t *tenant) *callerTenant {
+	for i := range c.tenants {
+		if c.tenants[i].t == t {
+			return &c.tenants[i]
+		}
+	}
+	panic("wasmclass: tenant of another host")
+}
+
+// dropPending closes the instances Swap prepared and the Caller did not
+// take.
+func (c *Caller) dropPending(ctx context.Context) error {
+	var errs []error
+	for i := range c.tenants {
+		if p := c.tenants[i].pending.Swap(nil); p != nil {
+			errs = append(errs, p.inst.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ClassifyBatch classifies payloads (of any number) into out[:len(payloads)],
@@ -388,6 +456,14 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 		_ = ct.inst.Close(c.ctx)
 		ct.inst = nil
 	}
+	ct.active.Store(true)
+	if p := ct.pending.Swap(nil); p != nil {
+		if p.ver == v {
+			ct.ver, ct.inst = v, p.inst
+			return p.inst
+		}
+		_ = p.inst.Close(c.ctx) // prepared for a version already replaced
+	}
 	for {
 		ct.ver = v
 		inst, err := v.mod.newInstance(c.ctx, &ct.t.faults)
@@ -408,7 +484,10 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 
 // Close closes the caller's instances.
 func (c *Caller) Close() error {
-	var errs []error
+	c.h.callersMu.Lock()
+	delete(c.h.callers, c)
+	c.h.callersMu.Unlock()
+	errs := []error{c.dropPending(c.ctx)}
 	for i := range c.tenants {
 		if ct := &c.tenants[i]; ct.inst != nil {
 			errs = append(errs, ct.inst.Close(c.ctx))

@@ -3,6 +3,7 @@ package wasmclass
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -184,5 +185,113 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	defer h.swapMu.Unlock()
 	if n := len(h.tenants[0].retired); n > 2 {
 		t.Errorf("%d retired modules still open after the callers switched", n)
+	}
+}
+
+func TestHostCompilationCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	spec := HostSpec{
+		Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "good")}, {Name: "b", Ports: []uint16{1}, Wasm: fixture(t, "const1")}},
+		Options: Options{CacheDir: dir},
+	}
+	h := newTestHost(t, spec)
+	if h.opts.Cache == nil {
+		t.Fatal("no shared cache")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+	if len(files) < 2 {
+		t.Errorf("cache dir holds %d files, want one per tenant module at least", len(files))
+	}
+	// A restart loads from the cache.
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newTestHost(t, spec)
+	c, _ := h2.NewCaller()
+	defer c.Close()
+	out := make([]darc.Type, 1)
+	c.ClassifyBatch([][]byte{{2}}, nil, out)
+	if out[0] != 2 {
+		t.Errorf("after restart: out = %d, want 2", out[0])
+	}
+}
+
+func TestSwapPrecreatesInstances(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t, HostSpec{Tenants: []TenantSpec{
+		{Name: "a", Wasm: fixture(t, "const1")},
+		{Name: "b", Ports: []uint16{9}, Wasm: fixture(t, "const1")},
+	}})
+	c, _ := h.NewCaller()
+	defer c.Close()
+	out := make([]darc.Type, 1)
+	c.ClassifyBatch([][]byte{{0}}, nil, out) // uses tenant a only
+	if _, err := h.Swap(ctx, "a", fixture(t, "const2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Swap(ctx, "b", fixture(t, "const2")); err != nil {
+		t.Fatal(err)
+	}
+	p := c.tenants[0].pending.Load()
+	if p == nil || p.ver != h.tenants[0].current.Load() {
+		t.Fatalf("no instance pre-created for the new version of a: %+v", p)
+	}
+	if c.tenants[1].pending.Load() != nil {
+		t.Error("instance pre-created for tenant b, which the caller never used")
+	}
+	c.ClassifyBatch([][]byte{{0}}, nil, out)
+	if out[0] != 2 || c.tenants[0].inst != p.inst || c.tenants[0].pending.Load() != nil {
+		t.Errorf("out = %d (want 2); the caller did not take the pre-created instance", out[0])
+	}
+}
+
+// TestHostCloseUnderLoad closes the host while callers classify: every
+// batch that starts after Close returned gets UNKNOWN, nothing panics or
+// hangs.
+func TestHostCloseUnderLoad(t *testing.T) {
+	h, err := NewHost(context.Background(), HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "const1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var closed atomic.Bool
+	classifiedAfter := make([]int, 2)
+	for g := range classifiedAfter {
+		c, err := h.NewCaller()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			ps := payloads(8, 2)
+			out := make([]darc.Type, len(ps))
+			for after := 0; after < 100; {
+				isClosed := closed.Load()
+				c.ClassifyBatch(ps, nil, out)
+				if isClosed {
+					after++
+					for _, v := range out {
+						if v != darc.Unknown {
+							classifiedAfter[g]++
+						}
+					}
+				}
+			}
+		}()
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
+	closed.Store(true)
+	wg.Wait()
+	for g, n := range classifiedAfter {
+		if n != 0 {
+			t.Errorf("caller %d: %d packets classified after Close", g, n)
+		}
+	}
+	if _, err := h.NewCaller(); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewCaller after Close: err = %v, want ErrClosed", err)
 	}
 }

@@ -328,7 +328,7 @@ func (i *Instance) checkMemory() {
 func (i *Instance) trapped(err error, n int) {
 	kind := FaultTrap
 	var exit *sys.ExitError
-	if !errors.As(err, &exit) && i.tank != nil && i.tank.Get() == 0 {
+	if !errors.As(err, &exit) && i.tank != nil && int64(i.tank.Get()) < 0 {
 		kind = FaultFuel
 	}
 	_ = i.mod.Close(i.ctx)

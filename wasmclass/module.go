@@ -53,8 +53,8 @@ type Info struct {
 // FuelStats describes the fuel instrumentation of a module.
 type FuelStats struct {
 	Budget, InitBudget uint64
-	Functions          int // functions metered at entry
-	Loops              int // loop headers metered
+	Functions          int // functions metered at entry (those that call others)
+	BackEdges          int // branches back to a loop header metered
 	Wrapped            int // entry points wrapped to refill the budget
 	CodeBytesBefore    int
 	CodeBytesAfter     int
@@ -77,7 +77,7 @@ func Load(ctx context.Context, bin []byte, opts Options) (*Module, error) {
 		return nil, fmt.Errorf("wasmclass: %w", err)
 	}
 	if len(bin) > opts.MaxModuleSize {
-		return nil, fmt.Errorf("wasmclass: module is %d bytes, limit is %d: %w (raise Options.MaxModuleSize)",
+		return nil, fmt.Errorf("wasmclass: module is %d bytes, limit is %d: %w (raise the module size limit)",
 			len(bin), opts.MaxModuleSize, ErrTooLarge)
 	}
 	dec, err := fuel.Decode(bin)
@@ -100,7 +100,7 @@ func Load(ctx context.Context, bin []byte, opts Options) (*Module, error) {
 		}
 		info.Fuel = FuelStats{
 			Budget: opts.Fuel, InitBudget: opts.InitFuel,
-			Functions: st.Functions, Loops: st.Loops, Wrapped: st.Exports,
+			Functions: st.Functions, BackEdges: st.BackEdges, Wrapped: st.Exports,
 			CodeBytesBefore: st.SizeBefore, CodeBytesAfter: st.SizeAfter,
 		}
 		instrumented = fuel.Encode(dec)
@@ -311,11 +311,11 @@ func checkStatic(m *wasm.Module, opts Options, info *Info) error {
 	}
 	mem := m.MemorySection
 	if mem.Min > opts.MemoryLimitPages {
-		return fmt.Errorf("wasmclass: memory declares a minimum of %d pages, limit is %d: %w (raise Options.MemoryLimitPages)",
+		return fmt.Errorf("wasmclass: memory declares a minimum of %d pages, limit is %d: %w (raise the memory page limit)",
 			mem.Min, opts.MemoryLimitPages, ErrMemoryLimit)
 	}
 	if mem.IsMaxEncoded && mem.Max > opts.MemoryLimitPages {
-		return fmt.Errorf("wasmclass: memory declares a maximum of %d pages, limit is %d: %w (lower the module's maximum or raise Options.MemoryLimitPages)",
+		return fmt.Errorf("wasmclass: memory declares a maximum of %d pages, limit is %d: %w (lower the module's maximum or raise the memory page limit)",
 			mem.Max, opts.MemoryLimitPages, ErrMemoryLimit)
 	}
 	info.MemoryPages = mem.Min

@@ -21,8 +21,8 @@ func TestLoadAndClassify(t *testing.T) {
 	if info.ABIVersion != 1 || info.NumTypes != 4 || info.IOBuffer != 1024 || info.Slots != 32 || info.WASI {
 		t.Errorf("Info = %+v", info)
 	}
-	if info.Fuel.Functions == 0 || info.Fuel.Loops != 1 || info.Fuel.Wrapped != 6 {
-		t.Errorf("fuel stats = %+v, want 1 loop and 6 wrapped exports", info.Fuel)
+	if info.Fuel.Functions == 0 || info.Fuel.BackEdges != 1 || info.Fuel.Wrapped != 6 {
+		t.Errorf("fuel stats = %+v, want 1 back edge and 6 wrapped exports", info.Fuel)
 	}
 	i := instance(t, m)
 	for _, tc := range []struct {

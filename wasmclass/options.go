@@ -26,9 +26,9 @@ type Options struct {
 	MemoryLimitPages uint32
 	// MaxModuleSize caps the module binary size in bytes (default 8 MiB).
 	MaxModuleSize int
-	// Fuel is the budget of each call into the classifier: function entries
-	// plus loop iterations (default 1,000,000, roughly 0.3-1 ms of work). A
-	// batch call shares one budget.
+	// Fuel is the budget of each call into the classifier: loop iterations
+	// plus entries into functions that call others (default 1,000,000,
+	// roughly 1 ms of work). A batch call shares one budget.
 	Fuel uint64
 	// InitFuel is the budget of the module's start function and of
 	// _initialize (default 100 * Fuel): language runtimes (Go) need far

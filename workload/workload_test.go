@@ -1,13 +1,17 @@
 package workload
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 func TestBuiltins(t *testing.T) {
@@ -220,5 +224,33 @@ func BenchmarkSampler(b *testing.B) {
 	for b.Loop() {
 		s.Next()
 		p.Next()
+	}
+}
+
+func TestWriteAndReload(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range Names() {
+		w, _ := Builtin(name)
+		y, err := yaml.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ext, data := range map[string][]byte{".yaml": y, ".json": j} {
+			p := filepath.Join(dir, name+ext)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Load(p)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", p, err, data)
+			}
+			if !reflect.DeepEqual(back, w) {
+				t.Errorf("%s: reloaded %v, want %v", p, back.String(), w.String())
+			}
+		}
 	}
 }

@@ -4,9 +4,11 @@
 // realistic queueing on a 2-core machine. With a dilation of 1000, the High
 // Bimodal workload's 1µs and 100µs requests take 1ms and 100ms.
 //
-// Go's timers overshoot (by tens of microseconds to a millisecond under load,
-// see BenchmarkSleep), so the worker sleeps for the duration minus
-// Config.SpinTail and busy-spins the rest.
+// Sleeping is imprecise (Go's time.Sleep rounds sub-millisecond sleeps up to
+// about a millisecond; nanosleep(2), used here on Linux, overshoots by the
+// thread's timer slack plus scheduling delay; see BenchmarkSleep), so the
+// worker sleeps for the duration minus the overshoot it has learned and
+// busy-spins the rest (see Sleeper).
 //
 // A Handler is safe for concurrent use by all workers.
 package emulate
@@ -14,6 +16,7 @@ package emulate
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/persephone-go/psp/app/spin"
@@ -25,20 +28,31 @@ import (
 // Defaults applied by New.
 const (
 	DefaultDilation = 1000
-	DefaultSpinTail = 100 * time.Microsecond
+	DefaultSpinTail = 50 * time.Microsecond
 )
+
+// minSleep is the shortest sleep worth taking; shorter waits spin.
+const minSleep = 100 * time.Microsecond
+
+// initialOvershoot is the overshoot assumed before any sleep was measured
+// (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
+const initialOvershoot = 100 * time.Microsecond
+
+// maxOvershoot caps the learned overshoot, so one stall (a descheduled
+// thread) cannot make every later wait spin for long.
+const maxOvershoot = 2 * time.Millisecond
 
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("emulate: invalid config")
 
 // Config configures the emulation. The zero value is a dilation of 1000 with
-// a 100µs spinning tail.
+// a 50µs minimum spinning tail.
 type Config struct {
 	// Dilation multiplies every service time. Default 1000.
 	Dilation float64
-	// SpinTail is the last part of each service time spent spinning rather
-	// than sleeping, to absorb timer overshoot. Negative: never spin.
-	// Default 100µs.
+	// SpinTail is the least part of each service time spent spinning rather
+	// than sleeping, on top of the learned timer overshoot. Negative: only
+	// the learned overshoot. Default 50µs.
 	SpinTail time.Duration
 }
 
@@ -50,10 +64,17 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Sleeper waits for dilated durations: sleep, then spin the tail.
+// Sleeper waits for dilated durations precisely without burning a core for
+// the whole wait: it sleeps for the duration minus the timer overshoot it has
+// learned  and the spin
+// tail, then busy-spins the rest. The estimate tracks a high quantile of the
+// overshoot (it rises fast and decays slowly), capped at 2ms. Waits too short to sleep (under about a
+// millisecond plus the overshoot) spin entirely. It is safe for concurrent
+// use.
 type Sleeper struct {
-	dilation float64
-	tail     time.Duration
+	dilation  float64
+	tail      time.Duration
+	overshoot atomic.Int64 // ns, EWMA of measured sleep overshoots
 }
 
 // NewSleeper returns a Sleeper for c.
@@ -70,21 +91,41 @@ func NewSleeper(c Config) (*Sleeper, error) {
 	case c.SpinTail < 0:
 		c.SpinTail = 0
 	}
-	return &Sleeper{dilation: c.Dilation, tail: c.SpinTail}, nil
+	s := &Sleeper{dilation: c.Dilation, tail: c.SpinTail}
+	s.overshoot.Store(int64(initialOvershoot))
+	return s, nil
 }
 
 // Dilation returns the dilation factor.
 func (s *Sleeper) Dilation() float64 { return s.dilation }
 
+// Overshoot returns the currently learned timer overshoot.
+func (s *Sleeper) Overshoot() time.Duration { return time.Duration(s.overshoot.Load()) }
+
 // Wait waits for the nominal duration d times the dilation.
 func (s *Sleeper) Wait(d time.Duration) {
-	total := time.Duration(float64(d) * s.dilation)
+	s.WaitExactly(time.Duration(float64(d) * s.dilation))
+}
+
+// WaitExactly waits for total (not dilated).
+func (s *Sleeper) WaitExactly(total time.Duration) {
 	if total <= 0 {
 		return
 	}
 	start := time.Now()
-	if total > s.tail {
-		time.Sleep(total - s.tail)
+	over := time.Duration(s.overshoot.Load())
+	if sleep := total - over - s.tail; sleep >= minSleep {
+		threadSleep(sleep)
+		measured := time.Since(start) - sleep
+		// Track a high quantile rather than the mean: rise fast on a late
+		// wake-up, decay slowly. Racy read-modify-write across workers is
+		// fine for an estimate.
+		if measured > over {
+			over += (measured - over) / 2
+		} else {
+			over -= (over - measured) / 32
+		}
+		s.overshoot.Store(int64(min(over, maxOvershoot)))
 	}
 	spin.Wait(total - time.Since(start))
 }
@@ -102,11 +143,11 @@ func New(c Config) (*Handler, error) {
 	return &Handler{sleeper: s}, nil
 }
 
-// Handle implements dispatcher.Handler. Payloads shorter than the header are
-// refused (no reply).
+// Handle implements dispatcher.Handler. Payloads shorter than the header and
+// nominal service times above spin.MaxService are refused (no reply).
 func (h *Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 	hdr, err := wire.Decode(b.Payload())
-	if err != nil {
+	if err != nil || time.Duration(hdr.ServiceNs) > spin.MaxService {
 		return false
 	}
 	h.sleeper.Wait(time.Duration(hdr.ServiceNs))

@@ -13,14 +13,20 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
+// MaxService is the longest service time a request may ask for (the paper's
+// longest is 500µs); longer requests are refused, so a garbage header cannot
+// hold a worker for seconds.
+const MaxService = 10 * time.Millisecond
+
 // Handler spins for the header's service time and echoes the header.
-// Payloads shorter than the header are refused (no reply).
+// Payloads shorter than the header and service times above MaxService are
+// refused (no reply; the dispatcher counts them).
 type Handler struct{}
 
 // Handle implements dispatcher.Handler.
 func (Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 	h, err := wire.Decode(b.Payload())
-	if err != nil {
+	if err != nil || time.Duration(h.ServiceNs) > MaxService {
 		return false
 	}
 	Wait(time.Duration(h.ServiceNs))

@@ -19,6 +19,7 @@ func newApp() *cli.App {
 			// subcommands are added here, one line each
 			clientCommand(),
 			serveCommand(),
+			statusCommand(),
 			sweepCommand(),
 			plotCommand(),
 			demoCommand(),

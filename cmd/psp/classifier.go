@@ -29,6 +29,7 @@ func classifierCommand() *cli.Command {
 			classifierCheckCommand(),
 			classifierTestCommand(),
 			classifierBenchCommand(),
+			classifierPushCommand(), // push.go: hot-swap a running server's classifier
 		},
 	}
 }
@@ -37,7 +38,7 @@ func classifierCommand() *cli.Command {
 func classifierFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Uint64Flag{Name: "fuel", Value: wasmclass.DefaultFuel,
-			Usage: "fuel per call: function entries plus loop iterations before the classifier traps"},
+			Usage: "fuel per call: loop iterations plus entries into functions that call others, before the classifier traps"},
 		&cli.UintFlag{Name: "memory-pages", Value: wasmclass.DefaultMemoryLimitPages,
 			Usage: "memory limit in 64 KiB pages; modules declaring more are refused"},
 		&cli.IntFlag{Name: "max-size", Value: wasmclass.DefaultMaxModuleSize, Usage: "largest module accepted, in bytes"},
@@ -158,9 +159,9 @@ func classifierCheckCommand() *cli.Command {
 			if f.CodeBytesBefore > 0 {
 				growth = 100 * float64(f.CodeBytesAfter-f.CodeBytesBefore) / float64(f.CodeBytesBefore)
 			}
-			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d functions and %d loop headers;\n"+
+			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d function entries and %d loop back edges;\n"+
 				"              wrapped %d entry points; code %d -> %d bytes (+%.1f%%)\n",
-				f.Budget, f.InitBudget, f.Functions, f.Loops, f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
+				f.Budget, f.InitBudget, f.Functions, f.BackEdges, f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
 			fmt.Fprintf(w, "types:        N = %d\n", info.NumTypes)
 			for id, name := range info.TypeNames {
 				fmt.Fprintf(w, "  %5d  %s\n", id, name)

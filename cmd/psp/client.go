@@ -31,6 +31,7 @@ func clientLoadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time (default 20 x the longest mean service time x dilation, at least 100ms)"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
+		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
 	}
 }
@@ -109,6 +110,8 @@ func clientPlanFromFlags(c *cli.Context) (clientPlan, error) {
 		Warmup:   warm,
 		Grace:    c.Duration("grace"),
 		MaxLag:   c.Duration("max-lag"),
+
+		FromActualSend: c.Bool("from-send"),
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,5 +146,15 @@ func TestSweepParseLoads(t *testing.T) {
 		if _, err := sweepParseLoads(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+func TestSweepReservationString(t *testing.T) {
+	var st sweepServerStatus
+	if err := json.Unmarshal([]byte(`{"groups":[{"types":["SHORT"],"reserved":[0]},{"types":["LONG"],"reserved":[1,2,3,4,5,6,7,8,9,10,11,12,13],"spillway":true}]}`), &st); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.reservation(), "SHORT on 0; LONG on 1-13 + spillway"; got != want {
+		t.Errorf("reservation %q, want %q", got, want)
 	}
 }

@@ -47,7 +47,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
 			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc or kv"},
 			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (default 1000: 1µs becomes 1ms) and of tpcc (sleeps when set)"},
-			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, to absorb timer overshoot (default 100µs)"},
+			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot (default 50µs)"},
 			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
 			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app (default 5000)"},
 			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off (default " + server.DefaultAdmin + ")"},

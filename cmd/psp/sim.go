@@ -55,6 +55,7 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "spillway", Value: darc.DefaultSpillway, Usage: "DARC spillway workers (the last worker ids)"},
 			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
+			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
 			&cli.IntFlag{Name: "queue-capacity", Value: darc.DefaultQueueCapacity, Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped"},
 			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
 			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
@@ -194,6 +195,7 @@ func runSim(c *cli.Context) error {
 				Spillway:       c.Int("spillway"),
 				StaticReserved: c.Int("static-reserved"),
 				MinSamples:     c.Int("min-samples"),
+				DelayFactor:    c.Float64("delay-factor"),
 				QueueCapacity:  c.Int("queue-capacity"),
 			},
 			TS: sim.TSConfig{

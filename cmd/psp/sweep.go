@@ -257,9 +257,13 @@ func (cfg *sweepConfig) runPolicy(ctx context.Context, policy string, errOut io.
 			return points, err
 		}
 		ps := loadgen.PointSpec{Policy: policy, Workload: plan.workload.Name, Workers: plan.workers, Load: load}
+		reservation := ""
 		if admin != "" {
 			if st, err := sweepFetchStatus(ctx, admin); err == nil {
 				ps.MeanIdleWorkers = st.IdleWorkers
+				if r := st.reservation(); r != "" {
+					reservation = fmt.Sprintf(" [%s phase: %s]", st.Phase, r)
+				}
 			}
 		}
 		pt := res.Point(ps)
@@ -268,7 +272,7 @@ func (cfg *sweepConfig) runPolicy(ctx context.Context, policy string, errOut io.
 		if !res.Sustained {
 			note = "NOT sustained: " + res.NotSustainedReason()
 		}
-		fmt.Fprintf(errOut, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s\n", policy, load, res.OfferedRate, pt.Overall.P999Slowdown, note)
+		fmt.Fprintf(errOut, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s%s\n", policy, load, res.OfferedRate, pt.Overall.P999Slowdown, note, reservation)
 		if res.Interrupted {
 			break
 		}
@@ -401,6 +405,38 @@ type sweepServerStatus struct {
 	CPUWaste     float64 `json:"cpu_waste"`
 	Reservations uint64  `json:"reservations"`
 	Dropped      uint64  `json:"dropped"`
+	Groups       []struct {
+		Types    []string `json:"types"`
+		Reserved []int    `json:"reserved"`
+		Spillway bool     `json:"spillway"`
+	} `json:"groups"`
+}
+
+// reservation describes DARC's current reservation compactly, e.g.
+// "SHORT on 0; LONG on 1-13 + spillway", or "" for other policies.
+func (st *sweepServerStatus) reservation() string {
+	var b strings.Builder
+	for i, g := range st.Groups {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.Join(g.Types, ","))
+		b.WriteString(" on ")
+		switch n := len(g.Reserved); {
+		case n == 0:
+			b.WriteString("none")
+		case n == 1:
+			b.WriteString(strconv.Itoa(g.Reserved[0]))
+		case g.Reserved[n-1]-g.Reserved[0] == n-1:
+			fmt.Fprintf(&b, "%d-%d", g.Reserved[0], g.Reserved[n-1])
+		default:
+			fmt.Fprint(&b, g.Reserved)
+		}
+		if g.Spillway {
+			b.WriteString(" + spillway")
+		}
+	}
+	return b.String()
 }
 
 var sweepHTTPClient = &http.Client{Timeout: 2 * time.Second}

@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/wire"
 )
 
 // BenchmarkClassifyBatch measures each example in batches of 32 packets;
@@ -29,6 +32,7 @@ func BenchmarkClassifyBatch(b *testing.B) {
 		{"assemblyscript/pspheader.wasm", header},
 		{"go/pspheader.wasm", header},
 		{"c/random.wasm", header},
+		{"c/kv.wasm", kvPayloads()},
 		{"c/memcached.wasm", memcached},
 		{"c/resp.wasm", resp},
 	} {
@@ -174,4 +178,17 @@ func TestClassifyNoAlloc(t *testing.T) {
 			}
 		})
 	}
+}
+
+func kvPayloads() [][]byte {
+	payloads := make([][]byte, 32)
+	for i := range payloads {
+		r := kv.Request{ID: uint32(i), Op: wire.TypeGet, Key: kv.Key(i)}
+		if i%2 == 1 {
+			r.Op = wire.TypeScan
+		}
+		payloads[i] = make([]byte, wire.HeaderLen+len(r.Key))
+		kv.Encode(payloads[i], r)
+	}
+	return payloads
 }

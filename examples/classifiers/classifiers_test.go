@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
@@ -582,6 +584,7 @@ func TestRebuildMatchesCommitted(t *testing.T) {
 	t.Run("PSPHeader", func(t *testing.T) { checkPSPHeader(t, out) })
 	t.Run("Memcached", func(t *testing.T) { checkMemcached(t, out) })
 	t.Run("RESP", func(t *testing.T) { checkRESP(t, out) })
+	t.Run("KV", func(t *testing.T) { checkKV(t, out) })
 	t.Run("Random", func(t *testing.T) { checkRandom(t, out) })
 	t.Run("HostileRefused", func(t *testing.T) { checkHostileRefused(t, out) })
 	t.Run("HostileContained", func(t *testing.T) { checkHostileContained(t, out) })
@@ -601,4 +604,47 @@ func toolGoVersion(t *testing.T) string {
 		t.Fatalf("go env GOVERSION: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+func TestKV(t *testing.T) { checkKV(t, ".") }
+
+// checkKV runs kv requests through c/kv.wasm and checks each answer against
+// both the table and the kv application's native classifier.
+func checkKV(t *testing.T, dir string) {
+	m := load(t, filepath.Join(dir, "c/kv.wasm"))
+	checkNames(t, m, pspHeaderNames)
+	encode := func(r kv.Request) []byte {
+		b := make([]byte, wire.HeaderLen+len(r.Key))
+		return b[:kv.Encode(b, r)]
+	}
+	long := bytes.Repeat([]byte("k"), kv.MaxKeyLen)
+	reqs := []request{
+		{"GET", encode(kv.Request{ID: 1, Op: wire.TypeGet, Key: kv.Key(42)}), wire.TypeGet},
+		{"SCAN", encode(kv.Request{ID: 2, Op: wire.TypeScan, Key: kv.Key(0)}), wire.TypeScan},
+		{"SCAN of 100", encode(kv.Request{ID: 3, Op: wire.TypeScan, Count: 100, Key: kv.Key(7)}), wire.TypeScan},
+		{"SCAN of the most keys", encode(kv.Request{ID: 4, Op: wire.TypeScan, Count: kv.MaxScanCount, Key: kv.Key(7)}), wire.TypeScan},
+		{"GET of the longest key (cut to the prefix)", encode(kv.Request{ID: 5, Op: wire.TypeGet, Key: long}), wire.TypeGet},
+		{"GET of a 1-byte key", encode(kv.Request{ID: 6, Op: wire.TypeGet, Key: []byte("x")}), wire.TypeGet},
+		{"GET without a key", encode(kv.Request{ID: 7, Op: wire.TypeGet}), wire.TypeUnknown},
+		{"GET of a key too long", encode(kv.Request{ID: 8, Op: wire.TypeGet, Key: append(long, 'k')}), wire.TypeUnknown},
+		{"GET with a count", encode(kv.Request{ID: 9, Op: wire.TypeGet, Count: 1, Key: kv.Key(1)}), wire.TypeUnknown},
+		{"SCAN of too many keys", encode(kv.Request{ID: 10, Op: wire.TypeScan, Count: kv.MaxScanCount + 1, Key: kv.Key(1)}), wire.TypeUnknown},
+		{"SHORT", encode(kv.Request{ID: 11, Op: wire.TypeShort, Key: kv.Key(1)}), wire.TypeUnknown},
+		{"type 12", encode(kv.Request{ID: 12, Op: 12, Key: kv.Key(1)}), wire.TypeUnknown},
+		{"15 bytes", encode(kv.Request{ID: 13, Op: wire.TypeGet})[:15], wire.TypeUnknown},
+		{"empty", nil, wire.TypeUnknown},
+	}
+	var native kv.Classifier
+	payloads := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		payloads[i] = r.payload
+	}
+	nativeOut := make([]darc.Type, len(reqs))
+	native.ClassifyBatch(payloads, nil, nativeOut)
+	for i, r := range reqs {
+		if uint32(nativeOut[i]) != r.want {
+			t.Errorf("table entry %q: want %d, but kv.Classifier says %d", r.name, r.want, nativeOut[i])
+		}
+	}
+	runTable(t, m, reqs)
 }

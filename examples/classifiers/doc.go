@@ -8,6 +8,8 @@
 //     package wire), the same in all five languages.
 //   - c/memcached.c: memcached's text protocol, one type per command.
 //   - c/resp.c: Redis RESP, one type per command name, case-insensitive.
+//   - c/kv.c: the kv application's GET and SCAN requests (package app/kv),
+//     malformed ones UNKNOWN.
 //   - c/random.c: SHORT or LONG at random, for the wrong-classifier
 //     experiment.
 //   - hostile/: modules the host must refuse or contain (infinite loop,

@@ -9,6 +9,9 @@ import (
 // prefetching on x86 and the 128-byte lines of some arm64 cores).
 const cacheLine = 128
 
+// maxCapacity is the largest power of two an int holds.
+const maxCapacity = 1 << (bits.UintSize - 2)
+
 // SPSC is a bounded single-producer single-consumer ring of T.
 // Create it with New; the zero value is not usable.
 type SPSC[T any] struct {
@@ -28,11 +31,11 @@ type SPSC[T any] struct {
 }
 
 // New returns an empty ring holding at least capacity items: capacity is
-// rounded up to a power of two. It panics if capacity is not positive or is
-// larger than 1<<62, like make does for a negative length.
+// rounded up to a power of two. It panics if capacity is not positive or
+// cannot be rounded up within an int, like make does for a negative length.
 func New[T any](capacity int) *SPSC[T] {
-	if capacity <= 0 || capacity > 1<<62 {
-		panic("ring: capacity must be in 1..2^62")
+	if capacity <= 0 || capacity > maxCapacity {
+		panic("ring: capacity must be positive and at most half the largest int")
 	}
 	size := uint64(1) << bits.Len64(uint64(capacity-1))
 	return &SPSC[T]{slots: make([]T, size), mask: size - 1}

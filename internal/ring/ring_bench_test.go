@@ -76,17 +76,21 @@ func throughput[Q queue[uint64]](b *testing.B, q Q) {
 	b.ResetTimer()
 	go func() {
 		var sum uint64
-		for got := uint64(0); got < n; {
+		for got, idle := uint64(0), 0; got < n; {
 			if v, ok := q.pop(); ok {
 				sum += v
 				got++
+			} else {
+				idle = backoff(idle)
 			}
 		}
 		done <- sum
 	}()
-	for i := uint64(0); i < n; {
+	for i, idle := uint64(0), 0; i < n; {
 		if q.push(i) {
 			i++
+		} else {
+			idle = backoff(idle)
 		}
 	}
 	if sum := <-done; sum != n*(n-1)/2 {
@@ -101,11 +105,13 @@ func pingPong[Q queue[uint64]](b *testing.B, there, back Q) {
 	b.ReportAllocs()
 	n := uint64(b.N)
 	go func() {
-		for got := uint64(0); got < n; {
+		for got, idle := uint64(0), 0; got < n; {
 			if v, ok := there.pop(); ok {
 				for !back.push(v) {
 				}
 				got++
+			} else {
+				idle = backoff(idle)
 			}
 		}
 	}()
@@ -113,13 +119,23 @@ func pingPong[Q queue[uint64]](b *testing.B, there, back Q) {
 	for i := uint64(0); i < n; i++ {
 		for !there.push(i) {
 		}
-		for {
+		for idle := 0; ; {
 			if v, ok := back.pop(); ok {
 				if v != i {
 					b.Fatalf("reply %d, want %d", v, i)
 				}
 				break
 			}
+			idle = backoff(idle)
 		}
 	}
+}
+
+// backoff spins, yielding the P every 1024 failed attempts so that a
+// descheduled partner goroutine on a busy machine gets to run.
+func backoff(idle int) int {
+	if idle++; idle%1024 == 0 {
+		runtime.Gosched()
+	}
+	return idle
 }

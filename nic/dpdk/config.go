@@ -15,7 +15,7 @@ import (
 // directory (several DPDK processes may run side by side) and no telemetry
 // socket. They suit virtual devices (Config.Device); a real NIC wants
 // hugepages and its PCI address (see the package README).
-var DefaultEAL = []string{"-l", "0-1", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry"}
+var DefaultEAL = []string{"-l", "0-1", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry", "--log-level=notice"}
 
 // Defaults applied to zero Config fields.
 const (
@@ -170,6 +170,9 @@ type PortStats struct {
 	Delivered uint64
 	// Drops counts dropped packets by reason.
 	Drops [NumDropReasons]uint64
+	// DeviceDrops counts packets the device dropped before the dataplane
+	// saw them (RX ring full, no buffer, receive errors).
+	DeviceDrops uint64
 	// ARPReplies is the number of ARP replies transmitted; ARPErrors the
 	// replies the device refused.
 	ARPReplies, ARPErrors uint64
@@ -180,9 +183,9 @@ type PortStats struct {
 	PoolSize uint64
 }
 
-// Dropped is the sum of Drops.
+// Dropped is the sum of Drops and DeviceDrops.
 func (s PortStats) Dropped() uint64 {
-	var n uint64
+	n := s.DeviceDrops
 	for _, d := range s.Drops {
 		n += d
 	}

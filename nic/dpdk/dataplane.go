@@ -29,9 +29,6 @@ import (
 // Available reports whether this build has the DPDK dataplane.
 const Available = true
 
-// poolSeq names mempools uniquely within the process (DPDK names are global).
-var poolSeq atomic.Uint64
-
 // Dataplane is a nic.Dataplane over one DPDK port. See the package
 // documentation for its threads and buffer ownership.
 type Dataplane struct {
@@ -44,7 +41,8 @@ type Dataplane struct {
 
 	// device is the hot-plugged virtual device to remove at Close ("" when
 	// the port came from the EAL arguments).
-	device string
+	device       string
+	workerQueues int // device TX queues for workers
 	// onClose runs on the EAL thread after the port stops (ring pairs).
 	onClose func()
 
@@ -57,6 +55,7 @@ type Dataplane struct {
 	closed      atomic.Bool
 	outstanding atomic.Int64 // buffers handed out by Recv, not yet sent or released
 	poolFreed   atomic.Bool
+	final       PortStats // the counters when Close stopped the port
 
 	releaseMu sync.Mutex
 	scratch   []C.uintptr_t // C memory, burst long, under releaseMu
@@ -95,8 +94,8 @@ func Open(cfg Config) (*Dataplane, error) {
 			defer C.free(unsafe.Pointer(cargs))
 			errbuf := newCErr()
 			defer errbuf.free()
-			var id C.uint16_t
-			if C.psp_vdev_add(cname, cargs, &id, errbuf.p, errbuf.n) != 0 {
+			id := C.psp_vdev_add(cname, cargs, errbuf.p, errbuf.n)
+			if id < 0 {
 				openErr = fmt.Errorf("dpdk: create device %q: %s (is its driver installed? e.g. net_tap, net_ring, net_null)", cfg.Device, errbuf)
 				return
 			}
@@ -123,8 +122,9 @@ func removeDevice(name string) {
 // openPort starts portID; device is removed at Close when not empty.
 func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 	var (
-		port *C.struct_psp_port
-		err  error
+		port         *C.struct_psp_port
+		workerQueues int
+		err          error
 	)
 	eal.do(func() {
 		conf := (*C.struct_psp_port_conf)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_psp_port_conf{}))))
@@ -139,13 +139,13 @@ func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 		for i := range ip {
 			conf.ip[i] = C.uint8_t(ip[i])
 		}
-		name := fmt.Sprintf("psp_pool_%d", poolSeq.Add(1))
+		name := eal.name("psp_pool_")
 		for i := 0; i < len(name) && i < len(conf.pool_name)-1; i++ {
 			conf.pool_name[i] = C.char(name[i])
 		}
 		errbuf := newCErr()
 		defer errbuf.free()
-		if rc := C.psp_port_open(conf, &port, errbuf.p, errbuf.n); rc != 0 {
+		if rc := C.psp_port_open(conf, errbuf.p, errbuf.n); rc != 0 {
 			hint := ""
 			if rc == -C.ENODEV {
 				hint = " (pass --vdev in the EAL arguments, set Config.Device, or bind a NIC to vfio-pci)"
@@ -153,6 +153,8 @@ func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 			err = fmt.Errorf("dpdk: open port %d: %s%s", portID, errbuf, hint)
 			return
 		}
+		port = conf.port
+		workerQueues = int(conf.worker_queues)
 		C.psp_port_serve_udp(port, C.uint16_t(cfg.Port))
 		for _, p := range cfg.ExtraPorts {
 			C.psp_port_serve_udp(port, C.uint16_t(p))
@@ -169,18 +171,35 @@ func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 		epoch:  time.Now(),
 		device: device,
 	}
-	C.psp_port_mac(port, (*C.uint8_t)(unsafe.Pointer(&d.mac[0])))
+	mac := uint64(C.psp_port_mac(port))
+	for i := range d.mac {
+		d.mac[i] = byte(mac >> (8 * i))
+	}
 	d.rxDescs = unsafe.Slice(C.psp_port_rx_descs(port), d.burst)
 	d.scratch = unsafe.Slice(C.psp_port_scratch(port), d.burst)
 	d.buffers = make([]nic.Buffer, int(C.psp_port_pool_size(port)))
-	d.txqs = make([]*txQueue, cfg.Workers+1)
-	for q := range d.txqs {
-		d.txqs[q] = &txQueue{
+	// Worker w transmits on device queue w % workerQueues; workers sharing a
+	// queue share a lock.
+	var locks []*sync.Mutex
+	if workerQueues < cfg.Workers {
+		locks = make([]*sync.Mutex, workerQueues)
+		for i := range locks {
+			locks[i] = new(sync.Mutex)
+		}
+	}
+	d.txqs = make([]*txQueue, cfg.Workers)
+	for w := range d.txqs {
+		q := w % workerQueues
+		d.txqs[w] = &txQueue{
 			d:     d,
 			id:    C.uint16_t(q),
 			descs: unsafe.Slice(C.psp_port_tx_descs(port, C.uint16_t(q)), d.burst),
 		}
+		if locks != nil {
+			d.txqs[w].shared = locks[q]
+		}
 	}
+	d.workerQueues = workerQueues
 	return d, nil
 }
 
@@ -193,8 +212,13 @@ func (d *Dataplane) IP() netip.Addr { return d.cfg.IP.Unmap() }
 // MTU returns the port's MTU: replies carry at most MTU-28 payload bytes.
 func (d *Dataplane) MTU() int { return d.mtu }
 
-// Workers returns the number of worker TX queues.
+// Workers returns the number of workers (TX queues as seen by callers).
 func (d *Dataplane) Workers() int { return d.cfg.Workers }
+
+// DeviceTxQueues returns how many device TX queues the workers use: fewer
+// than Workers when the device has fewer queues (net_tap: at most 3), in
+// which case workers share them under a lock.
+func (d *Dataplane) DeviceTxQueues() int { return d.workerQueues }
 
 // Now returns nanoseconds since Open on the monotonic clock.
 func (d *Dataplane) Now() int64 { return int64(time.Since(d.epoch)) }
@@ -269,10 +293,9 @@ func (d *Dataplane) deliver(bufs []*nic.Buffer) {
 	d.rxPackets.Add(uint64(len(bufs)))
 }
 
-// TxQueue returns worker w's transmit queue (w in 0..Workers-1). The
-// queue at index Workers is the net worker's own.
+// TxQueue returns worker w's transmit queue (w in 0..Workers-1).
 func (d *Dataplane) TxQueue(w int) nic.TxQueue {
-	if w < 0 || w >= len(d.txqs) {
+	if w < 0 || w >= d.cfg.Workers {
 		panic(fmt.Sprintf("dpdk: tx queue %d out of range 0..%d", w, d.cfg.Workers-1))
 	}
 	return d.txqs[w]
@@ -284,19 +307,25 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	if len(bufs) == 0 {
 		return
 	}
+	freed := 0
 	d.mu.RLock()
 	d.releaseMu.Lock()
 	for start := 0; start < len(bufs); start += d.burst {
-		chunk := bufs[start:min(start+d.burst, len(bufs))]
-		for i, b := range chunk {
-			d.scratch[i] = C.uintptr_t(b.Ref)
+		k := 0
+		for _, b := range bufs[start:min(start+d.burst, len(bufs))] {
+			if b.Ref == 0 {
+				continue // already sent or released
+			}
+			d.scratch[k] = C.uintptr_t(b.Ref)
+			k++
 			forget(b)
 		}
-		C.psp_free_scratch(d.port, C.uint16_t(len(chunk)))
+		C.psp_free_scratch(d.port, C.uint16_t(k))
+		freed += k
 	}
 	d.releaseMu.Unlock()
 	d.mu.RUnlock()
-	d.returned(len(bufs))
+	d.returned(freed)
 }
 
 // forget clears what pointed into the mbuf, so a stale buffer cannot write
@@ -322,13 +351,10 @@ func (d *Dataplane) freePool() {
 }
 
 // Stats returns the nic counters. RxDropped counts every packet the port
-// received and did not deliver (ARP requests included, answered or not).
+// received and did not deliver (ARP requests included, answered or not) and
+// the packets the device dropped.
 func (d *Dataplane) Stats() nic.Stats {
-	s := nic.Stats{RxPackets: d.rxPackets.Load()}
-	if !d.poolFreed.Load() {
-		ps := d.PortStats()
-		s.RxDropped = ps.Dropped()
-	}
+	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxDropped: d.PortStats().Dropped()}
 	for _, q := range d.txqs {
 		s.TxPackets += q.sent.Load()
 		s.TxErrors += q.errors.Load()
@@ -337,17 +363,24 @@ func (d *Dataplane) Stats() nic.Stats {
 }
 
 // PortStats returns the DPDK-specific counters: drops by reason, ARP
-// replies, pool use. After Close it returns the zero value.
+// replies, pool use. After Close it returns the counters as they were when
+// the port stopped.
 func (d *Dataplane) PortStats() PortStats {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	var s PortStats
-	if d.poolFreed.Load() {
-		return s
+	if d.closed.Load() {
+		return d.final
 	}
+	return d.portStats()
+}
+
+// portStats reads the counters; the port must be open.
+func (d *Dataplane) portStats() PortStats {
+	var s PortStats
 	for r := range s.Drops {
 		s.Drops[r] = uint64(C.psp_port_counter(d.port, C.int(r)))
 	}
+	s.DeviceDrops = uint64(C.psp_port_device_drops(d.port))
 	s.Polled = uint64(C.psp_port_counter(d.port, C.PSP_CTR_RX_POLLED))
 	s.Delivered = uint64(C.psp_port_counter(d.port, C.PSP_CTR_RX_DELIVERED))
 	s.ARPReplies = uint64(C.psp_port_counter(d.port, C.PSP_CTR_ARP_REPLIES))
@@ -371,6 +404,7 @@ func (d *Dataplane) Close() error {
 		d.mu.Unlock()
 		return nil
 	}
+	d.final = d.portStats()
 	d.closed.Store(true)
 	eal.do(func() {
 		C.psp_port_stop(d.port)
@@ -412,16 +446,20 @@ type txQueue struct {
 	d      *Dataplane
 	id     C.uint16_t
 	descs  []C.struct_psp_tx_desc // C memory, burst long
+	shared *sync.Mutex            // non-nil when workers share the device queue
 	_      [64]byte               // keep the counters off the neighbours' lines
 	sent   atomic.Uint64
 	errors atomic.Uint64
 }
 
-// Send rewrites each buffer's request into its reply in place (Ethernet and
-// IP addresses swapped towards Peer, source port DstPort, lengths and
-// checksums fixed), transmits them with one call into C per burst and
-// returns the buffers to the pool. Buffers whose Len exceeds their Data, or
-// whose Peer is not IPv4, are released and counted as errors.
+// Send rewrites each buffer's request into its reply in place and
+// transmits them, one call into C per burst, then returns the buffers to
+// the pool. The reply goes to Buffer.Peer from the dataplane's IP and
+// Buffer.DstPort, through the Ethernet address the request came from (the
+// peer or its router); TTL, lengths and both checksums are rewritten.
+// Buffers whose Len exceeds their Data, or whose Peer is not IPv4, are
+// released and counted as errors; buffers already sent or released are
+// ignored.
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 	d := q.d
 	if len(bufs) == 0 {
@@ -433,11 +471,18 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 		d.Release(bufs...)
 		return 0, nic.ErrClosed
 	}
-	sent := 0
+	if q.shared != nil {
+		q.shared.Lock()
+	}
+	sent, taken := 0, 0
 	for start := 0; start < len(bufs); start += d.burst {
-		chunk := bufs[start:min(start+d.burst, len(bufs))]
-		for i, b := range chunk {
-			desc := &q.descs[i]
+		k := 0
+		for _, b := range bufs[start:min(start+d.burst, len(bufs))] {
+			if b.Ref == 0 {
+				continue // already sent or released
+			}
+			desc := &q.descs[k]
+			k++
 			desc.mbuf = C.uintptr_t(b.Ref)
 			peer := b.Peer.Addr().Unmap()
 			if b.Len < 0 || b.Len > len(b.Data) || !peer.Is4() {
@@ -450,14 +495,18 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 			}
 			forget(b)
 		}
-		sent += int(C.psp_tx(d.port, q.id, C.uint16_t(len(chunk))))
+		sent += int(C.psp_tx(d.port, q.id, C.uint16_t(k)))
+		taken += k
+	}
+	if q.shared != nil {
+		q.shared.Unlock()
 	}
 	d.mu.RUnlock()
 	q.sent.Add(uint64(sent))
 	if failed := len(bufs) - sent; failed > 0 {
 		q.errors.Add(uint64(failed))
 	}
-	d.returned(len(bufs))
+	d.returned(taken)
 	return sent, nil
 }
 

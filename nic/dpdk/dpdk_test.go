@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +219,14 @@ func TestSendRejectsOversizedReply(t *testing.T) {
 	}
 	if ps := r.PortStats(); ps.PoolInUse != 0 {
 		t.Fatalf("pool in use %d after the buffer was dropped", ps.PoolInUse)
+	}
+	// A buffer sent or released twice is ignored the second time.
+	r.Release(b)
+	if sent, err := r.TxQueue(0).Send([]*nic.Buffer{b}); sent != 0 || err != nil {
+		t.Fatalf("second send: %d, %v", sent, err)
+	}
+	if ps := r.PortStats(); ps.PoolInUse != 0 || r.Outstanding() != 0 {
+		t.Fatalf("after a double release: pool in use %d, outstanding %d", ps.PoolInUse, r.Outstanding())
 	}
 }
 
@@ -472,5 +481,44 @@ func TestOpenCloseRepeatedly(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestWorkersShareTxQueues(t *testing.T) {
+	// A ring port has 16 TX queues: 20 workers share 15 of them, each
+	// sending from its own goroutine.
+	const workers, perWorker = 20, 30
+	r := openTestRingPair(t, Config{Workers: workers})
+	if q := r.DeviceTxQueues(); q != 15 {
+		t.Fatalf("device queues for workers %d, want 15", q)
+	}
+	for i := range workers * perWorker {
+		if err := r.inject(request(r, uint16(10000+i), uint32(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bufs := recvN(t, r.Dataplane, workers*perWorker)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, b := range bufs[w*perWorker : (w+1)*perWorker] {
+				if sent, err := r.TxQueue(w).Send([]*nic.Buffer{b}); sent != 1 || err != nil {
+					t.Errorf("worker %d: send %d, %v", w, sent, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	replies := 0
+	for f, _ := r.transmitted(); f != nil; f, _ = r.transmitted() {
+		if _, err := parseUDP(f); err != nil {
+			t.Fatal(err)
+		}
+		replies++
+	}
+	if replies != workers*perWorker {
+		t.Fatalf("%d replies, want %d", replies, workers*perWorker)
 	}
 }

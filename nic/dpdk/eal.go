@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -28,6 +29,9 @@ type ealThread struct {
 	args  []string // the arguments the EAL was initialised with
 	err   error    // the initialisation error, permanent
 	calls chan func()
+	// names numbers the objects psp creates in the EAL's process-wide
+	// namespaces (mempools, ring devices).
+	names atomic.Uint64
 }
 
 var eal ealThread
@@ -73,10 +77,12 @@ func (e *ealThread) loop(args []string, calls <-chan func(), done chan<- error) 
 		view[i+1] = C.CString(a)
 	}
 	errbuf := newCErr()
-	defer errbuf.free()
-	if C.psp_eal_init(C.int(len(args)+1), argv, errbuf.p, errbuf.n) != 0 {
+	rc := C.psp_eal_init(C.int(len(args)+1), argv, errbuf.p, errbuf.n)
+	msg := errbuf.String()
+	errbuf.free()
+	if rc != 0 {
 		done <- fmt.Errorf("%w: init with %q: %s (without hugepages pass --no-huge; a second process needs --no-shconf)",
-			ErrEAL, strings.Join(args, " "), errbuf)
+			ErrEAL, strings.Join(args, " "), msg)
 		// The thread stays locked: the EAL may have touched it.
 		select {}
 	}
@@ -84,6 +90,11 @@ func (e *ealThread) loop(args []string, calls <-chan func(), done chan<- error) 
 	for f := range calls {
 		f()
 	}
+}
+
+// name returns a process-unique DPDK object name starting with prefix.
+func (e *ealThread) name(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, e.names.Add(1))
 }
 
 // do runs f on the EAL main thread and waits for it.

@@ -88,11 +88,14 @@ func TestKernelUDPClientOverTap(t *testing.T) {
 	}
 	const (
 		iface   = "psptap0"
-		workers = 2
+		workers = 5 // more than net_tap's 3 worker queues: workers share them
 		n       = 200
 	)
 	server := netip.MustParseAddr("10.77.0.2")
 	d := openTestDevice(t, Config{Device: "net_tap0,iface=" + iface, IP: server, Workers: workers})
+	if q := d.DeviceTxQueues(); q != 3 {
+		t.Fatalf("net_tap worker queues %d, want 3", q)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

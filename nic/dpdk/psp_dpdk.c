@@ -121,18 +121,18 @@ psp_port_release_memory(struct psp_port *p)
 }
 
 int
-psp_port_open(const struct psp_port_conf *conf, struct psp_port **out,
-	      char *err, size_t errlen)
+psp_port_open(struct psp_port_conf *conf, char *err, size_t errlen)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf eth_conf;
 	uint16_t port = conf->port_id;
-	uint16_t nb_txq = conf->workers + 1;
-	uint16_t nb_rxq = 1;
+	uint16_t worker_queues = conf->workers;
+	uint16_t nb_txq, nb_rxq = 1;
 	uint16_t rxd = conf->rx_desc, txd = conf->tx_desc;
 	int ret;
 
-	*out = NULL;
+	conf->port = NULL;
+	conf->worker_queues = 0;
 	if (!rte_eth_dev_is_valid_port(port)) {
 		snprintf(err, errlen, "no port %u (%u ports available)", port,
 			 rte_eth_dev_count_avail());
@@ -143,23 +143,36 @@ psp_port_open(const struct psp_port_conf *conf, struct psp_port **out,
 		psp_errf(err, errlen, "device info: %s", ret);
 		return ret;
 	}
-	if (nb_txq > info.max_tx_queues) {
+	if (info.max_tx_queues < 2) {
 		snprintf(err, errlen,
-			 "%u workers need %u tx queues, device %s has %u",
-			 conf->workers, nb_txq, info.driver_name,
-			 info.max_tx_queues);
+			 "device %s has %u tx queue(s), psp needs 2 (workers and net worker)",
+			 info.driver_name, info.max_tx_queues);
 		return -EINVAL;
 	}
+	/* Workers share TX queues when the device has fewer than one each. */
+	if (worker_queues > info.max_tx_queues - 1)
+		worker_queues = info.max_tx_queues - 1;
 	/*
 	 * Virtual devices that pair rx queue i with tx queue i (net_ring
 	 * loops tx queue i back to rx queue i, net_tap's kernel side spreads
 	 * flows over its queues) get as many rx queues as tx queues, and the
 	 * net worker polls them all. Real NICs get one rx queue.
+	 *
+	 * net_tap passes one file descriptor per rx and per tx queue in a
+	 * single IPC message limited to RTE_MP_MAX_FD_NUM (8) descriptors, and
+	 * DPDK 22.11 overflows its stack beyond that: at most 4 queue pairs.
 	 */
-	if (strcmp(info.driver_name, "net_ring") == 0 ||
-	    strcmp(info.driver_name, "net_tap") == 0) {
+	int paired = strcmp(info.driver_name, "net_ring") == 0 ||
+		     strcmp(info.driver_name, "net_tap") == 0;
+	if (strcmp(info.driver_name, "net_tap") == 0 &&
+	    worker_queues > RTE_MP_MAX_FD_NUM / 2 - 1)
+		worker_queues = RTE_MP_MAX_FD_NUM / 2 - 1;
+	if (paired && worker_queues > info.max_rx_queues - 1)
+		worker_queues = info.max_rx_queues > 1 ? info.max_rx_queues - 1 : worker_queues;
+	nb_txq = worker_queues + 1;
+	if (paired)
 		nb_rxq = RTE_MIN(nb_txq, info.max_rx_queues);
-	}
+	conf->worker_queues = worker_queues;
 
 	struct psp_port *p = psp_calloc(1, sizeof(*p));
 	if (p == NULL)
@@ -167,7 +180,7 @@ psp_port_open(const struct psp_port_conf *conf, struct psp_port **out,
 	p->port_id = port;
 	p->nb_rxq = nb_rxq;
 	p->nb_txq = nb_txq;
-	p->ctl_txq = conf->workers;
+	p->ctl_txq = worker_queues;
 	p->burst = conf->burst;
 	memcpy(&p->ip, conf->ip, 4);
 	p->rx_pkts = psp_calloc(conf->burst, sizeof(*p->rx_pkts));
@@ -255,7 +268,7 @@ psp_port_open(const struct psp_port_conf *conf, struct psp_port **out,
 	rte_eth_macaddr_get(port, &p->mac);
 	if (rte_eth_dev_get_mtu(port, &p->mtu) != 0 || p->mtu < 576)
 		p->mtu = RTE_ETHER_MTU;
-	*out = p;
+	conf->port = p;
 	return 0;
 
 fail:
@@ -304,8 +317,24 @@ uint32_t psp_port_pool_size(const struct psp_port *p) { return p->pool_size; }
 uint16_t psp_port_mtu(const struct psp_port *p) { return p->mtu; }
 uint16_t psp_port_rx_queues(const struct psp_port *p) { return p->nb_rxq; }
 int psp_port_id(const struct psp_port *p) { return p->port_id; }
-void psp_port_mac(const struct psp_port *p, uint8_t *mac6) { memcpy(mac6, p->mac.addr_bytes, 6); }
+uint64_t
+psp_port_mac(const struct psp_port *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < RTE_ETHER_ADDR_LEN; i++)
+		v |= (uint64_t)p->mac.addr_bytes[i] << (8 * i);
+	return v;
+}
 uint32_t psp_pool_in_use(const struct psp_port *p) { return rte_mempool_in_use_count(p->pool); }
+
+uint64_t
+psp_port_device_drops(const struct psp_port *p)
+{
+	struct rte_eth_stats st;
+	if (rte_eth_stats_get(p->port_id, &st) != 0)
+		return 0;
+	return st.imissed + st.ierrors + st.rx_nombuf;
+}
 
 /* The one's-complement sum (not complemented) of the UDP pseudo-header and
  * datagram, in memory byte order. */
@@ -568,21 +597,21 @@ psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len)
 }
 
 int
-psp_vdev_add(const char *name, const char *args, uint16_t *port_id,
-	     char *err, size_t errlen)
+psp_vdev_add(const char *name, const char *args, char *err, size_t errlen)
 {
+	uint16_t port_id;
 	int ret = rte_eal_hotplug_add("vdev", name, args);
 	if (ret != 0) {
 		psp_errf(err, errlen, "hotplug: %s", ret);
-		return ret;
+		return ret < 0 ? ret : -ret;
 	}
-	ret = rte_eth_dev_get_port_by_name(name, port_id);
+	ret = rte_eth_dev_get_port_by_name(name, &port_id);
 	if (ret != 0) {
 		rte_eal_hotplug_remove("vdev", name);
 		psp_errf(err, errlen, "no ethernet port for the device: %s", ret);
-		return ret;
+		return ret < 0 ? ret : -ret;
 	}
-	return 0;
+	return port_id;
 }
 
 int
@@ -594,25 +623,26 @@ psp_vdev_remove(const char *name)
 struct psp_ring_pair {
 	struct rte_ring *rx;
 	struct rte_ring *tx;
+	uint16_t port_id;
 	char name[RTE_RING_NAMESIZE];
 };
 
-int
-psp_ring_pair_create(const char *name, uint16_t tx_queues,
-		     struct psp_ring_pair **out, uint16_t *port_id,
-		     char *err, size_t errlen)
+uint16_t psp_ring_pair_port(const struct psp_ring_pair *rp) { return rp->port_id; }
+
+struct psp_ring_pair *
+psp_ring_pair_create(const char *name, uint16_t tx_queues, char *err, size_t errlen)
 {
 	char rname[RTE_RING_NAMESIZE];
 	struct rte_ring *txs[RTE_PMD_RING_MAX_TX_RINGS];
 	struct psp_ring_pair *rp = psp_calloc(1, sizeof(*rp));
 
 	if (rp == NULL)
-		return -ENOMEM;
+		return NULL;
 	if (tx_queues == 0 || tx_queues > RTE_PMD_RING_MAX_TX_RINGS) {
 		snprintf(err, errlen, "%u tx queues: a ring port has at most %d",
 			 tx_queues, RTE_PMD_RING_MAX_TX_RINGS);
 		free(rp);
-		return -EINVAL;
+		return NULL;
 	}
 	snprintf(rp->name, sizeof(rp->name), "%s", name);
 	snprintf(rname, sizeof(rname), "%s_rx", name);
@@ -631,14 +661,13 @@ psp_ring_pair_create(const char *name, uint16_t tx_queues,
 		psp_errf(err, errlen, "port from rings: %s", rte_errno);
 		goto fail;
 	}
-	*port_id = (uint16_t)port;
-	*out = rp;
-	return 0;
+	rp->port_id = (uint16_t)port;
+	return rp;
 fail:
 	rte_ring_free(rp->rx);
 	rte_ring_free(rp->tx);
 	free(rp);
-	return -EINVAL;
+	return NULL;
 }
 
 unsigned

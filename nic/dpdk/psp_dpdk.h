@@ -63,21 +63,26 @@ struct psp_tx_desc {
 
 struct psp_port_conf {
 	uint16_t port_id;
-	uint16_t workers;   /* TX queues 0..workers-1; queue workers is the net worker's */
+	uint16_t workers;
+	/* out: worker TX queues 0..worker_queues-1 (workers share them when the
+	 * device has fewer than one each); queue worker_queues is the net
+	 * worker's. */
+	uint16_t worker_queues;
 	uint16_t burst;
 	uint16_t rx_desc;
 	uint16_t tx_desc;
 	uint32_t pool_size; /* 0: computed */
 	uint8_t ip[4];
 	char pool_name[32];
+	struct psp_port *port; /* out: the opened port */
 };
 
 struct psp_port;
 
 int psp_eal_init(int argc, char **argv, char *err, size_t errlen);
 
-int psp_port_open(const struct psp_port_conf *conf, struct psp_port **out,
-		  char *err, size_t errlen);
+/* psp_port_open returns 0 and sets conf->port, or a negative errno. */
+int psp_port_open(struct psp_port_conf *conf, char *err, size_t errlen);
 void psp_port_serve_udp(struct psp_port *p, uint16_t udp_port);
 /* psp_port_stop drains, stops and closes the device; the pool stays. */
 void psp_port_stop(struct psp_port *p);
@@ -90,9 +95,12 @@ uintptr_t *psp_port_scratch(struct psp_port *p);
 uint32_t psp_port_pool_size(const struct psp_port *p);
 uint16_t psp_port_mtu(const struct psp_port *p);
 uint16_t psp_port_rx_queues(const struct psp_port *p);
-void psp_port_mac(const struct psp_port *p, uint8_t *mac6);
+/* The port's MAC address, byte i in bits 8*i..8*i+7. */
+uint64_t psp_port_mac(const struct psp_port *p);
 uint64_t psp_port_counter(const struct psp_port *p, int which);
 uint32_t psp_pool_in_use(const struct psp_port *p);
+/* Packets the device itself dropped: missed, errors, no mbuf. */
+uint64_t psp_port_device_drops(const struct psp_port *p);
 int psp_port_id(const struct psp_port *p);
 
 uint16_t psp_rx(struct psp_port *p, uint16_t max);
@@ -101,16 +109,16 @@ void psp_free_scratch(struct psp_port *p, uint16_t n);
 int psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len);
 
 /* Hot-plugging virtual devices. */
-int psp_vdev_add(const char *name, const char *args, uint16_t *port_id,
-		 char *err, size_t errlen);
+/* psp_vdev_add returns the new device's port id, or a negative errno. */
+int psp_vdev_add(const char *name, const char *args, char *err, size_t errlen);
 int psp_vdev_remove(const char *name);
 
 /* A port over two rings (tests and benchmarks): frames enqueued on the rx
  * ring are received, frames the port transmits land on the tx ring. */
 struct psp_ring_pair;
-int psp_ring_pair_create(const char *name, uint16_t tx_queues,
-			 struct psp_ring_pair **out, uint16_t *port_id,
-			 char *err, size_t errlen);
+struct psp_ring_pair *psp_ring_pair_create(const char *name, uint16_t tx_queues,
+					   char *err, size_t errlen);
+uint16_t psp_ring_pair_port(const struct psp_ring_pair *rp);
 void psp_ring_pair_free(struct psp_ring_pair *rp);
 int psp_ring_pair_inject(struct psp_ring_pair *rp, struct psp_port *p,
 			 const uint8_t *frame, uint16_t len);

@@ -25,8 +25,6 @@ type ringPair struct {
 
 const maxFrame = 2048
 
-var ringSeq uint64
-
 // openRingPair opens a dataplane over a fresh ring pair. cfg.Device and
 // cfg.PortID are ignored.
 func openRingPair(cfg Config) (*ringPair, error) {
@@ -39,23 +37,21 @@ func openRingPair(cfg Config) (*ringPair, error) {
 	}
 	var (
 		rp      *C.struct_psp_ring_pair
-		portID  C.uint16_t
 		openErr error
 	)
 	eal.do(func() {
-		ringSeq++
-		cname := C.CString(fmt.Sprintf("net_ring_psp%d", ringSeq))
+		cname := C.CString(eal.name("net_ring_psp"))
 		defer C.free(unsafe.Pointer(cname))
 		errbuf := newCErr()
 		defer errbuf.free()
-		if C.psp_ring_pair_create(cname, C.uint16_t(cfg.Workers+1), &rp, &portID, errbuf.p, errbuf.n) != 0 {
+		if rp = C.psp_ring_pair_create(cname, C.uint16_t(min(cfg.Workers+1, C.RTE_PMD_RING_MAX_TX_RINGS)), errbuf.p, errbuf.n); rp == nil {
 			openErr = fmt.Errorf("dpdk: ring pair: %s", errbuf)
 		}
 	})
 	if openErr != nil {
 		return nil, openErr
 	}
-	d, err := openPort(cfg, uint16(portID), "")
+	d, err := openPort(cfg, uint16(C.psp_ring_pair_port(rp)), "")
 	if err != nil {
 		eal.do(func() { C.psp_ring_pair_free(rp) })
 		return nil, err

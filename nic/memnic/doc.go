@@ -23,8 +23,8 @@
 //
 // Recv is for the net worker goroutine only; each TxQueue for its own worker
 // goroutine; Release, the injectors, Stats and the counters are safe from any
-// goroutine. Close makes pending and later Recv calls return nic.ErrClosed
-// and later injections fail; TxQueues keep working after Close (there is
-// nothing to tear down), so a draining dispatcher can still answer. The
-// Replies channel is never closed.
+// goroutine. Close makes pending and later Recv calls return nic.ErrClosed,
+// drops (and counts) packets still queued, and makes later injections fail;
+// TxQueues keep working after Close (there is nothing to tear down), so a
+// draining dispatcher can still answer. The Replies channel is never closed.
 package memnic

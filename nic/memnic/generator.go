@@ -32,7 +32,7 @@ func newGenerator(g Generator, buffers int) *generator {
 		g.Size = wire.HeaderLen
 	}
 	if !g.Peer.IsValid() {
-		g.Peer = DefaultPeer
+		g.Peer = defaultPeer
 	}
 	return &generator{
 		headers:  append([]wire.Header(nil), g.Headers...),

@@ -26,9 +26,9 @@ const (
 // packets due but the pool is empty (buffer returns do not wake it).
 const noBufferPoll = int64(20 * time.Microsecond)
 
-// DefaultPeer is the source address of generated packets and of Feed's
+// defaultPeer is the source address of generated packets and of Feed's
 // packets when none is given (TEST-NET-1, never routable).
-var DefaultPeer = netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 40000)
+var defaultPeer = netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 40000)
 
 // Config configures a Dataplane. The zero value is a usable single-worker
 // dataplane fed by injection.
@@ -74,7 +74,8 @@ type Generator struct {
 	Rate float64
 	// Count stops generation after this many packets (0: unlimited).
 	Count uint64
-	// Peer is the packets' source address (default DefaultPeer).
+	// Peer is the packets' source address (default 192.0.2.1:40000, in
+	// TEST-NET-1).
 	Peer netip.AddrPort
 }
 
@@ -261,7 +262,7 @@ func (d *Dataplane) notify() {
 
 // Feed injects count packets (0: until ctx is done) at rate packets per
 // second (0: as fast as possible), calling next for each payload and peer; a
-// zero peer means DefaultPeer. It runs in the caller's goroutine and returns
+// zero peer means 192.0.2.1:40000. It runs in the caller's goroutine and returns
 // how many packets were queued and dropped. Drops (no free buffer) are not
 // retried: the arrivals are open-loop, like a real client's.
 func (d *Dataplane) Feed(ctx context.Context, rate float64, count int, next func(seq int) ([]byte, netip.AddrPort)) (sent, dropped int) {
@@ -288,7 +289,7 @@ func (d *Dataplane) Feed(ctx context.Context, rate float64, count int, next func
 		}
 		payload, peer := next(seq)
 		if !peer.IsValid() {
-			peer = DefaultPeer
+			peer = defaultPeer
 		}
 		if d.enqueue(payload, peer, d.cfg.Port) {
 			sent++

@@ -159,13 +159,13 @@ func TestGeneratorRate(t *testing.T) {
 	dp := memnic.New(memnic.Config{Generator: &memnic.Generator{Rate: 2000}})
 	defer dp.Close()
 	bufs := make([]*nic.Buffer, 64)
+	start := time.Now() // before the generator's clock starts at the first Recv
 	n, _ := dp.Recv(bufs, 0)
 	if n > 2 {
 		t.Fatalf("paced generator produced a burst of %d at start", n)
 	}
 	dp.Release(bufs[:n]...)
 	total := n
-	start := time.Now()
 	for time.Since(start) < 50*time.Millisecond {
 		k, _ := dp.Recv(bufs, 5*time.Millisecond)
 		dp.Release(bufs[:k]...)
@@ -214,8 +214,22 @@ func TestFeed(t *testing.T) {
 	}
 	bufs := make([]*nic.Buffer, 128)
 	n, _ := dp.Recv(bufs, 0)
-	if n != 100 || bufs[99].Peer != memnic.DefaultPeer || binary.LittleEndian.Uint32(bufs[99].Payload()) != 99 {
+	if n != 100 || bufs[99].Peer != netip.MustParseAddrPort("192.0.2.1:40000") || binary.LittleEndian.Uint32(bufs[99].Payload()) != 99 {
 		t.Fatalf("Recv got %d packets", n)
+	}
+}
+
+func TestFeedPaces(t *testing.T) {
+	dp := memnic.New(memnic.Config{Buffers: 64})
+	defer dp.Close()
+	start := time.Now()
+	sent, dropped := dp.Feed(context.Background(), 20000, 50, func(int) ([]byte, netip.AddrPort) {
+		return []byte{1}, client
+	})
+	// The 50th packet is due 49/20000 s after the first: pacing cannot be
+	// faster than that (it may be slower on a busy machine).
+	if elapsed := time.Since(start); sent != 50 || dropped != 0 || elapsed < 49*time.Second/20000 {
+		t.Fatalf("Feed at 20000/s: sent %d dropped %d in %v", sent, dropped, elapsed)
 	}
 }
 

@@ -65,6 +65,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("BurstEcho", func(t *testing.T) { testBurstEcho(t, start(t, open, echoWorkers), echoWorkers) })
 	t.Run("ReplyInPlace", func(t *testing.T) { testReplyInPlace(t, start(t, open, 1)) })
 	t.Run("BufferReuse", func(t *testing.T) { testBufferReuse(t, start(t, open, 2)) })
+	t.Run("ConcurrentWorkers", func(t *testing.T) { testConcurrentWorkers(t, start(t, open, echoWorkers), echoWorkers) })
 	t.Run("Truncation", func(t *testing.T) { testTruncation(t, start(t, open, 1)) })
 	t.Run("CloseUnblocksRecv", func(t *testing.T) { testCloseUnblocksRecv(t, start(t, open, 1)) })
 }
@@ -269,6 +270,68 @@ func testBufferReuse(t *testing.T, tg Target) {
 	if s.RxPackets != uint64(total) || s.TxPackets != uint64(total/2) {
 		t.Fatalf("Stats Rx %d Tx %d, want %d and %d", s.RxPackets, s.TxPackets, total, total/2)
 	}
+}
+
+// testConcurrentWorkers has every worker goroutine transmit on its own TX
+// queue at the same time while the net worker keeps receiving (run it with
+// -race).
+func testConcurrentWorkers(t *testing.T, tg Target, workers int) {
+	const rounds, burst = 8, 12
+	dp := tg.DP
+	free := tg.FreeBuffers()
+	queues := make([]chan []*nic.Buffer, workers)
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := range queues {
+		queues[w] = make(chan []*nic.Buffer, rounds)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tx := dp.TxQueue(w)
+			for bufs := range queues[w] {
+				if n, err := tx.Send(bufs); n != len(bufs) || err != nil {
+					errc <- fmt.Errorf("worker %d Send(%d) = %d, %v", w, len(bufs), n, err)
+				}
+			}
+		}()
+	}
+	var replies [][]byte
+	var id uint32
+	for round := range rounds {
+		for range burst {
+			id++
+			if err := tg.Send(request(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bufs := recvN(t, dp, burst)
+		per := burst / workers
+		for w := range workers {
+			queues[w] <- bufs[w*per : (w+1)*per]
+		}
+		if round%2 == 1 { // read replies while workers are still sending
+			replies = append(replies, recvReplies(t, tg, 2*burst)...)
+		}
+	}
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range replies {
+		if seen[string(r)] {
+			t.Fatalf("reply %x received twice", r)
+		}
+		seen[string(r)] = true
+	}
+	if len(seen) != rounds*burst {
+		t.Fatalf("%d distinct replies, want %d", len(seen), rounds*burst)
+	}
+	waitFree(t, tg, free)
 }
 
 func testTruncation(t *testing.T, tg Target) {

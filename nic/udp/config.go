@@ -2,9 +2,6 @@ package udp
 
 import (
 	"fmt"
-	"strconv"
-
-	"github.com/persephone-go/psp/wire"
 )
 
 // Defaults for zero Config fields.
@@ -15,9 +12,9 @@ const (
 	DefaultReadBuffer = 4 << 20
 )
 
-// DefaultAddr is the listen address of a zero Config: the prototype's port on
-// every interface.
-var DefaultAddr = ":" + strconv.Itoa(wire.DefaultPort)
+// DefaultAddr is the listen address of a zero Config: the prototype's port
+// (wire.DefaultPort) on every interface.
+const DefaultAddr = ":6789"
 
 // Config configures a UDP dataplane. The zero value listens on DefaultAddr
 // with one worker.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/nictest"
 	"github.com/persephone-go/psp/nic/udp"
+	"github.com/persephone-go/psp/wire"
 )
 
 func open(t testing.TB, cfg udp.Config) *udp.Dataplane {
@@ -126,6 +128,12 @@ func TestSendToUnreachableFamilyCounted(t *testing.T) {
 	}
 	if dp.FreeBuffers() != free+1 {
 		t.Fatal("failed send did not return its buffer to the pool")
+	}
+}
+
+func TestDefaultAddrUsesDefaultPort(t *testing.T) {
+	if udp.DefaultAddr != ":"+strconv.Itoa(wire.DefaultPort) {
+		t.Fatalf("DefaultAddr %q does not use wire.DefaultPort %d", udp.DefaultAddr, wire.DefaultPort)
 	}
 }
 
@@ -261,7 +269,9 @@ func TestCloseWhileSending(t *testing.T) {
 
 // BenchmarkEcho measures a loopback echo: client goroutines send 16-byte
 // requests, the net worker receives bursts and the workers' TX queues
-// reply. ns/op is per request answered.
+// reply. ns/op is per request answered; allocs/op are the client's (x/net's
+// ReadBatch allocates each sender's address), see TestRecvSendAllocateNothing
+// for the dataplane's.
 func BenchmarkEcho(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run("workers="+string(rune('0'+workers)), func(b *testing.B) { benchEcho(b, workers) })
@@ -402,5 +412,60 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, func() { dp.Stats() }); a != 0 {
 		t.Fatalf("Stats allocated %.1f times", a)
+	}
+}
+
+// TestPoolExhaustion receives with every buffer but a few in use, then
+// checks that receiving resumes once buffers come back and that none leaks.
+func TestPoolExhaustion(t *testing.T) {
+	dp := open(t, udp.Config{Buffers: 16, Batch: 8})
+	c := dialClient(t, dp)
+	var held []*nic.Buffer
+	bufs := make([]*nic.Buffer, 8)
+	for id := 0; len(held) < 16; id++ {
+		if id < 16 {
+			c.Write([]byte{byte(id)})
+		}
+		n, err := dp.Recv(bufs, time.Second)
+		if err != nil || (n == 0 && id >= 16) {
+			t.Fatalf("Recv = %d, %v with %d held", n, err, len(held))
+		}
+		held = append(held, bufs[:n]...)
+	}
+	c.Write([]byte{99})
+	if n, err := dp.Recv(bufs, 10*time.Millisecond); n != 0 || err != nil {
+		t.Fatalf("Recv with the pool empty = %d, %v; want 0, nil", n, err)
+	}
+	dp.Release(held[0]) // one buffer back: the waiting datagram comes in
+	n, err := dp.Recv(bufs, time.Second)
+	if n != 1 || err != nil || bufs[0].Payload()[0] != 99 {
+		t.Fatalf("Recv after a release = %d, %v", n, err)
+	}
+	dp.Release(append(held[1:], bufs[0])...)
+	if dp.FreeBuffers() != 16 {
+		t.Fatalf("FreeBuffers = %d, want 16", dp.FreeBuffers())
+	}
+}
+
+// TestIdleRecvAllocations covers the paths of an idle server: a poll
+// allocates nothing; a bounded wait that times out allocates once (the
+// runtime wraps the poller's timeout in a *net.OpError).
+func TestIdleRecvAllocations(t *testing.T) {
+	dp := open(t, udp.Config{Buffers: 32, Batch: 8})
+	bufs := make([]*nic.Buffer, 8)
+	dp.Recv(bufs, time.Microsecond) // warm up
+	if a := testing.AllocsPerRun(20, func() {
+		if n, err := dp.Recv(bufs, 0); n != 0 || err != nil {
+			t.Fatalf("poll = %d, %v", n, err)
+		}
+	}); a != 0 {
+		t.Fatalf("idle poll allocated %.1f times", a)
+	}
+	if a := testing.AllocsPerRun(20, func() {
+		if n, err := dp.Recv(bufs, 100*time.Microsecond); n != 0 || err != nil {
+			t.Fatalf("wait = %d, %v", n, err)
+		}
+	}); a > 1 {
+		t.Fatalf("idle bounded wait allocated %.1f times, want at most 1", a)
 	}
 }

@@ -1,9 +1,13 @@
 // Package fuel bounds the work a WebAssembly module may do per call by
 // rewriting its code before compilation.
 //
-// Instrument adds one mutable i64 global, the fuel tank, and a check at every
-// function entry and every loop header: if the tank is empty the code
-// executes unreachable (a trap), otherwise the tank loses one unit. Every
+// Instrument adds one mutable i64 global, the fuel tank, and a check on every
+// branch back to a loop header (each loop iteration after the first) and at
+// the entry of every function that calls a function: the tank loses one
+// unit and, when it goes below zero, the code executes unreachable (a trap).
+// That bounds all execution: code without back edges or calls runs a
+// bounded number of instructions, and every cycle of calls (recursion) goes
+// through the entry of functions that call. Every
 // exported function is replaced, in the export section only, by a wrapper
 // that refills the tank and calls the original, so that a call from the host
 // starts with a full budget while calls inside the module do not refill it.
@@ -25,7 +29,7 @@ import (
 )
 
 // GlobalExport is the export name under which the instrumented module exposes
-// its fuel global, so that the host can tell a fuel trap (tank at 0) from
+// its fuel global, so that the host can tell a fuel trap (tank below 0) from
 // other traps. Modules may not use this name themselves.
 const GlobalExport = "psp.fuel"
 
@@ -44,8 +48,8 @@ type Config struct {
 
 // Stats describes what Instrument changed.
 type Stats struct {
-	Functions int // function bodies metered at entry
-	Loops     int // loop headers metered
+	Functions int // function bodies metered at entry (those that call)
+	BackEdges int // branches back to a loop header metered
 	Exports   int // exported functions wrapped (start function included)
 	// SizeBefore and SizeAfter are the sizes of the code section bodies, in
 	// bytes, before and after instrumentation.
@@ -82,33 +86,70 @@ func Instrument(m *wasm.Module, cfg Config) (Stats, error) {
 		}
 	}
 
+	lim := limits{
+		funcs:   m.ImportFuncCount() + uint32(len(m.FunctionSection)),
+		globals: m.ImportGlobalCount() + uint32(len(m.GlobalSection)),
+		typeParams: func(idx uint32) (int, error) {
+			if idx >= uint32(len(m.TypeSection)) {
+				return 0, fmt.Errorf("type index %d out of range", idx)
+			}
+			return len(m.TypeSection[idx].Params), nil
+		},
+	}
+	if err := checkRefs(m, lim); err != nil {
+		return st, err
+	}
+
 	// The tank: a new global after all others, so no index moves. It starts
 	// empty: only wrapped entry points (which refill it) can run code.
-	tank := m.ImportGlobalCount() + uint32(len(m.GlobalSection))
+	tank := lim.globals
 	m.GlobalSection = append(m.GlobalSection, &wasm.Global{
 		Type: &wasm.GlobalType{ValType: wasm.ValueTypeI64, Mutable: true},
 		Init: &wasm.ConstantExpression{Opcode: wasm.OpcodeI64Const, Data: leb128.EncodeInt64(0)},
 	})
-	check := checkCode(tank)
-
 	for i, code := range m.CodeSection {
 		st.SizeBefore += len(code.Body)
-		var loops []int
-		if err := walk(code.Body, func(off int) { loops = append(loops, off) }); err != nil {
+		edits, calls, err := walk(code.Body, lim)
+		if err != nil {
 			return st, fmt.Errorf("function %d: %w", m.ImportFuncCount()+uint32(i), err)
 		}
-		body := make([]byte, 0, len(code.Body)+(len(loops)+1)*len(check))
-		body = append(body, check...)
-		prev := 0
-		for _, off := range loops {
-			body = append(body, code.Body[prev:off]...)
+		if !calls && len(edits) == 0 {
+			st.SizeAfter += len(code.Body)
+			continue
+		}
+		// A scratch i64 local for the check.
+		typeIdx, err := funcType(m, m.ImportFuncCount()+uint32(i))
+		if err != nil {
+			return st, err
+		}
+		scratch := uint32(len(m.TypeSection[typeIdx].Params) + len(code.LocalTypes))
+		code.LocalTypes = append(code.LocalTypes, wasm.ValueTypeI64)
+		check := checkCode(tank, scratch)
+		body := make([]byte, 0, len(code.Body)+(len(edits)+1)*(len(check)+8))
+		if calls {
 			body = append(body, check...)
-			prev = off
+			st.Functions++
+		}
+		prev := 0
+		for _, e := range edits {
+			body = append(body, code.Body[prev:e.at]...)
+			switch e.kind {
+			case editCheck:
+				body = append(body, check...)
+				prev = e.at
+			case editBrIf:
+				// if  <check>  br L+1  end: the if adds one block level.
+				body = append(body, wasm.OpcodeIf, 0x40)
+				body = append(body, check...)
+				body = append(body, wasm.OpcodeBr)
+				body = append(body, leb128.EncodeUint32(e.label+1)...)
+				body = append(body, wasm.OpcodeEnd)
+				prev = e.end
+			}
 		}
 		body = append(body, code.Body[prev:]...)
 		code.Body = body
-		st.Functions++
-		st.Loops += len(loops)
+		st.BackEdges += len(edits)
 		st.SizeAfter += len(body)
 	}
 
@@ -166,6 +207,36 @@ func Instrument(m *wasm.Module, cfg Config) (Stats, error) {
 	return st, nil
 }
 
+// checkRefs refuses function references outside the module's functions in
+// element segments and global initialisers (see limits).
+func checkRefs(m *wasm.Module, lim limits) error {
+	for i, seg := range m.ElementSection {
+		for _, fn := range seg.Init {
+			if fn != nil && *fn >= lim.funcs {
+				return fmt.Errorf("element segment %d: function index %d out of range (%d functions)", i, *fn, lim.funcs)
+			}
+		}
+	}
+	for i, g := range m.GlobalSection {
+		if g.Init == nil {
+			continue
+		}
+		switch g.Init.Opcode {
+		case wasm.OpcodeRefFunc:
+			fn, _, err := leb128.DecodeUint32(bytes.NewReader(g.Init.Data))
+			if err != nil || fn >= lim.funcs {
+				return fmt.Errorf("global %d: initial ref.func out of range", i)
+			}
+		case wasm.OpcodeGlobalGet:
+			ref, _, err := leb128.DecodeUint32(bytes.NewReader(g.Init.Data))
+			if err != nil || ref >= lim.globals {
+				return fmt.Errorf("global %d: initial global.get out of range", i)
+			}
+		}
+	}
+	return nil
+}
+
 func boolBit(b bool) uint32 {
 	if b {
 		return 1
@@ -196,20 +267,23 @@ func funcType(m *wasm.Module, fn uint32) (uint32, error) {
 	return t, nil
 }
 
-// checkCode is the metering sequence:
+// checkCode is the metering sequence (one read of the global):
 //
-//	global.get $tank  i64.eqz  if  unreachable  end
-//	global.get $tank  i64.const 1  i64.sub  global.set $tank
-func checkCode(tank uint32) []byte {
+//	global.get $tank  i64.const 1  i64.sub  local.tee $scratch  global.set $tank
+//	local.get $scratch  i64.const 0  i64.lt_s  if  unreachable  end
+func checkCode(tank, scratch uint32) []byte {
 	g := leb128.EncodeUint32(tank)
+	l := leb128.EncodeUint32(scratch)
 	var b []byte
 	b = append(b, wasm.OpcodeGlobalGet)
 	b = append(b, g...)
-	b = append(b, wasm.OpcodeI64Eqz, wasm.OpcodeIf, 0x40, wasm.OpcodeUnreachable, wasm.OpcodeEnd)
-	b = append(b, wasm.OpcodeGlobalGet)
+	b = append(b, wasm.OpcodeI64Const, 1, wasm.OpcodeI64Sub, wasm.OpcodeLocalTee)
+	b = append(b, l...)
+	b = append(b, wasm.OpcodeGlobalSet)
 	b = append(b, g...)
-	b = append(b, wasm.OpcodeI64Const, 1, wasm.OpcodeI64Sub, wasm.OpcodeGlobalSet)
-	b = append(b, g...)
+	b = append(b, wasm.OpcodeLocalGet)
+	b = append(b, l...)
+	b = append(b, wasm.OpcodeI64Const, 0, wasm.OpcodeI64LtS, wasm.OpcodeIf, 0x40, wasm.OpcodeUnreachable, wasm.OpcodeEnd)
 	return b
 }
 

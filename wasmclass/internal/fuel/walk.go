@@ -52,6 +52,31 @@ func (r *reader) leb() (uint64, error) {
 	return 0, errors.New("LEB128 number too long")
 }
 
+// sleb reads a signed LEB128 number of up to 64 bits.
+func (r *reader) sleb() (int64, error) {
+	var v int64
+	var shift uint
+	for {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		if shift < 64 {
+			v |= int64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v, nil
+		}
+		if shift >= 70 {
+			return 0, errors.New("LEB128 number too long")
+		}
+	}
+}
+
 // lebs skips n LEB128 numbers.
 func (r *reader) lebs(n int) error {
 	for ; n > 0; n-- {
@@ -64,31 +89,166 @@ func (r *reader) lebs(n int) error {
 
 // Opcodes the walker treats specially.
 const (
-	opLoop   = 0x03
-	opPrefix = 0xfc // saturating conversions, bulk memory, tables
-	opSIMD   = 0xfd
-	opAtomic = 0xfe
+	opBlock              = 0x02
+	opLoop               = 0x03
+	opIf                 = 0x04
+	opEnd                = 0x0b
+	opBr                 = 0x0c
+	opBrIf               = 0x0d
+	opBrTable            = 0x0e
+	opCall               = 0x10
+	opCallIndirect       = 0x11
+	opReturnCall         = 0x12
+	opReturnCallIndirect = 0x13
+	opGlobalGet          = 0x23
+	opGlobalSet          = 0x24
+	opRefFunc            = 0xd2
+	opPrefix             = 0xfc // saturating conversions, bulk memory, tables
+	opSIMD               = 0xfd
+	opAtomic             = 0xfe
 )
 
-// walk calls onLoop with the offset just past the block type of every loop
-// instruction of body (the loop header, where each iteration starts), in
-// order. It decodes every instruction's immediates, so that bytes inside
-// immediates are never mistaken for opcodes, and fails on an opcode it does
-// not know: the host then refuses the module rather than leaving a loop
-// unmetered.
-func walk(body []byte, onLoop func(off int)) error {
+// editKind says how an instruction is metered.
+type editKind int
+
+const (
+	// editCheck inserts the fuel check before the instruction at `at`.
+	editCheck editKind = iota
+	// editBrIf replaces `br_if L` (bytes at..end) by
+	// `if  <check>  br L+1  end`: the check runs only when the branch is
+	// taken.
+	editBrIf
+)
+
+// edit is one change walk asks for, in body order.
+type edit struct {
+	kind    editKind
+	at, end int
+	label   uint32 // editBrIf: the br_if's label
+}
+
+// limits are the index spaces of the module before instrumentation. The
+// instrumentation adds a global and functions after them: code that names
+// them (invalid before instrumentation, valid after) could refill its own
+// fuel, so walk refuses any index outside these limits.
+type limits struct {
+	funcs, globals uint32
+	typeParams     func(typeIndex uint32) (int, error) // parameter count of a type (block types)
+}
+
+// label is an entry of the control stack.
+type label struct {
+	loop   bool
+	params bool // a loop whose block type takes parameters
+}
+
+// walk finds where body must be metered: every branch back to a loop
+// header (br, br_if or br_table that targets a loop), so that each loop
+// iteration after the first costs fuel; a loop entered without branching
+// back runs its body once, which the enclosing code already pays for. It
+// also reports whether body calls a function (call, call_indirect or their
+// tail-call forms). walk decodes every instruction's immediates, so that
+// bytes inside immediates are never mistaken for opcodes, and fails on an
+// opcode it does not know: the host then refuses the module rather than
+// leaving a loop unmetered.
+func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 	r := &reader{b: body}
+	stack := []label{{}} // the function body is a block
+	target := func(l uint64) (label, error) {
+		if l >= uint64(len(stack)) {
+			return label{}, fmt.Errorf("branch depth %d outside the %d enclosing blocks", l, len(stack))
+		}
+		return stack[len(stack)-1-int(l)], nil
+	}
 	for r.pos < len(r.b) {
 		at := r.pos
 		op, _ := r.byte()
-		if err := skipImmediates(r, op); err != nil {
-			return fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+		var lbl label
+		switch op {
+		case opBlock, opLoop, opIf:
+			bt, err := r.sleb()
+			if err != nil {
+				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			lbl.loop = op == opLoop
+			if bt >= 0 { // a type index; negative values are 0x40 or a value type
+				n, err := lim.typeParams(uint32(bt))
+				if err != nil {
+					return nil, false, fmt.Errorf("block type at offset %d: %w", at, err)
+				}
+				lbl.params = n > 0
+			}
+			stack = append(stack, lbl)
+			continue
+		case opEnd:
+			if len(stack) == 0 {
+				return nil, false, fmt.Errorf("unbalanced end at offset %d", at)
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		case opBr, opBrIf:
+			l, err := r.leb()
+			if err == nil {
+				lbl, err = target(l)
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			switch {
+			case !lbl.loop:
+			case op == opBrIf && !lbl.params:
+				edits = append(edits, edit{kind: editBrIf, at: at, end: r.pos, label: uint32(l)})
+			default: // br, or br_if to a loop with parameters: charge every execution
+				edits = append(edits, edit{kind: editCheck, at: at})
+			}
+			continue
+		case opBrTable:
+			n, err := r.leb()
+			loop := false
+			for i := uint64(0); err == nil && i <= n; i++ {
+				var l uint64
+				if l, err = r.leb(); err == nil {
+					lbl, err = target(l)
+					loop = loop || lbl.loop
+				}
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("br_table at offset %d: %w", at, err)
+			}
+			if loop {
+				edits = append(edits, edit{kind: editCheck, at: at})
+			}
+			continue
+		case opCall, opReturnCall, opRefFunc:
+			calls = calls || op != opRefFunc
+			fn, err := r.leb()
+			if err == nil && fn >= uint64(lim.funcs) {
+				err = fmt.Errorf("function index %d out of range (%d functions)", fn, lim.funcs)
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			continue
+		case opGlobalGet, opGlobalSet:
+			g, err := r.leb()
+			if err == nil && g >= uint64(lim.globals) {
+				err = fmt.Errorf("global index %d out of range (%d globals)", g, lim.globals)
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			continue
+		case opCallIndirect, opReturnCallIndirect:
+			calls = true
 		}
-		if op == opLoop {
-			onLoop(r.pos)
+		if err := skipImmediates(r, op); err != nil {
+			return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
 		}
 	}
-	return nil
+	if len(stack) != 0 {
+		return nil, false, errors.New("function body does not end its blocks")
+	}
+	return edits, calls, nil
 }
 
 // skipImmediates advances r over the immediates of the instruction op.

@@ -1,0 +1,106 @@
+// Package tpcc is the paper's TPC-C workload as a synthetic application: the
+// five transaction types (wire.TypeNewOrder ... wire.TypeStockLevel) each
+// take the service time in their psp header, or the type's nominal mean when
+// the header carries 0 (Payment 5.7µs, OrderStatus 6µs, NewOrder 20µs,
+// Delivery 88µs, StockLevel 100µs). The worker busy-spins, or, with a
+// dilation, sleeps in dilated time like package emulate. The reply echoes
+// the header.
+//
+// A Handler is safe for concurrent use by all workers.
+package tpcc
+
+import (
+	"time"
+
+	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/app/spin"
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
+)
+
+// Transaction is one TPC-C transaction type with its nominal service time
+// and share of the paper's mix.
+type Transaction struct {
+	Type  uint32
+	Name  string
+	Mean  time.Duration
+	Ratio float64
+}
+
+// Mix returns the paper's TPC-C transactions, shortest first.
+func Mix() []Transaction {
+	return []Transaction{
+		{wire.TypePayment, "Payment", 5700 * time.Nanosecond, 0.44},
+		{wire.TypeOrderStatus, "OrderStatus", 6 * time.Microsecond, 0.04},
+		{wire.TypeNewOrder, "NewOrder", 20 * time.Microsecond, 0.44},
+		{wire.TypeDelivery, "Delivery", 88 * time.Microsecond, 0.04},
+		{wire.TypeStockLevel, "StockLevel", 100 * time.Microsecond, 0.04},
+	}
+}
+
+// NominalMean returns the nominal service time of a wire type, and whether
+// it is a TPC-C type.
+func NominalMean(typ uint32) (time.Duration, bool) {
+	switch typ {
+	case wire.TypePayment:
+		return 5700 * time.Nanosecond, true
+	case wire.TypeOrderStatus:
+		return 6 * time.Microsecond, true
+	case wire.TypeNewOrder:
+		return 20 * time.Microsecond, true
+	case wire.TypeDelivery:
+		return 88 * time.Microsecond, true
+	case wire.TypeStockLevel:
+		return 100 * time.Microsecond, true
+	}
+	return 0, false
+}
+
+// Config configures the application.
+type Config struct {
+	// Dilation, when > 0, emulates: service times are multiplied by it and
+	// the worker sleeps (see package emulate). 0: busy-spin in real time.
+	Dilation float64
+	// SpinTail is emulate's spin tail (dilation only).
+	SpinTail time.Duration
+}
+
+// Handler runs TPC-C transactions.
+type Handler struct {
+	sleeper *emulate.Sleeper // nil: spin
+}
+
+// New returns a Handler for c.
+func New(c Config) (*Handler, error) {
+	h := &Handler{}
+	if c.Dilation > 0 {
+		s, err := emulate.NewSleeper(emulate.Config{Dilation: c.Dilation, SpinTail: c.SpinTail})
+		if err != nil {
+			return nil, err
+		}
+		h.sleeper = s
+	}
+	return h, nil
+}
+
+// Handle implements dispatcher.Handler. Requests of other types run for
+// their header's service time; payloads shorter than the header and service
+// times above spin.MaxService are refused.
+func (h *Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
+	hdr, err := wire.Decode(b.Payload())
+	if err != nil || time.Duration(hdr.ServiceNs) > spin.MaxService {
+		return false
+	}
+	d := time.Duration(hdr.ServiceNs)
+	if d == 0 {
+		d, _ = NominalMean(hdr.Type)
+	}
+	if h.sleeper != nil {
+		h.sleeper.Wait(d)
+	} else {
+		spin.Wait(d)
+	}
+	spin.Echo(b)
+	return true
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wire"
+)
+
+// freePort returns a free loopback TCP port (for the admin endpoint).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func runPSP(ctx context.Context, args ...string) (string, error) {
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &out
+	err := app.RunContext(ctx, append([]string{"psp"}, args...))
+	return out.String(), err
+}
+
+func TestServePrintConfig(t *testing.T) {
+	out, err := runPSP(context.Background(), "serve", "--print-config", "--workers", "3", "--policy", "fp", "--min-samples", "77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := server.ParseConfig([]byte(out))
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out)
+	}
+	if cfg.Workers != 3 || cfg.Policy != "fp" || cfg.MinSamples != 77 || cfg.App.Name != server.AppEmulate {
+		t.Errorf("printed config %+v", cfg)
+	}
+	if _, err := runPSP(context.Background(), "serve", "--print-config", "--policy", "lifo"); err == nil || !strings.Contains(err.Error(), "lifo") {
+		t.Errorf("bad policy: %v", err)
+	}
+}
+
+// TestServeStatusPush runs a server over UDP loopback with a Wasm
+// classifier (in-process, through package server: the command-line library
+// keeps global state, so two commands may not run at once), then psp status
+// and psp classifier push against it.
+func TestServeStatusPush(t *testing.T) {
+	wasm := filepath.Join("..", "..", "examples", "classifiers", "c", "pspheader.wasm")
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	os.WriteFile(token, []byte("tok\n"), 0o600)
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := udpLn.LocalAddr().String()
+	udpLn.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Config{Listen: listen, Workers: 2, Policy: "cfcfs", Classifier: wasm,
+		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: token}}, server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	var out string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if out, err = runPSP(context.Background(), "status", "--admin", admin); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("psp status never answered: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(out, "policy cfcfs") || !strings.Contains(out, "default: wasm, version 1") {
+		t.Errorf("psp status output:\n%s", out)
+	}
+
+	conn, err := net.Dial("udp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := make([]byte, wire.HeaderLen)
+	wire.Header{ID: 42, Type: wire.TypeShort, ServiceNs: 1000}.Encode(req)
+	conn.Write(req)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rep := make([]byte, 64)
+	n, err := conn.Read(rep)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	if h, _ := wire.Decode(rep[:n]); h.ID != 42 {
+		t.Errorf("reply %+v", h)
+	}
+
+	// Flags after the file, as people type them.
+	out, err = runPSP(context.Background(), "classifier", "push", wasm, "--admin", admin, "--token-file", token)
+	if err != nil || !strings.Contains(out, "version 2") {
+		t.Errorf("push: %v\n%s", err, out)
+	}
+	if _, err := runPSP(context.Background(), "classifier", "push", "--admin", admin, "--token-file", token, filepath.Join("..", "..", "go.mod")); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("pushing go.mod: %v, want a 400 error", err)
+	}
+	var st server.Status
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		out, err = runPSP(context.Background(), "status", "--json", "--admin", admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Answered == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Tenants[0].Version != 2 || st.Answered != 1 {
+		t.Errorf("status after push: version %d answered %d, want 2 and 1", st.Tenants[0].Version, st.Answered)
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}

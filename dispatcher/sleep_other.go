@@ -1,0 +1,11 @@
+//go:build !linux
+
+package dispatcher
+
+import "time"
+
+// preciseSleep sleeps for d (see sleep_linux.go).
+func preciseSleep(d time.Duration) { time.Sleep(d) }
+
+// lowerTimerSlack is a no-op outside Linux.
+func lowerTimerSlack() {}

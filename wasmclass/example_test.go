@@ -1,0 +1,71 @@
+package wasmclass_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/wasmclass"
+)
+
+// Load a classifier, classify a batch on one goroutine's instance.
+func ExampleLoad() {
+	ctx := context.Background()
+	bin, err := os.ReadFile("testdata/good.wasm") // type = first payload byte if < 4
+	if err != nil {
+		panic(err)
+	}
+	m, err := wasmclass.Load(ctx, bin, wasmclass.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close(ctx)
+	inst, err := m.NewInstance(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer inst.Close(ctx)
+
+	out := make([]uint32, 3)
+	inst.ClassifyBatch([][]byte{{1}, {3}, {9}}, out)
+	fmt.Println(m.Types(), out, inst.Faults().Total())
+	// Output: [UNKNOWN type1 type2 type3] [1 3 0] 0
+}
+
+// Two tenants selected by destination port, then a hot swap.
+func ExampleHost() {
+	ctx := context.Background()
+	read := func(name string) []byte {
+		b, err := os.ReadFile("testdata/" + name + ".wasm")
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{
+		{Name: "kv", Ports: []uint16{11211}, Wasm: read("good")},
+		{Name: "web", Wasm: read("const1")}, // no ports: the default tenant
+	}})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close(ctx)
+	c, err := h.NewCaller()
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	out := make([]darc.Type, 2)
+	c.ClassifyBatch([][]byte{{2}, {2}}, []uint16{11211, 80}, out)
+	fmt.Println(out)
+	if _, err := h.Swap(ctx, "web", read("const2")); err != nil {
+		panic(err)
+	}
+	c.ClassifyBatch([][]byte{{2}, {2}}, []uint16{11211, 80}, out)
+	fmt.Println(out, h.Types()[out[1]])
+	// Output:
+	// [2 4]
+	// [2 5] web/two
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package fuel
+
+// raceEnabled is true when the tests run under the race detector.
+const raceEnabled = false
