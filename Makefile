@@ -26,6 +26,10 @@ BUILD ?= out/build
 EX     := examples/classifiers
 ASDIR  := sdk/assemblyscript
 ASC    := $(ASDIR)/node_modules/.bin/asc
+# npm writes node_modules/.package-lock.json at install time (the files it
+# unpacks keep the registry's 1985 timestamps): it tells whether the
+# installed compiler is older than the lock file.
+ASDEPS := $(ASDIR)/node_modules/.package-lock.json
 
 CFLAGS    := --target=wasm32 -nostdlib -O2 -Wall -Wextra -Werror -Wl,--no-entry -Wl,--strip-all -I sdk/c
 RUSTFLAGS := --edition 2021 --target wasm32-unknown-unknown -O
@@ -57,9 +61,9 @@ classifiers-rust: $(RUST_WASM) ## Rust examples (Debian rustc + libstd-rust-dev-
 classifiers-assemblyscript: $(AS_WASM) ## AssemblyScript examples (needs classifiers-deps)
 classifiers-go: $(GO_WASM) ## Go example (GOOS=wasip1)
 
-classifiers-deps: $(ASC) ## install the pinned AssemblyScript compiler (npm ci)
+classifiers-deps: $(ASDEPS) ## install the pinned AssemblyScript compiler (npm ci)
 
-$(ASC): $(ASDIR)/package.json $(ASDIR)/package-lock.json
+$(ASDEPS): $(ASDIR)/package.json $(ASDIR)/package-lock.json
 	cd $(ASDIR) && $(NPM) ci --no-audit --no-fund
 	@touch $@
 
@@ -83,7 +87,7 @@ $(OUT)/rust/%.wasm: $(EX)/rust/%.rs $(BUILD)/libpsp.rlib
 # asc's output depends on the source path it is given (it orders functions
 # by internal names that include it): always compile from the source's
 # directory, as the command at the top of each source does.
-$(OUT)/assemblyscript/%.wasm: $(EX)/assemblyscript/%.ts $(ASDIR)/assembly/index.ts | $(ASC)
+$(OUT)/assemblyscript/%.wasm: $(EX)/assemblyscript/%.ts $(ASDIR)/assembly/index.ts | $(ASDEPS)
 	@mkdir -p $(@D)
 	cd $(EX)/assemblyscript && $(abspath $(ASC)) $*.ts $(ASCFLAGS) -o $(abspath $@)
 

@@ -124,8 +124,12 @@ func TestUDPEndToEnd(t *testing.T) {
 			return true
 		}
 		if testing.Verbose() {
-			j, _ := json.Marshal(httpStatus(t, admin))
-			t.Logf("%d replies; status %s", client.count(), j)
+			st := httpStatus(t, admin)
+			j, _ := json.Marshal(st.Types[:3])
+			client.mu.Lock()
+			_, g := client.replies[n+1001]
+			client.mu.Unlock()
+			t.Logf("%d replies (garbage answered %v); received %d drops %+v groups %+v types %s", client.count(), g, st.Received, st.Drops, st.Groups, j)
 		}
 		return false
 	})

@@ -87,15 +87,29 @@ func runDemo(c *cli.Context) error {
 		prewarm:    2 * time.Second,
 		out:        c.String("out"),
 		slo:        10,
+		withSim:    true,
+		simTime:    500 * time.Millisecond,
 	}
 	out := c.App.Writer
 	fmt.Fprintf(out, "psp demo: %s on %d emulated workers (dilation %g: SHORT sleeps %v, LONG %v),\n"+
 		"classifier %s; DARC and c-FCFS at loads %v, %v each.\n\n",
 		w.Name, workers, dilation, time.Duration(1000*dilation), time.Duration(100_000*dilation), cls, loads, cfg.plan.duration)
 	start := time.Now()
-	if _, err := cfg.run(c.Context, out, c.App.ErrWriter); err != nil {
+	ctx, stop := clientSignalContext(c.Context)
+	defer stop()
+	points, err := cfg.run(ctx, out, c.App.ErrWriter)
+	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	for _, p := range points {
+		if !p.Sustained {
+			fmt.Fprintln(out, "\nPoints marked ! were not sustained: the lines above say why. On a busy machine the\n"+
+				"client falls behind its schedule and every latency includes that lag; rerun on a\n"+
+				"quieter machine, or compare with psp sweep --from-send.")
+			break
+		}
+	}
+	fmt.Fprintln(out, "\nslowdown.png also shows the simulator's curves for the same setup (\"policy (sim)\").")
 	abs, _ := filepath.Abs(cfg.out)
 	fmt.Fprintf(out, "\ndone in %v; results and charts are in %s (redraw with: psp plot %s)\n",
 		time.Since(start).Round(time.Second), abs, filepath.Join(cfg.out, "results.csv"))

@@ -40,7 +40,7 @@ func plotCommand() *cli.Command {
 				}
 				points = append(points, pts...)
 			}
-			paths, err := writeChartFiles(c.String("out"), points, report.PlotOptions{
+			paths, err := writeChartFiles(c.String("out"), points, nil, report.PlotOptions{
 				SLO: c.Float64("slo"), Type: c.String("type"), Title: c.String("title"),
 			})
 			if err != nil {
@@ -52,9 +52,11 @@ func plotCommand() *cli.Command {
 	}
 }
 
-// writeChartFiles draws slowdown.png and one latency-<type>.png per request type
-// into dir and returns the paths written.
-func writeChartFiles(dir string, points []report.Point, opt report.PlotOptions) ([]string, error) {
+// writeChartFiles draws slowdown.png (points and slowdownOnly) and one
+// latency-<type>.png per request type (points only: e.g. simulated and
+// dilated latencies do not share a time scale) into dir and returns the
+// paths written.
+func writeChartFiles(dir string, points, slowdownOnly []report.Point, opt report.PlotOptions) ([]string, error) {
 	if len(points) == 0 {
 		return nil, fmt.Errorf("no points to plot")
 	}
@@ -62,7 +64,8 @@ func writeChartFiles(dir string, points []report.Point, opt report.PlotOptions) 
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	slowdown := filepath.Join(dir, "slowdown.png")
-	if err := report.PlotSlowdown(points, slowdown, opt); err != nil {
+	all := append(append([]report.Point(nil), points...), slowdownOnly...)
+	if err := report.PlotSlowdown(all, slowdown, opt); err != nil {
 		return nil, err
 	}
 	latOpt := report.PlotOptions{Width: opt.Width, Height: opt.Height}

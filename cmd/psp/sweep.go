@@ -19,6 +19,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/sim"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,6 +49,7 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "admin", Usage: "the running server's admin address (host:port), for its /status"},
 			&cli.DurationFlag{Name: "prewarm", Value: 2 * time.Second, Usage: "traffic sent at the middle load before each policy's first point, not measured (0: none)"},
 			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output directory (created if missing)"},
+			&cli.BoolFlag{Name: "with-sim", Usage: "also simulate the same policies and loads (psp sim, 1s) and draw them on slowdown.png as \"policy (sim)\"; written to sim.json"},
 			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown SLO for the summary lines and the charts' dashed line (0: none)"},
 		}, clientLoadFlags()...),
 		Action: func(c *cli.Context) error {
@@ -84,6 +86,8 @@ type sweepConfig struct {
 	prewarm    time.Duration
 	out        string
 	slo        float64
+	withSim    bool
+	simTime    time.Duration // simulated duration per point with withSim (default 1s)
 }
 
 func sweepConfigFromFlags(c *cli.Context) (*sweepConfig, error) {
@@ -107,6 +111,7 @@ func sweepConfigFromFlags(c *cli.Context) (*sweepConfig, error) {
 		prewarm:    c.Duration("prewarm"),
 		out:        c.String("out"),
 		slo:        c.Float64("slo"),
+		withSim:    c.Bool("with-sim"),
 	}
 	for _, s := range strings.Split(c.String("policies"), ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -199,7 +204,20 @@ func (cfg *sweepConfig) run(ctx context.Context, out, errOut io.Writer) ([]repor
 			return points, err
 		}
 	}
-	plots, err := writeChartFiles(cfg.out, points, report.PlotOptions{SLO: cfg.slo})
+	var simPoints []report.Point
+	if cfg.withSim {
+		var err error
+		simPoints, err = cfg.simulate(ctx)
+		if err != nil {
+			return points, err
+		}
+		f := filepath.Join(cfg.out, "sim.json")
+		if err := report.WriteFile(f, simPoints, nil); err != nil {
+			return points, err
+		}
+		files = append(files, f)
+	}
+	plots, err := writeChartFiles(cfg.out, points, simPoints, report.PlotOptions{SLO: cfg.slo})
 	if err != nil {
 		return points, err
 	}
@@ -215,6 +233,24 @@ func (cfg *sweepConfig) run(ctx context.Context, out, errOut io.Writer) ([]repor
 	fmt.Fprintln(out)
 	printWrittenFiles(out, append(files, plots...))
 	return points, nil
+}
+
+// simulate runs the simulator on the sweep's workload, workers, policies
+// and loads (nominal, undilated times: slowdowns are comparable).
+func (cfg *sweepConfig) simulate(ctx context.Context) ([]report.Point, error) {
+	d := cfg.simTime
+	if d <= 0 {
+		d = time.Second
+	}
+	pts, err := sim.RunSweep(ctx, sim.Sweep{
+		Base:     sim.Config{Workload: *cfg.plan.workload, Workers: cfg.plan.workers, Duration: d, Seed: cfg.plan.seed},
+		Policies: cfg.policies,
+		Loads:    cfg.loads,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	return pts, nil
 }
 
 // runPolicy starts a server for policy (unless one is targeted), pre-warms

@@ -67,7 +67,7 @@ func TestServeOverTap(t *testing.T) {
 	}
 	const (
 		iface   = "psptap1"
-		workers = 2
+		workers = 6 // more than net_tap's 3 worker queues
 		n       = 100
 	)
 	server := netip.MustParseAddrPort("10.77.1.2:6789")
