@@ -62,19 +62,22 @@
 //
 // # Performance
 //
-// Measured on a shared 2-core AMD EPYC (2.6 GHz) with
+// Measured on a shared 2-core AMD EPYC (2.6 GHz), 16 workers, High Bimodal
+// types, with
 //
-//	go test -run '^$' -bench . -benchtime=200ms -count=3 ./darc/
+//	go test -run '^$' -bench . -benchtime=100ms -count=2 ./darc/   (three times)
 //
-// (ranges over the runs; the machine is noisy; 16 workers, High Bimodal):
+// best of the six runs (typical runs were up to 1.5x slower, and up to 4x
+// while other processes loaded the machine):
 //
-//	enqueue + dispatch + complete, one request (BenchmarkCycle):
-//	  cfcfs 15-25 ns, dfcfs 20-23 ns, fp 21-22 ns, darc-static 24-40 ns, darc 22-55 ns
+//	enqueue + dispatch + complete of one request (BenchmarkCycle):
+//	  cfcfs 15 ns, dfcfs 19 ns, fp 21 ns, darc-static 22 ns, darc 22 ns
 //	bursts of 32 requests (BenchmarkBurst), per request:
-//	  cfcfs 12-18 ns, dfcfs 16-20 ns, fp 14 ns, darc-static 17 ns, darc 17-18 ns
-//	profile update, Complete (BenchmarkComplete): cfcfs 4.1 ns, darc 4.4 ns (~11 cycles)
+//	  cfcfs 13 ns, dfcfs 16 ns, fp 15 ns, darc-static 17 ns, darc 18 ns
+//	Dispatch with nothing queued, 12 types (BenchmarkDispatchEmpty): 2-4.4 ns
+//	profile update, Complete (BenchmarkComplete): cfcfs 4.1 ns, darc 4.8 ns (~12 cycles)
 //	reservation update, Algorithm 2 + dispatch tables (BenchmarkReservationUpdate):
-//	  2 types 80-150 ns (~200-400 cycles), 16 types in 16 groups 390-800 ns
+//	  2 types 79 ns (~210 cycles), 16 types in 16 groups 400 ns (~1040 cycles)
 //
 // all with 0 allocations. The prototype's figures: 75 cycles per profile
 // update and about 1000 cycles per reservation update.

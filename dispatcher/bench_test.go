@@ -118,7 +118,7 @@ func benchStep(b *testing.B, cls Classifier, policyName string) {
 func BenchmarkPipeline(b *testing.B) {
 	for _, idle := range []string{IdleSpinThenPark, IdleBusyPoll} {
 		b.Run(idle, func(b *testing.B) {
-			const workers = 2
+			const workers = 1 // with the dispatcher, one thread per core on 2 cores
 			dp := memnic.New(memnic.Config{Workers: workers, Buffers: 4096,
 				Generator: &memnic.Generator{Headers: benchHeaders, Count: uint64(b.N)}})
 			defer dp.Close()
@@ -152,5 +152,52 @@ func BenchmarkPipeline(b *testing.B) {
 			b.ReportMetric(float64(s.Answered)/el.Seconds()/1e6, "answered-Mpps")
 			b.ReportMetric(float64(s.Dropped), "dropped")
 		})
+	}
+}
+
+// TestPipelineStepNoAlloc checks the per-burst step allocates nothing with
+// the real policies, the in-memory dataplane and both classifiers.
+func TestPipelineStepNoAlloc(t *testing.T) {
+	for _, cls := range []string{"native", "wasm"} {
+		for _, policyName := range []string{"darc", "cfcfs", "dfcfs", "fp"} {
+			t.Run(cls+"/"+policyName, func(t *testing.T) {
+				var c Classifier = HeaderClassifier{}
+				if cls == "wasm" {
+					c = wasmClassifier(t)
+				}
+				const workers = 32
+				dp := memnic.New(memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}})
+				defer dp.Close()
+				policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 500})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := New(Spec{Workers: workers}, dp, c, policy, echo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				one := make([]*nic.Buffer, 1)
+				service := [HeaderNumTypes]int64{wire.TypeShort: 1000, wire.TypeLong: 100000}
+				burst := func() {
+					d.step(0)
+					for _, w := range d.workers {
+						if tk, ok := w.in.Pop(); ok {
+							one[0] = tk.buf
+							w.tx.Send(one)
+							w.out.Push(completion{typ: tk.typ, end: service[tk.typ]})
+						}
+					}
+				}
+				for i := 0; i < 200; i++ { // past DARC's startup phase
+					burst()
+				}
+				if a := testing.AllocsPerRun(200, burst); a != 0 {
+					t.Errorf("a burst allocates %.2f times, want 0", a)
+				}
+				if d.drops.Total() != 0 {
+					t.Errorf("drops %+v", d.drops)
+				}
+			})
+		}
 	}
 }

@@ -16,12 +16,14 @@ import (
 )
 
 // What the dispatcher does once it has been idle for Spec.Spin under
-// IdleSpinThenPark. While requests are queued or running it must notice
-// completions (and arrivals) soon, but Go's timers cannot wait for less than
-// about a millisecond, so it polls: non-blocking Recv, then a precise
-// nanosleep of pollInterval. When nothing is queued or running, only an
-// arrival can create work: it blocks in Recv, which an arrival ends at once,
-// for at most recvWaitIdle (the latency of noticing a cancelled context).
+// IdleSpinThenPark. While requests wait in a queue it must notice
+// completions soon (a freed worker can take one), but Go's timers cannot wait
+// for less than about a millisecond, so it polls: non-blocking Recv, then a
+// precise nanosleep of pollInterval. When no request waits, only an arrival
+// can create work to dispatch: it blocks in Recv, which an arrival ends at
+// once, for at most recvWaitIdle (completions, which only update the
+// profile and free workers that nobody waits for, are collected when it
+// wakes, before the arrival is dispatched).
 const (
 	pollInterval = 20 * time.Microsecond
 	recvWaitIdle = 10 * time.Millisecond
@@ -251,7 +253,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		}
 		var wait time.Duration
 		idle := parking && d.lastNow-lastWork > spin
-		if idle && d.queued == 0 && d.busy == 0 && !d.draining {
+		if idle && d.queued == 0 && !d.draining {
 			wait = recvWaitIdle
 		}
 		worked, err := d.step(wait)

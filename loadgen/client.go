@@ -253,6 +253,10 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
+	// The sender sleeps with nanosleep on its own OS thread (see
+	// sleepPrecise).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	i := 0
 	defer func() {
 		r.sentUpTo = i
@@ -267,7 +271,7 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 			default:
 			}
 			if wait > spin {
-				time.Sleep(time.Duration(wait - max(spin, 0)))
+				sleepPrecise(time.Duration(wait - max(spin, 0)))
 			} else {
 				runtime.Gosched()
 			}

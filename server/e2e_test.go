@@ -118,7 +118,8 @@ func TestUDPEndToEnd(t *testing.T) {
 	}
 	client.send(t, []byte{0xde, 0xad})                                               // a runt, dropped and counted
 	client.send(t, append(header(n+1000, wire.TypeShort, 1), make([]byte, 5000)...)) // oversized: truncated, dropped
-	client.send(t, header(n+1001, 0xdeadbeef, 0xffffffff))                           // garbage type: UNKNOWN, answered
+	client.send(t, header(n+1001, 0xdeadbeef, 100))                                  // garbage type: UNKNOWN, answered
+	client.send(t, header(n+1002, wire.TypeShort, 0xffffffff))                       // 4.3s: refused by the app, counted
 	waitUntil(t, "replies", func() bool {
 		if client.count() == n+1 {
 			return true

@@ -26,14 +26,15 @@ const (
 	randomWasm    = "examples/classifiers/c/random.wasm"
 )
 
-// prewarm sends High Bimodal at 50% load for 2 s to every server at once,
-// so that DARC collects its first profile (the servers start with
-// --min-samples 100) before the measured runs.
+// prewarm sends High Bimodal at 50% load for 3 s to every server at once
+// (about 80 requests at the default dilation), so that DARC collects its
+// first profile (the servers start with --min-samples 50) before the
+// measured runs.
 func prewarm(t *testing.T, servers ...*server) {
 	t.Helper()
 	var waits []func() (*loadgen.Result, error)
 	for _, s := range servers {
-		waits = append(waits, playAsync(t, s, builtin(t, "high-bimodal"), 0.5, 2*time.Second, 99, loadgen.Spec{Warmup: -1}))
+		waits = append(waits, playAsync(t, s, builtin(t, "high-bimodal"), 0.5, 3*time.Second, 99, loadgen.Spec{Warmup: -1}))
 	}
 	for _, wait := range waits {
 		res, err := wait()
@@ -72,11 +73,11 @@ func TestHighBimodalDARCBeatsCFCFS(t *testing.T) {
 	c := startServer(t, serverOptions{policy: "cfcfs"})
 	prewarm(t, d, c)
 
-	// c-FCFS's SHORT tail comes from rare bursts of LONG requests: a run
-	// needs several hundred SHORT requests (10 s: ~550) to show it.
+	// c-FCFS's SHORT tail comes from bursts of LONG requests: a run needs
+	// a few hundred SHORT requests (12 s: ~240) to show it.
 	const attempts = 2
 	for attempt := 1; attempt <= attempts; attempt++ {
-		darcRes, cfcfsRes := playBoth(t, d, c, builtin(t, "high-bimodal"), 0.8, 10*time.Second, uint64(attempt))
+		darcRes, cfcfsRes := playBoth(t, d, c, builtin(t, "high-bimodal"), 0.8, 12*time.Second, uint64(attempt))
 		t.Logf("attempt %d, darc at load 0.8: %s", attempt, summary(darcRes))
 		t.Logf("attempt %d, cfcfs at load 0.8: %s", attempt, summary(cfcfsRes))
 		for _, r := range []*loadgen.Result{darcRes, cfcfsRes} {
@@ -192,7 +193,9 @@ func TestRandomClassifierNoWorseThanCFCFS(t *testing.T) {
 // TestHotSwapLosesNothing pushes a new classifier (twice) while a load runs:
 // every request must be answered.
 func TestHotSwapLosesNothing(t *testing.T) {
-	s := startServer(t, serverOptions{policy: "darc", classifier: pspHeaderWasm, token: "e2e-secret"})
+	// Timing does not matter here, the number of requests around the swaps
+	// does: a small dilation gives ~800 requests/s.
+	s := startServer(t, serverOptions{policy: "darc", classifier: pspHeaderWasm, token: "e2e-secret", dilation: 200})
 	prewarm(t, s)
 	wasm, err := os.ReadFile(filepath.Join(repoRoot, pspHeaderWasm))
 	if err != nil {
@@ -288,12 +291,12 @@ func (e *pushError) Error() string {
 // flood of one type must not stop the server from serving the other types,
 // and every drop must be counted.
 func TestServerSurvivesAbuse(t *testing.T) {
-	s := startServer(t, serverOptions{policy: "darc", extra: []string{"--queue-capacity", "64"}})
+	s := startServer(t, serverOptions{policy: "darc", dilation: 2000, extra: []string{"--queue-capacity", "64"}})
 	prewarm(t, s)
 
 	// 1. A client process killed (SIGKILL) a second into a 10 s run.
 	client := exec.Command(pspBinary, "client", "--server", s.listen, "--load", "0.5",
-		"--workers", strconv.Itoa(workers), "--dilation", strconv.Itoa(dilation), "--duration", "10s")
+		"--workers", strconv.Itoa(workers), "--dilation", strconv.FormatFloat(s.dilation, 'g', -1, 64), "--duration", "10s")
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +339,7 @@ func TestServerSurvivesAbuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2x the capacity of all 14 workers for LONG.
-	floodSched, err := loadgen.NewSchedule(flood, loadgen.RateForLoad(flood, 2, workers, dilation), 3*time.Second, 11)
+	floodSched, err := loadgen.NewSchedule(flood, loadgen.RateForLoad(flood, 2, workers, s.dilation), 3*time.Second, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,11 +349,11 @@ func TestServerSurvivesAbuse(t *testing.T) {
 	}
 	floodDone := make(chan outcome, 1)
 	go func() {
-		res, err := loadgen.Run(context.Background(), loadgen.Spec{Server: s.listen, Dilation: dilation,
+		res, err := loadgen.Run(context.Background(), loadgen.Spec{Server: s.listen, Dilation: s.dilation,
 			Grace: 200 * time.Millisecond, MaxLag: time.Second}, floodSched)
 		floodDone <- outcome{res, err}
 	}()
-	short := play(t, s, shortOnly, 100*2e-3/workers, 3*time.Second, 12, loadgen.Spec{}) // 100 SHORT req/s
+	short := play(t, s, shortOnly, 100*1e-6*s.dilation/workers, 3*time.Second, 12, loadgen.Spec{}) // 100 SHORT req/s
 	fl := <-floodDone
 	if fl.err != nil {
 		t.Fatalf("flood: %v", fl.err)

@@ -55,14 +55,16 @@ func runTests(m *testing.M) int {
 }
 
 // Emulation parameters shared by the tests: 14 workers, each request sleeps
-// its service time x dilation (SHORT 1µs -> 2ms, LONG 100µs -> 200ms). A
+// its service time x dilation (SHORT 1µs -> 5ms, LONG 100µs -> 500ms). A
 // large dilation keeps the emulated service times well above the scheduling
-// noise of a busy 2-core machine (a sleeping thread can wake milliseconds
-// late), which both the client and the server suffer.
+// noise of a busy 2-core machine (a thread can be woken milliseconds late),
+// which both the client and the server suffer: at 2000, DARC's SHORT tail
+// was often dominated by that noise. DARC profiles minSamples completions
+// before reserving.
 const (
 	workers    = 14
-	dilation   = 2000
-	minSamples = 100
+	dilation   = 5000
+	minSamples = 50
 )
 
 // server is a running psp serve process.
@@ -74,6 +76,8 @@ type server struct {
 	log    *bytes.Buffer
 	done   chan struct{}
 	token  string
+	// dilation is the emulate app's time dilation.
+	dilation float64
 }
 
 // serverOptions complete the command line of startServer.
@@ -81,6 +85,7 @@ type serverOptions struct {
 	policy     string
 	classifier string // path relative to the repository root, or ""
 	token      string // admin token enabling hot swaps, or ""
+	dilation   float64 // default: the dilation constant
 	extra      []string
 }
 
@@ -115,9 +120,13 @@ func startServer(t testing.TB, o serverOptions) *server {
 		done:   make(chan struct{}),
 		token:  o.token,
 	}
+	s.dilation = o.dilation
+	if s.dilation == 0 {
+		s.dilation = dilation
+	}
 	args := []string{"serve", "--listen", s.listen, "--admin", s.admin,
 		"--policy", o.policy, "--workers", strconv.Itoa(workers),
-		"--app", "emulate", "--dilation", strconv.Itoa(dilation), "--min-samples", strconv.Itoa(minSamples)}
+		"--app", "emulate", "--dilation", strconv.FormatFloat(s.dilation, 'g', -1, 64), "--min-samples", strconv.Itoa(minSamples)}
 	if o.classifier != "" {
 		args = append(args, "--classifier", filepath.Join(repoRoot, o.classifier))
 	}
@@ -280,13 +289,13 @@ func play(t testing.TB, s *server, w *workload.Workload, load float64, d time.Du
 // Runs against several servers at once see the same machine noise.
 func playAsync(t testing.TB, s *server, w *workload.Workload, load float64, d time.Duration, seed uint64, spec loadgen.Spec) func() (*loadgen.Result, error) {
 	t.Helper()
-	rate := loadgen.RateForLoad(w, load, workers, dilation)
+	rate := loadgen.RateForLoad(w, load, workers, s.dilation)
 	sched, err := loadgen.NewSchedule(w, rate, d, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Server = s.listen
-	spec.Dilation = dilation
+	spec.Dilation = s.dilation
 	// On a shared 2-core CI machine the client itself can stall for tens of
 	// milliseconds: judge the server from the actual send times (the
 	// sender's lag is still logged) and do not flag the runs for it.

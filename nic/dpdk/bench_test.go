@@ -106,14 +106,16 @@ func (p *pipeline) step(tb testing.TB) int {
 	return answered
 }
 
-// selfAddressed returns a request the dataplane sends to itself: its reply
-// is again a request to it, so on net_ring0 (which loops every TX queue back
-// to an RX queue) the packets circulate through the whole path for ever.
+// selfAddressed returns a request frame the dataplane sends to itself.
 func selfAddressed(d *Dataplane, id uint32, typ uint32) []byte {
+	self := netip.AddrPortFrom(d.IP(), wire.DefaultPort)
+	return udpFrame{dstMAC: d.MAC(), srcMAC: d.MAC(), src: self, dst: self, payload: header(id, typ)}.build()
+}
+
+func header(id, typ uint32) []byte {
 	payload := make([]byte, wire.HeaderLen)
 	wire.Header{ID: id, Type: typ}.Encode(payload)
-	self := netip.AddrPortFrom(d.IP(), wire.DefaultPort)
-	return udpFrame{dstMAC: d.MAC(), srcMAC: d.MAC(), src: self, dst: self, payload: payload}.build()
+	return payload
 }
 
 // circulate opens a net_ring device with inFlight self-addressed requests in it.
@@ -122,10 +124,12 @@ func circulate(tb testing.TB, workers, inFlight int) *Dataplane {
 	// A fresh net_ring device each time: the ring driver keeps the rings of
 	// a removed device and complains when their names come back.
 	d := openTestDevice(tb, Config{Device: eal.name("net_ring_bench"), Workers: workers})
-	for i := range inFlight {
-		if err := d.rawTransmit(selfAddressed(d, uint32(i), uint32(1+i%2))); err != nil {
-			tb.Fatal(err)
-		}
+	payloads := make([][]byte, inFlight)
+	for i := range payloads {
+		payloads[i] = header(uint32(i), uint32(1+i%2))
+	}
+	if err := d.Circulate(payloads); err != nil {
+		tb.Fatal(err)
 	}
 	return d
 }

@@ -307,6 +307,9 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	if len(bufs) == 0 {
 		return
 	}
+	if d.poolFreed.Load() {
+		return // closed with every buffer back: these were released already
+	}
 	freed := 0
 	d.mu.RLock()
 	d.releaseMu.Lock()
@@ -320,8 +323,10 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 			k++
 			forget(b)
 		}
-		C.psp_free_scratch(d.port, C.uint16_t(k))
-		freed += k
+		if k > 0 {
+			C.psp_free_scratch(d.port, C.uint16_t(k))
+			freed += k
+		}
 	}
 	d.releaseMu.Unlock()
 	d.mu.RUnlock()
@@ -437,6 +442,36 @@ func (d *Dataplane) rawTransmit(frame []byte) error {
 	defer C.free(cframe)
 	if rc := C.psp_tx_raw(d.port, (*C.uint8_t)(cframe), C.uint16_t(len(frame))); rc != 0 {
 		return fmt.Errorf("dpdk: raw transmit: %w", errnoError(rc))
+	}
+	return nil
+}
+
+// Circulate transmits each payload as a UDP request from the dataplane's
+// own address and Config.Port to itself, on the net worker's TX queue. On a
+// loopback device (net_ring, which returns every TX queue's packets to an RX
+// queue) such a request comes back as a request, and so does its reply: the
+// payloads circulate through the whole server (receive, classify, schedule,
+// serve, transmit) until it stops. It is a closed-loop load for benchmarks
+// of a server over DPDK without a load generator. On other devices the
+// packets leave towards the wire (or the kernel, on net_tap).
+//
+// Call it before the net worker starts, or from the net worker.
+func (d *Dataplane) Circulate(payloads [][]byte) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed.Load() {
+		return nic.ErrClosed
+	}
+	for i, p := range payloads {
+		if len(p) > d.mtu-28 {
+			return fmt.Errorf("dpdk: circulate: payload %d has %d bytes, the MTU allows %d", i, len(p), d.mtu-28)
+		}
+		cp := C.CBytes(p)
+		rc := C.psp_tx_self(d.port, (*C.uint8_t)(cp), C.uint16_t(len(p)), C.uint16_t(d.cfg.Port))
+		C.free(cp)
+		if rc != 0 {
+			return fmt.Errorf("dpdk: circulate: payload %d: %w", i, errnoError(rc))
+		}
 	}
 	return nil
 }

@@ -43,7 +43,9 @@
 //
 // The net worker gets one RX queue (on net_ring and net_tap, which pair RX
 // queue i with TX queue i, one per TX queue, all polled). There is one TX
-// queue per worker plus one for the net worker (ARP replies).
+// queue per worker plus one for the net worker (ARP replies); when the
+// device has fewer queues (net_tap: three for workers), workers share them
+// under a lock.
 //
 // # Who closes what
 //

@@ -384,6 +384,11 @@ func TestCloseUnblocksRecvAndFreesLateBuffers(t *testing.T) {
 	if err := r.Dataplane.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
+	// Stale buffers after the pool is gone are ignored.
+	r.Release(held...)
+	if _, err := r.TxQueue(0).Send(held); !errors.Is(err, nic.ErrClosed) {
+		t.Fatalf("send of a stale buffer after close: %v", err)
+	}
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -520,5 +525,29 @@ func TestWorkersShareTxQueues(t *testing.T) {
 	}
 	if replies != workers*perWorker {
 		t.Fatalf("%d replies, want %d", replies, workers*perWorker)
+	}
+}
+
+func TestCirculateSendsToItself(t *testing.T) {
+	r := openTestRingPair(t, Config{})
+	if err := r.Circulate([][]byte{[]byte("hello"), {}}); err != nil {
+		t.Fatal(err)
+	}
+	self := netip.AddrPortFrom(serverIP, wire.DefaultPort)
+	for _, want := range []string{"hello", ""} {
+		frame, err := r.transmitted()
+		if err != nil || frame == nil {
+			t.Fatalf("nothing transmitted: %v", err)
+		}
+		p, err := parseUDP(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.src != self || p.dst != self || p.srcMAC != r.MAC() || p.dstMAC != r.MAC() || string(p.payload) != want {
+			t.Fatalf("frame %+v", p)
+		}
+	}
+	if err := r.Circulate([][]byte{make([]byte, r.MTU())}); err == nil {
+		t.Fatal("circulated a payload larger than the MTU allows")
 	}
 }

@@ -597,6 +597,51 @@ psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len)
 }
 
 int
+psp_tx_self(struct psp_port *p, const uint8_t *payload, uint16_t len,
+	    uint16_t udp_port)
+{
+	const uint16_t hdr = sizeof(struct rte_ether_hdr) +
+			     sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr);
+	if (len > p->mtu - sizeof(struct rte_ipv4_hdr) - sizeof(struct rte_udp_hdr))
+		return -EMSGSIZE;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL)
+		return -ENOBUFS;
+	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(m, hdr + len);
+	if (frame == NULL) {
+		rte_pktmbuf_free(m);
+		return -EMSGSIZE;
+	}
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint16_t udp_len = (uint16_t)(sizeof(*udp) + len);
+
+	eth->dst_addr = p->mac;
+	eth->src_addr = p->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	memset(ip, 0, sizeof(*ip));
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + udp_len));
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = p->ip;
+	ip->dst_addr = p->ip;
+	ip->hdr_checksum = (uint16_t)~rte_raw_cksum(ip, sizeof(*ip));
+	udp->src_port = rte_cpu_to_be_16(udp_port);
+	udp->dst_port = rte_cpu_to_be_16(udp_port);
+	udp->dgram_len = rte_cpu_to_be_16(udp_len);
+	udp->dgram_cksum = 0;
+	memcpy(udp + 1, payload, len);
+	uint16_t ck = (uint16_t)~psp_udp_sum(ip, udp, udp_len);
+	udp->dgram_cksum = ck == 0 ? 0xffff : ck;
+	if (psp_send(p, p->ctl_txq, &m, 1) != 1)
+		return -EAGAIN;
+	psp_count(p, PSP_CTR_RAW_TX, 1);
+	return 0;
+}
+
+int
 psp_vdev_add(const char *name, const char *args, char *err, size_t errlen)
 {
 	uint16_t port_id;

@@ -107,6 +107,10 @@ uint16_t psp_rx(struct psp_port *p, uint16_t max);
 uint16_t psp_tx(struct psp_port *p, uint16_t queue, uint16_t n);
 void psp_free_scratch(struct psp_port *p, uint16_t n);
 int psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len);
+/* Sends payload as a UDP datagram from the port's MAC, IP and udp_port to
+ * themselves. */
+int psp_tx_self(struct psp_port *p, const uint8_t *payload, uint16_t len,
+		uint16_t udp_port);
 
 /* Hot-plugging virtual devices. */
 /* psp_vdev_add returns the new device's port id, or a negative errno. */
