@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -212,7 +213,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	go func() {
 		// The thread is never unlocked: it exits with the goroutine, so no
 		// other goroutine inherits its affinity or timer slack.
-		runtime.LockOSThread()
+		if os.Getenv("NOLOCK") == "" {
+			runtime.LockOSThread()
+		}
 		lowerTimerSlack()
 		errc <- d.loop(ctx)
 	}()
@@ -494,7 +497,9 @@ func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 // work is worker w's goroutine body.
 func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	// The thread stays locked: it exits with the goroutine (see Run).
-	runtime.LockOSThread()
+	if os.Getenv("NOLOCK") == "" {
+		runtime.LockOSThread()
+	}
 	lowerTimerSlack()
 	if w.cpu >= 0 {
 		if err := affinity.Pin(w.cpu); err != nil {

@@ -25,6 +25,20 @@ var (
 	ErrEmptySchedule = errors.New("loadgen: empty schedule (raise the rate or the duration)")
 )
 
+// Request formats (Spec.Format).
+const (
+	// FormatPSP is the 16-byte psp header (package wire) carrying the
+	// request's type and nominal service time.
+	FormatPSP = "psp"
+	// FormatKV is the kv application's request: a psp header (type GET or
+	// SCAN, count 0, service time 0) followed by a key "k%05d". Slowdowns
+	// are computed against the workload's sampled (nominal) service times.
+	FormatKV = "kv"
+)
+
+// kvKeyLen is the length of the kv application's preloaded keys ("k00042").
+const kvKeyLen = 6
+
 // Defaults applied by Run to a Spec's zero fields.
 const (
 	DefaultServer     = "127.0.0.1:6789"
@@ -62,6 +76,14 @@ type Spec struct {
 	// Batch is the most requests sent in one system call when several are
 	// due (default 32).
 	Batch int
+	// Format is the request format: FormatPSP (default: the 16-byte psp
+	// header carrying the service time) or FormatKV (the kv application's
+	// GET/SCAN requests; see KVKeys).
+	Format string
+	// KVKeys is the number of keys the kv server preloaded (default 5000):
+	// GET requests read a key drawn from the request id among them, SCAN
+	// requests scan from the first key.
+	KVKeys int
 	// FromActualSend measures latencies from the time each request was
 	// actually sent instead of its intended send time. The sender never
 	// waits for the server, so its lag is the client's own scheduling delay
@@ -114,6 +136,26 @@ func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
 	if s.Batch < 0 || s.Batch > 1024 {
 		return s, fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
 	}
+	switch s.Format {
+	case "":
+		s.Format = FormatPSP
+	case FormatPSP:
+	case FormatKV:
+		if s.KVKeys == 0 {
+			s.KVKeys = 5000
+		}
+		if s.KVKeys < 1 || s.KVKeys > 100_000 {
+			return s, fmt.Errorf("kv keys %d: %w (want 1..100000: keys are k00000..k99999)", s.KVKeys, ErrBadSpec)
+		}
+		for _, t := range sched.Types {
+			if t.WireID != wire.TypeGet && t.WireID != wire.TypeScan {
+				return s, fmt.Errorf("type %s (id %d) in the kv format: %w (want GET %d or SCAN %d, e.g. the rocksdb workload)",
+					t.Name, t.WireID, ErrBadSpec, wire.TypeGet, wire.TypeScan)
+			}
+		}
+	default:
+		return s, fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
+	}
 	return s, nil
 }
 
@@ -132,13 +174,14 @@ type run struct {
 	sent     atomic.Int64 // requests handed to the socket (or failed)
 	answered atomic.Int64
 
-	sendErrors  uint64
-	duplicates  uint64
-	badReplies  uint64
-	refused     uint64
-	receiverErr error
-	sentUpTo    int   // requests the sender attempted
-	senderEnd   int64 // ns since start when the sender finished
+	sendErrors   uint64
+	duplicates   uint64
+	badReplies   uint64
+	errorReplies uint64
+	refused      uint64
+	receiverErr  error
+	sentUpTo     int   // requests the sender attempted
+	senderEnd    int64 // ns since start when the sender finished
 }
 
 // newRun preallocates a run's tables; the clock starts now.
@@ -227,6 +270,12 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		}
 	}
 	for r.answered.Load() < expected && r.now() < stopAt {
+		if ctx.Err() != nil && !interrupted {
+			// Cancelled after the last send: stop waiting; what is
+			// unanswered counts as lost.
+			interrupted = true
+			break
+		}
 		time.Sleep(time.Millisecond)
 	}
 	_ = conn.Close()
@@ -237,19 +286,16 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
 	}
 	res := r.result(inTime)
-	res.Interrupted = interrupted
+	if interrupted {
+		res.Interrupted, res.Sustained = true, false
+	}
 	return res, nil
 }
 
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
-	batch := r.spec.Batch
-	bufs := make([]byte, batch*wire.HeaderLen)
-	msgs := make([]ipv4.Message, batch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{bufs[i*wire.HeaderLen : (i+1)*wire.HeaderLen]}
-	}
+	msgs := newBatch(r.spec.Batch)
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -285,6 +331,20 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	return false
 }
 
+// maxRequestLen is the longest request payload built (kv: header + key).
+const maxRequestLen = wire.HeaderLen + kvKeyLen
+
+// newBatch allocates n messages, each with one buffer of maxRequestLen
+// bytes (fillBatch reslices it to the request's length).
+func newBatch(n int) []ipv4.Message {
+	bufs := make([]byte, n*maxRequestLen)
+	msgs := make([]ipv4.Message, n)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{bufs[i*maxRequestLen : (i+1)*maxRequestLen]}
+	}
+	return msgs
+}
+
 // fillBatch encodes the requests from first on that are due at now, at most
 // len(msgs), into msgs, records their lag and returns how many it encoded.
 func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
@@ -293,11 +353,21 @@ func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
 	k := 0
 	for first+k < len(reqs) && k < len(msgs) && reqs[first+k].At <= now {
 		q := &reqs[first+k]
-		wire.Header{
-			ID:        uint32(first + k),
-			Type:      types[q.Type].WireID,
-			ServiceNs: q.ServiceNs,
-		}.Encode(msgs[k].Buffers[0])
+		id := first + k
+		b := msgs[k].Buffers[0][:maxRequestLen]
+		h := wire.Header{ID: uint32(id), Type: types[q.Type].WireID, ServiceNs: q.ServiceNs}
+		n := wire.HeaderLen
+		if r.spec.Format == FormatKV {
+			h.ServiceNs = 0
+			key := 0
+			if h.Type == wire.TypeGet {
+				key = int(mix64(uint64(id)) % uint64(r.spec.KVKeys))
+			}
+			putKVKey(b[wire.HeaderLen:], key)
+			n += kvKeyLen
+		}
+		h.Encode(b)
+		msgs[k].Buffers[0] = b[:n]
 		r.lag.record(now - q.At)
 		r.sentAt[first+k] = now
 		k++
@@ -326,6 +396,26 @@ func (r *run) sendBatch(pc *ipv4.PacketConn, msgs []ipv4.Message, first int) {
 			return
 		}
 	}
+}
+
+// putKVKey writes the kv application's key number i ("k" and five digits)
+// into b.
+func putKVKey(b []byte, i int) {
+	_ = b[kvKeyLen-1]
+	b[0] = 'k'
+	for j := kvKeyLen - 1; j >= 1; j-- {
+		b[j] = byte('0' + i%10)
+		i /= 10
+	}
+}
+
+// mix64 is SplitMix64's finaliser: a well-spread hash of a request id, so
+// GET keys look random but a schedule always reads the same keys.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // receive records reply times until the socket is closed.
@@ -365,6 +455,11 @@ func (r *run) handleReply(p []byte, now int64) {
 	if r.recv[id] != 0 {
 		r.duplicates++
 		return
+	}
+	if r.spec.Format == FormatKV && binary.LittleEndian.Uint32(p[8:]) != 0 {
+		// The kv application answered with an error status (not found,
+		// bad request): the request was served, but count it.
+		r.errorReplies++
 	}
 	r.recv[id] = max(now, 1)
 	r.answered.Add(1)

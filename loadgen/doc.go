@@ -12,6 +12,15 @@
 // Request i carries id i in its psp header (wire.Header): replies are matched
 // to requests through a preallocated table indexed by id.
 //
+// # Request formats
+//
+// FormatPSP (the default) sends the bare 16-byte psp header with the
+// nominal service time, for the spin, emulate and tpcc applications.
+// FormatKV sends the kv application's requests (package app/kv: a header of
+// type GET or SCAN followed by a key "k00042"), for the rocksdb workload;
+// there the server does real work and slowdowns are computed against the
+// workload's nominal service times.
+//
 // # Dilation
 //
 // Servers running the emulate application sleep for the header's service
@@ -34,8 +43,16 @@
 //
 // # Concurrency
 //
-// Run uses one connected UDP socket, one sender goroutine and one receiver
-// goroutine; it closes the socket and joins both goroutines before it
-// returns. A Schedule is read-only during a run and may be reused by several
-// runs, one at a time or concurrently.
+// Run uses one connected UDP socket. The sender is the calling goroutine,
+// locked to its OS thread for the run: between sends it sleeps with
+// nanosleep(2), which on Linux wakes within the kernel's timer slack (about
+// 50 µs) where the Go runtime's timers can be a millisecond late, then spins
+// the last Spec.SpinWindow. Datagrams due together leave in one sendmmsg(2)
+// (golang.org/x/net's WriteBatch). One receiver goroutine records reply
+// times into a table preallocated per request id; a third goroutine calls
+// Spec.Progress. Run closes the socket and joins its goroutines before it
+// returns. Sending, matching a reply and recording allocate nothing.
+//
+// A Schedule is read-only during a run and may be reused by several runs,
+// one at a time or concurrently; each run owns its own socket and tables.
 package loadgen

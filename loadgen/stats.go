@@ -50,6 +50,9 @@ type Result struct {
 	// request and replies that match no request (short, unknown id, wrong
 	// type).
 	Duplicates, BadReplies int64
+	// ErrorReplies counts kv replies carrying an error status (included in
+	// Answered).
+	ErrorReplies int64
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
 	Refused int64
@@ -94,26 +97,27 @@ func (r *run) result(inTime int64) *Result {
 	n := len(sched.Requests)
 	warm := int(float64(n) * r.spec.Warmup)
 	res := &Result{
-		Server:     r.spec.Server,
-		Dilation:   r.spec.Dilation,
-		Rate:       sched.Rate,
-		Duration:   sched.Duration,
-		Grace:      r.spec.Grace,
-		Scheduled:  int64(n),
-		Sent:       int64(r.sentUpTo),
-		SendErrors: int64(r.sendErrors),
-		Duplicates: int64(r.duplicates),
-		BadReplies: int64(r.badReplies),
-		Refused:    int64(r.refused),
-		Warmup:     int64(warm),
-		LagP99:     time.Duration(r.lag.h.ValueAtQuantile(99)),
-		LagMax:     time.Duration(r.lag.h.Max()),
-		sched:      sched,
-		recv:       r.recv,
-		sentAt:     r.sentAt,
-		sentOK:     r.sentOK,
-		inTime:     inTime,
-		warmIdx:    warm,
+		Server:       r.spec.Server,
+		Dilation:     r.spec.Dilation,
+		Rate:         sched.Rate,
+		Duration:     sched.Duration,
+		Grace:        r.spec.Grace,
+		Scheduled:    int64(n),
+		Sent:         int64(r.sentUpTo),
+		SendErrors:   int64(r.sendErrors),
+		Duplicates:   int64(r.duplicates),
+		BadReplies:   int64(r.badReplies),
+		ErrorReplies: int64(r.errorReplies),
+		Refused:      int64(r.refused),
+		Warmup:       int64(warm),
+		LagP99:       time.Duration(r.lag.h.ValueAtQuantile(99)),
+		LagMax:       time.Duration(r.lag.h.Max()),
+		sched:        sched,
+		recv:         r.recv,
+		sentAt:       r.sentAt,
+		sentOK:       r.sentOK,
+		inTime:       inTime,
+		warmIdx:      warm,
 	}
 	names := make([]string, len(sched.Types))
 	ids := make([]uint32, len(sched.Types))

@@ -160,16 +160,15 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ran = true
 	s.mu.Unlock()
 
+	// httpErr receives only a failure of the admin endpoint (never with
+	// the endpoint off).
 	httpErr := make(chan error, 1)
 	if s.http != nil {
 		go func() {
 			if err := s.http.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				httpErr <- fmt.Errorf("server: admin http: %w", err)
 			}
-			close(httpErr)
 		}()
-	} else {
-		close(httpErr)
 	}
 	fmt.Fprintf(s.log, "psp serve: %s\n", s.describe())
 
@@ -181,14 +180,9 @@ func (s *Server) Run(ctx context.Context) error {
 	var err error
 	select {
 	case err = <-dispErr:
-	case e, ok := <-httpErr:
-		if ok {
-			err = e
-		}
+	case err = <-httpErr:
 		cancel()
-		if e2 := <-dispErr; err == nil {
-			err = e2
-		}
+		<-dispErr
 	}
 	st := s.disp.Stats()
 	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)

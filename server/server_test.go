@@ -286,3 +286,22 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("examples/serve.yaml parsed as %+v", cfg)
 	}
 }
+
+func TestAdminOffServes(t *testing.T) {
+	cfg := memConfig()
+	cfg.Admin.Addr = "off"
+	r := start(t, cfg)
+	if r.srv.AdminAddr() != "" {
+		t.Errorf("admin address %q with the endpoint off", r.srv.AdminAddr())
+	}
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	inject(dp, header(1, wire.TypeShort, 10), netip.MustParseAddrPort("10.0.0.3:1"))
+	select {
+	case <-dp.Replies():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply with the admin endpoint off")
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}

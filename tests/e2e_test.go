@@ -129,7 +129,9 @@ func swapped(t *testing.T) *workload.Workload {
 // DARC must notice from its profile, re-reserve for the now-short LONG type,
 // and the short requests' tail must recover.
 func TestPhaseChangeReReserves(t *testing.T) {
-	s := startServer(t, serverOptions{policy: "darc"})
+	// Re-profiling needs completions: a smaller dilation gives ~110
+	// requests/s at 80% load.
+	s := startServer(t, serverOptions{policy: "darc", dilation: 2000})
 	prewarm(t, s)
 	phase1 := play(t, s, builtin(t, "high-bimodal"), 0.8, 3*time.Second, 1, loadgen.Spec{})
 	before := s.status()
@@ -139,7 +141,7 @@ func TestPhaseChangeReReserves(t *testing.T) {
 	}
 
 	// Phase 2: the same load with the service times swapped, in two runs:
-	// the transition (DARC re-profiles: 100 samples, then a queuing-delay
+	// the transition (DARC re-profiles: 50 samples, then a queuing-delay
 	// check) and then the measured run, which must show the recovered tail.
 	transition := play(t, s, swapped(t), 0.8, 3*time.Second, 2, loadgen.Spec{Warmup: -1})
 	mid := s.status()

@@ -83,8 +83,8 @@ type server struct {
 // serverOptions complete the command line of startServer.
 type serverOptions struct {
 	policy     string
-	classifier string // path relative to the repository root, or ""
-	token      string // admin token enabling hot swaps, or ""
+	classifier string  // path relative to the repository root, or ""
+	token      string  // admin token enabling hot swaps, or ""
 	dilation   float64 // default: the dilation constant
 	extra      []string
 }

@@ -31,6 +31,8 @@ func clientLoadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time (default 20 x the longest mean service time x dilation, at least 100ms)"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps) or kv (GET/SCAN + key for the kv app; use the rocksdb workload)"},
+		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
 	}
@@ -55,6 +57,7 @@ func clientCommand() *cli.Command {
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP address (host:port)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
 			&cli.Float64Flag{Name: "load", Usage: "offered load as a fraction of the workers' capacity: rate = load x workers / (mean service time x dilation)"},
+			&cli.StringFlag{Name: "admin", Usage: "the server's admin address (host:port): when set, --dilation and --label default to the server's dilation and policy from its /status"},
 			&cli.StringFlag{Name: "label", Value: "server", Usage: "policy name recorded in the results (e.g. darc), for psp plot"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON (the psp plot format) instead of a table"},
 			&cli.StringFlag{Name: "samples", Usage: "write every request (send time, reply time, latency, status) to this CSV file"},
@@ -112,6 +115,8 @@ func clientPlanFromFlags(c *cli.Context) (clientPlan, error) {
 		MaxLag:   c.Duration("max-lag"),
 
 		FromActualSend: c.Bool("from-send"),
+		Format:         c.String("format"),
+		KVKeys:         c.Int("kv-keys"),
 	}
 	return p, nil
 }
@@ -169,6 +174,19 @@ func runClient(c *cli.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	p.spec.Server = c.String("server")
+	label := c.String("label")
+	if admin := c.String("admin"); admin != "" {
+		st, err := sweepFetchStatus(c.Context, admin)
+		if err != nil {
+			return fmt.Errorf("client: --admin %s: %w", admin, err)
+		}
+		if !c.IsSet("dilation") && st.Dilation > 0 {
+			p.spec.Dilation = st.Dilation
+		}
+		if !c.IsSet("label") && st.Policy != "" {
+			label = st.Policy
+		}
+	}
 	switch rate, load := c.Float64("rate"), c.Float64("load"); {
 	case rate > 0 && load > 0:
 		return errors.New("client: give --rate or --load, not both")
@@ -190,7 +208,7 @@ func runClient(c *cli.Context) error {
 			return fmt.Errorf("client: %w", err)
 		}
 	}
-	pt := res.Point(loadgen.PointSpec{Policy: c.String("label"), Workload: p.workload.Name, Workers: p.workers, Load: p.load})
+	pt := res.Point(loadgen.PointSpec{Policy: label, Workload: p.workload.Name, Workers: p.workers, Load: p.load})
 	out := c.App.Writer
 	if c.Bool("json") {
 		if err := report.WriteJSON(out, []report.Point{pt}, nil); err != nil {
@@ -211,8 +229,8 @@ func runClient(c *cli.Context) error {
 // printClientDetails prints the client-side counters the table has no room for.
 func printClientDetails(w io.Writer, r *loadgen.Result) {
 	fmt.Fprintf(w, "sent %d of %d scheduled, answered %d in time, %d late, %d lost", r.Sent, r.Scheduled, r.Answered, r.Late, r.Lost)
-	if r.SendErrors+r.BadReplies+r.Duplicates+r.Refused > 0 {
-		fmt.Fprintf(w, ", %d send errors, %d bad replies, %d duplicates, %d refused", r.SendErrors, r.BadReplies, r.Duplicates, r.Refused)
+	if r.SendErrors+r.BadReplies+r.Duplicates+r.Refused+r.ErrorReplies > 0 {
+		fmt.Fprintf(w, ", %d send errors, %d bad replies, %d duplicates, %d refused, %d error statuses", r.SendErrors, r.BadReplies, r.Duplicates, r.Refused, r.ErrorReplies)
 	}
 	fmt.Fprintf(w, "; offered %.1f req/s, achieved %.1f req/s; sender lag p99 %v, max %v; %d warm-up requests left out\n",
 		r.OfferedRate, r.AchievedRate, r.LagP99, r.LagMax, r.Warmup)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +158,30 @@ func TestSweepReservationString(t *testing.T) {
 	}
 	if got, want := st.reservation(), "SHORT on 0; LONG on 1-13 + spillway"; got != want {
 		t.Errorf("reservation %q, want %q", got, want)
+	}
+}
+
+func TestClientCommandAdminDefaults(t *testing.T) {
+	addr := clientTestEcho(t)
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/status" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"policy":"darc","phase":"darc","dilation":1000,"groups":[]}`))
+	}))
+	defer admin.Close()
+	out, err := runApp(t, "client", "--server", addr, "--admin", strings.TrimPrefix(admin.URL, "http://"),
+		"--load", "0.5", "--duration", "300ms", "--json", "--max-lag", "1s")
+	if err != nil {
+		t.Fatalf("psp client: %v\n%s", err, out)
+	}
+	pts, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil || len(pts) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The server's dilation (1000) turns load 0.5 into 0.5 x 14 / 50.5ms.
+	if want := 0.5 * 14 / 50.5e-3; pts[0].Policy != "darc" || pts[0].OfferedRate < want*0.7 || pts[0].OfferedRate > want*1.3 {
+		t.Errorf("policy %q, offered %.1f req/s, want darc at ~%.1f", pts[0].Policy, pts[0].OfferedRate, want)
 	}
 }

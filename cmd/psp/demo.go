@@ -30,9 +30,9 @@ func demoCommand() *cli.Command {
 			"pass --classifier.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "psp-demo", Usage: "output directory"},
-			&cli.StringFlag{Name: "loads", Value: "0.5,0.7,0.8,0.9", Usage: "offered loads"},
-			&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, Usage: "length of each load point"},
-			&cli.Float64Flag{Name: "dilation", Value: 1000, Usage: "time dilation of the emulated server (1us of service = dilation us of sleep)"},
+			&cli.StringFlag{Name: "loads", Value: "0.6,0.8,0.9", Usage: "offered loads"},
+			&cli.DurationFlag{Name: "duration", Value: 7 * time.Second, Usage: "length of each load point"},
+			&cli.Float64Flag{Name: "dilation", Value: 2000, Usage: "time dilation of the emulated server (1us of service = dilation us of sleep)"},
 			&cli.IntFlag{Name: "workers", Value: 14, Usage: "emulated workers"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier (default: " + demoClassifier + " found from the working directory up)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the arrival schedules"},

@@ -41,7 +41,7 @@ func sweepCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policies", Value: "darc,cfcfs", Usage: "comma-separated policies to start servers with (darc, cfcfs, dfcfs, fp, darc-static); with --server, the label of the running server's policy"},
 			&cli.StringFlag{Name: "loads", Value: "0.2:0.9:0.1", Usage: "offered loads: start:end:step or a comma-separated list of fractions of the workers' capacity"},
-			&cli.StringFlag{Name: "app", Value: "emulate", Usage: "application the started servers run (emulate sleeps service time x dilation)"},
+			&cli.StringFlag{Name: "app", Value: "emulate", Usage: "application the started servers run (emulate sleeps service time x dilation; with it --dilation defaults to 1000)"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier the started servers load (default: the native psp-header classifier)"},
 			&cli.IntFlag{Name: "min-samples", Value: 200, Usage: "completions DARC profiles before reserving (passed to the started servers)"},
 			&cli.StringSliceFlag{Name: "serve-arg", Usage: "extra argument for the started psp serve processes (repeatable), e.g. --serve-arg=--idle=busy-poll"},
@@ -98,6 +98,22 @@ func sweepConfigFromFlags(c *cli.Context) (*sweepConfig, error) {
 	loads, err := sweepParseLoads(c.String("loads"))
 	if err != nil {
 		return nil, err
+	}
+	if !c.IsSet("dilation") {
+		switch {
+		case c.String("server") != "" && c.String("admin") != "":
+			// The running server says.
+			st, err := sweepFetchStatus(c.Context, c.String("admin"))
+			if err != nil {
+				return nil, fmt.Errorf("--admin: %w", err)
+			}
+			if st.Dilation > 0 {
+				p.spec.Dilation = st.Dilation
+			}
+		case c.String("server") == "" && c.String("app") == "emulate":
+			// psp serve's own default for the emulate app.
+			p.spec.Dilation = 1000
+		}
 	}
 	cfg := &sweepConfig{
 		plan:       p,
@@ -187,13 +203,20 @@ func (cfg *sweepConfig) run(ctx context.Context, out, errOut io.Writer) ([]repor
 	for _, policy := range cfg.policies {
 		pts, err := cfg.runPolicy(ctx, policy, errOut)
 		points = append(points, pts...)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return points, err
 		}
 		if ctx.Err() != nil {
-			return points, fmt.Errorf("interrupted: %w", ctx.Err())
+			break
 		}
 	}
+	if len(points) == 0 {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted before the first point: %w", ctx.Err())
+		}
+		return nil, errors.New("no points measured")
+	}
+	// An interrupted sweep still writes what it measured.
 	sums := []report.Summary(nil)
 	if cfg.slo > 0 {
 		sums = report.Summarize(points, cfg.slo, true)
@@ -205,7 +228,7 @@ func (cfg *sweepConfig) run(ctx context.Context, out, errOut io.Writer) ([]repor
 		}
 	}
 	var simPoints []report.Point
-	if cfg.withSim {
+	if cfg.withSim && ctx.Err() == nil {
 		var err error
 		simPoints, err = cfg.simulate(ctx)
 		if err != nil {
@@ -232,6 +255,9 @@ func (cfg *sweepConfig) run(ctx context.Context, out, errOut io.Writer) ([]repor
 	}
 	fmt.Fprintln(out)
 	printWrittenFiles(out, append(files, plots...))
+	if ctx.Err() != nil {
+		return points, fmt.Errorf("interrupted: the files hold the %d points measured so far: %w", len(points), ctx.Err())
+	}
 	return points, nil
 }
 
@@ -288,15 +314,16 @@ func (cfg *sweepConfig) runPolicy(ctx context.Context, policy string, errOut io.
 	var points []report.Point
 	for _, load := range cfg.loads {
 		plan.setLoad(load)
+		idle := startIdleSampler(ctx, admin)
 		res, err := plan.run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
+		meanIdle := idle()
 		if err != nil {
 			return points, err
 		}
-		ps := loadgen.PointSpec{Policy: policy, Workload: plan.workload.Name, Workers: plan.workers, Load: load}
+		ps := loadgen.PointSpec{Policy: policy, Workload: plan.workload.Name, Workers: plan.workers, Load: load, MeanIdleWorkers: meanIdle}
 		reservation := ""
 		if admin != "" {
 			if st, err := sweepFetchStatus(ctx, admin); err == nil {
-				ps.MeanIdleWorkers = st.IdleWorkers
 				if r := st.reservation(); r != "" {
 					reservation = fmt.Sprintf(" [%s phase: %s]", st.Phase, r)
 				}
@@ -314,6 +341,43 @@ func (cfg *sweepConfig) runPolicy(ctx context.Context, policy string, errOut io.
 		}
 	}
 	return points, nil
+}
+
+// startIdleSampler polls the server's /status every 250 ms (idle_workers is
+// a mean over the server's last stats interval) until the returned function
+// is called; that function returns the mean of the samples (0 without an
+// admin address or samples).
+func startIdleSampler(ctx context.Context, admin string) func() float64 {
+	if admin == "" {
+		return func() float64 { return 0 }
+	}
+	stop := make(chan struct{})
+	result := make(chan float64, 1)
+	go func() {
+		sum, n := 0.0, 0
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				if n == 0 {
+					result <- 0
+				} else {
+					result <- sum / float64(n)
+				}
+				return
+			case <-t.C:
+				if st, err := sweepFetchStatus(ctx, admin); err == nil {
+					sum += st.IdleWorkers
+					n++
+				}
+			}
+		}
+	}()
+	return func() float64 {
+		close(stop)
+		return <-result
+	}
 }
 
 // childServerOptions describe a psp serve process to start.
@@ -437,6 +501,7 @@ func sweepFreeTCPPort() (int, error) {
 type sweepServerStatus struct {
 	Policy       string  `json:"policy"`
 	Phase        string  `json:"phase"`
+	Dilation     float64 `json:"dilation"`
 	IdleWorkers  float64 `json:"idle_workers"`
 	CPUWaste     float64 `json:"cpu_waste"`
 	Reservations uint64  `json:"reservations"`

@@ -14,12 +14,12 @@ import (
 
 func TestProbe(t *testing.T) {
 	for _, workers := range []int{1, 14} {
-		srv, err := server.New(context.Background(), server.Config{Dataplane: "memnic", Workers: workers, Policy: "cfcfs", App: server.App{Name: "spin"}, Admin: server.Admin{Addr: "off"}}, server.Options{})
+		srv, err := server.New(context.Background(), server.Config{Dataplane: "memnic", Workers: workers, Policy: "cfcfs", Idle: "busy-poll", App: server.App{Name: "spin"}, Admin: server.Admin{Addr: "off"}}, server.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		go srv.Run(ctx)
+		go func() { if err := srv.Run(ctx); err != nil { t.Log("run:", err) } }()
 		dp := srv.Dataplane().(*memnic.Dataplane)
 		p := make([]byte, 16)
 		wire.Header{ID: 1, Type: 1}.Encode(p)
@@ -28,7 +28,12 @@ func TestProbe(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			s := time.Now()
 			dp.Inject(p, netip.MustParseAddrPort("1.2.3.4:5"))
-			<-dp.Replies()
+			select {
+			case <-dp.Replies():
+			case <-time.After(time.Second):
+				st := srv.Dispatcher().Stats()
+				t.Fatalf("no reply: stats %+v free %d net %+v", *st, dp.FreeBuffers(), dp.Stats())
+			}
 			lat = append(lat, time.Since(s))
 		}
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
