@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -142,17 +144,18 @@ func TestRunAnswersEveryRequestAndCountsDrops(t *testing.T) {
 			dp.inject([]byte{1, 2, 3}, 6789)    // runt
 			dp.inject(make([]byte, 100), 6789)  // truncated to 64 bytes
 			dp.inject(header(1000, 3, 0), 6789) // refused by the app
+			dp.inject(header(1001, 4, 0), 6789) // the app panics
 			waitFor(t, "replies", func() bool { return dp.replyCount() == good })
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			s := d.Stats()
 			checkAccounting(t, s)
-			if s.Received != good+3 || s.Answered != good || s.InFlight != 0 {
-				t.Errorf("received %d answered %d in flight %d, want %d, %d, 0", s.Received, s.Answered, s.InFlight, good+3, good)
+			if s.Received != good+4 || s.Answered != good || s.InFlight != 0 {
+				t.Errorf("received %d answered %d in flight %d, want %d, %d, 0", s.Received, s.Answered, s.InFlight, good+4, good)
 			}
-			if s.Drops.Runt != 1 || s.Drops.Truncated != 1 || s.Drops.App != 1 {
-				t.Errorf("drops %+v, want one runt, one truncated, one app", s.Drops)
+			if s.Drops.Runt != 1 || s.Drops.Truncated != 1 || s.Drops.App != 1 || s.Drops.Panic != 1 {
+				t.Errorf("drops %+v, want one runt, one truncated, one app, one panic", s.Drops)
 			}
 			if got := s.Types[0].Answered; got != good/10 {
 				t.Errorf("UNKNOWN answered %d, want %d", got, good/10)
@@ -329,5 +332,25 @@ func TestStepNoAlloc(t *testing.T) {
 	}
 	if d.queued != 0 || d.busy != 0 {
 		t.Errorf("after the bursts: queued %d busy %d, want 0 0", d.queued, d.busy)
+	}
+}
+
+func TestRunPinned(t *testing.T) {
+	cpus, err := affinity.Available()
+	if err != nil {
+		testenv.Skip(t, "cannot read the CPU affinity: %v", err)
+	}
+	dp := newFakeDataplane(2, 16, 64)
+	d, err := New(Spec{Workers: 2, CPUs: []int{cpus[0], cpus[len(cpus)-1]}}, dp, HeaderClassifier{}, newFakePolicy(2, HeaderNumTypes, 16), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	for i := 0; i < 10; i++ {
+		dp.inject(header(uint32(i), 1, 0), 1)
+	}
+	waitFor(t, "replies", func() bool { return dp.replyCount() == 10 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,9 +14,11 @@
 //
 // # Concurrency
 //
-// Run owns the policy: only the dispatcher goroutine (locked to its own OS
-// thread, optionally pinned to a CPU) calls it. Each worker is one goroutine
-// locked to its own OS thread (optionally pinned). Stats may be called from any
+// Run owns the policy: only the dispatcher goroutine calls it. The
+// dispatcher and each worker are one goroutine each, locked to their own OS
+// thread when Spec.CPUs pins them (then each is pinned) or under busy-poll;
+// under spin-then-park without pinning they stay unlocked, which halves the
+// cost of waking a parked worker (see lockThread). Stats may be called from any
 // goroutine: it returns the latest snapshot that the dispatcher goroutine
 // publishes every Spec.StatsInterval through an atomic pointer, so status pages
 // never touch the policy.
@@ -35,4 +37,24 @@
 // until the typed queues and the workers are empty (answering every request
 // already accepted) or Spec.DrainTimeout has passed, stops the workers, and
 // counts whatever was still queued as dropped for reason "shutdown".
+//
+// # Performance
+//
+// Measured on a 2-core VM (Go 1.26; noisy, several runs):
+//
+//	go test -run XXX -bench DispatcherStep -benchtime 500000x ./dispatcher
+//
+// One core receiving bursts of 32 from the in-memory generator, classifying,
+// enqueueing, dispatching through the policy to 32 worker rings and
+// collecting completions (the benchmark goroutine also plays the workers, so
+// the figure includes their ring operations): 80-110 ns per packet, 9-12.5
+// million packets/s, with the native classifier and with the C psp-header
+// Wasm classifier alike, for DARC and c-FCFS; 0 allocations (the paper's
+// dispatcher: 7 Mpps). TestStepNoAlloc and TestPipelineStepNoAlloc assert
+// zero allocations per burst for every policy and both classifiers.
+//
+// BenchmarkPipeline runs the real goroutines (dispatcher plus one worker on
+// the two cores): 1.6 Mpps answered with spin-then-park, 2.3 Mpps with
+// busy-poll. The idle round trip of one request through the in-memory
+// dataplane (dispatcher and worker both parked) is ~120µs on this VM.
 package dispatcher

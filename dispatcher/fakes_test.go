@@ -221,10 +221,14 @@ func header(id, typ, serviceNs uint32) []byte {
 	return b
 }
 
-// echo is an application that echoes the header (refusing type 3 requests).
+// echo is an application that echoes the header, refusing type 3
+// requests and panicking on type 4.
 var echo = HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
-	if typ == 3 {
+	switch typ {
+	case 3:
 		return false
+	case 4:
+		panic("type 4")
 	}
 	if b.Len > wire.HeaderLen {
 		b.Len = wire.HeaderLen

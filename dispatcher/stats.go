@@ -17,6 +17,8 @@ type Drops struct {
 	Overload uint64 `json:"overload"`
 	// App: the application refused the request (no reply).
 	App uint64 `json:"app"`
+	// Panic: the application panicked on the request (the worker goes on).
+	Panic uint64 `json:"panic"`
 	// TxError: the reply could not be transmitted.
 	TxError uint64 `json:"tx_error"`
 	// Shutdown: still queued when the graceful shutdown timed out.
@@ -25,7 +27,7 @@ type Drops struct {
 
 // Total is the sum of all reasons.
 func (d Drops) Total() uint64 {
-	return d.Runt + d.Truncated + d.QueueFull + d.Overload + d.App + d.TxError + d.Shutdown
+	return d.Runt + d.Truncated + d.QueueFull + d.Overload + d.App + d.Panic + d.TxError + d.Shutdown
 }
 
 // TypeStats are one request type's counters.

@@ -61,7 +61,8 @@ type Config struct {
 	Dataplane string `yaml:"dataplane"`
 	// EAL holds the DPDK EAL arguments (dpdk dataplane only).
 	EAL []string `yaml:"eal,omitempty"`
-	// Buffers is the dataplane's packet-buffer pool size. Default 8192.
+	// Buffers is the dataplane's packet-buffer pool size (udp and memnic;
+	// DPDK sizes its mbuf pool from its descriptor rings). Default 8192.
 	Buffers int `yaml:"buffers"`
 	// BufSize is the size of one packet buffer (the largest datagram
 	// accepted). Default 2048.

@@ -66,7 +66,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.answered, float64(st.Answered))
 	for reason, v := range map[string]uint64{
 		"runt": st.Drops.Runt, "truncated": st.Drops.Truncated, "queue_full": st.Drops.QueueFull,
-		"overload": st.Drops.Overload, "app": st.Drops.App, "tx_error": st.Drops.TxError, "shutdown": st.Drops.Shutdown,
+		"overload": st.Drops.Overload, "app": st.Drops.App, "panic": st.Drops.Panic, "tx_error": st.Drops.TxError, "shutdown": st.Drops.Shutdown,
 	} {
 		counter(c.dropped, float64(v), reason)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -70,8 +71,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.types = s.tenants.types
-	desc := s.tenants.describe()
-	s.describeTenants = desc
+	s.describeTenants = s.tenants.describe()
 	if s.app, s.closeApp, err = openApp(cfg); err != nil {
 		return nil, err
 	}
@@ -171,6 +171,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	fmt.Fprintf(s.log, "psp serve: %s\n", s.describe())
+	if n := runtime.GOMAXPROCS(0); s.cfg.Idle == dispatcher.IdleBusyPoll && s.cfg.Workers+1 > n {
+		fmt.Fprintf(s.log, "psp serve: warning: busy-poll with %d workers and a dispatcher on %d usable cores: threads will starve each other (use --idle spin-then-park or fewer workers)\n", s.cfg.Workers, n)
+	}
 
 	dispCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

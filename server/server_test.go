@@ -305,3 +305,50 @@ func TestAdminOffServes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMemServerTenantsByPort(t *testing.T) {
+	cfg := memConfig()
+	cfg.Policy = "cfcfs"
+	cfg.Tenants = []Tenant{
+		{Name: "psp", Classifier: exampleWasm(t, "pspheader.wasm")},
+		{Name: "rnd", Ports: []uint16{7000}, Classifier: exampleWasm(t, "random.wasm")},
+	}
+	r := start(t, cfg)
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	peer := netip.MustParseAddrPort("10.0.0.4:1")
+	for i := 0; i < 40; i++ {
+		port := uint16(6789)
+		if i%2 == 1 {
+			port = 7000
+		}
+		for !dp.InjectPort(header(uint32(i), wire.TypeStockLevel, 10), peer, port) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	for i := 0; i < 40; i++ {
+		select {
+		case <-dp.Replies():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d replies of 40", i)
+		}
+	}
+	time.Sleep(250 * time.Millisecond)
+	st := getStatus(t, r.srv.Handler())
+	byName := map[string]TypeStatus{}
+	for _, ts := range st.Types {
+		byName[ts.Name] = ts
+	}
+	if got := byName["psp/StockLevel"].Received; got != 20 {
+		t.Errorf("psp/StockLevel received %d, want the 20 requests on the default port", got)
+	}
+	rnd := byName["rnd/SHORT"].Received + byName["rnd/LONG"].Received
+	if rnd != 20 {
+		t.Errorf("random tenant classified %d requests as SHORT or LONG, want the 20 on port 7000 (types %+v)", rnd, st.Types)
+	}
+	if len(st.Tenants) != 2 || st.Tenants[1].Name != "rnd" || st.Tenants[1].Ports[0] != 7000 {
+		t.Errorf("tenants %+v", st.Tenants)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/dispatcher"
 )
 
@@ -26,13 +27,19 @@ const nativeTenant = "native"
 type tenants struct {
 	classifier dispatcher.Classifier
 	types      []string
+	nativeName string       // describes the native classifier
 	wasm       *wasmTenants // nil: native
 }
 
 // openTenants builds the classifier for cfg.
 func openTenants(ctx context.Context, cfg Config) (*tenants, error) {
 	if len(cfg.Tenants) == 0 {
-		return &tenants{classifier: dispatcher.HeaderClassifier{}, types: headerTypes()}, nil
+		if cfg.App.Name == AppKV {
+			// Stricter than the header classifier: malformed kv requests
+			// are UNKNOWN. Same type space.
+			return &tenants{classifier: kv.Classifier{}, types: headerTypes(), nativeName: "native kv (GET/SCAN)"}, nil
+		}
+		return &tenants{classifier: dispatcher.HeaderClassifier{}, types: headerTypes(), nativeName: "native psp header"}, nil
 	}
 	w, err := openWasmTenants(ctx, cfg.Tenants)
 	if err != nil {
@@ -54,7 +61,7 @@ func headerTypes() []string {
 
 func (t *tenants) describe() string {
 	if t.wasm == nil {
-		return "native psp header"
+		return t.nativeName
 	}
 	return t.wasm.describe()
 }

@@ -16,6 +16,7 @@ package emulate
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -127,7 +128,12 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 		}
 		s.overshoot.Store(int64(min(over, maxOvershoot)))
 	}
-	spin.Wait(total - time.Since(start))
+	// Spin the rest, yielding the processor at each turn: emulated workers
+	// share few cores, and a worker spinning its tail must not keep the
+	// dispatcher or a worker that just woke up from running.
+	for time.Since(start) < total {
+		runtime.Gosched()
+	}
 }
 
 // Handler emulates psp-header requests: it waits for the header's service

@@ -95,7 +95,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 			name string
 			n    uint64
 		}{{"runt", d.Runt}, {"truncated", d.Truncated}, {"queue full", d.QueueFull}, {"overload", d.Overload},
-			{"app", d.App}, {"tx error", d.TxError}, {"shutdown", d.Shutdown}} {
+			{"app", d.App}, {"panic", d.Panic}, {"tx error", d.TxError}, {"shutdown", d.Shutdown}} {
 			if p.n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", p.name, p.n))
 			}

@@ -1,0 +1,34 @@
+package spin
+
+import (
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
+)
+
+func TestHandleSpinsAndEchoes(t *testing.T) {
+	b := &nic.Buffer{Data: make([]byte, 64)}
+	wire.Header{ID: 9, Type: wire.TypeShort, ServiceNs: 200_000}.Encode(b.Data)
+	b.Len = 30
+	start := time.Now()
+	if !(Handler{}).Handle(0, 1, b) {
+		t.Fatal("refused a valid request")
+	}
+	if el := time.Since(start); el < 200*time.Microsecond {
+		t.Errorf("spun %v, want >= 200µs", el)
+	}
+	if h, _ := wire.Decode(b.Payload()); b.Len != wire.HeaderLen || h.ID != 9 {
+		t.Errorf("reply len %d header %+v", b.Len, h)
+	}
+	wire.Header{ID: 10, Type: wire.TypeShort, ServiceNs: uint32(MaxService + 1)}.Encode(b.Data)
+	b.Len = 16
+	if (Handler{}).Handle(0, 1, b) {
+		t.Error("accepted a service time above MaxService")
+	}
+	b.Len = 15
+	if (Handler{}).Handle(0, 1, b) {
+		t.Error("accepted a 15-byte runt")
+	}
+}
