@@ -202,7 +202,7 @@ func TestDARCUpdateRules(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newTestDARC(t, Config{Workers: 14, NumTypes: 4, MinSamples: minSamples, Profile: bimodal})
+			p := newTestDARC(t, Config{Workers: 14, NumTypes: 4, MinSamples: minSamples, DelayFactor: 1, Profile: bimodal})
 			// All workers busy so the backlog stays queued.
 			for i := range 13 {
 				p.Enqueue(req(uint64(i), 2), 0)
@@ -243,7 +243,7 @@ func TestDARCUpdateRules(t *testing.T) {
 // A type absent from the window keeps its mean for the dispatch order and
 // runs on the longest group's workers.
 func TestDARCAbsentTypeDispatch(t *testing.T) {
-	p := newTestDARC(t, Config{Workers: 4, NumTypes: 3, MinSamples: 10, Profile: bimodal})
+	p := newTestDARC(t, Config{Workers: 4, NumTypes: 3, MinSamples: 10, DelayFactor: 1, Profile: bimodal})
 	for i := range 3 {
 		p.Enqueue(req(uint64(i), 2), 0)
 	}
@@ -362,7 +362,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 static-reserved=0" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=10 demand-deviation=0.1 static-reserved=0" {
 		t.Errorf("String() = %q", got)
 	}
 }

@@ -49,10 +49,12 @@
 //     (the prototype counts dispatches); Unknown completions are not profiled.
 //   - The update check looks at the second-oldest queued request of each type,
 //     as the prototype does, with a threshold of DelayFactor times the type's
-//     mean (default 1, the prototype's; the paper says 10).
-//   - The deviation rule compares each group's demand with its current
-//     allocation in workers (the prototype compares per-type demands with
-//     their previous demand); a change in the active types or in their
+//     mean (default 10, the paper's; the prototype uses 1, which re-reserves
+//     on window noise: see Config.DelayFactor).
+//   - The deviation rule works per group: a group's new demand is compared
+//     with the demand it was reserved for, and the move must exceed
+//     DemandDeviation times the group's allocation in workers (the prototype
+//     compares per-type demands); a change in the active types or in their
 //     grouping always re-reserves.
 //   - A type absent from the window keeps its last mean for the dispatch
 //     order (the prototype sends it last) and gets no group (the prototype

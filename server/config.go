@@ -192,6 +192,10 @@ func (c Config) YAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// DefaultEmulateMinSamples is DARC's MinSamples for the emulate application
+// when none is configured.
+const DefaultEmulateMinSamples = 500
+
 // WithDefaults returns c with zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
 	if c.Listen == "" {
@@ -229,6 +233,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
 		c.App.Dilation = 1000
+	}
+	if c.App.Name == AppEmulate && c.MinSamples == 0 {
+		// An emulated server completes only hundreds of requests per
+		// second: with darc's default (50,000) DARC would stay in its
+		// startup phase for minutes.
+		c.MinSamples = DefaultEmulateMinSamples
 	}
 	if c.App.Name == AppKV {
 		if c.App.KV.Keys == 0 {
