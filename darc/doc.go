@@ -49,8 +49,8 @@
 //     (the prototype counts dispatches); Unknown completions are not profiled.
 //   - The update check looks at the second-oldest queued request of each type,
 //     as the prototype does, with a threshold of DelayFactor times the type's
-//     mean (default 10, the paper's; the prototype uses 1, which re-reserves
-//     on window noise: see Config.DelayFactor).
+//     mean (default 1, the prototype's; the paper uses 10: see
+//     Config.DelayFactor).
 //   - The deviation rule works per group: a group's new demand is compared
 //     with the demand it was reserved for, and the move must exceed
 //     DemandDeviation times the group's allocation in workers (the prototype

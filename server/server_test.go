@@ -86,7 +86,11 @@ func getStatus(t *testing.T, h http.Handler) Status {
 }
 
 func TestMemServerAnswersAndReports(t *testing.T) {
-	r := start(t, memConfig())
+	cfg := memConfig()
+	// SHORT 100 µs and LONG 2 ms: far enough apart that timer jitter on a
+	// loaded machine cannot make DARC group them together.
+	cfg.App.Dilation = 100
+	r := start(t, cfg)
 	dp := r.srv.Dataplane().(*memnic.Dataplane)
 	peer := netip.MustParseAddrPort("10.0.0.1:5000")
 	const n = 400

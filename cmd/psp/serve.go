@@ -39,7 +39,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "spillway", Usage: "spillway workers", DefaultText: "1"},
 			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: "4096"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window", DefaultText: "50000; 500 with --app emulate"},
-			&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the prototype uses 1)", DefaultText: "10"},
+			&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: "1"},
 			&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (default; shares cores) or busy-poll (the paper's; one core per thread)"},
 			&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking", DefaultText: "50µs"},
 			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
