@@ -15,7 +15,8 @@ type plan struct {
 	types    []Type    // active types, ascending mean, ties by id
 	end      []int     // group g holds types[end[g-1]:end[g]]
 	demand   []float64 // per group, in workers, before rounding
-	alloc    []int     // per group, workers reserved (rounded demand, or as given)
+	want     []int     // per group, workers asked for (rounded demand, held, or static)
+	alloc    []int     // per group, workers reserved (want, or fewer/more when workers ran out)
 	spillway []bool    // per group: given the spillway worker(s)
 	res      bitset    // ngroups*nwords: reserved workers per group
 	steal    bitset    // ngroups*nwords: stealable workers per group
@@ -33,6 +34,7 @@ func newPlan(numTypes, workers int) *plan {
 		types:    make([]Type, 0, numTypes),
 		end:      make([]int, maxGroups),
 		demand:   make([]float64, maxGroups),
+		want:     make([]int, maxGroups),
 		alloc:    make([]int, maxGroups),
 		spillway: make([]bool, maxGroups),
 		res:      make(bitset, maxGroups*nw),
@@ -121,22 +123,32 @@ func (p *plan) compute(mean, ratio []float64, spill bitset, delta float64, stati
 		p.demand[g] = float64(p.workers) * sum / total
 	}
 
-	// Reserved sets, lowest free ids first.
+	for g := 0; g < p.ngroups; g++ {
+		p.want[g] = roundDemand(p.demand[g])
+		if static >= 0 {
+			p.want[g] = p.workers - static
+			if g == 0 {
+				p.want[g] = static
+			}
+		}
+	}
+	p.place(spill, static >= 0)
+}
+
+// place fills the reserved and stealable sets from p.want: lowest free ids
+// first, shortest group first; a group that finds too few workers left gets
+// whatever remains plus the spillway worker(s). For DARC-static (static), a
+// long group asking for zero workers is given the spillway worker(s) too.
+func (p *plan) place(spill bitset, static bool) {
 	p.res.reset()
 	p.steal.reset()
 	p.taken.reset()
 	next := 0
 	for g := 0; g < p.ngroups; g++ {
 		res := p.resOf(g)
-		want := roundDemand(p.demand[g])
-		if static >= 0 {
-			want = p.workers - static
-			if g == 0 {
-				want = static
-			}
-		}
+		want := p.want[g]
 		p.spillway[g] = false
-		if want <= p.workers-next && !(static >= 0 && g > 0 && want == 0) {
+		if want <= p.workers-next && !(static && g > 0 && want == 0) {
 			res.setRange(next, next+want)
 			next += want
 		} else {
@@ -157,6 +169,21 @@ func (p *plan) compute(mean, ratio []float64, spill bitset, delta float64, stati
 			steal[i] = p.all[i] &^ p.taken[i]
 		}
 	}
+}
+
+// hold applies the update hysteresis: p and cur have the same shape, and a
+// group of p keeps cur's worker count while its demand stays within
+// h + 0.5 workers of that count, instead of the count its demand rounds to.
+// It reports whether some group's count changed; the caller then re-places.
+func (p *plan) hold(cur *plan, h float64) bool {
+	changed := false
+	for g := 0; g < p.ngroups; g++ {
+		if w := cur.want[g]; w != p.want[g] && math.Abs(p.demand[g]-float64(w)) <= 0.5+h {
+			p.want[g] = w
+			changed = true
+		}
+	}
+	return changed
 }
 
 // sameShape reports whether p and q have the same active types in the same
