@@ -82,6 +82,34 @@ func TestReservationUpdateNoAlloc(t *testing.T) {
 	}
 }
 
+// Updates held by the hysteresis (re-placing the same counts) allocate nothing
+// either.
+func TestHysteresisUpdateNoAlloc(t *testing.T) {
+	p := newHysteresisDARC(t, 0)
+	out := make([]Assignment, 16)
+	now := int64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += 1e7
+		long := int64(297800) // SHORT demand 2.3 workers
+		if p.reservations%2 == 0 {
+			long = 246300 // 2.7
+		}
+		for range 100 {
+			p.Complete(0, 1, 500, now)
+		}
+		p.Complete(0, 2, long, now)
+		p.Enqueue(Request{Type: 1}, now-1e6)
+		p.Enqueue(Request{Type: 1}, now-1e6)
+		p.Dispatch(now, out)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocs per held reservation update", allocs)
+	}
+	if p.reservations < 1000 || p.cur.alloc[0] != 3 {
+		t.Errorf("%d reservations, SHORT holds %d workers: want at least 1000 updates held at 3", p.reservations, p.cur.alloc[0])
+	}
+}
+
 // forceUpdate feeds a window whose SHORT mean alternates between 1 µs and
 // 20 µs and backlogs SHORT, so that the next Dispatch re-reserves.
 func forceUpdate(p *DARC, now *int64, out []Assignment) {

@@ -15,6 +15,7 @@ const (
 	DefaultMinSamples      = 50000
 	DefaultDelayFactor     = 1.0
 	DefaultDemandDeviation = 0.1
+	DefaultHysteresis      = 0.25
 )
 
 // Errors returned by New, the typed constructors, Config.Validate and Reserve.
@@ -70,6 +71,17 @@ type Config struct {
 	// its current allocation (in workers),
 	// or the set of active types or their grouping changed. Default 0.1.
 	DemandDeviation float64
+	// Hysteresis widens the rounding band of an update that keeps the
+	// reservation's shape: a group keeps its current worker count w while its
+	// new demand stays within [w-0.5-Hysteresis, w+0.5+Hysteresis] workers,
+	// and takes Algorithm 2's rounding once it leaves that band. Window noise
+	// around a .5 boundary then no longer flips the count back and forth,
+	// while a count off by one from the rounded demand is left as soon as a
+	// window's demand crosses the far edge of the band. The first
+	// reservation, shape changes and Reserve use the paper's rounding.
+	// Default 0.25; negative disables it (the paper's and the prototype's
+	// behaviour); at most 0.5.
+	Hysteresis float64
 	// StaticReserved is the number of workers DARC-static reserves for the
 	// shortest type (0..Workers). Other policies ignore it.
 	StaticReserved int
@@ -142,6 +154,12 @@ func (c Config) normalized() (Config, error) {
 	if !(c.DemandDeviation > 0) || math.IsInf(c.DemandDeviation, 0) {
 		return bad("demand deviation = %v (must be > 0)", c.DemandDeviation)
 	}
+	if c.Hysteresis == 0 {
+		c.Hysteresis = DefaultHysteresis
+	}
+	if math.IsNaN(c.Hysteresis) || c.Hysteresis > 0.5 {
+		return bad("hysteresis = %v (must be at most 0.5; negative disables it)", c.Hysteresis)
+	}
 	if c.StaticReserved < 0 || c.StaticReserved > c.Workers {
 		return bad("static reserved = %d (must be 0..workers=%d)", c.StaticReserved, c.Workers)
 	}
@@ -192,8 +210,8 @@ func (c Config) String() string {
 		c = n
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g static-reserved=%d",
-		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.StaticReserved)
+	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
+		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
 	if len(c.Profile) > 0 {
 		b.WriteString(" profile=[")
 		for i, p := range c.Profile {

@@ -18,8 +18,10 @@ package darc
 // workers just became busy, two show a backlog). It then computes the window's
 // reservation and adopts it if the set of active types or their grouping
 // changed, or if some group's demand moved by more than DemandDeviation times
-// its current allocation. The window is reset after every check, adopted or
-// not.
+// its current allocation. In the latter case a group keeps its worker count
+// while its demand stays within Config.Hysteresis of that count's rounding
+// band, so window noise around a .5 boundary does not flip it. The window is
+// reset after every check, adopted or not.
 //
 // # Types absent from a window
 //
@@ -222,7 +224,12 @@ func (p *DARC) planWindow() {
 func (p *DARC) check() {
 	p.checks++
 	p.planWindow()
-	if !p.next.sameShape(p.cur) || p.next.deviates(p.cur, p.cfg.DemandDeviation) {
+	if !p.next.sameShape(p.cur) {
+		p.adopt()
+	} else if p.next.deviates(p.cur, p.cfg.DemandDeviation) {
+		if p.static < 0 && p.cfg.Hysteresis > 0 && p.next.hold(p.cur, p.cfg.Hysteresis) {
+			p.next.place(p.spill, false)
+		}
 		p.adopt()
 	}
 	p.win.reset()

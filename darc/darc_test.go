@@ -1,6 +1,7 @@
 package darc
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -342,6 +343,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	for _, h := range []float64{-1, 0.5} { // off; widest band
+		if err := (Config{Workers: 4, NumTypes: 3, Hysteresis: h}).Validate(); err != nil {
+			t.Errorf("hysteresis %v: %v", h, err)
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		cfg  Config
@@ -352,6 +358,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative delta", Config{Workers: 2, NumTypes: 2, Delta: -0.1}},
 		{"spillway > workers", Config{Workers: 2, NumTypes: 2, Spillway: 3}},
 		{"static > workers", Config{Workers: 2, NumTypes: 2, StaticReserved: 3}},
+		{"hysteresis > 0.5", Config{Workers: 2, NumTypes: 2, Hysteresis: 0.6}},
+		{"hysteresis NaN", Config{Workers: 2, NumTypes: 2, Hysteresis: math.NaN()}},
 		{"too many names", Config{Workers: 2, NumTypes: 2, TypeNames: []string{"a", "b", "c"}}},
 		{"profile type out of range", Config{Workers: 2, NumTypes: 2, Profile: []TypeProfile{{2, 1, 1}}}},
 	} {
@@ -362,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 static-reserved=0" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0" {
 		t.Errorf("String() = %q", got)
 	}
 }
@@ -413,5 +421,101 @@ func TestDARCManyWorkers(t *testing.T) {
 	n = p.Dispatch(1, out)
 	if n != 2 || out[0].Request.Handle != 1000 || out[0].Worker != 0 || out[1].Worker != 100 {
 		t.Fatalf("dispatch = %v", out[:n])
+	}
+}
+
+// shortDemandWindow feeds DARC (16 workers, SHORT type 1 at 500 ns, LONG
+// type 2) one window whose SHORT demand is d workers, then backlogs SHORT so
+// that the next Dispatch checks the reservation. It returns the workers
+// reserved for SHORT after the check.
+func shortDemandWindow(t *testing.T, p *DARC, now int64, d float64) int {
+	t.Helper()
+	const nShort, nLong, short = 1000, 10, 500
+	long := int64(math.Round(nShort * short * (16/d - 1) / nLong))
+	feed(p, 1, nShort, short)
+	feed(p, 2, nLong, long)
+	for i := range 3 {
+		p.Enqueue(req(uint64(i), 1), now)
+	}
+	checks := p.checks
+	dispatchAll(t, p, now+1e6)
+	if p.checks != checks+1 {
+		t.Fatalf("window with demand %v: no check", d)
+	}
+	var s Snapshot
+	p.Snapshot(&s)
+	if len(s.Groups) != 2 || !slices.Equal(s.Groups[0].Types, []Type{1}) {
+		t.Fatalf("groups %+v", s.Groups)
+	}
+	return len(s.Groups[0].Reserved)
+}
+
+// newHysteresisDARC returns a 16-worker DARC whose profile puts the SHORT
+// type's demand at 2.65 workers (3 reserved), every worker busy.
+func newHysteresisDARC(t *testing.T, hysteresis float64) *DARC {
+	t.Helper()
+	p := newTestDARC(t, Config{Workers: 16, NumTypes: 3, MinSamples: 100, Hysteresis: hysteresis,
+		Profile: []TypeProfile{{Type: 1, MeanNs: 500, Ratio: 0.995}, {Type: 2, MeanNs: 500000, Ratio: 0.005}}})
+	for i := range 16 {
+		p.Enqueue(req(uint64(100+i), Type(1+min(i/13, 1))), 0) // 13 LONG, 3 SHORT
+	}
+	if n := len(dispatchAll(t, p, 0)); n != 16 {
+		t.Fatalf("%d dispatched, want 16", n)
+	}
+	var s Snapshot
+	p.Snapshot(&s)
+	if got := len(s.Groups[0].Reserved); got != 3 {
+		t.Fatalf("SHORT reserved %d workers at start, want 3", got)
+	}
+	return p
+}
+
+// Window noise around the 2.5 boundary moves SHORT's demand by more than
+// DemandDeviation, so each window re-reserves; with hysteresis SHORT keeps its
+// 3 workers, without it the count flips with every window.
+func TestDARCHysteresisHoldsOnNoise(t *testing.T) {
+	noise := []float64{2.3, 2.7, 2.35, 2.75, 2.3, 2.65}
+	for _, tt := range []struct {
+		hysteresis float64
+		want       []int
+	}{
+		{0, []int{3, 3, 3, 3, 3, 3}}, // default 0.25
+		{-1, []int{2, 3, 2, 3, 2, 3}},
+	} {
+		p := newHysteresisDARC(t, tt.hysteresis)
+		var got []int
+		for i, d := range noise {
+			got = append(got, shortDemandWindow(t, p, int64(i+1)*1e7, d))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("hysteresis %v: SHORT workers %v over demands %v, want %v", tt.hysteresis, got, noise, tt.want)
+		}
+		var s Snapshot
+		p.Snapshot(&s)
+		if s.Reservations != uint64(1+len(noise)) {
+			t.Errorf("hysteresis %v: %d reservations, want %d (every window deviates)", tt.hysteresis, s.Reservations, 1+len(noise))
+		}
+	}
+}
+
+// A move beyond the band changes the count, in both directions; inside the
+// band of the new count it stays.
+func TestDARCHysteresisFollowsRealMoves(t *testing.T) {
+	p := newHysteresisDARC(t, 0.25)
+	for i, step := range []struct {
+		demand float64
+		want   int
+	}{
+		{2.2, 2},   // below 3-0.75: down to 2
+		{2.6, 2},   // rounds to 3 but within 2+0.75: held
+		{2.8, 3},   // beyond 2+0.75: up to 3
+		{4.4, 4},   // far off: Algorithm 2's rounding
+		{3.3, 4},   // within 4-0.75: held
+		{1.4, 1},   // far below: down by 3
+		{12.4, 12}, // far off again
+	} {
+		if got := shortDemandWindow(t, p, int64(i+1)*1e7, step.demand); got != step.want {
+			t.Fatalf("step %d: demand %v: SHORT has %d workers, want %d", i, step.demand, got, step.want)
+		}
 	}
 }

@@ -123,6 +123,7 @@ func (p *plan) compute(mean, ratio []float64, spill bitset, delta float64, stati
 		p.demand[g] = float64(p.workers) * sum / total
 	}
 
+	// Worker counts: Algorithm 2's rounding, or DARC-static's split.
 	for g := 0; g < p.ngroups; g++ {
 		p.want[g] = roundDemand(p.demand[g])
 		if static >= 0 {
@@ -171,9 +172,9 @@ func (p *plan) place(spill bitset, static bool) {
 	}
 }
 
-// hold applies the update hysteresis: p and cur have the same shape, and a
-// group of p keeps cur's worker count while its demand stays within
-// h + 0.5 workers of that count, instead of the count its demand rounds to.
+// hold applies the update hysteresis (Config.Hysteresis): p and cur have the
+// same shape, and a group of p keeps cur's worker count w while its demand
+// stays within [w-0.5-h, w+0.5+h], instead of the count its demand rounds to.
 // It reports whether some group's count changed; the caller then re-places.
 func (p *plan) hold(cur *plan, h float64) bool {
 	changed := false

@@ -78,13 +78,14 @@ type Config struct {
 	// CPUs pins threads: a CPU list such as "0-14" (first the dispatcher,
 	// then the workers; see dispatcher.Spec.CPUs). Empty: no pinning.
 	CPUs string `yaml:"cpus,omitempty"`
-	// Delta, Spillway, QueueCapacity, MinSamples, DelayFactor: DARC's
+	// Delta, Spillway, QueueCapacity, MinSamples, DelayFactor, Hysteresis: DARC's
 	// parameters (see darc.Config; zero takes darc's default).
 	Delta         float64 `yaml:"delta,omitempty"`
 	Spillway      int     `yaml:"spillway,omitempty"`
 	QueueCapacity int     `yaml:"queue_capacity,omitempty"`
 	MinSamples    int     `yaml:"min_samples,omitempty"`
 	DelayFactor   float64 `yaml:"delay_factor,omitempty"`
+	Hysteresis    float64 `yaml:"hysteresis,omitempty"`
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
@@ -381,6 +382,7 @@ func (c Config) policyConfig(typeNames []string) darc.Config {
 		Spillway:       c.Spillway,
 		MinSamples:     c.MinSamples,
 		DelayFactor:    c.DelayFactor,
+		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,
 	}
 }

@@ -40,6 +40,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: "4096"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window", DefaultText: "50000; 500 with --app emulate"},
 			&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: "1"},
+			&cli.Float64Flag{Name: "hysteresis", Usage: "a re-reservation keeps a group's worker count while its demand stays within count ± (0.5 + this); -1: the paper's plain rounding", DefaultText: "0.25"},
 			&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (default; shares cores) or busy-poll (the paper's; one core per thread)"},
 			&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking", DefaultText: "50µs"},
 			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
@@ -96,6 +97,7 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	num("queue-capacity", &cfg.QueueCapacity)
 	num("min-samples", &cfg.MinSamples)
 	flt("delay-factor", &cfg.DelayFactor)
+	flt("hysteresis", &cfg.Hysteresis)
 	str("idle", &cfg.Idle)
 	if c.IsSet("spin") {
 		cfg.Spin = c.Duration("spin")

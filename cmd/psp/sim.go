@@ -56,6 +56,7 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
+			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (negative: the paper's plain rounding on every update)"},
 			&cli.IntFlag{Name: "queue-capacity", Value: darc.DefaultQueueCapacity, Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped"},
 			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
 			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
@@ -196,6 +197,7 @@ func runSim(c *cli.Context) error {
 				StaticReserved: c.Int("static-reserved"),
 				MinSamples:     c.Int("min-samples"),
 				DelayFactor:    c.Float64("delay-factor"),
+				Hysteresis:     c.Float64("hysteresis"),
 				QueueCapacity:  c.Int("queue-capacity"),
 			},
 			TS: sim.TSConfig{
