@@ -93,4 +93,4 @@ $(OUT)/assemblyscript/%.wasm: $(EX)/assemblyscript/%.ts $(ASDIR)/assembly/index.
 
 $(GO_WASM): $(wildcard $(EX)/go/*.go) $(wildcard sdk/go/*.go) go.mod
 	@mkdir -p $(@D)
-	cd $(EX)/go && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $(abspath $@) .
+	cd $(EX)/go && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -buildvcs=false -o $(abspath $@) .
