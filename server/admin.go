@@ -12,10 +12,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/persephone-go/psp/wasmclass"
 )
 
-// maxClassifierUpload bounds a PUT body.
-const maxClassifierUpload = 16 << 20
+// maxClassifierUpload bounds a PUT body: the largest module the classifier
+// host accepts (the server leaves wasmclass.Options.MaxModuleSize at its
+// default), so a larger upload is refused before it is buffered.
+const maxClassifierUpload = wasmclass.DefaultMaxModuleSize
+
+// Admin HTTP server timeouts. A request (headers and body) must arrive
+// within adminReadTimeout, its answer (including a hot swap's compilation,
+// bounded by swapTimeout) within adminWriteTimeout; idle keep-alive
+// connections are closed after adminIdleTimeout.
+const (
+	adminReadHeaderTimeout = 5 * time.Second
+	adminReadTimeout       = time.Minute
+	swapTimeout            = 30 * time.Second
+	adminWriteTimeout      = adminReadTimeout + swapTimeout
+	adminIdleTimeout       = 2 * time.Minute
+)
 
 // Handler returns the admin HTTP handler:
 //
@@ -62,11 +78,15 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxClassifierUpload))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("read body: %v (limit %d bytes)", err, maxClassifierUpload)})
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("classifier larger than the %d-byte limit", maxClassifierUpload)})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, apiError{fmt.Sprintf("read body: %v", err)})
 		return
 	}
 	name := r.PathValue("name")
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
 	version, err := s.Swap(ctx, name, body)
 	switch {

@@ -173,8 +173,16 @@ func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) { // empty file: all defaults
+			return cfg, nil
+		}
 		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// A second document would be silently ignored: refuse it.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: more than one YAML document (a line \"---\" starts a second one; put everything in one)", ErrConfig)
 	}
 	return cfg, nil
 }
@@ -339,6 +347,12 @@ func (c Config) Validate() error {
 	}
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
+	}
+	if c.App.Name == AppKV && c.Dataplane != DataplaneDPDK && wire.HeaderLen+c.App.KV.ValueSize > c.BufSize {
+		// A GET answers the value in the request's buffer: a longer one
+		// would be cut short.
+		return bad("kv value size = %d does not fit a GET reply in buf_size = %d (header %d bytes): use a value size <= %d or a larger buf_size",
+			c.App.KV.ValueSize, c.BufSize, wire.HeaderLen, c.BufSize-wire.HeaderLen)
 	}
 	if c.Admin.Addr != "off" {
 		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {

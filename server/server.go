@@ -106,7 +106,13 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
 		}
 		s.adminLn = ln
-		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		s.http = &http.Server{
+			Handler:           s.Handler(),
+			ReadHeaderTimeout: adminReadHeaderTimeout,
+			ReadTimeout:       adminReadTimeout,
+			WriteTimeout:      adminWriteTimeout,
+			IdleTimeout:       adminIdleTimeout,
+		}
 	}
 	return s, nil
 }
@@ -181,11 +187,20 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { dispErr <- s.disp.Run(dispCtx) }()
 
 	var err error
-	select {
-	case err = <-dispErr:
-	case err = <-httpErr:
-		cancel()
-		<-dispErr
+	stopping := ctx.Done()
+wait:
+	for {
+		select {
+		case <-stopping:
+			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v)\n", s.cfg.DrainTimeout)
+			stopping = nil
+		case err = <-dispErr:
+			break wait
+		case err = <-httpErr:
+			cancel()
+			<-dispErr
+			break wait
+		}
 	}
 	st := s.disp.Stats()
 	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)
@@ -221,7 +236,10 @@ func (s *Server) Close() error {
 		}
 		cancel()
 		s.http = nil
-	} else if s.adminLn != nil {
+	}
+	if s.adminLn != nil {
+		// Shutdown closes only the listeners Serve is using: without Run
+		// the listener would stay open. Closing it twice is harmless.
 		s.adminLn.Close()
 	}
 	if s.dp != nil {

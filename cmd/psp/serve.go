@@ -21,7 +21,8 @@ func serveCommand() *cli.Command {
 		Description: "psp serve runs the live server: a net worker and dispatcher loop feeding\n" +
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
 			"errors) and are overridden by flags. SIGINT/SIGTERM stop it gracefully: queued\n" +
-			"requests are answered before it exits. --print-config shows the effective config.\n\n" +
+			"requests are answered before it exits; a second signal quits at once.\n" +
+			"--print-config shows the effective config.\n\n" +
 			"Example (emulated High Bimodal server on loopback, DARC after 500 samples):\n" +
 			"  psp serve --app emulate --dilation 1000 --policy darc --workers 14 --min-samples 500",
 		Flags: []cli.Flag{
@@ -141,6 +142,13 @@ func runServe(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal starts the graceful shutdown; restore the
+		// default action so that a second one ends the process at once
+		// instead of being swallowed while the drain runs.
+		<-ctx.Done()
+		stop()
+	}()
 	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wire"
+)
+
+// TestServeSecondSignalQuits runs psp serve in a child process (this test
+// binary, re-executed), gives it a request that takes 10s, sends SIGINT
+// (graceful shutdown: the drain waits for that request) and then a second
+// SIGINT, which must end the process at once (killed by the signal) instead
+// of being swallowed until the drain ends.
+func TestServeSecondSignalQuits(t *testing.T) {
+	if os.Getenv("PSP_TEST_SERVE_CHILD") == "1" {
+		app := newApp()
+		err := app.Run([]string{"psp", "serve", "--listen", os.Getenv("PSP_TEST_LISTEN"), "--admin", os.Getenv("PSP_TEST_ADMIN"),
+			"--workers", "1", "--policy", "cfcfs", "--app", "emulate", "--dilation", "1000", "--drain-timeout", "1m"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := udpLn.LocalAddr().String()
+	udpLn.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSecondSignalQuits$")
+	cmd.Env = append(os.Environ(), "PSP_TEST_SERVE_CHILD=1", "PSP_TEST_LISTEN="+listen, "PSP_TEST_ADMIN="+admin)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	reaped := false
+	defer func() {
+		if !reaped {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	status := func() (server.Status, bool) {
+		body, err := fetchStatus(admin, time.Second)
+		if err != nil {
+			return server.Status{}, false
+		}
+		var st server.Status
+		return st, json.Unmarshal(body, &st) == nil
+	}
+	waitFor := func(what string, ok func(server.Status) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if st, got := status(); got && ok(st) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("server never %s", what)
+	}
+	waitFor("started", func(server.Status) bool { return true })
+
+	// 10ms of service at dilation 1000: the worker is busy for 10s.
+	conn, err := net.Dial("udp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := make([]byte, wire.HeaderLen)
+	wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 10_000_000}.Encode(req)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("ran the request", func(st server.Status) bool { return st.Busy == 1 })
+
+	cmd.Process.Signal(os.Interrupt)
+	waitFor("started draining", func(st server.Status) bool { return st.Draining })
+	cmd.Process.Signal(os.Interrupt)
+
+	select {
+	case err := <-exited:
+		reaped = true
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+			t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit after a second SIGINT")
+	}
+}
