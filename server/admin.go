@@ -70,8 +70,9 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) != 1 {
+	// The auth scheme is case-insensitive (RFC 9110, section 11.1).
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
 		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token"})
 		return

@@ -186,8 +186,14 @@ func TestSwapNeedsTokenAndWasm(t *testing.T) {
 	if got := put("Bearer wrong"); got != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d, want 401", got)
 	}
+	if got := put("Basic s3cret"); got != http.StatusUnauthorized {
+		t.Errorf("other scheme: %d, want 401", got)
+	}
 	if got := put("Bearer s3cret"); got != http.StatusConflict {
 		t.Errorf("native classifier: %d, want 409", got)
+	}
+	if got := put("bearer s3cret"); got != http.StatusConflict {
+		t.Errorf("lower-case scheme: %d, want 409 (schemes are case-insensitive)", got)
 	}
 }
 
