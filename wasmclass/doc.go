@@ -15,12 +15,22 @@
 // wazero.RuntimeConfig.WithCloseOnContextDone, which costs about a
 // microsecond per call. Instead every module is rewritten at load time
 // (internal/fuel): a mutable global is decremented on every branch back to
-// a loop and at the entry of every function that calls others, and the
-// guest traps when it runs out; each export is
-// wrapped so that a call from the host starts with Options.Fuel units
-// (shared by a whole batch) while calls inside the module do not refill it.
-// An infinite loop or runaway recursion therefore traps after a bounded
-// amount of work and the process never stalls.
+// a loop, at the entry of every function that calls others or is longer
+// than a few dozen bytes, before every bulk memory or table instruction
+// and before every call to a WASI function whose work grows with an
+// argument; the guest traps when it runs out. Charges grow with what they
+// pay for: the code an iteration or a call can run (a call to a short
+// function that is not metered itself counts as its code), the length a
+// bulk instruction handles, the bytes or buffers a WASI call handles. Each
+// export is wrapped so that a call from the host starts with Options.Fuel
+// units (shared by a whole batch) while calls inside the module do not
+// refill it. An infinite loop or runaway recursion therefore traps after a
+// bounded amount of work (measured: about 1 ms for the default budget, a
+// few ms for the worst hostile patterns in the tests) and the process never
+// stalls. Load also refuses what would cost host memory out of proportion
+// to the module: functions declaring more than fuel.MaxLocals locals and
+// tables of more than MaxTableElements elements (a table without a
+// maximum gets one, so table.grow fails past it).
 //
 // # Faults
 //
@@ -60,4 +70,37 @@
 // guest grows its memory) and the guest is called through
 // api.Function.CallWithStack with a reused stack, once per batch of up to
 // MaxBatch packets.
+//
+// # Limits
+//
+// What the sandbox does not bound, or bounds loosely:
+//
+//   - Initialisation runs on the hot path after a trap. The start function
+//     and _initialize get Options.InitFuel (default 100 times Options.Fuel)
+//     and run for every instance, including the re-creation that follows a
+//     trap, which happens inside the next ClassifyBatch. A module whose
+//     initialisation burns most of that budget and whose calls then trap
+//     costs one initialisation (measured: 80 ms for an infinite loop with the
+//     default 10^8 units) per circuit-breaker retry; the breaker's backoff
+//     bounds how often. Lower InitFuel for classifiers that need no runtime
+//     start-up (everything but Go's wasip1).
+//   - Fuel is an upper bound on work, not a measure: a unit stands for up
+//     to CodeBytesPerUnit bytes of code (or BulkBytesPerUnit bytes of a bulk
+//     instruction), so the time a budget buys depends on the code, from
+//     about 1 ms (a tight loop) to a few ms (the test fixtures' worst cases:
+//     long loop bodies, short leaf calls, bulk memory, random_get).
+//   - Runaway recursion in a function that calls nothing but itself through
+//     return_call is impossible only because wazero's default features
+//     exclude tail calls (such modules fail to compile); the walker already
+//     treats return_call and return_call_indirect as calls.
+//   - Deep recursion within the budget uses host stack: wazero's stack
+//     overflow trap bounds it (observed: ~160 ms and up to ~80 MiB for the
+//     first overflow of an instance, released when the instance is
+//     re-created).
+//   - WASI functions other than random_get, fd_read, fd_write, fd_pread,
+//     fd_pwrite and poll_oneoff are charged nothing beyond the call: they do
+//     a bounded amount of work because the host provides no files, no
+//     arguments, no environment, a discarding stdout and stderr, an empty
+//     stdin and a sleep that returns at once. Giving WASI more (files, a
+//     real clock or sleep) needs new charges.
 package wasmclass

@@ -18,7 +18,7 @@ var (
 	// wasi_snapshot_preview1 functions.
 	ErrForbiddenImport = errors.New("forbidden import")
 	// ErrMemoryLimit: the module's memory declaration exceeds
-	// Options.MemoryLimitPages.
+	// Options.MemoryLimitPages, or its tables exceed MaxTableElements.
 	ErrMemoryLimit = errors.New("memory over limit")
 	// ErrClosed: the module or host was closed.
 	ErrClosed = errors.New("closed")

@@ -1,8 +1,13 @@
 package wasmclass
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/wasmclass/internal/fuel"
 )
 
 func TestHostileLoopRunsOutOfFuel(t *testing.T) {
@@ -146,5 +151,168 @@ func TestMemoryBombIsCapped(t *testing.T) {
 		if v != 1 {
 			t.Fatalf("out[%d] = %d, want 1", k, v)
 		}
+	}
+}
+
+// callExport calls an extra export of i's guest directly and reports
+// whether it ran out of fuel (trapped with the tank below zero).
+func callExport(t *testing.T, i *Instance, name string) (outOfFuel bool) {
+	t.Helper()
+	if !i.ready(1) {
+		t.Fatal("instance not ready")
+	}
+	_, err := i.mod.ExportedFunction(name).Call(context.Background())
+	if err == nil {
+		return false
+	}
+	return int64(i.tank.Get()) < 0
+}
+
+func TestHostileBulkMemoryIsMetered(t *testing.T) {
+	// 1000 loop iterations per call fit a budget of 10,000 units; the 64
+	// MiB each call writes must not.
+	m := load(t, "bulkbomb", Options{Fuel: 10_000, BreakerThreshold: 100})
+	i := instance(t, m)
+	if !callExport(t, i, "table_fill") {
+		t.Error("table.fill of 65536 elements 1000 times did not run out of fuel")
+	}
+	if got := i.Classify([]byte("x")); got != 0 {
+		t.Errorf("memory.fill: Classify = %d, want 0", got)
+	}
+	out := []uint32{7, 7}
+	i.ClassifyBatch(payloads(2, 2), out)
+	if out[0] != 0 || out[1] != 0 {
+		t.Errorf("memory.copy: out = %v, want UNKNOWN", out)
+	}
+	if f := i.Faults(); f.Fuel != 3 || f.Trap != 0 {
+		t.Errorf("faults = %+v, want 3 fuel", f)
+	}
+	if st := m.Info().Fuel; st.BulkOps != 3 {
+		t.Errorf("fuel stats = %+v, want 3 bulk instructions metered", st)
+	}
+}
+
+func TestHostileLongLoopBodies(t *testing.T) {
+	// 200 iterations of 700 bytes of code (in the loop, or in a leaf called
+	// from it) fit a budget of 1000 units only if each costs one unit.
+	i := instance(t, load(t, "bigbody", Options{Fuel: 1000, BreakerThreshold: 100}))
+	if got := i.Classify([]byte("x")); got != 0 {
+		t.Errorf("long loop body: Classify = %d, want 0", got)
+	}
+	out := []uint32{7}
+	i.ClassifyBatch(payloads(1, 2), out)
+	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
+		t.Errorf("faults = %+v, out = %v; want 2 fuel faults, UNKNOWN", f, out)
+	}
+	if !callExport(t, i, "small_leaves") {
+		t.Error("small_leaves: 4000 calls to a short leaf did not run out of fuel")
+	}
+	// With enough fuel the same work completes: the charge is bounded.
+	i = instance(t, load(t, "bigbody", Options{Fuel: 20_000}))
+	if got := i.Classify([]byte("x")); got != 1 || i.Faults().Total() != 0 {
+		t.Errorf("budget 20000: Classify = %d, faults %+v; want 1, none", got, i.Faults())
+	}
+}
+
+func TestHostileTables(t *testing.T) {
+	i := instance(t, load(t, "tablebomb", Options{}))
+	if got := i.Classify([]byte("x")); got != 1 {
+		t.Errorf("Classify = %d, want 1 (table.grow by 2^21 elements must fail)", got)
+	}
+	_, err := Load(context.Background(), fixture(t, "bigtable"), Options{})
+	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "limit is 1048576") {
+		t.Errorf("table of 2^24 elements: err = %v, want ErrMemoryLimit", err)
+	}
+}
+
+func TestHostileControlFlow(t *testing.T) {
+	opts := Options{Fuel: 10_000, BreakerThreshold: 100}
+	m := load(t, "escapes", opts)
+	i := instance(t, m)
+	if got := i.Classify([]byte("x")); got != 0 {
+		t.Errorf("call_indirect recursion: Classify = %d, want 0", got)
+	}
+	out := []uint32{7}
+	i.ClassifyBatch(payloads(1, 2), out)
+	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
+		t.Errorf("faults = %+v, out = %v; want 2 fuel faults (recursion, br_table loop), UNKNOWN", f, out)
+	}
+	for _, name := range []string{"mutual", "nested"} {
+		if !callExport(t, instance(t, m), name) {
+			t.Errorf("%s: did not run out of fuel", name)
+		}
+	}
+}
+
+func TestHostileInitialisation(t *testing.T) {
+	for _, name := range []string{"startloop", "initloop"} {
+		start := time.Now()
+		_, err := Load(context.Background(), fixture(t, name), Options{Fuel: 1000})
+		t.Logf("%s: Load failed after %v: %v", name, time.Since(start), err)
+		if err == nil || !strings.Contains(err.Error(), "unreachable") {
+			t.Errorf("%s: err = %v, want a fuel trap (unreachable)", name, err)
+		}
+	}
+}
+
+func TestHostileLocals(t *testing.T) {
+	// A function declaring 2^32-1 locals in 5 bytes: without a check the
+	// decoder expands them into a 4 GiB slice.
+	bin := []byte{0, 'a', 's', 'm', 1, 0, 0, 0,
+		1, 4, 1, 0x60, 0, 0, // type section: () -> ()
+		3, 2, 1, 0, // function section: one function of type 0
+		10, 10, 1, 8, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x7f, 0x0b} // code: (local 4294967295 i32)
+	_, err := Load(context.Background(), bin, Options{})
+	if !errors.Is(err, ErrInvalidModule) || !errors.Is(err, fuel.ErrTooManyLocals) {
+		t.Errorf("err = %v, want ErrInvalidModule wrapping fuel.ErrTooManyLocals", err)
+	}
+}
+
+func TestHostileWASICalls(t *testing.T) {
+	// 1000 loop iterations per call fit a budget of 10,000 units; the work
+	// the WASI calls do for their arguments must not.
+	m := load(t, "wasibomb", Options{Fuel: 10_000, BreakerThreshold: 100})
+	if st := m.Info().Fuel; st.ImportCalls != 3 {
+		t.Errorf("fuel stats = %+v, want 3 WASI calls metered", st)
+	}
+	i := instance(t, m)
+	if !callExport(t, i, "poll") {
+		t.Error("poll_oneoff with 1000 subscriptions 1000 times did not run out of fuel")
+	}
+	if got := i.Classify([]byte("x")); got != 0 {
+		t.Errorf("random_get: Classify = %d, want 0", got)
+	}
+	out := []uint32{7}
+	i.ClassifyBatch(payloads(1, 2), out)
+	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
+		t.Errorf("fd_write: faults = %+v, out = %v; want 2 fuel faults, UNKNOWN", f, out)
+	}
+	// With enough fuel the calls complete and the arguments reach WASI
+	// intact (the charge saves and restores them).
+	i = instance(t, load(t, "wasibomb", Options{Fuel: 20_000_000}))
+	if got := i.Classify([]byte("x")); got != 1 || i.Faults().Total() != 0 {
+		t.Fatalf("budget 2e7: Classify = %d, faults %+v; want 1, none", got, i.Faults())
+	}
+	if v, ok := i.mem.ReadUint64Le(65536 + 1000); !ok || v == 0 {
+		t.Errorf("random_get wrote nothing at 66536: %x, %v", v, ok)
+	}
+}
+
+func TestMeteredImportReferenceRefused(t *testing.T) {
+	// A table holding random_get would let call_indirect skip its charge.
+	_, err := Load(context.Background(), fixture(t, "wasiref"), Options{})
+	if !errors.Is(err, ErrInvalidModule) || !strings.Contains(err.Error(), "may only be called directly") {
+		t.Errorf("err = %v, want ErrInvalidModule for an indirect reference to a metered import", err)
+	}
+}
+
+func TestHostileMemoryDeclarations(t *testing.T) {
+	_, err := Load(context.Background(), fixture(t, "datapast"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "out of bounds") {
+		t.Errorf("data segment past the memory: err = %v, want an out of bounds failure", err)
+	}
+	_, err = Load(context.Background(), fixture(t, "bigmin"), Options{})
+	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "minimum of 65 pages, limit is 64") {
+		t.Errorf("minimum over the limit: err = %v, want ErrMemoryLimit", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wabin/wasm"
 	"github.com/tetratelabs/wazero"
@@ -53,8 +55,10 @@ type Info struct {
 // FuelStats describes the fuel instrumentation of a module.
 type FuelStats struct {
 	Budget, InitBudget uint64
-	Functions          int // functions metered at entry (those that call others)
+	Functions          int // functions metered at entry (those that call others or are long)
 	BackEdges          int // branches back to a loop header metered
+	BulkOps            int // bulk memory and table instructions metered by length
+	ImportCalls        int // calls to WASI functions metered by an argument
 	Wrapped            int // entry points wrapped to refill the budget
 	CodeBytesBefore    int
 	CodeBytesAfter     int
@@ -82,7 +86,7 @@ func Load(ctx context.Context, bin []byte, opts Options) (*Module, error) {
 	}
 	dec, err := fuel.Decode(bin)
 	if err != nil {
-		return nil, fmt.Errorf("wasmclass: decode: %v: %w", err, ErrInvalidModule)
+		return nil, fmt.Errorf("wasmclass: decode: %w: %w", err, ErrInvalidModule)
 	}
 	var info Info
 	if err := checkStatic(dec, opts, &info); err != nil {
@@ -94,13 +98,14 @@ func Load(ctx context.Context, bin []byte, opts Options) (*Module, error) {
 	if !opts.noFuel {
 		st, err := fuel.Instrument(dec, fuel.Config{
 			Budget: opts.Fuel, InitBudget: opts.InitFuel, InitExports: []string{exportInitialize},
+			ImportCosts: wasiCosts,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("wasmclass: fuel instrumentation: %v: %w", err, ErrInvalidModule)
 		}
 		info.Fuel = FuelStats{
 			Budget: opts.Fuel, InitBudget: opts.InitFuel,
-			Functions: st.Functions, BackEdges: st.BackEdges, Wrapped: st.Exports,
+			Functions: st.Functions, BackEdges: st.BackEdges, BulkOps: st.BulkOps, ImportCalls: st.ImportCalls, Wrapped: st.Exports,
 			CodeBytesBefore: st.SizeBefore, CodeBytesAfter: st.SizeAfter,
 		}
 		instrumented = fuel.Encode(dec)
@@ -283,6 +288,20 @@ func formatType(ft *wasm.FunctionType) string {
 	return "(" + strings.Join(ps, ",") + ")->" + res
 }
 
+// wasiCosts meters the WASI functions whose work grows with an argument:
+// the bytes random_get fills, the buffers (iovecs) the fd_ functions walk,
+// the subscriptions poll_oneoff handles. Other WASI functions do a bounded
+// amount of work per call: the host gives no files, no arguments and no
+// environment, and sleeping returns at once.
+var wasiCosts = map[string]fuel.ImportCost{
+	wasiModule + ".random_get":  {Param: 1, Shift: 2}, // slower than memory.fill: 4 bytes a unit
+	wasiModule + ".fd_write":    {Param: 2},
+	wasiModule + ".fd_read":     {Param: 2},
+	wasiModule + ".fd_pwrite":   {Param: 2},
+	wasiModule + ".fd_pread":    {Param: 2},
+	wasiModule + ".poll_oneoff": {Param: 2},
+}
+
 // required lists the exported functions of ABI v1 and their signatures.
 var required = []struct {
 	name string
@@ -319,6 +338,9 @@ func checkStatic(m *wasm.Module, opts Options, info *Info) error {
 			mem.Max, opts.MemoryLimitPages, ErrMemoryLimit)
 	}
 	info.MemoryPages = mem.Min
+	if err := capTables(m); err != nil {
+		return err
+	}
 
 	exports := map[string]*wasm.Export{}
 	for _, e := range m.ExportSection {
@@ -366,6 +388,40 @@ func checkStatic(m *wasm.Module, opts Options, info *Info) error {
 			return err
 		}
 		info.Initialize = true
+	}
+	return nil
+}
+
+// MaxTableElements caps the elements of a module's tables, all tables
+// together: each element takes 8 bytes of host memory per instance, and
+// table.grow is otherwise limited only by the 32-bit index space.
+const MaxTableElements = 1 << 20
+
+// capTables refuses tables whose declared sizes exceed MaxTableElements and
+// gives each table without a declared maximum the room left, so that
+// table.grow fails (returns -1) past the cap.
+func capTables(m *wasm.Module) error {
+	var declared uint64
+	for i, t := range m.TableSection {
+		size := uint64(t.Min)
+		if t.Max != nil {
+			size = uint64(*t.Max)
+		}
+		if size < uint64(t.Min) {
+			size = uint64(t.Min)
+		}
+		declared += size
+		if declared > MaxTableElements {
+			return fmt.Errorf("wasmclass: table %d: tables declare %d elements or more, limit is %d: %w (declare smaller tables, with a maximum)",
+				i, declared, MaxTableElements, ErrMemoryLimit)
+		}
+	}
+	for _, t := range m.TableSection {
+		if t.Max == nil {
+			room := uint32(MaxTableElements - declared + uint64(t.Min))
+			t.Max = &room
+			declared += uint64(room - t.Min)
+		}
 	}
 	return nil
 }
@@ -495,6 +551,11 @@ func parseTypeNames(b []byte, n int) ([]string, error) {
 			return nil, fmt.Errorf("wasmclass: %d type names for %d types: %w", len(lines), n, ErrBadABI)
 		}
 		copy(names, lines)
+	}
+	for i, s := range names {
+		if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+			return nil, fmt.Errorf("wasmclass: type name %d (%q) is not UTF-8 text without control characters: %w", i, s, ErrBadABI)
+		}
 	}
 	for i, s := range names {
 		if s == "" {

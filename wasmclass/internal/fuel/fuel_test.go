@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetratelabs/wabin/wasm"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -80,13 +81,14 @@ func TestInfiniteLoopTraps(t *testing.T) {
 	if got := mod.ExportedGlobal(GlobalExport).Get(); got != 1000 {
 		t.Errorf("tank = %d after a call to a leaf, want 1000 (refilled, unmetered)", got)
 	}
-	// The batch calls $one (metered entry) from a loop; for n = 0 the loop
-	// exits before branching back: one unit.
+	// The batch calls $one from a loop; for n = 0 the loop exits before
+	// branching back: only the batch's entry is charged, 1 + its 38 body
+	// bytes / CodeBytesPerUnit = 2 units.
 	if _, err := mod.ExportedFunction("psp_classify_batch").Call(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := mod.ExportedGlobal(GlobalExport).Get(); got != 999 {
-		t.Errorf("tank = %d after psp_classify_batch(0), want 999", got)
+	if got := mod.ExportedGlobal(GlobalExport).Get(); got != 998 {
+		t.Errorf("tank = %d after psp_classify_batch(0), want 998", got)
 	}
 }
 
@@ -183,6 +185,8 @@ func TestSameResults(t *testing.T) {
 func TestWalker(t *testing.T) {
 	noTypes := limits{funcs: 1, globals: 1, typeParams: func(uint32) (int, error) { return 0, errors.New("no types") }}
 	oneParam := limits{funcs: 1, globals: 1, typeParams: func(uint32) (int, error) { return 1, nil }}
+	leaf30 := noTypes
+	leaf30.callWeight = func(uint32) int { return 30 }
 	for _, tc := range []struct {
 		name   string
 		body   []byte
@@ -193,24 +197,47 @@ func TestWalker(t *testing.T) {
 	}{
 		// i32.const 3 (a 0x03 immediate, not a loop), drop, loop br 0 end, end.
 		{"br", []byte{0x41, 0x03, 0x1a, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b}, noTypes,
-			[]edit{{kind: editCheck, at: 5}}, false, ""},
+			[]edit{{kind: editCheck, at: 5, cost: 1}}, false, ""},
 		// loop i32.const 1 br_if 0 end end
 		{"br_if", []byte{0x03, 0x40, 0x41, 0x01, 0x0d, 0x00, 0x0b, 0x0b}, noTypes,
-			[]edit{{kind: editBrIf, at: 4, end: 6, label: 0}}, false, ""},
+			[]edit{{kind: editBrIf, at: 4, end: 6, label: 0, cost: 1}}, false, ""},
 		// block loop br_if 1 (to the block: no edit) end end end
 		{"br_if out", []byte{0x02, 0x40, 0x03, 0x40, 0x41, 0x01, 0x0d, 0x01, 0x0b, 0x0b, 0x0b}, noTypes,
 			nil, false, ""},
 		// loop (type 0 with a parameter) br_if 0: charged before the br_if.
 		{"br_if params", []byte{0x41, 0x00, 0x03, 0x00, 0x41, 0x01, 0x0d, 0x00, 0x0b, 0x0b}, oneParam,
-			[]edit{{kind: editCheck, at: 6}}, false, ""},
+			[]edit{{kind: editCheck, at: 6, cost: 1}}, false, ""},
 		// loop block br_table [0 1] 0 end end end: one target is the loop.
 		{"br_table", []byte{0x03, 0x40, 0x02, 0x40, 0x41, 0x00, 0x0e, 0x02, 0x00, 0x01, 0x00, 0x0b, 0x0b, 0x0b}, noTypes,
-			[]edit{{kind: editCheck, at: 6}}, false, ""},
+			[]edit{{kind: editCheck, at: 6, cost: 1}}, false, ""},
+		// loop, 40 bytes of nop, br 0: the back edge costs 1 + 42/32.
+		{"long loop", append(append([]byte{0x03, 0x40}, bytes.Repeat([]byte{0x01}, 40)...), 0x0c, 0x00, 0x0b, 0x0b), noTypes,
+			[]edit{{kind: editCheck, at: 42, cost: 2}}, false, ""},
+		// block loop (35 nops) br_table [1 0] 0: the dearest target is the loop.
+		{"br_table cost", append(append([]byte{0x02, 0x40, 0x03, 0x40}, bytes.Repeat([]byte{0x01}, 35)...),
+			0x41, 0x00, 0x0e, 0x01, 0x01, 0x00, 0x0b, 0x0b, 0x0b), noTypes,
+			[]edit{{kind: editCheck, at: 41, cost: 2}}, false, ""},
+		// i32.const 0 ×3, memory.fill 0; memory.copy 0 0; table.grow 0: all
+		// metered by length; data.drop 0 is not.
+		{"bulk", []byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x0b, 0x00,
+			0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x0a, 0x00, 0x00,
+			0xd0, 0x70, 0x41, 0x00, 0xfc, 0x0f, 0x00, 0x1a, 0xfc, 0x09, 0x00, 0x0b}, noTypes,
+			[]edit{{kind: editBulk, at: 6}, {kind: editBulk, at: 15}, {kind: editBulk, at: 23}}, false, ""},
+		// loop call 0 call 0 br 0: each call counts as the callee's 30
+		// bytes (not metered at its entry): 1 + (6+60)/32.
+		{"call weight", []byte{0x03, 0x40, 0x10, 0x00, 0x10, 0x00, 0x0c, 0x00, 0x0b, 0x0b}, leaf30,
+			[]edit{{kind: editCheck, at: 6, cost: 3}}, true, ""},
+		// loop i32.const 0 call_indirect 0 0 br 0: counts as 32 bytes more.
+		{"call_indirect weight", []byte{0x03, 0x40, 0x41, 0x00, 0x11, 0x00, 0x00, 0x0c, 0x00, 0x0b, 0x0b}, noTypes,
+			[]edit{{kind: editCheck, at: 7, cost: 2}}, true, ""},
+		// return_call 0 and return_call_indirect 0 0 are calls.
+		{"return_call", []byte{0x12, 0x00, 0x0b}, noTypes, nil, true, ""},
+		{"return_call_indirect", []byte{0x41, 0x00, 0x13, 0x00, 0x00, 0x0b}, noTypes, nil, true, ""},
 		// i32.const 0x10 (not a call), drop, call 0, end.
 		{"call", []byte{0x41, 0x10, 0x1a, 0x10, 0x00, 0x0b}, noTypes, nil, true, ""},
 		// v128.const with 0x03 bytes, drop, loop br 0 end, end.
 		{"simd", append(append([]byte{0xfd, 0x0c}, bytes.Repeat([]byte{0x03}, 16)...), 0x1a, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b), noTypes,
-			[]edit{{kind: editCheck, at: 21}}, false, ""},
+			[]edit{{kind: editCheck, at: 21, cost: 1}}, false, ""},
 		{"unknown opcode", []byte{0xff, 0x0b}, noTypes, nil, false, "unknown opcode"},
 		{"truncated", []byte{0x41}, noTypes, nil, false, "truncated"},
 		{"bad depth", []byte{0x0c, 0x05, 0x0b}, noTypes, nil, false, "outside the 1 enclosing blocks"},
@@ -223,7 +250,7 @@ func TestWalker(t *testing.T) {
 		{"global ok", []byte{0x23, 0x00, 0x1a, 0x0b}, noTypes, nil, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			edits, calls, err := walk(tc.body, tc.types)
+			edits, calls, _, err := walk(tc.body, tc.types)
 			if tc.errMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errMsg) {
 					t.Fatalf("err = %v, want %q", err, tc.errMsg)
@@ -251,5 +278,37 @@ func TestReservedExport(t *testing.T) {
 	}
 	if _, err := Instrument(m, Config{}); !errors.Is(err, ErrZeroBudget) {
 		t.Errorf("err = %v, want ErrZeroBudget", err)
+	}
+}
+
+func TestRefsToInstrumentationRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(m *wasm.Module)
+		want   string
+	}{
+		// Index len(globals) is the tank once instrumented.
+		{"export tank", func(m *wasm.Module) {
+			m.ExportSection = append(m.ExportSection, &wasm.Export{Type: wasm.ExternTypeGlobal, Name: "t", Index: uint32(len(m.GlobalSection))})
+		}, "global index"},
+		// Index len(functions) is the first wrapper once instrumented.
+		{"export wrapper", func(m *wasm.Module) {
+			m.ExportSection = append(m.ExportSection, &wasm.Export{Type: wasm.ExternTypeFunc, Name: "w", Index: uint32(len(m.FunctionSection))})
+		}, "func index"},
+		{"start wrapper", func(m *wasm.Module) {
+			fn := uint32(len(m.FunctionSection))
+			m.StartSection = &fn
+		}, "start function index"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Decode(readFixture(t, "good"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(m)
+			if _, err := Instrument(m, Config{Budget: 10}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

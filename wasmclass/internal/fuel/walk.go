@@ -118,6 +118,29 @@ const (
 	// `if  <check>  br L+1  end`: the check runs only when the branch is
 	// taken.
 	editBrIf
+	// editBulk inserts, before a bulk memory or table instruction whose
+	// last operand is an i32 length (memory.fill, memory.copy,
+	// memory.init, table.fill, table.copy, table.init, table.grow), a check
+	// that charges 1 + length/BulkBytesPerUnit.
+	editBulk
+	// editImportCall inserts, before a call to a metered import, a check
+	// that charges by one of its arguments (Config.ImportCosts).
+	editImportCall
+)
+
+// Costs. A unit of fuel stands for a few nanoseconds of work: one loop
+// iteration or function entry over up to CodeBytesPerUnit bytes of code, or
+// BulkBytesPerUnit bytes (or table elements) handled by a bulk instruction.
+const (
+	// CodeBytesPerUnit: a back edge costs 1 + (its distance in bytes from
+	// the loop header)/CodeBytesPerUnit, a metered function entry 1 +
+	// (body bytes + locals)/CodeBytesPerUnit. Functions that call nothing
+	// and are at most this long are not metered at entry.
+	CodeBytesPerUnit = 32
+	// bulkShift is log2(BulkBytesPerUnit).
+	bulkShift = 4
+	// BulkBytesPerUnit is the length a bulk instruction handles per unit.
+	BulkBytesPerUnit = 1 << bulkShift
 )
 
 // edit is one change walk asks for, in body order.
@@ -125,6 +148,8 @@ type edit struct {
 	kind    editKind
 	at, end int
 	label   uint32 // editBrIf: the br_if's label
+	cost    int64  // editCheck, editBrIf: units charged
+	fn      uint32 // editImportCall: the imported function
 }
 
 // limits are the index spaces of the module before instrumentation. The
@@ -134,12 +159,29 @@ type edit struct {
 type limits struct {
 	funcs, globals uint32
 	typeParams     func(typeIndex uint32) (int, error) // parameter count of a type (block types)
+	// callWeight is the code a direct call to fn may run without charging
+	// fuel itself (the size of a function not metered at entry), counted
+	// as if it were part of the caller's code. Nil means 0.
+	callWeight func(fn uint32) int
+	// meteredImport reports whether calls to fn are metered by an
+	// argument (Config.ImportCosts). Nil means none.
+	meteredImport func(fn uint32) bool
 }
 
 // label is an entry of the control stack.
 type label struct {
 	loop   bool
 	params bool // a loop whose block type takes parameters
+	start  int  // weighted offset of the block's opcode
+}
+
+// backEdgeCost is the charge of a branch at offset at back to a loop
+// starting at offset start: each instruction an iteration runs outside
+// inner loops' further iterations and metered calls lies between the two.
+// Offsets are weighted: a call to a function not metered at entry counts
+// as that function's code (see limits.callWeight).
+func backEdgeCost(start, at int) int64 {
+	return 1 + int64(at-start)/CodeBytesPerUnit
 }
 
 // walk finds where body must be metered: every branch back to a loop
@@ -151,8 +193,11 @@ type label struct {
 // bytes inside immediates are never mistaken for opcodes, and fails on an
 // opcode it does not know: the host then refuses the module rather than
 // leaving a loop unmetered.
-func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
+//
+// size is the body's length weighted like offsets (see backEdgeCost).
+func walk(body []byte, lim limits) (edits []edit, calls bool, size int, err error) {
 	r := &reader{b: body}
+	extra := 0           // weight of the calls seen so far (offsets + extra are weighted)
 	stack := []label{{}} // the function body is a block
 	target := func(l uint64) (label, error) {
 		if l >= uint64(len(stack)) {
@@ -168,13 +213,14 @@ func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 		case opBlock, opLoop, opIf:
 			bt, err := r.sleb()
 			if err != nil {
-				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+				return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
 			}
 			lbl.loop = op == opLoop
+			lbl.start = at + extra
 			if bt >= 0 { // a type index; negative values are 0x40 or a value type
 				n, err := lim.typeParams(uint32(bt))
 				if err != nil {
-					return nil, false, fmt.Errorf("block type at offset %d: %w", at, err)
+					return nil, false, 0, fmt.Errorf("block type at offset %d: %w", at, err)
 				}
 				lbl.params = n > 0
 			}
@@ -182,7 +228,7 @@ func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 			continue
 		case opEnd:
 			if len(stack) == 0 {
-				return nil, false, fmt.Errorf("unbalanced end at offset %d", at)
+				return nil, false, 0, fmt.Errorf("unbalanced end at offset %d", at)
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -192,31 +238,32 @@ func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 				lbl, err = target(l)
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+				return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
 			}
 			switch {
 			case !lbl.loop:
 			case op == opBrIf && !lbl.params:
-				edits = append(edits, edit{kind: editBrIf, at: at, end: r.pos, label: uint32(l)})
+				edits = append(edits, edit{kind: editBrIf, at: at, end: r.pos, label: uint32(l), cost: backEdgeCost(lbl.start, at+extra)})
 			default: // br, or br_if to a loop with parameters: charge every execution
-				edits = append(edits, edit{kind: editCheck, at: at})
+				edits = append(edits, edit{kind: editCheck, at: at, cost: backEdgeCost(lbl.start, at+extra)})
 			}
 			continue
 		case opBrTable:
 			n, err := r.leb()
-			loop := false
+			var cost int64 // the dearest loop target; 0: no loop target
 			for i := uint64(0); err == nil && i <= n; i++ {
 				var l uint64
 				if l, err = r.leb(); err == nil {
-					lbl, err = target(l)
-					loop = loop || lbl.loop
+					if lbl, err = target(l); err == nil && lbl.loop {
+						cost = max(cost, backEdgeCost(lbl.start, at+extra))
+					}
 				}
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("br_table at offset %d: %w", at, err)
+				return nil, false, 0, fmt.Errorf("br_table at offset %d: %w", at, err)
 			}
-			if loop {
-				edits = append(edits, edit{kind: editCheck, at: at})
+			if cost > 0 {
+				edits = append(edits, edit{kind: editCheck, at: at, cost: cost})
 			}
 			continue
 		case opCall, opReturnCall, opRefFunc:
@@ -226,7 +273,16 @@ func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 				err = fmt.Errorf("function index %d out of range (%d functions)", fn, lim.funcs)
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+				return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			if op != opRefFunc && lim.callWeight != nil {
+				extra += lim.callWeight(uint32(fn))
+			}
+			if lim.meteredImport != nil && lim.meteredImport(uint32(fn)) {
+				if op == opRefFunc {
+					return nil, false, 0, fmt.Errorf("ref.func at offset %d: metered import %d may only be called directly", at, fn)
+				}
+				edits = append(edits, edit{kind: editImportCall, at: at, fn: uint32(fn)})
 			}
 			continue
 		case opGlobalGet, opGlobalSet:
@@ -235,20 +291,32 @@ func walk(body []byte, lim limits) (edits []edit, calls bool, err error) {
 				err = fmt.Errorf("global index %d out of range (%d globals)", g, lim.globals)
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+				return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
 			}
 			continue
 		case opCallIndirect, opReturnCallIndirect:
 			calls = true
+			extra += CodeBytesPerUnit // the largest function not metered at entry
+		case opPrefix:
+			save := r.pos
+			sub, err := r.leb()
+			if err != nil {
+				return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			}
+			r.pos = save
+			switch sub {
+			case 8, 10, 11, 12, 14, 15, 17: // memory.init/copy/fill, table.init/copy/grow/fill
+				edits = append(edits, edit{kind: editBulk, at: at})
+			}
 		}
 		if err := skipImmediates(r, op); err != nil {
-			return nil, false, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
+			return nil, false, 0, fmt.Errorf("opcode 0x%02x at offset %d: %w", op, at, err)
 		}
 	}
 	if len(stack) != 0 {
-		return nil, false, errors.New("function body does not end its blocks")
+		return nil, false, 0, errors.New("function body does not end its blocks")
 	}
-	return edits, calls, nil
+	return edits, calls, len(body) + extra, nil
 }
 
 // skipImmediates advances r over the immediates of the instruction op.

@@ -1,0 +1,14 @@
+;; Hostile fixture: the start function loops forever; instantiation (and so
+;; Load) must fail after the initialisation budget.
+;; Build: wat2wasm startloop.wat -o startloop.wasm
+(module
+  (memory (export "memory") 1)
+  (func $start (loop $forever (br $forever)))
+  (start $start)
+  (func (export "psp_abi_version") (result i32) (i32.const 1))
+  (func (export "psp_io_buffer") (result i32) (i32.const 1024))
+  (func (export "psp_io_buffer_size") (result i32) (i32.const 8320))
+  (func (export "psp_num_types") (result i32) (i32.const 2))
+  (func (export "psp_classify") (result i32) (i32.const 1))
+  (func (export "psp_classify_batch") (param $n i32) (result i32) (local.get $n))
+)
