@@ -448,7 +448,10 @@ func (r *run) handleReply(p []byte, now int64) {
 	reqs := r.sched.Requests
 	id := binary.LittleEndian.Uint32(p[0:])
 	typ := binary.LittleEndian.Uint32(p[4:])
-	if int64(id) >= int64(len(reqs)) || r.sched.Types[reqs[id].Type].WireID != typ {
+	// A reply timed before its request's intended send time answers no
+	// request of this run (e.g. a stale reply to an earlier run that used
+	// the same port): recording it would hide the real latency.
+	if int64(id) >= int64(len(reqs)) || r.sched.Types[reqs[id].Type].WireID != typ || now < reqs[id].At {
 		r.badReplies++
 		return
 	}

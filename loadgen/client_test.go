@@ -327,7 +327,7 @@ func BenchmarkHandleReply(b *testing.B) {
 		}
 		q := sched.Requests[j]
 		wire.Header{ID: uint32(j), Type: sched.Types[q.Type].WireID}.Encode(reply)
-		r.handleReply(reply, 5)
+		r.handleReply(reply, q.At+5)
 		j++
 	}
 }

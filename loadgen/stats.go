@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -48,7 +49,7 @@ type Result struct {
 	Lost       int64 // requests sent and never answered
 	// Duplicates and BadReplies count replies answering an already answered
 	// request and replies that match no request (short, unknown id, wrong
-	// type).
+	// type, received before the request was due).
 	Duplicates, BadReplies int64
 	// ErrorReplies counts kv replies carrying an error status (included in
 	// Answered).
@@ -158,21 +159,31 @@ func (r *run) result(inTime int64) *Result {
 	return res
 }
 
-// NotSustainedReason explains in a few words why a run is not sustained,
-// or returns "" for a sustained run.
+// NotSustainedReason explains in a few words why a run is not sustained
+// (every reason that applies, the most fundamental first), or returns ""
+// for a sustained run.
 func (r *Result) NotSustainedReason() string {
-	switch {
-	case r.Sustained:
+	if r.Sustained {
 		return ""
-	case r.Interrupted:
-		return "interrupted"
-	case r.SenderBehind:
-		return fmt.Sprintf("sender behind schedule (p99 lag %v)", r.LagP99)
-	case r.Refused > 0 && r.Answered == 0:
-		return "no server listening (connection refused)"
 	}
-	return fmt.Sprintf("achieved %.1f%% of the offered rate (%d lost, %d late)",
-		100*float64(r.Answered)/max(float64(r.Sent), 1), r.Lost, r.Late)
+	var why []string
+	if r.Interrupted {
+		why = append(why, "interrupted")
+	}
+	switch {
+	case r.Refused > 0 && r.Answered == 0:
+		why = append(why, "no server listening (connection refused)")
+	case float64(r.Answered) < SustainedFraction*float64(r.Sent):
+		why = append(why, fmt.Sprintf("achieved %.1f%% of the offered rate (%d lost, %d late)",
+			100*float64(r.Answered)/max(float64(r.Sent), 1), r.Lost, r.Late))
+	}
+	if r.SenderBehind {
+		why = append(why, fmt.Sprintf("sender behind schedule (p99 lag %v)", r.LagP99))
+	}
+	if len(why) == 0 {
+		return "not sustained"
+	}
+	return strings.Join(why, "; ")
 }
 
 // WriteSamplesCSV writes one line per scheduled request: id, type name, wire

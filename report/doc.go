@@ -14,7 +14,9 @@
 // when more than one source is present.
 //
 // Slowdown is latency (time from arrival to completion) divided by the
-// request's service time.
+// request's service time. Quantiles follow the nearest-rank definition
+// (p99.9 of n samples is the ceil(0.999 n)-th smallest, so under 1000
+// samples it is the maximum), to the histograms' 3 significant digits.
 //
 // # Concurrency
 //

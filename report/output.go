@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,7 +47,8 @@ func formatSlowdown(s float64) string { return strconv.FormatFloat(s, 'g', 4, 64
 
 // WriteTable prints points as aligned text tables, one per offered load (in
 // order of first appearance), one block of rows per policy: all requests,
-// then each type.
+// then each type. The drop/lost column adds the requests the server
+// dropped and those never answered (measured runs).
 func WriteTable(w io.Writer, points []Point) error {
 	var loads []float64
 	byLoad := map[float64][]int{}
@@ -65,7 +67,7 @@ func WriteTable(w io.Writer, points []Point) error {
 		}
 		fmt.Fprintf(w, "load %.3g: %s req/s offered, %s, %d workers\n", load, formatRate(first.OfferedRate), first.Workload, first.Workers)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "policy\ttype\trequests\tachieved\tdrops\tidle\tp50\tp99\tp99.9\tslow p50\tslow p99\tslow p99.9\t")
+		fmt.Fprintln(tw, "policy\ttype\trequests\tachieved\tdrop/lost\tidle\tp50\tp99\tp99.9\tslow p50\tslow p99\tslow p99.9\t")
 		for _, i := range idx {
 			p := &points[i]
 			name := p.Label(withSource)
@@ -73,12 +75,19 @@ func WriteTable(w io.Writer, points []Point) error {
 				name += " !"
 			}
 			row := func(policy, typ string, s Stats, achieved, idle string) {
+				q := [6]string{"-", "-", "-", "-", "-", "-"} // no samples: no quantiles (not 0ns)
+				if s.Count > 0 {
+					q = [6]string{FormatNs(float64(s.P50Latency)), FormatNs(float64(s.P99Latency)), FormatNs(float64(s.P999Latency)),
+						formatSlowdown(s.P50Slowdown), formatSlowdown(s.P99Slowdown), formatSlowdown(s.P999Slowdown)}
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-					policy, typ, s.Count, achieved, s.Dropped, idle,
-					FormatNs(float64(s.P50Latency)), FormatNs(float64(s.P99Latency)), FormatNs(float64(s.P999Latency)),
-					formatSlowdown(s.P50Slowdown), formatSlowdown(s.P99Slowdown), formatSlowdown(s.P999Slowdown))
+					policy, typ, s.Count, achieved, s.Dropped+s.Lost, idle, q[0], q[1], q[2], q[3], q[4], q[5])
 			}
-			row(name, "all", p.Overall, formatRate(p.AchievedRate), strconv.FormatFloat(p.MeanIdleWorkers, 'f', 2, 64))
+			idle := "-" // unknown (a client without the server's admin address)
+			if !math.IsNaN(p.MeanIdleWorkers) {
+				idle = strconv.FormatFloat(p.MeanIdleWorkers, 'f', 2, 64)
+			}
+			row(name, "all", p.Overall, formatRate(p.AchievedRate), idle)
 			for _, t := range p.Types {
 				row("", t.Name, t.Stats, "", "")
 			}
@@ -88,7 +97,8 @@ func WriteTable(w io.Writer, points []Point) error {
 		}
 	}
 	if len(points) > 0 {
-		_, err := fmt.Fprintln(w, "(! = not sustained: achieved < 99.9% of offered, or drops; latencies from arrival to completion; idle = mean idle workers)")
+		_, err := fmt.Fprintln(w, "(! = not sustained: achieved < 99.9% of offered, drops, or the client behind its schedule; drop/lost = dropped by the server or never answered;\n"+
+			" latencies from arrival (the intended send time) to completion; idle = mean idle workers, - when unknown)")
 		return err
 	}
 	return nil

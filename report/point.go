@@ -39,10 +39,12 @@ type Point struct {
 	Workers  int    `json:"workers"`
 	// Load is the offered load as a fraction of the workers' capacity:
 	// OfferedRate x mean service time / Workers.
-	Load            float64     `json:"load"`
-	OfferedRate     float64     `json:"offered_rps"`
-	AchievedRate    float64     `json:"achieved_rps"`
-	Sustained       bool        `json:"sustained"`
+	Load         float64 `json:"load"`
+	OfferedRate  float64 `json:"offered_rps"`
+	AchievedRate float64 `json:"achieved_rps"`
+	Sustained    bool    `json:"sustained"`
+	// MeanIdleWorkers is the mean number of idle workers; NaN when unknown
+	// (tables show "-", JSON and CSV 0).
 	MeanIdleWorkers float64     `json:"mean_idle_workers"`
 	DurationSec     float64     `json:"duration_s"` // measured window (after warm-up)
 	Overall         Stats       `json:"overall"`

@@ -1,11 +1,15 @@
 package report
 
 import (
+	"math"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Histogram ranges: latencies from 1 ns to 1000 s, slowdowns in thousandths
 // from 0.001 to 1e9, both to 3 significant digits (0.1% resolution).
+// Samples outside are clamped into range but counted: means and maxima stay
+// exact, and quantiles falling on clamped samples report the exact maximum.
 const (
 	maxLatencyNs   = 1000 * 1e9
 	slowdownScale  = 1000
@@ -15,12 +19,15 @@ const (
 
 // series accumulates one type's (or all requests') samples.
 type series struct {
-	latency, slowdown  *hdrhistogram.Histogram
-	count, dropped     uint64
-	lost               uint64
-	sumLatency, sumSlo float64
-	maxLatency         int64
-	maxSlowdown        float64
+	latency, slowdown *hdrhistogram.Histogram
+	count, dropped    uint64
+	lost              uint64
+	// overLatency and overSlowdown count the samples above the histograms'
+	// ranges, recorded as the range's top.
+	overLatency, overSlowdown uint64
+	sumLatency, sumSlo        float64
+	maxLatency                int64
+	maxSlowdown               float64
 }
 
 func newSeries() *series {
@@ -53,9 +60,19 @@ func (s *series) record(latencyNs, serviceNs int64) {
 	s.sumSlo += slow
 	s.maxLatency = max(s.maxLatency, latencyNs)
 	s.maxSlowdown = max(s.maxSlowdown, slow)
-	// Values are clamped into range, so RecordValue cannot fail.
+	// Values are clamped into range, so RecordValue cannot fail; those
+	// above it are counted so that stats reports their quantiles as the
+	// exact maximum rather than the range's top.
+	if latencyNs > maxLatencyNs {
+		s.overLatency++
+	}
+	sloMil := slow * slowdownScale
+	if sloMil > maxSlowdownMil {
+		s.overSlowdown++
+		sloMil = maxSlowdownMil
+	}
 	_ = s.latency.RecordValue(clamp(latencyNs, 1, maxLatencyNs))
-	_ = s.slowdown.RecordValue(clamp(int64(slow*slowdownScale+0.5), 1, maxSlowdownMil))
+	_ = s.slowdown.RecordValue(clamp(int64(sloMil+0.5), 1, maxSlowdownMil))
 }
 
 func (s *series) stats() Stats {
@@ -69,13 +86,44 @@ func (s *series) stats() Stats {
 	// HdrHistogram reports the highest value equivalent to the quantile's
 	// bucket; capping by the exact maximum keeps e.g. a fixed 100us from
 	// showing as 100.03us.
-	lat := func(q float64) int64 { return min(s.latency.ValueAtQuantile(q), s.maxLatency) }
+	// A quantile in the top bucket may be one of the samples clamped to
+	// the range's top: the exact maximum bounds it from above.
+	lat := func(q float64) int64 {
+		v := valueAtQuantile(s.latency, q)
+		if s.overLatency > 0 && v >= maxLatencyNs {
+			return s.maxLatency
+		}
+		return min(v, s.maxLatency)
+	}
 	slo := func(q float64) float64 {
-		return min(float64(s.slowdown.ValueAtQuantile(q))/slowdownScale, s.maxSlowdown)
+		v := valueAtQuantile(s.slowdown, q)
+		if s.overSlowdown > 0 && v >= maxSlowdownMil {
+			return s.maxSlowdown
+		}
+		return min(float64(v)/slowdownScale, s.maxSlowdown)
 	}
 	st.P50Latency, st.P99Latency, st.P999Latency = lat(50), lat(99), lat(99.9)
 	st.P50Slowdown, st.P99Slowdown, st.P999Slowdown = slo(50), slo(99), slo(99.9)
 	return st
+}
+
+// valueAtQuantile returns the value at percentile q (0..100] of h by the
+// nearest-rank definition: the smallest recorded value (to h's precision)
+// at or below which at least q% of the samples lie, i.e. the
+// ceil(q/100 × n)-th smallest. HdrHistogram's ValueAtQuantile rounds the
+// rank to nearest instead, which on small samples reports a lower rank
+// (e.g. the second largest of 600 samples as p99.9): this passes it the
+// percentile whose rounded rank is the nearest rank.
+func valueAtQuantile(h *hdrhistogram.Histogram, q float64) int64 {
+	n := h.TotalCount()
+	if n == 0 {
+		return 0
+	}
+	// The small tolerance keeps 99.9% of 1000 at rank 999 despite
+	// floating-point error (0.999 × 1000 = 999.0000000000001).
+	rank := min(max(math.Ceil(q/100*float64(n)-1e-9), 1), float64(n))
+	// HdrHistogram takes int(p/100 × n + 0.5): aim a quarter above rank.
+	return h.ValueAtQuantile(100 * (rank - 0.25) / float64(n))
 }
 
 func (s *series) merge(o *series) {
@@ -84,6 +132,8 @@ func (s *series) merge(o *series) {
 	s.count += o.count
 	s.dropped += o.dropped
 	s.lost += o.lost
+	s.overLatency += o.overLatency
+	s.overSlowdown += o.overSlowdown
 	s.sumLatency += o.sumLatency
 	s.sumSlo += o.sumSlo
 	s.maxLatency = max(s.maxLatency, o.maxLatency)

@@ -248,3 +248,81 @@ func TestWriteTable(t *testing.T) {
 		t.Error("FormatNs")
 	}
 }
+
+// TestRecorderOutOfRange: samples beyond the histograms' range are counted
+// and their quantiles are not understated as the range's top.
+func TestRecorderOutOfRange(t *testing.T) {
+	r := NewRecorder([]string{"A"}, nil)
+	const huge = int64(2000e9) // 2000 s, above the 1000 s latency range
+	for range 998 {
+		r.Record(0, 1000, 1000)
+	}
+	r.Record(0, huge, 1)
+	r.Record(0, huge, 1)
+	var p Point
+	r.Fill(&p)
+	s := p.Overall
+	if s.Count != 1000 || s.MaxLatency != huge {
+		t.Fatalf("count %d max %d", s.Count, s.MaxLatency)
+	}
+	if s.P999Latency < huge {
+		t.Errorf("p99.9 latency %d, want %d (2 of 1000 samples)", s.P999Latency, huge)
+	}
+	if want := float64(huge); s.P999Slowdown < want {
+		t.Errorf("p99.9 slowdown %g, want %g", s.P999Slowdown, want)
+	}
+	if s.P50Latency != 1000 || s.P50Slowdown != 1 {
+		t.Errorf("p50 %d / %g", s.P50Latency, s.P50Slowdown)
+	}
+}
+
+// TestRecorderSmallSampleTail: on 600 samples one above the rest is the
+// p99.9 (only 599/600 = 99.83% of the samples are at or below the others);
+// rounding the rank to nearest would report the bulk's value instead.
+func TestRecorderSmallSampleTail(t *testing.T) {
+	r := NewRecorder([]string{"A"}, nil)
+	for range 599 {
+		r.Record(0, 1e6, 1e6)
+	}
+	r.Record(0, 100e6, 1e6)
+	var p Point
+	r.Fill(&p)
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.002*want }
+	if s := p.Overall; s.P999Latency != 100e6 || s.P999Slowdown != 100 || !near(float64(s.P99Latency), 1e6) {
+		t.Errorf("p99.9 latency %d slowdown %g, p99 latency %d; want 100ms, 100, 1ms", s.P999Latency, s.P999Slowdown, s.P99Latency)
+	}
+	// 160 samples: the p99 is the 159th (158.4 rounded up), not the 158th.
+	r.Reset()
+	for i := 1; i <= 160; i++ {
+		r.Record(0, int64(i)*1000, 1000)
+	}
+	r.Fill(&p)
+	if s := p.Overall; !near(float64(s.P99Latency), 159000) || !near(float64(s.P50Latency), 80000) {
+		t.Errorf("160 samples: p99 %d (want 159us), p50 %d (want 80us)", s.P99Latency, s.P50Latency)
+	}
+}
+
+// TestWriteTableMeasured: a measured point shows its lost requests and an
+// unknown idle count as "-", not as 0 drops and 0.00 idle workers.
+func TestWriteTableMeasured(t *testing.T) {
+	p := Point{Source: "measured", Policy: "server", Sustained: true, Load: 0.5, OfferedRate: 1000, MeanIdleWorkers: math.NaN(),
+		Overall: Stats{Count: 900, Lost: 37}}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, []Point{p}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	fields := strings.Fields(lines[2])
+	if len(fields) < 6 || fields[0] != "server" || fields[4] != "37" || fields[5] != "-" {
+		t.Errorf("row %q: want 37 lost and idle -\n%s", lines[2], buf.String())
+	}
+	// No answered request: no quantiles, rather than 0ns latencies.
+	p.Overall.Count = 0
+	buf.Reset()
+	if err := WriteTable(&buf, []Point{p}); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Split(buf.String(), "\n")[2]; strings.Contains(row, "0ns") || strings.Count(row, "-") != 7 {
+		t.Errorf("row without samples %q: want - for idle and the 6 quantiles", row)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -208,7 +209,8 @@ func runClient(c *cli.Context) error {
 			return fmt.Errorf("client: %w", err)
 		}
 	}
-	pt := res.Point(loadgen.PointSpec{Policy: label, Workload: p.workload.Name, Workers: p.workers, Load: p.load})
+	// The client does not know how many of the server's workers were idle.
+	pt := res.Point(loadgen.PointSpec{Policy: label, Workload: p.workload.Name, Workers: p.workers, Load: p.load, MeanIdleWorkers: math.NaN()})
 	out := c.App.Writer
 	if c.Bool("json") {
 		if err := report.WriteJSON(out, []report.Point{pt}, nil); err != nil {

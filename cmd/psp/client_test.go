@@ -105,6 +105,12 @@ func TestClientCommandTableAndNotSustained(t *testing.T) {
 	if !strings.Contains(out, "lost") || !strings.Contains(out, "SHORT") {
 		t.Errorf("table output lacks the type rows or the lost count:\n%s", out)
 	}
+	// The client cannot know the server's idle workers: "-", not "0.00".
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 6 && f[0] == "server" && f[2] == "all" && f[6] != "-" {
+			t.Errorf("idle column %q on %q, want -", f[6], line)
+		}
+	}
 }
 
 func TestClientCommandBadFlags(t *testing.T) {

@@ -345,11 +345,11 @@ func (cfg *sweepConfig) runPolicy(ctx context.Context, policy string, errOut io.
 
 // startIdleSampler polls the server's /status every 250 ms (idle_workers is
 // a mean over the server's last stats interval) until the returned function
-// is called; that function returns the mean of the samples (0 without an
-// admin address or samples).
+// is called; that function returns the mean of the samples (NaN, shown as
+// unknown, without an admin address or samples).
 func startIdleSampler(ctx context.Context, admin string) func() float64 {
 	if admin == "" {
-		return func() float64 { return 0 }
+		return func() float64 { return math.NaN() }
 	}
 	stop := make(chan struct{})
 	result := make(chan float64, 1)
@@ -361,7 +361,7 @@ func startIdleSampler(ctx context.Context, admin string) func() float64 {
 			select {
 			case <-stop:
 				if n == 0 {
-					result <- 0
+					result <- math.NaN()
 				} else {
 					result <- sum / float64(n)
 				}
