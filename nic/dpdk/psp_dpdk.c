@@ -578,17 +578,34 @@ psp_free_scratch(struct psp_port *p, uint16_t n)
 		rte_pktmbuf_free((struct rte_mbuf *)p->scratch[i]);
 }
 
+/* psp_alloc_append allocates an mbuf from p's pool holding len bytes of
+ * data and points *data at them. It returns NULL and sets *err (-ENOBUFS or
+ * -EMSGSIZE) when it cannot. */
+static struct rte_mbuf *
+psp_alloc_append(struct psp_port *p, uint16_t len, char **data, int *err)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL) {
+		*err = -ENOBUFS;
+		return NULL;
+	}
+	*data = rte_pktmbuf_append(m, len);
+	if (*data == NULL) {
+		rte_pktmbuf_free(m);
+		*err = -EMSGSIZE;
+		return NULL;
+	}
+	return m;
+}
+
 int
 psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	char *dst;
+	int err;
+	struct rte_mbuf *m = psp_alloc_append(p, len, &dst, &err);
 	if (m == NULL)
-		return -ENOBUFS;
-	char *dst = rte_pktmbuf_append(m, len);
-	if (dst == NULL) {
-		rte_pktmbuf_free(m);
-		return -EMSGSIZE;
-	}
+		return err;
 	memcpy(dst, frame, len);
 	if (psp_send(p, p->ctl_txq, &m, 1) != 1)
 		return -EAGAIN;
@@ -604,14 +621,12 @@ psp_tx_self(struct psp_port *p, const uint8_t *payload, uint16_t len,
 			     sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr);
 	if (len > p->mtu - sizeof(struct rte_ipv4_hdr) - sizeof(struct rte_udp_hdr))
 		return -EMSGSIZE;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	char *data;
+	int err;
+	struct rte_mbuf *m = psp_alloc_append(p, hdr + len, &data, &err);
 	if (m == NULL)
-		return -ENOBUFS;
-	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(m, hdr + len);
-	if (frame == NULL) {
-		rte_pktmbuf_free(m);
-		return -EMSGSIZE;
-	}
+		return err;
+	uint8_t *frame = (uint8_t *)data;
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
@@ -743,14 +758,11 @@ int
 psp_ring_pair_inject(struct psp_ring_pair *rp, struct psp_port *p,
 		     const uint8_t *frame, uint16_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	char *dst;
+	int err;
+	struct rte_mbuf *m = psp_alloc_append(p, len, &dst, &err);
 	if (m == NULL)
-		return -ENOBUFS;
-	char *dst = rte_pktmbuf_append(m, len);
-	if (dst == NULL) {
-		rte_pktmbuf_free(m);
-		return -EMSGSIZE;
-	}
+		return err;
 	memcpy(dst, frame, len);
 	if (rte_ring_enqueue(rp->rx, m) != 0) {
 		rte_pktmbuf_free(m);
