@@ -54,7 +54,8 @@
 // zero allocations per burst for every policy and both classifiers.
 //
 // BenchmarkPipeline runs the real goroutines (dispatcher plus one worker on
-// the two cores): 1.6 Mpps answered with spin-then-park, 2.3 Mpps with
-// busy-poll. The idle round trip of one request through the in-memory
+// the two cores): 0.50 Mpps answered with spin-then-park, 0.54 Mpps with
+// busy-poll in one run (go test -run '^$' -bench Pipeline ./dispatcher); the
+// figure moves a lot with whatever else the two cores run. The idle round trip of one request through the in-memory
 // dataplane (dispatcher and worker both parked) is ~120µs on this VM.
 package dispatcher
