@@ -130,7 +130,8 @@ func forceUpdate(p *DARC, now *int64, out []Assignment) {
 	for p.queues[1].n > 0 { // drop the backlog without dispatching it
 		p.queues[1].pop()
 		p.queued[1]--
-		p.pending--
+		p.total--
+		p.held[1]--
 	}
 }
 

@@ -16,6 +16,12 @@ const (
 	DefaultDelayFactor     = 1.0
 	DefaultDemandDeviation = 0.1
 	DefaultHysteresis      = 0.25
+	DefaultDeadlineFactor  = 10.0
+	DefaultDeadlineFloor   = int64(50e6) // 50 ms
+	// UnknownBudgetShare is UNKNOWN's part of the pool relative to a known
+	// type's: when budgets are split, UNKNOWN gets one part for every
+	// UnknownBudgetShare parts a known type gets.
+	UnknownBudgetShare = 4
 )
 
 // Errors returned by New, the typed constructors, Config.Validate and Reserve.
@@ -45,8 +51,41 @@ type Config struct {
 	// TypeNames optionally names types by id (TypeNames[0] names Unknown).
 	TypeNames []string
 	// QueueCapacity bounds each typed queue (each worker's queue for d-FCFS).
-	// Default 4096.
+	// Default: without a Pool, 4096; with a Pool, each type's budget (the
+	// queue can hold everything its type may hold). With a Pool, an explicit
+	// QueueCapacity times NumTypes must fit in it: more queued requests
+	// than buffers is refused.
 	QueueCapacity int
+	// Pool, when > 0, is the most requests the policy holds at once, queued
+	// or running: the packet buffers the dataplane can lend to requests
+	// while it keeps receiving. It is split into per-type budgets, so no
+	// type can hold the buffers another needs and the dataplane never runs
+	// dry. Zero: no pool; only QueueCapacity bounds the queues.
+	Pool int
+	// Budgets optionally fixes per-type budgets (index = type id): the most
+	// requests of that type held at once, queued or running; an arrival
+	// beyond it is dropped (OverBudget) and counted against its type only.
+	// Zero entries, and types past the end of the slice, share what the
+	// fixed ones leave of the Pool: every known type an equal part, UNKNOWN
+	// a quarter of that (UnknownBudgetShare). Budgets sum to at most Pool and
+	// each is at least 1, or the config is refused. Needs a Pool.
+	Budgets []int
+	// DeadlineFactor sets the automatic queue deadlines: a request that
+	// waited in its queue longer than its type's deadline is dropped before
+	// service (Dispatch returns it with Worker == Expired). A type's
+	// automatic deadline is DeadlineFactor times the longest profiled mean
+	// service time among the types that can hold up its workers (its DARC
+	// group once DARC reserves; every known type before that and under the
+	// other policies), and at least DeadlineFloor; none until a mean is
+	// known. Default 10 (see RATIONALE.md); negative: no automatic deadlines.
+	DeadlineFactor float64
+	// DeadlineFloor is the least automatic deadline, ns, above the host's
+	// scheduling noise. Default 50 ms; negative: none.
+	DeadlineFloor int64
+	// Deadlines optionally fixes per-type deadlines (index = type id), ns:
+	// > 0 is the deadline, < 0 means none, 0 (and types past the end)
+	// automatic.
+	Deadlines []int64
 	// Delta is the grouping factor of Algorithm 2: a type joins a group while
 	// its mean is less than (1+Delta) times the group's shortest mean.
 	// Default 0.2.
@@ -118,11 +157,41 @@ func (c Config) normalized() (Config, error) {
 	if len(c.TypeNames) > c.NumTypes {
 		return bad("%d type names for %d types", len(c.TypeNames), c.NumTypes)
 	}
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = DefaultQueueCapacity
+	if c.Pool < 0 || c.Pool > 1<<24 {
+		return bad("pool = %d (must be 0..%d)", c.Pool, 1<<24)
 	}
 	if c.QueueCapacity < 0 || c.QueueCapacity > 1<<24 {
 		return bad("queue capacity = %d (must be 1..%d)", c.QueueCapacity, 1<<24)
+	}
+	if c.Pool > 0 && c.QueueCapacity > 0 && int64(c.QueueCapacity)*int64(c.NumTypes) > int64(c.Pool) {
+		return bad("queue capacity %d x %d types = %d queued requests, more than the pool's %d buffers (use a queue capacity of at most %d, leave it unset to size each queue to its type's budget, or give the dataplane more buffers)",
+			c.QueueCapacity, c.NumTypes, int64(c.QueueCapacity)*int64(c.NumTypes), c.Pool, c.Pool/c.NumTypes)
+	}
+	if c.QueueCapacity == 0 && c.Pool == 0 {
+		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if len(c.Budgets) > 0 && c.Pool == 0 {
+		return bad("budgets need a pool (set Pool: the buffers requests may hold)")
+	}
+	if len(c.Budgets) > c.NumTypes {
+		return bad("%d budgets for %d types", len(c.Budgets), c.NumTypes)
+	}
+	if c.Pool > 0 {
+		if _, err := splitPool(c.Pool, c.Budgets, c.NumTypes); err != nil {
+			return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	if c.DeadlineFactor == 0 {
+		c.DeadlineFactor = DefaultDeadlineFactor
+	}
+	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
+		return bad("deadline factor = %v (must be a number; negative disables automatic deadlines)", c.DeadlineFactor)
+	}
+	if c.DeadlineFloor == 0 {
+		c.DeadlineFloor = DefaultDeadlineFloor
+	}
+	if len(c.Deadlines) > c.NumTypes {
+		return bad("%d deadlines for %d types", len(c.Deadlines), c.NumTypes)
 	}
 	if c.Delta == 0 {
 		c.Delta = DefaultDelta
@@ -212,6 +281,13 @@ func (c Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
 		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
+	fmt.Fprintf(&b, " pool=%d deadline-factor=%g deadline-floor=%dns", c.Pool, c.DeadlineFactor, c.DeadlineFloor)
+	if len(c.Budgets) > 0 {
+		fmt.Fprintf(&b, " budgets=%v", c.Budgets)
+	}
+	if len(c.Deadlines) > 0 {
+		fmt.Fprintf(&b, " deadlines=%v", c.Deadlines)
+	}
 	if len(c.Profile) > 0 {
 		b.WriteString(" profile=[")
 		for i, p := range c.Profile {

@@ -1,6 +1,9 @@
 package darc
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Policy names accepted by New.
 const (
@@ -65,7 +68,7 @@ func (w *window) reset() {
 }
 
 // core holds what every policy shares: configuration, the idle-worker set,
-// per-type counters and a profiling window.
+// per-type counters, budgets and deadlines, and a profiling window.
 type core struct {
 	cfg       Config
 	name      string
@@ -76,10 +79,14 @@ type core struct {
 	names     []string
 
 	queued     []int // requests waiting, per type
+	total      int   // requests waiting, all types
 	enqueued   []uint64
-	dropped    []uint64
+	queueFull  []uint64
+	overBudget []uint64
+	expiredN   []uint64
 	dispatched []uint64
 
+	limits
 	win window
 }
 
@@ -99,8 +106,11 @@ func newCore(name string, cfg Config) (core, error) {
 		names:      make([]string, cfg.NumTypes),
 		queued:     make([]int, cfg.NumTypes),
 		enqueued:   make([]uint64, cfg.NumTypes),
-		dropped:    make([]uint64, cfg.NumTypes),
+		queueFull:  make([]uint64, cfg.NumTypes),
+		overBudget: make([]uint64, cfg.NumTypes),
+		expiredN:   make([]uint64, cfg.NumTypes),
 		dispatched: make([]uint64, cfg.NumTypes),
+		limits:     newLimits(&cfg),
 		win:        newWindow(cfg.NumTypes),
 	}
 	c.idle.setRange(0, cfg.Workers)
@@ -128,19 +138,43 @@ func (c *core) assign(out []Assignment, n, w int, e entry) {
 	c.idleCount--
 	t := e.req.Type
 	c.queued[t]--
+	c.total--
 	c.dispatched[t]++
 	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
 }
 
-// accepted and drop update the per-type counters of an enqueue.
-func (c *core) accepted(t Type) {
-	c.queued[t]++
-	c.enqueued[t]++
+// expire records the drop of e, past its deadline, in out[n].
+func (c *core) expire(out []Assignment, n int, e entry) {
+	t := e.req.Type
+	c.queued[t]--
+	c.total--
+	c.held[t]--
+	c.expiredN[t]++
+	out[n] = Assignment{Worker: Expired, Request: e.req, Enqueued: e.enq}
 }
 
-func (c *core) drop(t Type) bool {
-	c.dropped[t]++
-	return false
+// admit is the budget check of an arrival of type t.
+func (c *core) admit(t Type) Verdict {
+	if c.held[t] >= c.budget[t] {
+		c.overBudget[t]++
+		return OverBudget
+	}
+	return Accepted
+}
+
+// accepted and full update the per-type counters of an enqueue.
+func (c *core) accepted(t Type, now int64) Verdict {
+	c.queued[t]++
+	c.total++
+	c.held[t]++
+	c.enqueued[t]++
+	c.noteQueued(t, now)
+	return Accepted
+}
+
+func (c *core) full(t Type) Verdict {
+	c.queueFull[t]++
+	return QueueFull
 }
 
 // release marks worker idle and profiles the completion. It panics on a
@@ -154,12 +188,18 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idleCount++
 	}
 	typ = c.typeOf(typ)
+	if c.held[typ] > 0 {
+		c.held[typ]--
+	}
 	if typ == Unknown {
 		return
 	}
 	c.win.sum[typ] += service
 	c.win.count[typ]++
 	c.win.total++
+	if c.completions++; c.completions >= c.nextRefresh {
+		c.refreshProfile(&c.cfg, &c.win)
+	}
 }
 
 // snapshot fills the fields every policy shares. Types get the window's mean
@@ -184,9 +224,20 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 			Count:       c.win.count[t],
 			Ratio:       c.win.ratio(t),
 			Queued:      c.queued[t],
+			Held:        c.held[t],
 			Enqueued:    c.enqueued[t],
-			Dropped:     c.dropped[t],
+			Dropped:     c.queueFull[t] + c.overBudget[t],
+			QueueFull:   c.queueFull[t],
+			OverBudget:  c.overBudget[t],
+			Expired:     c.expiredN[t],
 			Dispatched:  c.dispatched[t],
+			Capacity:    c.capacity[t],
+		}
+		if c.budget[t] != math.MaxInt {
+			s.Types[t].Budget = c.budget[t]
+		}
+		if d := c.deadline[t]; d != noDeadline {
+			s.Types[t].DeadlineNs = d
 		}
 	}
 }

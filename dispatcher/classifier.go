@@ -57,6 +57,51 @@ type Handler interface {
 	Handle(w int, typ darc.Type, b *nic.Buffer) bool
 }
 
+// Outcome is what an application did with a request (see OutcomeHandler).
+type Outcome uint8
+
+// Outcomes of OutcomeHandler.Serve.
+const (
+	// Answer: transmit the response built in b.
+	Answer Outcome = iota
+	// Refuse: drop the request without a reply (counted as reason "app").
+	Refuse
+	// RefuseOverCap: drop it because it asks for more service than the
+	// application's cap on a request (counted as reason "service_cap").
+	RefuseOverCap
+)
+
+// OutcomeHandler is implemented by applications that say why they refuse a
+// request. The dispatcher calls Serve instead of Handle when the
+// application implements it; Serve has Handle's contract otherwise.
+type OutcomeHandler interface {
+	Serve(w int, typ darc.Type, b *nic.Buffer) Outcome
+}
+
+// OverloadReplier is implemented by applications whose protocol can tell a
+// client that its request was shed (a status such as "overloaded, try
+// again later"), so the client can back off or go elsewhere instead of
+// waiting for a timeout.
+//
+// When the dispatcher drops a request it chose not to serve (reason is
+// ReasonQueueFull, ReasonBudget, ReasonExpired, ReasonOverload or
+// ReasonShutdown), it calls ReplyOverloaded on the request's buffer: the
+// application writes its reply in place, as Handle does (b.Data, b.Len;
+// b.Peer is the destination), and returns true to send it, false to drop
+// the request silently (e.g. a payload it cannot parse). The dispatcher
+// sends the reply on a TX queue of its own (the dataplane's queue number
+// Spec.Workers, when the dataplane was opened with one more queue than
+// workers; without it no reply is sent) and still counts the request as
+// dropped for reason.
+//
+// ReplyOverloaded runs on the dispatcher goroutine, concurrently with the
+// workers' Handle calls, for every shed request: it must be fast (no
+// blocking, no I/O, no allocation on the common path) and must not keep b.
+// A panic counts as false.
+type OverloadReplier interface {
+	ReplyOverloaded(typ darc.Type, reason Reason, b *nic.Buffer) bool
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(w int, typ darc.Type, b *nic.Buffer) bool
 

@@ -29,6 +29,19 @@ const (
 	recvWaitIdle = 10 * time.Millisecond
 )
 
+// stopGrace is how long Run waits, once the drain is over, for the workers
+// to return: idle workers return at once, a worker still in its handler
+// after it is abandoned (its request counted as a shutdown drop).
+const stopGrace = 100 * time.Millisecond
+
+// shedWindow is the span over which Stats.ShedRate is measured and
+// Stats.Overloaded decided; shedSlots is how many stats intervals the ring
+// of past totals keeps to cover it.
+const (
+	shedWindow = time.Second
+	shedSlots  = 64
+)
+
 // task is what the dispatcher pushes to a worker.
 type task struct {
 	buf *nic.Buffer
@@ -37,10 +50,12 @@ type task struct {
 
 // Outcomes a worker reports in a completion.
 const (
-	outcomeAnswered uint8 = iota
-	outcomeApp            // the handler refused the request
-	outcomeTxError        // the reply was not transmitted
-	outcomePanic          // the handler panicked
+	outcomeAnswered   uint8 = iota
+	outcomeApp              // the handler refused the request
+	outcomeServiceCap       // the handler refused it: over its service cap
+	outcomeTxError          // the reply was not transmitted
+	outcomePanic            // the handler panicked
+	outcomeShutdown         // the worker stopped before running it
 )
 
 // completion is what a worker sends back when it finishes a request.
@@ -68,8 +83,12 @@ type Dispatcher struct {
 	cls      Classifier
 	policy   darc.Policy
 	app      Handler
+	serve    OutcomeHandler  // app, when it says why it refuses
+	replier  OverloadReplier // app, when it answers shed requests
+	replyTx  nic.TxQueue     // the dispatcher's own TX queue, or nil
 	numTypes int
 	names    []string
+	pool     int
 	workers  []*worker
 	stats    atomic.Pointer[Stats]
 	ran      atomic.Bool
@@ -81,18 +100,28 @@ type Dispatcher struct {
 	payloads [][]byte
 	ports    []uint16
 	types    []darc.Type
-	release  []*nic.Buffer
+	release  []*nic.Buffer // buffers of dropped requests, released per step
+	replies  []*nic.Buffer // "overloaded" replies, sent per step
 	assign   []darc.Assignment
 	table    []*nic.Buffer // request handle -> buffer, while queued in the policy
 	tableTyp []darc.Type   // request handle -> type
 	free     []uint32      // free handles (a stack)
 	counters []typeCounters
+	working  []bool      // per worker: running a request
+	inWork   []darc.Type // per worker: the type of the request it runs
 	drops    Drops
 	received uint64
 	answered uint64
 	queued   uint64
 	busy     int
 	draining bool
+	replied  uint64
+	abandon  int
+
+	shedRing  []uint64 // per stats interval: shed total, then per type
+	shedAt    []int64
+	shedNext  int
+	shedCount int
 
 	lastNow        int64
 	idleAcc        float64 // idle workers x ns, this stats window
@@ -130,6 +159,14 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if numTypes < 1 {
 		return nil, fmt.Errorf("%w: policy %q reports no types", ErrSpec, policy.Name())
 	}
+	pool := 0
+	for _, ts := range snap.Types {
+		pool += ts.Budget
+	}
+	if bp, ok := dp.(nic.BufferPool); ok && pool > bp.RequestBuffers() {
+		return nil, fmt.Errorf("%w: policy %q budgets %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
+			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
+	}
 	d := &Dispatcher{
 		spec:     spec,
 		dp:       dp,
@@ -138,17 +175,31 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		app:      app,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
+		pool:     pool,
 		stopCh:   make(chan struct{}),
 		rx:       make([]*nic.Buffer, spec.Burst),
 		payloads: make([][]byte, spec.Burst),
 		ports:    make([]uint16, spec.Burst),
 		types:    make([]darc.Type, spec.Burst),
-		release:  make([]*nic.Buffer, 0, spec.Burst),
+		release:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
+		replies:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		assign:   make([]darc.Assignment, spec.Workers),
 		table:    make([]*nic.Buffer, spec.MaxRequests),
 		tableTyp: make([]darc.Type, spec.MaxRequests),
 		free:     make([]uint32, spec.MaxRequests),
 		counters: make([]typeCounters, numTypes),
+		working:  make([]bool, spec.Workers),
+		inWork:   make([]darc.Type, spec.Workers),
+		shedRing: make([]uint64, shedSlots*(numTypes+1)),
+		shedAt:   make([]int64, shedSlots),
+	}
+	d.serve, _ = app.(OutcomeHandler)
+	if r, ok := app.(OverloadReplier); ok {
+		// The dispatcher answers on a TX queue of its own: the one after
+		// the workers', when the dataplane was opened with it.
+		if d.replyTx = dp.TxQueue(spec.Workers); d.replyTx != nil {
+			d.replier = r
+		}
 	}
 	for i := range d.free {
 		d.free[i] = uint32(spec.MaxRequests - 1 - i) // pop order 0, 1, 2, ...
@@ -281,6 +332,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.stopWorkers(&wg)
 	now = d.dp.Now()
 	d.collect(now)
+	d.abandonRunning()
 	d.dropQueued()
 	d.publish(now)
 	return runErr
@@ -335,18 +387,17 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		d.ports[i] = b.DstPort
 	}
 	d.cls.ClassifyBatch(d.payloads[:n], d.ports[:n], d.types[:n])
-	rel := d.release[:0]
 	for i, b := range bufs {
 		d.payloads[i] = nil
 		d.received++
 		switch {
 		case b.Len < d.spec.MinPayload:
 			d.drops.Runt++
-			rel = append(rel, b)
+			d.release = append(d.release, b)
 			continue
 		case b.WireLen > b.Len:
 			d.drops.Truncated++
-			rel = append(rel, b)
+			d.release = append(d.release, b)
 			continue
 		}
 		t := d.types[i]
@@ -356,29 +407,63 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		c := &d.counters[t]
 		c.received++
 		if len(d.free) == 0 {
-			d.drops.Overload++
-			c.dropped++
-			rel = append(rel, b)
+			d.shed(b, t, ReasonOverload)
 			continue
 		}
 		h := d.free[len(d.free)-1]
-		d.free = d.free[:len(d.free)-1]
-		d.table[h] = b
-		d.tableTyp[h] = t
-		if !d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: t}, now) {
-			d.table[h] = nil
-			d.free = append(d.free, h)
-			d.drops.QueueFull++
-			c.dropped++
-			rel = append(rel, b)
-			continue
+		switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: t}, now) {
+		case darc.Accepted:
+			d.free = d.free[:len(d.free)-1]
+			d.table[h] = b
+			d.tableTyp[h] = t
+			d.queued++
+			c.queued++
+		case darc.OverBudget:
+			d.shed(b, t, ReasonBudget)
+		default:
+			d.shed(b, t, ReasonQueueFull)
 		}
-		d.queued++
-		c.queued++
 	}
-	if len(rel) > 0 {
-		d.dp.Release(rel...)
-		clear(rel)
+	d.flush()
+}
+
+// shed drops request b of type t, which the server chose not to serve,
+// counting it for reason r: with an OverloadReplier application the
+// request gets an "overloaded" reply, else its buffer is released.
+func (d *Dispatcher) shed(b *nic.Buffer, t darc.Type, r Reason) {
+	d.drops.add(r)
+	d.counters[t].drops.add(r)
+	if d.replier != nil && d.replyOverloaded(t, r, b) {
+		d.replies = append(d.replies, b)
+		d.replied++
+		return
+	}
+	d.release = append(d.release, b)
+}
+
+// replyOverloaded asks the application for an "overloaded" reply, treating
+// a panic as a refusal.
+func (d *Dispatcher) replyOverloaded(t darc.Type, r Reason, b *nic.Buffer) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return d.replier.ReplyOverloaded(t, r, b)
+}
+
+// flush releases the buffers of dropped requests and sends the
+// "overloaded" replies gathered during a step.
+func (d *Dispatcher) flush() {
+	if len(d.release) > 0 {
+		d.dp.Release(d.release...)
+		clear(d.release)
+		d.release = d.release[:0]
+	}
+	if len(d.replies) > 0 {
+		d.replyTx.Send(d.replies) // returns every buffer to the pool
+		clear(d.replies)
+		d.replies = d.replies[:0]
 	}
 }
 
@@ -393,33 +478,39 @@ func (d *Dispatcher) collect(now int64) int {
 			}
 			n++
 			d.busy--
+			d.working[w.id] = false
 			service := c.end - c.start
 			if service < 0 {
 				service = 0
 			}
 			d.policy.Complete(w.id, c.typ, service, now)
 			tc := &d.counters[c.typ]
+			tc.running--
+			r := ReasonTxError
 			switch c.outcome {
 			case outcomeAnswered:
 				d.answered++
 				tc.answered++
 				tc.serviceNs += uint64(service)
+				continue
 			case outcomeApp:
-				d.drops.App++
-				tc.dropped++
+				r = ReasonApp
+			case outcomeServiceCap:
+				r = ReasonServiceCap
 			case outcomePanic:
-				d.drops.Panic++
-				tc.dropped++
-			default:
-				d.drops.TxError++
-				tc.dropped++
+				r = ReasonPanic
+			case outcomeShutdown:
+				r = ReasonShutdown
 			}
+			d.drops.add(r)
+			tc.drops.add(r)
 		}
 	}
 	return n
 }
 
-// dispatch asks the policy for assignments and pushes them to the workers.
+// dispatch asks the policy for assignments and pushes them to the workers;
+// requests the policy expired are dropped.
 func (d *Dispatcher) dispatch(now int64) int {
 	k := d.policy.Dispatch(now, d.assign)
 	for _, a := range d.assign[:k] {
@@ -428,10 +519,22 @@ func (d *Dispatcher) dispatch(now int64) int {
 		d.table[h] = nil
 		d.free = append(d.free, h)
 		d.queued--
-		d.counters[d.tableTyp[h]].queued--
+		t := a.Request.Type
+		c := &d.counters[t]
+		c.queued--
+		if a.Worker == darc.Expired {
+			d.shed(b, t, ReasonExpired)
+			continue
+		}
+		if wait := now - a.Enqueued; wait > c.maxWait {
+			c.maxWait = wait
+		}
+		c.running++
 		d.busy++
+		d.working[a.Worker] = true
+		d.inWork[a.Worker] = t
 		w := d.workers[a.Worker]
-		if !w.in.Push(task{buf: b, typ: a.Request.Type}) {
+		if !w.in.Push(task{buf: b, typ: t}) {
 			// A policy dispatches to idle workers only, and a worker holds
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -443,24 +546,45 @@ func (d *Dispatcher) dispatch(now int64) int {
 			}
 		}
 	}
+	d.flush()
 	return k
 }
 
-// dropQueued releases the requests still queued in the policy after the
-// workers stopped (the drain timed out), counting them as shutdown drops.
+// dropQueued drops the requests still queued in the policy after the
+// workers stopped (the drain timed out), counting them as shutdown drops
+// (with an "overloaded" reply when the application gives one).
 func (d *Dispatcher) dropQueued() {
 	for h, b := range d.table {
 		if b == nil {
 			continue
 		}
-		c := &d.counters[d.tableTyp[h]]
-		c.queued--
-		c.dropped++
+		t := d.tableTyp[h]
 		d.table[h] = nil
 		d.free = append(d.free, uint32(h))
-		d.drops.Shutdown++
 		d.queued--
-		d.dp.Release(b)
+		d.counters[t].queued--
+		d.shed(b, t, ReasonShutdown)
+		if len(d.release)+len(d.replies) >= d.spec.Burst {
+			d.flush()
+		}
+	}
+	d.flush()
+}
+
+// abandonRunning counts the requests still on workers once the drain and
+// the stop grace are over as shutdown drops: Run returns without them.
+func (d *Dispatcher) abandonRunning() {
+	for w, busy := range d.working {
+		if !busy {
+			continue
+		}
+		t := d.inWork[w]
+		d.working[w] = false
+		d.counters[t].running--
+		d.drops.Shutdown++
+		d.counters[t].drops.Shutdown++
+		d.busy--
+		d.abandon++
 	}
 }
 
@@ -484,12 +608,25 @@ func (d *Dispatcher) startWorkers(wg *sync.WaitGroup) error {
 	return first
 }
 
-// stopWorkers tells the workers to finish and waits for them. Workers answer
-// whatever is in their ring first.
+// stopWorkers tells the workers to finish and waits for them, at most
+// stopGrace: a worker still in its handler then is left to finish on its
+// own (its request is counted as a shutdown drop by abandonRunning), so a
+// handler that never returns cannot hold the shutdown. Requests still in a
+// worker's ring are not run: the worker releases them as shutdown drops.
 func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 	d.stop.Store(true)
 	close(d.stopCh)
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // lockThread locks the calling goroutine to its OS thread, for good (the
@@ -555,21 +692,25 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			continue
 		}
 		idleSince = -1
-		start := d.dp.Now()
-		answer, panicked := d.handle(w.id, t.typ, t.buf)
-		end := d.dp.Now()
-		outcome := outcomeAnswered
 		one[0] = t.buf
-		if panicked {
+		if d.stop.Load() { // the drain is over: do not start new work
 			d.dp.Release(one...)
-			outcome = outcomePanic
-		} else if answer {
+			one[0] = nil
+			for !w.out.Push(completion{typ: t.typ, outcome: outcomeShutdown}) {
+				runtime.Gosched()
+			}
+			continue
+		}
+		start := d.dp.Now()
+		outcome := d.handle(w.id, t.typ, t.buf)
+		end := d.dp.Now()
+		switch outcome {
+		case outcomeAnswered:
 			if n, _ := w.tx.Send(one); n != 1 {
 				outcome = outcomeTxError
 			}
-		} else {
+		default:
 			d.dp.Release(one...)
-			outcome = outcomeApp
 		}
 		one[0] = nil
 		for !w.out.Push(completion{typ: t.typ, start: start, end: end, outcome: outcome}) {
@@ -578,15 +719,29 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	}
 }
 
-// handle runs the application, turning a panic into a dropped request so a
-// bad request or an application bug cannot bring the server down.
-func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (answer, panicked bool) {
+// handle runs the application and returns the outcome, turning a panic
+// into a dropped request so a bad request or an application bug cannot
+// bring the server down.
+func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8) {
 	defer func() {
 		if recover() != nil {
-			answer, panicked = false, true
+			outcome = outcomePanic
 		}
 	}()
-	return d.app.Handle(w, typ, b), false
+	if d.serve != nil {
+		switch d.serve.Serve(w, typ, b) {
+		case Answer:
+			return outcomeAnswered
+		case RefuseOverCap:
+			return outcomeServiceCap
+		default:
+			return outcomeApp
+		}
+	}
+	if d.app.Handle(w, typ, b) {
+		return outcomeAnswered
+	}
+	return outcomeApp
 }
 
 // publish builds a Stats snapshot and makes it visible to Stats.
@@ -594,20 +749,23 @@ func (d *Dispatcher) publish(now int64) {
 	snap := &d.snapshotBuffer
 	d.policy.Snapshot(snap)
 	s := &Stats{
-		At:        now,
-		Workers:   len(d.workers),
-		Running:   d.ran.Load() && !d.stop.Load(),
-		Draining:  d.draining,
-		Received:  d.received,
-		Answered:  d.answered,
-		Drops:     d.drops,
-		Dropped:   d.drops.Total(),
-		Queued:    d.queued,
-		Busy:      d.busy,
-		InFlight:  d.queued + uint64(d.busy),
-		Types:     make([]TypeStats, d.numTypes),
-		Policy:    cloneSnapshot(snap),
-		Dataplane: d.dp.Stats(),
+		At:              now,
+		Workers:         len(d.workers),
+		Running:         d.ran.Load() && !d.stop.Load(),
+		Draining:        d.draining,
+		Received:        d.received,
+		Answered:        d.answered,
+		Drops:           d.drops,
+		Dropped:         d.drops.Total(),
+		OverloadReplies: d.replied,
+		Queued:          d.queued,
+		Busy:            d.busy,
+		InFlight:        d.queued + uint64(d.busy),
+		Pool:            d.pool,
+		Abandoned:       d.abandon,
+		Types:           make([]TypeStats, d.numTypes),
+		Policy:          cloneSnapshot(snap),
+		Dataplane:       d.dp.Stats(),
 	}
 	if window := float64(now - d.windowStart); window > 0 {
 		s.IdleWorkers = d.idleAcc / window
@@ -618,15 +776,53 @@ func (d *Dispatcher) publish(now int64) {
 	}
 	d.idleAcc, d.wasteAcc, d.windowStart = 0, 0, now
 	for t := range s.Types {
-		c := d.counters[t]
-		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered, Dropped: c.dropped}
+		c := &d.counters[t]
+		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
+			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait}
 		if c.answered > 0 {
 			ts.MeanServiceNs = float64(c.serviceNs) / float64(c.answered)
 		}
-		ts.Queued = int(c.queued)
+		c.maxWait = 0
 		s.Types[t] = ts
 	}
+	d.shedRates(s, now)
 	d.stats.Store(s)
+}
+
+// shedRates fills s's shed rates over the last shedWindow from a ring of
+// the totals published at each stats interval.
+func (d *Dispatcher) shedRates(s *Stats, now int64) {
+	stride := d.numTypes + 1
+	slot := d.shedRing[d.shedNext*stride : (d.shedNext+1)*stride]
+	slot[0] = s.Drops.Shed()
+	for t := range s.Types {
+		slot[t+1] = s.Types[t].Drops.Shed()
+	}
+	d.shedAt[d.shedNext] = now
+	// The oldest slot within the window (or the oldest kept).
+	old := d.shedNext
+	for i := 1; i < min(d.shedCount+1, shedSlots); i++ {
+		j := (d.shedNext - i + shedSlots) % shedSlots
+		if now-d.shedAt[j] > int64(shedWindow) {
+			break
+		}
+		old = j
+	}
+	d.shedNext = (d.shedNext + 1) % shedSlots
+	d.shedCount = min(d.shedCount+1, shedSlots)
+	if old == (d.shedNext-1+shedSlots)%shedSlots {
+		return // no earlier snapshot yet
+	}
+	span := float64(now-d.shedAt[old]) / 1e9
+	if span <= 0 {
+		return
+	}
+	base := d.shedRing[old*stride : (old+1)*stride]
+	s.ShedRate = float64(slot[0]-base[0]) / span
+	s.Overloaded = slot[0] > base[0]
+	for t := range s.Types {
+		s.Types[t].ShedRate = float64(slot[t+1]-base[t+1]) / span
+	}
 }
 
 // cloneSnapshot deep-copies s so the published copy shares nothing with the

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -100,8 +101,15 @@ type Config struct {
 	// Warmup is the fraction of Duration whose arrivals are not recorded;
 	// default 0.1, negative for none.
 	Warmup float64
+	// Dilation multiplies every service time (default 1): a run with the
+	// time scale of an emulated server with that dilation, which matters
+	// for absolute times such as darc's deadline floor. Load and slowdowns
+	// are unchanged; Rate, Duration and latencies are on the dilated scale.
+	Dilation float64
 	// Darc is the base configuration of the darc policies (Delta,
-	// QueueCapacity, MinSamples, StaticReserved, ...). Workers, NumTypes and
+	// QueueCapacity, Pool and Budgets, deadlines, MinSamples,
+	// StaticReserved, ...): budgets and deadlines work as in the live
+	// server; the preemptive policies have neither. Workers, NumTypes and
 	// TypeNames are set by the simulator; Profile is set to the workload's
 	// nominal profile for fp and darc-static when empty (DARC learns its
 	// own). When MinSamples is 0, DARC's startup phase is shortened to 5% of
@@ -138,6 +146,12 @@ func (c Config) normalized() (Config, error) {
 	if c.Source == "" {
 		c.Source = DefaultSource
 	}
+	if c.Dilation == 0 {
+		c.Dilation = 1
+	}
+	if !(c.Dilation > 0) || math.IsInf(c.Dilation, 0) {
+		return bad("dilation = %g, want > 0", c.Dilation)
+	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
 	c.TS.PreemptDelay = orDefault(c.TS.PreemptDelay, DefaultPreemptDelay)
@@ -155,6 +169,10 @@ func (c Config) normalized() (Config, error) {
 	}
 	if err := c.Workload.Validate(); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if c.Dilation != 1 {
+		c.Workload = c.Workload.Dilated(c.Dilation)
+		c.Dilation = 1 // applied
 	}
 	if c.Rate <= 0 {
 		if !(c.Load > 0) {

@@ -155,6 +155,7 @@ type Dataplane struct {
 	rxPackets   atomic.Uint64
 	rxDropped   atomic.Uint64
 	rxTruncated atomic.Uint64
+	rxNoBuffer  atomic.Uint64
 
 	tx             []txQueue
 	replies        chan Reply
@@ -236,6 +237,7 @@ func (d *Dataplane) enqueue(payload []byte, peer netip.AddrPort, port uint16) bo
 	b := d.pool.Get()
 	if b == nil {
 		d.rxDropped.Add(1)
+		d.rxNoBuffer.Add(1)
 		return false
 	}
 	b.Len = copy(b.Data, payload)
@@ -379,7 +381,16 @@ func (d *Dataplane) fill(bufs []*nic.Buffer, now int64) int {
 }
 
 // TxQueue implements nic.Dataplane.
-func (d *Dataplane) TxQueue(w int) nic.TxQueue { return &d.tx[w] }
+func (d *Dataplane) TxQueue(w int) nic.TxQueue {
+	if w < 0 || w >= len(d.tx) {
+		return nil
+	}
+	return &d.tx[w]
+}
+
+// RequestBuffers implements nic.BufferPool: the pool minus a quarter kept
+// for packets waiting to be received (as a NIC keeps its descriptor ring).
+func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Buffers/4 }
 
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
@@ -394,6 +405,7 @@ func (d *Dataplane) Stats() nic.Stats {
 		RxPackets:   d.rxPackets.Load(),
 		RxDropped:   d.rxDropped.Load(),
 		RxTruncated: d.rxTruncated.Load(),
+		RxNoBuffer:  d.rxNoBuffer.Load(),
 	}
 	for w := range d.tx {
 		s.TxPackets += d.tx[w].sent.Load()

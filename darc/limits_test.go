@@ -1,0 +1,249 @@
+package darc
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSplitPool(t *testing.T) {
+	// The psp-header type space on the UDP dataplane's default pool:
+	// UNKNOWN one part, each of the 11 known types four.
+	b, err := splitPool(8160, nil, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != 181 || b[1] != 724 || b[11] != 724 || sum(b) > 8160 {
+		t.Fatalf("budgets %v (sum %d)", b, sum(b))
+	}
+	// Fixed budgets come first; the others share the rest.
+	b, err = splitPool(100, []int{0, 50}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b, []int{10, 50, 40}) {
+		t.Fatalf("budgets %v, want [10 50 40]", b)
+	}
+	for _, tt := range []struct {
+		pool   int
+		fixed  []int
+		n      int
+		substr string
+	}{
+		{100, []int{0, 60, 50}, 3, "add up to 110"},
+		{8, nil, 3, "cannot give each of 3 types"},
+		{100, []int{0, -1}, 2, "budget of type 1 is -1"},
+	} {
+		if _, err := splitPool(tt.pool, tt.fixed, tt.n); err == nil || !strings.Contains(err.Error(), tt.substr) {
+			t.Errorf("splitPool(%d, %v, %d) = %v, want an error with %q", tt.pool, tt.fixed, tt.n, err, tt.substr)
+		}
+	}
+}
+
+func TestPoolConfigRefused(t *testing.T) {
+	for _, tt := range []struct {
+		cfg    Config
+		substr string
+	}{
+		// Today's defaults on the UDP pool: 12 queues of 4096 cannot fit.
+		{Config{Workers: 14, NumTypes: 12, Pool: 8160, QueueCapacity: 4096}, "more than the pool's 8160 buffers (use a queue capacity of at most 680"},
+		{Config{Workers: 2, NumTypes: 3, Pool: 100, Budgets: []int{0, 90, 20}}, "add up to 110"},
+		{Config{Workers: 2, NumTypes: 3, Budgets: []int{0, 1}}, "budgets need a pool"},
+		{Config{Workers: 2, NumTypes: 3, Pool: 100, Deadlines: []int64{1, 2, 3, 4}}, "4 deadlines for 3 types"},
+		{Config{Workers: 2, NumTypes: 300, Pool: 1000}, "cannot give each of 300 types"},
+	} {
+		err := tt.cfg.Validate()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.substr) {
+			t.Errorf("%v: %v, want an error with %q", tt.cfg, err, tt.substr)
+		}
+	}
+	// Unset, each queue holds its type's budget.
+	p, err := NewDARC(Config{Workers: 14, NumTypes: 12, Pool: 8160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Snapshot
+	p.Snapshot(&s)
+	if s.Types[1].Budget != 724 || s.Types[1].Capacity != 724 || s.Types[0].Budget != 181 {
+		t.Fatalf("type states %+v", s.Types[:2])
+	}
+}
+
+// A type that floods fills its own budget (queued and running requests both
+// count) and is refused with OverBudget; the other types keep theirs.
+func TestBudgetDropsOwnTypeOnly(t *testing.T) {
+	for _, name := range PolicyNames() {
+		p, err := New(name, Config{Workers: 2, NumTypes: 3, Pool: 9, Spillway: 1, MinSamples: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Budgets: UNKNOWN 1, SHORT 4, LONG 4.
+		var verdicts []Verdict
+		for i := range 6 {
+			verdicts = append(verdicts, p.Enqueue(req(uint64(i), 2), 0))
+		}
+		if !slices.Equal(verdicts, []Verdict{Accepted, Accepted, Accepted, Accepted, OverBudget, OverBudget}) {
+			t.Errorf("%s: LONG flood verdicts %v", name, verdicts)
+		}
+		// Dispatching does not give budget back: running requests count.
+		out := dispatchAll(t, p, 1)
+		if len(out) == 0 {
+			t.Fatalf("%s: nothing dispatched", name)
+		}
+		if v := p.Enqueue(req(10, 2), 1); v != OverBudget {
+			t.Errorf("%s: LONG with %d running and the rest queued: %v, want over_budget", name, len(out), v)
+		}
+		for i := range 4 {
+			if v := p.Enqueue(req(uint64(20+i), 1), 1); v != Accepted {
+				t.Errorf("%s: SHORT %d during the LONG flood: %v", name, i, v)
+			}
+		}
+		if v := p.Enqueue(req(30, 1), 1); v != OverBudget {
+			t.Errorf("%s: fifth SHORT: %v, want over_budget", name, v)
+		}
+		// A completion frees one unit of its own type's budget.
+		p.Complete(out[0].Worker, out[0].Request.Type, 1000, 2)
+		if v := p.Enqueue(req(11, 2), 2); v != Accepted {
+			t.Errorf("%s: LONG after a LONG completion: %v", name, v)
+		}
+		var s Snapshot
+		p.Snapshot(&s)
+		if s.Types[2].OverBudget != 3 || s.Types[1].OverBudget != 1 || s.Types[2].Held != 4 || s.Types[1].Held != 4 {
+			t.Errorf("%s: type states %+v", name, s.Types)
+		}
+	}
+}
+
+// A request that waited past its type's deadline leaves through Dispatch as
+// Expired, even when no worker is idle, and is never dispatched.
+func TestDeadlineExpires(t *testing.T) {
+	for _, name := range PolicyNames() {
+		p, err := New(name, Config{Workers: 1, NumTypes: 3, MinSamples: 1000, Deadlines: []int64{0, 100, 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Enqueue(req(1, 2), 0) // runs
+		if out := dispatchAll(t, p, 0); len(out) != 1 || out[0].Worker != 0 {
+			t.Fatalf("%s: first dispatch %v", name, out)
+		}
+		p.Enqueue(req(2, 1), 10)  // SHORT, deadline 100
+		p.Enqueue(req(3, 2), 20)  // LONG, deadline 1000
+		p.Enqueue(req(4, 1), 150) // SHORT
+		// At 200 the worker is still busy: SHORT 2 has waited 190 > 100.
+		out := dispatchAll(t, p, 200)
+		if len(out) != 1 || out[0].Worker != Expired || out[0].Request.Handle != 2 || out[0].Enqueued != 10 {
+			t.Fatalf("%s: dispatch at 200 = %v, want request 2 expired", name, out)
+		}
+		// At 1021 LONG 3 has waited 1001; SHORT 4 871: both expired; the
+		// worker frees up at 1021 and finds nothing fresh.
+		p.Complete(0, 2, 1000, 1021)
+		out = dispatchAll(t, p, 1021)
+		if got := handlesOf(out); len(out) != 2 || out[0].Worker != Expired || out[1].Worker != Expired || !slices.Contains(got, 3) || !slices.Contains(got, 4) {
+			t.Fatalf("%s: dispatch at 1021 = %v, want 3 and 4 expired", name, out)
+		}
+		var s Snapshot
+		p.Snapshot(&s)
+		if s.Types[1].Expired != 2 || s.Types[2].Expired != 1 || s.Types[1].Held != 0 || s.Types[2].Held != 0 || s.Types[1].DeadlineNs != 100 {
+			t.Errorf("%s: type states %+v", name, s.Types)
+		}
+		// Unknown has an automatic deadline, none until something is
+		// profiled.
+		if s.Types[0].DeadlineNs != DefaultDeadlineFloor {
+			t.Errorf("%s: UNKNOWN deadline %d after a profiled completion, want the floor", name, s.Types[0].DeadlineNs)
+		}
+	}
+}
+
+// Automatic deadlines: DeadlineFactor times the longest mean service time
+// of the types that can hold up a type's workers, at least the floor; none
+// before any profile.
+func TestAutomaticDeadlines(t *testing.T) {
+	for _, name := range []string{NameCFCFS, NameFP, NameDFCFS, NameDARC} {
+		p, err := New(name, Config{Workers: 4, NumTypes: 4, MinSamples: 8, DeadlineFloor: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Snapshot
+		p.Snapshot(&s)
+		for _, ts := range s.Types {
+			if ts.DeadlineNs != 0 {
+				t.Fatalf("%s: type %d has deadline %d before any profile", name, ts.Type, ts.DeadlineNs)
+			}
+		}
+		p.Complete(0, 1, 100, 1)
+		p.Snapshot(&s)
+		if s.Types[1].DeadlineNs != 5000 || s.Types[3].DeadlineNs != 5000 {
+			t.Fatalf("%s: deadlines after one 100 ns completion: %+v, want the floor", name, s.Types)
+		}
+		for range 4 {
+			p.Complete(0, 1, 100, 2)
+			p.Complete(0, 2, 100000, 2)
+		}
+		p.Snapshot(&s)
+		// Everyone waits behind the 100 µs type (DARC: in its startup
+		// phase, then in the reservation below).
+		if name != NameDARC {
+			for _, ts := range s.Types {
+				if ts.DeadlineNs != 1000000 {
+					t.Fatalf("%s: type %d deadline %d, want 10 x 100 µs", name, ts.Type, ts.DeadlineNs)
+				}
+			}
+			continue
+		}
+		// DARC reserved: SHORT waits only for SHORT's workers (10 x 100 ns,
+		// under the floor), LONG and UNKNOWN for LONG's.
+		if s.Phase != "darc" {
+			t.Fatalf("DARC phase %q", s.Phase)
+		}
+		if s.Types[1].DeadlineNs != 5000 || s.Types[2].DeadlineNs != 1000000 || s.Types[0].DeadlineNs != 1000000 || s.Types[3].DeadlineNs != 1000000 {
+			t.Fatalf("DARC deadlines %+v", s.Types)
+		}
+	}
+	p, err := New(NameCFCFS, Config{Workers: 1, NumTypes: 2, DeadlineFactor: -1, DeadlineFloor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Complete(0, 1, 100, 1)
+	var s Snapshot
+	p.Snapshot(&s)
+	if s.Types[1].DeadlineNs != 0 {
+		t.Fatalf("deadline %d with automatic deadlines off", s.Types[1].DeadlineNs)
+	}
+}
+
+// Budgets and deadlines cost no allocation: a flood that keeps its type over
+// budget and expires requests at every dispatch.
+func TestOverloadNoAlloc(t *testing.T) {
+	for _, name := range PolicyNames() {
+		p, err := New(name, Config{Workers: 4, NumTypes: 3, Pool: 64, MinSamples: 100, Profile: bimodal,
+			StaticReserved: 1, Deadlines: []int64{0, 2000, 2000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]Assignment, 4)
+		now := int64(0)
+		var h uint64
+		allocs := testing.AllocsPerRun(2000, func() {
+			now += 500
+			for range 8 {
+				h++
+				p.Enqueue(Request{Handle: h, Type: Type(1 + h%2)}, now)
+			}
+			n := p.Dispatch(now, out)
+			for _, a := range out[:n] {
+				if a.Worker != Expired && h%3 == 0 {
+					p.Complete(a.Worker, a.Request.Type, 1000, now)
+				}
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocs per overloaded step", name, allocs)
+		}
+		var s Snapshot
+		p.Snapshot(&s)
+		if s.Types[1].Expired+s.Types[2].Expired == 0 || s.Types[1].OverBudget+s.Types[2].OverBudget == 0 {
+			t.Errorf("%s: overload not exercised: %+v", name, s.Types)
+		}
+	}
+}
