@@ -49,7 +49,8 @@ func (d Drops) Shed() uint64 { return d.QueueFull + d.Budget + d.Expired + d.Ove
 // Drops' JSON and in metrics.
 type Reason uint8
 
-// Drop reasons, one per Drops field.
+// Drop reasons, one per Drops field. Their values are stable: protocols
+// may carry them (the kv application's overloaded reply does).
 const (
 	ReasonRunt Reason = iota
 	ReasonTruncated

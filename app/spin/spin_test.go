@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -22,10 +23,18 @@ func TestHandleSpinsAndEchoes(t *testing.T) {
 	if h, _ := wire.Decode(b.Payload()); b.Len != wire.HeaderLen || h.ID != 9 {
 		t.Errorf("reply len %d header %+v", b.Len, h)
 	}
-	wire.Header{ID: 10, Type: wire.TypeShort, ServiceNs: uint32(MaxService + 1)}.Encode(b.Data)
+	wire.Header{ID: 10, Type: wire.TypeShort, ServiceNs: uint32(DefaultMaxService + 1)}.Encode(b.Data)
 	b.Len = 16
-	if (Handler{}).Handle(0, 1, b) {
-		t.Error("accepted a service time above MaxService")
+	if got := (Handler{}).Serve(0, 1, b); got != dispatcher.RefuseOverCap {
+		t.Errorf("a service time above the default cap: %v, want RefuseOverCap", got)
+	}
+	if !(Handler{MaxService: Cap(2 * DefaultMaxService)}).Handle(0, 1, b) {
+		t.Error("refused a service time under a raised cap")
+	}
+	b.Len = 16
+	wire.Header{ID: 11, Type: wire.TypeShort, ServiceNs: 2000}.Encode(b.Data)
+	if got := (Handler{MaxService: Cap(time.Microsecond)}).Serve(0, 1, b); got != dispatcher.RefuseOverCap {
+		t.Errorf("2µs under a 1µs cap: %v, want RefuseOverCap", got)
 	}
 	b.Len = 15
 	if (Handler{}).Handle(0, 1, b) {
