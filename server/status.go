@@ -19,6 +19,9 @@ type Status struct {
 	Running   bool    `json:"running"`
 	Draining  bool    `json:"draining"`
 
+	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
+	// the kernel or the device dropped before psp received them are in
+	// Net.RxDropped.
 	Received uint64           `json:"received"`
 	Answered uint64           `json:"answered"`
 	Dropped  uint64           `json:"dropped"`
@@ -26,6 +29,17 @@ type Status struct {
 	Queued   uint64           `json:"queued"`
 	Busy     int              `json:"busy"`
 	Drops    dispatcher.Drops `json:"drops"`
+	// OverloadReplies counts shed requests answered "overloaded" (kv).
+	OverloadReplies uint64 `json:"overload_replies"`
+	// Overloaded reports that the server shed requests (queue full, budget,
+	// expired, overload) during the last second; ShedRate is their rate.
+	Overloaded bool    `json:"overloaded"`
+	ShedRate   float64 `json:"shed_rate"`
+	// Pool is the number of requests the types' budgets share (the buffers
+	// the dataplane lends to requests); 0: unbounded.
+	Pool int `json:"pool"`
+	// Abandoned counts requests still running at the drain timeout.
+	Abandoned int `json:"abandoned,omitempty"`
 
 	// IdleWorkers and CPUWaste are means over the last stats interval (about
 	// 100ms); CPUWaste counts idle workers while requests waited.
@@ -60,13 +74,28 @@ type TypeStatus struct {
 	ProfileCount  uint64  `json:"profile_count"`
 	Ratio         float64 `json:"ratio"`
 	// Counters since start.
-	Queued   int    `json:"queued"`
-	Received uint64 `json:"received"`
-	Answered uint64 `json:"answered"`
-	Dropped  uint64 `json:"dropped"`
+	Queued   int              `json:"queued"`
+	Running  int              `json:"running"`
+	Received uint64           `json:"received"`
+	Answered uint64           `json:"answered"`
+	Dropped  uint64           `json:"dropped"`
+	Drops    dispatcher.Drops `json:"drops"`
 	// MeasuredMeanNs is the mean service time of every answered request
 	// since start (worker clock).
 	MeasuredMeanNs float64 `json:"measured_mean_ns"`
+	// Budget is the most requests of the type held at once (queued or
+	// running; 0: unbounded), Held how many it holds now, Capacity its
+	// queue's bound.
+	Budget   int `json:"budget"`
+	Held     int `json:"held"`
+	Capacity int `json:"capacity"`
+	// DeadlineNs is the longest a request of the type may wait in its
+	// queue (0: none); MaxWaitNs the longest wait of a request dispatched in
+	// the last stats interval.
+	DeadlineNs int64 `json:"deadline_ns"`
+	MaxWaitNs  int64 `json:"max_wait_ns"`
+	// ShedRate is the type's shed drops per second over the last second.
+	ShedRate float64 `json:"shed_rate"`
 }
 
 // TenantInfo is one classifier tenant.
@@ -84,25 +113,30 @@ type TenantInfo struct {
 // buildStatus assembles a Status from the dispatcher's latest stats.
 func buildStatus(s *dispatcher.Stats) Status {
 	st := Status{
-		Policy:        s.Policy.Policy,
-		Phase:         s.Policy.Phase,
-		Workers:       s.Workers,
-		Running:       s.Running,
-		Draining:      s.Draining,
-		Received:      s.Received,
-		Answered:      s.Answered,
-		Dropped:       s.Dropped,
-		InFlight:      s.InFlight,
-		Queued:        s.Queued,
-		Busy:          s.Busy,
-		Drops:         s.Drops,
-		IdleWorkers:   s.IdleWorkers,
-		CPUWaste:      s.CPUWaste,
-		CPUWasteTotal: s.CPUWasteTotal,
-		Reservations:  s.Policy.Reservations,
-		Net:           s.Dataplane,
-		Groups:        []GroupStatus{},
-		Types:         make([]TypeStatus, 0, len(s.Types)),
+		Policy:          s.Policy.Policy,
+		Phase:           s.Policy.Phase,
+		Workers:         s.Workers,
+		Running:         s.Running,
+		Draining:        s.Draining,
+		Received:        s.Received,
+		Answered:        s.Answered,
+		Dropped:         s.Dropped,
+		InFlight:        s.InFlight,
+		Queued:          s.Queued,
+		Busy:            s.Busy,
+		Drops:           s.Drops,
+		OverloadReplies: s.OverloadReplies,
+		Overloaded:      s.Overloaded,
+		ShedRate:        s.ShedRate,
+		Pool:            s.Pool,
+		Abandoned:       s.Abandoned,
+		IdleWorkers:     s.IdleWorkers,
+		CPUWaste:        s.CPUWaste,
+		CPUWasteTotal:   s.CPUWasteTotal,
+		Reservations:    s.Policy.Reservations,
+		Net:             s.Dataplane,
+		Groups:          []GroupStatus{},
+		Types:           make([]TypeStatus, 0, len(s.Types)),
 	}
 	name := func(t darc.Type) string {
 		if int(t) < len(s.Types) {
@@ -124,11 +158,13 @@ func buildStatus(s *dispatcher.Stats) Status {
 		st.Groups = append(st.Groups, gs)
 	}
 	for _, ts := range s.Types {
-		t := TypeStatus{ID: ts.Type, Name: ts.Name, Queued: ts.Queued, Received: ts.Received,
-			Answered: ts.Answered, Dropped: ts.Dropped, MeasuredMeanNs: ts.MeanServiceNs}
+		t := TypeStatus{ID: ts.Type, Name: ts.Name, Queued: ts.Queued, Running: ts.Running, Received: ts.Received,
+			Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops, MeasuredMeanNs: ts.MeanServiceNs,
+			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate}
 		if int(ts.Type) < len(s.Policy.Types) {
 			p := s.Policy.Types[ts.Type]
 			t.MeanServiceNs, t.ProfileCount, t.Ratio = p.MeanService, p.Count, p.Ratio
+			t.Budget, t.Held, t.Capacity, t.DeadlineNs = p.Budget, p.Held, p.Capacity, p.DeadlineNs
 		}
 		st.Types = append(st.Types, t)
 	}
