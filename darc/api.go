@@ -46,9 +46,9 @@ const (
 	// QueueFull: the request's queue is full (its type's, or for d-FCFS
 	// its worker's); it is dropped and counted against its type.
 	QueueFull
-	// OverBudget: the request's type already holds its whole budget of the
-	// pool (Config.Pool), queued or running; it is dropped and counted
-	// against its type.
+	// OverBudget: the request's type holds its guarantee of the pool
+	// (Config.Pool) and can borrow no more: it reached its budget or the
+	// shared part is used up. It is dropped and counted against its type.
 	OverBudget
 )
 
@@ -118,6 +118,9 @@ type Snapshot struct {
 	IdleWorkers int
 	// Busy[w] reports whether worker w is running a request.
 	Busy []bool
+	// Pool is Config.Pool (0: none); Shared the part of it not guaranteed
+	// to any type, Borrowed how much of that is in use.
+	Pool, Shared, Borrowed int
 }
 
 // Group is a set of types of similar service time sharing reserved workers.
@@ -145,8 +148,10 @@ type TypeState struct {
 	Expired     uint64  // total dropped by Dispatch: waited past the deadline
 	Dispatched  uint64  // total dispatched to a worker
 	// Budget is the most requests of the type held at once (queued or
-	// running); 0 when the policy has no pool (Config.Pool).
-	Budget int
+	// running), Guarantee how many it can always hold whatever the other
+	// types do; 0 when the policy has no pool (Config.Pool).
+	Budget    int
+	Guarantee int
 	// Capacity is the most requests of the type queued at once.
 	Capacity int
 	// DeadlineNs is the longest a request of the type may wait in its queue

@@ -16,10 +16,11 @@ const (
 	DefaultDelayFactor     = 1.0
 	DefaultDemandDeviation = 0.1
 	DefaultHysteresis      = 0.25
+	DefaultGuaranteed      = 0.5
 	DefaultDeadlineFactor  = 10.0
 	DefaultDeadlineFloor   = int64(50e6) // 50 ms
 	// UnknownBudgetShare is UNKNOWN's part of the pool relative to a known
-	// type's: when budgets are split, UNKNOWN gets one part for every
+	// type's: when guarantees are split, UNKNOWN gets one part for every
 	// UnknownBudgetShare parts a known type gets.
 	UnknownBudgetShare = 4
 )
@@ -58,17 +59,27 @@ type Config struct {
 	QueueCapacity int
 	// Pool, when > 0, is the most requests the policy holds at once, queued
 	// or running: the packet buffers the dataplane can lend to requests
-	// while it keeps receiving. It is split into per-type budgets, so no
-	// type can hold the buffers another needs and the dataplane never runs
-	// dry. Zero: no pool; only QueueCapacity bounds the queues.
+	// while it keeps receiving. Part of it (Guaranteed) is divided into
+	// per-type guarantees, the rest is shared: a type below its guarantee is
+	// always admitted; past it, it borrows from the shared part up to its
+	// budget. An arrival that finds no room is dropped (OverBudget) and
+	// counted against its own type. No type can take the part another is
+	// guaranteed, and the dataplane never runs dry. Zero: no pool; only
+	// QueueCapacity bounds the queues.
 	Pool int
+	// Guaranteed is the share of the Pool divided into guarantees (0..1]:
+	// every known type gets an equal part of it, UNKNOWN a quarter of that
+	// (UnknownBudgetShare), after the fixed Guarantees. Default 0.5. Each
+	// guarantee must be at least 1, or the config is refused.
+	Guaranteed float64
+	// Guarantees optionally fixes per-type guarantees (index = type id);
+	// zero entries, and types past the end, take a part of the guaranteed
+	// share. They add up to at most the Pool. Needs a Pool.
+	Guarantees []int
 	// Budgets optionally fixes per-type budgets (index = type id): the most
-	// requests of that type held at once, queued or running; an arrival
-	// beyond it is dropped (OverBudget) and counted against its type only.
-	// Zero entries, and types past the end of the slice, share what the
-	// fixed ones leave of the Pool: every known type an equal part, UNKNOWN
-	// a quarter of that (UnknownBudgetShare). Budgets sum to at most Pool and
-	// each is at least 1, or the config is refused. Needs a Pool.
+	// requests of that type held at once, queued or running (1..Pool). By
+	// default a type may hold its guarantee plus the whole shared part.
+	// Needs a Pool.
 	Budgets []int
 	// DeadlineFactor sets the automatic queue deadlines: a request that
 	// waited in its queue longer than its type's deadline is dropped before
@@ -170,14 +181,20 @@ func (c Config) normalized() (Config, error) {
 	if c.QueueCapacity == 0 && c.Pool == 0 {
 		c.QueueCapacity = DefaultQueueCapacity
 	}
-	if len(c.Budgets) > 0 && c.Pool == 0 {
-		return bad("budgets need a pool (set Pool: the buffers requests may hold)")
+	if (len(c.Budgets) > 0 || len(c.Guarantees) > 0) && c.Pool == 0 {
+		return bad("budgets and guarantees need a pool (set Pool: the buffers requests may hold)")
 	}
-	if len(c.Budgets) > c.NumTypes {
-		return bad("%d budgets for %d types", len(c.Budgets), c.NumTypes)
+	if len(c.Budgets) > c.NumTypes || len(c.Guarantees) > c.NumTypes {
+		return bad("%d budgets and %d guarantees for %d types", len(c.Budgets), len(c.Guarantees), c.NumTypes)
+	}
+	if c.Guaranteed == 0 {
+		c.Guaranteed = DefaultGuaranteed
+	}
+	if !(c.Guaranteed > 0 && c.Guaranteed <= 1) {
+		return bad("guaranteed share = %v (must be in (0, 1])", c.Guaranteed)
 	}
 	if c.Pool > 0 {
-		if _, err := splitPool(c.Pool, c.Budgets, c.NumTypes); err != nil {
+		if _, err := splitPool(c.Pool, c.Guaranteed, c.Guarantees, c.Budgets, c.NumTypes); err != nil {
 			return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
@@ -281,7 +298,10 @@ func (c Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
 		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
-	fmt.Fprintf(&b, " pool=%d deadline-factor=%g deadline-floor=%dns", c.Pool, c.DeadlineFactor, c.DeadlineFloor)
+	fmt.Fprintf(&b, " pool=%d guaranteed=%g deadline-factor=%g deadline-floor=%dns", c.Pool, c.Guaranteed, c.DeadlineFactor, c.DeadlineFloor)
+	if len(c.Guarantees) > 0 {
+		fmt.Fprintf(&b, " guarantees=%v", c.Guarantees)
+	}
 	if len(c.Budgets) > 0 {
 		fmt.Fprintf(&b, " budgets=%v", c.Budgets)
 	}

@@ -148,14 +148,15 @@ func (c *core) expire(out []Assignment, n int, e entry) {
 	t := e.req.Type
 	c.queued[t]--
 	c.total--
-	c.held[t]--
+	c.unhold(t)
 	c.expiredN[t]++
 	out[n] = Assignment{Worker: Expired, Request: e.req, Enqueued: e.enq}
 }
 
-// admit is the budget check of an arrival of type t.
+// admit is the budget check of an arrival of type t: below its guarantee
+// it is in; past it, it needs room under its budget and in the shared part.
 func (c *core) admit(t Type) Verdict {
-	if c.held[t] >= c.budget[t] {
+	if h := c.held[t]; h >= c.guarantee[t] && (h >= c.budget[t] || c.borrowed >= c.shared) {
 		c.overBudget[t]++
 		return OverBudget
 	}
@@ -166,7 +167,7 @@ func (c *core) admit(t Type) Verdict {
 func (c *core) accepted(t Type, now int64) Verdict {
 	c.queued[t]++
 	c.total++
-	c.held[t]++
+	c.hold(t)
 	c.enqueued[t]++
 	c.noteQueued(t, now)
 	return Accepted
@@ -188,9 +189,7 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idleCount++
 	}
 	typ = c.typeOf(typ)
-	if c.held[typ] > 0 {
-		c.held[typ]--
-	}
+	c.unhold(typ)
 	if typ == Unknown {
 		return
 	}
@@ -211,6 +210,7 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 	s.Groups = s.Groups[:0]
 	s.Reservations = 0
 	s.IdleWorkers = c.idleCount
+	s.Pool, s.Shared, s.Borrowed = c.cfg.Pool, c.shared, c.borrowed
 	s.Busy = resize(s.Busy, c.cfg.Workers)
 	for w := range s.Busy {
 		s.Busy[w] = !c.idle.has(w)
@@ -235,6 +235,7 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 		}
 		if c.budget[t] != math.MaxInt {
 			s.Types[t].Budget = c.budget[t]
+			s.Types[t].Guarantee = c.guarantee[t]
 		}
 		if d := c.deadline[t]; d != noDeadline {
 			s.Types[t].DeadlineNs = d

@@ -28,12 +28,13 @@
 // Three limits isolate the types from each other, each counted against the
 // type that hit it:
 //
-//   - Budgets (Config.Pool): the pool of requests the policy may hold,
-//     queued or running (the driver's packet buffers), is split into
-//     per-type budgets that add up to at most the pool; an arrival of a type
-//     holding its whole budget is refused (OverBudget). UNKNOWN gets a small
-//     budget. A type's budget is always there for it, whatever the others
-//     do, and the driver never runs out of buffers.
+//   - Budgets (Config.Pool): of the pool of requests the policy may hold,
+//     queued or running (the driver's packet buffers), half is divided into
+//     per-type guarantees (UNKNOWN a small one) and half is shared. A type
+//     below its guarantee is always admitted, whatever the others do; past
+//     it, it borrows from the shared part up to its budget, and an arrival
+//     that finds no room is refused (OverBudget). Guarantees and the shared
+//     part add up to the pool, so the driver never runs out of buffers.
 //   - Queue capacity (Config.QueueCapacity, by default the budget): an
 //     arrival that finds its queue full is refused (QueueFull).
 //   - Deadlines (Config.DeadlineFactor, DeadlineFloor, Deadlines): a request

@@ -50,6 +50,14 @@ func runInvariants(t *testing.T, name string, cfg Config) {
 	var s Snapshot
 	check := func(step int) {
 		p.Snapshot(&s)
+		held, borrowed := 0, 0
+		for _, ts := range s.Types {
+			held += ts.Held
+			borrowed += max(ts.Held-ts.Guarantee, 0)
+		}
+		if s.Pool > 0 && (held > s.Pool || borrowed != s.Borrowed || borrowed > s.Shared) {
+			t.Fatalf("%s step %d: %d held of a pool of %d, borrowed %d (snapshot %d) of %d shared", name, step, held, s.Pool, borrowed, s.Borrowed, s.Shared)
+		}
 		for _, ts := range s.Types {
 			if ts.Budget > 0 && ts.Held > ts.Budget {
 				t.Fatalf("%s step %d: type %d holds %d, budget %d", name, step, ts.Type, ts.Held, ts.Budget)

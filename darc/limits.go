@@ -5,77 +5,117 @@ import (
 	"math"
 )
 
-// This file holds the isolation every policy shares: per-type budgets of
-// the pool (admission) and per-type queue deadlines (expiry).
+// This file holds the isolation every policy shares: per-type shares of the
+// pool (admission) and per-type queue deadlines (expiry).
 //
-// Budgets partition the pool statically: a type's budget is always there
-// for it, whatever the other types do, and the budgets never add up to more
-// than the pool, so the driver never runs out of buffers because of what is
-// queued or running. A later layer of tenant budgets partitions the pool
-// among tenants first and each tenant's budget among its types the same way
-// (splitPool on the tenant's share); admission stays one comparison per
-// request.
+// The pool is split in two. The guaranteed part (Config.Guaranteed of it)
+// is divided into per-type guarantees: a type holding less than its
+// guarantee is always admitted, whatever the others do, so a type with work
+// keeps its part even while others flood. The rest is shared: a type past
+// its guarantee borrows from it, up to its budget (Config.Budgets; by
+// default its guarantee plus the whole shared part), while some is left.
+// Guarantees plus the shared part never exceed the pool, so the driver
+// never runs out of buffers because of what is queued or running. Admission
+// is two comparisons and a counter.
+//
+// A later layer of tenant shares nests the same split: the pool into
+// tenants' guarantees and a shared part, each tenant's guarantee into its
+// types'; a request is admitted when both its type and its tenant are.
 
 // noDeadline is the deadline of a type without one.
 const noDeadline = int64(math.MaxInt64)
 
-// splitPool returns the per-type budgets of a pool of pool requests over n
-// types: fixed[t] when > 0, and for the others an equal part of what the
-// fixed ones leave, UNKNOWN getting one part for every UnknownBudgetShare
-// parts of a known type. Every budget is at least 1 and their sum at most
-// pool, or it returns an error saying what does not fit.
-func splitPool(pool int, fixed []int, n int) ([]int, error) {
-	budgets := make([]int, n)
-	left := pool
-	weights := 0
-	for t := 0; t < n; t++ {
-		f := 0
-		if t < len(fixed) {
-			f = fixed[t]
+// share is a pool split: per-type guarantees and ceilings, and the shared
+// part.
+type share struct {
+	guarantee []int
+	budget    []int
+	shared    int
+}
+
+// splitPool splits a pool of pool requests over n types: fixed guarantees
+// and budgets where given (> 0), and for the other types an equal part of
+// what fixed guarantees leave of the guaranteed share (guaranteed x pool),
+// UNKNOWN getting one part for every UnknownBudgetShare parts of a known
+// type. Every guarantee is at least 1, guarantees never exceed budgets, and
+// the guarantees and the shared part add up to the pool; otherwise it
+// returns an error saying what does not fit.
+func splitPool(pool int, guaranteed float64, fixedGuarantees, fixedBudgets []int, n int) (share, error) {
+	sh := share{guarantee: make([]int, n), budget: make([]int, n)}
+	at := func(xs []int, t int) int {
+		if t < len(xs) {
+			return xs[t]
 		}
+		return 0
+	}
+	left := int(guaranteed * float64(pool))
+	fixed, weights := 0, 0
+	for t := 0; t < n; t++ {
+		g, b := at(fixedGuarantees, t), at(fixedBudgets, t)
 		switch {
-		case f < 0:
-			return nil, fmt.Errorf("budget of type %d is %d (must be >= 1, or 0 for a share of the pool)", t, f)
-		case f > 0:
-			budgets[t] = f
-			left -= f
+		case g < 0:
+			return sh, fmt.Errorf("guarantee of type %d is %d (must be >= 1, or 0 for a share of the pool)", t, g)
+		case b < 0 || b > pool:
+			return sh, fmt.Errorf("budget of type %d is %d (must be 1..%d, the pool, or 0 for the default)", t, b, pool)
+		case b > 0 && g > b:
+			return sh, fmt.Errorf("type %d: guarantee %d above its budget %d", t, g, b)
+		case g > 0:
+			sh.guarantee[t] = g
+			fixed += g
 		case t == int(Unknown):
 			weights++
 		default:
 			weights += UnknownBudgetShare
 		}
 	}
-	if left < 0 {
-		return nil, fmt.Errorf("budgets add up to %d, more than the pool's %d buffers (lower them or give the dataplane more buffers)", pool-left, pool)
+	if fixed > pool {
+		return sh, fmt.Errorf("guarantees add up to %d, more than the pool's %d buffers (lower them or give the dataplane more buffers)", fixed, pool)
 	}
-	if weights == 0 {
-		return budgets, nil
-	}
-	unit := left / weights
-	if unit < 1 {
-		return nil, fmt.Errorf("a pool of %d buffers (%d left by fixed budgets) cannot give each of %d types a budget of its own (give the dataplane more buffers or declare fewer types)", pool, left, n)
-	}
-	for t := range budgets {
-		if budgets[t] != 0 {
-			continue
+	left = max(left-fixed, 0)
+	if weights > 0 {
+		unit := left / weights
+		if unit < 1 {
+			return sh, fmt.Errorf("a pool of %d buffers cannot guarantee each of %d types a part of its own (give the dataplane more buffers, declare fewer types, or raise the guaranteed share)", pool, n)
 		}
-		if t == int(Unknown) {
-			budgets[t] = unit
-		} else {
-			budgets[t] = unit * UnknownBudgetShare
+		for t := range sh.guarantee {
+			if sh.guarantee[t] != 0 {
+				continue
+			}
+			if t == int(Unknown) {
+				sh.guarantee[t] = unit
+			} else {
+				sh.guarantee[t] = unit * UnknownBudgetShare
+			}
 		}
 	}
-	return budgets, nil
+	total := 0
+	for t := range sh.guarantee {
+		if b := at(fixedBudgets, t); b > 0 {
+			sh.guarantee[t] = min(sh.guarantee[t], b)
+		}
+		total += sh.guarantee[t]
+	}
+	sh.shared = pool - total
+	for t := range sh.budget {
+		sh.budget[t] = sh.guarantee[t] + sh.shared
+		if b := at(fixedBudgets, t); b > 0 {
+			sh.budget[t] = b
+		}
+	}
+	return sh, nil
 }
 
 // limits is the budget and deadline state of a policy, per type.
 type limits struct {
-	budget   []int   // most requests held, queued or running (MaxInt without a pool)
-	capacity []int   // most requests queued
-	held     []int   // requests held now
-	deadline []int64 // effective deadline, ns (noDeadline: none)
-	fixed    []int64 // configured deadline: > 0 fixed, < 0 none, 0 automatic
-	scale    []float64
+	budget    []int   // most requests held, queued or running (MaxInt without a pool)
+	guarantee []int   // held below this: always admitted (MaxInt without a pool)
+	shared    int     // the pool's shared part
+	borrowed  int     // of it in use: the sum over types of held above guarantee
+	capacity  []int   // most requests queued
+	held      []int   // requests held now
+	deadline  []int64 // effective deadline, ns (noDeadline: none)
+	fixed     []int64 // configured deadline: > 0 fixed, < 0 none, 0 automatic
+	scale     []float64
 
 	// nextExpiry is a lower bound of the time at which some queued request
 	// passes its deadline: Dispatch looks for expired requests only from
@@ -99,6 +139,7 @@ func newLimits(cfg *Config) limits {
 	n := cfg.NumTypes
 	l := limits{
 		budget:      make([]int, n),
+		guarantee:   make([]int, n),
 		capacity:    make([]int, n),
 		held:        make([]int, n),
 		deadline:    make([]int64, n),
@@ -108,19 +149,22 @@ func newLimits(cfg *Config) limits {
 		nextExpiry:  noDeadline,
 		nextRefresh: 1,
 	}
-	budgets := l.budget
+	var sh share
 	if cfg.Pool > 0 {
-		budgets, _ = splitPool(cfg.Pool, cfg.Budgets, n) // validated
+		sh, _ = splitPool(cfg.Pool, cfg.Guaranteed, cfg.Guarantees, cfg.Budgets, n) // validated
+		l.shared = sh.shared
 	}
 	for t := range n {
 		if cfg.Pool > 0 {
-			l.budget[t] = budgets[t]
-			l.capacity[t] = budgets[t]
+			l.budget[t] = sh.budget[t]
+			l.guarantee[t] = sh.guarantee[t]
+			l.capacity[t] = sh.budget[t]
 			if cfg.QueueCapacity > 0 {
-				l.capacity[t] = min(cfg.QueueCapacity, budgets[t])
+				l.capacity[t] = min(cfg.QueueCapacity, sh.budget[t])
 			}
 		} else {
 			l.budget[t] = math.MaxInt
+			l.guarantee[t] = math.MaxInt
 			l.capacity[t] = cfg.QueueCapacity
 		}
 		if t < len(cfg.Deadlines) {
@@ -230,4 +274,24 @@ func (c *core) sweepQueues(queues []ring, now int64, out []Assignment) int {
 	}
 	c.nextExpiry = next
 	return n
+}
+
+// hold counts one more request of type t held, borrowing from the shared
+// part past the type's guarantee.
+func (l *limits) hold(t Type) {
+	if l.held[t] >= l.guarantee[t] {
+		l.borrowed++
+	}
+	l.held[t]++
+}
+
+// unhold counts one request of type t fewer held.
+func (l *limits) unhold(t Type) {
+	if l.held[t] == 0 {
+		return // a driver's completion without a dispatch: nothing held
+	}
+	l.held[t]--
+	if l.held[t] >= l.guarantee[t] {
+		l.borrowed--
+	}
 }

@@ -8,35 +8,42 @@ import (
 )
 
 func TestSplitPool(t *testing.T) {
-	// The psp-header type space on the UDP dataplane's default pool:
-	// UNKNOWN one part, each of the 11 known types four.
-	b, err := splitPool(8160, nil, 12)
+	// The psp-header type space on the UDP dataplane's default pool: half
+	// of it guaranteed, UNKNOWN one part, each of the 11 known types four;
+	// the rest shared, which any type may borrow.
+	sh, err := splitPool(8160, 0.5, nil, nil, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b[0] != 181 || b[1] != 724 || b[11] != 724 || sum(b) > 8160 {
-		t.Fatalf("budgets %v (sum %d)", b, sum(b))
+	if sh.guarantee[0] != 90 || sh.guarantee[1] != 360 || sh.guarantee[11] != 360 || sum(sh.guarantee)+sh.shared != 8160 {
+		t.Fatalf("guarantees %v, shared %d", sh.guarantee, sh.shared)
 	}
-	// Fixed budgets come first; the others share the rest.
-	b, err = splitPool(100, []int{0, 50}, 3)
+	if sh.shared != 8160-90-11*360 || sh.budget[1] != 360+sh.shared || sh.budget[0] != 90+sh.shared {
+		t.Fatalf("shared %d, budgets %v", sh.shared, sh.budget)
+	}
+	// Fixed guarantees come first; fixed budgets cap the guarantees.
+	sh, err = splitPool(100, 0.5, []int{0, 30}, []int{0, 0, 5}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(b, []int{10, 50, 40}) {
-		t.Fatalf("budgets %v, want [10 50 40]", b)
+	if !slices.Equal(sh.guarantee, []int{4, 30, 5}) || sh.shared != 61 || !slices.Equal(sh.budget, []int{65, 91, 5}) {
+		t.Fatalf("guarantees %v budgets %v shared %d", sh.guarantee, sh.budget, sh.shared)
 	}
 	for _, tt := range []struct {
-		pool   int
-		fixed  []int
-		n      int
-		substr string
+		pool       int
+		guarantees []int
+		budgets    []int
+		n          int
+		substr     string
 	}{
-		{100, []int{0, 60, 50}, 3, "add up to 110"},
-		{8, nil, 3, "cannot give each of 3 types"},
-		{100, []int{0, -1}, 2, "budget of type 1 is -1"},
+		{100, []int{0, 60, 50}, nil, 3, "guarantees add up to 110"},
+		{16, nil, nil, 3, "cannot guarantee each of 3 types"},
+		{100, []int{0, -1}, nil, 2, "guarantee of type 1 is -1"},
+		{100, nil, []int{0, 101}, 2, "budget of type 1 is 101"},
+		{100, []int{0, 20}, []int{0, 10}, 2, "guarantee 20 above its budget 10"},
 	} {
-		if _, err := splitPool(tt.pool, tt.fixed, tt.n); err == nil || !strings.Contains(err.Error(), tt.substr) {
-			t.Errorf("splitPool(%d, %v, %d) = %v, want an error with %q", tt.pool, tt.fixed, tt.n, err, tt.substr)
+		if _, err := splitPool(tt.pool, 0.5, tt.guarantees, tt.budgets, tt.n); err == nil || !strings.Contains(err.Error(), tt.substr) {
+			t.Errorf("splitPool(%d, %v, %v, %d) = %v, want an error with %q", tt.pool, tt.guarantees, tt.budgets, tt.n, err, tt.substr)
 		}
 	}
 }
@@ -48,10 +55,11 @@ func TestPoolConfigRefused(t *testing.T) {
 	}{
 		// Today's defaults on the UDP pool: 12 queues of 4096 cannot fit.
 		{Config{Workers: 14, NumTypes: 12, Pool: 8160, QueueCapacity: 4096}, "more than the pool's 8160 buffers (use a queue capacity of at most 680"},
-		{Config{Workers: 2, NumTypes: 3, Pool: 100, Budgets: []int{0, 90, 20}}, "add up to 110"},
-		{Config{Workers: 2, NumTypes: 3, Budgets: []int{0, 1}}, "budgets need a pool"},
+		{Config{Workers: 2, NumTypes: 3, Pool: 100, Guarantees: []int{0, 90, 20}}, "add up to 110"},
+		{Config{Workers: 2, NumTypes: 3, Budgets: []int{0, 1}}, "need a pool"},
 		{Config{Workers: 2, NumTypes: 3, Pool: 100, Deadlines: []int64{1, 2, 3, 4}}, "4 deadlines for 3 types"},
-		{Config{Workers: 2, NumTypes: 300, Pool: 1000}, "cannot give each of 300 types"},
+		{Config{Workers: 2, NumTypes: 300, Pool: 1000}, "cannot guarantee each of 300 types"},
+		{Config{Workers: 2, NumTypes: 3, Pool: 100, Guaranteed: 1.5}, "guaranteed share = 1.5"},
 	} {
 		err := tt.cfg.Validate()
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.substr) {
@@ -65,53 +73,76 @@ func TestPoolConfigRefused(t *testing.T) {
 	}
 	var s Snapshot
 	p.Snapshot(&s)
-	if s.Types[1].Budget != 724 || s.Types[1].Capacity != 724 || s.Types[0].Budget != 181 {
-		t.Fatalf("type states %+v", s.Types[:2])
+	if s.Types[1].Guarantee != 360 || s.Types[1].Budget != 360+s.Shared || s.Types[1].Capacity != s.Types[1].Budget || s.Types[0].Guarantee != 90 || s.Pool != 8160 {
+		t.Fatalf("pool %d shared %d, type states %+v", s.Pool, s.Shared, s.Types[:2])
 	}
 }
 
-// A type that floods fills its own budget (queued and running requests both
-// count) and is refused with OverBudget; the other types keep theirs.
+// A type that floods takes the shared part and is then refused with
+// OverBudget (queued and running requests both count); the other types keep
+// their guarantees, and a completion gives its own type room again.
 func TestBudgetDropsOwnTypeOnly(t *testing.T) {
 	for _, name := range PolicyNames() {
-		p, err := New(name, Config{Workers: 2, NumTypes: 3, Pool: 9, Spillway: 1, MinSamples: 1000})
+		// Pool 18, half guaranteed: UNKNOWN 1, SHORT 4, LONG 4; 9 shared.
+		p, err := New(name, Config{Workers: 2, NumTypes: 3, Pool: 18, Spillway: 1, MinSamples: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Budgets: UNKNOWN 1, SHORT 4, LONG 4.
 		var verdicts []Verdict
-		for i := range 6 {
+		for i := range 15 {
 			verdicts = append(verdicts, p.Enqueue(req(uint64(i), 2), 0))
 		}
-		if !slices.Equal(verdicts, []Verdict{Accepted, Accepted, Accepted, Accepted, OverBudget, OverBudget}) {
-			t.Errorf("%s: LONG flood verdicts %v", name, verdicts)
+		want := slices.Repeat([]Verdict{Accepted}, 13)
+		want = append(want, OverBudget, OverBudget)
+		if !slices.Equal(verdicts, want) {
+			t.Errorf("%s: LONG flood verdicts %v, want 13 accepted (4 guaranteed + 9 shared)", name, verdicts)
 		}
 		// Dispatching does not give budget back: running requests count.
 		out := dispatchAll(t, p, 1)
 		if len(out) == 0 {
 			t.Fatalf("%s: nothing dispatched", name)
 		}
-		if v := p.Enqueue(req(10, 2), 1); v != OverBudget {
+		if v := p.Enqueue(req(20, 2), 1); v != OverBudget {
 			t.Errorf("%s: LONG with %d running and the rest queued: %v, want over_budget", name, len(out), v)
 		}
 		for i := range 4 {
-			if v := p.Enqueue(req(uint64(20+i), 1), 1); v != Accepted {
-				t.Errorf("%s: SHORT %d during the LONG flood: %v", name, i, v)
+			if v := p.Enqueue(req(uint64(30+i), 1), 1); v != Accepted {
+				t.Errorf("%s: SHORT %d during the LONG flood: %v (its guarantee is 4)", name, i, v)
 			}
 		}
-		if v := p.Enqueue(req(30, 1), 1); v != OverBudget {
-			t.Errorf("%s: fifth SHORT: %v, want over_budget", name, v)
+		if v := p.Enqueue(req(40, 1), 1); v != OverBudget {
+			t.Errorf("%s: fifth SHORT with the shared part taken: %v, want over_budget", name, v)
 		}
-		// A completion frees one unit of its own type's budget.
+		if v := p.Enqueue(req(41, Unknown), 1); v != Accepted {
+			t.Errorf("%s: UNKNOWN within its guarantee: %v", name, v)
+		}
+		// A LONG completion returns a shared unit: LONG may take it again.
 		p.Complete(out[0].Worker, out[0].Request.Type, 1000, 2)
-		if v := p.Enqueue(req(11, 2), 2); v != Accepted {
+		if v := p.Enqueue(req(21, 2), 2); v != Accepted {
 			t.Errorf("%s: LONG after a LONG completion: %v", name, v)
 		}
 		var s Snapshot
 		p.Snapshot(&s)
-		if s.Types[2].OverBudget != 3 || s.Types[1].OverBudget != 1 || s.Types[2].Held != 4 || s.Types[1].Held != 4 {
-			t.Errorf("%s: type states %+v", name, s.Types)
+		if s.Types[2].OverBudget != 3 || s.Types[1].OverBudget != 1 || s.Types[2].Held != 13 || s.Types[1].Held != 4 || s.Borrowed != 9 || s.Shared != 9 {
+			t.Errorf("%s: borrowed %d of %d, type states %+v", name, s.Borrowed, s.Shared, s.Types)
 		}
+	}
+}
+
+// A fixed budget caps a type below the shared part.
+func TestFixedBudget(t *testing.T) {
+	p, err := New(NameCFCFS, Config{Workers: 1, NumTypes: 3, Pool: 100, Budgets: []int{0, 0, 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for i := range 20 {
+		if p.Enqueue(req(uint64(i), 2), 0) == Accepted {
+			accepted++
+		}
+	}
+	if accepted != 6 {
+		t.Fatalf("%d LONG accepted with a budget of 6", accepted)
 	}
 }
 

@@ -159,12 +159,9 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if numTypes < 1 {
 		return nil, fmt.Errorf("%w: policy %q reports no types", ErrSpec, policy.Name())
 	}
-	pool := 0
-	for _, ts := range snap.Types {
-		pool += ts.Budget
-	}
+	pool := snap.Pool
 	if bp, ok := dp.(nic.BufferPool); ok && pool > bp.RequestBuffers() {
-		return nil, fmt.Errorf("%w: policy %q budgets %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
+		return nil, fmt.Errorf("%w: policy %q holds up to %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
 			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
 	}
 	d := &Dispatcher{

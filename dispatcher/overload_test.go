@@ -136,7 +136,7 @@ func TestBudgetsDeadlinesAndOverloadReplies(t *testing.T) {
 func TestShedWithoutReplyQueue(t *testing.T) {
 	dp := newFakeDataplane(1, 64, 64)
 	g := &blocker{open: make(chan struct{}), reply: true}
-	d, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: HeaderNumTypes, Pool: 45}), g)
+	d, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: HeaderNumTypes, Pool: 90, Budgets: []int{0, 0, 10}}), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +198,11 @@ func TestDrainIsABound(t *testing.T) {
 func TestNewRefusesBudgetsOverThePool(t *testing.T) {
 	dp := memnic.New(memnic.Config{Workers: 1, Buffers: 64})
 	defer dp.Close()
-	_, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: 2, Pool: 64, Budgets: []int{4, 60}}), echo)
+	_, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: 2, Pool: 64}), echo)
 	if !errors.Is(err, ErrSpec) {
-		t.Fatalf("budgets of 64 on a dataplane lending %d: %v, want ErrSpec", dp.RequestBuffers(), err)
+		t.Fatalf("a pool of 64 on a dataplane lending %d: %v, want ErrSpec", dp.RequestBuffers(), err)
 	}
-	if _, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: HeaderNumTypes, Pool: dp.RequestBuffers()}), echo); err != nil {
+	if _, err := New(Spec{Workers: 1}, dp, HeaderClassifier{}, realPolicy(t, darc.Config{Workers: 1, NumTypes: 2, Pool: dp.RequestBuffers()}), echo); err != nil {
 		t.Fatal(err)
 	}
 }
