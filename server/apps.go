@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/app/tpcc"
 	"github.com/persephone-go/psp/dispatcher"
 )
@@ -12,7 +13,7 @@ import (
 func openOtherApp(cfg Config) (dispatcher.Handler, func() error, error) {
 	switch cfg.App.Name {
 	case AppTPCC:
-		h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
+		h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("server: app: %w", err)
 		}

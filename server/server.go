@@ -22,6 +22,10 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
+// adminShutdownTimeout bounds how long Close waits for admin requests in
+// progress.
+const adminShutdownTimeout = 300 * time.Millisecond
+
 // Options are the parts of a server that are not configuration.
 type Options struct {
 	// Log receives one-line progress messages (default: discard).
@@ -75,12 +79,16 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if s.app, s.closeApp, err = openApp(cfg); err != nil {
 		return nil, err
 	}
-	policy, err := darc.New(cfg.Policy, cfg.policyConfig(s.types))
-	if err != nil {
-		return nil, fmt.Errorf("server: policy: %w", err)
-	}
 	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
 		return nil, err
+	}
+	pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	policy, err := darc.New(cfg.Policy, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: policy: %w", err)
 	}
 	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types), s.dp, s.tenants.classifier, policy, s.app)
 	if err != nil {
@@ -122,9 +130,9 @@ func openApp(cfg Config) (dispatcher.Handler, func() error, error) {
 	none := func() error { return nil }
 	switch cfg.App.Name {
 	case AppSpin:
-		return spin.Handler{}, none, nil
+		return spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, none, nil
 	case AppEmulate:
-		h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
+		h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("server: app: %w", err)
 		}
@@ -192,7 +200,7 @@ wait:
 	for {
 		select {
 		case <-stopping:
-			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v)\n", s.cfg.DrainTimeout)
+			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v; then what is left is dropped)\n", s.cfg.DrainTimeout)
 			stopping = nil
 		case err = <-dispErr:
 			break wait
@@ -203,11 +211,32 @@ wait:
 		}
 	}
 	st := s.disp.Stats()
-	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)
+	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d%s\n", st.Received, st.Answered, st.Dropped, dropSummary(st.Drops, " (", ")"))
+	if st.Abandoned > 0 {
+		// A handler is still running: the application stays open (closing
+		// it under a worker is not safe); the process exits anyway.
+		fmt.Fprintf(s.log, "psp serve: %d requests still running on workers at the drain timeout were abandoned\n", st.Abandoned)
+		s.closeApp = nil
+	}
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// dropSummary lists the non-zero drop reasons ("budget 3, expired 2"),
+// between before and after, or "" when there are none.
+func dropSummary(d dispatcher.Drops, before, after string) string {
+	var parts []string
+	for _, r := range dispatcher.Reasons() {
+		if n := d.Count(r); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return before + strings.Join(parts, ", ") + after
 }
 
 // describe is the startup line.
@@ -230,7 +259,8 @@ func (s *Server) describe() string {
 func (s *Server) Close() error {
 	var errs []error
 	if s.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Bounded: the process must exit soon after the drain.
+		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
 		}

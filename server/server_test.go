@@ -25,16 +25,19 @@ func header(id, typ, serviceNs uint32) []byte {
 	return b
 }
 
-// memConfig is a small in-memory server: emulate with a tiny dilation.
+// memConfig is a small in-memory server: emulate with a tiny dilation. The
+// tests inject bursts far above its capacity and check every answer, not
+// the shedding: no automatic deadlines, and a pool that holds the bursts.
 func memConfig() Config {
 	return Config{
-		Dataplane:  DataplaneMemory,
-		Workers:    4,
-		Buffers:    256,
-		Policy:     "darc",
-		MinSamples: 100,
-		App:        App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
-		Admin:      Admin{Addr: "127.0.0.1:0"},
+		Dataplane:      DataplaneMemory,
+		Workers:        4,
+		Buffers:        2048,
+		Policy:         "darc",
+		MinSamples:     100,
+		DeadlineFactor: -1,
+		App:            App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
+		Admin:          Admin{Addr: "127.0.0.1:0"},
 	}
 }
 
