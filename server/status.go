@@ -35,9 +35,12 @@ type Status struct {
 	// expired, overload) during the last second; ShedRate is their rate.
 	Overloaded bool    `json:"overloaded"`
 	ShedRate   float64 `json:"shed_rate"`
-	// Pool is the number of requests the types' budgets share (the buffers
-	// the dataplane lends to requests); 0: unbounded.
-	Pool int `json:"pool"`
+	// Pool is the number of requests the policy may hold (the buffers the
+	// dataplane lends to requests; 0: unbounded): the types' guarantees plus
+	// a shared part, of which Borrowed is in use.
+	Pool     int `json:"pool"`
+	Shared   int `json:"shared"`
+	Borrowed int `json:"borrowed"`
 	// Abandoned counts requests still running at the drain timeout.
 	Abandoned int `json:"abandoned,omitempty"`
 
@@ -84,11 +87,12 @@ type TypeStatus struct {
 	// since start (worker clock).
 	MeasuredMeanNs float64 `json:"measured_mean_ns"`
 	// Budget is the most requests of the type held at once (queued or
-	// running; 0: unbounded), Held how many it holds now, Capacity its
-	// queue's bound.
-	Budget   int `json:"budget"`
-	Held     int `json:"held"`
-	Capacity int `json:"capacity"`
+	// running; 0: unbounded), Guarantee how many it can always hold, Held
+	// how many it holds now, Capacity its queue's bound.
+	Budget    int `json:"budget"`
+	Guarantee int `json:"guarantee"`
+	Held      int `json:"held"`
+	Capacity  int `json:"capacity"`
 	// DeadlineNs is the longest a request of the type may wait in its
 	// queue (0: none); MaxWaitNs the longest wait of a request dispatched in
 	// the last stats interval.
@@ -129,6 +133,8 @@ func buildStatus(s *dispatcher.Stats) Status {
 		Overloaded:      s.Overloaded,
 		ShedRate:        s.ShedRate,
 		Pool:            s.Pool,
+		Shared:          s.Policy.Shared,
+		Borrowed:        s.Policy.Borrowed,
 		Abandoned:       s.Abandoned,
 		IdleWorkers:     s.IdleWorkers,
 		CPUWaste:        s.CPUWaste,
@@ -164,7 +170,7 @@ func buildStatus(s *dispatcher.Stats) Status {
 		if int(ts.Type) < len(s.Policy.Types) {
 			p := s.Policy.Types[ts.Type]
 			t.MeanServiceNs, t.ProfileCount, t.Ratio = p.MeanService, p.Count, p.Ratio
-			t.Budget, t.Held, t.Capacity, t.DeadlineNs = p.Budget, p.Held, p.Capacity, p.DeadlineNs
+			t.Budget, t.Guarantee, t.Held, t.Capacity, t.DeadlineNs = p.Budget, p.Guarantee, p.Held, p.Capacity, p.DeadlineNs
 		}
 		st.Types = append(st.Types, t)
 	}
