@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/persephone-go/psp/dispatcher"
 )
 
 // collector exports the dispatcher's latest Stats snapshot at scrape time:
@@ -17,6 +19,11 @@ type collector struct {
 	received, answered, dropped, inFlight, queued, busy     *prometheus.Desc
 	idle, waste, reservations, typeCount, typeQueue, typeMS *prometheus.Desc
 	typeProfileMean, groupReserved, tenantVersion, faults   *prometheus.Desc
+
+	overloadReplies, overloaded, shedRate, pool               *prometheus.Desc
+	typeDropped, typeBudget, typeHeld, typeDeadline, typeWait *prometheus.Desc
+	netRx, netRxDropped, netRxNoBuffer, netRxTruncated        *prometheus.Desc
+	netTx, netTxErrors                                        *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -41,6 +48,22 @@ func newCollector(s *Server) *collector {
 		groupReserved:   d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
 		tenantVersion:   d("classifier_version", "Classifier version per tenant.", "tenant"),
 		faults:          d("classifier_faults_total", "Classifier faults per tenant and kind.", "tenant", "kind"),
+
+		overloadReplies: d("overload_replies_total", "Shed requests answered with an \"overloaded\" reply (counted as dropped too)."),
+		overloaded:      d("overloaded", "1 while the server sheds requests (queue full, budget, expired, overload in the last second), else 0."),
+		shedRate:        d("shed_requests_per_second", "Requests shed per second over the last second."),
+		pool:            d("pool_requests", "Requests the types' budgets share: the buffers the dataplane lends to requests (0: unbounded)."),
+		typeDropped:     d("type_requests_dropped_total", "Requests dropped per type and reason.", "type", "reason"),
+		typeBudget:      d("type_budget_requests", "Most requests of the type held at once, queued or running (0: unbounded).", "type"),
+		typeHeld:        d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
+		typeDeadline:    d("type_deadline_seconds", "Longest a request of the type may wait in its queue (0: none).", "type"),
+		typeWait:        d("type_queue_wait_max_seconds", "Longest queue wait of the type's requests dispatched during the last stats interval.", "type"),
+		netRx:           d("dataplane_rx_packets_total", "Packets the dataplane handed to the dispatcher."),
+		netRxDropped:    d("dataplane_rx_dropped_total", "Packets dropped before the dispatcher saw them (kernel socket buffer full, device drops, non-requests)."),
+		netRxNoBuffer:   d("dataplane_rx_no_buffer_total", "Times the dataplane found its buffer pool empty when receiving."),
+		netRxTruncated:  d("dataplane_rx_truncated_total", "Datagrams longer than a buffer (also counted as dropped, reason truncated)."),
+		netTx:           d("dataplane_tx_packets_total", "Packets transmitted."),
+		netTxErrors:     d("dataplane_tx_errors_total", "Packets the dataplane failed to transmit."),
 	}
 }
 
@@ -48,7 +71,9 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.received, c.answered, c.dropped, c.inFlight, c.queued, c.busy,
 		c.idle, c.waste, c.reservations, c.typeCount, c.typeQueue, c.typeMS,
-		c.typeProfileMean, c.groupReserved, c.tenantVersion, c.faults} {
+		c.typeProfileMean, c.groupReserved, c.tenantVersion, c.faults,
+		c.overloadReplies, c.overloaded, c.shedRate, c.pool, c.typeDropped, c.typeBudget, c.typeHeld,
+		c.typeDeadline, c.typeWait, c.netRx, c.netRxDropped, c.netRxNoBuffer, c.netRxTruncated, c.netTx, c.netTxErrors} {
 		ch <- d
 	}
 }
@@ -64,12 +89,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.received, float64(st.Received))
 	counter(c.answered, float64(st.Answered))
-	for reason, v := range map[string]uint64{
-		"runt": st.Drops.Runt, "truncated": st.Drops.Truncated, "queue_full": st.Drops.QueueFull,
-		"overload": st.Drops.Overload, "app": st.Drops.App, "panic": st.Drops.Panic, "tx_error": st.Drops.TxError, "shutdown": st.Drops.Shutdown,
-	} {
-		counter(c.dropped, float64(v), reason)
+	for _, r := range dispatcher.Reasons() {
+		counter(c.dropped, float64(st.Drops.Count(r)), r.String())
 	}
+	counter(c.overloadReplies, float64(st.OverloadReplies))
+	over := 0.0
+	if st.Overloaded {
+		over = 1
+	}
+	gauge(c.overloaded, over)
+	gauge(c.shedRate, st.ShedRate)
+	gauge(c.pool, float64(st.Pool))
+	counter(c.netRx, float64(st.Net.RxPackets))
+	counter(c.netRxDropped, float64(st.Net.RxDropped))
+	counter(c.netRxNoBuffer, float64(st.Net.RxNoBuffer))
+	counter(c.netRxTruncated, float64(st.Net.RxTruncated))
+	counter(c.netTx, float64(st.Net.TxPackets))
+	counter(c.netTxErrors, float64(st.Net.TxErrors))
 	gauge(c.inFlight, float64(st.InFlight))
 	gauge(c.queued, float64(st.Queued))
 	gauge(c.busy, float64(st.Busy))
@@ -84,6 +120,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.typeQueue, float64(t.Queued), name)
 		gauge(c.typeMS, t.MeasuredMeanNs/1e9, name)
 		gauge(c.typeProfileMean, t.MeanServiceNs/1e9, name)
+		for _, r := range dispatcher.Reasons() {
+			if r == dispatcher.ReasonRunt || r == dispatcher.ReasonTruncated {
+				continue // not classified: no type
+			}
+			counter(c.typeDropped, float64(t.Drops.Count(r)), name, r.String())
+		}
+		gauge(c.typeBudget, float64(t.Budget), name)
+		gauge(c.typeHeld, float64(t.Held), name)
+		gauge(c.typeDeadline, float64(t.DeadlineNs)/1e9, name)
+		gauge(c.typeWait, float64(t.MaxWaitNs)/1e9, name)
 	}
 	for i, g := range st.Groups {
 		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(g.Types, ","))
