@@ -153,7 +153,9 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
-	for _, want := range []string{"psp_requests_answered_total 401", `psp_requests_dropped_total{reason="runt"} 1`, `psp_type_requests_total{outcome="answered",type="SHORT"} 200`, "go_goroutines"} {
+	for _, want := range []string{"psp_requests_answered_total 401", `psp_requests_dropped_total{reason="runt"} 1`, `psp_type_requests_total{outcome="answered",type="SHORT"} 200`, "go_goroutines",
+		`psp_requests_dropped_total{reason="expired"} 0`, `psp_type_requests_dropped_total{reason="budget",type="LONG"} 0`, "psp_pool_requests 1536",
+		`psp_type_budget_requests{type="SHORT"}`, "psp_overloaded 0", "psp_dataplane_rx_dropped_total 0", "psp_dataplane_rx_packets_total 402"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
