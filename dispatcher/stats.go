@@ -86,6 +86,16 @@ func Reasons() []Reason {
 	return rs
 }
 
+// Since returns the drops counted after earlier (an older copy of the same
+// counters), reason by reason.
+func (d Drops) Since(earlier Drops) Drops {
+	for r := range numReasons {
+		f := d.field(r)
+		*f -= min(*f, earlier.Count(r))
+	}
+	return d
+}
+
 // Count returns the drops for reason r.
 func (d *Drops) Count(r Reason) uint64 { return *d.field(r) }
 
