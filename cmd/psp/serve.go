@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,7 +22,12 @@ func serveCommand() *cli.Command {
 		Description: "psp serve runs the live server: a net worker and dispatcher loop feeding\n" +
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
 			"errors) and are overridden by flags. SIGINT/SIGTERM stop it gracefully: queued\n" +
-			"requests are answered before it exits; a second signal quits at once.\n" +
+			"requests are answered for at most --drain-timeout, then the process exits; a\n" +
+			"second signal quits at once.\n\n" +
+			"Overload: each request type has a budget of the dataplane's buffers (a guaranteed\n" +
+			"part plus what it borrows from a shared part) and a queue deadline; requests over\n" +
+			"the budget or past the deadline are dropped and counted by reason (psp status,\n" +
+			"/metrics), answered \"overloaded\" where the protocol allows (kv).\n" +
 			"--print-config shows the effective config.\n\n" +
 			"Example (emulated High Bimodal server on loopback, DARC after 500 samples):\n" +
 			"  psp serve --app emulate --dilation 1000 --policy darc --workers 14 --min-samples 500",
@@ -45,11 +51,17 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (default; shares cores) or busy-poll (the paper's; one core per thread)"},
 			&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking", DefaultText: "50µs"},
 			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
-			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown", DefaultText: "5s"},
+			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do; what is left is dropped as shutdown", DefaultText: "5s"},
+			&cli.Float64Flag{Name: "deadline-factor", Usage: "automatic queue deadlines: a request waiting longer than this x the longest mean service time that can hold up its workers is dropped unserved (expired); negative: off", DefaultText: "10"},
+			&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline", DefaultText: "50ms"},
+			&cli.StringSliceFlag{Name: "deadline", Usage: "per-type queue deadline `NAME=DURATION` (or NAME=off), repeatable: overrides the automatic one"},
+			&cli.StringSliceFlag{Name: "budget", Usage: "per-type budget `NAME=N`, repeatable: the most requests of the type held at once, queued or running"},
+			&cli.StringSliceFlag{Name: "guarantee", Usage: "per-type guarantee `NAME=N`, repeatable: requests of the type always admitted whatever the others hold"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
 			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc or kv"},
 			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set)", DefaultText: "1000 for emulate, 0 (spin) for tpcc"},
 			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot", DefaultText: "50µs"},
+			&cli.DurationFlag{Name: "max-service", Usage: "spin, emulate, tpcc: longest (nominal, undilated) service time a request may ask for; longer ones are refused and counted (service_cap)", DefaultText: "1ms"},
 			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
 			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
 			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: "" + server.DefaultAdmin + ""},
@@ -107,6 +119,16 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	if c.IsSet("drain-timeout") {
 		cfg.DrainTimeout = c.Duration("drain-timeout")
 	}
+	flt("deadline-factor", &cfg.DeadlineFactor)
+	if c.IsSet("deadline-floor") {
+		cfg.DeadlineFloor = c.Duration("deadline-floor")
+	}
+	if err := typeLimitFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if c.IsSet("max-service") {
+		cfg.App.MaxService = c.Duration("max-service")
+	}
 	if c.IsSet("classifier") {
 		cfg.Classifier = c.String("classifier")
 		cfg.Tenants = nil
@@ -122,6 +144,39 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	str("token-file", &cfg.Admin.TokenFile)
 	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// typeLimitFlags merges --deadline, --budget and --guarantee NAME=VALUE
+// into cfg.Types.
+func typeLimitFlags(c *cli.Context, cfg *server.Config) error {
+	for _, flag := range []string{"deadline", "budget", "guarantee"} {
+		for _, kv := range c.StringSlice(flag) {
+			name, value, ok := strings.Cut(kv, "=")
+			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+			if !ok || name == "" || value == "" {
+				return fmt.Errorf("--%s %q: want NAME=VALUE, e.g. --%s LONG=%s", flag, kv, flag, map[string]string{"deadline": "500ms", "budget": "2000", "guarantee": "500"}[flag])
+			}
+			if cfg.Types == nil {
+				cfg.Types = map[string]server.TypeLimits{}
+			}
+			l := cfg.Types[name]
+			if flag == "deadline" {
+				l.Deadline = value
+			} else {
+				n, err := strconv.Atoi(value)
+				if err != nil || n < 1 {
+					return fmt.Errorf("--%s %q: want a count >= 1", flag, kv)
+				}
+				if flag == "budget" {
+					l.Budget = n
+				} else {
+					l.Guarantee = n
+				}
+			}
+			cfg.Types[name] = l
+		}
+	}
+	return nil
 }
 
 func runServe(c *cli.Context) error {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/server"
 )
@@ -71,6 +73,19 @@ func fetchStatus(admin string, timeout time.Duration) ([]byte, error) {
 	return body, nil
 }
 
+// fetchServerStatus fetches and decodes a server's /status.
+func fetchServerStatus(admin string) (*server.Status, error) {
+	body, err := fetchStatus(admin, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var st server.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("status: decode: %w", err)
+	}
+	return &st, nil
+}
+
 // printStatus renders st for humans.
 func printStatus(w io.Writer, st *server.Status) error {
 	state := "running"
@@ -86,21 +101,27 @@ func printStatus(w io.Writer, st *server.Status) error {
 	}
 	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %d workers, app %s, up %.1fs\n",
 		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSec)
-	fmt.Fprintf(w, "requests: received %d, answered %d, dropped %d, in flight %d (queued %d, running %d)\n",
+	if st.Overloaded {
+		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
+	}
+	fmt.Fprintf(w, "requests: received %d = answered %d + dropped %d + in flight %d (queued %d, running %d)\n",
 		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy)
 	if st.Dropped > 0 {
-		d := st.Drops
-		var parts []string
-		for _, p := range []struct {
-			name string
-			n    uint64
-		}{{"runt", d.Runt}, {"truncated", d.Truncated}, {"queue full", d.QueueFull}, {"overload", d.Overload},
-			{"app", d.App}, {"panic", d.Panic}, {"tx error", d.TxError}, {"shutdown", d.Shutdown}} {
-			if p.n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", p.name, p.n))
-			}
+		fmt.Fprintf(w, "drops: %s", dropList(st.Drops))
+		if st.OverloadReplies > 0 {
+			fmt.Fprintf(w, "; %d answered \"overloaded\"", st.OverloadReplies)
 		}
-		fmt.Fprintf(w, "drops: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintln(w)
+	}
+	n := st.Net
+	fmt.Fprintf(w, "network: %d packets in, %d dropped before psp (kernel socket or device full)", n.RxPackets, n.RxDropped)
+	if n.RxNoBuffer > 0 {
+		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
+	}
+	fmt.Fprintf(w, "; %d out, %d send errors\n", n.TxPackets, n.TxErrors)
+	if st.Pool > 0 {
+		fmt.Fprintf(w, "buffer pool: %d requests, %d guaranteed to types, %d shared (%d borrowed now)\n",
+			st.Pool, st.Pool-st.Shared, st.Shared, st.Borrowed)
 	}
 	fmt.Fprintf(w, "idle workers %.2f, CPU waste %.2f workers (whole run %.2f)\n", st.IdleWorkers, st.CPUWaste, st.CPUWasteTotal)
 
@@ -121,15 +142,27 @@ func printStatus(w io.Writer, st *server.Status) error {
 
 	fmt.Fprintln(w, "\ntypes:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ID\tNAME\tPROFILE MEAN\tRATIO\tQUEUED\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\t")
+	fmt.Fprintln(tw, "ID\tNAME\tPROFILE MEAN\tRATIO\tQUEUED\tHELD/BUDGET\tDEADLINE\tMAX WAIT\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\t")
+	var dropped []string
 	for _, t := range st.Types {
 		if t.Received == 0 && t.ProfileCount == 0 && t.Queued == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%d\t%d\t%d\t%s\t\n", t.ID, t.Name, ns(t.MeanServiceNs), t.Ratio,
-			t.Queued, t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanNs))
+		budget := "-"
+		if t.Budget > 0 {
+			budget = fmt.Sprintf("%d/%d", t.Held, t.Budget)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t\n", t.ID, t.Name, ns(t.MeanServiceNs), t.Ratio,
+			t.Queued, budget, ns(float64(t.DeadlineNs)), ns(float64(t.MaxWaitNs)), t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanNs))
+		if t.Dropped > 0 {
+			dropped = append(dropped, fmt.Sprintf("  %s: %s", t.Name, dropList(t.Drops)))
+		}
 	}
 	tw.Flush()
+	if len(dropped) > 0 {
+		fmt.Fprintln(w, "\ndrops by type:")
+		fmt.Fprintln(w, strings.Join(dropped, "\n"))
+	}
 
 	fmt.Fprintln(w, "\nclassifiers:")
 	for _, t := range st.Tenants {
@@ -155,6 +188,40 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// dropList lists the non-zero drop reasons: "budget 12, expired 3".
+func dropList(d dispatcher.Drops) string {
+	var parts []string
+	for _, r := range dispatcher.Reasons() {
+		if n := d.Count(r); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shedByType lists the types shedding now, most first: " (LONG 512/s, ...)".
+func shedByType(st *server.Status) string {
+	type rate struct {
+		name string
+		r    float64
+	}
+	var rs []rate
+	for _, t := range st.Types {
+		if t.ShedRate > 0 {
+			rs = append(rs, rate{t.Name, t.ShedRate})
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].r > rs[j].r })
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s %.0f/s", r.name, r.r)
+	}
+	return ": " + strings.Join(parts, ", ")
 }
 
 // ns formats nanoseconds as a duration.
