@@ -78,6 +78,19 @@ type OutcomeHandler interface {
 	Serve(w int, typ darc.Type, b *nic.Buffer) Outcome
 }
 
+// Admitter is implemented by applications that can refuse a request from
+// its payload alone (a malformed header, a service time over the cap):
+// the dispatcher calls Admit for every classified request before queueing
+// it, and drops the request at once for the reason the outcome gives
+// (Refuse: "app", RefuseOverCap: "service_cap"), without waking a worker or
+// letting it into the policy's profile. Answer admits it. Admit runs on
+// the dispatcher goroutine, concurrently with the workers: it must be fast,
+// allocation-free and must not keep or modify b. Serve or Handle still
+// sees every admitted request.
+type Admitter interface {
+	Admit(typ darc.Type, b *nic.Buffer) Outcome
+}
+
 // OverloadReplier is implemented by applications whose protocol can tell a
 // client that its request was shed (a status such as "overloaded, try
 // again later"), so the client can back off or go elsewhere instead of

@@ -84,6 +84,7 @@ type Dispatcher struct {
 	policy   darc.Policy
 	app      Handler
 	serve    OutcomeHandler  // app, when it says why it refuses
+	admit    Admitter        // app, when it refuses some requests at the door
 	replier  OverloadReplier // app, when it answers shed requests
 	replyTx  nic.TxQueue     // the dispatcher's own TX queue, or nil
 	numTypes int
@@ -191,6 +192,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		shedAt:   make([]int64, shedSlots),
 	}
 	d.serve, _ = app.(OutcomeHandler)
+	d.admit, _ = app.(Admitter)
 	if r, ok := app.(OverloadReplier); ok {
 		// The dispatcher answers on a TX queue of its own: the one after
 		// the workers', when the dataplane was opened with it.
@@ -403,6 +405,14 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		}
 		c := &d.counters[t]
 		c.received++
+		if d.admit != nil {
+			if r, ok := d.admitted(t, b); !ok {
+				d.drops.add(r)
+				c.drops.add(r)
+				d.release = append(d.release, b)
+				continue
+			}
+		}
 		if len(d.free) == 0 {
 			d.shed(b, t, ReasonOverload)
 			continue
@@ -422,6 +432,23 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		}
 	}
 	d.flush()
+}
+
+// admitted asks the application whether to queue b, treating a panic as a
+// refusal.
+func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
+	defer func() {
+		if recover() != nil {
+			r, ok = ReasonApp, false
+		}
+	}()
+	switch d.admit.Admit(t, b) {
+	case Answer:
+		return 0, true
+	case RefuseOverCap:
+		return ReasonServiceCap, false
+	}
+	return ReasonApp, false
 }
 
 // shed drops request b of type t, which the server chose not to serve,
@@ -787,39 +814,47 @@ func (d *Dispatcher) publish(now int64) {
 }
 
 // shedRates fills s's shed rates over the last shedWindow from a ring of
-// the totals published at each stats interval.
+// the shed totals recorded at most every shedWindow/32 (so the ring covers
+// the window whatever the stats interval).
 func (d *Dispatcher) shedRates(s *Stats, now int64) {
 	stride := d.numTypes + 1
-	slot := d.shedRing[d.shedNext*stride : (d.shedNext+1)*stride]
-	slot[0] = s.Drops.Shed()
-	for t := range s.Types {
-		slot[t+1] = s.Types[t].Drops.Shed()
+	total := func(t int) uint64 { // t = -1: all types
+		if t < 0 {
+			return s.Drops.Shed()
+		}
+		return s.Types[t].Drops.Shed()
 	}
-	d.shedAt[d.shedNext] = now
-	// The oldest slot within the window (or the oldest kept).
-	old := d.shedNext
-	for i := 1; i < min(d.shedCount+1, shedSlots); i++ {
+	// The oldest recorded slot within the window, else the newest before it.
+	base := -1
+	for i := 1; i <= d.shedCount; i++ {
 		j := (d.shedNext - i + shedSlots) % shedSlots
+		base = j
 		if now-d.shedAt[j] > int64(shedWindow) {
 			break
 		}
-		old = j
 	}
-	d.shedNext = (d.shedNext + 1) % shedSlots
-	d.shedCount = min(d.shedCount+1, shedSlots)
-	if old == (d.shedNext-1+shedSlots)%shedSlots {
-		return // no earlier snapshot yet
+	if base >= 0 {
+		if span := float64(now-d.shedAt[base]) / 1e9; span > 0 {
+			b := d.shedRing[base*stride : (base+1)*stride]
+			s.ShedRate = float64(total(-1)-b[0]) / span
+			s.Overloaded = total(-1) > b[0]
+			for t := range s.Types {
+				s.Types[t].ShedRate = float64(total(t)-b[t+1]) / span
+			}
+		}
 	}
-	span := float64(now-d.shedAt[old]) / 1e9
-	if span <= 0 {
+	last := (d.shedNext - 1 + shedSlots) % shedSlots
+	if d.shedCount > 0 && now-d.shedAt[last] < int64(shedWindow)/32 {
 		return
 	}
-	base := d.shedRing[old*stride : (old+1)*stride]
-	s.ShedRate = float64(slot[0]-base[0]) / span
-	s.Overloaded = slot[0] > base[0]
+	slot := d.shedRing[d.shedNext*stride : (d.shedNext+1)*stride]
+	slot[0] = total(-1)
 	for t := range s.Types {
-		s.Types[t].ShedRate = float64(slot[t+1]-base[t+1]) / span
+		slot[t+1] = total(t)
 	}
+	d.shedAt[d.shedNext] = now
+	d.shedNext = (d.shedNext + 1) % shedSlots
+	d.shedCount = min(d.shedCount+1, shedSlots)
 }
 
 // cloneSnapshot deep-copies s so the published copy shares nothing with the

@@ -237,3 +237,57 @@ func TestShedStepNoAlloc(t *testing.T) {
 		t.Errorf("shedding not exercised: %+v, %d replies", d.drops, d.replied)
 	}
 }
+
+// gatekeeper refuses type 5 at the door (over its cap) and runts of type 6.
+type gatekeeper struct{ served sync.Map }
+
+func (g *gatekeeper) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	g.served.Store(typ, true)
+	b.Len = wire.HeaderLen
+	return true
+}
+
+func (g *gatekeeper) Admit(typ darc.Type, b *nic.Buffer) Outcome {
+	switch typ {
+	case 5:
+		return RefuseOverCap
+	case 6:
+		return Refuse
+	case 7:
+		panic("admit")
+	}
+	return Answer
+}
+
+// An Admitter's refusals are dropped before the policy sees them: no worker
+// runs them and they are counted by reason under their type.
+func TestAdmitterRefusesAtTheDoor(t *testing.T) {
+	dp := newFakeDataplane(2, 64, 64)
+	g := &gatekeeper{}
+	policy := realPolicy(t, darc.Config{Workers: 2, NumTypes: HeaderNumTypes})
+	d, err := New(Spec{Workers: 2}, dp, HeaderClassifier{}, policy, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	for i, typ := range []uint32{5, 5, 6, 7, 1} {
+		dp.inject(header(uint32(i), typ, 0), 1)
+	}
+	waitFor(t, "one reply", func() bool { return dp.replyCount() == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := d.Stats()
+	checkAccounting(t, s)
+	if s.Drops.ServiceCap != 2 || s.Drops.App != 2 || s.Types[5].Drops.ServiceCap != 2 || s.Types[6].Drops.App != 1 || s.Types[7].Drops.App != 1 {
+		t.Errorf("drops %+v", s.Drops)
+	}
+	for _, typ := range []darc.Type{5, 6, 7} {
+		if _, ok := g.served.Load(typ); ok {
+			t.Errorf("type %d reached a worker", typ)
+		}
+		if s.Policy.Types[typ].Enqueued != 0 {
+			t.Errorf("type %d entered the policy", typ)
+		}
+	}
+}

@@ -166,6 +166,10 @@ func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	return h.Serve(w, typ, b) == dispatcher.Answer
 }
 
+// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// the cap are refused before they are queued.
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.max.Admit(b) }
+
 // Serve implements dispatcher.OutcomeHandler. Payloads shorter than the
 // header are refused, nominal service times above Config.MaxService are
 // refused as over the cap (no reply).

@@ -63,6 +63,25 @@ func (h Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	return h.Serve(w, typ, b) == dispatcher.Answer
 }
 
+// Admit implements dispatcher.Admitter: the header and the cap are checked
+// before the request is queued, so a flood of requests over the cap costs
+// no worker anything.
+func (h Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.MaxService.Admit(b) }
+
+// Admit is the check of Handler.Admit for any synthetic application under
+// cap c: Refuse for a payload shorter than the header, RefuseOverCap for a
+// service time over the cap, Answer otherwise.
+func (c Cap) Admit(b *nic.Buffer) dispatcher.Outcome {
+	hdr, err := wire.Decode(b.Payload())
+	switch {
+	case err != nil:
+		return dispatcher.Refuse
+	case c.Over(hdr.ServiceNs):
+		return dispatcher.RefuseOverCap
+	}
+	return dispatcher.Answer
+}
+
 // Serve implements dispatcher.OutcomeHandler.
 func (h Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) dispatcher.Outcome {
 	hdr, err := wire.Decode(b.Payload())

@@ -41,3 +41,23 @@ func TestHandleSpinsAndEchoes(t *testing.T) {
 		t.Error("accepted a 15-byte runt")
 	}
 }
+
+func TestAdmit(t *testing.T) {
+	b := &nic.Buffer{Data: make([]byte, 64)}
+	b.Len = 16
+	wire.Header{ID: 1, Type: 4, ServiceNs: 9_990_000}.Encode(b.Data)
+	if got := (Handler{}).Admit(4, b); got != dispatcher.RefuseOverCap {
+		t.Errorf("9.99ms: %v, want RefuseOverCap", got)
+	}
+	wire.Header{ID: 1, Type: 4, ServiceNs: 900_000}.Encode(b.Data)
+	if got := (Handler{}).Admit(4, b); got != dispatcher.Answer {
+		t.Errorf("900µs: %v, want Answer", got)
+	}
+	b.Len = 3
+	if got := (Handler{}).Admit(4, b); got != dispatcher.Refuse {
+		t.Errorf("runt: %v, want Refuse", got)
+	}
+	if a := testing.AllocsPerRun(100, func() { (Handler{}).Admit(4, b) }); a != 0 {
+		t.Errorf("Admit allocates %v times", a)
+	}
+}

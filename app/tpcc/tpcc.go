@@ -99,6 +99,10 @@ func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	return h.Serve(w, typ, b) == dispatcher.Answer
 }
 
+// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// the cap are refused before they are queued.
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.max.Admit(b) }
+
 // Serve implements dispatcher.OutcomeHandler. Requests of other types run
 // for their header's service time; payloads shorter than the header are
 // refused, service times above Config.MaxService refused as over the cap.
