@@ -151,6 +151,11 @@ func (p *DARC) Enqueue(r Request, now int64) Verdict {
 // Dispatch implements Policy.
 func (p *DARC) Dispatch(now int64, out []Assignment) int {
 	n := 0
+	// A reservation update may shorten deadlines: check first, then expire
+	// with the deadlines the dispatch below runs under.
+	if !p.startup && p.pending() >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
+		p.check()
+	}
 	if now >= p.nextExpiry {
 		if n = p.expireAll(now, out); n > 0 && n == len(out) {
 			return n
@@ -169,9 +174,6 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 			n++
 		}
 		return p.dispatchUnknown(out, n)
-	}
-	if p.pending() >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
-		p.check()
 	}
 	for _, t := range p.order {
 		if p.pending() == 0 {

@@ -278,3 +278,36 @@ func TestOverloadNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// A reservation update that shortens a deadline applies to the dispatch it
+// happens in: a request past the new deadline is expired, not dispatched.
+func TestDeadlineShortenedByUpdate(t *testing.T) {
+	p := newTestDARC(t, Config{Workers: 2, NumTypes: 3, Profile: bimodal, MinSamples: 4, DeadlineFloor: 1})
+	p.Enqueue(req(1, 2), 0)
+	if out := dispatchAll(t, p, 0); len(out) != 1 || out[0].Worker != 1 {
+		t.Fatalf("dispatch %v, want LONG on worker 1", out)
+	}
+	p.Enqueue(req(2, 2), 0)
+	p.Enqueue(req(3, 2), 0)
+	var s Snapshot
+	p.Snapshot(&s)
+	if s.Types[2].DeadlineNs != 1000000 {
+		t.Fatalf("LONG deadline %d, want 10 x 100 µs", s.Types[2].DeadlineNs)
+	}
+	for range 4 { // LONG now takes 10 µs: its deadline will be 100 µs
+		p.Complete(1, 2, 10000, 400000)
+	}
+	out := dispatchAll(t, p, 500000)
+	p.Snapshot(&s)
+	if s.Types[2].DeadlineNs != 100000 || s.Reservations < 2 {
+		t.Fatalf("after the update: LONG deadline %d, %d reservations", s.Types[2].DeadlineNs, s.Reservations)
+	}
+	for _, a := range out {
+		if a.Worker != Expired {
+			t.Errorf("request %d dispatched after waiting %d ns, deadline %d", a.Request.Handle, 500000-a.Enqueued, s.Types[2].DeadlineNs)
+		}
+	}
+	if len(out) != 2 {
+		t.Errorf("dispatch %v, want requests 2 and 3 expired", out)
+	}
+}
