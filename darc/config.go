@@ -18,7 +18,7 @@ const (
 	DefaultHysteresis      = 0.25
 	DefaultGuaranteed      = 0.5
 	DefaultDeadlineFactor  = 10.0
-	DefaultDeadlineFloor   = int64(50e6) // 50 ms
+	DefaultDeadlineFloor   = int64(200e6) // 200 ms
 	// UnknownBudgetShare is UNKNOWN's part of the pool relative to a known
 	// type's: when guarantees are split, UNKNOWN gets one part for every
 	// UnknownBudgetShare parts a known type gets.
@@ -91,7 +91,7 @@ type Config struct {
 	// known. Default 10 (see RATIONALE.md); negative: no automatic deadlines.
 	DeadlineFactor float64
 	// DeadlineFloor is the least automatic deadline, ns, above the host's
-	// scheduling noise. Default 50 ms; negative: none.
+	// scheduling noise. Default 200 ms; negative: none.
 	DeadlineFloor int64
 	// Deadlines optionally fixes per-type deadlines (index = type id), ns:
 	// > 0 is the deadline, < 0 means none, 0 (and types past the end)

@@ -370,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0 pool=0 guaranteed=0.5 deadline-factor=10 deadline-floor=50000000ns" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0 pool=0 guaranteed=0.5 deadline-factor=10 deadline-floor=200000000ns" {
 		t.Errorf("String() = %q", got)
 	}
 }

@@ -43,7 +43,7 @@
 //     is idle, so after an overload the workers serve fresh requests rather
 //     than the backlog. Automatic deadlines are DeadlineFactor (10) times
 //     the longest mean service time among the types that can hold up the
-//     type's workers, at least DeadlineFloor (50 ms); see RATIONALE.md for
+//     type's workers, at least DeadlineFloor (200 ms); see RATIONALE.md for
 //     how they were chosen.
 //
 // Dispatch checks deadlines only from the earliest time a queued request

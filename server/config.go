@@ -98,7 +98,7 @@ type Config struct {
 	// request that waited longer than its type's deadline is dropped before
 	// service (reason expired). A type's deadline is DeadlineFactor times
 	// the longest mean service time of the types that can hold up its
-	// workers, at least DeadlineFloor. Defaults 10 and 50ms (see
+	// workers, at least DeadlineFloor. Defaults 10 and 200ms (see
 	// RATIONALE.md); a negative factor turns automatic deadlines off.
 	DeadlineFactor float64       `yaml:"deadline_factor,omitempty"`
 	DeadlineFloor  time.Duration `yaml:"deadline_floor,omitempty"`

@@ -53,7 +53,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do; what is left is dropped as shutdown", DefaultText: "5s"},
 			&cli.Float64Flag{Name: "deadline-factor", Usage: "automatic queue deadlines: a request waiting longer than this x the longest mean service time that can hold up its workers is dropped unserved (expired); negative: off", DefaultText: "10"},
-			&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline", DefaultText: "50ms"},
+			&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline", DefaultText: "200ms"},
 			&cli.StringSliceFlag{Name: "deadline", Usage: "per-type queue deadline `NAME=DURATION` (or NAME=off), repeatable: overrides the automatic one"},
 			&cli.StringSliceFlag{Name: "budget", Usage: "per-type budget `NAME=N`, repeatable: the most requests of the type held at once, queued or running"},
 			&cli.StringSliceFlag{Name: "guarantee", Usage: "per-type guarantee `NAME=N`, repeatable: requests of the type always admitted whatever the others hold"},
