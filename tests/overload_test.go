@@ -259,6 +259,8 @@ func accounting(t *testing.T, s *server, before *fullStatus, clientSent uint64) 
 	var typed uint64
 	for _, ts := range st.Types {
 		typed += ts.Received
+	}
+	for _, ts := range st.Types {
 		if ts.Drops == nil || ts.Running == nil {
 			t.Errorf("(d) type %s: no drops by reason or running count in /status", ts.Name)
 			break
