@@ -520,6 +520,11 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	ready <- nil
 
 	one := make([]*nic.Buffer, 1)
+	multi, _ := d.app.(MultiHandler)
+	var reply *Reply
+	if multi != nil {
+		reply = newReply(d.dp, w.tx, d.spec.Burst)
+	}
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
@@ -555,27 +560,54 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			continue
 		}
 		idleSince = -1
-		start := d.dp.Now()
-		answer, panicked := d.handle(w.id, t.typ, t.buf)
-		end := d.dp.Now()
-		outcome := outcomeAnswered
-		one[0] = t.buf
-		if panicked {
-			d.dp.Release(one...)
-			outcome = outcomePanic
-		} else if answer {
-			if n, _ := w.tx.Send(one); n != 1 {
-				outcome = outcomeTxError
-			}
+		var start, end int64
+		var outcome uint8
+		if multi != nil {
+			reply.reset(t.buf)
+			start = d.dp.Now()
+			answer, panicked := d.handleMulti(multi, w.id, t.typ, t.buf, reply)
+			end = d.dp.Now()
+			outcome = multiOutcome(reply, answer, panicked)
 		} else {
-			d.dp.Release(one...)
-			outcome = outcomeApp
+			start = d.dp.Now()
+			answer, panicked := d.handle(w.id, t.typ, t.buf)
+			end = d.dp.Now()
+			outcome = outcomeAnswered
+			one[0] = t.buf
+			if panicked {
+				d.dp.Release(one...)
+				outcome = outcomePanic
+			} else if answer {
+				if n, _ := w.tx.Send(one); n != 1 {
+					outcome = outcomeTxError
+				}
+			} else {
+				d.dp.Release(one...)
+				outcome = outcomeApp
+			}
+			one[0] = nil
 		}
-		one[0] = nil
 		for !w.out.Push(completion{typ: t.typ, start: start, end: end, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
 		}
 	}
+}
+
+// multiOutcome transmits (or releases) a MultiHandler's reply and returns
+// the request's outcome.
+func multiOutcome(r *Reply, answer, panicked bool) uint8 {
+	if panicked {
+		r.discard()
+		return outcomePanic
+	}
+	sent := r.sent
+	if !r.finish(answer) {
+		return outcomeTxError
+	}
+	if !answer && sent == 0 {
+		return outcomeApp
+	}
+	return outcomeAnswered
 }
 
 // handle runs the application, turning a panic into a dropped request so a
@@ -587,6 +619,16 @@ func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (answer, panick
 		}
 	}()
 	return d.app.Handle(w, typ, b), false
+}
+
+// handleMulti is handle for a MultiHandler.
+func (d *Dispatcher) handleMulti(m MultiHandler, w int, typ darc.Type, b *nic.Buffer, r *Reply) (answer, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			answer, panicked = false, true
+		}
+	}()
+	return m.HandleMulti(w, typ, b, r), false
 }
 
 // publish builds a Stats snapshot and makes it visible to Stats.

@@ -331,6 +331,20 @@ func (r *rxState) recvmmsg(fd uintptr) bool {
 // TxQueue implements nic.Dataplane.
 func (d *Dataplane) TxQueue(w int) nic.TxQueue { return d.tx[w] }
 
+// AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
+// req's peer, or nil when the pool is empty (or the dataplane is closed).
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	if d.closed.Load() {
+		return nil
+	}
+	b := d.pool.Get()
+	if b == nil {
+		return nil
+	}
+	b.Peer, b.DstPort, b.RxTime = req.Peer, req.DstPort, req.RxTime
+	return b
+}
+
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	for _, b := range bufs {
