@@ -1,0 +1,100 @@
+package memcached
+
+import (
+	"github.com/persephone-go/psp/darc"
+)
+
+// Request types, the same as the example Wasm classifier
+// examples/classifiers/c/memcached.c: what a request costs, so DARC can
+// keep single-key reads away from the work of large multi-gets.
+const (
+	TypeUnknown  darc.Type = iota // not a memcached request
+	TypeGet                       // get, gets or bget of one key
+	TypeMultiGet                  // get, gets, bget, gat or gats of several keys
+	TypeWrite                     // set, add, replace, append, prepend, cas, delete, incr, decr, touch, gat and gats of one key
+	TypeOther                     // version, stats, flush_all, verbosity, mn, quit, meta commands, ...
+	NumTypes
+)
+
+// TypeNames returns the type names, index = type.
+func TypeNames() []string {
+	return []string{"UNKNOWN", "GET", "MULTIGET", "WRITE", "OTHER"}
+}
+
+// Classifier is the native memcached classifier: it reads the first command
+// of a UDP request (after the 8-byte frame header) and types it like the
+// example Wasm classifier. A request whose header announces more than one
+// datagram, or that is too short, is TypeUnknown. It is stateless, safe for
+// concurrent use and allocates nothing.
+type Classifier struct{}
+
+// ClassifyBatch implements dispatcher.Classifier.
+func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) {
+	for i, p := range payloads {
+		out[i] = Classify(p)
+	}
+}
+
+// Classify types one UDP request.
+func Classify(p []byte) darc.Type {
+	if len(p) <= UDPHeaderLen || p[4] != 0 || p[5] != 1 {
+		return TypeUnknown
+	}
+	return classifyCommand(p[UDPHeaderLen:])
+}
+
+// classifyCommand types the command line at the start of p.
+func classifyCommand(p []byte) darc.Type {
+	i := 0
+	for i < len(p) && p[i] == ' ' {
+		i++
+	}
+	start := i
+	for i < len(p) && !wordEnd(p[i]) {
+		i++
+	}
+	if i == len(p) {
+		return TypeUnknown // no line end after the command word
+	}
+	word := p[start:i]
+	switch string(word) {
+	case "get", "gets", "bget", "gat", "gats":
+	case "set", "add", "replace", "append", "prepend", "cas", "delete", "incr", "decr", "touch":
+		return TypeWrite
+	case "version", "stats", "flush_all", "verbosity", "quit", "mn", "mg", "ms", "md", "ma", "me", "shutdown":
+		return TypeOther
+	default:
+		return TypeUnknown
+	}
+	// Count the words after the command up to the line end.
+	words := 0
+	for {
+		for i < len(p) && p[i] == ' ' {
+			i++
+		}
+		if i == len(p) || p[i] == '\r' || p[i] == '\n' {
+			break
+		}
+		words++
+		for i < len(p) && !wordEnd(p[i]) {
+			i++
+		}
+	}
+	touch := word[1] == 'a' // gat, gats
+	keys := words
+	if touch {
+		keys--
+	}
+	switch {
+	case keys <= 0:
+		return TypeUnknown
+	case keys > 1:
+		return TypeMultiGet
+	case touch:
+		return TypeWrite
+	default:
+		return TypeGet
+	}
+}
+
+func wordEnd(c byte) bool { return c == ' ' || c == '\r' || c == '\n' }
