@@ -10,49 +10,49 @@ import (
 // counters are one worker's command counters (memcached's thread stats).
 // The worker adds to its own; "stats" sums every worker's, hence atomics.
 type counters struct {
-	commands atomic.Uint64
-	getCmds atomic.Uint64
-	getHits atomic.Uint64
-	getMisses atomic.Uint64
-	setCmds atomic.Uint64
-	touchCmds atomic.Uint64
-	touchHits atomic.Uint64
-	touchMisses atomic.Uint64
-	deleteHits atomic.Uint64
-	deleteMisses atomic.Uint64
-	incrHits atomic.Uint64
-	incrMisses atomic.Uint64
-	decrHits atomic.Uint64
-	decrMisses atomic.Uint64
-	casHits atomic.Uint64
-	casMisses atomic.Uint64
-	casBadval atomic.Uint64
-	flushCmds atomic.Uint64
-	storeErrors atomic.Uint64
+	commands      atomic.Uint64
+	getCmds       atomic.Uint64
+	getHits       atomic.Uint64
+	getMisses     atomic.Uint64
+	setCmds       atomic.Uint64
+	touchCmds     atomic.Uint64
+	touchHits     atomic.Uint64
+	touchMisses   atomic.Uint64
+	deleteHits    atomic.Uint64
+	deleteMisses  atomic.Uint64
+	incrHits      atomic.Uint64
+	incrMisses    atomic.Uint64
+	decrHits      atomic.Uint64
+	decrMisses    atomic.Uint64
+	casHits       atomic.Uint64
+	casMisses     atomic.Uint64
+	casBadval     atomic.Uint64
+	flushCmds     atomic.Uint64
+	storeErrors   atomic.Uint64
 	lostDatagrams atomic.Uint64
 }
 
 // total is a plain sum of counters.
 type total struct {
-	commands uint64
-	getCmds uint64
-	getHits uint64
-	getMisses uint64
-	setCmds uint64
-	touchCmds uint64
-	touchHits uint64
-	touchMisses uint64
-	deleteHits uint64
-	deleteMisses uint64
-	incrHits uint64
-	incrMisses uint64
-	decrHits uint64
-	decrMisses uint64
-	casHits uint64
-	casMisses uint64
-	casBadval uint64
-	flushCmds uint64
-	storeErrors uint64
+	commands      uint64
+	getCmds       uint64
+	getHits       uint64
+	getMisses     uint64
+	setCmds       uint64
+	touchCmds     uint64
+	touchHits     uint64
+	touchMisses   uint64
+	deleteHits    uint64
+	deleteMisses  uint64
+	incrHits      uint64
+	incrMisses    uint64
+	decrHits      uint64
+	decrMisses    uint64
+	casHits       uint64
+	casMisses     uint64
+	casBadval     uint64
+	flushCmds     uint64
+	storeErrors   uint64
 	lostDatagrams uint64
 }
 

@@ -158,7 +158,7 @@ var Cases = []Case{
 	{"frame header", []Request{
 		{ID: 7, Seq: 1, Body: "get foo\r\n"},
 		{ID: 8, Reserved: 1, Body: "get foo\r\n"},
-		{ID: 9, Total: 2, Body: "get foo\r\n"},       // multi-datagram request: dropped
+		{ID: 9, Total: 2, Body: "get foo\r\n"},         // multi-datagram request: dropped
 		{ID: 10, Raw: []byte{0, 10, 0, 0, 0, 1, 0, 0}}, // header only: dropped
 		{ID: 11, Raw: []byte{0, 11, 0, 0}},             // runt: dropped
 		{ID: 0xffff, Body: "get foo\r\n"},
@@ -224,7 +224,7 @@ var Cases = []Case{
 		body("set a 0 0 1 noreply extra\r\nz\r\n"),
 		body("set a 0 0 0\r\n\r\nget a\r\n"),
 		body("SET a 0 0 3\r\nabc\r\n"),
-		body("set a 0 0 1\r\nx\r\n", rep("y", 3000)), // no line end for 3000 bytes: nothing
+		body("set a 0 0 1\r\nx\r\n", rep("y", 3000)),      // no line end for 3000 bytes: nothing
 		body("set a 0 0 1\r\nw\r\nget ", rep("k ", 1500)), // a long get without line end
 		body("get a\r\n"),
 		body("set a 0 0 2\r\nabc\r\n"),
