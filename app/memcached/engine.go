@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -123,7 +122,7 @@ func newSession(app *Server) *session {
 // serve runs the commands of one request body (a datagram after its frame
 // header), framing the responses into s.dg.
 func (s *session) serve(body []byte) {
-	s.now = time.Now().Unix()
+	s.now = s.app.clock()
 	s.out, s.resps, s.open, s.head = s.out[:0], s.resps[:0], -1, true
 	s.keys, s.cmds = 0, 0
 	for len(body) > 0 {

@@ -105,6 +105,7 @@ type Server struct {
 	sessions []*session
 	sleeper  *emulate.Sleeper
 	started  time.Time
+	clock    func() int64 // unix seconds; tests move it
 }
 
 var _ dispatcher.MultiHandler = (*Server)(nil)
@@ -119,7 +120,7 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, st: st, started: time.Now()}
+	s := &Server{cfg: cfg, st: st, started: time.Now(), clock: unixNow}
 	if cfg.Emulate.Dilation > 0 {
 		s.sleeper, err = emulate.NewSleeper(emulate.Config{Dilation: cfg.Emulate.Dilation, SpinTail: cfg.Emulate.SpinTail})
 		if err != nil {
@@ -188,6 +189,8 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r *dispatcher.Re
 	b.Len = copy(b.Data, ss.dg.held[:ss.dg.n])
 	return true
 }
+
+func unixNow() int64 { return time.Now().Unix() }
 
 // fits reports whether an item of this key, flags and value length is
 // within the item size limit, sized the way memcached sizes it.
