@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
@@ -30,8 +31,9 @@ const (
 const (
 	AppSpin    = "spin"
 	AppEmulate = "emulate"
-	AppKV      = "kv"
-	AppTPCC    = "tpcc"
+	AppKV        = "kv"
+	AppTPCC      = "tpcc"
+	AppMemcached = "memcached"
 )
 
 // Defaults of Config.
@@ -117,23 +119,30 @@ type Tenant struct {
 	Ports []uint16 `yaml:"ports,omitempty"`
 	// Classifier is the .wasm file.
 	Classifier string `yaml:"classifier"`
+	// Wasm is the module itself, instead of a file (a program embedding
+	// its classifier; not in YAML).
+	Wasm []byte `yaml:"-"`
 	// MaxTypes reserves room in the global type space for later hot swaps
 	// with more types; default the module's own type count.
 	MaxTypes int `yaml:"max_types,omitempty"`
 }
 
-// App selects and configures the application.
+// App selects and configures the built-in application (a program serving
+// its own gives Options.Application instead).
 type App struct {
-	// Name is spin, emulate (default), kv or tpcc.
+	// Name is spin, emulate (default), kv, tpcc or memcached.
 	Name string `yaml:"name"`
 	// Dilation multiplies service times (emulate; tpcc when set: it then
-	// sleeps instead of spinning). Default 1000 for emulate.
+	// sleeps instead of spinning; memcached when set: it adds emulated
+	// costs). Default 1000 for emulate.
 	Dilation float64 `yaml:"dilation,omitempty"`
 	// SpinTail is the least part of each emulated service time spent
 	// spinning, on top of the learned timer overshoot. Default 50µs.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`
+	// Memcached configures the memcached application.
+	Memcached Memcached `yaml:"memcached,omitempty"`
 }
 
 // KV configures the kv application.
@@ -202,8 +211,16 @@ func (c Config) YAML() ([]byte, error) {
 }
 
 // DefaultEmulateMinSamples is DARC's MinSamples for the emulate application
-// when none is configured.
+// (and memcached with emulated costs) when none is configured.
 const DefaultEmulateMinSamples = 500
+
+// Buffer defaults of the memcached application: memcached takes UDP
+// datagrams of up to 64 KiB (a set of a large value). The pool's memory is
+// touched only as far as datagrams fill it.
+const (
+	DefaultMemcachedBufSize = 65535
+	DefaultMemcachedBuffers = 2048
+)
 
 // WithDefaults returns c with zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
@@ -213,11 +230,20 @@ func (c Config) WithDefaults() Config {
 	if c.Dataplane == "" {
 		c.Dataplane = DataplaneUDP
 	}
+	if c.App.Name == "" {
+		c.App.Name = DefaultApp
+	}
 	if c.Buffers == 0 {
 		c.Buffers = DefaultBuffers
+		if c.App.Name == AppMemcached {
+			c.Buffers = DefaultMemcachedBuffers
+		}
 	}
 	if c.BufSize == 0 {
 		c.BufSize = DefaultBufSize
+		if c.App.Name == AppMemcached {
+			c.BufSize = DefaultMemcachedBufSize
+		}
 	}
 	if c.Policy == "" {
 		c.Policy = DefaultPolicy
@@ -237,9 +263,6 @@ func (c Config) WithDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = dispatcher.DefaultDrainTimeout
 	}
-	if c.App.Name == "" {
-		c.App.Name = DefaultApp
-	}
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
 		c.App.Dilation = 1000
 	}
@@ -247,6 +270,10 @@ func (c Config) WithDefaults() Config {
 		// An emulated server completes only hundreds of requests per
 		// second: with darc's default (50,000) DARC would stay in its
 		// startup phase for minutes.
+		c.MinSamples = DefaultEmulateMinSamples
+	}
+	if c.App.Name == AppMemcached && c.App.Dilation > 0 && c.MinSamples == 0 {
+		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
 	if c.App.Name == AppKV {
@@ -269,7 +296,11 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks c (after defaults) without touching files or the network,
 // except that CPUs are checked against the machine.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(false) }
+
+// validate is Validate; with custom set, the application is the caller's
+// (Options.Application) and Config.App is not checked.
+func (c Config) validate(custom bool) error {
 	c = c.WithDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
@@ -304,7 +335,7 @@ func (c Config) Validate() error {
 			return bad("cpus %q: %v", c.CPUs, err)
 		}
 	}
-	if err := c.dispatcherSpec(nil).Validate(); err != nil {
+	if err := c.dispatcherSpec(nil, 0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Classifier != "" {
@@ -321,7 +352,7 @@ func (c Config) Validate() error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Classifier == "" {
+		if t.Classifier == "" && len(t.Wasm) == 0 {
 			return bad("tenant %q has no classifier file", t.Name)
 		}
 		if len(t.Ports) == 0 {
@@ -337,10 +368,24 @@ func (c Config) Validate() error {
 	if defaults > 1 {
 		return bad("%d tenants without ports; at most one may be the default", defaults)
 	}
-	switch c.App.Name {
-	case AppSpin, AppEmulate, AppTPCC, AppKV:
-	default:
-		return bad("app %q, want spin, emulate, kv or tpcc", c.App.Name)
+	if c.Admin.Addr != "off" {
+		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
+			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
+		}
+	}
+	if custom {
+		return nil
+	}
+	if !isBuiltinApp(c.App.Name) {
+		return bad("app %q, want one of %s", c.App.Name, strings.Join(AppNames(), ", "))
+	}
+	return c.validateApp()
+}
+
+// validateApp checks the built-in application's settings.
+func (c Config) validateApp() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}
 	if c.App.Dilation < 0 {
 		return bad("dilation %g, want > 0", c.App.Dilation)
@@ -348,16 +393,21 @@ func (c Config) Validate() error {
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
 	}
+	if c.App.Name == AppMemcached {
+		m := c.App.Memcached
+		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
+			Emulate: memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey}}).Validate(); err != nil {
+			return bad("%v", err)
+		}
+		if c.Dataplane != DataplaneDPDK && c.BufSize < memcached.MinBufSize {
+			return bad("buf_size = %d is too small for memcached, whose reply datagrams take up to %d bytes", c.BufSize, memcached.MinBufSize)
+		}
+	}
 	if c.App.Name == AppKV && c.Dataplane != DataplaneDPDK && wire.HeaderLen+c.App.KV.ValueSize > c.BufSize {
 		// A GET answers the value in the request's buffer: a longer one
 		// would be cut short.
 		return bad("kv value size = %d does not fit a GET reply in buf_size = %d (header %d bytes): use a value size <= %d or a larger buf_size",
 			c.App.KV.ValueSize, c.BufSize, wire.HeaderLen, c.BufSize-wire.HeaderLen)
-	}
-	if c.Admin.Addr != "off" {
-		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
-			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
-		}
 	}
 	return nil
 }
@@ -372,14 +422,14 @@ func (c Config) cpuList() []int {
 }
 
 // dispatcherSpec builds the dispatcher's spec.
-func (c Config) dispatcherSpec(typeNames []string) dispatcher.Spec {
+func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Spec {
 	return dispatcher.Spec{
 		Workers:      c.Workers,
 		CPUs:         c.cpuList(),
 		Idle:         c.Idle,
 		Spin:         c.Spin,
 		Burst:        c.Burst,
-		MinPayload:   wire.HeaderLen,
+		MinPayload:   minPayload,
 		DrainTimeout: c.DrainTimeout,
 		TypeNames:    typeNames,
 	}

@@ -15,8 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/persephone-go/psp/app/emulate"
-	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
@@ -26,6 +24,9 @@ import (
 type Options struct {
 	// Log receives one-line progress messages (default: discard).
 	Log io.Writer
+	// Application, when set, is served instead of the built-in application
+	// Config.App names (Config.App is then ignored).
+	Application *Application
 }
 
 // Server is psp's live server. Build it with New, run it with Run.
@@ -36,7 +37,7 @@ type Server struct {
 	addr     string
 	disp     *dispatcher.Dispatcher
 	tenants  *tenants
-	app      dispatcher.Handler
+	app      *Application
 	closeApp func() error
 	types    []string
 	token    []byte
@@ -53,7 +54,17 @@ type Server struct {
 // New opens a server for cfg. The caller must call Run (which closes
 // everything when it returns) or Close.
 func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
-	if err := cfg.Validate(); err != nil {
+	custom := opts.Application != nil
+	if custom {
+		if err := opts.Application.validate(); err != nil {
+			return nil, err
+		}
+		cfg.App = App{Name: opts.Application.Name}
+		if cfg.App.Name == "" {
+			cfg.App.Name = "custom"
+		}
+	}
+	if err := cfg.validate(custom); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
@@ -67,14 +78,19 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		}
 	}()
 
-	if s.tenants, err = openTenants(ctx, cfg); err != nil {
+	if custom {
+		s.app = opts.Application
+	} else {
+		if s.app, err = openApp(cfg); err != nil {
+			return nil, err
+		}
+		s.closeApp = s.app.Close
+	}
+	if s.tenants, err = openTenants(ctx, cfg, s.app); err != nil {
 		return nil, err
 	}
 	s.types = s.tenants.types
 	s.describeTenants = s.tenants.describe()
-	if s.app, s.closeApp, err = openApp(cfg); err != nil {
-		return nil, err
-	}
 	policy, err := darc.New(cfg.Policy, cfg.policyConfig(s.types))
 	if err != nil {
 		return nil, fmt.Errorf("server: policy: %w", err)
@@ -82,7 +98,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
 		return nil, err
 	}
-	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types), s.dp, s.tenants.classifier, policy, s.app)
+	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -114,24 +130,12 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 			IdleTimeout:       adminIdleTimeout,
 		}
 	}
-	return s, nil
-}
-
-// openApp builds the configured application.
-func openApp(cfg Config) (dispatcher.Handler, func() error, error) {
-	none := func() error { return nil }
-	switch cfg.App.Name {
-	case AppSpin:
-		return spin.Handler{}, none, nil
-	case AppEmulate:
-		h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
-		if err != nil {
-			return nil, nil, fmt.Errorf("server: app: %w", err)
-		}
-		return h, none, nil
-	default:
-		return openOtherApp(cfg)
+	if custom {
+		// The server closes the caller's application only once it owns
+		// it: a New that fails leaves it to the caller.
+		s.closeApp = s.app.Close
 	}
+	return s, nil
 }
 
 // Addr returns the data-plane address requests go to (resolved when the

@@ -31,7 +31,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Aliases: []string{"l"}, Usage: "UDP `ADDR` requests arrive on", DefaultText: "" + server.DefaultListen + ""},
 			&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp (default), dpdk (build with -tags dpdk) or memnic (in memory, no network)"},
 			&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
-			&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: "8192"},
+			&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: "8192; 2048 with --app memcached"},
+			&cli.IntFlag{Name: "buf-size", Usage: "packet buffer size in `BYTES`: the longest datagram accepted", DefaultText: "2048; 65535 with --app memcached"},
 			&cli.StringFlag{Name: "policy", Aliases: []string{"p"}, Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", ") + " (default darc)"},
 			&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)"},
 			&cli.IntFlag{Name: "workers", Aliases: []string{"w"}, Usage: "number of application workers `N`", DefaultText: "14"},
@@ -47,11 +48,13 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown", DefaultText: "5s"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
-			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc or kv"},
-			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set)", DefaultText: "1000 for emulate, 0 (spin) for tpcc"},
+			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc, kv or memcached (memcached's protocol over UDP)"},
+			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms), of tpcc (sleeps when set) and of memcached's emulated costs (1µs per command and per key, slept when set)", DefaultText: "1000 for emulate, 0 (real work only) for tpcc and memcached"},
 			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot", DefaultText: "50µs"},
 			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
 			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
+			&cli.StringFlag{Name: "memcached-dir", Usage: "Pebble `DIR` for the memcached app: what is set there survives a restart (default: in memory)"},
+			&cli.IntFlag{Name: "memcached-max-item-size", Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: "1048576"},
 			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: "" + server.DefaultAdmin + ""},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
 		},
@@ -89,6 +92,7 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 		cfg.EAL = strings.Fields(c.String("eal"))
 	}
 	num("buffers", &cfg.Buffers)
+	num("buf-size", &cfg.BufSize)
 	str("policy", &cfg.Policy)
 	num("reserved", &cfg.Reserved)
 	num("workers", &cfg.Workers)
@@ -118,6 +122,8 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	}
 	str("kv-dir", &cfg.App.KV.Dir)
 	num("kv-keys", &cfg.App.KV.Keys)
+	str("memcached-dir", &cfg.App.Memcached.Dir)
+	num("memcached-max-item-size", &cfg.App.Memcached.MaxItemSize)
 	str("admin", &cfg.Admin.Addr)
 	str("token-file", &cfg.Admin.TokenFile)
 	cfg = cfg.WithDefaults()
