@@ -600,11 +600,11 @@ func multiOutcome(r *Reply, answer, panicked bool) uint8 {
 		r.discard()
 		return outcomePanic
 	}
-	sent := r.sent
+	served := r.sent > 0 || r.noReply
 	if !r.finish(answer) {
 		return outcomeTxError
 	}
-	if !answer && sent == 0 {
+	if !answer && !served {
 		return outcomeApp
 	}
 	return outcomeAnswered

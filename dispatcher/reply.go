@@ -15,8 +15,8 @@ import (
 // leading datagrams, in order, with r.Send, and writes the last datagram in
 // place into b (setting b.Len), returning true to transmit it. Returning
 // false sends no final datagram; the request then counts as answered if r
-// sent anything and as dropped for reason "app" otherwise. The datagrams go
-// out in the order they were sent, b last.
+// sent anything or called r.NoReply, and as dropped for reason "app"
+// otherwise. The datagrams go out in the order they were sent, b last.
 type MultiHandler interface {
 	Handler
 	HandleMulti(w int, typ darc.Type, b *nic.Buffer, r *Reply) bool
@@ -43,6 +43,7 @@ type Reply struct {
 	pending []*nic.Buffer // queued, not yet transmitted; at most cap
 	sent    int           // datagrams accepted by Send for this request
 	txFail  bool          // a transmission failed
+	noReply bool          // served without a reply
 }
 
 // newReply returns worker w's Reply, flushing every batch datagrams.
@@ -53,8 +54,13 @@ func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *Reply {
 
 // reset prepares r for the request in req.
 func (r *Reply) reset(req *nic.Buffer) {
-	r.req, r.sent, r.txFail = req, 0, false
+	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
 }
+
+// NoReply marks the request as served although no datagram answers it (a
+// request that asked for no reply): it then counts as answered, not as
+// dropped, when the handler returns false.
+func (r *Reply) NoReply() { r.noReply = true }
 
 // Send copies p into a fresh buffer addressed like the request and queues it
 // as the reply's next datagram. Queued datagrams are transmitted in batches

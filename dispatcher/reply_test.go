@@ -16,7 +16,8 @@ import (
 // splitter answers a request with as many datagrams as its header's service
 // field says: "id/i" for i = 0..n-1, the last one in the request's buffer.
 // Service 1000 panics after sending two datagrams; 2000 sends two and
-// returns false; 3000 asks for a datagram longer than a buffer.
+// returns false; 3000 asks for a datagram longer than a buffer; 4000
+// answers nothing, on purpose; 5000 answers nothing and is dropped.
 type splitter struct{ scratch [][64]byte }
 
 func (s *splitter) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
@@ -42,6 +43,11 @@ func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r *Reply) bo
 			panic(fmt.Sprintf("oversized datagram: %v", err))
 		}
 		n = 1
+	case 4000:
+		r.NoReply()
+		return false
+	case 5000:
+		return false
 	}
 	for i := range n - 1 {
 		if err := r.Send(fmt.Appendf(s.scratch[w][:0], "%d/%d", h.ID, i)); err != nil {
@@ -64,8 +70,8 @@ func TestMultiHandlerRepliesInOrder(t *testing.T) {
 	peer := netip.MustParseAddrPort("10.1.2.3:4000")
 	// Replies of 1, 3 and 40 datagrams (40 > the burst of 4: sent in
 	// several batches; 40 < the pool, so no request starves).
-	sizes := map[uint32]int{1: 1, 2: 3, 3: 40, 4: 1000, 5: 2000, 6: 3000}
-	for id := uint32(1); id <= 6; id++ {
+	sizes := map[uint32]int{1: 1, 2: 3, 3: 40, 4: 1000, 5: 2000, 6: 3000, 7: 4000, 8: 5000}
+	for id := uint32(1); id <= 8; id++ {
 		for !dp.Inject(header(id, wire.TypeShort, uint32(sizes[id])), peer) {
 			time.Sleep(time.Millisecond)
 		}
@@ -81,6 +87,9 @@ func TestMultiHandlerRepliesInOrder(t *testing.T) {
 			want = 2
 		case 3000:
 			want = 1
+		case 4000, 5000:
+			want = 0
+			waitFor(t, "served", func() bool { return d.Stats().Received == uint64(id) && d.Stats().InFlight == 0 })
 		}
 		for i := 0; i < want; i++ {
 			select {
@@ -94,7 +103,7 @@ func TestMultiHandlerRepliesInOrder(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "idle", func() bool { s := d.Stats(); return s.InFlight == 0 && s.Received == 6 })
+	waitFor(t, "idle", func() bool { s := d.Stats(); return s.InFlight == 0 && s.Received == 8 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +114,8 @@ func TestMultiHandlerRepliesInOrder(t *testing.T) {
 	}
 	s := d.Stats()
 	checkAccounting(t, s)
-	if s.Answered != 5 || s.Drops.Panic != 1 {
-		t.Errorf("answered %d, panics %d; want 5 (including the one that sent its datagrams and no final one) and 1", s.Answered, s.Drops.Panic)
+	if s.Answered != 6 || s.Drops.Panic != 1 || s.Drops.App != 1 {
+		t.Errorf("answered %d, panics %d, app drops %d; want 6 (including the one that sent its datagrams and no final one, and the silent one), 1 and 1", s.Answered, s.Drops.Panic, s.Drops.App)
 	}
 	if free := dp.FreeBuffers(); free != buffers {
 		t.Errorf("%d of %d buffers free after shutdown (leak)", free, buffers)

@@ -158,7 +158,8 @@ func (s *Server) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 // HandleMulti implements dispatcher.MultiHandler: it runs the commands of
 // one UDP request and answers with memcached's datagrams, the last one in
 // b. Requests of 8 bytes or less and requests announcing more than one
-// datagram get no reply, as from memcached.
+// datagram get no reply, as from memcached, and count as dropped; requests
+// that ask for no reply (noreply) count as answered.
 func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r *dispatcher.Reply) bool {
 	if w < 0 || w >= len(s.sessions) || len(b.Data) < MinBufSize {
 		return false
@@ -184,6 +185,9 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r *dispatcher.Re
 		ss.stats.lostDatagrams.Add(uint64(ss.dg.lost))
 	}
 	if ss.dg.n == 0 {
+		if r != nil {
+			r.NoReply() // served: noreply commands answer nothing
+		}
 		return false
 	}
 	b.Len = copy(b.Data, ss.dg.held[:ss.dg.n])
