@@ -22,10 +22,11 @@ func TypeNames() []string {
 }
 
 // Classifier is the native memcached classifier: it reads the first command
-// of a UDP request (after the 8-byte frame header) and types it like the
-// example Wasm classifier. A request whose header announces more than one
-// datagram, or that is too short, is TypeUnknown. It is stateless, safe for
-// concurrent use and allocates nothing.
+// of a request, after memcached's 8-byte UDP frame header when the request
+// has one (bytes 4-5 hold a datagram count of 1, which no text request has
+// there), and types it exactly like the example Wasm classifier
+// examples/classifiers/c/memcached.c. It is stateless, safe for concurrent
+// use and allocates nothing.
 type Classifier struct{}
 
 // ClassifyBatch implements dispatcher.Classifier.
@@ -35,12 +36,20 @@ func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) 
 	}
 }
 
-// Classify types one UDP request.
+// ClassifyPrefix is how much of a request Classify reads: as much as a Wasm
+// classifier sees (the classifier ABI's PREFIX, wasmclass.Prefix), so that
+// both type a multi-get whose keys run past it the same way.
+const ClassifyPrefix = 248
+
+// Classify types one request from its first ClassifyPrefix bytes.
 func Classify(p []byte) darc.Type {
-	if len(p) <= UDPHeaderLen || p[4] != 0 || p[5] != 1 {
-		return TypeUnknown
+	if len(p) > ClassifyPrefix {
+		p = p[:ClassifyPrefix]
 	}
-	return classifyCommand(p[UDPHeaderLen:])
+	if len(p) > UDPHeaderLen && p[4] == 0 && p[5] == 1 {
+		return classifyCommand(p[UDPHeaderLen:])
+	}
+	return classifyCommand(p)
 }
 
 // classifyCommand types the command line at the start of p.
@@ -61,7 +70,7 @@ func classifyCommand(p []byte) darc.Type {
 	case "get", "gets", "bget", "gat", "gats":
 	case "set", "add", "replace", "append", "prepend", "cas", "delete", "incr", "decr", "touch":
 		return TypeWrite
-	case "version", "stats", "flush_all", "verbosity", "quit", "mn", "mg", "ms", "md", "ma", "me", "shutdown":
+	case "version", "stats", "flush_all", "verbosity", "quit", "shutdown", "mn", "mg", "ms", "md", "ma", "me":
 		return TypeOther
 	default:
 		return TypeUnknown
