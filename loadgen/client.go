@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -84,6 +85,14 @@ type Spec struct {
 	// GET requests read a key drawn from the request id among them, SCAN
 	// requests scan from the first key.
 	KVKeys int
+	// MemcachedKeys is the memcached format's key space, "k0" to
+	// "k<MemcachedKeys-1>" (default 10000; see PreloadMemcached).
+	MemcachedKeys int
+	// MultiGetKeys is the number of keys of a memcached MULTIGET (default
+	// 100).
+	MultiGetKeys int
+	// ValueSize is the size of a memcached SET's value (default 64).
+	ValueSize int
 	// FromActualSend measures latencies from the time each request was
 	// actually sent instead of its intended send time. The sender never
 	// waits for the server, so its lag is the client's own scheduling delay
@@ -153,11 +162,35 @@ func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
 					t.Name, t.WireID, ErrBadSpec, wire.TypeGet, wire.TypeScan)
 			}
 		}
+	case FormatMemcached:
+		if s.MemcachedKeys == 0 {
+			s.MemcachedKeys = DefaultMemcachedKeys
+		}
+		if s.MultiGetKeys == 0 {
+			s.MultiGetKeys = DefaultMultiGetKeys
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = DefaultValueSize
+		}
+		switch {
+		case s.MemcachedKeys < 1 || s.MemcachedKeys > 1e9:
+			return s, fmt.Errorf("memcached keys %d: %w (want 1..1e9)", s.MemcachedKeys, ErrBadSpec)
+		case s.MultiGetKeys < 2 || s.MultiGetKeys > 1000:
+			return s, fmt.Errorf("multi-get keys %d: %w (want 2..1000)", s.MultiGetKeys, ErrBadSpec)
+		case s.ValueSize < 1 || memcachedRequestLen(s) > maxDatagram:
+			return s, fmt.Errorf("value size %d: %w (want 1 and requests up to %d bytes)", s.ValueSize, ErrBadSpec, maxDatagram)
+		}
+		if _, err := memcachedCommands(sched); err != nil {
+			return s, err
+		}
 	default:
-		return s, fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
+		return s, fmt.Errorf("format %q: %w (want %s, %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV, FormatMemcached)
 	}
 	return s, nil
 }
+
+// maxDatagram is the longest request datagram the load generator sends.
+const maxDatagram = 65507
 
 // run is the state shared by a run's goroutines. recv is written by the
 // receiver only and read after it has been joined.
@@ -182,12 +215,15 @@ type run struct {
 	receiverErr  error
 	sentUpTo     int   // requests the sender attempted
 	senderEnd    int64 // ns since start when the sender finished
+
+	mcCmds  []uint8 // memcached format: the command of each type
+	mcValue []byte  // memcached format: a SET's value
 }
 
 // newRun preallocates a run's tables; the clock starts now.
 func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 	n := len(sched.Requests)
-	return &run{
+	r := &run{
 		spec:   spec,
 		sched:  sched,
 		conn:   conn,
@@ -197,6 +233,11 @@ func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 		lag:    newLagRecorder(),
 		start:  time.Now(),
 	}
+	if spec.Format == FormatMemcached {
+		r.mcCmds, _ = memcachedCommands(sched) // validated by withDefaults
+		r.mcValue = bytes.Repeat([]byte{'v'}, spec.ValueSize)
+	}
+	return r
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -295,7 +336,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
-	msgs := newBatch(r.spec.Batch)
+	msgs := newBatch(r.spec.Batch, r.requestLen())
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -331,16 +372,21 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	return false
 }
 
-// maxRequestLen is the longest request payload built (kv: header + key).
-const maxRequestLen = wire.HeaderLen + kvKeyLen
+// requestLen is the longest request payload the run builds.
+func (r *run) requestLen() int {
+	if r.spec.Format == FormatMemcached {
+		return memcachedRequestLen(r.spec)
+	}
+	return wire.HeaderLen + kvKeyLen // psp header, kv: header + key
+}
 
-// newBatch allocates n messages, each with one buffer of maxRequestLen
-// bytes (fillBatch reslices it to the request's length).
-func newBatch(n int) []ipv4.Message {
-	bufs := make([]byte, n*maxRequestLen)
+// newBatch allocates n messages, each with one buffer of size bytes
+// (fillBatch reslices it to the request's length).
+func newBatch(n, size int) []ipv4.Message {
+	bufs := make([]byte, n*size)
 	msgs := make([]ipv4.Message, n)
 	for i := range msgs {
-		msgs[i].Buffers = [][]byte{bufs[i*maxRequestLen : (i+1)*maxRequestLen]}
+		msgs[i].Buffers = [][]byte{bufs[i*size : (i+1)*size : (i+1)*size]}
 	}
 	return msgs
 }
@@ -354,7 +400,15 @@ func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
 	for first+k < len(reqs) && k < len(msgs) && reqs[first+k].At <= now {
 		q := &reqs[first+k]
 		id := first + k
-		b := msgs[k].Buffers[0][:maxRequestLen]
+		b := msgs[k].Buffers[0]
+		b = b[:cap(b)]
+		if r.spec.Format == FormatMemcached {
+			msgs[k].Buffers[0] = r.encodeMemcached(b, id, int(q.Type))
+			r.lag.record(now - q.At)
+			r.sentAt[id] = now
+			k++
+			continue
+		}
 		h := wire.Header{ID: uint32(id), Type: types[q.Type].WireID, ServiceNs: q.ServiceNs}
 		n := wire.HeaderLen
 		if r.spec.Format == FormatKV {
@@ -441,6 +495,10 @@ func (r *run) receive() {
 
 // handleReply matches one reply to its request and records its time.
 func (r *run) handleReply(p []byte, now int64) {
+	if r.spec.Format == FormatMemcached {
+		r.handleMemcachedReply(p, now)
+		return
+	}
 	if len(p) < wire.HeaderLen {
 		r.badReplies++
 		return

@@ -300,7 +300,7 @@ func newTestRun(t testing.TB, sched *Schedule) (*run, *ipv4.PacketConn) {
 func BenchmarkSendBatch(b *testing.B) {
 	sched, _ := NewSchedule(highBimodal(b), 1e6, 10*time.Second, 1)
 	r, pc := newTestRun(b, sched)
-	msgs := newBatch(DefaultBatch)
+	msgs := newBatch(DefaultBatch, r.requestLen())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

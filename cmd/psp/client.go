@@ -32,8 +32,12 @@ func clientLoadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time (default 20 x the longest mean service time x dilation, at least 100ms)"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
-		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps) or kv (GET/SCAN + key for the kv app; use the rocksdb workload)"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's UDP protocol: get, multi-get, set; use the memcached workload)"},
 		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
+		&cli.IntFlag{Name: "memcached-keys", Value: loadgen.DefaultMemcachedKeys, Usage: "--format memcached: the key space k0..k<N-1>, stored before each run (see --preload)"},
+		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
+		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached: bytes per value (SET and preload)"},
+		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
 	}
@@ -42,7 +46,7 @@ func clientLoadFlags() []cli.Flag {
 func clientCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "client",
-		Usage: "send an open-loop Poisson load of psp-header requests to a server and report latencies",
+		Usage: "send an open-loop Poisson load of requests (psp header, kv or memcached) to a server and report latencies",
 		Description: "psp client sends requests at the times of a seeded Poisson schedule, whatever the\n" +
 			"server's replies do, and measures each latency from the request's intended send\n" +
 			"time (no coordinated omission). It prints per-type and overall p50/p99/p99.9\n" +
@@ -53,7 +57,8 @@ func clientCommand() *cli.Command {
 			"--dilation: requests carry their nominal service time and the server scales it.\n\n" +
 			"Examples:\n" +
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
-			"  psp client --load 0.8 --workers 14 --dilation 1000 --duration 10s --json",
+			"  psp client --load 0.8 --workers 14 --dilation 1000 --duration 10s --json\n" +
+			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP address (host:port)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
@@ -77,6 +82,7 @@ type clientPlan struct {
 	seed     uint64
 	workers  int
 	progress bool
+	preload  bool // memcached format: store the keys before each run
 }
 
 // clientPlanFromFlags reads the shared load flags; the rate comes later.
@@ -118,7 +124,11 @@ func clientPlanFromFlags(c *cli.Context) (clientPlan, error) {
 		FromActualSend: c.Bool("from-send"),
 		Format:         c.String("format"),
 		KVKeys:         c.Int("kv-keys"),
+		MemcachedKeys:  c.Int("memcached-keys"),
+		MultiGetKeys:   c.Int("multiget-keys"),
+		ValueSize:      c.Int("value-size"),
 	}
+	p.preload = c.Bool("preload") && p.spec.Format == loadgen.FormatMemcached
 	return p, nil
 }
 
@@ -143,6 +153,11 @@ func (p *clientPlan) run(ctx context.Context, desc string) (*loadgen.Result, err
 		return nil, err
 	}
 	spec := p.spec
+	if p.preload {
+		if err := loadgen.PreloadMemcached(ctx, spec.Server, spec.MemcachedKeys, spec.ValueSize); err != nil {
+			return nil, err
+		}
+	}
 	var bar *progressbar.ProgressBar
 	if p.progress && p.duration >= 2*time.Second {
 		bar = progressbar.NewOptions(len(sched.Requests),

@@ -96,7 +96,7 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--loads", "0.9:0.1:0.1"}, "end is below start"},
 		{[]string{"--loads", "0.1:0.9"}, "START:END:STEP"},
 		{[]string{"--loads", "0.5,x"}, `bad load "x"`},
-		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, rocksdb, tpcc"},
+		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, memcached, rocksdb, tpcc"},
 		{[]string{"--workload", "missing.yaml"}, "no such file"},
 		{[]string{"--workers", "0"}, "want at least 1"},
 		{[]string{"--duration", "0s"}, "want > 0"},
