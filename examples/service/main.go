@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
@@ -58,7 +59,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:7000", "UDP address")
 	classifier := flag.String("classifier", "examples/classifiers/c/textservice.wasm", "Wasm classifier")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := serve(ctx, server.Config{Listen: *listen, Workers: 4, Classifier: *classifier, Admin: server.Admin{Addr: "off"}})
 	if err != nil {
