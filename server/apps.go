@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"time"
@@ -137,6 +138,14 @@ func openMemcached(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.TCP != "" {
+		ln, err := net.Listen("tcp", m.TCP)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("memcached tcp: %w", err)
+		}
+		go s.ServeTCP(ln) // ends when s closes
+	}
 	return &Application{Name: AppMemcached, Handler: s, Classifier: memcached.Classifier{},
 		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close}, nil
 }
@@ -150,6 +159,11 @@ type Memcached struct {
 	Sync bool `yaml:"sync,omitempty"`
 	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
 	MaxItemSize int `yaml:"max_item_size,omitempty"`
+	// TCP, when set, is a TCP address where the same store also serves
+	// memcached's protocol over TCP, beside the dispatcher (not scheduled
+	// by DARC): for clients that read only over TCP, such as libmemcached's
+	// tools. Empty: UDP only.
+	TCP string `yaml:"tcp,omitempty"`
 	// CostPerCommand and CostPerKey are the nominal costs slept (times
 	// App.Dilation) when App.Dilation is set: emulated service times for
 	// experiments with more workers than cores. Defaults 1µs each.

@@ -399,6 +399,11 @@ func (c Config) validateApp() error {
 			Emulate: memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey}}).Validate(); err != nil {
 			return bad("%v", err)
 		}
+		if m.TCP != "" {
+			if _, err := netip.ParseAddrPort(m.TCP); err != nil {
+				return bad("memcached tcp address %q: %v (want IP:PORT)", m.TCP, err)
+			}
+		}
 		if c.Dataplane != DataplaneDPDK && c.BufSize < memcached.MinBufSize {
 			return bad("buf_size = %d is too small for memcached, whose reply datagrams take up to %d bytes", c.BufSize, memcached.MinBufSize)
 		}

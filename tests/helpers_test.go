@@ -88,7 +88,7 @@ type serverOptions struct {
 	policy     string
 	classifier string  // path relative to the repository root, or ""
 	token      string  // admin token enabling hot swaps, or ""
-	dilation   float64 // default: the dilation constant
+	dilation   float64 // default: the dilation constant; < 0: none
 	extra      []string
 }
 
@@ -125,8 +125,11 @@ func startServer(t testing.TB, o serverOptions) *server {
 		token:  o.token,
 	}
 	s.dilation = o.dilation
-	if s.dilation == 0 {
+	switch {
+	case s.dilation == 0:
 		s.dilation = dilation
+	case s.dilation < 0: // no dilation: real service times
+		s.dilation = 0
 	}
 	app := o.app
 	if app == "" {

@@ -100,14 +100,18 @@ type session struct {
 	openSkip bool
 	head     bool // framing: the next transmitted response heads the queue
 
-	dg   datagrams
-	keys int // keys looked up or written in this request (emulated cost)
+	dg     datagrams // UDP: the request's reply datagrams
+	stream io.Writer // TCP (not nil): responses are written here, unframed
+	// swallow is how many bytes of the stream the caller must skip after
+	// the command (the data of a value refused as too large).
+	swallow int64
+	keys    int // keys looked up or written in this request (emulated cost)
 	cmds int // commands in this request (emulated cost)
 
-	stats counters
+	stats *counters
 }
 
-func newSession(app *Server) *session {
+func newSession(app *Server, stats *counters) *session {
 	return &session{
 		app:   app,
 		st:    app.st,
@@ -116,6 +120,7 @@ func newSession(app *Server) *session {
 		resps: make([]resp, 0, 64),
 		open:  -1,
 		head:  true,
+		stats: stats,
 	}
 }
 
@@ -124,7 +129,7 @@ func newSession(app *Server) *session {
 func (s *session) serve(body []byte) {
 	s.now = s.app.clock()
 	s.out, s.resps, s.open, s.head = s.out[:0], s.resps[:0], -1, true
-	s.keys, s.cmds = 0, 0
+	s.keys, s.cmds, s.swallow = 0, 0, 0
 	for len(body) > 0 {
 		nl := bytes.IndexByte(body, '\n')
 		if nl < 0 {
@@ -208,11 +213,22 @@ func (s *session) outString(str []byte) {
 	s.out = append(s.out, crlf...)
 }
 
-// frame transmits the finished response objects in order, as memcached's
-// UDP transmit loop does: a skipped object at the head is dropped; the head
-// object is sent even when empty (a header-only datagram); after an object
-// is sent, the empty and skipped objects that follow it are dropped.
+// frame transmits the finished response objects in order. Over UDP it does
+// what memcached's transmit loop does: a skipped object at the head is
+// dropped; the head object is sent even when empty (a header-only
+// datagram); after an object is sent, the empty and skipped objects that
+// follow it are dropped. Over TCP every object not skipped is written.
 func (s *session) frame() {
+	if s.stream != nil {
+		for _, r := range s.resps {
+			if !r.skip && r.end > r.start {
+				s.stream.Write(s.out[r.start:r.end])
+			}
+		}
+		s.resps = s.resps[:0]
+		s.keepOpen()
+		return
+	}
 	for _, r := range s.resps {
 		empty := r.end == r.start
 		if s.head {
@@ -229,6 +245,11 @@ func (s *session) frame() {
 		s.dg.message(s.out[r.start:r.end])
 	}
 	s.resps = s.resps[:0]
+	s.keepOpen()
+}
+
+// keepOpen drops the transmitted bytes of out, keeping the open response.
+func (s *session) keepOpen() {
 	if s.open < 0 {
 		s.out = s.out[:0]
 		return
@@ -669,6 +690,11 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 		if op == cmdSet {
 			// memcached does not keep a stale value after a failed set.
 			s.removeLocked(key)
+		}
+		if len(data) < need && s.stream != nil {
+			// The caller did not read the data: it skips it in the stream.
+			s.swallow = int64(need - len(data))
+			return next, nil, true
 		}
 		if len(data) < need {
 			return next, nil, false // swallowing a value that is not all there

@@ -106,6 +106,8 @@ type Server struct {
 	sleeper  *emulate.Sleeper
 	started  time.Time
 	clock    func() int64 // unix seconds; tests move it
+	tcpStats counters     // every TCP connection's
+	tcp      tcpState
 }
 
 var _ dispatcher.MultiHandler = (*Server)(nil)
@@ -129,7 +131,7 @@ func Open(cfg Config) (*Server, error) {
 		}
 	}
 	for range cfg.Workers {
-		s.sessions = append(s.sessions, newSession(s))
+		s.sessions = append(s.sessions, newSession(s, new(counters)))
 	}
 	return s, nil
 }
@@ -137,8 +139,10 @@ func Open(cfg Config) (*Server, error) {
 // Config returns the configuration with defaults applied.
 func (s *Server) Config() Config { return s.cfg }
 
-// Close closes the store. The workers must have stopped.
+// Close stops the TCP service (see ServeTCP) and closes the store. The
+// dispatcher's workers must have stopped.
 func (s *Server) Close() error {
+	s.closeTCP()
 	for _, ss := range s.sessions {
 		ss.batch.Close()
 	}
@@ -210,8 +214,9 @@ func (s *Server) fits(keyLen int, flags uint32, valueLen int) bool {
 func (s *Server) sumStats() total {
 	var t total
 	for _, ss := range s.sessions {
-		t.add(&ss.stats)
+		t.add(ss.stats)
 	}
+	t.add(&s.tcpStats)
 	return t
 }
 
@@ -219,4 +224,5 @@ func (s *Server) resetStats() {
 	for _, ss := range s.sessions {
 		ss.stats.reset()
 	}
+	s.tcpStats.reset()
 }

@@ -54,6 +54,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
 			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
 			&cli.StringFlag{Name: "memcached-dir", Usage: "Pebble `DIR` for the memcached app: what is set there survives a restart (default: in memory)"},
+			&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
 			&cli.IntFlag{Name: "memcached-max-item-size", Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: "1048576"},
 			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: "" + server.DefaultAdmin + ""},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
@@ -123,6 +124,7 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	str("kv-dir", &cfg.App.KV.Dir)
 	num("kv-keys", &cfg.App.KV.Keys)
 	str("memcached-dir", &cfg.App.Memcached.Dir)
+	str("memcached-tcp", &cfg.App.Memcached.TCP)
 	num("memcached-max-item-size", &cfg.App.Memcached.MaxItemSize)
 	str("admin", &cfg.Admin.Addr)
 	str("token-file", &cfg.Admin.TokenFile)

@@ -7,7 +7,9 @@ package memcachedtest
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -281,4 +283,34 @@ var Cases = []Case{
 		body("set q 0 0 1\r\nx\r\nquit\r\nget q\r\n"),
 		body("quit\r\n"),
 	}},
+}
+
+// ExchangeTCP sends one request body over a new TCP connection to addr and
+// returns what the server writes back before the reply to a sentinel
+// "version" (or before it closes the connection).
+func ExchangeTCP(addr, body string, timeout time.Duration) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte(body + "version\r\n")); err != nil {
+		return nil, err
+	}
+	var out []byte
+	buf := make([]byte, 65536)
+	for {
+		n, err := c.Read(buf)
+		out = append(out, buf[:n]...)
+		if i := bytes.LastIndex(out, []byte("VERSION ")); i >= 0 && bytes.HasSuffix(out, []byte("\r\n")) && !bytes.Contains(out[i:len(out)-2], []byte("\r\n")) {
+			return out[:i], nil
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil // the server closed the connection
+			}
+			return out, err
+		}
+	}
 }
