@@ -29,8 +29,8 @@ const (
 
 // Application names.
 const (
-	AppSpin    = "spin"
-	AppEmulate = "emulate"
+	AppSpin      = "spin"
+	AppEmulate   = "emulate"
 	AppKV        = "kv"
 	AppTPCC      = "tpcc"
 	AppMemcached = "memcached"

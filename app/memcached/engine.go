@@ -106,7 +106,7 @@ type session struct {
 	// the command (the data of a value refused as too large).
 	swallow int64
 	keys    int // keys looked up or written in this request (emulated cost)
-	cmds int // commands in this request (emulated cost)
+	cmds    int // commands in this request (emulated cost)
 
 	stats *counters
 }
