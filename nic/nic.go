@@ -80,7 +80,8 @@ type TxQueue interface {
 }
 
 // ReplyAllocator is implemented by dataplanes that can hand a worker more
-// buffers for a reply longer than one datagram (nic/udp and nic/memnic do;
+// buffers for a reply longer than one datagram (nic/udp, nic/memnic and
+// nic/dpdk do;
 // the dispatcher's Reply uses it).
 //
 // AllocReply returns a free buffer addressed like req: a TxQueue sends it to

@@ -578,6 +578,35 @@ psp_free_scratch(struct psp_port *p, uint16_t n)
 		rte_pktmbuf_free((struct rte_mbuf *)p->scratch[i]);
 }
 
+int
+psp_alloc_reply(struct psp_port *p, uintptr_t req, struct psp_rx_desc *d)
+{
+	struct rte_mbuf *r = (struct rte_mbuf *)req;
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(r, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	uint16_t ihl = (uint16_t)((ip->version_ihl & RTE_IPV4_HDR_IHL_MASK) * 4);
+	uint16_t hdr = (uint16_t)(sizeof(*eth) + ihl + sizeof(struct rte_udp_hdr));
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL)
+		return -ENOBUFS;
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	memcpy(frame, eth, hdr);
+	m->data_len = hdr;
+	m->pkt_len = hdr;
+	uint8_t *payload = frame + hdr;
+	uint8_t *end = (uint8_t *)m->buf_addr + m->buf_len;
+	uint32_t room = (uint32_t)(end - payload);
+	uint32_t mtu_room = p->mtu - ihl - sizeof(struct rte_udp_hdr);
+	if (room > mtu_room)
+		room = mtu_room;
+	d->mbuf = (uintptr_t)m;
+	d->payload = payload;
+	d->index = *(uint32_t *)rte_mbuf_to_priv(m);
+	d->len = 0;
+	d->room = (uint16_t)room;
+	return 0;
+}
+
 /* psp_alloc_append allocates an mbuf from p's pool holding len bytes of
  * data and points *data at them. It returns NULL and sets *err (-ENOBUFS or
  * -EMSGSIZE) when it cannot. */
