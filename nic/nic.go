@@ -81,15 +81,14 @@ type TxQueue interface {
 
 // ReplyAllocator is implemented by dataplanes that can hand a worker more
 // buffers for a reply longer than one datagram (nic/udp, nic/memnic and
-// nic/dpdk do;
-// the dispatcher's Reply uses it).
+// nic/dpdk do; the dispatcher's Reply uses it).
 //
 // AllocReply returns a free buffer addressed like req: a TxQueue sends it to
 // req's Peer from req's DstPort. Its Data is its whole room and its Len is 0.
 // It returns nil when no buffer is free. Any worker goroutine may call it for
 // the request it holds. Every buffer it returns must be sent or released
-// before req itself is (dataplanes that tie a reply to its request, such as
-// a stream front end, rely on req going last).
+// before req itself is (a dataplane may tie a reply to its request and rely
+// on req going last).
 type ReplyAllocator interface {
 	AllocReply(req *Buffer) *Buffer
 }

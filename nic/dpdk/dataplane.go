@@ -52,7 +52,7 @@ type Dataplane struct {
 	// index (only the goroutine holding a request uses its entry). C
 	// memory, freed with the pool.
 	replyDescs []C.struct_psp_rx_desc
-	txqs    []*txQueue
+	txqs       []*txQueue
 
 	// mu orders the I/O paths (read-locked) against Close (write-locked).
 	mu          sync.RWMutex
