@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 )
 
@@ -175,7 +176,7 @@ func readCommand(r *bufio.Reader, dst []byte, maxItem int) ([]byte, error) {
 		return dst, nil // no data block, or one the command refuses (skipped by the caller)
 	}
 	n := len(dst)
-	dst = append(dst, make([]byte, need)...)
+	dst = slices.Grow(dst, int(need))[:n+int(need)]
 	if _, err := io.ReadFull(r, dst[n:]); err != nil {
 		return dst, err
 	}
