@@ -272,6 +272,9 @@ func (c Config) WithDefaults() Config {
 		// startup phase for minutes.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
+	if c.App.Name == AppMemcached && c.App.Memcached.MaxItemSize == 0 {
+		c.App.Memcached.MaxItemSize = memcached.DefaultMaxItemSize
+	}
 	if c.App.Name == AppMemcached && c.App.Dilation > 0 && c.MinSamples == 0 {
 		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
