@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/report"
+)
+
+func sweepCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sweep",
+		Usage: "measure a server at a range of loads under each policy and plot p99.9 slowdown against load",
+		Description: "psp sweep starts a psp serve process per policy on loopback (or targets a running\n" +
+			"server with --server and --admin), plays the workload at each load with the psp\n" +
+			"client's open-loop generator and writes, in --out: results.csv, results.json,\n" +
+			"slowdown.png (p99.9 slowdown against load, one line per policy) and\n" +
+			"latency-<type>.png (p99.9 latency of each type), in the form of the paper's figures.\n" +
+			"Server logs go to --out too. Redraw the charts later with psp plot.\n\n" +
+			"Before the first load of each policy, --prewarm of traffic at the middle load lets\n" +
+			"DARC finish its start-up profiling (the server is started with --min-samples).\n\n" +
+			"Example:\n" +
+			"  psp sweep --policies darc,cfcfs --loads 0.2:0.9:0.1 --workload high-bimodal \\\n" +
+			"    --workers 14 --app emulate --dilation 1000 --duration 5s --out results",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "policies", Value: "darc,cfcfs", Usage: "comma-separated policies to start servers with (darc, cfcfs, dfcfs, fp, darc-static); with --server, the label of the running server's policy"},
+			&cli.StringFlag{Name: "loads", Value: "0.2:0.9:0.1", Usage: "offered loads: START:END:STEP or a comma-separated list of fractions of the workers' capacity"},
+			&cli.StringFlag{Name: "app", Value: "emulate", Usage: "application the started servers run (emulate sleeps service time x dilation; with it --dilation defaults to 1000)"},
+			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` the started servers load (default: the native psp-header classifier)"},
+			&cli.IntFlag{Name: "min-samples", Value: 200, Usage: "completions DARC profiles before reserving (passed to the started servers)"},
+			&cli.StringSliceFlag{Name: "serve-arg", Usage: "extra argument for the started psp serve processes (repeatable), e.g. --serve-arg=--idle=busy-poll"},
+			&cli.BoolFlag{Name: "in-process", Usage: "run the servers inside this process instead of child processes (quicker to start; they share the Go runtime with the load generator)"},
+			&cli.StringFlag{Name: "server", Usage: "target a running server's UDP `ADDR` instead of starting servers"},
+			&cli.StringFlag{Name: "admin", Usage: "the running server's admin `ADDR` (host:port or URL), for its /status"},
+			&cli.DurationFlag{Name: "prewarm", Value: 2 * time.Second, Usage: "traffic sent at the middle load before each policy's first point, not measured (0: none)"},
+			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output `DIR` (created if missing)"},
+			&cli.BoolFlag{Name: "with-sim", Usage: "also simulate the same policies and loads (1s each) and draw them on slowdown.png as \"policy (sim)\"; written to sim.json"},
+			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown SLO for the summary lines and the charts' dashed line (0: none)"},
+			jsonFlag(),
+			&cli.BoolFlag{Name: "quiet", Usage: "no per-point progress lines on stderr"},
+		}, loadFlags()...),
+		Action: runSweep,
+	}
+}
+
+func runSweep(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("sweep: unexpected argument %q (flags only; see psp sweep --help)", c.Args().First())
+	}
+	if err := refuseZero(c, "policies", "loads", "app", "min-samples", "server", "admin", "out"); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	plan, err := planFromFlags(c)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	loads, err := harness.ParseLoads(c.String("loads"))
+	if err != nil {
+		return fmt.Errorf("sweep: --%w", err)
+	}
+	sw := &harness.Sweep{
+		Plan:  plan,
+		Loads: loads,
+		Server: harness.ServerSpec{
+			App:        c.String("app"),
+			Classifier: c.String("classifier"),
+			MinSamples: c.Int("min-samples"),
+			Args:       c.StringSlice("serve-arg"),
+		},
+		Prewarm: c.Duration("prewarm"),
+		Out:     c.String("out"),
+		SLO:     c.Float64("slo"),
+		Log:     c.App.ErrWriter,
+	}
+	if c.Bool("quiet") {
+		sw.Log = io.Discard
+	}
+	if c.Bool("with-sim") {
+		sw.Simulate = time.Second
+	}
+	if c.Bool("in-process") {
+		sw.Launcher = harness.InProcess{}
+	}
+	if c.IsSet("server") {
+		sw.Target = &harness.Target{Listen: c.String("server"), Admin: c.String("admin")}
+		// The label of a running server's policy is free text.
+		sw.Policies = []string{c.String("policies")}
+	} else {
+		if c.IsSet("admin") {
+			return errors.New("sweep: --admin needs --server (started servers get their own admin address)")
+		}
+		if sw.Policies, err = harness.ParsePolicies(c.String("policies"), darc.PolicyNames()); err != nil {
+			return fmt.Errorf("sweep: --%w", err)
+		}
+		if f := sw.Server.Classifier; f != "" {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("sweep: --classifier: %w", err)
+			}
+		}
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	res, err := sw.Run(ctx)
+	if res != nil && len(res.Points) > 0 {
+		if perr := printSweep(c, res); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// printSweep prints a sweep's table, summaries and files, or its points as
+// JSON with --json.
+func printSweep(c *cli.Context, res *harness.SweepResult) error {
+	out := c.App.Writer
+	if c.Bool("json") {
+		return report.WriteJSON(out, res.Points, res.Summaries)
+	}
+	if err := report.WriteTable(out, res.Points); err != nil {
+		return err
+	}
+	if len(res.Summaries) > 0 {
+		fmt.Fprintln(out)
+		if err := report.WriteSummary(out, res.Summaries); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out)
+	printWrittenFiles(out, res.Files)
+	return nil
+}
+
+func printWrittenFiles(w io.Writer, paths []string) {
+	for _, p := range paths {
+		fmt.Fprintf(w, "wrote %s\n", p)
+	}
+}
