@@ -323,8 +323,8 @@ func formatSeconds(s float64) string {
 	if s < 1 {
 		s, unit = s*1e3, " ms"
 	}
-	mag := math.Pow(10, math.Floor(math.Log10(s))-1)
-	return strconv.FormatFloat(math.Round(s/mag)*mag, 'f', -1, 64) + unit
+	e := int(math.Floor(math.Log10(s))) - 1 // two significant digits
+	return strconv.FormatFloat(math.Round(s/math.Pow10(e))*math.Pow10(e), 'f', max(0, -e), 64) + unit
 }
 
 // titled joins a title and the points' subtitle.
