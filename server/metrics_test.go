@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,4 +19,19 @@ func lintMetrics(t *testing.T, body string) {
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
+}
+
+// sumMetric adds the values of every series of metric name in an exposition.
+func sumMetric(body, name string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

@@ -172,6 +172,17 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 		t.Errorf("/metrics shows types that saw no request:\n%s", body)
 	}
 	lintMetrics(t, body)
+	// Counters partition what they count: summed over their label they give
+	// the totals of the status.
+	if got := sumMetric(body, "psp_type_requests_answered_total"); got != float64(st.Answered) {
+		t.Errorf("sum of psp_type_requests_answered_total = %v, want %d", got, st.Answered)
+	}
+	if got := sumMetric(body, "psp_requests_dropped_total"); got != float64(st.Dropped) {
+		t.Errorf("sum of psp_requests_dropped_total = %v, want %d", got, st.Dropped)
+	}
+	if got := sumMetric(body, "psp_request_service_seconds_count"); got != float64(st.Answered) {
+		t.Errorf("sum of psp_request_service_seconds_count = %v, want %d", got, st.Answered)
+	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
