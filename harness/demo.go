@@ -87,6 +87,9 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	cls := o.Classifier
+	if cls == "" && len(classifiers.PSPHeader) == 0 {
+		return nil, errors.New("demo: the embedded classifier is empty")
+	}
 	if cls == "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			return nil, fmt.Errorf("demo: create output directory: %w", err)
@@ -97,9 +100,6 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		}
 	} else if _, err := os.Stat(cls); err != nil {
 		return nil, fmt.Errorf("demo: classifier: %w", err)
-	}
-	if len(classifiers.PSPHeader) == 0 {
-		return nil, errors.New("demo: the embedded classifier is empty")
 	}
 	return &Sweep{
 		Plan: Plan{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -90,8 +91,12 @@ func runSweep(c *cli.Context) error {
 	}
 	if c.IsSet("server") {
 		sw.Target = &harness.Target{Listen: c.String("server"), Admin: c.String("admin")}
-		// The label of a running server's policy is free text.
-		sw.Policies = []string{c.String("policies")}
+		// The label of a running server's policy is free text, but one.
+		label := strings.TrimSpace(c.String("policies"))
+		if strings.Contains(label, ",") {
+			return fmt.Errorf("sweep: --server measures one running server: give --policies a single label (its policy), not %q", label)
+		}
+		sw.Policies = []string{label}
 	} else {
 		if c.IsSet("admin") {
 			return errors.New("sweep: --admin needs --server (started servers get their own admin address)")
