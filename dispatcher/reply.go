@@ -1,8 +1,6 @@
 package dispatcher
 
 import (
-	"errors"
-
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -17,25 +15,18 @@ import (
 // false sends no final datagram; the request then counts as answered if r
 // sent anything or called r.NoReply, and as dropped for reason "app"
 // otherwise. The datagrams go out in the order they were sent, b last.
+//
+// The nic.Reply is the worker's own, reused for every request; it is valid
+// only during the call.
 type MultiHandler interface {
 	Handler
-	HandleMulti(w int, typ darc.Type, b *nic.Buffer, r *Reply) bool
+	HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply) bool
 }
 
-// Errors returned by Reply.Send. They are preallocated: a handler may
-// compare them with == on its hot path.
-var (
-	// ErrNoReplyBuffer: the dataplane has no free buffer (or cannot hand
-	// out extra buffers: it does not implement nic.ReplyAllocator).
-	ErrNoReplyBuffer = errors.New("dispatcher: no buffer for another reply datagram")
-	// ErrReplyTooLong: the datagram is longer than a buffer's room.
-	ErrReplyTooLong = errors.New("dispatcher: reply datagram longer than a buffer")
-)
-
-// Reply sends the leading datagrams of a multi-datagram reply (see
-// MultiHandler). Each worker owns one and reuses it for every request; it is
-// valid only during the HandleMulti call it was passed to.
-type Reply struct {
+// reply is a worker's nic.Reply: it queues the leading datagrams of a
+// multi-datagram reply and transmits them in batches on the worker's TX
+// queue, the request's buffer last.
+type reply struct {
 	req     *nic.Buffer
 	alloc   nic.ReplyAllocator // nil: the dataplane cannot allocate
 	dp      nic.Dataplane
@@ -47,48 +38,40 @@ type Reply struct {
 }
 
 // newReply returns worker w's Reply, flushing every batch datagrams.
-func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *Reply {
+func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *reply {
 	alloc, _ := dp.(nic.ReplyAllocator)
-	return &Reply{alloc: alloc, dp: dp, tx: tx, pending: make([]*nic.Buffer, 0, max(batch, 1))}
+	return &reply{alloc: alloc, dp: dp, tx: tx, pending: make([]*nic.Buffer, 0, max(batch, 1))}
 }
 
 // reset prepares r for the request in req.
-func (r *Reply) reset(req *nic.Buffer) {
+func (r *reply) reset(req *nic.Buffer) {
 	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
 }
 
-// NoReply marks the request as served although no datagram answers it (a
-// request that asked for no reply): it then counts as answered, not as
+// NoReply implements nic.Reply: the request counts as answered, not as
 // dropped, when the handler returns false.
-func (r *Reply) NoReply() { r.noReply = true }
+func (r *reply) NoReply() { r.noReply = true }
 
-// Send copies p into a fresh buffer addressed like the request and queues it
-// as the reply's next datagram. Queued datagrams are transmitted in batches
-// on the worker's TX queue, and the rest, with the request's buffer last,
-// when the handler returns. It allocates nothing.
-//
-// # Errors
-//
-// ErrNoReplyBuffer when the dataplane has no free buffer, ErrReplyTooLong
-// when p does not fit one (see Room); p is not sent and earlier datagrams
-// stay queued.
-func (r *Reply) Send(p []byte) error {
+// Send implements nic.Reply. Queued datagrams are transmitted in batches on
+// the worker's TX queue, and the rest, with the request's buffer last, when
+// the handler returns; earlier datagrams stay queued when Send fails.
+func (r *reply) Send(p []byte) error {
 	if r.alloc == nil {
-		return ErrNoReplyBuffer
+		return nic.ErrNoReplyBuffer
 	}
 	if len(p) > len(r.req.Data) {
-		return ErrReplyTooLong
+		return nic.ErrReplyTooLong
 	}
 	if len(r.pending) == cap(r.pending) {
 		r.flush()
 	}
 	b := r.alloc.AllocReply(r.req)
 	if b == nil {
-		return ErrNoReplyBuffer
+		return nic.ErrNoReplyBuffer
 	}
 	if len(p) > len(b.Data) {
 		r.dp.Release(b)
-		return ErrReplyTooLong
+		return nic.ErrReplyTooLong
 	}
 	b.Len = copy(b.Data, p)
 	r.pending = append(r.pending, b)
@@ -96,14 +79,14 @@ func (r *Reply) Send(p []byte) error {
 	return nil
 }
 
-// Room returns the longest datagram Send accepts: a buffer's payload room.
-func (r *Reply) Room() int { return len(r.req.Data) }
+// Room implements nic.Reply: a buffer's payload room.
+func (r *reply) Room() int { return len(r.req.Data) }
 
 // Sent returns how many datagrams Send accepted for the current request.
-func (r *Reply) Sent() int { return r.sent }
+func (r *reply) Sent() int { return r.sent }
 
 // flush transmits the queued datagrams.
-func (r *Reply) flush() {
+func (r *reply) flush() {
 	if len(r.pending) == 0 {
 		return
 	}
@@ -116,7 +99,7 @@ func (r *Reply) flush() {
 
 // finish transmits what is queued, then the request's buffer when answer is
 // set (otherwise it releases it). It reports whether every datagram went out.
-func (r *Reply) finish(answer bool) bool {
+func (r *reply) finish(answer bool) bool {
 	if answer {
 		if len(r.pending) == cap(r.pending) {
 			r.flush()
@@ -133,7 +116,7 @@ func (r *Reply) finish(answer bool) bool {
 
 // discard releases what is queued and the request's buffer (the handler
 // panicked).
-func (r *Reply) discard() {
+func (r *reply) discard() {
 	r.dp.Release(r.pending...)
 	clear(r.pending)
 	r.pending = r.pending[:0]

@@ -24,7 +24,7 @@ func (s *splitter) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	panic("Handle called on a MultiHandler")
 }
 
-func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r *Reply) bool {
+func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply) bool {
 	h, _ := wire.Decode(b.Payload())
 	n := int(h.ServiceNs)
 	switch n {
@@ -39,7 +39,7 @@ func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r *Reply) bo
 		}
 		return false
 	case 3000:
-		if err := r.Send(make([]byte, r.Room()+1)); err != ErrReplyTooLong {
+		if err := r.Send(make([]byte, r.Room()+1)); err != nic.ErrReplyTooLong {
 			panic(fmt.Sprintf("oversized datagram: %v", err))
 		}
 		n = 1
@@ -133,8 +133,8 @@ func TestReplyWithoutAllocator(t *testing.T) {
 		t.Fatal("no packet")
 	}
 	r.reset(bufs[0])
-	if err := r.Send([]byte("x")); err != ErrNoReplyBuffer {
-		t.Fatalf("Send without an allocator: %v, want ErrNoReplyBuffer", err)
+	if err := r.Send([]byte("x")); err != nic.ErrNoReplyBuffer {
+		t.Fatalf("Send without an allocator: %v, want nic.ErrNoReplyBuffer", err)
 	}
 	if !r.finish(true) || dp.replyCount() != 1 {
 		t.Fatalf("final datagram not sent (replies %d)", dp.replyCount())

@@ -150,6 +150,10 @@ func openMemcached(cfg Config) (*Application, error) {
 		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close}, nil
 }
 
+// DefaultMemcachedMaxItemSize is the memcached application's item size
+// limit when none is configured (memcached's -I default).
+const DefaultMemcachedMaxItemSize = memcached.DefaultMaxItemSize
+
 // Memcached configures the memcached application.
 type Memcached struct {
 	// Dir is the Pebble directory; empty: in memory. What is stored in a

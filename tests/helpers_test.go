@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/workload"

@@ -23,9 +23,10 @@
 // cache for an item over the size limit (Config.MaxItemSize, sized as
 // memcached sizes it; the set's data is skipped and the key deleted, as
 // memcached does). A storage command stores only a complete, well
-// terminated value: nothing is ever stored half-way. The package's
-// conformance test sends the same sequences to Debian's memcached and
-// compares every datagram.
+// terminated value: nothing is ever stored half-way. Conformance tests
+// (server's over UDP through the dispatcher, this package's over TCP,
+// tests/ through psp serve) send the same sequences (package memcachedtest)
+// to Debian's memcached and to psp and compare every datagram or byte.
 //
 // # Differences from memcached
 //
@@ -87,6 +88,7 @@
 // in the application, per request, with datagrams framed: get 0.58-0.65
 // µs, multi-get of 100 keys 57-67 µs (100 datagrams), set 1.9-3.9 µs (the
 // memtable's growth); no allocation per request
-// (TestRequestsAllocateNothing). BenchmarkServersUnderMemcaslap runs
-// memcaslap and memcslap against psp and Debian's memcached in one run.
+// (TestRequestsAllocateNothing). Package server's
+// BenchmarkMemcachedUnderMemcaslap runs memcaslap and memcslap against psp
+// and Debian's memcached in one run.
 package memcached

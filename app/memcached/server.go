@@ -7,7 +7,6 @@ import (
 
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -96,7 +95,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Server is the memcached application: a dispatcher.MultiHandler serving
+// Server is the memcached application: a dispatcher.MultiHandler (the
+// dispatcher gives it a nic.Reply for replies of several datagrams) serving
 // memcached's text protocol over UDP from a Pebble store. Open it before the
 // dispatcher starts and Close it after the dispatcher has stopped.
 type Server struct {
@@ -109,8 +109,6 @@ type Server struct {
 	tcpStats counters     // every TCP connection's
 	tcp      tcpState
 }
-
-var _ dispatcher.MultiHandler = (*Server)(nil)
 
 // Open opens the store and returns the application.
 func Open(cfg Config) (*Server, error) {
@@ -164,7 +162,7 @@ func (s *Server) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 // b. Requests of 8 bytes or less and requests announcing more than one
 // datagram get no reply, as from memcached, and count as dropped; requests
 // that ask for no reply (noreply) count as answered.
-func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r *dispatcher.Reply) bool {
+func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) bool {
 	if w < 0 || w >= len(s.sessions) || len(b.Data) < MinBufSize {
 		return false
 	}

@@ -2,50 +2,14 @@ package memcached
 
 import (
 	"bytes"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
-	"github.com/persephone-go/psp/internal/testenv"
 )
-
-// startMemcachedTCP starts Debian's memcached serving TCP only.
-func startMemcachedTCP(t testing.TB) string {
-	t.Helper()
-	bin := testenv.RequireTool(t, "memcached")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := []string{"-p", strconv.Itoa(port), "-U", "0", "-l", "127.0.0.1", "-t", "1"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if i == 100 {
-			t.Fatalf("memcached does not listen on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // serveTCP serves srv over TCP on a free port.
 func serveTCP(t testing.TB, srv *Server) string {
@@ -62,7 +26,7 @@ func serveTCP(t testing.TB, srv *Server) string {
 // (one connection per request) to memcached and to psp and compares the
 // byte streams.
 func TestTCPConformanceWithMemcached(t *testing.T) {
-	mc := startMemcachedTCP(t)
+	mc := memcachedtest.StartMemcached(t, false)
 	psp := serveTCP(t, openServer(t, Config{}))
 	for _, c := range memcachedtest.Cases {
 		for i, r := range c.Requests {

@@ -1,7 +1,7 @@
 // Package memcachedtest holds what psp's memcached tests share: a UDP client
-// that collects every datagram of a reply, and the command sequences the
-// conformance tests send to psp and to a real memcached to compare their
-// replies byte for byte.
+// that collects every datagram of a reply, a TCP exchange, a launcher of
+// Debian's memcached, and the command sequences the conformance tests send
+// to psp and to a real memcached to compare their replies byte for byte.
 package memcachedtest
 
 import (
@@ -11,8 +11,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // sentinelID is the request id of the "version" request the client sends
@@ -313,4 +319,73 @@ func ExchangeTCP(addr, body string, timeout time.Duration) ([]byte, error) {
 			return out, err
 		}
 	}
+}
+
+// StartMemcached starts Debian's memcached on 127.0.0.1 for the test (it
+// is killed when the test ends) and returns its address: serving UDP only
+// with udp set (one thread: replies in request order), TCP only otherwise.
+// extra adds command-line arguments. Without a memcached binary the test is
+// skipped, or fails in CI.
+func StartMemcached(t testing.TB, udp bool, extra ...string) string {
+	t.Helper()
+	bin := testenv.RequireTool(t, "memcached")
+	for attempt := 0; ; attempt++ {
+		var port int
+		if udp {
+			c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			port = c.LocalAddr().(*net.UDPAddr).Port
+			c.Close()
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+		}
+		args := []string{"-U", strconv.Itoa(port), "-p", "0", "-l", "127.0.0.1", "-t", "1"}
+		if !udp {
+			args = []string{"-p", strconv.Itoa(port), "-U", "0", "-l", "127.0.0.1", "-t", "1"}
+		}
+		args = append(args, extra...)
+		if os.Geteuid() == 0 {
+			args = append(args, "-u", "nobody")
+		}
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start memcached: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if waitMemcached(addr, udp) {
+			return addr
+		}
+		if attempt == 2 {
+			t.Fatalf("memcached on %s does not answer", addr)
+		}
+	}
+}
+
+// waitMemcached waits up to about a second for memcached to answer.
+func waitMemcached(addr string, udp bool) bool {
+	for i := 0; i < 50; i++ {
+		if udp {
+			if c, err := Dial(addr); err == nil {
+				c.Timeout = 200 * time.Millisecond
+				_, err = c.Exchange(Request{Body: "version\r\n"}.Datagram(1))
+				c.Close()
+				if err == nil {
+					return true
+				}
+			}
+		} else if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package memcached
+package server
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 	"github.com/persephone-go/psp/internal/testenv"
 )
 
@@ -55,16 +56,16 @@ func memcslapSets(tb testing.TB, addr string, n int) float64 {
 	return keys / max(secs, 1e-6)
 }
 
-// BenchmarkServersUnderMemcaslap drives psp's memcached application (UDP
+// BenchmarkMemcachedUnderMemcaslap drives psp's memcached application (UDP
 // dataplane, dispatcher, c-FCFS, two workers) and Debian's memcached (two
 // threads) with the same clients, one after the other in the same run:
 // memcaslap's get/set mix (closed loop, 8 requests in flight) and
 // memcslap's UDP sets. Run it alone, with -benchtime 1x:
 //
-//	go test -run '^$' -bench ServersUnderMemcaslap -benchtime 1x ./app/memcached
-func BenchmarkServersUnderMemcaslap(b *testing.B) {
-	mc := startMemcached(b, "-t", "2")
-	psp := startPipeline(b, openServer(b, Config{Workers: 2}), 2)
+//	go test -run '^$' -bench MemcachedUnderMemcaslap -benchtime 1x ./server
+func BenchmarkMemcachedUnderMemcaslap(b *testing.B) {
+	mc := memcachedtest.StartMemcached(b, true, "-t", "2")
+	psp := startMemcachedServer(b, 2, "cfcfs").Addr()
 	for range b.N {
 		pspOps, pspAvg := memcaslapRun(b, psp, 5*time.Second)
 		mcOps, mcAvg := memcaslapRun(b, mc, 5*time.Second)
