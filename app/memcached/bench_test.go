@@ -65,6 +65,9 @@ func BenchmarkSet(b *testing.B) {
 // TestRequestsAllocateNothing: get, multi-get and set allocate nothing per
 // request once a worker's buffers have grown.
 func TestRequestsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes Pebble's pools allocate")
+	}
 	srv := openServer(t, Config{})
 	preload(t, srv, 200, 64)
 	for _, body := range [][]byte{

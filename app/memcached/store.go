@@ -99,7 +99,7 @@ type store struct {
 
 // openStore opens the Pebble database in dir (in memory when dir is "").
 func openStore(dir string, sync bool) (*store, error) {
-	opts := &pebble.Options{}
+	opts := &pebble.Options{Logger: quietLogger{}}
 	if dir == "" {
 		opts.FS = vfs.NewMem()
 	}
@@ -117,6 +117,14 @@ func openStore(dir string, sync bool) (*store, error) {
 	}
 	return s, nil
 }
+
+// quietLogger drops Pebble's informational messages (WAL replay, ...) and
+// keeps its fatal ones.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
 
 // loadMeta restores the CAS reservation and the flush state.
 func (s *store) loadMeta() error {
