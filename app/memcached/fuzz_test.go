@@ -1,8 +1,11 @@
 package memcached
 
 import (
+	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 )
@@ -64,6 +67,42 @@ func FuzzClassify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p []byte) {
 		if typ := Classify(p); typ >= NumTypes {
 			t.Fatalf("type %d for %q", typ, p)
+		}
+	})
+}
+
+// FuzzTCP feeds an arbitrary byte stream to a TCP connection: the server
+// must never panic, and must finish the connection once the client stops.
+func FuzzTCP(f *testing.F) {
+	for _, c := range memcachedtest.Cases {
+		for _, r := range c.Requests {
+			if len(r.Body) < 4096 {
+				f.Add([]byte(r.Body))
+			}
+		}
+	}
+	f.Add([]byte("set a 0 0 5000000\r\nabc"))
+	srv, err := Open(Config{MaxItemSize: 4096})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { srv.Close() })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		client, conn := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			srv.serveConn(conn)
+			conn.Close()
+			close(done)
+		}()
+		go io.Copy(io.Discard, client) // the replies
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		client.Write(in) // fails when the server closes first: fine
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection not finished after %q", in)
 		}
 	})
 }
