@@ -19,6 +19,9 @@ const (
 	// maxGetLine bounds a retrieval command line (memcached's is unbounded).
 	maxGetLine = 8 << 20
 	tcpBufSize = 64 << 10
+	// idleBufMax: a connection with no input pending gives back command and
+	// reply buffers larger than this.
+	idleBufMax = 256 << 10
 )
 
 // tcpState tracks the TCP listeners and connections of a Server.
@@ -145,6 +148,14 @@ func (s *Server) serveConn(c net.Conn) {
 			ss.flush()
 			if err := w.Flush(); err != nil {
 				return
+			}
+			// An idle connection does not keep the buffers of its
+			// largest value.
+			if cap(cmd) > idleBufMax {
+				cmd = nil
+			}
+			if cap(ss.out) > idleBufMax {
+				ss.out = make([]byte, 0, 4096)
 			}
 		}
 	}
