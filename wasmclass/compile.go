@@ -28,7 +28,8 @@ type compiledModule struct {
 // runs a classifier; the compile child uses the same, so that the parent
 // finds the child's work in the file cache.
 func runtimeConfig(memoryPages uint32) wazero.RuntimeConfig {
-	return wazero.NewRuntimeConfig().WithMemoryLimitPages(memoryPages).WithCloseOnContextDone(false).WithDebugInfoEnabled(false)
+	return wazero.NewRuntimeConfig().WithMemoryLimitPages(memoryPages).WithCloseOnContextDone(false).WithDebugInfoEnabled(false).
+		WithMemoryCapacityFromMax(true) // growing never copies the memory
 }
 
 // compile is the fifth stage: it compiles the instrumented binary in a

@@ -78,7 +78,7 @@ var (
 // hostCallTicks is the fixed cost of a call to a host function: the exit
 // from compiled code to Go and back (measured by BenchmarkAdversarial's
 // host-call classes).
-const hostCallTicks = 40 * fuel.TicksPerUnit
+const hostCallTicks = 64 * fuel.TicksPerUnit
 
 func ebadf(*wasiState, context.Context, api.Module, []uint64) {}
 
@@ -119,10 +119,12 @@ func init() {
 	sizes("environ_sizes_get")
 	add(wasiFunc{name: "clock_time_get", params: []api.ValueType{valI32, valI64, valI32}, results: []api.ValueType{valI32}, fn: wasiClockTimeGet})
 	add(wasiFunc{name: "fd_write", params: []api.ValueType{valI32, valI32, valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFdWrite,
-		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 2, PerArg: fuel.Sized{Mul: 1, Shift: 1, Cap: wasiMaxIOVecs}}})
+		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 2, PerArg: fuel.Sized{Mul: 2, Cap: wasiMaxIOVecs}}})
 	add(wasiFunc{name: "fd_read", params: []api.ValueType{valI32, valI32, valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFdRead})
-	add(wasiFunc{name: "fd_fdstat_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFdstatGet})
-	add(wasiFunc{name: "fd_filestat_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFilestatGet})
+	add(wasiFunc{name: "fd_fdstat_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFdstatGet,
+		cost: fuel.ImportCost{Ticks: 2 * hostCallTicks, Param: -1}})
+	add(wasiFunc{name: "fd_filestat_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiFilestatGet,
+		cost: fuel.ImportCost{Ticks: 2 * hostCallTicks, Param: -1}})
 	add(wasiFunc{name: "fd_fdstat_set_flags", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: func(_ *wasiState, _ context.Context, _ api.Module, s []uint64) {
 		if uint32(s[0]) > 2 {
 			s[0] = errnoBadf
@@ -143,9 +145,9 @@ func init() {
 	badf("path_filestat_get", valI32, valI32, valI32, valI32, valI32)
 	badf("path_open", valI32, valI32, valI32, valI32, valI32, valI64, valI64, valI32, valI32)
 	add(wasiFunc{name: "poll_oneoff", params: []api.ValueType{valI32, valI32, valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiPollOneoff,
-		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 2, PerArg: fuel.Sized{Mul: 3, Cap: wasiMaxIOVecs}}})
+		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 2, PerArg: fuel.Sized{Mul: 8, Cap: wasiMaxIOVecs}}})
 	add(wasiFunc{name: "random_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiRandomGet,
-		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 1, PerArg: fuel.Sized{Mul: 1, Shift: 3}}})
+		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 1, PerArg: fuel.Sized{Mul: 5, Shift: 2}}})
 	add(wasiFunc{name: "proc_exit", params: []api.ValueType{valI32}, fn: func(_ *wasiState, _ context.Context, _ api.Module, s []uint64) {
 		panic(sys.NewExitError(uint32(s[0])))
 	}})

@@ -67,7 +67,7 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	}
 	// Everything not listed: a register or stack-slot operation.
 	for i := range c.Op {
-		c.Op[i] = 2
+		c.Op[i] = 5 // one cycle of latency or so
 	}
 	set := func(w int64, ops ...int) {
 		for _, op := range ops {
@@ -86,19 +86,22 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	// is a dependent chain of loads spread over the whole memory.
 	mem := memoryCost(memoryPages)
 	setRange(mem, 0x28, 0x3e)
-	set(8, 0x23, 0x24)                                     // global.get/set: through the module context
-	set(8, 0x25, 0x26)                                     // table.get/set
-	set(6, 0x3f)                                           // memory.size
-	set(12, 0x0e)                                          // br_table: a bounds check and an indirect jump
-	set(40, 0x10, 0x12)                                    // call: a frame, spills, a stack check
-	set(80, 0x11, 0x13)                                    // call_indirect: table and type checks on top
-	set(6, 0x6d, 0x6e, 0x6f, 0x70)                         // i32 div/rem
-	set(10, 0x7f, 0x80, 0x81, 0x82)                        // i64 div/rem
-	set(4, 0x95, 0xa3)                                     // f32.div f64.div
-	set(6, 0x91, 0x9f)                                     // f32.sqrt f64.sqrt
-	set(4, 0x96, 0x97, 0xa4, 0xa5)                         // min/max: NaN and zero-sign handling
-	setRange(4, 0xa8, 0xb1)                                // float to int: range checks
-	set(4, 0x8d, 0x8e, 0x8f, 0x90, 0x9b, 0x9c, 0x9d, 0x9e) // ceil floor trunc nearest
+	set(8, 0x23, 0x24)  // global.get/set: through the module context
+	set(8, 0x25, 0x26)  // table.get/set
+	set(6, 0x3f)        // memory.size
+	set(12, 0x0e)       // br_table: a bounds check and an indirect jump
+	set(40, 0x10, 0x12) // call: a frame, spills, a stack check
+	set(80, 0x11, 0x13) // call_indirect: table and type checks on top
+	// Measured (BenchmarkAdversarial): dependent chains of these take
+	// several nanoseconds each on the project's machines.
+	set(12, 0x6c, 0x7e, 0x94, 0xa2)                         // multiplications
+	set(32, 0x6d, 0x6e, 0x6f, 0x70)                         // i32 div/rem
+	set(88, 0x7f, 0x80, 0x81, 0x82)                         // i64 div/rem
+	set(72, 0x95, 0xa3)                                     // f32.div f64.div
+	set(80, 0x91, 0x9f)                                     // f32.sqrt f64.sqrt
+	set(12, 0x96, 0x97, 0xa4, 0xa5)                         // min/max: NaN and zero-sign handling
+	setRange(8, 0xa8, 0xb1)                                 // float to int: range checks
+	set(48, 0x8d, 0x8e, 0x8f, 0x90, 0x9b, 0x9c, 0x9d, 0x9e) // ceil floor trunc nearest
 	// 0xfc sub-opcodes: saturating conversions; bulk operations are
 	// charged at run time (Sized) on top of these.
 	for i := range c.Prefixed {
@@ -107,7 +110,7 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	// SIMD: most lanes operations are one or two instructions; a few
 	// (shuffles, 64-bit multiplies, conversions, popcounts) are sequences.
 	for i := range c.SIMD {
-		c.SIMD[i] = 4
+		c.SIMD[i] = 8
 	}
 	for i := 0; i <= 11; i++ {
 		c.SIMD[i] = mem // loads and stores
@@ -124,12 +127,19 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 		0xdc, 0xe0, 0xe1, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xeb, 0xec, 0xed, 0xee, 0xf0, 0xf1, 0xf2, 0xf3,
 		0xf8, 0xf9} {
 		if i < len(c.SIMD) {
-			c.SIMD[i] = 12
+			c.SIMD[i] = 32
 		}
 	}
-	c.Bulk = Sized{Base: 4, Mul: 1, Shift: 6}                            // 64 bytes a unit
-	c.TableBulk = Sized{Base: 4, Mul: 1, Shift: 1}                       // 2 elements a unit
-	c.MemoryGrow = Sized{Base: 60, Mul: 400, Shift: 0, Cap: memoryPages} // a page is zeroed: 64 KiB
+	// Square roots, divisions and roundings of lanes: as the scalar ones.
+	for _, i := range []int{0xe3, 0xe7, 0xef, 0xf3} {
+		c.SIMD[i] = 80
+	}
+	for _, i := range []int{0x67, 0x68, 0x69, 0x6a, 0x74, 0x75, 0x7a, 0x94} {
+		c.SIMD[i] = 48
+	}
+	c.Bulk = Sized{Base: 4, Mul: 1, Shift: 2}                   // 4 bytes a unit
+	c.TableBulk = Sized{Base: 4, Mul: 1, Shift: 1}              // 2 elements a unit
+	c.MemoryGrow = Sized{Base: 60, Mul: 4096, Cap: memoryPages} // a page is zeroed: 64 KiB
 	c.TableGrow = Sized{Base: 60, Mul: 1, Shift: 1, Cap: tableElements}
 	return c
 }
@@ -138,14 +148,14 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 // a miss in the caches the memory does not fit in.
 func memoryCost(pages uint32) int64 {
 	switch bytes := uint64(pages) << 16; {
-	case bytes <= 1<<20:
-		return 4
-	case bytes <= 8<<20:
-		return 8
-	case bytes <= 64<<20:
-		return 24
-	default:
+	case bytes <= 1<<20: // fits a core's cache
 		return 64
+	case bytes <= 8<<20: // misses the core's cache: ~7 ns a dependent load
+		return 128
+	case bytes <= 64<<20:
+		return 256
+	default: // main memory: ~100 ns
+		return 1600
 	}
 }
 

@@ -503,11 +503,13 @@ func wrapEntryPoints(m *wasmbin.Module, cfg Config, lay layout, st *Stats) error
 		st.Exports++
 		return w
 	}
+	var exported []uint32
 	for i := range m.Exports {
 		e := &m.Exports[i]
 		if e.Kind != wasmbin.KindFunc {
 			continue
 		}
+		exported = append(exported, e.Index)
 		budget := cfg.Budget
 		for _, name := range cfg.InitExports {
 			if e.Name == name {
@@ -525,6 +527,8 @@ func wrapEntryPoints(m *wasmbin.Module, cfg Config, lay layout, st *Stats) error
 		m.Start = nil
 		m.Exports = append(m.Exports, wasmbin.Export{Name: StartExport, Kind: wasmbin.KindFunc, Index: w})
 	}
+	// An export declared its function for ref.func: keep it declared.
+	m.DeclareFuncs(exported)
 	imported := m.ImportedGlobals()
 	for i, g := range m.Globals {
 		if g.Mutable {

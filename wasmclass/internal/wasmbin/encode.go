@@ -245,3 +245,28 @@ func (m *Module) NumFuncs() uint32 { return m.ImportedFuncs() + uint32(len(m.Fun
 
 // NumGlobals returns the size of the global index space.
 func (m *Module) NumGlobals() uint32 { return m.ImportedGlobals() + uint32(len(m.Globals)) }
+
+// DeclareFuncs appends a declarative element segment naming funcs, so that
+// ref.func may refer to them (the rewriter moves exports, which declared
+// them, to wrappers).
+func (m *Module) DeclareFuncs(funcs []uint32) {
+	if len(funcs) == 0 {
+		return
+	}
+	seg := []byte{3, 0x00} // declarative, elemkind funcref
+	seg = AppendU32(seg, uint32(len(funcs)))
+	for _, f := range funcs {
+		seg = AppendU32(seg, f)
+	}
+	var rest []byte
+	n := uint32(0)
+	if m.elementRaw != nil {
+		r := &Reader{B: m.elementRaw}
+		n, _ = r.U32() // Decode checked it
+		rest = m.elementRaw[r.Pos:]
+	}
+	raw := AppendU32(nil, n+1)
+	raw = append(raw, rest...)
+	m.elementRaw = append(raw, seg...)
+	m.Elements = append(m.Elements, Element{Mode: ElemDeclarative, Type: FuncRef, Funcs: funcs})
+}
