@@ -63,7 +63,7 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 		BackEdge: 16,
 		Entry:    24,
 		PerLocal: 1,
-		Leaf:     64,
+		Leaf:     320,
 	}
 	// Everything not listed: a register or stack-slot operation.
 	for i := range c.Op {

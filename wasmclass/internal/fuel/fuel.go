@@ -229,7 +229,7 @@ type importCost struct {
 // analyzeFunctions).
 func newScope(m *wasmbin.Module, cfg Config, lay layout) (*scope, error) {
 	sc := &scope{m: m, costs: cfg.Costs, bounds: cfg.Bounds, funcs: lay.funcs, globals: lay.globals,
-		imports: map[uint32]importCost{}}
+		imports: map[uint32]importCost{}, stackLimit: cfg.StackLimit}
 	fixed := map[uint32]int64{}
 	var fn uint32
 	for _, im := range m.Imports {
@@ -281,8 +281,11 @@ type function struct {
 	params  int
 	locals  uint64
 	entry   bool // metered at entry
-	frame   int  // frame estimate, bytes (functions that call)
-	leafCut int64
+	frame   int  // frame estimate, bytes
+	account bool // keeps the call-stack account (see accountStack)
+	// charge is what an accounted function adds to the account: its frame
+	// and the deepest chain of unaccounted functions it calls.
+	charge int
 }
 
 // analyzeFunctions walks every body. Leaves (functions that call nothing
@@ -324,7 +327,91 @@ func analyzeFunctions(m *wasmbin.Module, sc *scope) ([]function, error) {
 			return leaf[fn-imported]
 		}
 	}
+	accountStack(funcs, imported, sc.stackLimit)
 	return funcs, nil
+}
+
+// accountStack decides which functions keep the call-stack account. A
+// call chain of functions that are not recursive has a depth known at load
+// time: only functions in a cycle of calls (recursion), functions that call
+// indirectly and functions whose deepest chain of callees would exceed half
+// the limit keep the account at run time, each charging its frame plus the
+// deepest chain of unaccounted functions below it. A call stack is then at
+// most the limit (accounted frames) plus half of it (the unaccounted chain
+// above the first accounted frame).
+func accountStack(funcs []function, imported uint32, limit uint32) {
+	n := len(funcs)
+	// Tarjan's strongly connected components; they come out callees first.
+	index := make([]int, n)
+	low := make([]int, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var stack, order []int
+	cyclic := make([]bool, n)
+	next := 0
+	var visit func(v int)
+	visit = func(v int) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, c := range funcs[v].callees {
+			if c < imported {
+				continue
+			}
+			w := int(c - imported)
+			if index[w] < 0 {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+			if w == v {
+				cyclic[v] = true
+			}
+		}
+		if low[v] == index[v] {
+			start := len(stack) - 1
+			for stack[start] != v {
+				start--
+			}
+			scc := stack[start:]
+			if len(scc) > 1 {
+				for _, w := range scc {
+					cyclic[w] = true
+				}
+			}
+			for _, w := range scc {
+				onStack[w] = false
+			}
+			order = append(order, scc...)
+			stack = stack[:start]
+		}
+	}
+	for v := range funcs {
+		if index[v] < 0 {
+			visit(v)
+		}
+	}
+	// static[v]: the deepest chain from v through unaccounted functions.
+	static := make([]int, n)
+	for _, v := range order { // callees before callers (within an SCC all are accounted)
+		f := &funcs[v]
+		below := 0
+		for _, c := range f.callees {
+			if c >= imported && !funcs[c-imported].account && !cyclic[c-imported] {
+				below = max(below, static[c-imported])
+			}
+		}
+		f.account = cyclic[v] || f.indirect || f.frame+below > int(limit/2)
+		if f.account {
+			f.charge = f.frame + below
+		} else {
+			static[v] = f.frame + below
+		}
+	}
 }
 
 // locals allocates the scratch locals a rewritten body needs.
@@ -359,7 +446,7 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 		code, f := &m.Code[i], &funcs[i]
 		st.SizeBefore += len(code.Body)
 		edits := f.edits
-		if !f.calls {
+		if !f.account {
 			edits = withoutReturns(edits)
 		}
 		if !f.entry && len(edits) == 0 {
@@ -374,8 +461,8 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 			body = appendCheck(body, lay.tank, loc.s64, units)
 			st.Functions++
 		}
-		if f.calls {
-			body = appendStackEnter(body, lay.sp, loc, uint32(f.frame), cfg.StackLimit)
+		if f.account {
+			body = appendStackEnter(body, lay.sp, loc, uint32(f.charge), cfg.StackLimit)
 			bt, err := blockType(m, m.Functions[i])
 			if err != nil {
 				return err
@@ -383,7 +470,7 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 			body = append(body, opBlock)
 			body = append(body, bt...)
 			st.StackFrames++
-			st.MaxFrame = max(st.MaxFrame, f.frame)
+			st.MaxFrame = max(st.MaxFrame, f.charge)
 		}
 		prev := 0
 		for _, e := range edits {
@@ -428,7 +515,7 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 			}
 		}
 		body = append(body, code.Body[prev:]...)
-		if f.calls {
+		if f.account {
 			// The original end closes the block; restore the account.
 			body = append(body, 0x20) // local.get
 			body = wasmbin.AppendU32(body, loc.sp)

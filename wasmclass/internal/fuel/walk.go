@@ -81,7 +81,8 @@ type scope struct {
 	imports     map[uint32]importCost
 	importTicks func(fn uint32) int64
 	// brTables counts br_table targets over the whole module.
-	brTables int
+	brTables   int
+	stackLimit uint32
 }
 
 // label is an entry of the control stack.
@@ -95,11 +96,13 @@ type label struct {
 
 // analysis is what walk learnt about a function body.
 type analysis struct {
-	edits  []edit
-	calls  bool  // the body calls a function
-	weight int64 // ticks of one pass through the body, calls to leaves included
-	height int   // an upper bound of the operand stack height
-	blocks int   // control instructions
+	edits    []edit
+	calls    bool     // the body calls a function
+	callees  []uint32 // functions called directly
+	indirect bool     // the body calls indirectly
+	weight   int64    // ticks of one pass through the body, calls to leaves included
+	height   int      // an upper bound of the operand stack height
+	blocks   int      // control instructions
 }
 
 // walk decodes every instruction of body (so that bytes inside immediates
@@ -254,6 +257,7 @@ func walk(body []byte, params int, sc *scope) (a analysis, err error) {
 				continue
 			}
 			a.calls = true
+			a.callees = append(a.callees, fn)
 			ft, _ := sc.m.FuncType(fn)
 			pop(len(ft.Params))
 			push(len(ft.Results))
@@ -273,7 +277,7 @@ func walk(body []byte, params int, sc *scope) (a analysis, err error) {
 			if err != nil {
 				return fail(at, op, err)
 			}
-			a.calls = true
+			a.calls, a.indirect = true, true
 			pos += sc.costs.Leaf // the dearest callee not metered at entry
 			pop(len(sc.m.Types[t].Params) + 1)
 			push(len(sc.m.Types[t].Results))
