@@ -33,6 +33,10 @@ type advModule struct {
 	extra   []advFunc // functions after spin (indexes from imports + 6 + 1)
 	table   bool      // a funcref table of 16 elements filled with the first extra function
 	pages   uint32    // memory pages (default 64)
+	// spinIsClassify exports spin (which must leave an i32) as
+	// psp_classify instead of a constant.
+	spinIsClassify bool
+	start          bool // spin's setup also runs as the start function (setup must leave nothing)
 }
 
 type advFunc struct {
@@ -96,25 +100,41 @@ func (a advModule) build() []byte {
 	for k, c := range consts {
 		m.Functions = append(m.Functions, typ(i32r))
 		m.Code = append(m.Code, wasmbin.Code{Body: cat(i32c(c.v), []byte{0x0b})})
-		m.Exports = append(m.Exports, wasmbin.Export{Name: c.name, Kind: wasmbin.KindFunc, Index: nimp + uint32(k)})
+		name := c.name
+		if name == exportClassify && a.spinIsClassify {
+			name = "unused"
+		}
+		m.Exports = append(m.Exports, wasmbin.Export{Name: name, Kind: wasmbin.KindFunc, Index: nimp + uint32(k)})
 	}
 	m.Functions = append(m.Functions, typ(wasmbin.FuncType{Params: []byte{wasmbin.I32}, Results: []byte{wasmbin.I32}}))
 	m.Code = append(m.Code, wasmbin.Code{Body: []byte{0x20, 0x00, 0x0b}})
 	m.Exports = append(m.Exports, wasmbin.Export{Name: exportBatch, Kind: wasmbin.KindFunc, Index: nimp + 5})
 	// spin: setup, then loop { body; br 0 }.
 	spin := nimp + 6
-	m.Functions = append(m.Functions, typ(wasmbin.FuncType{}))
-	m.Code = append(m.Code, wasmbin.Code{Locals: a.locals, Body: cat(a.setup, []byte{0x03, 0x40}, a.body, []byte{0x0c, 0x00, 0x0b, 0x0b})})
-	m.Exports = append(m.Exports, wasmbin.Export{Name: "spin", Kind: wasmbin.KindFunc, Index: spin})
+	if a.spinIsClassify {
+		m.Functions = append(m.Functions, typ(i32r))
+		m.Code = append(m.Code, wasmbin.Code{Locals: a.locals, Body: cat(a.setup, a.body, []byte{0x0b})})
+		m.Exports = append(m.Exports, wasmbin.Export{Name: exportClassify, Kind: wasmbin.KindFunc, Index: spin})
+	} else {
+		m.Functions = append(m.Functions, typ(wasmbin.FuncType{}))
+		m.Code = append(m.Code, wasmbin.Code{Locals: a.locals, Body: cat(a.setup, []byte{0x03, 0x40}, a.body, []byte{0x0c, 0x00, 0x0b, 0x0b})})
+		m.Exports = append(m.Exports, wasmbin.Export{Name: "spin", Kind: wasmbin.KindFunc, Index: spin})
+	}
 	for k, f := range a.extra {
 		m.Functions = append(m.Functions, typ(wasmbin.FuncType{Params: f.params, Results: f.results}))
 		m.Code = append(m.Code, wasmbin.Code{Locals: f.locals, Body: cat(f.body, []byte{0x0b})})
 		m.Exports = append(m.Exports, wasmbin.Export{Name: fmt.Sprintf("f%d", k), Kind: wasmbin.KindFunc, Index: spin + 1 + uint32(k)})
 	}
 	if a.init != nil {
+		if a.start {
+			st := m.NumFuncs()
+			m.Start = &st
+		}
 		m.Functions = append(m.Functions, typ(wasmbin.FuncType{}))
 		m.Code = append(m.Code, wasmbin.Code{Locals: a.locals, Body: cat(a.init, []byte{0x0b})})
-		m.Exports = append(m.Exports, wasmbin.Export{Name: exportInitialize, Kind: wasmbin.KindFunc, Index: spin + 1 + uint32(len(a.extra))})
+		if !a.start {
+			m.Exports = append(m.Exports, wasmbin.Export{Name: exportInitialize, Kind: wasmbin.KindFunc, Index: spin + 1 + uint32(len(a.extra))})
+		}
 	}
 	m.Globals = []wasmbin.Global{{Type: wasmbin.I32, Mutable: true, Init: []byte{0x41, 0x00, 0x0b}}}
 	pages := a.pages

@@ -165,12 +165,12 @@ func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) e
 	if msg == "" {
 		msg = err.Error()
 	}
-	return fmt.Errorf("wasmclass: compile child: %s: %w (out of memory? Options.CompileMemory is %d bytes)", lastLine(msg), ErrCompile, opts.CompileMemory)
+	return fmt.Errorf("wasmclass: compile child: %s: %w (out of memory? Options.CompileMemory is %d bytes)", firstLine(msg), ErrCompile, opts.CompileMemory)
 }
 
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[i+1:])
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i])
 	}
 	return s
 }

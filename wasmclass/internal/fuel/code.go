@@ -38,22 +38,56 @@ func appendI32(b []byte, v uint32) []byte {
 // appendCheck charges a constant (one read of the tank):
 //
 //	global.get $tank  i64.const cost  <charge>
-func appendCheck(b []byte, tank, s64 uint32, cost int64) []byte {
-	b = appendIdx(b, opGlobalGet, tank)
+func appendCheck(b []byte, lay layout, s64 uint32, cost int64) []byte {
+	b = appendIdx(b, opGlobalGet, lay.tank)
 	b = appendI64(b, cost)
-	return appendCharge(b, tank, s64)
+	return appendCharge(b, lay, s64)
 }
 
 // appendCharge, with the tank and a cost on the stack:
 //
 //	i64.sub  local.tee $s64  global.set $tank
-//	local.get $s64  i64.const 0  i64.lt_s  if  unreachable  end
-func appendCharge(b []byte, tank, s64 uint32) []byte {
+//	local.get $s64  i64.const 0  i64.lt_s  if  call $refill  end
+//
+// $refill (appendRefillFunc) adds the next slice of the budget to the
+// tank, or traps when none is left.
+func appendCharge(b []byte, lay layout, s64 uint32) []byte {
 	b = append(b, opI64Sub)
 	b = appendIdx(b, opLocalTee, s64)
-	b = appendIdx(b, opGlobalSet, tank)
+	b = appendIdx(b, opGlobalSet, lay.tank)
 	b = appendIdx(b, opLocalGet, s64)
-	return append(b, opI64Const, 0, opI64LtS, opIf, 0x40, opUnreachable, opEnd)
+	b = append(b, opI64Const, 0, opI64LtS, opIf, 0x40)
+	b = appendIdx(b, opCall, lay.refill)
+	return append(b, opEnd)
+}
+
+// appendRefillFunc is the body of $refill, called when the tank runs dry:
+// if a slice is left it goes into the tank, after a memory.grow of 0 pages
+// (an exit to the host, where the Go runtime can stop the goroutine for a
+// garbage collection and a watchdog can run: compiled code cannot be
+// interrupted), else the call traps.
+//
+//	global.get $slices  i32.eqz  if  unreachable  end
+//	global.get $slices  i32.const 1  i32.sub  global.set $slices
+//	global.get $tank  i64.const SliceUnits  i64.add  global.set $tank
+//	i32.const 0  memory.grow 0  drop
+func appendRefillFunc(lay layout) []byte {
+	var b []byte
+	b = appendIdx(b, opGlobalGet, lay.slices)
+	b = append(b, 0x45, opIf, 0x40, opUnreachable, opEnd)
+	b = appendIdx(b, opGlobalGet, lay.slices)
+	b = appendI32(b, 1)
+	b = append(b, 0x6b)
+	b = appendIdx(b, opGlobalSet, lay.slices)
+	b = appendIdx(b, opGlobalGet, lay.tank)
+	b = appendI64(b, SliceUnits)
+	b = append(b, opI64Add)
+	b = appendIdx(b, opGlobalSet, lay.tank)
+	if !lay.memory {
+		return append(b, opEnd)
+	}
+	b = appendI32(b, 0)
+	return append(b, opMemoryGrow, 0, 0x1a, opEnd)
 }
 
 // appendSizedUnits pushes s's charge (an i64) for the i32 in local n32.
@@ -85,23 +119,23 @@ func appendSizedUnits(b []byte, n32 uint32, s Sized) []byte {
 // in place:
 //
 //	local.tee $n32  global.get $tank  <units of $n32>  <charge>
-func appendSized(b []byte, tank uint32, l *locals, s Sized) []byte {
+func appendSized(b []byte, lay layout, l *locals, s Sized) []byte {
 	b = appendIdx(b, opLocalTee, l.n32)
-	b = appendIdx(b, opGlobalGet, tank)
+	b = appendIdx(b, opGlobalGet, lay.tank)
 	b = appendSizedUnits(b, l.n32, s)
-	return appendCharge(b, tank, l.s64)
+	return appendCharge(b, lay, l.s64)
 }
 
 // appendImportCharge charges a call to an import by one of its arguments,
 // with the arguments on the stack: they are saved to locals base.., the
 // charge is taken, and they are pushed back.
-func appendImportCharge(b []byte, tank uint32, l *locals, base uint32, ic importCost) []byte {
+func appendImportCharge(b []byte, lay layout, l *locals, base uint32, ic importCost) []byte {
 	for p := len(ic.params) - 1; p >= 0; p-- {
 		b = appendIdx(b, opLocalSet, base+uint32(p))
 	}
-	b = appendIdx(b, opGlobalGet, tank)
+	b = appendIdx(b, opGlobalGet, lay.tank)
 	b = appendSizedUnits(b, base+uint32(ic.Param), ic.PerArg)
-	b = appendCharge(b, tank, l.s64)
+	b = appendCharge(b, lay, l.s64)
 	for p := range ic.params {
 		b = appendIdx(b, opLocalGet, base+uint32(p))
 	}
@@ -125,11 +159,15 @@ func appendStackEnter(b []byte, stack uint32, l *locals, frame, limit uint32) []
 	return append(b, opI32GtU, opIf, 0x40, opUnreachable, opEnd)
 }
 
-// appendRefill starts a call from the host: a full tank, an empty stack
-// account, one more call.
+// appendRefill starts a call from the host: the budget's first slice in
+// the tank and the others in $slices, an empty stack account, one more
+// call.
 func appendRefill(b []byte, lay layout, budget uint64) []byte {
-	b = appendI64(b, int64(budget))
+	first, rest := slices(budget)
+	b = appendI64(b, first)
 	b = appendIdx(b, opGlobalSet, lay.tank)
+	b = appendI32(b, rest)
+	b = appendIdx(b, opGlobalSet, lay.slices)
 	b = appendI32(b, 0)
 	b = appendIdx(b, opGlobalSet, lay.sp)
 	b = appendIdx(b, opGlobalGet, lay.calls)
@@ -144,11 +182,11 @@ func appendRefill(b []byte, lay layout, budget uint64) []byte {
 //	local.tee $n32  memory.grow  local.tee $r32  global.get $tank
 //	local.get $n32  i32.const 0  local.get $r32  i32.const -1  i32.ne  select
 //	<units>  <charge>
-func appendGrow(b []byte, tank uint32, l *locals, grow []byte, s Sized) []byte {
+func appendGrow(b []byte, lay layout, l *locals, grow []byte, s Sized) []byte {
 	b = appendIdx(b, opLocalTee, l.n32)
 	b = append(b, grow...)
 	b = appendIdx(b, opLocalTee, l.r32)
-	b = appendIdx(b, opGlobalGet, tank)
+	b = appendIdx(b, opGlobalGet, lay.tank)
 	b = appendIdx(b, opLocalGet, l.n32)
 	b = appendI32(b, 0)
 	b = appendIdx(b, opLocalGet, l.r32)
@@ -156,5 +194,18 @@ func appendGrow(b []byte, tank uint32, l *locals, grow []byte, s Sized) []byte {
 	b = append(b, opI32Ne, opSelect)
 	b = appendIdx(b, opLocalSet, l.n32)
 	b = appendSizedUnits(b, l.n32, s)
-	return appendCharge(b, tank, l.s64)
+	return appendCharge(b, lay, l.s64)
+}
+
+// SliceUnits is the size of a slice of a budget: a call runs at most this
+// much between two exits to the host (see appendRefillFunc).
+const SliceUnits = 1 << 16
+
+// slices splits a budget into a first part and a number of whole slices.
+func slices(budget uint64) (first int64, rest uint32) {
+	n := (budget - 1) / SliceUnits
+	if n > 1<<31 {
+		n = 1 << 31
+	}
+	return int64(budget - n*SliceUnits), uint32(n)
 }

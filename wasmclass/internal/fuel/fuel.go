@@ -57,11 +57,12 @@ import (
 // may not export names that start with it.
 const (
 	Reserved     = "psp."
-	GlobalExport = Reserved + "fuel"  // the tank (i64): below 0 after a fuel trap
-	CallsExport  = Reserved + "calls" // calls from the host so far (i64)
-	StackExport  = Reserved + "stack" // the call-stack account (i32, bytes)
-	StartExport  = Reserved + "start" // the wrapped start function, if any
-	GlobalPrefix = Reserved + "g"     // GlobalPrefix + index: a mutable global of the module
+	GlobalExport = Reserved + "fuel"   // the tank (i64): below 0 after a fuel trap
+	CallsExport  = Reserved + "calls"  // calls from the host so far (i64)
+	StackExport  = Reserved + "stack"  // the call-stack account (i32, bytes)
+	StartExport  = Reserved + "start"  // the wrapped start function, if any
+	SlicesExport = Reserved + "slices" // slices of the budget left (i32), see SliceUnits
+	GlobalPrefix = Reserved + "g"      // GlobalPrefix + index: a mutable global of the module
 )
 
 // FrameOverhead is the part of the frame estimate that does not depend on
@@ -131,7 +132,9 @@ var (
 type layout struct {
 	funcs, globals uint32 // before instrumentation
 	tank, calls    uint32 // globals added
-	sp             uint32
+	sp, slices     uint32
+	refill         uint32 // function added
+	memory         bool   // the module has a memory
 }
 
 // Instrument meters m in place: see the package documentation. m must have
@@ -166,10 +169,14 @@ func Instrument(m *wasmbin.Module, cfg Config) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	lay.tank, lay.calls, lay.sp = lay.globals, lay.globals+1, lay.globals+2
+	lay.tank, lay.calls, lay.sp, lay.slices = lay.globals, lay.globals+1, lay.globals+2, lay.globals+3
+	lay.refill = lay.funcs // the first function added
+	lay.memory = len(m.Memories) > 0 || m.ImportedMemories() > 0
 	if err := rewriteBodies(m, sc, cfg, lay, funcs, &st); err != nil {
 		return st, err
 	}
+	m.Functions = append(m.Functions, voidType(m))
+	m.Code = append(m.Code, wasmbin.Code{Body: appendRefillFunc(lay)})
 	if err := wrapEntryPoints(m, cfg, lay, &st); err != nil {
 		return st, err
 	}
@@ -458,7 +465,7 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 		body := make([]byte, 0, len(code.Body)+(len(edits)+2)*40)
 		if f.entry {
 			units := ticksToUnits(sc.costs.Entry + sc.costs.PerLocal*int64(f.locals) + f.weight)
-			body = appendCheck(body, lay.tank, loc.s64, units)
+			body = appendCheck(body, lay, loc.s64, units)
 			st.Functions++
 		}
 		if f.account {
@@ -478,10 +485,10 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 			prev = e.at
 			switch e.kind {
 			case editCheck:
-				body = appendCheck(body, lay.tank, loc.s64, e.cost)
+				body = appendCheck(body, lay, loc.s64, e.cost)
 				st.BackEdges++
 			case editSized:
-				body = appendSized(body, lay.tank, loc, *e.sized)
+				body = appendSized(body, lay, loc, *e.sized)
 				st.Sized++
 			case editImportCall:
 				ic := sc.imports[e.fn]
@@ -493,12 +500,12 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 					}
 					spills[e.fn] = base
 				}
-				body = appendImportCharge(body, lay.tank, loc, base, ic)
+				body = appendImportCharge(body, lay, loc, base, ic)
 				st.ImportCalls++
 			case editBrIf:
 				// if  <check>  br L+1  end: the if adds one block level.
 				body = append(body, opIf, 0x40)
-				body = appendCheck(body, lay.tank, loc.s64, e.cost)
+				body = appendCheck(body, lay, loc.s64, e.cost)
 				body = append(body, opBr)
 				body = wasmbin.AppendU32(body, e.label+1)
 				body = append(body, opEnd)
@@ -509,7 +516,7 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 				body = wasmbin.AppendU32(body, e.label)
 				prev = e.end
 			case editGrow:
-				body = appendGrow(body, lay.tank, loc, code.Body[e.at:e.end], *e.sized)
+				body = appendGrow(body, lay, loc, code.Body[e.at:e.end], *e.sized)
 				st.Sized++
 				prev = e.end
 			}
@@ -542,6 +549,17 @@ func withoutReturns(edits []edit) []edit {
 		}
 	}
 	return edits
+}
+
+// voidType returns the index of the type () -> (), appending it if needed.
+func voidType(m *wasmbin.Module) uint32 {
+	for i, ft := range m.Types {
+		if len(ft.Params) == 0 && len(ft.Results) == 0 {
+			return uint32(i)
+		}
+	}
+	m.Types = append(m.Types, wasmbin.FuncType{})
+	return uint32(len(m.Types) - 1)
 }
 
 // blockType returns the block type encoding of a block whose results are
@@ -635,9 +653,11 @@ func addGlobals(m *wasmbin.Module, lay layout) {
 	m.Globals = append(m.Globals,
 		wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: zero64},
 		wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: zero64},
+		wasmbin.Global{Type: wasmbin.I32, Mutable: true, Init: zero32},
 		wasmbin.Global{Type: wasmbin.I32, Mutable: true, Init: zero32})
 	m.Exports = append(m.Exports,
 		wasmbin.Export{Name: GlobalExport, Kind: wasmbin.KindGlobal, Index: lay.tank},
 		wasmbin.Export{Name: CallsExport, Kind: wasmbin.KindGlobal, Index: lay.calls},
-		wasmbin.Export{Name: StackExport, Kind: wasmbin.KindGlobal, Index: lay.sp})
+		wasmbin.Export{Name: StackExport, Kind: wasmbin.KindGlobal, Index: lay.sp},
+		wasmbin.Export{Name: SlicesExport, Kind: wasmbin.KindGlobal, Index: lay.slices})
 }

@@ -227,6 +227,9 @@ func (m *Module) ImportedFuncs() uint32 { return m.imported(KindFunc) }
 // ImportedGlobals returns the number of imported globals.
 func (m *Module) ImportedGlobals() uint32 { return m.imported(KindGlobal) }
 
+// ImportedMemories returns the number of imported memories.
+func (m *Module) ImportedMemories() uint32 { return m.imported(KindMemory) }
+
 // ImportedTables returns the number of imported tables.
 func (m *Module) ImportedTables() uint32 { return m.imported(KindTable) }
 
