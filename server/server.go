@@ -20,12 +20,18 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Options are the parts of a server that are not configuration.
 type Options struct {
 	// Log receives one-line progress messages (default: discard).
 	Log io.Writer
+	// Classifiers are the base options of every Wasm tenant's classifier
+	// (limits, fuel, time limit, breaker, compilation). A program whose
+	// main calls wasmclass.RunCompileChild should set CompileInChild, so
+	// that uploaded modules compile in a bounded child process.
+	Classifiers wasmclass.Options
 }
 
 // Server is psp's live server. Build it with New, run it with Run.
@@ -44,6 +50,7 @@ type Server struct {
 	adminLn  net.Listener
 	http     *http.Server
 	started  time.Time
+	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
 	ran             bool
@@ -57,7 +64,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	s := &Server{cfg: cfg, log: opts.Log, started: time.Now()}
+	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -67,7 +74,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		}
 	}()
 
-	if s.tenants, err = openTenants(ctx, cfg); err != nil {
+	if s.tenants, err = openTenants(ctx, cfg, opts.Classifiers); err != nil {
 		return nil, err
 	}
 	s.types = s.tenants.types

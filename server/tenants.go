@@ -7,6 +7,7 @@ import (
 
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Errors returned by Swap.
@@ -32,7 +33,7 @@ type tenants struct {
 }
 
 // openTenants builds the classifier for cfg.
-func openTenants(ctx context.Context, cfg Config) (*tenants, error) {
+func openTenants(ctx context.Context, cfg Config, wopts wasmclass.Options) (*tenants, error) {
 	if len(cfg.Tenants) == 0 {
 		if cfg.App.Name == AppKV {
 			// Stricter than the header classifier: malformed kv requests
@@ -41,7 +42,7 @@ func openTenants(ctx context.Context, cfg Config) (*tenants, error) {
 		}
 		return &tenants{classifier: dispatcher.HeaderClassifier{}, types: headerTypes(), nativeName: "native psp header"}, nil
 	}
-	w, err := openWasmTenants(ctx, cfg.Tenants)
+	w, err := openWasmTenants(ctx, cfg.Tenants, wopts)
 	if err != nil {
 		return nil, err
 	}

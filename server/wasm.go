@@ -18,8 +18,8 @@ type wasmTenants struct {
 }
 
 // openWasmTenants reads every tenant's classifier file and loads them.
-func openWasmTenants(ctx context.Context, specs []Tenant) (*wasmTenants, error) {
-	hs := wasmclass.HostSpec{}
+func openWasmTenants(ctx context.Context, specs []Tenant, opts wasmclass.Options) (*wasmTenants, error) {
+	hs := wasmclass.HostSpec{Options: opts}
 	for _, t := range specs {
 		bin, err := readWasm(t.Classifier)
 		if err != nil {
@@ -76,6 +76,7 @@ func (w *wasmTenants) status() []TenantInfo {
 			Faults: map[string]uint64{
 				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
 				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen, "restarts": ts.Faults.Restarts,
+				"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
 			}}
 		if i < len(w.specs) {
 			ti.Ports = w.specs[i].Ports
