@@ -36,20 +36,20 @@ type Options struct {
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg      Config
-	log      io.Writer
-	dp       nic.Dataplane
-	addr     string
-	disp     *dispatcher.Dispatcher
-	tenants  *tenants
-	app      dispatcher.Handler
-	closeApp func() error
-	types    []string
-	token    []byte
-	registry *prometheus.Registry
-	adminLn  net.Listener
-	http     *http.Server
-	started  time.Time
+	cfg            Config
+	log            io.Writer
+	dp             nic.Dataplane
+	addr           string
+	disp           *dispatcher.Dispatcher
+	tenants        *tenants
+	app            dispatcher.Handler
+	closeApp       func() error
+	types          []string
+	token          []byte
+	registry       *prometheus.Registry
+	adminLn        net.Listener
+	http           *http.Server
+	started        time.Time
 	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
