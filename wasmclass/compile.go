@@ -22,6 +22,15 @@ type compiledModule struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	cleanup  func()
+	stats    CompileStats
+}
+
+// CompileStats describe a module's compilation.
+type CompileStats struct {
+	Duration time.Duration // compile stage, child included
+	InChild  bool
+	// ChildMaxRSS is the child's peak resident memory, in bytes.
+	ChildMaxRSS int64
 }
 
 // runtimeConfig is the configuration of every runtime that compiles or
@@ -38,7 +47,9 @@ func runtimeConfig(memoryPages uint32) wazero.RuntimeConfig {
 func compile(ctx context.Context, bin []byte, opts Options) (*compiledModule, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
 	defer cancel()
+	start := time.Now()
 	c := &compiledModule{cleanup: func() {}}
+	defer func() { c.stats.Duration = time.Since(start) }()
 	cache := opts.Cache
 	if opts.CompileInChild && cache == nil && opts.CacheDir == "" {
 		// The child fills a file cache; the parent reads it.
@@ -65,10 +76,12 @@ func compile(ctx context.Context, bin []byte, opts Options) (*compiledModule, er
 			c.cleanup()
 			return nil, fmt.Errorf("wasmclass: compile in a child needs a file cache (Options.CacheDir), not only Options.Cache: %w", ErrBadSpec)
 		}
-		if err := compileInChild(ctx, bin, dir, opts); err != nil {
+		rss, err := compileInChild(ctx, bin, dir, opts)
+		if err != nil {
 			c.cleanup()
 			return nil, err
 		}
+		c.stats.InChild, c.stats.ChildMaxRSS = true, rss
 	}
 	cfg := runtimeConfig(opts.MemoryLimitPages)
 	if cache != nil {
@@ -134,10 +147,10 @@ const (
 // compileInChild runs the current executable as a compile child: it reads
 // the module on stdin, compiles it into the file cache dir under an
 // address-space limit, and exits. It is killed when ctx is done.
-func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) error {
+func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) (maxRSS int64, _ error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("wasmclass: compile child: %w: %w", err, ErrCompile)
+		return 0, fmt.Errorf("wasmclass: compile child: %w: %w", err, ErrCompile)
 	}
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(),
@@ -150,22 +163,25 @@ func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) e
 	cmd.WaitDelay = time.Second
 	start := time.Now()
 	err = cmd.Run()
+	if cmd.ProcessState != nil {
+		maxRSS = childMaxRSS(cmd.ProcessState)
+	}
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("wasmclass: compile: stopped after %v: %w: %w (Options.CompileTimeout is %v)",
+		return maxRSS, fmt.Errorf("wasmclass: compile: stopped after %v: %w: %w (Options.CompileTimeout is %v)",
 			time.Since(start).Round(time.Millisecond), ctx.Err(), ErrCompile, opts.CompileTimeout)
 	case err == nil:
-		return nil
+		return maxRSS, nil
 	}
 	msg := strings.TrimSpace(stderr.String())
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == childExitError {
-		return fmt.Errorf("wasmclass: compile: %s: %w", msg, ErrInvalidModule)
+		return maxRSS, fmt.Errorf("wasmclass: compile: %s: %w", msg, ErrInvalidModule)
 	}
 	if msg == "" {
 		msg = err.Error()
 	}
-	return fmt.Errorf("wasmclass: compile child: %s: %w (out of memory? Options.CompileMemory is %d bytes)", firstLine(msg), ErrCompile, opts.CompileMemory)
+	return maxRSS, fmt.Errorf("wasmclass: compile child: %s: %w (out of memory? Options.CompileMemory is %d bytes)", firstLine(msg), ErrCompile, opts.CompileMemory)
 }
 
 func firstLine(s string) string {

@@ -243,8 +243,8 @@ func FuzzLoad(f *testing.F) {
 // valid) and classify without panicking.
 func TestGeneratedModules(t *testing.T) {
 	n := 300
-	if testing.Short() {
-		n = 50
+	if testing.Short() || raceEnabled {
+		n = 40
 	}
 	start := time.Now()
 	loaded := 0

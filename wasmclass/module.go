@@ -53,6 +53,7 @@ type Info struct {
 	Start        bool // the module has a start function (run once, at load)
 	MemoryPages  uint32
 	Fuel         FuelStats
+	Compile      CompileStats
 }
 
 // FuelStats describes the fuel instrumentation of a module.
@@ -225,6 +226,7 @@ func instrument(m *wasmbin.Module, opts Options) (fuel.Stats, error) {
 // later instance starts from.
 func initialize(ctx context.Context, c *compiledModule, v *validated, opts Options) (*Module, error) {
 	m := &Module{rt: c.rt, compiled: c.compiled, cleanup: c.cleanup, opts: opts, info: v.info}
+	m.info.Compile = c.stats
 	m.info.Fuel = FuelStats{
 		Budget: opts.Fuel, InitBudget: opts.InitFuel,
 		Functions: v.stats.Functions, BackEdges: v.stats.BackEdges, BulkOps: v.stats.Sized, ImportCalls: v.stats.ImportCalls,

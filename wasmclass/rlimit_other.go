@@ -2,7 +2,12 @@
 
 package wasmclass
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
+
+func childMaxRSS(*os.ProcessState) int64 { return 0 }
 
 // limitAddressSpace is not available: the compile child would run
 // unbounded, so it refuses.

@@ -47,6 +47,7 @@ package fuel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -303,7 +304,13 @@ func analyzeFunctions(m *wasmbin.Module, sc *scope) ([]function, error) {
 	funcs := make([]function, len(m.Code))
 	leaf := make([]int64, len(m.Code))
 	sc.leafWeight = func(fn uint32) int64 { return 0 }
+	blocksSquared, calls := 0, 0
 	for pass := 0; pass < 2; pass++ {
+		if pass == 1 { // br_table targets were counted in the first pass
+			counted := sc.brTables
+			sc.brTables = math.MinInt / 2
+			defer func() { sc.brTables = counted }()
+		}
 		for i := range m.Code {
 			f := &funcs[i]
 			if pass == 1 && !f.calls {
@@ -316,6 +323,16 @@ func analyzeFunctions(m *wasmbin.Module, sc *scope) ([]function, error) {
 				return nil, fmt.Errorf("function %d: %w", imported+uint32(i), err)
 			}
 			f.analysis, f.params, f.locals = a, len(ft.Params), code.NumLocals()
+			if pass == 0 {
+				blocksSquared += a.blocks * a.blocks
+				calls += len(a.callees)
+				if blocksSquared > sc.bounds.BlocksSquared {
+					return nil, fmt.Errorf("%w: functions with too many blocks (sum of squares over %d)", wasmbin.ErrLimit, sc.bounds.BlocksSquared)
+				}
+				if calls > sc.bounds.Calls {
+					return nil, fmt.Errorf("%w: more than %d direct calls", wasmbin.ErrLimit, sc.bounds.Calls)
+				}
+			}
 			if f.locals*uint64(a.blocks+1) > uint64(sc.bounds.LocalsXBlocks) {
 				return nil, fmt.Errorf("function %d: %w: %d locals times %d blocks, limit is %d",
 					imported+uint32(i), wasmbin.ErrLimit, f.locals, a.blocks, sc.bounds.LocalsXBlocks)

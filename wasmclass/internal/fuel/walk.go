@@ -171,7 +171,9 @@ func walk(body []byte, params int, sc *scope) (a analysis, err error) {
 			if len(stack) > sc.bounds.Nesting {
 				return fail(at, op, fmt.Errorf("%w: blocks nested deeper than %d", wasmbin.ErrLimit, sc.bounds.Nesting))
 			}
-			a.blocks++
+			if a.blocks++; a.blocks > sc.bounds.Blocks {
+				return fail(at, op, fmt.Errorf("%w: more than %d blocks, loops and ifs in a function", wasmbin.ErrLimit, sc.bounds.Blocks))
+			}
 			stack = append(stack, label{loop: op == opLoop, params: np > 0, start: pos, height: max(0, height-np), arity: nr})
 			continue
 		case opElse:

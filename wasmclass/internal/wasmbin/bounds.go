@@ -18,16 +18,27 @@ type Bounds struct {
 	CustomSections int
 	Locals         int // locals declared by one function (parameters excluded)
 	FunctionBytes  int // bytes of one function body
+	CodeBytes      int // bytes of all function bodies
 	// The following are checked by the instruction walker (package fuel).
 	Nesting       int // depth of nested blocks, loops and ifs in a body
 	BrTable       int // targets of one br_table
 	BrTableTotal  int // targets of all br_tables of the module
 	LocalsXBlocks int // locals times control instructions of one function
+	Blocks        int // control instructions (block, loop, if) of one function
+	// BlocksSquared bounds the sum over functions of their control
+	// instructions squared: wazero's compile time grows with the square of
+	// a function's blocks.
+	BlocksSquared int
+	Calls         int // direct calls in all function bodies
 }
 
 // Default bounds. They admit every example classifier with room to spare
-// (Go's wasip1 runtime is the largest: 1,300 functions, bodies up to
-// 12 KB, 17 locals, blocks nested 359 deep, 43,000 br_table targets).
+// (Go's wasip1 runtime is the largest: 1,300 functions, 1.15 MB of code,
+// bodies up to 12 KB, 17 locals, blocks nested 359 deep, at most 385 blocks
+// in a function and 2.6 million blocks squared in all, 11,600 direct calls,
+// 43,000 br_table targets). Within them the slowest modules we built
+// compile in about 10 s and the largest are refused by the compile child's
+// memory limit (wasmclass BenchmarkLoadWorst).
 var DefaultBounds = Bounds{
 	Types:          10_000,
 	TypeArity:      1_000,
@@ -42,10 +53,14 @@ var DefaultBounds = Bounds{
 	CustomSections: 100,
 	Locals:         2_000,
 	FunctionBytes:  256 << 10,
+	CodeBytes:      4 << 20,
 	Nesting:        1024,
 	BrTable:        1 << 14,
-	BrTableTotal:   1 << 18,
+	BrTableTotal:   1 << 16,
 	LocalsXBlocks:  1 << 20,
+	Blocks:         4096,
+	BlocksSquared:  1 << 24,
+	Calls:          1 << 17,
 }
 
 func (b Bounds) withDefaults() Bounds {
@@ -55,8 +70,9 @@ func (b Bounds) withDefaults() Bounds {
 		{&b.Functions, &d.Functions}, {&b.Tables, &d.Tables}, {&b.Globals, &d.Globals},
 		{&b.Exports, &d.Exports}, {&b.Elements, &d.Elements}, {&b.ElementEntries, &d.ElementEntries},
 		{&b.DataSegments, &d.DataSegments}, {&b.CustomSections, &d.CustomSections},
-		{&b.Locals, &d.Locals}, {&b.FunctionBytes, &d.FunctionBytes}, {&b.Nesting, &d.Nesting},
+		{&b.Locals, &d.Locals}, {&b.FunctionBytes, &d.FunctionBytes}, {&b.CodeBytes, &d.CodeBytes}, {&b.Nesting, &d.Nesting},
 		{&b.BrTable, &d.BrTable}, {&b.BrTableTotal, &d.BrTableTotal}, {&b.LocalsXBlocks, &d.LocalsXBlocks},
+		{&b.Blocks, &d.Blocks}, {&b.BlocksSquared, &d.BlocksSquared}, {&b.Calls, &d.Calls},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.dflt

@@ -505,6 +505,9 @@ func (d *decoder) section(id byte, r *Reader) error {
 		}
 		m.DataCount = &c
 	case SecCode:
+		if len(r.B) > lim.CodeBytes {
+			return fmt.Errorf("%w: %d bytes of code, limit is %d", ErrLimit, len(r.B), lim.CodeBytes)
+		}
 		n, err := d.count(r, "function bodies", lim.Functions, 2)
 		if err != nil {
 			return err
