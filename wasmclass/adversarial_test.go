@@ -123,7 +123,9 @@ func (a advModule) build() []byte {
 	for k, f := range a.extra {
 		m.Functions = append(m.Functions, typ(wasmbin.FuncType{Params: f.params, Results: f.results}))
 		m.Code = append(m.Code, wasmbin.Code{Locals: f.locals, Body: cat(f.body, []byte{0x0b})})
-		m.Exports = append(m.Exports, wasmbin.Export{Name: fmt.Sprintf("f%d", k), Kind: wasmbin.KindFunc, Index: spin + 1 + uint32(k)})
+		if len(a.extra) <= 64 { // exported: declared for ref.func
+			m.Exports = append(m.Exports, wasmbin.Export{Name: fmt.Sprintf("f%d", k), Kind: wasmbin.KindFunc, Index: spin + 1 + uint32(k)})
+		}
 	}
 	if a.init != nil {
 		if a.start {

@@ -30,11 +30,22 @@ func worstModules() map[string][]byte {
 		line = append(line, cat(lget(0), i32c(12345), []byte{0x6c}, lget(0), []byte{0x73}, lset(0))...)
 	}
 	out["straight-line code"] = advModule{extra: copies(b.CodeBytes/(b.FunctionBytes+64), advFunc{locals: i32Local, body: line})}.build()
+	// A deep operand stack: every value live until the end of the body.
+	var deep []byte
+	n := (b.FunctionBytes - 64) / 6
+	for k := 0; k < n; k++ {
+		deep = append(deep, cat(lget(0), []byte{0x41, 0x01, 0x6c})...)
+	}
+	deep = append(deep, bytes.Repeat([]byte{0x6a}, n-1)...)
+	deep = append(deep, 0x1a)
+	out["deep operand stack"] = advModule{extra: copies(b.CodeBytes/(b.FunctionBytes+64), advFunc{params: []byte{wasmbin.I32}, body: deep})}.build()
+	// As many small functions as allowed.
+	out["many functions"] = advModule{extra: copies(b.Functions-16, advFunc{body: cat(i32c(1), []byte{0x1a})})}.build()
 	// Direct calls, up to the bound.
 	out["direct calls"] = advModule{extra: copies(b.Calls/(b.FunctionBytes/2)+1, advFunc{body: bytes.Repeat([]byte{0x10, 0x07}, min(b.FunctionBytes/2-8, b.Calls/4))})}.build()
 	// Blocks: the most a function may hold, nested as deep as allowed.
 	var nest []byte
-	for n := 0; n+b.Nesting <= b.Blocks; n += b.Nesting {
+	for n := 0; n+b.Nesting <= b.Blocks-64; n += b.Nesting {
 		nest = append(nest, bytes.Repeat([]byte{0x02, 0x40}, b.Nesting)...)
 		nest = append(nest, bytes.Repeat([]byte{0x0b}, b.Nesting)...)
 	}
