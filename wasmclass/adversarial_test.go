@@ -215,9 +215,9 @@ func advModules() []advModule {
 		body: rep(n, cat([]byte{0x02, 0x40, 0x02, 0x40}, lget(0), []byte{0x0e, 0x02, 0x00, 0x01, 0x00, 0x0b, 0x0b})...)})
 	add(advModule{name: "memory.grow(0)", body: rep(n, cat(i32c(0), []byte{0x40, 0x00, 0x1a})...)})
 	add(advModule{name: "memory.grow(1) up to the limit", pages: 1, body: cat(i32c(1), []byte{0x40, 0x00, 0x1a})})
-	add(advModule{name: "memory.fill 4 MiB", body: cat(i32c(0), i32c(0), i32c(64*65536), []byte{0xfc, 0x0b, 0x00})})
+	add(advModule{name: "memory.fill 2.5 MiB", body: cat(i32c(0), i32c(0), i32c(40*65536), []byte{0xfc, 0x0b, 0x00})})
 	add(advModule{name: "memory.fill 0 bytes", body: rep(n, cat(i32c(0), i32c(0), i32c(0), []byte{0xfc, 0x0b, 0x00})...)})
-	add(advModule{name: "memory.copy 2 MiB", body: cat(i32c(0), i32c(32*65536), i32c(32*65536), []byte{0xfc, 0x0a, 0x00, 0x00})})
+	add(advModule{name: "memory.copy 1.25 MiB", body: cat(i32c(0), i32c(24*65536), i32c(20*65536), []byte{0xfc, 0x0a, 0x00, 0x00})})
 	add(advModule{name: "table.fill 64K", table: true, extra: []advFunc{leaf},
 		setup: cat([]byte{0xd0, 0x70}, i32c(1<<16-16), []byte{0xfc, 0x0f, 0x00, 0x1a}),
 		body:  cat(i32c(0), []byte{0xd2, 7}, i32c(1<<16), []byte{0xfc, 0x11, 0x00})})

@@ -557,8 +557,11 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 	if v == ct.ver && ct.inst != nil {
 		return ct.inst
 	}
-	if ct.inst != nil {
-		_ = ct.inst.Close(c.ctx)
+	if old := ct.inst; old != nil {
+		// Closing waits for the instance's spares goroutine and releases
+		// its memory: not on the caller's goroutine. The caller never
+		// touches old again.
+		go old.Close(c.ctx)
 		ct.inst = nil
 	}
 	if p := ct.pending.Swap(nil); p != nil {

@@ -104,7 +104,6 @@ type guest struct {
 	batch    api.Function
 	tank     api.MutableGlobal // nil without fuel
 	calls    api.Global
-	slices   api.MutableGlobal
 	mem      api.Memory
 	view     []byte // the whole guest memory, valid while memSize is unchanged
 	memSize  uint32
@@ -127,7 +126,6 @@ func (m *Module) newGuest(ctx context.Context) (*guest, error) {
 	g := &guest{mod: mod, classify: mod.ExportedFunction(exportClassify), batch: mod.ExportedFunction(exportBatch), mem: mod.Memory()}
 	g.tank, _ = mod.ExportedGlobal(fuel.GlobalExport).(api.MutableGlobal)
 	g.calls = mod.ExportedGlobal(fuel.CallsExport)
-	g.slices, _ = mod.ExportedGlobal(fuel.SlicesExport).(api.MutableGlobal)
 	g.refreshView()
 	return g, nil
 }

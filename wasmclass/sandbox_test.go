@@ -27,8 +27,15 @@ func loadBin(tb testing.TB, bin []byte, opts Options) *Module {
 var i32Local = []wasmbin.LocalDecl{{Count: 1, Type: wasmbin.I32}}
 
 func TestTimeLimitDisablesModule(t *testing.T) {
-	// The fuel would allow seconds; the time limit stops the call.
-	bin := advModule{spinIsClassify: true, body: cat([]byte{0x03, 0x40, 0x0c, 0x00, 0x0b}, i32c(0))}.build()
+	// The fuel would allow a minute; the time limit stops the call. The
+	// module recurses (1000 deep, again and again), so it exits to the
+	// host between slices of fuel, where a garbage collection, and so the
+	// watchdog, can run; a loop that calls nothing does not (see
+	// watchdog).
+	rec := advFunc{params: []byte{wasmbin.I32},
+		body: cat(lget(0), []byte{0x04, 0x40}, lget(0), i32c(1), []byte{0x6b, 0x10, 7, 0x0b})}
+	bin := advModule{spinIsClassify: true, extra: []advFunc{rec},
+		body: cat([]byte{0x03, 0x40}, i32c(1000), []byte{0x10, 7, 0x0c, 0x00, 0x0b}, i32c(0))}.build()
 	m := loadBin(t, bin, Options{Fuel: 1 << 36, TimeLimit: 40 * time.Millisecond, syncSpares: true})
 	i := instance(t, m)
 	start := time.Now()

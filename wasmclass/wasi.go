@@ -340,6 +340,17 @@ func wasiRandomGet(_ *wasiState, _ context.Context, mod api.Module, s []uint64) 
 		s[0] = errnoFault
 		return
 	}
+	if len(buf) >= 256 {
+		// A generator of its own, seeded from the runtime's: several
+		// times faster per byte than the runtime's per-call path.
+		var seed [32]byte
+		for k := 0; k < 32; k += 8 {
+			binary.LittleEndian.PutUint64(seed[k:], rand.Uint64())
+		}
+		_, _ = rand.NewChaCha8(seed).Read(buf)
+		s[0] = errnoSuccess
+		return
+	}
 	for len(buf) >= 8 {
 		binary.LittleEndian.PutUint64(buf, rand.Uint64())
 		buf = buf[8:]

@@ -3,8 +3,6 @@ package wasmclass
 import (
 	"sync"
 	"time"
-
-	"github.com/persephone-go/psp/wasmclass/internal/fuel"
 )
 
 // watchdog enforces Options.TimeLimit without costing calls anything. The
@@ -14,15 +12,18 @@ import (
 // a call is over the limit when the call count stayed the same over three
 // samples (the call began before the first) while the tank went down
 // between the last two (it was still running after the second). It is
-// then stopped by emptying its tank and its slices: it traps at its next
-// fuel check (every loop iteration and call has one), and the instance
-// counts a FaultTime and disables the module.
+// then stopped by emptying its tank: it traps at its next fuel check
+// (every loop iteration and call has one), and the instance counts a
+// FaultTime and disables the module.
 //
 // Compiled code cannot be interrupted, and the Go runtime cannot stop a
-// goroutine running it for a garbage collection, which would stall this
-// watchdog with the rest of the process. The instrumentation therefore
-// exits to the host at least every fuel.SliceUnits units (see
-// fuel.SliceUnits), where the runtime can stop the goroutine.
+// goroutine running it for a garbage collection, which then stalls this
+// watchdog with the rest of the process until the call ends. Functions
+// that recurse or call indirectly exit to the host every fuel.SliceUnits
+// units, where the runtime can stop the goroutine; loops in other
+// functions do not (an exit in a loop costs more than the fuel checks), so
+// a collection that starts during such a call waits for its fuel to run
+// out, and so does the watchdog.
 //
 // An idle instance keeps both values, so it is never taken for a running
 // call; a thread descheduled for a whole interval shows no fuel spent in
@@ -106,13 +107,11 @@ const killedTank = uint64(1<<64 - 1<<62)
 // check samples one instance and stops a call over the limit.
 func (w *watchdog) check(i *Instance, s *sample) {
 	g := i.cur.Load()
-	if g == nil || g.tank == nil || g.calls == nil || g.slices == nil {
+	if g == nil || g.tank == nil || g.calls == nil {
 		*s = sample{}
 		return
 	}
-	// What is left of the budget: whole slices and the tank.
-	calls := g.calls.Get()
-	tank := int64(uint32(g.slices.Get()))*fuel.SliceUnits + int64(g.tank.Get())
+	calls, tank := g.calls.Get(), int64(g.tank.Get())
 	if g != s.g || calls != s.calls {
 		*s = sample{g: g, calls: calls, tank: tank, samples: 1}
 		return
@@ -128,7 +127,6 @@ func (w *watchdog) check(i *Instance, s *sample) {
 	i.killMu.Lock()
 	if i.cur.Load() == g && g.calls.Get() == calls {
 		i.killed.Store(true)
-		g.slices.Set(0)
 		g.tank.Set(killedTank)
 	}
 	i.killMu.Unlock()

@@ -89,7 +89,7 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	set(8, 0x23, 0x24)  // global.get/set: through the module context
 	set(8, 0x25, 0x26)  // table.get/set
 	set(6, 0x3f)        // memory.size
-	set(12, 0x0e)       // br_table: a bounds check and an indirect jump
+	set(20, 0x0e)       // br_table: a bounds check and an indirect jump
 	set(40, 0x10, 0x12) // call: a frame, spills, a stack check
 	set(80, 0x11, 0x13) // call_indirect: table and type checks on top
 	// Measured (BenchmarkAdversarial): dependent chains of these take
@@ -137,7 +137,7 @@ func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	for _, i := range []int{0x67, 0x68, 0x69, 0x6a, 0x74, 0x75, 0x7a, 0x94} {
 		c.SIMD[i] = 48
 	}
-	c.Bulk = Sized{Base: 4, Mul: 1, Shift: 2}                   // 4 bytes a unit
+	c.Bulk = Sized{Base: 4, Mul: 3, Shift: 3}                   // 8 bytes per 3 units
 	c.TableBulk = Sized{Base: 4, Mul: 1, Shift: 1}              // 2 elements a unit
 	c.MemoryGrow = Sized{Base: 60, Mul: 4096, Cap: memoryPages} // a page is zeroed: 64 KiB
 	c.TableGrow = Sized{Base: 60, Mul: 1, Shift: 1, Cap: tableElements}

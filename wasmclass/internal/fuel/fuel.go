@@ -58,12 +58,11 @@ import (
 // may not export names that start with it.
 const (
 	Reserved     = "psp."
-	GlobalExport = Reserved + "fuel"   // the tank (i64): below 0 after a fuel trap
-	CallsExport  = Reserved + "calls"  // calls from the host so far (i64)
-	StackExport  = Reserved + "stack"  // the call-stack account (i32, bytes)
-	StartExport  = Reserved + "start"  // the wrapped start function, if any
-	SlicesExport = Reserved + "slices" // slices of the budget left (i32), see SliceUnits
-	GlobalPrefix = Reserved + "g"      // GlobalPrefix + index: a mutable global of the module
+	GlobalExport = Reserved + "fuel"  // the tank (i64): below 0 after a fuel trap
+	CallsExport  = Reserved + "calls" // calls from the host so far (i64)
+	StackExport  = Reserved + "stack" // the call-stack account (i32, bytes)
+	StartExport  = Reserved + "start" // the wrapped start function, if any
+	GlobalPrefix = Reserved + "g"     // GlobalPrefix + index: a mutable global of the module
 )
 
 // FrameOverhead is the part of the frame estimate that does not depend on
@@ -133,8 +132,8 @@ var (
 type layout struct {
 	funcs, globals uint32 // before instrumentation
 	tank, calls    uint32 // globals added
-	sp, slices     uint32
-	refill         uint32 // function added
+	sp, mark       uint32
+	yield          uint32 // function added
 	memory         bool   // the module has a memory
 }
 
@@ -170,14 +169,14 @@ func Instrument(m *wasmbin.Module, cfg Config) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	lay.tank, lay.calls, lay.sp, lay.slices = lay.globals, lay.globals+1, lay.globals+2, lay.globals+3
-	lay.refill = lay.funcs // the first function added
+	lay.tank, lay.calls, lay.sp, lay.mark = lay.globals, lay.globals+1, lay.globals+2, lay.globals+3
+	lay.yield = lay.funcs // the first function added
 	lay.memory = len(m.Memories) > 0 || m.ImportedMemories() > 0
 	if err := rewriteBodies(m, sc, cfg, lay, funcs, &st); err != nil {
 		return st, err
 	}
 	m.Functions = append(m.Functions, voidType(m))
-	m.Code = append(m.Code, wasmbin.Code{Body: appendRefillFunc(lay)})
+	m.Code = append(m.Code, wasmbin.Code{Body: appendYieldFunc(lay)})
 	if err := wrapEntryPoints(m, cfg, lay, &st); err != nil {
 		return st, err
 	}
@@ -483,6 +482,9 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 		if f.entry {
 			units := ticksToUnits(sc.costs.Entry + sc.costs.PerLocal*int64(f.locals) + f.weight)
 			body = appendCheck(body, lay, loc.s64, units)
+			if f.account {
+				body = appendYieldCheck(body, lay)
+			}
 			st.Functions++
 		}
 		if f.account {
@@ -671,10 +673,9 @@ func addGlobals(m *wasmbin.Module, lay layout) {
 		wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: zero64},
 		wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: zero64},
 		wasmbin.Global{Type: wasmbin.I32, Mutable: true, Init: zero32},
-		wasmbin.Global{Type: wasmbin.I32, Mutable: true, Init: zero32})
+		wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: zero64})
 	m.Exports = append(m.Exports,
 		wasmbin.Export{Name: GlobalExport, Kind: wasmbin.KindGlobal, Index: lay.tank},
 		wasmbin.Export{Name: CallsExport, Kind: wasmbin.KindGlobal, Index: lay.calls},
-		wasmbin.Export{Name: StackExport, Kind: wasmbin.KindGlobal, Index: lay.sp},
-		wasmbin.Export{Name: SlicesExport, Kind: wasmbin.KindGlobal, Index: lay.slices})
+		wasmbin.Export{Name: StackExport, Kind: wasmbin.KindGlobal, Index: lay.sp})
 }
