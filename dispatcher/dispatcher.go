@@ -98,7 +98,8 @@ type Dispatcher struct {
 	idleAcc        float64 // idle workers x ns, this stats window
 	wasteAcc       float64
 	windowStart    int64
-	wasteTotal     float64
+	wasteTotal     float64 // idle workers x ns while requests waited, whole run
+	idleTotal      float64 // idle workers x ns, whole run
 	runStart       int64
 	snapshotBuffer darc.Snapshot
 }
@@ -320,6 +321,7 @@ func (d *Dispatcher) advance(now int64) {
 	}
 	idle := float64(len(d.workers)-d.busy) * float64(dt)
 	d.idleAcc += idle
+	d.idleTotal += idle
 	if d.queued > 0 {
 		d.wasteAcc += idle
 		d.wasteTotal += idle
@@ -399,11 +401,12 @@ func (d *Dispatcher) collect(now int64) int {
 			}
 			d.policy.Complete(w.id, c.typ, service, now)
 			tc := &d.counters[c.typ]
+			tc.completed++
+			tc.serviceNs += uint64(service)
 			switch c.outcome {
 			case outcomeAnswered:
 				d.answered++
 				tc.answered++
-				tc.serviceNs += uint64(service)
 			case outcomeApp:
 				d.drops.App++
 				tc.dropped++
@@ -428,7 +431,12 @@ func (d *Dispatcher) dispatch(now int64) int {
 		d.table[h] = nil
 		d.free = append(d.free, h)
 		d.queued--
-		d.counters[d.tableTyp[h]].queued--
+		tc := &d.counters[d.tableTyp[h]]
+		tc.queued--
+		tc.dispatched++
+		if wait := now - a.Enqueued; wait > 0 {
+			tc.queueingNs += uint64(wait)
+		}
 		d.busy++
 		w := d.workers[a.Worker]
 		if !w.in.Push(task{buf: b, typ: a.Request.Type}) {
@@ -616,14 +624,13 @@ func (d *Dispatcher) publish(now int64) {
 	if run := float64(now - d.runStart); run > 0 && d.runStart != 0 {
 		s.CPUWasteTotal = d.wasteTotal / run
 	}
+	s.IdleWorkerSeconds = d.idleTotal / 1e9
+	s.WasteWorkerSeconds = d.wasteTotal / 1e9
 	d.idleAcc, d.wasteAcc, d.windowStart = 0, 0, now
 	for t := range s.Types {
 		c := d.counters[t]
-		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered, Dropped: c.dropped}
-		if c.answered > 0 {
-			ts.MeanServiceNs = float64(c.serviceNs) / float64(c.answered)
-		}
-		ts.Queued = int(c.queued)
+		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered, Dropped: c.dropped,
+			Queued: int(c.queued), Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs}
 		s.Types[t] = ts
 	}
 	d.stats.Store(s)

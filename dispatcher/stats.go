@@ -38,9 +38,34 @@ type TypeStats struct {
 	Answered uint64    `json:"answered"`
 	Dropped  uint64    `json:"dropped"` // queue full, app, tx error or shutdown
 	Queued   int       `json:"queued"`  // waiting in the typed queue now
-	// MeanServiceNs is the mean measured service time of the answered
-	// requests of this type since start (ns, worker clock).
-	MeanServiceNs float64 `json:"mean_service_ns"`
+	// Dispatched counts the requests handed to a worker; QueueingNsSum sums
+	// their queueing delays, from enqueue to dispatch (ns, dispatcher
+	// clock).
+	Dispatched    uint64 `json:"dispatched"`
+	QueueingNsSum uint64 `json:"queueing_ns_sum"`
+	// Completed counts the requests a worker finished running, answered or
+	// not; ServiceNsSum sums their measured service times (ns, worker
+	// clock).
+	Completed    uint64 `json:"completed"`
+	ServiceNsSum uint64 `json:"service_ns_sum"`
+}
+
+// MeasuredMeanServiceNs is the mean measured service time of the
+// completed requests (0 before the first).
+func (t *TypeStats) MeasuredMeanServiceNs() float64 {
+	if t.Completed == 0 {
+		return 0
+	}
+	return float64(t.ServiceNsSum) / float64(t.Completed)
+}
+
+// MeanQueueingNs is the mean queueing delay of the dispatched requests (0
+// before the first).
+func (t *TypeStats) MeanQueueingNs() float64 {
+	if t.Dispatched == 0 {
+		return 0
+	}
+	return float64(t.QueueingNsSum) / float64(t.Dispatched)
 }
 
 // Stats is a snapshot of a dispatcher's counters, published periodically by
@@ -71,6 +96,11 @@ type Stats struct {
 	CPUWaste    float64 `json:"cpu_waste"`
 	// CPUWasteTotal is CPUWaste averaged over the whole run.
 	CPUWasteTotal float64 `json:"cpu_waste_total"`
+	// IdleWorkerSeconds integrates the number of idle workers over the
+	// whole run (worker-seconds); WasteWorkerSeconds the same while some
+	// request waited. Their rates are the mean idle workers and CPU waste.
+	IdleWorkerSeconds  float64 `json:"idle_worker_seconds"`
+	WasteWorkerSeconds float64 `json:"waste_worker_seconds"`
 
 	Types     []TypeStats   `json:"types"`
 	Policy    darc.Snapshot `json:"policy"`
@@ -79,9 +109,12 @@ type Stats struct {
 
 // typeCounters are the dispatcher goroutine's per-type counters.
 type typeCounters struct {
-	received  uint64
-	answered  uint64
-	dropped   uint64
-	serviceNs uint64 // sum over answered requests
-	queued    uint64 // waiting in the policy now
+	received   uint64
+	answered   uint64
+	dropped    uint64
+	queued     uint64 // waiting in the policy now
+	dispatched uint64
+	queueingNs uint64 // sum over dispatched requests
+	completed  uint64
+	serviceNs  uint64 // sum over completed requests
 }

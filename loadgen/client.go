@@ -96,33 +96,27 @@ type Spec struct {
 	Progress func(sent, answered int)
 }
 
-func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
+// withDefaults returns s with zero fields set to their defaults (a
+// negative Warmup to zero) for a run of sched.
+func (s Spec) withDefaults(sched *Schedule) Spec {
 	if s.Server == "" {
 		s.Server = DefaultServer
 	}
 	if s.Dilation == 0 {
 		s.Dilation = 1
 	}
-	if !(s.Dilation > 0) || math.IsInf(s.Dilation, 0) {
-		return s, fmt.Errorf("dilation %v: %w (want > 0)", s.Dilation, ErrBadSpec)
-	}
 	switch {
 	case s.Warmup == 0:
 		s.Warmup = DefaultWarmup
 	case s.Warmup < 0:
 		s.Warmup = 0
-	case s.Warmup >= 1 || math.IsNaN(s.Warmup):
-		return s, fmt.Errorf("warmup fraction %v: %w (want < 1)", s.Warmup, ErrBadSpec)
 	}
 	if s.Grace == 0 {
 		longest := 0.0
 		for _, t := range sched.Types {
 			longest = max(longest, t.MeanServiceNs)
 		}
-		s.Grace = max(minGrace, time.Duration(20*longest*s.Dilation))
-	}
-	if s.Grace < 0 {
-		return s, fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
+		s.Grace = max(minGrace, time.Duration(20*longest*max(s.Dilation, 0)))
 	}
 	if s.MaxLag == 0 {
 		s.MaxLag = DefaultMaxLag
@@ -133,30 +127,45 @@ func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
 	if s.Batch == 0 {
 		s.Batch = DefaultBatch
 	}
-	if s.Batch < 0 || s.Batch > 1024 {
-		return s, fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
+	if s.Format == "" {
+		s.Format = FormatPSP
+	}
+	if s.Format == FormatKV && s.KVKeys == 0 {
+		s.KVKeys = 5000
+	}
+	return s
+}
+
+// validate reports the first problem with s (after defaults) for a run of
+// sched, wrapping ErrBadSpec.
+func (s Spec) validate(sched *Schedule) error {
+	s = s.withDefaults(sched)
+	switch {
+	case !(s.Dilation > 0) || math.IsInf(s.Dilation, 0):
+		return fmt.Errorf("dilation %v: %w (want > 0)", s.Dilation, ErrBadSpec)
+	case s.Warmup >= 1 || math.IsNaN(s.Warmup):
+		return fmt.Errorf("warmup fraction %v: %w (want < 1)", s.Warmup, ErrBadSpec)
+	case s.Grace < 0:
+		return fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
+	case s.Batch < 0 || s.Batch > 1024:
+		return fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
 	}
 	switch s.Format {
-	case "":
-		s.Format = FormatPSP
 	case FormatPSP:
 	case FormatKV:
-		if s.KVKeys == 0 {
-			s.KVKeys = 5000
-		}
 		if s.KVKeys < 1 || s.KVKeys > 100_000 {
-			return s, fmt.Errorf("kv keys %d: %w (want 1..100000: keys are k00000..k99999)", s.KVKeys, ErrBadSpec)
+			return fmt.Errorf("kv keys %d: %w (want 1..100000: keys are k00000..k99999)", s.KVKeys, ErrBadSpec)
 		}
 		for _, t := range sched.Types {
 			if t.WireID != wire.TypeGet && t.WireID != wire.TypeScan {
-				return s, fmt.Errorf("type %s (id %d) in the kv format: %w (want GET %d or SCAN %d, e.g. the rocksdb workload)",
+				return fmt.Errorf("type %s (id %d) in the kv format: %w (want GET %d or SCAN %d, e.g. the rocksdb workload)",
 					t.Name, t.WireID, ErrBadSpec, wire.TypeGet, wire.TypeScan)
 			}
 		}
 	default:
-		return s, fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
+		return fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
 	}
-	return s, nil
+	return nil
 }
 
 // run is the state shared by a run's goroutines. recv is written by the
@@ -209,10 +218,10 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	if sched == nil || len(sched.Requests) == 0 {
 		return nil, ErrEmptySchedule
 	}
-	spec, err := spec.withDefaults(sched)
-	if err != nil {
+	if err := spec.validate(sched); err != nil {
 		return nil, fmt.Errorf("loadgen: run: %w", err)
 	}
+	spec = spec.withDefaults(sched)
 	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port)", spec.Server, err)

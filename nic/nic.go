@@ -81,13 +81,13 @@ type TxQueue interface {
 
 // Stats are a dataplane's counters.
 type Stats struct {
-	RxPackets uint64 // packets handed to Recv's caller
-	RxDropped uint64 // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
-	TxPackets uint64
-	TxErrors  uint64
+	RxPackets uint64 `json:"rx_packets"` // packets handed to Recv's caller
+	RxDropped uint64 `json:"rx_dropped"` // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
+	TxPackets uint64 `json:"tx_packets"`
+	TxErrors  uint64 `json:"tx_errors"`
 	// RxTruncated counts packets handed to Recv's caller truncated to the
 	// buffer size (Buffer.WireLen > Buffer.Len); they are also in RxPackets.
-	RxTruncated uint64
+	RxTruncated uint64 `json:"rx_truncated"`
 }
 
 // Errors returned by dataplanes.

@@ -8,11 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
@@ -52,7 +54,9 @@ var ErrConfig = errors.New("server: invalid config")
 
 // Config is the server's whole configuration, loaded from YAML (strict:
 // unknown keys are errors) and overridable by flags. Zero values take the
-// defaults documented on each field; WithDefaults fills them in.
+// defaults documented on each field. A zero written out in a file (or a
+// flag) is never silently replaced by a default: ExplicitZero either gives
+// it its meaning (a negative value, "none") or refuses it.
 type Config struct {
 	// Listen is the UDP address requests arrive on. Default 127.0.0.1:6789.
 	Listen string `yaml:"listen"`
@@ -89,11 +93,13 @@ type Config struct {
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
-	// Spin is how long idle threads spin before parking. Default 50µs.
+	// Spin is how long idle threads spin before parking. Default 50µs;
+	// negative: park at once.
 	Spin time.Duration `yaml:"spin,omitempty"`
 	// Burst is the receive burst size. Default 32.
 	Burst int `yaml:"burst,omitempty"`
-	// DrainTimeout bounds the graceful shutdown. Default 5s.
+	// DrainTimeout bounds the graceful shutdown. Default 5s; negative: drop
+	// the queued requests at once.
 	DrainTimeout time.Duration `yaml:"drain_timeout,omitempty"`
 
 	// Classifier is a Wasm classifier file for a single tenant named
@@ -130,7 +136,8 @@ type App struct {
 	// sleeps instead of spinning). Default 1000 for emulate.
 	Dilation float64 `yaml:"dilation,omitempty"`
 	// SpinTail is the least part of each emulated service time spent
-	// spinning, on top of the learned timer overshoot. Default 50µs.
+	// spinning, on top of the learned timer overshoot. Default 50µs;
+	// negative: none.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`
@@ -184,15 +191,131 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: more than one YAML document (a line \"---\" starts a second one; put everything in one)", ErrConfig)
 	}
+	// Zeros written out take their meaning or are refused, as on the
+	// command line.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, key := range zeroKeys(&doc, "") {
+		if err := cfg.ExplicitZero(key); err != nil {
+			return Config{}, err
+		}
+	}
 	return cfg, nil
 }
 
-// YAML renders the config as YAML.
+// zeroKeys lists the dotted keys of n's mappings whose value is a zero
+// scalar (0, 0.0, 0s, "", or nothing), outside lists.
+func zeroKeys(n *yaml.Node, prefix string) []string {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return zeroKeys(n.Content[0], prefix)
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var keys []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		if prefix != "" {
+			k = prefix + "." + k
+		}
+		if v.Kind == yaml.MappingNode {
+			keys = append(keys, zeroKeys(v, k)...)
+		} else if v.Kind == yaml.ScalarNode && isZeroScalar(v) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func isZeroScalar(v *yaml.Node) bool {
+	switch v.ShortTag() {
+	case "!!null":
+		return true
+	case "!!int", "!!float":
+		f, err := strconv.ParseFloat(strings.ReplaceAll(v.Value, "_", ""), 64)
+		return err == nil && f == 0
+	case "!!str":
+		if v.Value == "" {
+			return true
+		}
+		d, err := time.ParseDuration(v.Value)
+		return err == nil && d == 0
+	}
+	return false
+}
+
+// zeroRule gives an explicit zero its meaning in c, or refuses it.
+type zeroRule func(c *Config) error
+
+// refuse is the rule of settings for which zero means nothing.
+func refuse(want string) zeroRule {
+	return func(*Config) error { return errors.New(want) }
+}
+
+// zeroRules holds every setting whose zero value stands for a default, by
+// YAML key (flags use the same rules). Settings not listed take a zero as
+// it is.
+var zeroRules = map[string]zeroRule{
+	"listen":            refuse("want IP:PORT"),
+	"dataplane":         refuse("want udp, dpdk or memnic"),
+	"buffers":           refuse("want at least the burst size"),
+	"buf_size":          refuse("want at least the 16-byte header"),
+	"policy":            refuse("want " + strings.Join(darc.PolicyNames(), ", ")),
+	"workers":           refuse("want 1..1024"),
+	"delta":             refuse("want > 0"),
+	"spillway":          refuse("want 1..workers"),
+	"queue_capacity":    refuse("want >= 1"),
+	"min_samples":       refuse("want >= 1"),
+	"delay_factor":      refuse("want > 0"),
+	"hysteresis":        func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
+	"idle":              refuse("want spin-then-park or busy-poll"),
+	"spin":              func(c *Config) error { c.Spin = -1; return nil }, // park at once
+	"burst":             refuse("want 1..4096"),
+	"drain_timeout":     func(c *Config) error { c.DrainTimeout = -1; return nil }, // drop what is queued at once
+	"app.name":          refuse("want spin, emulate, kv or tpcc"),
+	"app.dilation":      zeroDilation,
+	"app.spin_tail":     func(c *Config) error { c.App.SpinTail = -1; return nil }, // no spinning tail
+	"app.kv.keys":       refuse("want >= 1"),
+	"app.kv.value_size": refuse("want >= 1"),
+	"admin.addr":        refuse("want IP:PORT or off"),
+}
+
+// zeroDilation: tpcc without dilation spins its service times; emulate
+// cannot sleep zero.
+func zeroDilation(c *Config) error {
+	if c.App.Name == "" || c.App.Name == AppEmulate {
+		return errors.New("the emulate application needs a dilation > 0 (tpcc spins with 0)")
+	}
+	c.App.Dilation = 0
+	return nil
+}
+
+// ExplicitZero applies a zero given explicitly (in a file or a flag) for
+// the setting key, its YAML path such as "workers" or "app.spin_tail". For
+// most settings whose zero value means "the default", an explicit zero
+// means nothing and is refused with an error wrapping ErrConfig; for some
+// it means "none" (spin: park at once; drain_timeout: do not wait;
+// app.spin_tail: no spinning tail; hysteresis: plain rounding), stored as
+// -1. Settings whose zero is an ordinary value are left alone.
+func (c *Config) ExplicitZero(key string) error {
+	rule, ok := zeroRules[key]
+	if !ok {
+		return nil
+	}
+	if err := rule(c); err != nil {
+		return fmt.Errorf("%w: %s: 0 is not a value (%v; leave the setting out for the default)", ErrConfig, key, err)
+	}
+	return nil
+}
+
+// YAML renders the effective config (defaults filled in) as YAML.
 func (c Config) YAML() ([]byte, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(c.withDefaults()); err != nil {
 		return nil, fmt.Errorf("server: encode config: %w", err)
 	}
 	if err := enc.Close(); err != nil {
@@ -201,12 +324,18 @@ func (c Config) YAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// DefaultEmulateMinSamples is DARC's MinSamples for the emulate application
-// when none is configured.
-const DefaultEmulateMinSamples = 500
+// Defaults of the emulate application.
+const (
+	// DefaultEmulateMinSamples is DARC's MinSamples for the emulate
+	// application when none is configured.
+	DefaultEmulateMinSamples = 500
+	// DefaultEmulateDilation is the emulate application's time dilation when
+	// none is configured.
+	DefaultEmulateDilation = emulate.DefaultDilation
+)
 
-// WithDefaults returns c with zero fields set to the defaults.
-func (c Config) WithDefaults() Config {
+// withDefaults returns c with zero fields set to the defaults.
+func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -241,7 +370,7 @@ func (c Config) WithDefaults() Config {
 		c.App.Name = DefaultApp
 	}
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
-		c.App.Dilation = 1000
+		c.App.Dilation = DefaultEmulateDilation
 	}
 	if c.App.Name == AppEmulate && c.MinSamples == 0 {
 		// An emulated server completes only hundreds of requests per
@@ -270,7 +399,7 @@ func (c Config) WithDefaults() Config {
 // Validate checks c (after defaults) without touching files or the network,
 // except that CPUs are checked against the machine.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}

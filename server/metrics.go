@@ -7,16 +7,30 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/persephone-go/psp/darc"
 )
 
 // collector exports the dispatcher's latest Stats snapshot at scrape time:
 // scrapes never touch the policy or the hot path.
+//
+// Conventions: one name per quantity, base units in names (seconds,
+// packets), counters end in _total and partition what they count (a label
+// never mixes "received" with "answered": summing a counter over its labels
+// is meaningful), and per-stage request times are exported as _sum and
+// _count pairs (psp_request_<stage>_seconds) that rate() can aggregate
+// across types and servers. Per-type series exist for the types the
+// classifiers declare and for those that have seen requests.
 type collector struct {
 	s *Server
 
-	received, answered, dropped, inFlight, queued, busy     *prometheus.Desc
-	idle, waste, reservations, typeCount, typeQueue, typeMS *prometheus.Desc
-	typeProfileMean, groupReserved, tenantVersion, faults   *prometheus.Desc
+	received, droppedByReason                                *prometheus.Desc
+	receivedByType, answeredByType, droppedByType            *prometheus.Desc
+	queue, busy, idleSeconds, wasteSeconds                   *prometheus.Desc
+	service, queueing                                        *prometheus.Desc
+	reservations, groupReserved, profiledMean, profiledShare *prometheus.Desc
+	classifierVersion, classifierFaults, classifierRestarts  *prometheus.Desc
+	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -24,76 +38,128 @@ func newCollector(s *Server) *collector {
 		return prometheus.NewDesc("psp_"+name, help, labels, nil)
 	}
 	return &collector{
-		s:               s,
-		received:        d("requests_received_total", "Requests received from the dataplane."),
-		answered:        d("requests_answered_total", "Requests answered."),
-		dropped:         d("requests_dropped_total", "Requests dropped, by reason.", "reason"),
-		inFlight:        d("requests_in_flight", "Requests queued or running."),
-		queued:          d("requests_queued", "Requests waiting in typed queues."),
-		busy:            d("workers_busy", "Workers running a request."),
-		idle:            d("workers_idle_mean", "Mean idle workers over the last stats interval."),
-		waste:           d("cpu_waste_workers", "Mean idle workers while requests waited, over the last stats interval."),
-		reservations:    d("reservations_total", "Reservation (re)computations."),
-		typeCount:       d("type_requests_total", "Requests per type and outcome.", "type", "outcome"),
-		typeQueue:       d("type_queue_length", "Requests waiting per type.", "type"),
-		typeMS:          d("type_service_seconds_mean", "Mean measured service time per type since start.", "type"),
-		typeProfileMean: d("type_profile_service_seconds", "Mean service time per type in the policy's current profile.", "type"),
-		groupReserved:   d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
-		tenantVersion:   d("classifier_version", "Classifier version per tenant.", "tenant"),
-		faults:          d("classifier_faults_total", "Classifier faults per tenant and kind.", "tenant", "kind"),
+		s: s,
+
+		received:        d("requests_received_total", "Requests received from the dataplane, before classification."),
+		droppedByReason: d("requests_dropped_total", "Requests dropped, by reason (each drop counted once).", "reason"),
+		receivedByType:  d("type_requests_received_total", "Requests classified as each type.", "type"),
+		answeredByType:  d("type_requests_answered_total", "Requests answered, per type.", "type"),
+		droppedByType:   d("type_requests_dropped_total", "Classified requests dropped, per type (each drop counted once).", "type"),
+
+		queue:        d("queue_requests", "Requests waiting in each type's queue.", "type"),
+		busy:         d("workers_busy", "Workers running a request."),
+		idleSeconds:  d("worker_idle_seconds_total", "Idle time summed over workers (its rate is the mean number of idle workers)."),
+		wasteSeconds: d("worker_waste_seconds_total", "Idle time summed over workers while requests waited in a queue (its rate is the CPU waste, in workers)."),
+
+		service:  d("request_service_seconds", "Service time measured by the worker, per request type (every request a worker ran).", "type"),
+		queueing: d("request_queueing_seconds", "Time from enqueue to dispatch to a worker, per request type.", "type"),
+
+		reservations:  d("reservations_total", "Reservation (re)computations by the policy."),
+		groupReserved: d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
+		profiledMean:  d("profiled_mean_service_seconds", "Mean service time per type in the policy's current profiling window (what it reserves by).", "type"),
+		profiledShare: d("profiled_share_ratio", "Share of each type among the completions of the policy's current profiling window.", "type"),
+
+		classifierVersion:  d("classifier_version", "Classifier version per tenant (1 at start, +1 per hot swap).", "tenant"),
+		classifierFaults:   d("classifier_faults_total", "Packets a classifier faulted on (sent to UNKNOWN), per tenant and kind.", "tenant", "kind"),
+		classifierRestarts: d("classifier_restarts_total", "Classifier instances restarted after a fault, per tenant.", "tenant"),
+
+		rxPackets:   d("dataplane_receive_packets_total", "Packets the dataplane handed to the dispatcher."),
+		rxDropped:   d("dataplane_receive_drops_total", "Packets the dataplane dropped on receive (no buffer, not for us, malformed)."),
+		rxTruncated: d("dataplane_receive_truncated_total", "Packets received truncated to the buffer size (also in dataplane_receive_packets_total)."),
+		txPackets:   d("dataplane_transmit_packets_total", "Packets the dataplane transmitted."),
+		txErrors:    d("dataplane_transmit_errors_total", "Packets the dataplane failed to transmit."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.received, c.answered, c.dropped, c.inFlight, c.queued, c.busy,
-		c.idle, c.waste, c.reservations, c.typeCount, c.typeQueue, c.typeMS,
-		c.typeProfileMean, c.groupReserved, c.tenantVersion, c.faults} {
+	for _, d := range []*prometheus.Desc{
+		c.received, c.droppedByReason, c.receivedByType, c.answeredByType, c.droppedByType,
+		c.queue, c.busy, c.idleSeconds, c.wasteSeconds,
+		c.service, c.queueing,
+		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
+		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
+		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
+	} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Status()
+	st := c.s.disp.Stats()
+	var declared []bool
+	var tenants []TenantInfo
+	if t := c.s.tenantsOrNil(); t != nil {
+		declared, tenants = t.declared(), t.status()
+	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	seconds := func(ns uint64) float64 { return float64(ns) / 1e9 }
+
 	counter(c.received, float64(st.Received))
-	counter(c.answered, float64(st.Answered))
-	for reason, v := range map[string]uint64{
-		"runt": st.Drops.Runt, "truncated": st.Drops.Truncated, "queue_full": st.Drops.QueueFull,
-		"overload": st.Drops.Overload, "app": st.Drops.App, "panic": st.Drops.Panic, "tx_error": st.Drops.TxError, "shutdown": st.Drops.Shutdown,
+	for _, r := range []struct {
+		reason string
+		n      uint64
+	}{
+		{"runt", st.Drops.Runt}, {"truncated", st.Drops.Truncated}, {"queue_full", st.Drops.QueueFull},
+		{"overload", st.Drops.Overload}, {"app", st.Drops.App}, {"panic", st.Drops.Panic},
+		{"tx_error", st.Drops.TxError}, {"shutdown", st.Drops.Shutdown},
 	} {
-		counter(c.dropped, float64(v), reason)
+		counter(c.droppedByReason, float64(r.n), r.reason)
 	}
-	gauge(c.inFlight, float64(st.InFlight))
-	gauge(c.queued, float64(st.Queued))
 	gauge(c.busy, float64(st.Busy))
-	gauge(c.idle, st.IdleWorkers)
-	gauge(c.waste, st.CPUWaste)
-	counter(c.reservations, float64(st.Reservations))
-	for _, t := range st.Types {
+	counter(c.idleSeconds, st.IdleWorkerSeconds)
+	counter(c.wasteSeconds, st.WasteWorkerSeconds)
+	counter(c.reservations, float64(st.Policy.Reservations))
+
+	for i := range st.Types {
+		t := &st.Types[i]
+		var p darc.TypeState
+		if int(t.Type) < len(st.Policy.Types) {
+			p = st.Policy.Types[t.Type]
+		}
+		if !typeExists(t, declared) && p.Count == 0 {
+			continue
+		}
 		name := t.Name
-		counter(c.typeCount, float64(t.Received), name, "received")
-		counter(c.typeCount, float64(t.Answered), name, "answered")
-		counter(c.typeCount, float64(t.Dropped), name, "dropped")
-		gauge(c.typeQueue, float64(t.Queued), name)
-		gauge(c.typeMS, t.MeasuredMeanNs/1e9, name)
-		gauge(c.typeProfileMean, t.MeanServiceNs/1e9, name)
+		counter(c.receivedByType, float64(t.Received), name)
+		counter(c.answeredByType, float64(t.Answered), name)
+		counter(c.droppedByType, float64(t.Dropped), name)
+		gauge(c.queue, float64(t.Queued), name)
+		ch <- prometheus.MustNewConstSummary(c.service, t.Completed, seconds(t.ServiceNsSum), nil, name)
+		ch <- prometheus.MustNewConstSummary(c.queueing, t.Dispatched, seconds(t.QueueingNsSum), nil, name)
+		gauge(c.profiledMean, p.MeanService/1e9, name)
+		gauge(c.profiledShare, p.Ratio, name)
 	}
-	for i, g := range st.Groups {
-		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(g.Types, ","))
+	for i, g := range st.Policy.Groups {
+		names := make([]string, len(g.Types))
+		for k, t := range g.Types {
+			if int(t) < len(st.Types) {
+				names[k] = st.Types[t].Name
+			}
+		}
+		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(names, ","))
 	}
-	for _, t := range st.Tenants {
-		gauge(c.tenantVersion, float64(t.Version), t.Name)
+	for _, t := range tenants {
+		gauge(c.classifierVersion, float64(t.Version), t.Name)
 		for kind, v := range t.Faults {
-			counter(c.faults, float64(v), t.Name, kind)
+			counter(c.classifierFaults, float64(v), t.Name, kind)
+		}
+		if !t.Native {
+			counter(c.classifierRestarts, float64(t.Restarts), t.Name)
 		}
 	}
+	n := st.Dataplane
+	counter(c.rxPackets, float64(n.RxPackets))
+	counter(c.rxDropped, float64(n.RxDropped))
+	counter(c.rxTruncated, float64(n.RxTruncated))
+	counter(c.txPackets, float64(n.TxPackets))
+	counter(c.txErrors, float64(n.TxErrors))
 }
 
 // registerMetrics fills the server's own registry (never the global one).

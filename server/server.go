@@ -63,7 +63,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers}
 	if s.log == nil {
 		s.log = io.Discard
@@ -275,12 +275,16 @@ func (s *Server) Close() error {
 
 // Status returns the current status (at most one stats interval old).
 func (s *Server) Status() Status {
-	st := buildStatus(s.disp.Stats())
+	var declared []bool
+	if t := s.tenantsOrNil(); t != nil {
+		declared = t.declared()
+	}
+	st := buildStatus(s.disp.Stats(), declared)
 	st.App = s.cfg.App.Name
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr
 	st.Dataplane = s.cfg.Dataplane
-	st.UptimeSec = time.Since(s.started).Seconds()
+	st.UptimeSeconds = time.Since(s.started).Seconds()
 	if t := s.tenantsOrNil(); t != nil {
 		st.Tenants = t.status()
 	}

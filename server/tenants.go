@@ -74,6 +74,16 @@ func (t *tenants) status() []TenantInfo {
 	return t.wasm.status()
 }
 
+// declared marks, by type id, the types the classifiers declare; nil for
+// the native classifiers, which declare none: their types are the wire's
+// whole type space, shown once they see a request.
+func (t *tenants) declared() []bool {
+	if t.wasm == nil {
+		return nil
+	}
+	return t.wasm.declared(len(t.types))
+}
+
 func (t *tenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
 	if t.wasm == nil {
 		return 0, ErrNoWasm

@@ -75,15 +75,33 @@ func (w *wasmTenants) status() []TenantInfo {
 		ti := TenantInfo{Name: ts.Name, Version: ts.Version, Types: ts.TypeNames, BreakerOpen: ts.BreakersOpen > 0,
 			Faults: map[string]uint64{
 				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
-				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen, "restarts": ts.Faults.Restarts,
+				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen,
 				"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
-			}}
+			},
+			Restarts: ts.Faults.Restarts}
 		if i < len(w.specs) {
 			ti.Ports = w.specs[i].Ports
 		}
 		out = append(out, ti)
 	}
 	return out
+}
+
+// declared marks, by global type id, the types the loaded classifiers
+// declare (type 0, UNKNOWN, included).
+func (w *wasmTenants) declared(numTypes int) []bool {
+	d := make([]bool, numTypes)
+	if numTypes > 0 {
+		d[0] = true
+	}
+	for _, ts := range w.host.Status() {
+		for l := 1; l < ts.NumTypes; l++ {
+			if id := int(ts.BaseType) + l - 1; id < numTypes {
+				d[id] = true
+			}
+		}
+	}
+	return d
 }
 
 func (w *wasmTenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {

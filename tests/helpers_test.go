@@ -3,7 +3,6 @@ package tests
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/workload"

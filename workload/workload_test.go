@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -11,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	json "github.com/goccy/go-json"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestBuiltins(t *testing.T) {

@@ -14,48 +14,106 @@ import (
 	"github.com/persephone-go/psp/wasmclass"
 )
 
+// serveSetting ties a psp serve flag to its config key (its YAML path) and
+// to the config field it sets.
+type serveSetting struct {
+	flag cli.Flag
+	key  string
+	set  func(c *cli.Context, name string, cfg *server.Config)
+}
+
+func str(dst func(*server.Config) *string) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.String(n) }
+}
+
+func num(dst func(*server.Config) *int) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Int(n) }
+}
+
+func flt(dst func(*server.Config) *float64) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Float64(n) }
+}
+
+// serveSettings are psp serve's config flags, in help order.
+func serveSettings() []serveSetting {
+	return []serveSetting{
+		{&cli.StringFlag{Name: "listen", Usage: "UDP `ADDR` requests arrive on", DefaultText: server.DefaultListen},
+			"listen", str(func(c *server.Config) *string { return &c.Listen })},
+		{&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp, dpdk (build with -tags dpdk) or memnic (in memory, no network)", DefaultText: server.DataplaneUDP},
+			"dataplane", str(func(c *server.Config) *string { return &c.Dataplane })},
+		{&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
+			"eal", func(c *cli.Context, n string, cfg *server.Config) { cfg.EAL = strings.Fields(c.String(n)) }},
+		{&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: fmt.Sprint(server.DefaultBuffers)},
+			"buffers", num(func(c *server.Config) *int { return &c.Buffers })},
+		{&cli.StringFlag{Name: "policy", Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", "), DefaultText: server.DefaultPolicy},
+			"policy", str(func(c *server.Config) *string { return &c.Policy })},
+		{&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)", DefaultText: "0"},
+			"reserved", num(func(c *server.Config) *int { return &c.Reserved })},
+		{&cli.IntFlag{Name: "workers", Usage: "number of application workers `N`", DefaultText: fmt.Sprint(server.DefaultWorkers)},
+			"workers", num(func(c *server.Config) *int { return &c.Workers })},
+		{&cli.StringFlag{Name: "cpus", Usage: "pin threads to a CPU `LIST` like 0-14: the dispatcher first, then the workers (default: no pinning)"},
+			"cpus", str(func(c *server.Config) *string { return &c.CPUs })},
+		{&cli.Float64Flag{Name: "delta", Usage: "DARC grouping factor", DefaultText: fmt.Sprint(darc.DefaultDelta)},
+			"delta", flt(func(c *server.Config) *float64 { return &c.Delta })},
+		{&cli.IntFlag{Name: "spillway", Usage: "spillway workers", DefaultText: fmt.Sprint(darc.DefaultSpillway)},
+			"spillway", num(func(c *server.Config) *int { return &c.Spillway })},
+		{&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: fmt.Sprint(darc.DefaultQueueCapacity)},
+			"queue_capacity", num(func(c *server.Config) *int { return &c.QueueCapacity })},
+		{&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window",
+			DefaultText: fmt.Sprintf("%d; %d with --app emulate", darc.DefaultMinSamples, server.DefaultEmulateMinSamples)},
+			"min_samples", num(func(c *server.Config) *int { return &c.MinSamples })},
+		{&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: fmt.Sprint(darc.DefaultDelayFactor)},
+			"delay_factor", flt(func(c *server.Config) *float64 { return &c.DelayFactor })},
+		{&cli.Float64Flag{Name: "hysteresis", Usage: "a re-reservation keeps a group's worker count while its demand stays within count ± (0.5 + this); 0 or negative: the paper's plain rounding", DefaultText: fmt.Sprint(darc.DefaultHysteresis)},
+			"hysteresis", flt(func(c *server.Config) *float64 { return &c.Hysteresis })},
+		{&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (shares cores) or busy-poll (the paper's; one core per thread)", DefaultText: "spin-then-park"},
+			"idle", str(func(c *server.Config) *string { return &c.Idle })},
+		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs"},
+			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
+		{&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
+			"burst", num(func(c *server.Config) *int { return &c.Burst })},
+		{&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown (0: drop queued requests at once)", DefaultText: "5s"},
+			"drain_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.DrainTimeout = c.Duration(n) }},
+		{&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
+			"classifier", func(c *cli.Context, n string, cfg *server.Config) { cfg.Classifier, cfg.Tenants = c.String(n), nil }},
+		{&cli.StringFlag{Name: "app", Usage: "application `NAME`: emulate, spin, tpcc or kv", DefaultText: server.DefaultApp},
+			"app.name", str(func(c *server.Config) *string { return &c.App.Name })},
+		{&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set; 0 spins)", DefaultText: fmt.Sprintf("%d for emulate, 0 for tpcc", server.DefaultEmulateDilation)},
+			"app.dilation", flt(func(c *server.Config) *float64 { return &c.App.Dilation })},
+		{&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot (0: none)", DefaultText: "50µs"},
+			"app.spin_tail", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.SpinTail = c.Duration(n) }},
+		{&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
+			"app.kv.dir", str(func(c *server.Config) *string { return &c.App.KV.Dir })},
+		{&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
+			"app.kv.keys", num(func(c *server.Config) *int { return &c.App.KV.Keys })},
+		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
+			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
+		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
+			"admin.token_file", str(func(c *server.Config) *string { return &c.Admin.TokenFile })},
+	}
+}
+
 // serveCommand is `psp serve`: run the live server.
 func serveCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML config `FILE` (see examples/serve.yaml)"},
+		&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
+	}
+	for _, s := range serveSettings() {
+		flags = append(flags, s.flag)
+	}
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the request dispatcher: receive requests over UDP, classify, schedule with DARC, answer",
 		Description: "psp serve runs the live server: a net worker and dispatcher loop feeding\n" +
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
-			"errors) and are overridden by flags. SIGINT/SIGTERM stop it gracefully: queued\n" +
-			"requests are answered before it exits; a second signal quits at once.\n" +
-			"--print-config shows the effective config.\n\n" +
+			"errors) and are overridden by flags. A zero, in the file or a flag, is used where\n" +
+			"it means something (--spin 0: park at once) and refused elsewhere (--workers 0).\n" +
+			"SIGINT/SIGTERM stop it gracefully: queued requests are answered before it exits;\n" +
+			"a second signal quits at once. --print-config shows the effective config.\n\n" +
 			"Example (emulated High Bimodal server on loopback, DARC after 500 samples):\n" +
 			"  psp serve --app emulate --dilation 1000 --policy darc --workers 14 --min-samples 500",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML config `FILE` (see examples/serve.yaml)"},
-			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
-			&cli.StringFlag{Name: "listen", Aliases: []string{"l"}, Usage: "UDP `ADDR` requests arrive on", DefaultText: "" + server.DefaultListen + ""},
-			&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp (default), dpdk (build with -tags dpdk) or memnic (in memory, no network)"},
-			&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
-			&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: "8192"},
-			&cli.StringFlag{Name: "policy", Aliases: []string{"p"}, Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", ") + " (default darc)"},
-			&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)"},
-			&cli.IntFlag{Name: "workers", Aliases: []string{"w"}, Usage: "number of application workers `N`", DefaultText: "14"},
-			&cli.StringFlag{Name: "cpus", Usage: "pin threads to a CPU `LIST` like 0-14: the dispatcher first, then the workers (default: no pinning)"},
-			&cli.Float64Flag{Name: "delta", Usage: "DARC grouping factor", DefaultText: "0.2"},
-			&cli.IntFlag{Name: "spillway", Usage: "spillway workers", DefaultText: "1"},
-			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: "4096"},
-			&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window", DefaultText: "50000; 500 with --app emulate"},
-			&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: "1"},
-			&cli.Float64Flag{Name: "hysteresis", Usage: "a re-reservation keeps a group's worker count while its demand stays within count ± (0.5 + this); -1: the paper's plain rounding", DefaultText: "0.25"},
-			&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (default; shares cores) or busy-poll (the paper's; one core per thread)"},
-			&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking", DefaultText: "50µs"},
-			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
-			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown", DefaultText: "5s"},
-			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
-			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc or kv"},
-			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set)", DefaultText: "1000 for emulate, 0 (spin) for tpcc"},
-			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot", DefaultText: "50µs"},
-			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
-			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
-			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: "" + server.DefaultAdmin + ""},
-			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
-		},
+		Flags:  flags,
 		Action: runServe,
 	}
 }
@@ -68,61 +126,56 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 		if cfg, err = server.LoadConfig(path); err != nil {
 			return cfg, err
 		}
+	} else if c.IsSet("config") {
+		return cfg, fmt.Errorf("--config: empty file name")
 	}
-	str := func(name string, dst *string) {
-		if c.IsSet(name) {
-			*dst = c.String(name)
+	var zeros []string
+	for _, s := range serveSettings() {
+		name := s.flag.Names()[0]
+		if !c.IsSet(name) {
+			continue
+		}
+		s.set(c, name, &cfg)
+		if isZero(c.Value(name)) {
+			zeros = append(zeros, s.key)
 		}
 	}
-	num := func(name string, dst *int) {
-		if c.IsSet(name) {
-			*dst = c.Int(name)
+	// After every flag: whether a zero means something may depend on
+	// another setting (a zero dilation: tpcc spins, emulate cannot).
+	for _, key := range zeros {
+		if err := cfg.ExplicitZero(key); err != nil {
+			return cfg, fmt.Errorf("%w (flag --%s)", err, flagOfKey(key))
 		}
 	}
-	flt := func(name string, dst *float64) {
-		if c.IsSet(name) {
-			*dst = c.Float64(name)
-		}
-	}
-	str("listen", &cfg.Listen)
-	str("dataplane", &cfg.Dataplane)
-	if c.IsSet("eal") {
-		cfg.EAL = strings.Fields(c.String("eal"))
-	}
-	num("buffers", &cfg.Buffers)
-	str("policy", &cfg.Policy)
-	num("reserved", &cfg.Reserved)
-	num("workers", &cfg.Workers)
-	str("cpus", &cfg.CPUs)
-	flt("delta", &cfg.Delta)
-	num("spillway", &cfg.Spillway)
-	num("queue-capacity", &cfg.QueueCapacity)
-	num("min-samples", &cfg.MinSamples)
-	flt("delay-factor", &cfg.DelayFactor)
-	flt("hysteresis", &cfg.Hysteresis)
-	str("idle", &cfg.Idle)
-	if c.IsSet("spin") {
-		cfg.Spin = c.Duration("spin")
-	}
-	num("burst", &cfg.Burst)
-	if c.IsSet("drain-timeout") {
-		cfg.DrainTimeout = c.Duration("drain-timeout")
-	}
-	if c.IsSet("classifier") {
-		cfg.Classifier = c.String("classifier")
-		cfg.Tenants = nil
-	}
-	str("app", &cfg.App.Name)
-	flt("dilation", &cfg.App.Dilation)
-	if c.IsSet("spin-tail") {
-		cfg.App.SpinTail = c.Duration("spin-tail")
-	}
-	str("kv-dir", &cfg.App.KV.Dir)
-	num("kv-keys", &cfg.App.KV.Keys)
-	str("admin", &cfg.Admin.Addr)
-	str("token-file", &cfg.Admin.TokenFile)
-	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// flagOfKey returns the psp serve flag of a config key.
+func flagOfKey(key string) string {
+	for _, s := range serveSettings() {
+		if s.key == key {
+			return s.flag.Names()[0]
+		}
+	}
+	return key
+}
+
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case int:
+		return v == 0
+	case uint:
+		return v == 0
+	case uint64:
+		return v == 0
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case interface{ Nanoseconds() int64 }:
+		return v.Nanoseconds() == 0
+	}
+	return false
 }
 
 func runServe(c *cli.Context) error {

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/server"
 )
@@ -22,53 +21,38 @@ func statusCommand() *cli.Command {
 		Usage: "show a running server's reservation, per-type profile, queues and drops",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the raw JSON document"},
-			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "HTTP timeout"},
+			jsonFlag(),
+			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return fmt.Errorf("status: unexpected argument %q", c.Args().First())
+				return fmt.Errorf("status: unexpected argument %q (flags only; see psp status --help)", c.Args().First())
 			}
-			body, err := fetchStatus(c.String("admin"), c.Duration("timeout"))
+			if err := refuseZero(c, "admin", "timeout"); err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			if c.Duration("timeout") < 0 {
+				return fmt.Errorf("status: --timeout %v: want > 0", c.Duration("timeout"))
+			}
+			admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
+			if err != nil {
+				return fmt.Errorf("status: --admin: %w", err)
+			}
+			if c.Bool("json") {
+				body, err := admin.StatusJSON(c.Context)
+				if err != nil {
+					return err
+				}
+				_, err = c.App.Writer.Write(body)
+				return err
+			}
+			st, err := admin.Status(c.Context)
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				_, err := c.App.Writer.Write(body)
-				return err
-			}
-			var st server.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("status: decode: %w", err)
-			}
-			return printStatus(c.App.Writer, &st)
+			return printStatus(c.App.Writer, st)
 		},
 	}
-}
-
-// adminURL turns "host:port" or a URL into a base URL.
-func adminURL(admin string) string {
-	if strings.HasPrefix(admin, "http://") || strings.HasPrefix(admin, "https://") {
-		return strings.TrimRight(admin, "/")
-	}
-	return "http://" + admin
-}
-
-func fetchStatus(admin string, timeout time.Duration) ([]byte, error) {
-	client := &http.Client{Timeout: timeout}
-	resp, err := client.Get(adminURL(admin) + "/status")
-	if err != nil {
-		return nil, fmt.Errorf("status: %w (is psp serve running with --admin %s?)", err, admin)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("status: read: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
 }
 
 // printStatus renders st for humans.
@@ -85,7 +69,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 		app += fmt.Sprintf(" (dilation %g)", st.Dilation)
 	}
 	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %d workers, app %s, up %.1fs\n",
-		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSec)
+		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSeconds)
 	fmt.Fprintf(w, "requests: received %d, answered %d, dropped %d, in flight %d (queued %d, running %d)\n",
 		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy)
 	if st.Dropped > 0 {
@@ -102,6 +86,9 @@ func printStatus(w io.Writer, st *server.Status) error {
 		}
 		fmt.Fprintf(w, "drops: %s\n", strings.Join(parts, ", "))
 	}
+	n := st.Net
+	fmt.Fprintf(w, "dataplane: received %d packets, sent %d; dropped on receive %d, truncated %d, transmit errors %d\n",
+		n.RxPackets, n.TxPackets, n.RxDropped, n.RxTruncated, n.TxErrors)
 	fmt.Fprintf(w, "idle workers %.2f, CPU waste %.2f workers (whole run %.2f)\n", st.IdleWorkers, st.CPUWaste, st.CPUWasteTotal)
 
 	fmt.Fprintf(w, "\nreservation (computed %d times):\n", st.Reservations)
@@ -119,15 +106,12 @@ func printStatus(w io.Writer, st *server.Status) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\ntypes:")
+	fmt.Fprintln(w, "\ntypes (profile: the policy's current window; measured: every answered request since start):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ID\tNAME\tPROFILE MEAN\tRATIO\tQUEUED\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\t")
+	fmt.Fprintln(tw, "ID\tNAME\tPROFILED MEAN\tSHARE\tQUEUED\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\tMEAN QUEUEING\t")
 	for _, t := range st.Types {
-		if t.Received == 0 && t.ProfileCount == 0 && t.Queued == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%d\t%d\t%d\t%s\t\n", t.ID, t.Name, ns(t.MeanServiceNs), t.Ratio,
-			t.Queued, t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanNs))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.ID, t.Name, ns(t.ProfiledMeanServiceNs), t.ProfiledShare,
+			t.Queued, t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanServiceNs), ns(t.MeanQueueingNs))
 	}
 	tw.Flush()
 

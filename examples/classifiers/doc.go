@@ -16,6 +16,7 @@
 //     runaway recursion, traps, memory bomb, out-of-range types, bad batch
 //     count, imports, bad signatures, bad ABI version, oversized memory).
 //
-// The package has no Go API: its tests load every module with package
-// wasmclass and check it against tables of requests.
+// Its only Go API is PSPHeader, the C psp-header module embedded for tools
+// that must run outside the repository (psp demo). Its tests load every
+// module with package wasmclass and check it against tables of requests.
 package classifiers

@@ -74,8 +74,8 @@ var _ nic.Dataplane = (*Dataplane)(nil)
 // Configuration errors wrap ErrConfig; EAL failures wrap ErrEAL; port set-up
 // failures carry DPDK's reason.
 func Open(cfg Config) (*Dataplane, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if err := eal.start(cfg.EAL); err != nil {

@@ -17,7 +17,9 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_memzone.h>
 #include <rte_memcpy.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -677,7 +679,45 @@ psp_vdev_add(const char *name, const char *args, char *err, size_t errlen)
 int
 psp_vdev_remove(const char *name)
 {
-	return rte_eal_hotplug_remove("vdev", name);
+	int ret = rte_eal_hotplug_remove("vdev", name);
+	/*
+	 * A net_ring device created by name makes RTE_PMD_RING_MAX_RX_RINGS
+	 * rings, "ETH_RXTX<i>_<name>", but its close frees only those of the
+	 * rx queues configured (one here): free the others, or the next device
+	 * of that name cannot create them ("RING: Cannot reserve memory").
+	 */
+	if (ret == 0 && strncmp(name, "net_ring", 8) == 0) {
+		char rng_name[RTE_RING_NAMESIZE];
+		for (unsigned i = 0; i < RTE_PMD_RING_MAX_RX_RINGS; i++) {
+			int cc = snprintf(rng_name, sizeof(rng_name), "ETH_RXTX%u_%s", i, name);
+			if (cc < 0 || cc >= (int)sizeof(rng_name))
+				break;
+			struct rte_ring *r = rte_ring_lookup(rng_name);
+			if (r != NULL)
+				rte_ring_free(r);
+		}
+	}
+	return ret;
+}
+
+static void
+psp_count_memzone(const struct rte_memzone *mz, void *arg)
+{
+	(void)mz;
+	(*(uint64_t *)arg)++;
+}
+
+void
+psp_eal_usage(uint64_t *memzones, uint64_t *heap_bytes)
+{
+	*memzones = 0;
+	rte_memzone_walk(psp_count_memzone, memzones);
+	*heap_bytes = 0;
+	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++) {
+		struct rte_malloc_socket_stats st;
+		if (rte_malloc_get_socket_stats(s, &st) == 0)
+			*heap_bytes += st.heap_allocsz_bytes;
+	}
 }
 
 struct psp_ring_pair {

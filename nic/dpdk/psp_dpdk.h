@@ -117,6 +117,9 @@ int psp_tx_self(struct psp_port *p, const uint8_t *payload, uint16_t len,
 int psp_vdev_add(const char *name, const char *args, char *err, size_t errlen);
 int psp_vdev_remove(const char *name);
 
+/* EAL resources in use: memzones and bytes allocated from the heaps. */
+void psp_eal_usage(uint64_t *memzones, uint64_t *heap_bytes);
+
 /* A port over two rings (tests and benchmarks): frames enqueued on the rx
  * ring are received, frames the port transmits land on the tx ring. */
 struct psp_ring_pair;

@@ -75,7 +75,7 @@ func Open(cfg Config) (*Dataplane, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	pc, err := net.ListenPacket("udp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("udp: listen on %s: %w", cfg.Addr, err)
