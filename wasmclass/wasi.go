@@ -147,7 +147,7 @@ func init() {
 	add(wasiFunc{name: "poll_oneoff", params: []api.ValueType{valI32, valI32, valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiPollOneoff,
 		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 2, PerArg: fuel.Sized{Mul: 8, Cap: wasiMaxIOVecs}}})
 	add(wasiFunc{name: "random_get", params: []api.ValueType{valI32, valI32}, results: []api.ValueType{valI32}, fn: wasiRandomGet,
-		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 1, PerArg: fuel.Sized{Mul: 5, Shift: 2}}})
+		cost: fuel.ImportCost{Ticks: hostCallTicks, Param: 1, PerArg: fuel.Sized{Mul: 3, Shift: 1}}})
 	add(wasiFunc{name: "proc_exit", params: []api.ValueType{valI32}, fn: func(_ *wasiState, _ context.Context, _ api.Module, s []uint64) {
 		panic(sys.NewExitError(uint32(s[0])))
 	}})
