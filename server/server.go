@@ -18,6 +18,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Options are the parts of a server that are not configuration.
@@ -27,24 +28,30 @@ type Options struct {
 	// Application, when set, is served instead of the built-in application
 	// Config.App names (Config.App is then ignored).
 	Application *Application
+	// Classifiers are the base options of every Wasm tenant's classifier
+	// (limits, fuel, time limit, breaker, compilation). A program whose
+	// main calls wasmclass.RunCompileChild should set CompileInChild, so
+	// that uploaded modules compile in a bounded child process.
+	Classifiers wasmclass.Options
 }
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg      Config
-	log      io.Writer
-	dp       nic.Dataplane
-	addr     string
-	disp     *dispatcher.Dispatcher
-	tenants  *tenants
-	app      *Application
-	closeApp func() error
-	types    []string
-	token    []byte
-	registry *prometheus.Registry
-	adminLn  net.Listener
-	http     *http.Server
-	started  time.Time
+	cfg            Config
+	log            io.Writer
+	dp             nic.Dataplane
+	addr           string
+	disp           *dispatcher.Dispatcher
+	tenants        *tenants
+	app            *Application
+	closeApp       func() error
+	types          []string
+	token          []byte
+	registry       *prometheus.Registry
+	adminLn        net.Listener
+	http           *http.Server
+	started        time.Time
+	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
 	ran             bool
@@ -68,7 +75,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, log: opts.Log, started: time.Now()}
+	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -86,7 +93,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		}
 		s.closeApp = s.app.Close
 	}
-	if s.tenants, err = openTenants(ctx, cfg, s.app); err != nil {
+	if s.tenants, err = openTenants(ctx, cfg, s.app, opts.Classifiers); err != nil {
 		return nil, err
 	}
 	s.types = s.tenants.types

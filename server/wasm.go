@@ -18,8 +18,8 @@ type wasmTenants struct {
 }
 
 // openWasmTenants reads every tenant's classifier file and loads them.
-func openWasmTenants(ctx context.Context, specs []Tenant) (*wasmTenants, error) {
-	hs := wasmclass.HostSpec{}
+func openWasmTenants(ctx context.Context, specs []Tenant, opts wasmclass.Options) (*wasmTenants, error) {
+	hs := wasmclass.HostSpec{Options: opts}
 	for _, t := range specs {
 		bin := t.Wasm
 		if len(bin) == 0 {
@@ -85,6 +85,7 @@ func (w *wasmTenants) status() []TenantInfo {
 			Faults: map[string]uint64{
 				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
 				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen,
+				"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
 			},
 			Restarts: ts.Faults.Restarts}
 		if i < len(w.specs) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // serveSetting ties a psp serve flag to its config key (its YAML path) and
@@ -210,7 +211,7 @@ func runServe(c *cli.Context) error {
 		<-ctx.Done()
 		stop()
 	}()
-	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter})
+	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter, Classifiers: wasmclass.Options{CompileInChild: true}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

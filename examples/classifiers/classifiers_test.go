@@ -482,8 +482,10 @@ func checkHostileContained(t *testing.T, dir string) {
 			if typ := inst.Classify(payloads[0]); typ != 0 {
 				t.Errorf("Classify: type %d, want 0 (UNKNOWN)", typ)
 			}
-			if got := h.fault(inst.Faults()); got != uint64(len(payloads))+1 {
-				t.Errorf("after one more packet: faults %+v, want %d of the module's kind", inst.Faults(), len(payloads)+1)
+			// After a trap the next call takes a spare instance, which may
+			// still be in the making: then the packet is unavailable.
+			if f := inst.Faults(); h.fault(f)+f.Unavailable != uint64(len(payloads))+1 {
+				t.Errorf("after one more packet: faults %+v, want %d of the module's kind (or unavailable)", f, len(payloads)+1)
 			}
 		})
 	}
@@ -506,10 +508,10 @@ func checkHostileContained(t *testing.T, dir string) {
 	})
 
 	t.Run("membomb.wasm", func(t *testing.T) {
-		// With a small fuel budget, the module's grow-one-page loop only
+		// With the default budget, the module's grow-one-page loop only
 		// finishes if the host's page limit makes memory.grow fail early
-		// (after at most 64 pages, not 65536).
-		m, err := loadOpts(t, filepath.Join(dir, "hostile/membomb.wasm"), wasmclass.Options{Fuel: 1000})
+		// (after at most 64 pages, not 65536); failed growths cost little.
+		m, err := loadOpts(t, filepath.Join(dir, "hostile/membomb.wasm"), wasmclass.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
