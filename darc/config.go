@@ -141,118 +141,106 @@ type Config struct {
 	Profile []TypeProfile
 }
 
-// normalized returns c with defaults applied, or an error wrapping
-// ErrInvalidConfig.
-func (c Config) normalized() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
-	if c.Workers <= 0 {
-		return bad("workers = %d (need at least 1)", c.Workers)
-	}
-	if c.NumTypes < 0 {
-		return bad("numtypes = %d (must be >= 0)", c.NumTypes)
-	}
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
 	if c.NumTypes == 0 {
 		c.NumTypes = len(c.TypeNames)
 		for _, p := range c.Profile {
 			c.NumTypes = max(c.NumTypes, int(p.Type)+1)
 		}
-		if c.NumTypes == 0 {
-			return bad("numtypes = 0 (set NumTypes, TypeNames or Profile)")
-		}
 	}
-	if c.NumTypes > maxTypes {
-		return bad("numtypes = %d (at most %d)", c.NumTypes, maxTypes)
-	}
-	if len(c.TypeNames) > c.NumTypes {
-		return bad("%d type names for %d types", len(c.TypeNames), c.NumTypes)
-	}
-	if c.Pool < 0 || c.Pool > 1<<24 {
-		return bad("pool = %d (must be 0..%d)", c.Pool, 1<<24)
-	}
-	if c.QueueCapacity < 0 || c.QueueCapacity > 1<<24 {
-		return bad("queue capacity = %d (must be 1..%d)", c.QueueCapacity, 1<<24)
-	}
-	if c.Pool > 0 && c.QueueCapacity > 0 && int64(c.QueueCapacity)*int64(c.NumTypes) > int64(c.Pool) {
-		return bad("queue capacity %d x %d types = %d queued requests, more than the pool's %d buffers (use a queue capacity of at most %d, leave it unset to size each queue to its type's budget, or give the dataplane more buffers)",
-			c.QueueCapacity, c.NumTypes, int64(c.QueueCapacity)*int64(c.NumTypes), c.Pool, c.Pool/c.NumTypes)
-	}
-	if c.QueueCapacity == 0 && c.Pool == 0 {
+	if c.QueueCapacity == 0 && c.Pool == 0 { // with a pool: each type's budget
 		c.QueueCapacity = DefaultQueueCapacity
-	}
-	if (len(c.Budgets) > 0 || len(c.Guarantees) > 0) && c.Pool == 0 {
-		return bad("budgets and guarantees need a pool (set Pool: the buffers requests may hold)")
-	}
-	if len(c.Budgets) > c.NumTypes || len(c.Guarantees) > c.NumTypes {
-		return bad("%d budgets and %d guarantees for %d types", len(c.Budgets), len(c.Guarantees), c.NumTypes)
 	}
 	if c.Guaranteed == 0 {
 		c.Guaranteed = DefaultGuaranteed
 	}
-	if !(c.Guaranteed > 0 && c.Guaranteed <= 1) {
-		return bad("guaranteed share = %v (must be in (0, 1])", c.Guaranteed)
-	}
-	if c.Pool > 0 {
-		if _, err := splitPool(c.Pool, c.Guaranteed, c.Guarantees, c.Budgets, c.NumTypes); err != nil {
-			return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-	}
 	if c.DeadlineFactor == 0 {
 		c.DeadlineFactor = DefaultDeadlineFactor
-	}
-	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
-		return bad("deadline factor = %v (must be a number; negative disables automatic deadlines)", c.DeadlineFactor)
 	}
 	if c.DeadlineFloor == 0 {
 		c.DeadlineFloor = DefaultDeadlineFloor
 	}
-	if len(c.Deadlines) > c.NumTypes {
-		return bad("%d deadlines for %d types", len(c.Deadlines), c.NumTypes)
-	}
 	if c.Delta == 0 {
 		c.Delta = DefaultDelta
-	}
-	if !(c.Delta > 0) || math.IsInf(c.Delta, 0) {
-		return bad("delta = %v (must be > 0)", c.Delta)
 	}
 	if c.Spillway == 0 {
 		c.Spillway = DefaultSpillway
 	}
-	if c.Spillway < 0 || c.Spillway > c.Workers {
-		return bad("spillway = %d (must be 1..workers=%d)", c.Spillway, c.Workers)
-	}
 	if c.MinSamples == 0 {
 		c.MinSamples = DefaultMinSamples
-	}
-	if c.MinSamples < 0 {
-		return bad("min samples = %d (must be > 0)", c.MinSamples)
 	}
 	if c.DelayFactor == 0 {
 		c.DelayFactor = DefaultDelayFactor
 	}
-	if !(c.DelayFactor > 0) || math.IsInf(c.DelayFactor, 0) {
-		return bad("delay factor = %v (must be > 0)", c.DelayFactor)
-	}
 	if c.DemandDeviation == 0 {
 		c.DemandDeviation = DefaultDemandDeviation
-	}
-	if !(c.DemandDeviation > 0) || math.IsInf(c.DemandDeviation, 0) {
-		return bad("demand deviation = %v (must be > 0)", c.DemandDeviation)
 	}
 	if c.Hysteresis == 0 {
 		c.Hysteresis = DefaultHysteresis
 	}
-	if math.IsNaN(c.Hysteresis) || c.Hysteresis > 0.5 {
-		return bad("hysteresis = %v (must be at most 0.5; negative disables it)", c.Hysteresis)
+	return c
+}
+
+// Validate reports the first problem with c (after defaults), wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
-	if c.StaticReserved < 0 || c.StaticReserved > c.Workers {
+	switch {
+	case c.Workers <= 0:
+		return bad("workers = %d (need at least 1)", c.Workers)
+	case c.NumTypes < 0:
+		return bad("numtypes = %d (must be >= 0)", c.NumTypes)
+	case c.NumTypes == 0:
+		return bad("numtypes = 0 (set NumTypes, TypeNames or Profile)")
+	case c.NumTypes > maxTypes:
+		return bad("numtypes = %d (at most %d)", c.NumTypes, maxTypes)
+	case len(c.TypeNames) > c.NumTypes:
+		return bad("%d type names for %d types", len(c.TypeNames), c.NumTypes)
+	case c.QueueCapacity < 0 || c.QueueCapacity > 1<<24:
+		return bad("queue capacity = %d (must be 1..%d)", c.QueueCapacity, 1<<24)
+	case !(c.Delta > 0) || math.IsInf(c.Delta, 0):
+		return bad("delta = %v (must be > 0)", c.Delta)
+	case c.Spillway < 0 || c.Spillway > c.Workers:
+		return bad("spillway = %d (must be 1..workers=%d)", c.Spillway, c.Workers)
+	case c.MinSamples < 0:
+		return bad("min samples = %d (must be > 0)", c.MinSamples)
+	case !(c.DelayFactor > 0) || math.IsInf(c.DelayFactor, 0):
+		return bad("delay factor = %v (must be > 0)", c.DelayFactor)
+	case !(c.DemandDeviation > 0) || math.IsInf(c.DemandDeviation, 0):
+		return bad("demand deviation = %v (must be > 0)", c.DemandDeviation)
+	case math.IsNaN(c.Hysteresis) || c.Hysteresis > 0.5:
+		return bad("hysteresis = %v (must be at most 0.5; negative disables it)", c.Hysteresis)
+	case c.StaticReserved < 0 || c.StaticReserved > c.Workers:
 		return bad("static reserved = %d (must be 0..workers=%d)", c.StaticReserved, c.Workers)
+	case c.Pool < 0 || c.Pool > 1<<24:
+		return bad("pool = %d (must be 0..%d)", c.Pool, 1<<24)
+	case c.Pool > 0 && c.QueueCapacity > 0 && int64(c.QueueCapacity)*int64(c.NumTypes) > int64(c.Pool):
+		return bad("queue capacity %d x %d types = %d queued requests, more than the pool's %d buffers (use a queue capacity of at most %d, leave it unset to size each queue to its type's budget, or give the dataplane more buffers)",
+			c.QueueCapacity, c.NumTypes, int64(c.QueueCapacity)*int64(c.NumTypes), c.Pool, c.Pool/c.NumTypes)
+	case (len(c.Budgets) > 0 || len(c.Guarantees) > 0) && c.Pool == 0:
+		return bad("budgets and guarantees need a pool (set Pool: the buffers requests may hold)")
+	case len(c.Budgets) > c.NumTypes || len(c.Guarantees) > c.NumTypes:
+		return bad("%d budgets and %d guarantees for %d types", len(c.Budgets), len(c.Guarantees), c.NumTypes)
+	case !(c.Guaranteed > 0 && c.Guaranteed <= 1):
+		return bad("guaranteed share = %v (must be in (0, 1])", c.Guaranteed)
+	case math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0):
+		return bad("deadline factor = %v (must be a number; negative disables automatic deadlines)", c.DeadlineFactor)
+	case len(c.Deadlines) > c.NumTypes:
+		return bad("%d deadlines for %d types", len(c.Deadlines), c.NumTypes)
+	}
+	if c.Pool > 0 {
+		if _, err := splitPool(c.Pool, c.Guaranteed, c.Guarantees, c.Budgets, c.NumTypes); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	if err := validateProfiles(c.Profile, c.NumTypes); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return c, nil
+	return nil
 }
 
 // maxTypes bounds the type space so per-type tables stay small.
@@ -284,17 +272,9 @@ func validateProfiles(ps []TypeProfile, numTypes int) error {
 	return nil
 }
 
-// Validate reports whether c is usable, with defaults applied to zero fields.
-func (c Config) Validate() error {
-	_, err := c.normalized()
-	return err
-}
-
-// String renders c with defaults applied (or as given when invalid).
+// String renders c with defaults applied.
 func (c Config) String() string {
-	if n, err := c.normalized(); err == nil {
-		c = n
-	}
+	c = c.withDefaults()
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
 		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)

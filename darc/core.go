@@ -91,10 +91,10 @@ type core struct {
 }
 
 func newCore(name string, cfg Config) (core, error) {
-	cfg, err := cfg.normalized()
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return core{}, fmt.Errorf("darc: new %s: %w", name, err)
 	}
+	cfg = cfg.withDefaults()
 	nw := words(cfg.Workers)
 	c := core{
 		cfg:        cfg,

@@ -242,10 +242,11 @@ func (p *plan) appendGroups(dst []Group) []Group {
 // Zero spillway or delta take the Config defaults. Types with a zero ratio
 // get no group. Groups come shortest first.
 func Reserve(profiles []TypeProfile, workers, spillway int, delta float64) ([]Group, error) {
-	cfg, err := Config{Workers: workers, Spillway: spillway, Delta: delta, Profile: profiles}.normalized()
-	if err != nil {
+	cfg := Config{Workers: workers, Spillway: spillway, Delta: delta, Profile: profiles}
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("darc: reserve: %w", err)
 	}
+	cfg = cfg.withDefaults()
 	p := newPlan(cfg.NumTypes, cfg.Workers)
 	mean := make([]float64, cfg.NumTypes)
 	ratio := make([]float64, cfg.NumTypes)

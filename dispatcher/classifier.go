@@ -57,38 +57,27 @@ type Handler interface {
 	Handle(w int, typ darc.Type, b *nic.Buffer) bool
 }
 
-// Outcome is what an application did with a request (see OutcomeHandler).
-type Outcome uint8
-
-// Outcomes of OutcomeHandler.Serve.
-const (
-	// Answer: transmit the response built in b.
-	Answer Outcome = iota
-	// Refuse: drop the request without a reply (counted as reason "app").
-	Refuse
-	// RefuseOverCap: drop it because it asks for more service than the
-	// application's cap on a request (counted as reason "service_cap").
-	RefuseOverCap
-)
-
 // OutcomeHandler is implemented by applications that say why they refuse a
 // request. The dispatcher calls Serve instead of Handle when the
-// application implements it; Serve has Handle's contract otherwise.
+// application implements it; Serve has Handle's contract otherwise, its
+// nic.Outcome saying whether to transmit the response (nic.Answer) or why
+// not (nic.Refuse: reason "app"; nic.RefuseOverCap: reason "service_cap").
 type OutcomeHandler interface {
-	Serve(w int, typ darc.Type, b *nic.Buffer) Outcome
+	Serve(w int, typ darc.Type, b *nic.Buffer) nic.Outcome
 }
 
 // Admitter is implemented by applications that can refuse a request from
 // its payload alone (a malformed header, a service time over the cap):
 // the dispatcher calls Admit for every classified request before queueing
 // it, and drops the request at once for the reason the outcome gives
-// (Refuse: "app", RefuseOverCap: "service_cap"), without waking a worker or
-// letting it into the policy's profile. Answer admits it. Admit runs on
+// (nic.Refuse: "app", nic.RefuseOverCap: "service_cap"), without waking a
+// worker or letting it into the policy's profile. nic.Answer admits it.
+// Admit runs on
 // the dispatcher goroutine, concurrently with the workers: it must be fast,
 // allocation-free and must not keep or modify b. Serve or Handle still
 // sees every admitted request.
 type Admitter interface {
-	Admit(typ darc.Type, b *nic.Buffer) Outcome
+	Admit(typ darc.Type, b *nic.Buffer) nic.Outcome
 }
 
 // OverloadReplier is implemented by applications whose protocol can tell a
@@ -96,9 +85,10 @@ type Admitter interface {
 // again later"), so the client can back off or go elsewhere instead of
 // waiting for a timeout.
 //
-// When the dispatcher drops a request it chose not to serve (reason is
-// ReasonQueueFull, ReasonBudget, ReasonExpired, ReasonOverload or
-// ReasonShutdown), it calls ReplyOverloaded on the request's buffer: the
+// When the dispatcher drops a request it chose not to serve (its type over
+// its budget or queue capacity, past its deadline, the request table full,
+// or still queued at shutdown), it calls ReplyOverloaded on the request's
+// buffer: the
 // application writes its reply in place, as Handle does (b.Data, b.Len;
 // b.Peer is the destination), and returns true to send it, false to drop
 // the request silently (e.g. a payload it cannot parse). The dispatcher
@@ -112,7 +102,7 @@ type Admitter interface {
 // blocking, no I/O, no allocation on the common path) and must not keep b.
 // A panic counts as false.
 type OverloadReplier interface {
-	ReplyOverloaded(typ darc.Type, reason Reason, b *nic.Buffer) bool
+	ReplyOverloaded(typ darc.Type, b *nic.Buffer) bool
 }
 
 // HandlerFunc adapts a function to Handler.

@@ -128,7 +128,8 @@ type Dispatcher struct {
 	idleAcc        float64 // idle workers x ns, this stats window
 	wasteAcc       float64
 	windowStart    int64
-	wasteTotal     float64
+	wasteTotal     float64 // idle workers x ns while requests waited, whole run
+	idleTotal      float64 // idle workers x ns, whole run
 	runStart       int64
 	snapshotBuffer darc.Snapshot
 }
@@ -371,6 +372,7 @@ func (d *Dispatcher) advance(now int64) {
 	}
 	idle := float64(len(d.workers)-d.busy) * float64(dt)
 	d.idleAcc += idle
+	d.idleTotal += idle
 	if d.queued > 0 {
 		d.wasteAcc += idle
 		d.wasteTotal += idle
@@ -443,9 +445,9 @@ func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
 		}
 	}()
 	switch d.admit.Admit(t, b) {
-	case Answer:
+	case nic.Answer:
 		return 0, true
-	case RefuseOverCap:
+	case nic.RefuseOverCap:
 		return ReasonServiceCap, false
 	}
 	return ReasonApp, false
@@ -457,7 +459,7 @@ func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
 func (d *Dispatcher) shed(b *nic.Buffer, t darc.Type, r Reason) {
 	d.drops.add(r)
 	d.counters[t].drops.add(r)
-	if d.replier != nil && d.replyOverloaded(t, r, b) {
+	if d.replier != nil && d.replyOverloaded(t, b) {
 		d.replies = append(d.replies, b)
 		d.replied++
 		return
@@ -467,13 +469,13 @@ func (d *Dispatcher) shed(b *nic.Buffer, t darc.Type, r Reason) {
 
 // replyOverloaded asks the application for an "overloaded" reply, treating
 // a panic as a refusal.
-func (d *Dispatcher) replyOverloaded(t darc.Type, r Reason, b *nic.Buffer) (ok bool) {
+func (d *Dispatcher) replyOverloaded(t darc.Type, b *nic.Buffer) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
 		}
 	}()
-	return d.replier.ReplyOverloaded(t, r, b)
+	return d.replier.ReplyOverloaded(t, b)
 }
 
 // flush releases the buffers of dropped requests and sends the
@@ -510,12 +512,13 @@ func (d *Dispatcher) collect(now int64) int {
 			d.policy.Complete(w.id, c.typ, service, now)
 			tc := &d.counters[c.typ]
 			tc.running--
+			tc.completed++
+			tc.serviceNs += uint64(service)
 			r := ReasonTxError
 			switch c.outcome {
 			case outcomeAnswered:
 				d.answered++
 				tc.answered++
-				tc.serviceNs += uint64(service)
 				continue
 			case outcomeApp:
 				r = ReasonApp
@@ -550,8 +553,13 @@ func (d *Dispatcher) dispatch(now int64) int {
 			d.shed(b, t, ReasonExpired)
 			continue
 		}
-		if wait := now - a.Enqueued; wait > c.maxWait {
+		wait := now - a.Enqueued
+		if wait > c.maxWait {
 			c.maxWait = wait
+		}
+		c.dispatched++
+		if wait > 0 {
+			c.queueingNs += uint64(wait)
 		}
 		c.running++
 		d.busy++
@@ -681,6 +689,11 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	ready <- nil
 
 	one := make([]*nic.Buffer, 1)
+	multi, _ := d.app.(MultiHandler)
+	var reply *reply
+	if multi != nil {
+		reply = newReply(d.dp, w.tx, d.spec.Burst)
+	}
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
@@ -716,8 +729,8 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			continue
 		}
 		idleSince = -1
-		one[0] = t.buf
 		if d.stop.Load() { // the drain is over: do not start new work
+			one[0] = t.buf
 			d.dp.Release(one...)
 			one[0] = nil
 			for !w.out.Push(completion{typ: t.typ, outcome: outcomeShutdown}) {
@@ -725,22 +738,49 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			}
 			continue
 		}
-		start := d.dp.Now()
-		outcome := d.handle(w.id, t.typ, t.buf)
-		end := d.dp.Now()
-		switch outcome {
-		case outcomeAnswered:
-			if n, _ := w.tx.Send(one); n != 1 {
-				outcome = outcomeTxError
+		var start, end int64
+		var outcome uint8
+		if multi != nil {
+			reply.reset(t.buf)
+			start = d.dp.Now()
+			answer, panicked := d.handleMulti(multi, w.id, t.typ, t.buf, reply)
+			end = d.dp.Now()
+			outcome = multiOutcome(reply, answer, panicked)
+		} else {
+			start = d.dp.Now()
+			outcome = d.handle(w.id, t.typ, t.buf)
+			end = d.dp.Now()
+			one[0] = t.buf
+			if outcome == outcomeAnswered {
+				if n, _ := w.tx.Send(one); n != 1 {
+					outcome = outcomeTxError
+				}
+			} else {
+				d.dp.Release(one...)
 			}
-		default:
-			d.dp.Release(one...)
+			one[0] = nil
 		}
-		one[0] = nil
 		for !w.out.Push(completion{typ: t.typ, start: start, end: end, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
 		}
 	}
+}
+
+// multiOutcome transmits (or releases) a MultiHandler's reply and returns
+// the request's outcome.
+func multiOutcome(r *reply, answer, panicked bool) uint8 {
+	if panicked {
+		r.discard()
+		return outcomePanic
+	}
+	served := r.sent > 0 || r.noReply
+	if !r.finish(answer) {
+		return outcomeTxError
+	}
+	if !answer && !served {
+		return outcomeApp
+	}
+	return outcomeAnswered
 }
 
 // handle runs the application and returns the outcome, turning a panic
@@ -754,9 +794,9 @@ func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8)
 	}()
 	if d.serve != nil {
 		switch d.serve.Serve(w, typ, b) {
-		case Answer:
+		case nic.Answer:
 			return outcomeAnswered
-		case RefuseOverCap:
+		case nic.RefuseOverCap:
 			return outcomeServiceCap
 		default:
 			return outcomeApp
@@ -766,6 +806,16 @@ func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8)
 		return outcomeAnswered
 	}
 	return outcomeApp
+}
+
+// handleMulti is handle for a MultiHandler.
+func (d *Dispatcher) handleMulti(m MultiHandler, w int, typ darc.Type, b *nic.Buffer, r *reply) (answer, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			answer, panicked = false, true
+		}
+	}()
+	return m.HandleMulti(w, typ, b, r), false
 }
 
 // publish builds a Stats snapshot and makes it visible to Stats.
@@ -798,14 +848,14 @@ func (d *Dispatcher) publish(now int64) {
 	if run := float64(now - d.runStart); run > 0 && d.runStart != 0 {
 		s.CPUWasteTotal = d.wasteTotal / run
 	}
+	s.IdleWorkerSeconds = d.idleTotal / 1e9
+	s.WasteWorkerSeconds = d.wasteTotal / 1e9
 	d.idleAcc, d.wasteAcc, d.windowStart = 0, 0, now
 	for t := range s.Types {
 		c := &d.counters[t]
 		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
-			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait}
-		if c.answered > 0 {
-			ts.MeanServiceNs = float64(c.serviceNs) / float64(c.answered)
-		}
+			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
+			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs}
 		c.maxWait = 0
 		s.Types[t] = ts
 	}

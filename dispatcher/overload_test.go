@@ -23,10 +23,10 @@ type blocker struct {
 }
 
 func (g *blocker) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return g.Serve(w, typ, b) == Answer
+	return g.Serve(w, typ, b) == nic.Answer
 }
 
-func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) Outcome {
+func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) nic.Outcome {
 	switch typ {
 	case 2:
 		g.mu.Lock()
@@ -34,18 +34,18 @@ func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) Outcome {
 		g.mu.Unlock()
 		<-g.open
 	case 3:
-		return RefuseOverCap
+		return nic.RefuseOverCap
 	}
 	b.Len = wire.HeaderLen
-	return Answer
+	return nic.Answer
 }
 
-func (g *blocker) ReplyOverloaded(typ darc.Type, r Reason, b *nic.Buffer) bool {
+func (g *blocker) ReplyOverloaded(typ darc.Type, b *nic.Buffer) bool {
 	if !g.reply || b.Len < wire.HeaderLen {
 		return false
 	}
 	h, _ := wire.Decode(b.Payload())
-	h.Reserved = 0xdead0000 | uint32(r)
+	h.Reserved = 0xdead0000
 	h.Encode(b.Data)
 	b.Len = wire.HeaderLen
 	return true
@@ -247,16 +247,16 @@ func (g *gatekeeper) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	return true
 }
 
-func (g *gatekeeper) Admit(typ darc.Type, b *nic.Buffer) Outcome {
+func (g *gatekeeper) Admit(typ darc.Type, b *nic.Buffer) nic.Outcome {
 	switch typ {
 	case 5:
-		return RefuseOverCap
+		return nic.RefuseOverCap
 	case 6:
-		return Refuse
+		return nic.Refuse
 	case 7:
 		panic("admit")
 	}
-	return Answer
+	return nic.Answer
 }
 
 // An Admitter's refusals are dropped before the policy sees them: no worker

@@ -44,7 +44,7 @@ type Spec struct {
 	// Idle is IdleBusyPoll or IdleSpinThenPark (default).
 	Idle string
 	// Spin is how long an idle thread spins before parking under
-	// IdleSpinThenPark. Default 50µs.
+	// IdleSpinThenPark. Default 50µs; negative: park at once.
 	Spin time.Duration
 	// Burst is the receive burst size. Default 32.
 	Burst int
@@ -60,7 +60,8 @@ type Spec struct {
 	// StatsInterval is how often the dispatcher publishes a Stats snapshot.
 	// Default 100ms.
 	StatsInterval time.Duration
-	// DrainTimeout bounds the graceful shutdown. Default 5s.
+	// DrainTimeout bounds the graceful shutdown. Default 5s; negative: drop
+	// the queued requests at once.
 	DrainTimeout time.Duration
 	// TypeNames names the type ids (index = id) in Stats; optional.
 	TypeNames []string
@@ -118,8 +119,6 @@ func (s Spec) Validate() error {
 		return bad("workers = %d, want >= 1", s.Workers)
 	case s.Idle != IdleBusyPoll && s.Idle != IdleSpinThenPark:
 		return bad("idle strategy %q, want %q or %q", s.Idle, IdleBusyPoll, IdleSpinThenPark)
-	case s.Spin < 0:
-		return bad("spin = %v, want >= 0", s.Spin)
 	case s.Burst < 1 || s.Burst > 4096:
 		return bad("burst = %d, want 1..4096", s.Burst)
 	case s.RingCapacity < 2:
@@ -130,8 +129,6 @@ func (s Spec) Validate() error {
 		return bad("min payload = %d, want >= 0", s.MinPayload)
 	case s.StatsInterval < time.Millisecond:
 		return bad("stats interval = %v, want >= 1ms", s.StatsInterval)
-	case s.DrainTimeout < 0:
-		return bad("drain timeout = %v, want >= 0", s.DrainTimeout)
 	}
 	for _, c := range s.CPUs {
 		if c < 0 {

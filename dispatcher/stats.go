@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"strconv"
+
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -96,6 +98,26 @@ func (d Drops) Since(earlier Drops) Drops {
 	return d
 }
 
+// String lists the non-zero reasons with their counts, "budget 12,
+// expired 3", or returns "none".
+func (d Drops) String() string {
+	var b []byte
+	for r := range numReasons {
+		if n := d.Count(r); n > 0 {
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, r.String()...)
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, n, 10)
+		}
+	}
+	if len(b) == 0 {
+		return "none"
+	}
+	return string(b)
+}
+
 // Count returns the drops for reason r.
 func (d *Drops) Count(r Reason) uint64 { return *d.field(r) }
 
@@ -137,15 +159,40 @@ type TypeStats struct {
 	Drops    Drops     `json:"drops"`   // by reason (runts and truncated datagrams have no type)
 	Queued   int       `json:"queued"`  // waiting in the typed queue now
 	Running  int       `json:"running"` // on a worker now
-	// MeanServiceNs is the mean measured service time of the answered
-	// requests of this type since start (ns, worker clock).
-	MeanServiceNs float64 `json:"mean_service_ns"`
 	// MaxWaitNs is the longest a request of this type dispatched during the
 	// last stats interval waited in its queue (ns).
 	MaxWaitNs int64 `json:"max_wait_ns"`
 	// ShedRate is the rate of this type's shed drops (Drops.Shed) over
 	// the last second, requests/s.
 	ShedRate float64 `json:"shed_rate"`
+	// Dispatched counts the requests handed to a worker; QueueingNsSum sums
+	// their queueing delays, from enqueue to dispatch (ns, dispatcher
+	// clock).
+	Dispatched    uint64 `json:"dispatched"`
+	QueueingNsSum uint64 `json:"queueing_ns_sum"`
+	// Completed counts the requests a worker finished running, answered or
+	// not; ServiceNsSum sums their measured service times (ns, worker
+	// clock).
+	Completed    uint64 `json:"completed"`
+	ServiceNsSum uint64 `json:"service_ns_sum"`
+}
+
+// MeasuredMeanServiceNs is the mean measured service time of the
+// completed requests (0 before the first).
+func (t *TypeStats) MeasuredMeanServiceNs() float64 {
+	if t.Completed == 0 {
+		return 0
+	}
+	return float64(t.ServiceNsSum) / float64(t.Completed)
+}
+
+// MeanQueueingNs is the mean queueing delay of the dispatched requests (0
+// before the first).
+func (t *TypeStats) MeanQueueingNs() float64 {
+	if t.Dispatched == 0 {
+		return 0
+	}
+	return float64(t.QueueingNsSum) / float64(t.Dispatched)
 }
 
 // Stats is a snapshot of a dispatcher's counters, published periodically by
@@ -192,6 +239,11 @@ type Stats struct {
 	CPUWaste    float64 `json:"cpu_waste"`
 	// CPUWasteTotal is CPUWaste averaged over the whole run.
 	CPUWasteTotal float64 `json:"cpu_waste_total"`
+	// IdleWorkerSeconds integrates the number of idle workers over the
+	// whole run (worker-seconds); WasteWorkerSeconds the same while some
+	// request waited. Their rates are the mean idle workers and CPU waste.
+	IdleWorkerSeconds  float64 `json:"idle_worker_seconds"`
+	WasteWorkerSeconds float64 `json:"waste_worker_seconds"`
 
 	Types     []TypeStats   `json:"types"`
 	Policy    darc.Snapshot `json:"policy"`
@@ -200,11 +252,14 @@ type Stats struct {
 
 // typeCounters are the dispatcher goroutine's per-type counters.
 type typeCounters struct {
-	received  uint64
-	answered  uint64
-	drops     Drops
-	serviceNs uint64 // sum over answered requests
-	queued    uint64 // waiting in the policy now
-	running   int    // on a worker now
-	maxWait   int64  // longest wait dispatched this stats interval
+	received   uint64
+	answered   uint64
+	drops      Drops
+	queued     uint64 // waiting in the policy now
+	running    int    // on a worker now
+	maxWait    int64  // longest wait dispatched this stats interval
+	dispatched uint64
+	queueingNs uint64 // sum over dispatched requests
+	completed  uint64
+	serviceNs  uint64 // sum over completed requests
 }

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -88,6 +89,14 @@ type Spec struct {
 	// GET requests read a key drawn from the request id among them, SCAN
 	// requests scan from the first key.
 	KVKeys int
+	// MemcachedKeys is the memcached format's key space, "k0" to
+	// "k<MemcachedKeys-1>" (default 10000; see PreloadMemcached).
+	MemcachedKeys int
+	// MultiGetKeys is the number of keys of a memcached MULTIGET (default
+	// 100).
+	MultiGetKeys int
+	// ValueSize is the size of a memcached SET's value (default 64).
+	ValueSize int
 	// FromActualSend measures latencies from the time each request was
 	// actually sent instead of its intended send time. The sender never
 	// waits for the server, so its lag is the client's own scheduling delay
@@ -100,33 +109,27 @@ type Spec struct {
 	Progress func(sent, answered int)
 }
 
-func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
+// withDefaults returns s with zero fields set to their defaults (a
+// negative Warmup to zero) for a run of sched.
+func (s Spec) withDefaults(sched *Schedule) Spec {
 	if s.Server == "" {
 		s.Server = DefaultServer
 	}
 	if s.Dilation == 0 {
 		s.Dilation = 1
 	}
-	if !(s.Dilation > 0) || math.IsInf(s.Dilation, 0) {
-		return s, fmt.Errorf("dilation %v: %w (want > 0)", s.Dilation, ErrBadSpec)
-	}
 	switch {
 	case s.Warmup == 0:
 		s.Warmup = DefaultWarmup
 	case s.Warmup < 0:
 		s.Warmup = 0
-	case s.Warmup >= 1 || math.IsNaN(s.Warmup):
-		return s, fmt.Errorf("warmup fraction %v: %w (want < 1)", s.Warmup, ErrBadSpec)
 	}
 	if s.Grace == 0 {
 		longest := 0.0
 		for _, t := range sched.Types {
 			longest = max(longest, t.MeanServiceNs)
 		}
-		s.Grace = max(minGrace, time.Duration(20*longest*s.Dilation))
-	}
-	if s.Grace < 0 {
-		return s, fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
+		s.Grace = max(minGrace, time.Duration(20*longest*max(s.Dilation, 0)))
 	}
 	if s.MaxLag == 0 {
 		s.MaxLag = DefaultMaxLag
@@ -137,31 +140,72 @@ func (s Spec) withDefaults(sched *Schedule) (Spec, error) {
 	if s.Batch == 0 {
 		s.Batch = DefaultBatch
 	}
-	if s.Batch < 0 || s.Batch > 1024 {
-		return s, fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
+	if s.Format == "" {
+		s.Format = FormatPSP
+	}
+	if s.Format == FormatKV && s.KVKeys == 0 {
+		s.KVKeys = 5000
+	}
+	if s.Format == FormatMemcached {
+		if s.MemcachedKeys == 0 {
+			s.MemcachedKeys = DefaultMemcachedKeys
+		}
+		if s.MultiGetKeys == 0 {
+			s.MultiGetKeys = DefaultMultiGetKeys
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = DefaultValueSize
+		}
+	}
+	return s
+}
+
+// validate reports the first problem with s (after defaults) for a run of
+// sched, wrapping ErrBadSpec.
+func (s Spec) validate(sched *Schedule) error {
+	s = s.withDefaults(sched)
+	switch {
+	case !(s.Dilation > 0) || math.IsInf(s.Dilation, 0):
+		return fmt.Errorf("dilation %v: %w (want > 0)", s.Dilation, ErrBadSpec)
+	case s.Warmup >= 1 || math.IsNaN(s.Warmup):
+		return fmt.Errorf("warmup fraction %v: %w (want < 1)", s.Warmup, ErrBadSpec)
+	case s.Grace < 0:
+		return fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
+	case s.Batch < 0 || s.Batch > 1024:
+		return fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
 	}
 	switch s.Format {
-	case "":
-		s.Format = FormatPSP
 	case FormatPSP:
 	case FormatKV:
-		if s.KVKeys == 0 {
-			s.KVKeys = 5000
-		}
 		if s.KVKeys < 1 || s.KVKeys > 100_000 {
-			return s, fmt.Errorf("kv keys %d: %w (want 1..100000: keys are k00000..k99999)", s.KVKeys, ErrBadSpec)
+			return fmt.Errorf("kv keys %d: %w (want 1..100000: keys are k00000..k99999)", s.KVKeys, ErrBadSpec)
 		}
 		for _, t := range sched.Types {
 			if t.WireID != wire.TypeGet && t.WireID != wire.TypeScan {
-				return s, fmt.Errorf("type %s (id %d) in the kv format: %w (want GET %d or SCAN %d, e.g. the rocksdb workload)",
+				return fmt.Errorf("type %s (id %d) in the kv format: %w (want GET %d or SCAN %d, e.g. the rocksdb workload)",
 					t.Name, t.WireID, ErrBadSpec, wire.TypeGet, wire.TypeScan)
 			}
 		}
+	case FormatMemcached:
+		switch {
+		case s.MemcachedKeys < 1 || s.MemcachedKeys > 1e9:
+			return fmt.Errorf("memcached keys %d: %w (want 1..1e9)", s.MemcachedKeys, ErrBadSpec)
+		case s.MultiGetKeys < 2 || s.MultiGetKeys > 1000:
+			return fmt.Errorf("multi-get keys %d: %w (want 2..1000)", s.MultiGetKeys, ErrBadSpec)
+		case s.ValueSize < 1 || memcachedRequestLen(s) > maxDatagram:
+			return fmt.Errorf("value size %d: %w (want 1 and requests up to %d bytes)", s.ValueSize, ErrBadSpec, maxDatagram)
+		}
+		if _, err := memcachedCommands(sched); err != nil {
+			return err
+		}
 	default:
-		return s, fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
+		return fmt.Errorf("format %q: %w (want %s, %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV, FormatMemcached)
 	}
-	return s, nil
+	return nil
 }
+
+// maxDatagram is the longest request datagram the load generator sends.
+const maxDatagram = 65507
 
 // run is the state shared by a run's goroutines. recv is written by the
 // receiver only and read after it has been joined.
@@ -187,12 +231,15 @@ type run struct {
 	receiverErr  error
 	sentUpTo     int   // requests the sender attempted
 	senderEnd    int64 // ns since start when the sender finished
+
+	mcCmds  []uint8 // memcached format: the command of each type
+	mcValue []byte  // memcached format: a SET's value
 }
 
 // newRun preallocates a run's tables; the clock starts now.
 func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 	n := len(sched.Requests)
-	return &run{
+	r := &run{
 		spec:   spec,
 		sched:  sched,
 		conn:   conn,
@@ -203,6 +250,11 @@ func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 		lag:    newLagRecorder(),
 		start:  time.Now(),
 	}
+	if spec.Format == FormatMemcached {
+		r.mcCmds, _ = memcachedCommands(sched) // checked by validate
+		r.mcValue = bytes.Repeat([]byte{'v'}, spec.ValueSize)
+	}
+	return r
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -215,10 +267,10 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	if sched == nil || len(sched.Requests) == 0 {
 		return nil, ErrEmptySchedule
 	}
-	spec, err := spec.withDefaults(sched)
-	if err != nil {
+	if err := spec.validate(sched); err != nil {
 		return nil, fmt.Errorf("loadgen: run: %w", err)
 	}
+	spec = spec.withDefaults(sched)
 	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port)", spec.Server, err)
@@ -301,7 +353,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
-	msgs := newBatch(r.spec.Batch)
+	msgs := newBatch(r.spec.Batch, r.requestLen())
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -337,16 +389,21 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	return false
 }
 
-// maxRequestLen is the longest request payload built (kv: header + key).
-const maxRequestLen = wire.HeaderLen + kvKeyLen
+// requestLen is the longest request payload the run builds.
+func (r *run) requestLen() int {
+	if r.spec.Format == FormatMemcached {
+		return memcachedRequestLen(r.spec)
+	}
+	return wire.HeaderLen + kvKeyLen // psp header, kv: header + key
+}
 
-// newBatch allocates n messages, each with one buffer of maxRequestLen
-// bytes (fillBatch reslices it to the request's length).
-func newBatch(n int) []ipv4.Message {
-	bufs := make([]byte, n*maxRequestLen)
+// newBatch allocates n messages, each with one buffer of size bytes
+// (fillBatch reslices it to the request's length).
+func newBatch(n, size int) []ipv4.Message {
+	bufs := make([]byte, n*size)
 	msgs := make([]ipv4.Message, n)
 	for i := range msgs {
-		msgs[i].Buffers = [][]byte{bufs[i*maxRequestLen : (i+1)*maxRequestLen]}
+		msgs[i].Buffers = [][]byte{bufs[i*size : (i+1)*size : (i+1)*size]}
 	}
 	return msgs
 }
@@ -360,7 +417,15 @@ func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
 	for first+k < len(reqs) && k < len(msgs) && reqs[first+k].At <= now {
 		q := &reqs[first+k]
 		id := first + k
-		b := msgs[k].Buffers[0][:maxRequestLen]
+		b := msgs[k].Buffers[0]
+		b = b[:cap(b)]
+		if r.spec.Format == FormatMemcached {
+			msgs[k].Buffers[0] = r.encodeMemcached(b, id, int(q.Type))
+			r.lag.record(now - q.At)
+			r.sentAt[id] = now
+			k++
+			continue
+		}
 		h := wire.Header{ID: uint32(id), Type: types[q.Type].WireID, ServiceNs: q.ServiceNs}
 		n := wire.HeaderLen
 		if r.spec.Format == FormatKV {
@@ -447,6 +512,10 @@ func (r *run) receive() {
 
 // handleReply matches one reply to its request and records its time.
 func (r *run) handleReply(p []byte, now int64) {
+	if r.spec.Format == FormatMemcached {
+		r.handleMemcachedReply(p, now)
+		return
+	}
 	if len(p) < wire.HeaderLen {
 		r.badReplies++
 		return

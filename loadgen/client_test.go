@@ -293,14 +293,14 @@ func newTestRun(t testing.TB, sched *Schedule) (*run, *ipv4.PacketConn) {
 		}
 	}()
 	t.Cleanup(func() { conn.Close(); sink.Close() })
-	spec, _ := Spec{}.withDefaults(sched)
+	spec := Spec{}.withDefaults(sched)
 	return newRun(spec, sched, conn), ipv4.NewPacketConn(conn)
 }
 
 func BenchmarkSendBatch(b *testing.B) {
 	sched, _ := NewSchedule(highBimodal(b), 1e6, 10*time.Second, 1)
 	r, pc := newTestRun(b, sched)
-	msgs := newBatch(DefaultBatch)
+	msgs := newBatch(DefaultBatch, r.requestLen())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -338,7 +338,7 @@ func TestResultAccounting(t *testing.T) {
 	sched, _ := NewSchedule(highBimodal(t), 1000, time.Second, 4)
 	n := len(sched.Requests)
 	for _, fromSend := range []bool{false, true} {
-		spec, _ := Spec{Dilation: 10, Grace: 100 * time.Millisecond, FromActualSend: fromSend}.withDefaults(sched)
+		spec := Spec{Dilation: 10, Grace: 100 * time.Millisecond, FromActualSend: fromSend}.withDefaults(sched)
 		r := newRun(spec, sched, nil)
 		r.sentUpTo = n
 		const lag, svc = int64(3 * time.Millisecond), int64(time.Millisecond)

@@ -137,7 +137,7 @@ func TestScheduleExponentialGaps(t *testing.T) {
 func TestWarmupBySchedule(t *testing.T) {
 	sched, _ := NewSchedule(highBimodal(t), 1000, time.Second, 4)
 	n := len(sched.Requests)
-	spec, _ := Spec{Grace: time.Hour}.withDefaults(sched)
+	spec := Spec{Grace: time.Hour}.withDefaults(sched)
 	r := newRun(spec, sched, nil)
 	r.sentUpTo = n
 	warm := n / 10

@@ -92,19 +92,33 @@ type TxQueue interface {
 	Send(bufs []*Buffer) (int, error)
 }
 
+// ReplyAllocator is implemented by dataplanes that can hand a worker more
+// buffers for a reply longer than one datagram (nic/udp, nic/memnic and
+// nic/dpdk do; the dispatcher's Reply uses it).
+//
+// AllocReply returns a free buffer addressed like req: a TxQueue sends it to
+// req's Peer from req's DstPort. Its Data is its whole room and its Len is 0.
+// It returns nil when no buffer is free. Any worker goroutine may call it for
+// the request it holds. Every buffer it returns must be sent or released
+// before req itself is (a dataplane may tie a reply to its request and rely
+// on req going last).
+type ReplyAllocator interface {
+	AllocReply(req *Buffer) *Buffer
+}
+
 // Stats are a dataplane's counters.
 type Stats struct {
-	RxPackets uint64 // packets handed to Recv's caller
-	RxDropped uint64 // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
-	TxPackets uint64
-	TxErrors  uint64
+	RxPackets uint64 `json:"rx_packets"` // packets handed to Recv's caller
+	RxDropped uint64 `json:"rx_dropped"` // packets the dataplane dropped (no buffer, not UDP to us, runts, ...)
+	TxPackets uint64 `json:"tx_packets"`
+	TxErrors  uint64 `json:"tx_errors"`
 	// RxTruncated counts packets handed to Recv's caller truncated to the
 	// buffer size (Buffer.WireLen > Buffer.Len); they are also in RxPackets.
-	RxTruncated uint64
+	RxTruncated uint64 `json:"rx_truncated"`
 	// RxNoBuffer counts the times the receive path found the buffer pool
 	// empty: packets then wait in the kernel's or the device's queue and
 	// are dropped there (RxDropped) when it overflows.
-	RxNoBuffer uint64
+	RxNoBuffer uint64 `json:"rx_no_buffer"`
 }
 
 // Errors returned by dataplanes.

@@ -5,14 +5,17 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotOptions tune a chart. The zero value is a sensible default.
@@ -90,22 +93,32 @@ func workloadsOf(points []Point) string {
 // no samples for it.
 type metricFunc func(p *Point) (v float64, ok bool)
 
-func draw(points []Point, title, ylabel string, metric metricFunc, opt PlotOptions) (*plot.Plot, error) {
+// chart is a plot and its legend, drawn beside the plot area so that it
+// never covers data.
+type chart struct {
+	p      *plot.Plot
+	legend plot.Legend
+	labels []string // the legend's entries
+}
+
+func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotOptions) (*chart, error) {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = "offered load"
 	p.Y.Label.Text = ylabel
+	p.X.Tick.Marker = loadTicks{}
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(10)
-	p.Legend.YOffs = -vg.Points(24)
+	p.Y.Tick.Marker = logTicks{}
 	p.Add(plotter.NewGrid())
-	labels, byLabel := lines(points)
+	legend := plot.NewLegend()
+	legend.Top = true
+	legend.Left = true
+	lineLabels, byLabel := lines(points)
+	var labels []string
 	drawn := 0
 	minX, maxX := 1e300, -1e300
-	for i, label := range labels {
+	for i, label := range lineLabels {
 		var xys plotter.XYs
 		for j := range byLabel[label] {
 			pt := &byLabel[label][j]
@@ -128,21 +141,15 @@ func draw(points []Point, title, ylabel string, metric metricFunc, opt PlotOptio
 		s.Color = plotutil.Color(i)
 		s.Shape = plotutil.Shape(i)
 		p.Add(l, s)
-		p.Legend.Add(label, l, s)
+		legend.Add(label, l, s)
+		labels = append(labels, label)
 		drawn++
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("plot %q: no data points with samples", title)
 	}
-	// Leave the top of the log axis free for the legend: a fraction f of the
-	// height, about one legend row per line.
 	if opt.SLO > 0 {
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, opt.SLO), math.Max(p.Y.Max, opt.SLO)
-	}
-	decades := math.Max(1, math.Log10(p.Y.Max/p.Y.Min))
-	f := math.Min(0.5, 0.07*float64(drawn+1))
-	p.Y.Max = p.Y.Min * math.Pow(10, decades/(1-f))
-	if opt.SLO > 0 {
 		slo, err := plotter.NewLine(plotter.XYs{{X: minX, Y: opt.SLO}, {X: maxX, Y: opt.SLO}})
 		if err != nil {
 			return nil, fmt.Errorf("plot slo line: %w", err)
@@ -150,25 +157,74 @@ func draw(points []Point, title, ylabel string, metric metricFunc, opt PlotOptio
 		slo.Color = color.Gray{Y: 96}
 		slo.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 		p.Add(slo)
-		p.Legend.Add(fmt.Sprintf("SLO %g", opt.SLO), slo)
+		sloLabel := "SLO " + formatTick(opt.SLO)
+		legend.Add(sloLabel, slo)
+		labels = append(labels, sloLabel)
 	}
-	return p, nil
+	// Whole decades on the log axis, so that it has labelled ticks at both
+	// ends.
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(p.Y.Min)))
+	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(p.Y.Max)))
+	if p.Y.Max <= p.Y.Min {
+		p.Y.Max = p.Y.Min * 10
+	}
+	return &chart{p: p, legend: legend, labels: labels}, nil
 }
 
-func save(p *plot.Plot, opt PlotOptions, path string) error {
+// render draws c at the size of opt in format ("png", "svg", "pdf"): the
+// legend in a column right of the plot.
+func (c *chart) render(opt PlotOptions, format string) (vg.CanvasWriterTo, error) {
 	w, h := opt.size()
-	if err := p.Save(w, h, path); err != nil {
+	cw, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return nil, fmt.Errorf("render plot: %w", err)
+	}
+	dc := draw.New(cw)
+	lw := c.legendWidth()
+	plotArea := draw.Crop(dc, 0, -lw, 0, 0)
+	c.p.Draw(plotArea)
+	legendArea := draw.Crop(dc, w-lw+vg.Points(8), 0, 0, -vg.Points(40))
+	c.legend.Draw(legendArea)
+	return cw, nil
+}
+
+// legendWidth is the room the legend column takes.
+func (c *chart) legendWidth() vg.Length {
+	var widest vg.Length
+	for _, l := range c.labels {
+		widest = max(widest, c.legend.TextStyle.Width(l))
+	}
+	return widest + c.legend.ThumbnailWidth + vg.Points(24)
+}
+
+func save(c *chart, opt PlotOptions, path string) error {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if format == "" {
+		return fmt.Errorf("save plot %s: no file extension (.png, .svg, .pdf)", path)
+	}
+	wt, err := c.render(opt, format)
+	if err != nil {
+		return fmt.Errorf("save plot %s: %w", path, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("save plot: %w", err)
+	}
+	if _, err := wt.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("save plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("save plot %s: %w", path, err)
 	}
 	return nil
 }
 
 // writePlot renders the chart to w in the given format ("png", "svg", "pdf").
-func writePlot(p *plot.Plot, opt PlotOptions, format string, w io.Writer) error {
-	wd, ht := opt.size()
-	wt, err := p.WriterTo(wd, ht, format)
+func writePlot(c *chart, opt PlotOptions, format string, w io.Writer) error {
+	wt, err := c.render(opt, format)
 	if err != nil {
-		return fmt.Errorf("render plot: %w", err)
+		return err
 	}
 	if _, err := wt.WriteTo(w); err != nil {
 		return fmt.Errorf("write plot: %w", err)
@@ -176,7 +232,117 @@ func writePlot(p *plot.Plot, opt PlotOptions, format string, w io.Writer) error 
 	return nil
 }
 
-func slowdownPlot(points []Point, opt PlotOptions) (*plot.Plot, error) {
+// logTicks labels the decades of a log axis, all in one notation
+// (formatTick), with unlabelled minor ticks between them.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); ; e++ {
+		v := math.Pow(10, e)
+		if v > hi*(1+1e-9) {
+			break
+		}
+		if v >= lo*(1-1e-9) {
+			ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(v)})
+		}
+		for i := 2; i < 10; i++ {
+			if m := v * float64(i); m > lo && m < hi {
+				ticks = append(ticks, plot.Tick{Value: m})
+			}
+		}
+	}
+	return ticks
+}
+
+// loadTicks labels offered loads every 0.1 (0.2 past 12 ticks), with the
+// same number of decimals on every label.
+type loadTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (loadTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 0.1
+	for (hi-lo)/step > 12 {
+		step *= 2
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+1e-9; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64)})
+	}
+	if len(ticks) < 2 { // a single load: label it
+		ticks = append(ticks[:0], plot.Tick{Value: lo, Label: strconv.FormatFloat(lo, 'f', -1, 64)})
+	}
+	return ticks
+}
+
+// formatTick writes a tick value in one notation for every chart: plain
+// numbers below 10,000 (0.1, 1, 10, 1000), then k and M (10k, 100k, 1M).
+func formatTick(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case v >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// subtitle says what the points were measured on: workers and the measured
+// time per point, per source when there are several, e.g. "14 workers,
+// 6.3 s per point (measured), 450 ms (sim)".
+func subtitle(points []Point) string {
+	var workers, durations []string
+	seenW, seenD := map[int]bool{}, map[string]bool{}
+	withSource := len(sources(points)) > 1
+	for _, p := range points {
+		if p.Workers > 0 && !seenW[p.Workers] {
+			seenW[p.Workers] = true
+			workers = append(workers, strconv.Itoa(p.Workers))
+		}
+		if p.DurationSec > 0 {
+			d := formatSeconds(p.DurationSec)
+			if withSource && p.Source != "" {
+				d += " (" + p.Source + ")"
+			}
+			if !seenD[d] {
+				seenD[d] = true
+				durations = append(durations, d)
+			}
+		}
+	}
+	var parts []string
+	if len(workers) > 0 {
+		parts = append(parts, strings.Join(workers, "/")+" workers")
+	}
+	switch {
+	case len(durations) == 1:
+		parts = append(parts, durations[0]+" measured per point")
+	case len(durations) > 1:
+		parts = append(parts, "per point "+strings.Join(durations, ", "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// formatSeconds writes a duration in s or ms with 2 significant digits.
+func formatSeconds(s float64) string {
+	unit := " s"
+	if s < 1 {
+		s, unit = s*1e3, " ms"
+	}
+	e := int(math.Floor(math.Log10(s))) - 1 // two significant digits
+	return strconv.FormatFloat(math.Round(s/math.Pow10(e))*math.Pow10(e), 'f', max(0, -e), 64) + unit
+}
+
+// titled joins a title and the points' subtitle.
+func titled(title string, points []Point) string {
+	if sub := subtitle(points); sub != "" {
+		return title + "\n" + sub
+	}
+	return title
+}
+
+func slowdownPlot(points []Point, opt PlotOptions) (*chart, error) {
 	typ := opt.Type
 	if typ == AllTypes {
 		typ = ""
@@ -187,7 +353,7 @@ func slowdownPlot(points []Point, opt PlotOptions) (*plot.Plot, error) {
 		if typ != "" {
 			scope = typ
 		}
-		title = fmt.Sprintf("%s: p99.9 slowdown (%s)", workloadsOf(points), scope)
+		title = titled(fmt.Sprintf("%s: p99.9 slowdown (%s)", workloadsOf(points), scope), points)
 	}
 	metric := func(p *Point) (float64, bool) {
 		if typ == "" {
@@ -196,7 +362,7 @@ func slowdownPlot(points []Point, opt PlotOptions) (*plot.Plot, error) {
 		s, ok := p.TypeStat(typ)
 		return s.P999Slowdown, ok && s.Count > 0
 	}
-	return draw(points, title, "p99.9 slowdown (log)", metric, opt)
+	return newChart(points, title, "p99.9 slowdown (log)", metric, opt)
 }
 
 // PlotSlowdown draws the p99.9 slowdown against offered load, one line per
@@ -221,28 +387,53 @@ func WriteSlowdownPlot(w io.Writer, points []Point, opt PlotOptions) error {
 }
 
 // PlotLatency draws the p99.9 latency of one request type (AllTypes for all
-// requests) against offered load, one line per policy (and source), log y
-// axis in microseconds, and saves it to path.
+// requests) against offered load, one line per policy (and source), on a log
+// y axis in µs, ms or s (whichever keeps the labels short), and saves it to
+// path.
 func PlotLatency(points []Point, typeName, path string, opt PlotOptions) error {
 	title := opt.Title
 	if title == "" {
-		title = fmt.Sprintf("%s: p99.9 latency of %s", workloadsOf(points), typeName)
+		title = titled(fmt.Sprintf("%s: p99.9 latency of %s", workloadsOf(points), typeName), points)
 	}
-	metric := func(p *Point) (float64, bool) {
+	latency := func(p *Point) (int64, bool) {
 		if typeName == AllTypes || typeName == "" {
-			return float64(p.Overall.P999Latency) / 1e3, p.Overall.Count > 0
+			return p.Overall.P999Latency, p.Overall.Count > 0
 		}
 		s, ok := p.TypeStat(typeName)
-		return float64(s.P999Latency) / 1e3, ok && s.Count > 0
+		return s.P999Latency, ok && s.Count > 0
+	}
+	var hi int64
+	for i := range points {
+		if v, ok := latency(&points[i]); ok {
+			hi = max(hi, v)
+		}
+	}
+	unit, scale := latencyUnit(hi, opt.SLO)
+	metric := func(p *Point) (float64, bool) {
+		v, ok := latency(p)
+		return float64(v) / scale, ok
 	}
 	if opt.SLO > 0 {
-		opt.SLO /= 1e3
+		opt.SLO /= scale
 	}
-	p, err := draw(points, title, "p99.9 latency (us, log)", metric, opt)
+	c, err := newChart(points, title, "p99.9 latency ("+unit+", log)", metric, opt)
 	if err != nil {
 		return err
 	}
-	return save(p, opt, path)
+	return save(c, opt, path)
+}
+
+// latencyUnit picks the unit of a latency axis whose largest value is hi
+// ns: µs up to 10 ms, then ms up to 10 s, then s.
+func latencyUnit(hi int64, slo float64) (string, float64) {
+	top := max(float64(hi), slo)
+	switch {
+	case top < 1e7:
+		return "µs", 1e3
+	case top < 1e10:
+		return "ms", 1e6
+	}
+	return "s", 1e9
 }
 
 // PlotLatencies writes one PlotLatency chart per request type found in

@@ -9,11 +9,14 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
@@ -30,10 +33,11 @@ const (
 
 // Application names.
 const (
-	AppSpin    = "spin"
-	AppEmulate = "emulate"
-	AppKV      = "kv"
-	AppTPCC    = "tpcc"
+	AppSpin      = "spin"
+	AppEmulate   = "emulate"
+	AppKV        = "kv"
+	AppTPCC      = "tpcc"
+	AppMemcached = "memcached"
 )
 
 // Defaults of Config.
@@ -54,7 +58,9 @@ var ErrConfig = errors.New("server: invalid config")
 
 // Config is the server's whole configuration, loaded from YAML (strict:
 // unknown keys are errors) and overridable by flags. Zero values take the
-// defaults documented on each field; WithDefaults fills them in.
+// defaults documented on each field. A zero written out in a file (or a
+// flag) is never silently replaced by a default: ExplicitZero either gives
+// it its meaning (a negative value, "none") or refuses it.
 type Config struct {
 	// Listen is the UDP address requests arrive on. Default 127.0.0.1:6789.
 	Listen string `yaml:"listen"`
@@ -107,11 +113,13 @@ type Config struct {
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
-	// Spin is how long idle threads spin before parking. Default 50µs.
+	// Spin is how long idle threads spin before parking. Default 50µs;
+	// negative: park at once.
 	Spin time.Duration `yaml:"spin,omitempty"`
 	// Burst is the receive burst size. Default 32.
 	Burst int `yaml:"burst,omitempty"`
-	// DrainTimeout bounds the graceful shutdown. Default 5s.
+	// DrainTimeout bounds the graceful shutdown. Default 5s; negative: drop
+	// the queued requests at once.
 	DrainTimeout time.Duration `yaml:"drain_timeout,omitempty"`
 
 	// Classifier is a Wasm classifier file for a single tenant named
@@ -135,6 +143,9 @@ type Tenant struct {
 	Ports []uint16 `yaml:"ports,omitempty"`
 	// Classifier is the .wasm file.
 	Classifier string `yaml:"classifier"`
+	// Wasm is the module itself, instead of a file (a program embedding
+	// its classifier; not in YAML).
+	Wasm []byte `yaml:"-"`
 	// MaxTypes reserves room in the global type space for later hot swaps
 	// with more types; default the module's own type count.
 	MaxTypes int `yaml:"max_types,omitempty"`
@@ -169,15 +180,18 @@ func deadlineNs(s string) (int64, error) {
 	return int64(d), nil
 }
 
-// App selects and configures the application.
+// App selects and configures the built-in application (a program serving
+// its own gives Options.Application instead).
 type App struct {
-	// Name is spin, emulate (default), kv or tpcc.
+	// Name is spin, emulate (default), kv, tpcc or memcached.
 	Name string `yaml:"name"`
 	// Dilation multiplies service times (emulate; tpcc when set: it then
-	// sleeps instead of spinning). Default 1000 for emulate.
+	// sleeps instead of spinning; memcached when set: it adds emulated
+	// costs). Default 1000 for emulate.
 	Dilation float64 `yaml:"dilation,omitempty"`
 	// SpinTail is the least part of each emulated service time spent
-	// spinning, on top of the learned timer overshoot. Default 50µs.
+	// spinning, on top of the learned timer overshoot. Default 50µs;
+	// negative: none.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
 	// MaxService caps the (nominal, undilated) service time one request may
 	// ask for in spin, emulate and tpcc; longer requests are refused and
@@ -185,6 +199,8 @@ type App struct {
 	MaxService time.Duration `yaml:"max_service,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`
+	// Memcached configures the memcached application.
+	Memcached Memcached `yaml:"memcached,omitempty"`
 }
 
 // KV configures the kv application.
@@ -235,15 +251,137 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: more than one YAML document (a line \"---\" starts a second one; put everything in one)", ErrConfig)
 	}
+	// Zeros written out take their meaning or are refused, as on the
+	// command line.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, key := range zeroKeys(&doc, "") {
+		if err := cfg.ExplicitZero(key); err != nil {
+			return Config{}, err
+		}
+	}
 	return cfg, nil
 }
 
-// YAML renders the config as YAML.
+// zeroKeys lists the dotted keys of n's mappings whose value is a zero
+// scalar (0, 0.0, 0s, "", or nothing), outside lists.
+func zeroKeys(n *yaml.Node, prefix string) []string {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return zeroKeys(n.Content[0], prefix)
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var keys []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		if prefix != "" {
+			k = prefix + "." + k
+		}
+		if v.Kind == yaml.MappingNode {
+			keys = append(keys, zeroKeys(v, k)...)
+		} else if v.Kind == yaml.ScalarNode && isZeroScalar(v) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func isZeroScalar(v *yaml.Node) bool {
+	switch v.ShortTag() {
+	case "!!null":
+		return true
+	case "!!int", "!!float":
+		f, err := strconv.ParseFloat(strings.ReplaceAll(v.Value, "_", ""), 64)
+		return err == nil && f == 0
+	case "!!str":
+		if v.Value == "" {
+			return true
+		}
+		d, err := time.ParseDuration(v.Value)
+		return err == nil && d == 0
+	}
+	return false
+}
+
+// zeroRule gives an explicit zero its meaning in c, or refuses it.
+type zeroRule func(c *Config) error
+
+// refuse is the rule of settings for which zero means nothing.
+func refuse(want string) zeroRule {
+	return func(*Config) error { return errors.New(want) }
+}
+
+// zeroRules holds every setting whose zero value stands for a default, by
+// YAML key (flags use the same rules). Settings not listed take a zero as
+// it is.
+var zeroRules = map[string]zeroRule{
+	"listen":                         refuse("want IP:PORT"),
+	"dataplane":                      refuse("want udp, dpdk or memnic"),
+	"buffers":                        refuse("want at least the burst size"),
+	"buf_size":                       refuse("want at least the 16-byte header"),
+	"policy":                         refuse("want " + strings.Join(darc.PolicyNames(), ", ")),
+	"workers":                        refuse("want 1..1024"),
+	"delta":                          refuse("want > 0"),
+	"spillway":                       refuse("want 1..workers"),
+	"queue_capacity":                 refuse("want >= 1"),
+	"min_samples":                    refuse("want >= 1"),
+	"delay_factor":                   refuse("want > 0"),
+	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
+	"idle":                           refuse("want spin-then-park or busy-poll"),
+	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
+	"burst":                          refuse("want 1..4096"),
+	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once
+	"deadline_factor":                func(c *Config) error { c.DeadlineFactor = -1; return nil }, // no automatic deadlines
+	"deadline_floor":                 func(c *Config) error { c.DeadlineFloor = -1; return nil },  // no floor
+	"app.max_service":                refuse("want > 0, up to 4.29s"),
+	"app.name":                       refuse("want spin, emulate, kv, tpcc or memcached"),
+	"app.dilation":                   zeroDilation,
+	"app.spin_tail":                  func(c *Config) error { c.App.SpinTail = -1; return nil }, // no spinning tail
+	"app.kv.keys":                    refuse("want >= 1"),
+	"app.kv.value_size":              refuse("want >= 1"),
+	"app.memcached.max_item_size":    refuse("want 1024..1073741824"),
+	"app.memcached.cost_per_command": refuse("want > 0 (leave out the dilation for no emulated cost)"),
+	"app.memcached.cost_per_key":     refuse("want > 0 (leave out the dilation for no emulated cost)"),
+	"admin.addr":                     refuse("want IP:PORT or off"),
+}
+
+// zeroDilation: tpcc without dilation spins its service times, memcached
+// adds no emulated cost; emulate cannot sleep zero.
+func zeroDilation(c *Config) error {
+	if c.App.Name == "" || c.App.Name == AppEmulate {
+		return errors.New("the emulate application needs a dilation > 0 (tpcc spins with 0)")
+	}
+	c.App.Dilation = 0
+	return nil
+}
+
+// ExplicitZero applies a zero given explicitly (in a file or a flag) for
+// the setting key, its YAML path such as "workers" or "app.spin_tail". For
+// most settings whose zero value means "the default", an explicit zero
+// means nothing and is refused with an error wrapping ErrConfig; for some
+// it means "none" (spin: park at once; drain_timeout: do not wait;
+// app.spin_tail: no spinning tail; hysteresis: plain rounding), stored as
+// -1. Settings whose zero is an ordinary value are left alone.
+func (c *Config) ExplicitZero(key string) error {
+	rule, ok := zeroRules[key]
+	if !ok {
+		return nil
+	}
+	if err := rule(c); err != nil {
+		return fmt.Errorf("%w: %s: 0 is not a value (%v; leave the setting out for the default)", ErrConfig, key, err)
+	}
+	return nil
+}
+
+// YAML renders the effective config (defaults filled in) as YAML.
 func (c Config) YAML() ([]byte, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(c.withDefaults()); err != nil {
 		return nil, fmt.Errorf("server: encode config: %w", err)
 	}
 	if err := enc.Close(); err != nil {
@@ -252,23 +390,51 @@ func (c Config) YAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// DefaultEmulateMinSamples is DARC's MinSamples for the emulate application
-// when none is configured.
-const DefaultEmulateMinSamples = 500
+// DefaultMaxService is the synthetic applications' default cap on the
+// service time a request may ask for (App.MaxService).
+const DefaultMaxService = spin.DefaultMaxService
 
-// WithDefaults returns c with zero fields set to the defaults.
-func (c Config) WithDefaults() Config {
+// Defaults of the emulate application.
+const (
+	// DefaultEmulateMinSamples is DARC's MinSamples for the emulate
+	// application (and memcached with emulated costs) when none is
+	// configured.
+	DefaultEmulateMinSamples = 500
+	// DefaultEmulateDilation is the emulate application's time dilation when
+	// none is configured.
+	DefaultEmulateDilation = emulate.DefaultDilation
+)
+
+// Buffer defaults of the memcached application: memcached takes UDP
+// datagrams of up to 64 KiB (a set of a large value). The pool's memory is
+// touched only as far as datagrams fill it.
+const (
+	DefaultMemcachedBufSize = 65535
+	DefaultMemcachedBuffers = 2048
+)
+
+// withDefaults returns c with zero fields set to the defaults.
+func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
 	if c.Dataplane == "" {
 		c.Dataplane = DataplaneUDP
 	}
+	if c.App.Name == "" {
+		c.App.Name = DefaultApp
+	}
 	if c.Buffers == 0 {
 		c.Buffers = DefaultBuffers
+		if c.App.Name == AppMemcached {
+			c.Buffers = DefaultMemcachedBuffers
+		}
 	}
 	if c.BufSize == 0 {
 		c.BufSize = DefaultBufSize
+		if c.App.Name == AppMemcached {
+			c.BufSize = DefaultMemcachedBufSize
+		}
 	}
 	if c.Policy == "" {
 		c.Policy = DefaultPolicy
@@ -288,16 +454,20 @@ func (c Config) WithDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = dispatcher.DefaultDrainTimeout
 	}
-	if c.App.Name == "" {
-		c.App.Name = DefaultApp
-	}
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
-		c.App.Dilation = 1000
+		c.App.Dilation = DefaultEmulateDilation
 	}
 	if c.App.Name == AppEmulate && c.MinSamples == 0 {
 		// An emulated server completes only hundreds of requests per
 		// second: with darc's default (50,000) DARC would stay in its
 		// startup phase for minutes.
+		c.MinSamples = DefaultEmulateMinSamples
+	}
+	if c.App.Name == AppMemcached && c.App.Memcached.MaxItemSize == 0 {
+		c.App.Memcached.MaxItemSize = memcached.DefaultMaxItemSize
+	}
+	if c.App.Name == AppMemcached && c.App.Dilation > 0 && c.MinSamples == 0 {
+		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
 	if c.App.Name == AppKV {
@@ -320,8 +490,12 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks c (after defaults) without touching files or the network,
 // except that CPUs are checked against the machine.
-func (c Config) Validate() error {
-	c = c.WithDefaults()
+func (c Config) Validate() error { return c.validate(false) }
+
+// validate is Validate; with custom set, the application is the caller's
+// (Options.Application) and Config.App is not checked.
+func (c Config) validate(custom bool) error {
+	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}
@@ -355,7 +529,7 @@ func (c Config) Validate() error {
 			return bad("cpus %q: %v", c.CPUs, err)
 		}
 	}
-	if err := c.dispatcherSpec(nil).Validate(); err != nil {
+	if err := c.dispatcherSpec(nil, 0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Classifier != "" {
@@ -372,7 +546,7 @@ func (c Config) Validate() error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Classifier == "" {
+		if t.Classifier == "" && len(t.Wasm) == 0 {
 			return bad("tenant %q has no classifier file", t.Name)
 		}
 		if len(t.Ports) == 0 {
@@ -388,22 +562,13 @@ func (c Config) Validate() error {
 	if defaults > 1 {
 		return bad("%d tenants without ports; at most one may be the default", defaults)
 	}
-	switch c.App.Name {
-	case AppSpin, AppEmulate, AppTPCC, AppKV:
-	default:
-		return bad("app %q, want spin, emulate, kv or tpcc", c.App.Name)
-	}
-	if c.App.Dilation < 0 {
-		return bad("dilation %g, want > 0", c.App.Dilation)
-	}
-	if err := spin.Cap(c.App.MaxService).Validate(); err != nil {
-		return bad("%v", err)
+	if c.Admin.Addr != "off" {
+		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
+			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
+		}
 	}
 	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
 		return bad("deadline_factor %v, want a number (negative: no automatic deadlines)", c.DeadlineFactor)
-	}
-	if c.DeadlineFloor < 0 {
-		return bad("deadline_floor %v, want >= 0", c.DeadlineFloor)
 	}
 	for name, l := range c.Types {
 		if _, err := deadlineNs(l.Deadline); err != nil {
@@ -413,19 +578,49 @@ func (c Config) Validate() error {
 			return bad("types: %s: budget %d, guarantee %d: want >= 1 (or 0 for the default)", name, l.Budget, l.Guarantee)
 		}
 	}
+	if custom {
+		return nil
+	}
+	if !isBuiltinApp(c.App.Name) {
+		return bad("app %q, want one of %s", c.App.Name, strings.Join(AppNames(), ", "))
+	}
+	return c.validateApp()
+}
+
+// validateApp checks the built-in application's settings.
+func (c Config) validateApp() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	if c.App.Dilation < 0 {
+		return bad("dilation %g, want > 0", c.App.Dilation)
+	}
+	if err := spin.Cap(c.App.MaxService).Validate(); err != nil {
+		return bad("%v", err)
+	}
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
+	}
+	if c.App.Name == AppMemcached {
+		m := c.App.Memcached
+		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
+			Emulate: memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey}}).Validate(); err != nil {
+			return bad("%v", err)
+		}
+		if m.TCP != "" {
+			if _, err := netip.ParseAddrPort(m.TCP); err != nil {
+				return bad("memcached tcp address %q: %v (want IP:PORT)", m.TCP, err)
+			}
+		}
+		if c.Dataplane != DataplaneDPDK && c.BufSize < memcached.MinBufSize {
+			return bad("buf_size = %d is too small for memcached, whose reply datagrams take up to %d bytes", c.BufSize, memcached.MinBufSize)
+		}
 	}
 	if c.App.Name == AppKV && c.Dataplane != DataplaneDPDK && wire.HeaderLen+c.App.KV.ValueSize > c.BufSize {
 		// A GET answers the value in the request's buffer: a longer one
 		// would be cut short.
 		return bad("kv value size = %d does not fit a GET reply in buf_size = %d (header %d bytes): use a value size <= %d or a larger buf_size",
 			c.App.KV.ValueSize, c.BufSize, wire.HeaderLen, c.BufSize-wire.HeaderLen)
-	}
-	if c.Admin.Addr != "off" {
-		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
-			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
-		}
 	}
 	return nil
 }
@@ -440,14 +635,14 @@ func (c Config) cpuList() []int {
 }
 
 // dispatcherSpec builds the dispatcher's spec.
-func (c Config) dispatcherSpec(typeNames []string) dispatcher.Spec {
+func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Spec {
 	return dispatcher.Spec{
 		Workers:      c.Workers,
 		CPUs:         c.cpuList(),
 		Idle:         c.Idle,
 		Spin:         c.Spin,
 		Burst:        c.Burst,
-		MinPayload:   wire.HeaderLen,
+		MinPayload:   minPayload,
 		DrainTimeout: c.DrainTimeout,
 		TypeNames:    typeNames,
 	}

@@ -46,7 +46,7 @@ app: {name: emulate, max_service: 2ms}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := cfg.WithDefaults().policyConfig(headerTypes(), 8160)
+	d, err := cfg.withDefaults().policyConfig(headerTypes(), 8160)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,13 @@ app: {name: emulate, max_service: 2ms}
 		t.Errorf("policy config refused: %v", err)
 	}
 	cfg.Types["NOPE"] = TypeLimits{Budget: 3}
-	if _, err := cfg.WithDefaults().policyConfig(headerTypes(), 8160); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"NOPE"`) {
+	if _, err := cfg.withDefaults().policyConfig(headerTypes(), 8160); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"NOPE"`) {
 		t.Errorf("unknown type name: %v", err)
 	}
 	for _, bad := range []string{
 		"types: {LONG: {deadline: soon}}",
 		"types: {LONG: {deadline: -3s}}",
 		"types: {LONG: {budget: -1}}",
-		"deadline_floor: -1s",
 		"app: {max_service: -1ms}",
 	} {
 		c, err := ParseConfig([]byte(bad))

@@ -8,22 +8,33 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 )
 
 // collector exports the dispatcher's latest Stats snapshot at scrape time:
 // scrapes never touch the policy or the hot path.
+//
+// Conventions: one name per quantity, base units in names (seconds,
+// packets), counters end in _total and partition what they count (a label
+// never mixes "received" with "answered": summing a counter over its labels
+// is meaningful), and per-stage request times are exported as _sum and
+// _count pairs (psp_request_<stage>_seconds) that rate() can aggregate
+// across types and servers. Per-type series exist for the types the
+// classifiers declare and for those that have seen requests.
 type collector struct {
 	s *Server
 
-	received, answered, dropped, inFlight, queued, busy     *prometheus.Desc
-	idle, waste, reservations, typeCount, typeQueue, typeMS *prometheus.Desc
-	typeProfileMean, groupReserved, tenantVersion, faults   *prometheus.Desc
+	received, droppedByReason                                *prometheus.Desc
+	receivedByType, answeredByType, droppedByType            *prometheus.Desc
+	queue, busy, idleSeconds, wasteSeconds                   *prometheus.Desc
+	service, queueing                                        *prometheus.Desc
+	reservations, groupReserved, profiledMean, profiledShare *prometheus.Desc
+	classifierVersion, classifierFaults, classifierRestarts  *prometheus.Desc
+	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
 
-	overloadReplies, overloaded, shedRate, pool               *prometheus.Desc
-	typeDropped, typeBudget, typeHeld, typeDeadline, typeWait *prometheus.Desc
-	netRx, netRxDropped, netRxNoBuffer, netRxTruncated        *prometheus.Desc
-	netTx, netTxErrors                                        *prometheus.Desc
+	rxNoBuffer, overloadReplies, overloaded, pool *prometheus.Desc
+	budget, held, deadline, queueingMax           *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -31,66 +42,82 @@ func newCollector(s *Server) *collector {
 		return prometheus.NewDesc("psp_"+name, help, labels, nil)
 	}
 	return &collector{
-		s:               s,
-		received:        d("requests_received_total", "Requests received from the dataplane."),
-		answered:        d("requests_answered_total", "Requests answered."),
-		dropped:         d("requests_dropped_total", "Requests dropped, by reason.", "reason"),
-		inFlight:        d("requests_in_flight", "Requests queued or running."),
-		queued:          d("requests_queued", "Requests waiting in typed queues."),
-		busy:            d("workers_busy", "Workers running a request."),
-		idle:            d("workers_idle_mean", "Mean idle workers over the last stats interval."),
-		waste:           d("cpu_waste_workers", "Mean idle workers while requests waited, over the last stats interval."),
-		reservations:    d("reservations_total", "Reservation (re)computations."),
-		typeCount:       d("type_requests_total", "Requests per type and outcome.", "type", "outcome"),
-		typeQueue:       d("type_queue_length", "Requests waiting per type.", "type"),
-		typeMS:          d("type_service_seconds_mean", "Mean measured service time per type since start.", "type"),
-		typeProfileMean: d("type_profile_service_seconds", "Mean service time per type in the policy's current profile.", "type"),
-		groupReserved:   d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
-		tenantVersion:   d("classifier_version", "Classifier version per tenant.", "tenant"),
-		faults:          d("classifier_faults_total", "Classifier faults per tenant and kind.", "tenant", "kind"),
+		s: s,
 
-		overloadReplies: d("overload_replies_total", "Shed requests answered with an \"overloaded\" reply (counted as dropped too)."),
-		overloaded:      d("overloaded", "1 while the server sheds requests (queue full, budget, expired, overload in the last second), else 0."),
-		shedRate:        d("shed_requests_per_second", "Requests shed per second over the last second."),
-		pool:            d("pool_requests", "Requests the types' budgets share: the buffers the dataplane lends to requests (0: unbounded)."),
-		typeDropped:     d("type_requests_dropped_total", "Requests dropped per type and reason.", "type", "reason"),
-		typeBudget:      d("type_budget_requests", "Most requests of the type held at once, queued or running (0: unbounded).", "type"),
-		typeHeld:        d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
-		typeDeadline:    d("type_deadline_seconds", "Longest a request of the type may wait in its queue (0: none).", "type"),
-		typeWait:        d("type_queue_wait_max_seconds", "Longest queue wait of the type's requests dispatched during the last stats interval.", "type"),
-		netRx:           d("dataplane_rx_packets_total", "Packets the dataplane handed to the dispatcher."),
-		netRxDropped:    d("dataplane_rx_dropped_total", "Packets dropped before the dispatcher saw them (kernel socket buffer full, device drops, non-requests)."),
-		netRxNoBuffer:   d("dataplane_rx_no_buffer_total", "Times the dataplane found its buffer pool empty when receiving."),
-		netRxTruncated:  d("dataplane_rx_truncated_total", "Datagrams longer than a buffer (also counted as dropped, reason truncated)."),
-		netTx:           d("dataplane_tx_packets_total", "Packets transmitted."),
-		netTxErrors:     d("dataplane_tx_errors_total", "Packets the dataplane failed to transmit."),
+		received:        d("requests_received_total", "Requests received from the dataplane, before classification."),
+		droppedByReason: d("requests_dropped_total", "Requests dropped, by reason (each drop counted once).", "reason"),
+		receivedByType:  d("type_requests_received_total", "Requests classified as each type.", "type"),
+		answeredByType:  d("type_requests_answered_total", "Requests answered, per type.", "type"),
+		droppedByType:   d("type_requests_dropped_total", "Classified requests dropped, per type and reason (each drop counted once).", "type", "reason"),
+
+		queue:        d("queue_requests", "Requests waiting in each type's queue.", "type"),
+		busy:         d("workers_busy", "Workers running a request."),
+		idleSeconds:  d("worker_idle_seconds_total", "Idle time summed over workers (its rate is the mean number of idle workers)."),
+		wasteSeconds: d("worker_waste_seconds_total", "Idle time summed over workers while requests waited in a queue (its rate is the CPU waste, in workers)."),
+
+		service:  d("request_service_seconds", "Service time measured by the worker, per request type (every request a worker ran).", "type"),
+		queueing: d("request_queueing_seconds", "Time from enqueue to dispatch to a worker, per request type.", "type"),
+
+		reservations:  d("reservations_total", "Reservation (re)computations by the policy."),
+		groupReserved: d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
+		profiledMean:  d("profiled_mean_service_seconds", "Mean service time per type in the policy's current profiling window (what it reserves by).", "type"),
+		profiledShare: d("profiled_share_ratio", "Share of each type among the completions of the policy's current profiling window.", "type"),
+
+		classifierVersion:  d("classifier_version", "Classifier version per tenant (1 at start, +1 per hot swap).", "tenant"),
+		classifierFaults:   d("classifier_faults_total", "Packets a classifier faulted on (sent to UNKNOWN), per tenant and kind.", "tenant", "kind"),
+		classifierRestarts: d("classifier_restarts_total", "Classifier instances restarted after a fault, per tenant.", "tenant"),
+
+		rxPackets:   d("dataplane_receive_packets_total", "Packets the dataplane handed to the dispatcher."),
+		rxDropped:   d("dataplane_receive_drops_total", "Packets the dataplane dropped on receive (no buffer, not for us, malformed)."),
+		rxTruncated: d("dataplane_receive_truncated_total", "Packets received truncated to the buffer size (also in dataplane_receive_packets_total)."),
+		txPackets:   d("dataplane_transmit_packets_total", "Packets the dataplane transmitted."),
+		txErrors:    d("dataplane_transmit_errors_total", "Packets the dataplane failed to transmit."),
+		rxNoBuffer:  d("dataplane_receive_no_buffer_total", "Times the dataplane found its buffer pool empty on receive (packets then wait in, or are dropped by, the kernel or the device)."),
+
+		overloadReplies: d("overload_replies_total", "Shed requests answered \"overloaded\" (they are counted as dropped too)."),
+		overloaded:      d("overloaded", "1 while the server sheds requests (queue full, budget, expired or overload drops in the last second), else 0."),
+		pool:            d("pool_requests", "Requests the policy may hold at once, queued or running: the buffers the dataplane lends to requests (0: unbounded)."),
+		budget:          d("type_budget_requests", "Most requests of the type held at once, queued or running (0: unbounded).", "type"),
+		held:            d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
+		deadline:        d("type_deadline_seconds", "Longest a request of the type may wait in its queue before it is dropped as expired (0: none).", "type"),
+		queueingMax:     d("request_queueing_max_seconds", "Longest time from enqueue to dispatch of a request dispatched during the last stats interval, per type.", "type"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.received, c.answered, c.dropped, c.inFlight, c.queued, c.busy,
-		c.idle, c.waste, c.reservations, c.typeCount, c.typeQueue, c.typeMS,
-		c.typeProfileMean, c.groupReserved, c.tenantVersion, c.faults,
-		c.overloadReplies, c.overloaded, c.shedRate, c.pool, c.typeDropped, c.typeBudget, c.typeHeld,
-		c.typeDeadline, c.typeWait, c.netRx, c.netRxDropped, c.netRxNoBuffer, c.netRxTruncated, c.netTx, c.netTxErrors} {
+	for _, d := range []*prometheus.Desc{
+		c.received, c.droppedByReason, c.receivedByType, c.answeredByType, c.droppedByType,
+		c.queue, c.busy, c.idleSeconds, c.wasteSeconds,
+		c.service, c.queueing,
+		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
+		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
+		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
+		c.rxNoBuffer, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
+	} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Status()
+	st := c.s.disp.Stats()
+	var declared []bool
+	var tenants []TenantInfo
+	if t := c.s.tenantsOrNil(); t != nil {
+		declared, tenants = t.declared(), t.status()
+	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	seconds := func(ns uint64) float64 { return float64(ns) / 1e9 }
+
 	counter(c.received, float64(st.Received))
-	counter(c.answered, float64(st.Answered))
 	for _, r := range dispatcher.Reasons() {
-		counter(c.dropped, float64(st.Drops.Count(r)), r.String())
+		counter(c.droppedByReason, float64(st.Drops.Count(r)), r.String())
 	}
 	counter(c.overloadReplies, float64(st.OverloadReplies))
 	over := 0.0
@@ -98,48 +125,65 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		over = 1
 	}
 	gauge(c.overloaded, over)
-	gauge(c.shedRate, st.ShedRate)
 	gauge(c.pool, float64(st.Pool))
-	counter(c.netRx, float64(st.Net.RxPackets))
-	counter(c.netRxDropped, float64(st.Net.RxDropped))
-	counter(c.netRxNoBuffer, float64(st.Net.RxNoBuffer))
-	counter(c.netRxTruncated, float64(st.Net.RxTruncated))
-	counter(c.netTx, float64(st.Net.TxPackets))
-	counter(c.netTxErrors, float64(st.Net.TxErrors))
-	gauge(c.inFlight, float64(st.InFlight))
-	gauge(c.queued, float64(st.Queued))
 	gauge(c.busy, float64(st.Busy))
-	gauge(c.idle, st.IdleWorkers)
-	gauge(c.waste, st.CPUWaste)
-	counter(c.reservations, float64(st.Reservations))
-	for _, t := range st.Types {
+	counter(c.idleSeconds, st.IdleWorkerSeconds)
+	counter(c.wasteSeconds, st.WasteWorkerSeconds)
+	counter(c.reservations, float64(st.Policy.Reservations))
+
+	for i := range st.Types {
+		t := &st.Types[i]
+		var p darc.TypeState
+		if int(t.Type) < len(st.Policy.Types) {
+			p = st.Policy.Types[t.Type]
+		}
+		if !typeExists(t, declared) && p.Count == 0 {
+			continue
+		}
 		name := t.Name
-		counter(c.typeCount, float64(t.Received), name, "received")
-		counter(c.typeCount, float64(t.Answered), name, "answered")
-		counter(c.typeCount, float64(t.Dropped), name, "dropped")
-		gauge(c.typeQueue, float64(t.Queued), name)
-		gauge(c.typeMS, t.MeasuredMeanNs/1e9, name)
-		gauge(c.typeProfileMean, t.MeanServiceNs/1e9, name)
+		counter(c.receivedByType, float64(t.Received), name)
+		counter(c.answeredByType, float64(t.Answered), name)
 		for _, r := range dispatcher.Reasons() {
 			if r == dispatcher.ReasonRunt || r == dispatcher.ReasonTruncated {
-				continue // not classified: no type
+				continue // dropped before classification: no type
 			}
-			counter(c.typeDropped, float64(t.Drops.Count(r)), name, r.String())
+			counter(c.droppedByType, float64(t.Drops.Count(r)), name, r.String())
 		}
-		gauge(c.typeBudget, float64(t.Budget), name)
-		gauge(c.typeHeld, float64(t.Held), name)
-		gauge(c.typeDeadline, float64(t.DeadlineNs)/1e9, name)
-		gauge(c.typeWait, float64(t.MaxWaitNs)/1e9, name)
+		gauge(c.queue, float64(t.Queued), name)
+		gauge(c.budget, float64(p.Budget), name)
+		gauge(c.held, float64(p.Held), name)
+		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)
+		gauge(c.queueingMax, float64(t.MaxWaitNs)/1e9, name)
+		ch <- prometheus.MustNewConstSummary(c.service, t.Completed, seconds(t.ServiceNsSum), nil, name)
+		ch <- prometheus.MustNewConstSummary(c.queueing, t.Dispatched, seconds(t.QueueingNsSum), nil, name)
+		gauge(c.profiledMean, p.MeanService/1e9, name)
+		gauge(c.profiledShare, p.Ratio, name)
 	}
-	for i, g := range st.Groups {
-		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(g.Types, ","))
+	for i, g := range st.Policy.Groups {
+		names := make([]string, len(g.Types))
+		for k, t := range g.Types {
+			if int(t) < len(st.Types) {
+				names[k] = st.Types[t].Name
+			}
+		}
+		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(names, ","))
 	}
-	for _, t := range st.Tenants {
-		gauge(c.tenantVersion, float64(t.Version), t.Name)
+	for _, t := range tenants {
+		gauge(c.classifierVersion, float64(t.Version), t.Name)
 		for kind, v := range t.Faults {
-			counter(c.faults, float64(v), t.Name, kind)
+			counter(c.classifierFaults, float64(v), t.Name, kind)
+		}
+		if !t.Native {
+			counter(c.classifierRestarts, float64(t.Restarts), t.Name)
 		}
 	}
+	n := st.Dataplane
+	counter(c.rxPackets, float64(n.RxPackets))
+	counter(c.rxDropped, float64(n.RxDropped))
+	counter(c.rxTruncated, float64(n.RxTruncated))
+	counter(c.txPackets, float64(n.TxPackets))
+	counter(c.txErrors, float64(n.TxErrors))
+	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
 }
 
 // registerMetrics fills the server's own registry (never the global one).

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -153,12 +154,39 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
-	for _, want := range []string{"psp_requests_answered_total 401", `psp_requests_dropped_total{reason="runt"} 1`, `psp_type_requests_total{outcome="answered",type="SHORT"} 200`, "go_goroutines",
+	for _, want := range []string{"psp_requests_received_total 402", `psp_requests_dropped_total{reason="runt"} 1`,
+		`psp_type_requests_answered_total{type="SHORT"} 200`, `psp_type_requests_answered_total{type="UNKNOWN"} 1`,
+		`psp_request_service_seconds_count{type="SHORT"} 200`, `psp_request_queueing_seconds_count{type="LONG"} 200`,
+		"psp_dataplane_receive_packets_total 402", "go_goroutines",
 		`psp_requests_dropped_total{reason="expired"} 0`, `psp_type_requests_dropped_total{reason="budget",type="LONG"} 0`, "psp_pool_requests 1536",
-		`psp_type_budget_requests{type="SHORT"}`, "psp_overloaded 0", "psp_dataplane_rx_dropped_total 0", "psp_dataplane_rx_packets_total 402"} {
+		`psp_type_budget_requests{type="SHORT"}`, "psp_overloaded 0", "psp_dataplane_receive_no_buffer_total 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// Only the types that exist: the native classifier's type space has 12
+	// ids, this workload 2 (and UNKNOWN got one request).
+	var names []string
+	for _, ts := range st.Types {
+		names = append(names, ts.Name)
+	}
+	if got := strings.Join(names, ","); got != "UNKNOWN,SHORT,LONG" {
+		t.Errorf("status types %s, want UNKNOWN,SHORT,LONG", got)
+	}
+	if strings.Contains(body, `type="type3"`) || strings.Contains(body, `type="GET"`) {
+		t.Errorf("/metrics shows types that saw no request:\n%s", body)
+	}
+	lintMetrics(t, body)
+	// Counters partition what they count: summed over their label they give
+	// the totals of the status.
+	if got := sumMetric(body, "psp_type_requests_answered_total"); got != float64(st.Answered) {
+		t.Errorf("sum of psp_type_requests_answered_total = %v, want %d", got, st.Answered)
+	}
+	if got := sumMetric(body, "psp_requests_dropped_total"); got != float64(st.Dropped) {
+		t.Errorf("sum of psp_requests_dropped_total = %v, want %d", got, st.Dropped)
+	}
+	if got := sumMetric(body, "psp_request_service_seconds_count"); got != float64(st.Answered) {
+		t.Errorf("sum of psp_request_service_seconds_count = %v, want %d", got, st.Answered)
 	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
@@ -229,7 +257,7 @@ func TestConfigStrictAndValidated(t *testing.T) {
 		}
 	}
 	// The printed config parses back to itself.
-	out, err := memConfig().WithDefaults().YAML()
+	out, err := memConfig().YAML()
 	if err != nil {
 		t.Fatal(err)
 	}

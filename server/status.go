@@ -6,18 +6,19 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// Status is the JSON document GET /status returns.
+// Status is the JSON document GET /status returns. Every JSON name is
+// snake_case; durations carry their unit in the name.
 type Status struct {
-	Policy    string  `json:"policy"`
-	Phase     string  `json:"phase"` // "startup" while DARC profiles, then "darc"; baselines: their name
-	App       string  `json:"app"`
-	Dilation  float64 `json:"dilation,omitempty"`
-	Workers   int     `json:"workers"`
-	Listen    string  `json:"listen"`
-	Dataplane string  `json:"dataplane"`
-	UptimeSec float64 `json:"uptime_s"`
-	Running   bool    `json:"running"`
-	Draining  bool    `json:"draining"`
+	Policy        string  `json:"policy"`
+	Phase         string  `json:"phase"` // "startup" while DARC profiles, then "darc"; baselines: their name
+	App           string  `json:"app"`
+	Dilation      float64 `json:"dilation,omitempty"`
+	Workers       int     `json:"workers"`
+	Listen        string  `json:"listen"`
+	Dataplane     string  `json:"dataplane"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	Running       bool    `json:"running"`
+	Draining      bool    `json:"draining"`
 
 	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
 	// the kernel or the device dropped before psp received them are in
@@ -53,9 +54,13 @@ type Status struct {
 	// Reservations counts reservation (re)computations.
 	Reservations uint64        `json:"reservations"`
 	Groups       []GroupStatus `json:"groups"`
-	Types        []TypeStatus  `json:"types"`
-	Tenants      []TenantInfo  `json:"tenants"`
-	Net          nic.Stats     `json:"net"`
+	// Types are the request types that exist: those the loaded classifiers
+	// declare, and any other that has seen a request (the native psp-header
+	// classifier declares none), plus UNKNOWN; by id.
+	Types   []TypeStatus `json:"types"`
+	Tenants []TenantInfo `json:"tenants"`
+	// Net holds the dataplane's counters.
+	Net nic.Stats `json:"net"`
 }
 
 // GroupStatus is one group of the current reservation.
@@ -72,10 +77,12 @@ type GroupStatus struct {
 type TypeStatus struct {
 	ID   darc.Type `json:"id"`
 	Name string    `json:"name"`
-	// Profile: the policy's current profiling window.
-	MeanServiceNs float64 `json:"mean_service_ns"`
-	ProfileCount  uint64  `json:"profile_count"`
-	Ratio         float64 `json:"ratio"`
+	// The policy's current profiling window: the mean service time it
+	// reserves by, the completions it was computed from and the type's
+	// share of them.
+	ProfiledMeanServiceNs float64 `json:"profiled_mean_service_ns"`
+	ProfiledSamples       uint64  `json:"profiled_samples"`
+	ProfiledShare         float64 `json:"profiled_share"`
 	// Counters since start.
 	Queued   int              `json:"queued"`
 	Running  int              `json:"running"`
@@ -83,9 +90,11 @@ type TypeStatus struct {
 	Answered uint64           `json:"answered"`
 	Dropped  uint64           `json:"dropped"`
 	Drops    dispatcher.Drops `json:"drops"`
-	// MeasuredMeanNs is the mean service time of every answered request
-	// since start (worker clock).
-	MeasuredMeanNs float64 `json:"measured_mean_ns"`
+	// MeasuredMeanServiceNs is the mean service time of every request a
+	// worker ran since start (worker clock); MeanQueueingNs the mean time
+	// from enqueue to dispatch.
+	MeasuredMeanServiceNs float64 `json:"measured_mean_service_ns"`
+	MeanQueueingNs        float64 `json:"mean_queueing_ns"`
 	// Budget is the most requests of the type held at once (queued or
 	// running; 0: unbounded), Guarantee how many it can always hold, Held
 	// how many it holds now, Capacity its queue's bound.
@@ -94,8 +103,8 @@ type TypeStatus struct {
 	Held      int `json:"held"`
 	Capacity  int `json:"capacity"`
 	// DeadlineNs is the longest a request of the type may wait in its
-	// queue (0: none); MaxWaitNs the longest wait of a request dispatched in
-	// the last stats interval.
+	// queue before it is dropped as expired (0: none); MaxWaitNs the
+	// longest wait of a request dispatched in the last stats interval.
 	DeadlineNs int64 `json:"deadline_ns"`
 	MaxWaitNs  int64 `json:"max_wait_ns"`
 	// ShedRate is the type's shed drops per second over the last second.
@@ -110,12 +119,23 @@ type TenantInfo struct {
 	Ports   []uint16 `json:"ports,omitempty"`
 	Types   []string `json:"types"`
 	// Faults counts classifier faults by kind (Wasm tenants only).
-	Faults      map[string]uint64 `json:"faults,omitempty"`
-	BreakerOpen bool              `json:"breaker_open,omitempty"`
+	Faults map[string]uint64 `json:"faults,omitempty"`
+	// Restarts counts classifier instances restarted after a fault.
+	Restarts    uint64 `json:"restarts,omitempty"`
+	BreakerOpen bool   `json:"breaker_open,omitempty"`
 }
 
-// buildStatus assembles a Status from the dispatcher's latest stats.
-func buildStatus(s *dispatcher.Stats) Status {
+// typeExists reports whether type t of s is shown: declared by a
+// classifier (declared, by id; nil: none), UNKNOWN, or seen.
+func typeExists(t *dispatcher.TypeStats, declared []bool) bool {
+	return t.Type == darc.Unknown || (int(t.Type) < len(declared) && declared[t.Type]) ||
+		t.Received > 0 || t.Queued > 0 || t.Completed > 0 || t.Dropped > 0
+}
+
+// buildStatus assembles a Status from the dispatcher's latest stats; types
+// not declared by a classifier (declared, by id) and never seen are left
+// out.
+func buildStatus(s *dispatcher.Stats, declared []bool) Status {
 	st := Status{
 		Policy:          s.Policy.Policy,
 		Phase:           s.Policy.Phase,
@@ -142,7 +162,7 @@ func buildStatus(s *dispatcher.Stats) Status {
 		Reservations:    s.Policy.Reservations,
 		Net:             s.Dataplane,
 		Groups:          []GroupStatus{},
-		Types:           make([]TypeStatus, 0, len(s.Types)),
+		Types:           []TypeStatus{},
 	}
 	name := func(t darc.Type) string {
 		if int(t) < len(s.Types) {
@@ -163,16 +183,21 @@ func buildStatus(s *dispatcher.Stats) Status {
 		}
 		st.Groups = append(st.Groups, gs)
 	}
-	for _, ts := range s.Types {
-		t := TypeStatus{ID: ts.Type, Name: ts.Name, Queued: ts.Queued, Running: ts.Running, Received: ts.Received,
-			Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops, MeasuredMeanNs: ts.MeanServiceNs,
-			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate}
+	for i := range s.Types {
+		ts := &s.Types[i]
+		var p darc.TypeState
 		if int(ts.Type) < len(s.Policy.Types) {
-			p := s.Policy.Types[ts.Type]
-			t.MeanServiceNs, t.ProfileCount, t.Ratio = p.MeanService, p.Count, p.Ratio
-			t.Budget, t.Guarantee, t.Held, t.Capacity, t.DeadlineNs = p.Budget, p.Guarantee, p.Held, p.Capacity, p.DeadlineNs
+			p = s.Policy.Types[ts.Type]
 		}
-		st.Types = append(st.Types, t)
+		if !typeExists(ts, declared) && p.Count == 0 {
+			continue
+		}
+		st.Types = append(st.Types, TypeStatus{ID: ts.Type, Name: ts.Name,
+			ProfiledMeanServiceNs: p.MeanService, ProfiledSamples: p.Count, ProfiledShare: p.Ratio,
+			Queued: ts.Queued, Running: ts.Running, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
+			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs(),
+			Budget: p.Budget, Guarantee: p.Guarantee, Held: p.Held, Capacity: p.Capacity, DeadlineNs: p.DeadlineNs,
+			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate})
 	}
 	return st
 }

@@ -123,12 +123,10 @@ type Config struct {
 	Source string
 }
 
-// normalized returns c with defaults applied and the offered rate set, or an
-// error wrapping ErrInvalidConfig or ErrUnknownPolicy.
-func (c Config) normalized() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
+// withDefaults returns c with zero fields set to their defaults (negative
+// Warmup and TS durations to zero) and the offered rate and load derived
+// from each other.
+func (c Config) withDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
@@ -149,12 +147,32 @@ func (c Config) normalized() (Config, error) {
 	if c.Dilation == 0 {
 		c.Dilation = 1
 	}
-	if !(c.Dilation > 0) || math.IsInf(c.Dilation, 0) {
-		return bad("dilation = %g, want > 0", c.Dilation)
+	if c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0) {
+		c.Workload = c.Workload.Dilated(c.Dilation)
+		c.Dilation = 1 // applied
 	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
 	c.TS.PreemptDelay = orDefault(c.TS.PreemptDelay, DefaultPreemptDelay)
+	switch {
+	case c.Rate > 0 && c.Workers > 0:
+		c.Load = c.Workload.LoadForRate(c.Rate, c.Workers)
+	case c.Load > 0 && c.Workers > 0:
+		c.Rate = c.Workload.RateForLoad(c.Load, c.Workers)
+	}
+	return c
+}
+
+// Validate reports the first problem with c (after defaults), wrapping
+// ErrInvalidConfig or ErrUnknownPolicy.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
+		return bad("dilation = %g, want > 0", c.Dilation)
+	}
+	c = c.withDefaults()
 	switch {
 	case c.Workers < 1:
 		return bad("workers = %d, want >= 1", c.Workers)
@@ -165,24 +183,15 @@ func (c Config) normalized() (Config, error) {
 	case c.TS.Quantum <= 0:
 		return bad("quantum = %v, want > 0", c.TS.Quantum)
 	case !slices.Contains(PolicyNames(), c.Policy):
-		return c, fmt.Errorf("policy %q: %w (valid: %s)", c.Policy, ErrUnknownPolicy, strings.Join(PolicyNames(), ", "))
+		return fmt.Errorf("policy %q: %w (valid: %s)", c.Policy, ErrUnknownPolicy, strings.Join(PolicyNames(), ", "))
 	}
 	if err := c.Workload.Validate(); err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if c.Dilation != 1 {
-		c.Workload = c.Workload.Dilated(c.Dilation)
-		c.Dilation = 1 // applied
+	if c.Rate <= 0 && !(c.Load > 0) {
+		return bad("load = %g, want > 0 (or give a rate)", c.Load)
 	}
-	if c.Rate <= 0 {
-		if !(c.Load > 0) {
-			return bad("load = %g, want > 0 (or give a rate)", c.Load)
-		}
-		c.Rate = c.Workload.RateForLoad(c.Load, c.Workers)
-	} else {
-		c.Load = c.Workload.LoadForRate(c.Rate, c.Workers)
-	}
-	return c, nil
+	return nil
 }
 
 // darcConfig builds the darc.Config for the run's policy.

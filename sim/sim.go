@@ -155,10 +155,10 @@ func (r *run) point() report.Point {
 // Invalid configurations return errors wrapping ErrInvalidConfig or
 // ErrUnknownPolicy; darc's own validation errors are wrapped too.
 func Run(cfg Config) (report.Point, error) {
-	cfg, err := cfg.normalized()
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return report.Point{}, fmt.Errorf("simulate: %w", err)
 	}
+	cfg = cfg.withDefaults()
 	if isPreemptive(cfg.Policy) {
 		e := newPreemptive(cfg)
 		e.loop()

@@ -37,7 +37,7 @@ func RunSweep(ctx context.Context, s Sweep) ([]report.Point, error) {
 		for pi, pol := range s.Policies {
 			c := s.Base
 			c.Policy, c.Load, c.Rate = pol, load, 0
-			if _, err := c.normalized(); err != nil {
+			if err := c.Validate(); err != nil {
 				return nil, fmt.Errorf("sweep %s at load %g: %w", pol, load, err)
 			}
 			configs[li*len(s.Policies)+pi] = c

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/wire"
@@ -132,7 +133,8 @@ type fullStatus struct {
 	InFlight uint64            `json:"in_flight"`
 	Drops    map[string]uint64 `json:"drops"`
 	Net      struct {
-		RxPackets, RxDropped uint64
+		RxPackets uint64 `json:"rx_packets"`
+		RxDropped uint64 `json:"rx_dropped"`
 	} `json:"net"`
 	Types []struct {
 		Name       string            `json:"name"`
@@ -284,23 +286,25 @@ func accounting(t *testing.T, s *server, before *fullStatus, clientSent uint64) 
 	}
 	// /metrics tells the same story, kernel drops beside it.
 	body := s.metrics(t)
-	m := func(name string) float64 {
-		re := regexp.MustCompile("(?m)^" + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`)
-		v := re.FindStringSubmatch(body)
-		if v == nil {
-			return -1
+	sum := func(pattern string) (float64, bool) {
+		found, total := false, 0.0
+		for _, v := range regexp.MustCompile("(?m)^" + pattern + ` ([0-9.e+]+)$`).FindAllStringSubmatch(body, -1) {
+			f, _ := strconv.ParseFloat(v[1], 64)
+			total += f
+			found = true
 		}
-		f, _ := strconv.ParseFloat(v[1], 64)
-		return f
+		return total, found
 	}
-	dropped := 0.0
-	for _, v := range regexp.MustCompile(`(?m)^psp_requests_dropped_total\{reason="[a-z_]+"\} ([0-9.e+]+)$`).FindAllStringSubmatch(body, -1) {
-		f, _ := strconv.ParseFloat(v[1], 64)
-		dropped += f
-	}
-	rec, ans, inflight, kernel := m("psp_requests_received_total"), m("psp_requests_answered_total"), m("psp_requests_in_flight"), m("psp_dataplane_rx_dropped_total")
-	if rec < 0 || kernel < 0 || rec != ans+dropped+inflight {
-		t.Errorf("(d) /metrics: received %v, answered %v, dropped %v, in flight %v, kernel drops %v (-1: missing)", rec, ans, dropped, inflight, kernel)
+	rec, okRec := sum(`psp_requests_received_total`)
+	ans, okAns := sum(`psp_type_requests_answered_total\{type="[^"]*"\}`)
+	dropped, okDrop := sum(`psp_requests_dropped_total\{reason="[a-z_]+"\}`)
+	queued, okQueued := sum(`psp_queue_requests\{type="[^"]*"\}`)
+	busy, okBusy := sum(`psp_workers_busy`)
+	kernel, okKernel := sum(`psp_dataplane_receive_drops_total`)
+	_, okExpired := sum(`psp_requests_dropped_total\{reason="expired"\}`)
+	if !(okRec && okAns && okDrop && okQueued && okBusy && okKernel && okExpired) || rec != ans+dropped+queued+busy || kernel != float64(st.Net.RxDropped) {
+		t.Errorf("(d) /metrics: received %v, answered %v, dropped %v (expired counted: %v), queued %v, busy %v, kernel drops %v (status: %d)",
+			rec, ans, dropped, okExpired, queued, busy, kernel, st.Net.RxDropped)
 	}
 }
 

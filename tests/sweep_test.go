@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/persephone-go/psp/report"
@@ -47,5 +48,22 @@ func TestSweepCommand(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(out, "server-darc.log"))
 	if !regexpStopped.Match(log) {
 		t.Errorf("the darc server did not stop gracefully:\n%s", log)
+	}
+}
+
+// TestCompletionAndVersion runs the built binary's shell completion and
+// --version (both read the real command line).
+func TestCompletionAndVersion(t *testing.T) {
+	out, err := exec.Command(pspBinary, "--generate-bash-completion").Output()
+	if err != nil || !strings.Contains(string(out), "serve\n") || !strings.Contains(string(out), "sweep\n") {
+		t.Errorf("psp --generate-bash-completion: %v\n%s", err, out)
+	}
+	out, err = exec.Command(pspBinary, "sim", "--wor", "--generate-bash-completion").Output()
+	if err != nil || !strings.Contains(string(out), "--workers") || !strings.Contains(string(out), "--workload") {
+		t.Errorf("psp sim --wor --generate-bash-completion: %v\n%s", err, out)
+	}
+	out, err = exec.Command(pspBinary, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "psp version ") || !strings.Contains(string(out), "go1.") {
+		t.Errorf("psp --version: %v\n%s", err, out)
 	}
 }

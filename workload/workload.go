@@ -12,7 +12,7 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/wire"
 )
@@ -319,6 +319,14 @@ func builtins() map[string]Workload {
 		"rocksdb": {Name: "rocksdb", Types: []TypeSpec{
 			{Name: "GET", ID: wire.TypeGet, Share: 0.5, Service: fixed(1500 * time.Nanosecond)},
 			{Name: "SCAN", ID: wire.TypeScan, Share: 0.5, Service: fixed(635 * us)},
+		}},
+		// memcached: single-key gets, multi-gets of 100 keys and sets, with
+		// the nominal costs of the memcached application's emulation (1us
+		// per command and per key); ids are its classifier's types.
+		"memcached": {Name: "memcached", Types: []TypeSpec{
+			{Name: "GET", ID: 1, Share: 0.9, Service: fixed(2 * us)},
+			{Name: "MULTIGET", ID: 2, Share: 0.05, Service: fixed(101 * us)},
+			{Name: "SET", ID: 3, Share: 0.05, Service: fixed(2 * us)},
 		}},
 	}
 }

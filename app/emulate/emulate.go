@@ -22,7 +22,6 @@ import (
 
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -163,25 +162,25 @@ func New(c Config) (*Handler, error) {
 
 // Handle implements dispatcher.Handler.
 func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == dispatcher.Answer
+	return h.Serve(w, typ, b) == nic.Answer
 }
 
 // Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
 // the cap are refused before they are queued.
-func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.max.Admit(b) }
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
 
-// Serve implements dispatcher.OutcomeHandler. Payloads shorter than the
+// Serve implements nic.OutcomeHandler. Payloads shorter than the
 // header are refused, nominal service times above Config.MaxService are
 // refused as over the cap (no reply).
-func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) dispatcher.Outcome {
+func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return dispatcher.Refuse
+		return nic.Refuse
 	case h.max.Over(hdr.ServiceNs):
-		return dispatcher.RefuseOverCap
+		return nic.RefuseOverCap
 	}
 	h.sleeper.Wait(time.Duration(hdr.ServiceNs))
 	spin.Echo(b)
-	return dispatcher.Answer
+	return nic.Answer
 }

@@ -31,9 +31,7 @@
 // the queue, still queued at shutdown) is answered with the header alone and
 // StatusOverloaded, from the dispatcher (Store implements
 // dispatcher.OverloadReplier): the client can retry later or elsewhere at
-// once rather than wait for a timeout. Offset 12 then carries the reason
-// (dispatcher.Reason: 2 queue full, 3 budget, 4 expired, 5 overload,
-// 10 shutdown).
+// once rather than wait for a timeout.
 //
 // # Classification
 //

@@ -10,7 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -176,15 +175,14 @@ func (s *Store) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 }
 
 // ReplyOverloaded implements dispatcher.OverloadReplier: a request with a
-// psp header gets its header back with StatusOverloaded at offset 8 and the
-// drop reason at offset 12; shorter payloads get no reply. It allocates
-// nothing and is safe to call concurrently with Handle.
-func (s *Store) ReplyOverloaded(_ darc.Type, reason dispatcher.Reason, b *nic.Buffer) bool {
+// psp header gets its header back with StatusOverloaded at offset 8;
+// shorter payloads get no reply. It allocates nothing and is safe to call
+// concurrently with Handle.
+func (s *Store) ReplyOverloaded(_ darc.Type, b *nic.Buffer) bool {
 	if b.Len < wire.HeaderLen || len(b.Data) < wire.HeaderLen {
 		return false
 	}
 	binary.LittleEndian.PutUint32(b.Data[8:], StatusOverloaded)
-	binary.LittleEndian.PutUint32(b.Data[12:], uint32(reason))
 	b.Len = wire.HeaderLen
 	return true
 }

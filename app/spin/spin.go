@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -60,40 +59,40 @@ type Handler struct {
 
 // Handle implements dispatcher.Handler.
 func (h Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == dispatcher.Answer
+	return h.Serve(w, typ, b) == nic.Answer
 }
 
 // Admit implements dispatcher.Admitter: the header and the cap are checked
 // before the request is queued, so a flood of requests over the cap costs
 // no worker anything.
-func (h Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.MaxService.Admit(b) }
+func (h Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.MaxService.Admit(b) }
 
 // Admit is the check of Handler.Admit for any synthetic application under
 // cap c: Refuse for a payload shorter than the header, RefuseOverCap for a
 // service time over the cap, Answer otherwise.
-func (c Cap) Admit(b *nic.Buffer) dispatcher.Outcome {
+func (c Cap) Admit(b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return dispatcher.Refuse
+		return nic.Refuse
 	case c.Over(hdr.ServiceNs):
-		return dispatcher.RefuseOverCap
+		return nic.RefuseOverCap
 	}
-	return dispatcher.Answer
+	return nic.Answer
 }
 
-// Serve implements dispatcher.OutcomeHandler.
-func (h Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) dispatcher.Outcome {
+// Serve implements nic.OutcomeHandler.
+func (h Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return dispatcher.Refuse
+		return nic.Refuse
 	case h.MaxService.Over(hdr.ServiceNs):
-		return dispatcher.RefuseOverCap
+		return nic.RefuseOverCap
 	}
 	Wait(time.Duration(hdr.ServiceNs))
 	Echo(b)
-	return dispatcher.Answer
+	return nic.Answer
 }
 
 // Echo turns the request in b into its response: the request's header,

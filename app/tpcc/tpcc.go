@@ -16,7 +16,6 @@ import (
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -96,23 +95,23 @@ func New(c Config) (*Handler, error) {
 
 // Handle implements dispatcher.Handler.
 func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == dispatcher.Answer
+	return h.Serve(w, typ, b) == nic.Answer
 }
 
 // Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
 // the cap are refused before they are queued.
-func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) dispatcher.Outcome { return h.max.Admit(b) }
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
 
-// Serve implements dispatcher.OutcomeHandler. Requests of other types run
+// Serve implements nic.OutcomeHandler. Requests of other types run
 // for their header's service time; payloads shorter than the header are
 // refused, service times above Config.MaxService refused as over the cap.
-func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) dispatcher.Outcome {
+func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return dispatcher.Refuse
+		return nic.Refuse
 	case h.max.Over(hdr.ServiceNs):
-		return dispatcher.RefuseOverCap
+		return nic.RefuseOverCap
 	}
 	d := time.Duration(hdr.ServiceNs)
 	if d == 0 {
@@ -124,5 +123,5 @@ func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) dispatcher.Outcome {
 		spin.Wait(d)
 	}
 	spin.Echo(b)
-	return dispatcher.Answer
+	return nic.Answer
 }

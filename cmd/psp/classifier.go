@@ -25,6 +25,7 @@ func classifierCommand() *cli.Command {
 		Description: "A classifier is a WebAssembly module implementing the ABI in sdk/ABI.md.\n" +
 			"These tools load it exactly as the dispatcher does (validation, fuel\n" +
 			"instrumentation, memory limit) and run it on payloads you supply.",
+		Action: unknownCommand,
 		Subcommands: []*cli.Command{
 			classifierCheckCommand(),
 			classifierTestCommand(),
@@ -48,64 +49,31 @@ func classifierFlags() []cli.Flag {
 // inputFlags select the payloads of test and bench.
 func inputFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "input", Aliases: []string{"i"},
+		&cli.StringFlag{Name: "input",
 			Usage: "payload file (required by test), one payload per line (blank lines and lines starting with # are skipped; - for stdin)"},
-		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "hex",
+		&cli.StringFlag{Name: "format", Value: "hex",
 			Usage: `line format: "hex" (hex digits, spaces allowed: 0a0b 0c) or "text" (Go string escapes such as \r \n \x00, quotes as is: GET key\r\n)`},
 	}
 }
 
-// fileArg returns the FILE.wasm argument. Flags written after it (as in
-// `psp classifier test FILE.wasm --input reqs.txt`) are parsed here: the
-// command line library stops at the first argument that is not a flag.
+// fileArg returns the one FILE.wasm argument (flags may follow it).
 func fileArg(c *cli.Context) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 {
+	switch c.NArg() {
+	case 0:
 		return "", fmt.Errorf("classifier %s: missing FILE.wasm argument", c.Command.Name)
+	case 1:
+		return c.Args().First(), nil
 	}
-	path, rest := args[0], args[1:]
-	for len(rest) > 0 {
-		arg := rest[0]
-		rest = rest[1:]
-		if !strings.HasPrefix(arg, "-") {
-			return "", fmt.Errorf("classifier %s: unexpected argument %q (one FILE.wasm only)", c.Command.Name, arg)
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		flag := lookupFlag(c.Command.Flags, name)
-		if flag == nil {
-			return "", fmt.Errorf("classifier %s: unknown flag %q", c.Command.Name, arg)
-		}
-		if !hasValue {
-			if _, isBool := flag.(*cli.BoolFlag); isBool {
-				value = "true"
-			} else if len(rest) == 0 {
-				return "", fmt.Errorf("classifier %s: flag %q needs a value", c.Command.Name, arg)
-			} else {
-				value, rest = rest[0], rest[1:]
-			}
-		}
-		if err := c.Set(flag.Names()[0], value); err != nil {
-			return "", fmt.Errorf("classifier %s: flag %q: %w", c.Command.Name, arg, err)
-		}
-	}
-	return path, nil
-}
-
-func lookupFlag(flags []cli.Flag, name string) cli.Flag {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
-		}
-	}
-	return nil
+	return "", fmt.Errorf("classifier %s: unexpected argument %q (one FILE.wasm only)", c.Command.Name, c.Args().Get(1))
 }
 
 func loadClassifier(c *cli.Context) (*wasmclass.Module, string, error) {
 	path, err := fileArg(c)
 	if err != nil {
 		return nil, "", err
+	}
+	if err := refuseZero(c, "fuel", "memory-pages", "max-size", "duration", "input"); err != nil {
+		return nil, path, fmt.Errorf("classifier %s: %w", c.Command.Name, err)
 	}
 	if c.Command.Name == "test" && c.String("input") == "" {
 		return nil, path, fmt.Errorf("classifier test: missing --input PAYLOADS (one payload per line)")
@@ -148,7 +116,7 @@ func classifierCheckCommand() *cli.Command {
 			fmt.Fprintf(w, "memory:       %d pages declared, limit %d\n", info.MemoryPages, c.Uint("memory-pages"))
 			switch {
 			case info.WASI && info.Initialize:
-				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1 (_initialize runs per instance)")
+				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1 (psp's own; _initialize runs once, at load)")
 			case info.WASI:
 				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1")
 			default:
@@ -159,9 +127,12 @@ func classifierCheckCommand() *cli.Command {
 			if f.CodeBytesBefore > 0 {
 				growth = 100 * float64(f.CodeBytesAfter-f.CodeBytesBefore) / float64(f.CodeBytesBefore)
 			}
-			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d function entries and %d loop back edges;\n"+
+			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d function entries, %d loop back edges,\n"+
+				"              %d sized instructions, %d WASI calls; %d functions keep the stack account (largest charge %d bytes);\n"+
 				"              wrapped %d entry points; code %d -> %d bytes (+%.1f%%)\n",
-				f.Budget, f.InitBudget, f.Functions, f.BackEdges, f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
+				f.Budget, f.InitBudget, f.Functions, f.BackEdges, f.BulkOps, f.ImportCalls, f.StackFrames, f.MaxFrame,
+				f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
+			fmt.Fprintf(w, "compile:      %v\n", info.Compile.Duration.Round(time.Millisecond))
 			fmt.Fprintf(w, "types:        N = %d\n", info.NumTypes)
 			for id, name := range info.TypeNames {
 				fmt.Fprintf(w, "  %5d  %s\n", id, name)
@@ -227,7 +198,7 @@ func classifierBenchCommand() *cli.Command {
 			"1..N-1, see wire/wire.go) in a loop for --duration per mode and prints\n" +
 			"nanoseconds per packet, single packets and batches of 32.",
 		Flags: append(append(classifierFlags(), inputFlags()...),
-			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: time.Second, Usage: "measuring time per mode"}),
+			&cli.DurationFlag{Name: "duration", Value: time.Second, Usage: "measuring time per mode"}),
 		Action: func(c *cli.Context) error {
 			m, path, err := loadClassifier(c)
 			if err != nil {

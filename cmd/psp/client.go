@@ -12,39 +12,108 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/persephone-go/psp/dispatcher"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
-	"github.com/schollz/progressbar/v3"
-	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
-// clientLoadFlags are the flags psp client and psp sweep share: the workload and
+// loadFlags are the flags psp client and psp sweep share: the workload and
 // how the client plays it.
-func clientLoadFlags() []cli.Flag {
+func loadFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "workload", Value: "high-bimodal", Usage: "built-in workload (" + strings.Join(workload.Names(), ", ") + ") or a YAML/JSON workload file"},
+		&cli.StringFlag{Name: "workload", Value: "high-bimodal", Usage: "`WORKLOAD`: a built-in one (" + strings.Join(workload.Names(), ", ") + ") or a YAML/JSON workload file"},
 		&cli.IntFlag{Name: "workers", Value: 14, Usage: "the server's worker count, to turn a load into a rate"},
-		&cli.Float64Flag{Name: "dilation", Value: 1, Usage: "the server's time dilation (emulate app: service time x dilation); slowdowns are computed against service time x dilation and rates derived from loads are divided by it"},
+		&cli.Float64Flag{Name: "dilation", Usage: "the server's time dilation (emulate app: service time x dilation); slowdowns are computed against service time x dilation and rates derived from loads are divided by it", DefaultText: "the server's, from --admin; else 1"},
 		&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, Usage: "length of each run's schedule"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the arrival schedule (same seed, same schedule)"},
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
-		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time (default 20 x the longest mean service time x dilation, at least 100ms)"},
+		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time", DefaultText: "20 x the longest mean service time x dilation, at least 100ms"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
-		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps) or kv (GET/SCAN + key for the kv app; use the rocksdb workload)"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's UDP protocol: get, multi-get, set; use the memcached workload)"},
 		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
+		&cli.IntFlag{Name: "memcached-keys", Value: loadgen.DefaultMemcachedKeys, Usage: "--format memcached: the key space k0..k<N-1>, stored before each run (see --preload)"},
+		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
+		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached: bytes per value (SET and preload)"},
+		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
-		&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
+		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
 	}
+}
+
+// planFromFlags reads the shared load flags into a plan; the rate or load
+// comes later.
+func planFromFlags(c *cli.Context) (harness.Plan, error) {
+	if err := refuseZero(c, "workload", "workers", "dilation", "duration", "grace", "max-lag", "kv-keys", "format", "memcached-keys", "multiget-keys", "value-size"); err != nil {
+		return harness.Plan{}, err
+	}
+	w, err := workload.Parse(c.String("workload"))
+	if err != nil {
+		return harness.Plan{}, fmt.Errorf("--workload: %w", err)
+	}
+	warm := c.Float64("warmup")
+	if warm < 0 || warm >= 1 {
+		return harness.Plan{}, fmt.Errorf("--warmup %v: want a fraction in [0, 1)", warm)
+	}
+	if warm == 0 {
+		warm = -1 // keep every sample (loadgen.Spec's zero is the default)
+	}
+	if d := c.Float64("dilation"); d < 0 || math.IsInf(d, 0) || math.IsNaN(d) {
+		return harness.Plan{}, fmt.Errorf("--dilation %v: want > 0", d)
+	}
+	if c.Int("workers") < 1 {
+		return harness.Plan{}, fmt.Errorf("--workers %d: want at least 1", c.Int("workers"))
+	}
+	if c.Duration("duration") <= 0 {
+		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0", c.Duration("duration"))
+	}
+	p := harness.Plan{
+		Workload: w,
+		Workers:  c.Int("workers"),
+		Duration: c.Duration("duration"),
+		Seed:     c.Uint64("seed"),
+		Spec: loadgen.Spec{
+			Dilation:       c.Float64("dilation"),
+			Warmup:         warm,
+			Grace:          c.Duration("grace"),
+			MaxLag:         c.Duration("max-lag"),
+			FromActualSend: c.Bool("from-send"),
+			Format:         c.String("format"),
+			KVKeys:         c.Int("kv-keys"),
+			MemcachedKeys:  c.Int("memcached-keys"),
+			MultiGetKeys:   c.Int("multiget-keys"),
+			ValueSize:      c.Int("value-size"),
+		},
+		Preload: c.Bool("preload"),
+	}
+	p.Progress = progressWriter(c)
+	return p, nil
+}
+
+// progressWriter is where progress bars go: stderr when it is a terminal
+// or with --progress, else nowhere (nil).
+func progressWriter(c *cli.Context) io.Writer {
+	w := c.App.ErrWriter
+	if w == nil {
+		w = os.Stderr
+	}
+	if c.Bool("progress") {
+		return w
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return w
+	}
+	return nil
 }
 
 func clientCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "client",
-		Usage: "send an open-loop Poisson load of psp-header requests to a server and report latencies",
+		Usage: "send an open-loop Poisson load of requests (psp header, kv or memcached) to a server and report latencies",
 		Description: "psp client sends requests at the times of a seeded Poisson schedule, whatever the\n" +
 			"server's replies do, and measures each latency from the request's intended send\n" +
 			"time (no coordinated omission). It prints per-type and overall p50/p99/p99.9\n" +
@@ -52,119 +121,26 @@ func clientCommand() *cli.Command {
 			"whose achieved rate is under 99.9% of the offered one, or whose sender fell behind\n" +
 			"its schedule, is marked not sustained (and psp client exits with status 1).\n\n" +
 			"Against a server running the emulate application with --dilation D, pass the same\n" +
-			"--dilation: requests carry their nominal service time and the server scales it.\n\n" +
+			"--dilation, or --admin and the client reads it from the server's status.\n\n" +
 			"Examples:\n" +
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
-			"  psp client --load 0.8 --workers 14 --dilation 1000 --duration 10s --json",
+			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json\n" +
+			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP address (host:port)"},
+			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP `ADDR` (host:port)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
 			&cli.Float64Flag{Name: "load", Usage: "offered load as a fraction of the workers' capacity: rate = load x workers / (mean service time x dilation)"},
-			&cli.StringFlag{Name: "admin", Usage: "the server's admin address (host:port): when set, --dilation and --label default to the server's dilation and policy from its /status, and the report adds the server's own account of the run (drops by reason, kernel drops)"},
+			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy, and the report adds the server's own account of the run (drops by reason, kernel drops)"},
 			&cli.StringFlag{Name: "label", Value: "server", Usage: "policy name recorded in the results (e.g. darc), for psp plot"},
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON (the psp plot format) instead of a table"},
-			&cli.StringFlag{Name: "samples", Usage: "write every request (send time, reply time, latency, status) to this CSV file"},
-		}, clientLoadFlags()...),
+			jsonFlag(),
+			&cli.StringFlag{Name: "samples", Usage: "write every request (send time, reply time, latency, status) to this CSV `FILE`"},
+		}, loadFlags()...),
 		Action: runClient,
 	}
 }
 
-// clientPlan is one run to make: a schedule and how to play and label it.
-type clientPlan struct {
-	workload *workload.Workload
-	spec     loadgen.Spec
-	load     float64
-	rate     float64
-	duration time.Duration
-	seed     uint64
-	workers  int
-	progress bool
-}
-
-// clientPlanFromFlags reads the shared load flags; the rate comes later.
-func clientPlanFromFlags(c *cli.Context) (clientPlan, error) {
-	w, err := workload.Parse(c.String("workload"))
-	if err != nil {
-		return clientPlan{}, fmt.Errorf("workload: %w", err)
-	}
-	p := clientPlan{
-		workload: &w,
-		duration: c.Duration("duration"),
-		seed:     c.Uint64("seed"),
-		workers:  c.Int("workers"),
-		progress: c.Bool("progress") || term.IsTerminal(int(os.Stderr.Fd())),
-	}
-	if p.workers <= 0 {
-		return p, fmt.Errorf("--workers %d: want > 0", p.workers)
-	}
-	if p.duration <= 0 {
-		return p, fmt.Errorf("--duration %v: want > 0", p.duration)
-	}
-	d := c.Float64("dilation")
-	if !(d > 0) {
-		return p, fmt.Errorf("--dilation %v: want > 0", d)
-	}
-	warm := c.Float64("warmup")
-	if warm < 0 || warm >= 1 {
-		return p, fmt.Errorf("--warmup %v: want a fraction in [0, 1)", warm)
-	}
-	if warm == 0 {
-		warm = -1 // keep every sample
-	}
-	p.spec = loadgen.Spec{
-		Dilation: d,
-		Warmup:   warm,
-		Grace:    c.Duration("grace"),
-		MaxLag:   c.Duration("max-lag"),
-
-		FromActualSend: c.Bool("from-send"),
-		Format:         c.String("format"),
-		KVKeys:         c.Int("kv-keys"),
-	}
-	return p, nil
-}
-
-// setLoad sets the plan's load and derived rate.
-func (p *clientPlan) setLoad(load float64) {
-	p.load = load
-	p.rate = loadgen.RateForLoad(p.workload, load, p.workers, p.spec.Dilation)
-}
-
-// setRate sets the plan's rate and derived load.
-func (p *clientPlan) setRate(rate float64) {
-	p.rate = rate
-	p.load = p.workload.LoadForRate(rate*p.spec.Dilation, p.workers)
-}
-
-// run draws the schedule and plays it, showing progress on stderr when
-// asked. ctx cancellation (Ctrl-C) ends the run early with what was
-// measured.
-func (p *clientPlan) run(ctx context.Context, desc string) (*loadgen.Result, error) {
-	sched, err := loadgen.NewSchedule(p.workload, p.rate, p.duration, p.seed)
-	if err != nil {
-		return nil, err
-	}
-	spec := p.spec
-	var bar *progressbar.ProgressBar
-	if p.progress && p.duration >= 2*time.Second {
-		bar = progressbar.NewOptions(len(sched.Requests),
-			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription(desc),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond))
-		spec.Progress = func(sent, _ int) { _ = bar.Set(sent) }
-	}
-	res, err := loadgen.Run(ctx, spec, sched)
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	return res, err
-}
-
-// clientSignalContext is cancelled by SIGINT or SIGTERM.
-func clientSignalContext(parent context.Context) (context.Context, context.CancelFunc) {
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
@@ -172,40 +148,45 @@ func runClient(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("client: unexpected argument %q (flags only; see psp client --help)", c.Args().First())
 	}
-	p, err := clientPlanFromFlags(c)
+	p, err := planFromFlags(c)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	p.spec.Server = c.String("server")
+	if err := refuseZero(c, "server", "rate", "load", "admin", "label"); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	p.Spec.Server = c.String("server")
 	label := c.String("label")
-	admin := c.String("admin")
+	var admin *harness.AdminClient
 	var before *server.Status
-	if admin != "" {
-		st, err := fetchServerStatus(admin)
+	if c.IsSet("admin") {
+		var err error
+		admin, err = harness.NewAdminClient(c.String("admin"), 0)
 		if err != nil {
-			return fmt.Errorf("client: --admin %s: %w", admin, err)
+			return fmt.Errorf("client: --admin: %w", err)
 		}
-		if !c.IsSet("dilation") && st.Dilation > 0 {
-			p.spec.Dilation = st.Dilation
+		st, err := admin.Status(c.Context)
+		if err != nil {
+			return fmt.Errorf("client: --admin: %w", err)
 		}
+		p.UseStatus(st)
 		if !c.IsSet("label") && st.Policy != "" {
 			label = st.Policy
 		}
 		before = st
 	}
-	switch rate, load := c.Float64("rate"), c.Float64("load"); {
-	case rate > 0 && load > 0:
+	p.Rate, p.Load = c.Float64("rate"), c.Float64("load")
+	switch {
+	case p.Rate < 0 || p.Load < 0 || math.IsNaN(p.Rate) || math.IsNaN(p.Load) || math.IsInf(p.Rate, 0) || math.IsInf(p.Load, 0):
+		return errors.New("client: --rate and --load must be positive numbers")
+	case p.Rate > 0 && p.Load > 0:
 		return errors.New("client: give --rate or --load, not both")
-	case rate > 0:
-		p.setRate(rate)
-	case load > 0:
-		p.setLoad(load)
-	default:
+	case p.Rate == 0 && p.Load == 0:
 		return errors.New("client: give --rate REQ/S or --load FRACTION (with --workers and --dilation)")
 	}
-	ctx, stop := clientSignalContext(c.Context)
+	ctx, stop := signalContext(c.Context)
 	defer stop()
-	res, err := p.run(ctx, fmt.Sprintf("%.0f req/s", p.rate))
+	res, err := p.Run(ctx, fmt.Sprintf("%.0f req/s", p.OfferedRate()))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
@@ -215,7 +196,7 @@ func runClient(c *cli.Context) error {
 		}
 	}
 	// The client does not know how many of the server's workers were idle.
-	pt := res.Point(loadgen.PointSpec{Policy: label, Workload: p.workload.Name, Workers: p.workers, Load: p.load, MeanIdleWorkers: math.NaN()})
+	pt := p.Point(res, label, math.NaN())
 	out := c.App.Writer
 	if c.Bool("json") {
 		if err := report.WriteJSON(out, []report.Point{pt}, nil); err != nil {
@@ -227,9 +208,10 @@ func runClient(c *cli.Context) error {
 		}
 		printClientDetails(out, res)
 		if before != nil {
-			// Let the server publish its stats for the end of the run.
-			time.Sleep(2 * dispatcher.DefaultStatsInterval)
-			if after, err := fetchServerStatus(admin); err != nil {
+			// Let the server publish its stats (every 100ms) for the end
+			// of the run.
+			time.Sleep(250 * time.Millisecond)
+			if after, err := admin.Status(c.Context); err != nil {
 				fmt.Fprintf(out, "server: %v\n", err)
 			} else {
 				printServerAccount(out, before, after)
@@ -254,7 +236,7 @@ func printServerAccount(w io.Writer, before, after *server.Status) {
 	dropped := sub(after.Dropped, before.Dropped)
 	fmt.Fprintf(w, "server, during the run: received %d, answered %d, dropped %d", received, answered, dropped)
 	if dropped > 0 {
-		fmt.Fprintf(w, " (%s)", dropList(d))
+		fmt.Fprintf(w, " (%s)", d)
 	}
 	if n := sub(after.OverloadReplies, before.OverloadReplies); n > 0 {
 		fmt.Fprintf(w, ", %d of them answered \"overloaded\"", n)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -128,42 +127,6 @@ func TestClientCommandBadFlags(t *testing.T) {
 		if out, err := runApp(t, args...); err == nil {
 			t.Errorf("%v: no error\n%s", args, out)
 		}
-	}
-}
-
-func TestSweepParseLoads(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []float64
-	}{
-		{"0.2:0.9:0.1", []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}},
-		{"0.5", []float64{0.5}},
-		{"0.3, 0.5,0.8", []float64{0.3, 0.5, 0.8}},
-	} {
-		got, err := sweepParseLoads(tc.in)
-		if err != nil || len(got) != len(tc.want) {
-			t.Fatalf("%q: %v %v", tc.in, got, err)
-		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
-			}
-		}
-	}
-	for _, bad := range []string{"", "a", "0.1:0.2", "0.5:0.1:0.1", "0:1:0", "3", "-0.1"} {
-		if _, err := sweepParseLoads(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
-func TestSweepReservationString(t *testing.T) {
-	var st sweepServerStatus
-	if err := json.Unmarshal([]byte(`{"groups":[{"types":["SHORT"],"reserved":[0]},{"types":["LONG"],"reserved":[1,2,3,4,5,6,7,8,9,10,11,12,13],"spillway":true}]}`), &st); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := st.reservation(), "SHORT on 0; LONG on 1-13 + spillway"; got != want {
-		t.Errorf("reservation %q, want %q", got, want)
 	}
 }
 

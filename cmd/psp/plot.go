@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
-	"github.com/persephone-go/psp/report"
 	"github.com/urfave/cli/v2"
+
+	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/report"
 )
 
 func plotCommand() *cli.Command {
@@ -21,16 +20,19 @@ func plotCommand() *cli.Command {
 			"Give several files to lay simulated and measured curves on one chart: lines are\n" +
 			"labelled \"policy (source)\" when the points come from more than one source.\n\n" +
 			"Example:\n" +
-			"  psp plot --out charts sim.json psp-demo/results.csv",
+			"  psp plot psp-demo/results.csv psp-demo/sim.json --out charts",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Value: ".", Usage: "directory for the PNG files (created if missing)"},
-			&cli.Float64Flag{Name: "slo", Usage: "draw a dashed line at this p99.9 slowdown on slowdown.png"},
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the PNG files (created if missing)"},
+			&cli.Float64Flag{Name: "slo", Usage: "draw a dashed line at this p99.9 slowdown on slowdown.png (0: none)"},
 			&cli.StringFlag{Name: "type", Usage: "plot the slowdown of this request type only (default: all requests)"},
-			&cli.StringFlag{Name: "title", Usage: "title of slowdown.png (default: the workload and metric)"},
+			&cli.StringFlag{Name: "title", Usage: "title of slowdown.png (default: the workload, workers, duration and metric)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fmt.Errorf("plot: give at least one results file (.csv or .json); see psp plot --help")
+			}
+			if err := refuseZero(c, "out"); err != nil {
+				return fmt.Errorf("plot: %w", err)
 			}
 			var points []report.Point
 			for _, f := range c.Args().Slice() {
@@ -40,44 +42,14 @@ func plotCommand() *cli.Command {
 				}
 				points = append(points, pts...)
 			}
-			paths, err := writeChartFiles(c.String("out"), points, nil, report.PlotOptions{
+			paths, err := harness.WriteCharts(c.String("out"), points, nil, report.PlotOptions{
 				SLO: c.Float64("slo"), Type: c.String("type"), Title: c.String("title"),
 			})
+			printWrittenFiles(c.App.Writer, paths)
 			if err != nil {
 				return fmt.Errorf("plot: %w", err)
 			}
-			printWrittenFiles(c.App.Writer, paths)
 			return nil
 		},
-	}
-}
-
-// writeChartFiles draws slowdown.png (points and slowdownOnly) and one
-// latency-<type>.png per request type (points only: e.g. simulated and
-// dilated latencies do not share a time scale) into dir and returns the
-// paths written.
-func writeChartFiles(dir string, points, slowdownOnly []report.Point, opt report.PlotOptions) ([]string, error) {
-	if len(points) == 0 {
-		return nil, fmt.Errorf("no points to plot")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
-	}
-	slowdown := filepath.Join(dir, "slowdown.png")
-	all := append(append([]report.Point(nil), points...), slowdownOnly...)
-	if err := report.PlotSlowdown(all, slowdown, opt); err != nil {
-		return nil, err
-	}
-	latOpt := report.PlotOptions{Width: opt.Width, Height: opt.Height}
-	lat, err := report.PlotLatencies(points, filepath.Join(dir, "latency-"), latOpt)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{slowdown}, lat...), nil
-}
-
-func printWrittenFiles(w io.Writer, paths []string) {
-	for _, p := range paths {
-		fmt.Fprintf(w, "wrote %s\n", p)
 	}
 }

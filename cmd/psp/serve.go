@@ -7,66 +7,139 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wasmclass"
 )
+
+// serveSetting ties a psp serve flag to its config key (its YAML path) and
+// to the config field it sets.
+type serveSetting struct {
+	flag cli.Flag
+	key  string
+	set  func(c *cli.Context, name string, cfg *server.Config)
+}
+
+func str(dst func(*server.Config) *string) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.String(n) }
+}
+
+func num(dst func(*server.Config) *int) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Int(n) }
+}
+
+func flt(dst func(*server.Config) *float64) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Float64(n) }
+}
+
+// serveSettings are psp serve's config flags, in help order.
+func serveSettings() []serveSetting {
+	return []serveSetting{
+		{&cli.StringFlag{Name: "listen", Usage: "UDP `ADDR` requests arrive on", DefaultText: server.DefaultListen},
+			"listen", str(func(c *server.Config) *string { return &c.Listen })},
+		{&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp, dpdk (build with -tags dpdk) or memnic (in memory, no network)", DefaultText: server.DataplaneUDP},
+			"dataplane", str(func(c *server.Config) *string { return &c.Dataplane })},
+		{&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
+			"eal", func(c *cli.Context, n string, cfg *server.Config) { cfg.EAL = strings.Fields(c.String(n)) }},
+		{&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBuffers, server.DefaultMemcachedBuffers)},
+			"buffers", num(func(c *server.Config) *int { return &c.Buffers })},
+		{&cli.IntFlag{Name: "buf-size", Usage: "packet buffer size in `BYTES`: the longest datagram accepted", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBufSize, server.DefaultMemcachedBufSize)},
+			"buf_size", num(func(c *server.Config) *int { return &c.BufSize })},
+		{&cli.StringFlag{Name: "policy", Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", "), DefaultText: server.DefaultPolicy},
+			"policy", str(func(c *server.Config) *string { return &c.Policy })},
+		{&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)", DefaultText: "0"},
+			"reserved", num(func(c *server.Config) *int { return &c.Reserved })},
+		{&cli.IntFlag{Name: "workers", Usage: "number of application workers `N`", DefaultText: fmt.Sprint(server.DefaultWorkers)},
+			"workers", num(func(c *server.Config) *int { return &c.Workers })},
+		{&cli.StringFlag{Name: "cpus", Usage: "pin threads to a CPU `LIST` like 0-14: the dispatcher first, then the workers (default: no pinning)"},
+			"cpus", str(func(c *server.Config) *string { return &c.CPUs })},
+		{&cli.Float64Flag{Name: "delta", Usage: "DARC grouping factor", DefaultText: fmt.Sprint(darc.DefaultDelta)},
+			"delta", flt(func(c *server.Config) *float64 { return &c.Delta })},
+		{&cli.IntFlag{Name: "spillway", Usage: "spillway workers", DefaultText: fmt.Sprint(darc.DefaultSpillway)},
+			"spillway", num(func(c *server.Config) *int { return &c.Spillway })},
+		{&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: fmt.Sprint(darc.DefaultQueueCapacity)},
+			"queue_capacity", num(func(c *server.Config) *int { return &c.QueueCapacity })},
+		{&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window",
+			DefaultText: fmt.Sprintf("%d; %d with --app emulate or memcached with --dilation", darc.DefaultMinSamples, server.DefaultEmulateMinSamples)},
+			"min_samples", num(func(c *server.Config) *int { return &c.MinSamples })},
+		{&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: fmt.Sprint(darc.DefaultDelayFactor)},
+			"delay_factor", flt(func(c *server.Config) *float64 { return &c.DelayFactor })},
+		{&cli.Float64Flag{Name: "hysteresis", Usage: "a re-reservation keeps a group's worker count while its demand stays within count ± (0.5 + this); 0 or negative: the paper's plain rounding", DefaultText: fmt.Sprint(darc.DefaultHysteresis)},
+			"hysteresis", flt(func(c *server.Config) *float64 { return &c.Hysteresis })},
+		{&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (shares cores) or busy-poll (the paper's; one core per thread)", DefaultText: "spin-then-park"},
+			"idle", str(func(c *server.Config) *string { return &c.Idle })},
+		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs"},
+			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
+		{&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
+			"burst", num(func(c *server.Config) *int { return &c.Burst })},
+		{&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do, what is left dropped as shutdown (0: drop queued requests at once)", DefaultText: "5s"},
+			"drain_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.DrainTimeout = c.Duration(n) }},
+		{&cli.Float64Flag{Name: "deadline-factor", Usage: "automatic queue deadlines: a request waiting longer than this x the longest mean service time that can hold up its workers (at least --deadline-floor) is dropped unserved, as expired (0: no automatic deadlines)", DefaultText: fmt.Sprint(darc.DefaultDeadlineFactor)},
+			"deadline_factor", flt(func(c *server.Config) *float64 { return &c.DeadlineFactor })},
+		{&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline (0: none)", DefaultText: time.Duration(darc.DefaultDeadlineFloor).String()},
+			"deadline_floor", func(c *cli.Context, n string, cfg *server.Config) { cfg.DeadlineFloor = c.Duration(n) }},
+		{&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
+			"classifier", func(c *cli.Context, n string, cfg *server.Config) { cfg.Classifier, cfg.Tenants = c.String(n), nil }},
+		{&cli.StringFlag{Name: "app", Usage: "application `NAME`: emulate, spin, tpcc, kv or memcached (memcached's protocol over UDP)", DefaultText: server.DefaultApp},
+			"app.name", str(func(c *server.Config) *string { return &c.App.Name })},
+		{&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms), of tpcc (sleeps when set; 0 spins) and of memcached's emulated costs (1µs per command and per key, slept when set)", DefaultText: fmt.Sprintf("%d for emulate, 0 for tpcc and memcached", server.DefaultEmulateDilation)},
+			"app.dilation", flt(func(c *server.Config) *float64 { return &c.App.Dilation })},
+		{&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot (0: none)", DefaultText: "50µs"},
+			"app.spin_tail", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.SpinTail = c.Duration(n) }},
+		{&cli.DurationFlag{Name: "max-service", Usage: "spin, emulate, tpcc: the longest (nominal, undilated) service time a request may ask for; longer ones are refused and counted (service_cap)", DefaultText: server.DefaultMaxService.String()},
+			"app.max_service", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.MaxService = c.Duration(n) }},
+		{&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
+			"app.kv.dir", str(func(c *server.Config) *string { return &c.App.KV.Dir })},
+		{&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
+			"app.kv.keys", num(func(c *server.Config) *int { return &c.App.KV.Keys })},
+		{&cli.StringFlag{Name: "memcached-dir", Usage: "Pebble `DIR` for the memcached app: what is set there survives a restart (default: in memory)"},
+			"app.memcached.dir", str(func(c *server.Config) *string { return &c.App.Memcached.Dir })},
+		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
+			"app.memcached.tcp", str(func(c *server.Config) *string { return &c.App.Memcached.TCP })},
+		{&cli.IntFlag{Name: "memcached-max-item-size", Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
+			"app.memcached.max_item_size", num(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
+		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
+			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
+		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
+			"admin.token_file", str(func(c *server.Config) *string { return &c.Admin.TokenFile })},
+	}
+}
 
 // serveCommand is `psp serve`: run the live server.
 func serveCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML config `FILE` (see examples/serve.yaml)"},
+		&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
+	}
+	for _, s := range serveSettings() {
+		flags = append(flags, s.flag)
+	}
+	flags = append(flags,
+		&cli.StringSliceFlag{Name: "deadline", Usage: "per-type queue deadline `NAME=DURATION` (or NAME=off), repeatable: overrides the automatic one (config: types.NAME.deadline)"},
+		&cli.StringSliceFlag{Name: "budget", Usage: "per-type budget `NAME=N`, repeatable: the most requests of the type held at once, queued or running (config: types.NAME.budget)"},
+		&cli.StringSliceFlag{Name: "guarantee", Usage: "per-type guarantee `NAME=N`, repeatable: requests of the type always admitted, whatever the others hold (config: types.NAME.guarantee)"},
+	)
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the request dispatcher: receive requests over UDP, classify, schedule with DARC, answer",
 		Description: "psp serve runs the live server: a net worker and dispatcher loop feeding\n" +
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
-			"errors) and are overridden by flags. SIGINT/SIGTERM stop it gracefully: queued\n" +
-			"requests are answered for at most --drain-timeout, then the process exits; a\n" +
-			"second signal quits at once.\n\n" +
+			"errors) and are overridden by flags. A zero, in the file or a flag, is used where\n" +
+			"it means something (--spin 0: park at once) and refused elsewhere (--workers 0).\n" +
+			"SIGINT/SIGTERM stop it gracefully: queued requests are answered for at most\n" +
+			"--drain-timeout, then the process exits; a second signal quits at once.\n" +
+			"--print-config shows the effective config.\n\n" +
 			"Overload: each request type has a budget of the dataplane's buffers (a guaranteed\n" +
 			"part plus what it borrows from a shared part) and a queue deadline; requests over\n" +
 			"the budget or past the deadline are dropped and counted by reason (psp status,\n" +
-			"/metrics), answered \"overloaded\" where the protocol allows (kv).\n" +
-			"--print-config shows the effective config.\n\n" +
+			"/metrics), answered \"overloaded\" where the protocol allows (kv).\n\n" +
 			"Example (emulated High Bimodal server on loopback, DARC after 500 samples):\n" +
 			"  psp serve --app emulate --dilation 1000 --policy darc --workers 14 --min-samples 500",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML config `FILE` (see examples/serve.yaml)"},
-			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
-			&cli.StringFlag{Name: "listen", Aliases: []string{"l"}, Usage: "UDP `ADDR` requests arrive on", DefaultText: "" + server.DefaultListen + ""},
-			&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp (default), dpdk (build with -tags dpdk) or memnic (in memory, no network)"},
-			&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
-			&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: "8192"},
-			&cli.StringFlag{Name: "policy", Aliases: []string{"p"}, Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", ") + " (default darc)"},
-			&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)"},
-			&cli.IntFlag{Name: "workers", Aliases: []string{"w"}, Usage: "number of application workers `N`", DefaultText: "14"},
-			&cli.StringFlag{Name: "cpus", Usage: "pin threads to a CPU `LIST` like 0-14: the dispatcher first, then the workers (default: no pinning)"},
-			&cli.Float64Flag{Name: "delta", Usage: "DARC grouping factor", DefaultText: "0.2"},
-			&cli.IntFlag{Name: "spillway", Usage: "spillway workers", DefaultText: "1"},
-			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: "4096"},
-			&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window", DefaultText: "50000; 500 with --app emulate"},
-			&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: "1"},
-			&cli.Float64Flag{Name: "hysteresis", Usage: "a re-reservation keeps a group's worker count while its demand stays within count ± (0.5 + this); -1: the paper's plain rounding", DefaultText: "0.25"},
-			&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (default; shares cores) or busy-poll (the paper's; one core per thread)"},
-			&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking", DefaultText: "50µs"},
-			&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
-			&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do; what is left is dropped as shutdown", DefaultText: "5s"},
-			&cli.Float64Flag{Name: "deadline-factor", Usage: "automatic queue deadlines: a request waiting longer than this x the longest mean service time that can hold up its workers is dropped unserved (expired); negative: off", DefaultText: "10"},
-			&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline", DefaultText: "200ms"},
-			&cli.StringSliceFlag{Name: "deadline", Usage: "per-type queue deadline `NAME=DURATION` (or NAME=off), repeatable: overrides the automatic one"},
-			&cli.StringSliceFlag{Name: "budget", Usage: "per-type budget `NAME=N`, repeatable: the most requests of the type held at once, queued or running"},
-			&cli.StringSliceFlag{Name: "guarantee", Usage: "per-type guarantee `NAME=N`, repeatable: requests of the type always admitted whatever the others hold"},
-			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
-			&cli.StringFlag{Name: "app", Aliases: []string{"a"}, Usage: "application `NAME`: emulate (default), spin, tpcc or kv"},
-			&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set)", DefaultText: "1000 for emulate, 0 (spin) for tpcc"},
-			&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot", DefaultText: "50µs"},
-			&cli.DurationFlag{Name: "max-service", Usage: "spin, emulate, tpcc: longest (nominal, undilated) service time a request may ask for; longer ones are refused and counted (service_cap)", DefaultText: "1ms"},
-			&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
-			&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
-			&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: "" + server.DefaultAdmin + ""},
-			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
-		},
+		Flags:  flags,
 		Action: runServe,
 	}
 }
@@ -79,70 +152,30 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 		if cfg, err = server.LoadConfig(path); err != nil {
 			return cfg, err
 		}
+	} else if c.IsSet("config") {
+		return cfg, fmt.Errorf("--config: empty file name")
 	}
-	str := func(name string, dst *string) {
-		if c.IsSet(name) {
-			*dst = c.String(name)
+	var zeros []string
+	for _, s := range serveSettings() {
+		name := s.flag.Names()[0]
+		if !c.IsSet(name) {
+			continue
+		}
+		s.set(c, name, &cfg)
+		if isZero(c.Value(name)) {
+			zeros = append(zeros, s.key)
 		}
 	}
-	num := func(name string, dst *int) {
-		if c.IsSet(name) {
-			*dst = c.Int(name)
+	// After every flag: whether a zero means something may depend on
+	// another setting (a zero dilation: tpcc spins, emulate cannot).
+	for _, key := range zeros {
+		if err := cfg.ExplicitZero(key); err != nil {
+			return cfg, fmt.Errorf("%w (flag --%s)", err, flagOfKey(key))
 		}
-	}
-	flt := func(name string, dst *float64) {
-		if c.IsSet(name) {
-			*dst = c.Float64(name)
-		}
-	}
-	str("listen", &cfg.Listen)
-	str("dataplane", &cfg.Dataplane)
-	if c.IsSet("eal") {
-		cfg.EAL = strings.Fields(c.String("eal"))
-	}
-	num("buffers", &cfg.Buffers)
-	str("policy", &cfg.Policy)
-	num("reserved", &cfg.Reserved)
-	num("workers", &cfg.Workers)
-	str("cpus", &cfg.CPUs)
-	flt("delta", &cfg.Delta)
-	num("spillway", &cfg.Spillway)
-	num("queue-capacity", &cfg.QueueCapacity)
-	num("min-samples", &cfg.MinSamples)
-	flt("delay-factor", &cfg.DelayFactor)
-	flt("hysteresis", &cfg.Hysteresis)
-	str("idle", &cfg.Idle)
-	if c.IsSet("spin") {
-		cfg.Spin = c.Duration("spin")
-	}
-	num("burst", &cfg.Burst)
-	if c.IsSet("drain-timeout") {
-		cfg.DrainTimeout = c.Duration("drain-timeout")
-	}
-	flt("deadline-factor", &cfg.DeadlineFactor)
-	if c.IsSet("deadline-floor") {
-		cfg.DeadlineFloor = c.Duration("deadline-floor")
 	}
 	if err := typeLimitFlags(c, &cfg); err != nil {
 		return cfg, err
 	}
-	if c.IsSet("max-service") {
-		cfg.App.MaxService = c.Duration("max-service")
-	}
-	if c.IsSet("classifier") {
-		cfg.Classifier = c.String("classifier")
-		cfg.Tenants = nil
-	}
-	str("app", &cfg.App.Name)
-	flt("dilation", &cfg.App.Dilation)
-	if c.IsSet("spin-tail") {
-		cfg.App.SpinTail = c.Duration("spin-tail")
-	}
-	str("kv-dir", &cfg.App.KV.Dir)
-	num("kv-keys", &cfg.App.KV.Keys)
-	str("admin", &cfg.Admin.Addr)
-	str("token-file", &cfg.Admin.TokenFile)
-	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
 }
 
@@ -179,6 +212,34 @@ func typeLimitFlags(c *cli.Context, cfg *server.Config) error {
 	return nil
 }
 
+// flagOfKey returns the psp serve flag of a config key.
+func flagOfKey(key string) string {
+	for _, s := range serveSettings() {
+		if s.key == key {
+			return s.flag.Names()[0]
+		}
+	}
+	return key
+}
+
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case int:
+		return v == 0
+	case uint:
+		return v == 0
+	case uint64:
+		return v == 0
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case interface{ Nanoseconds() int64 }:
+		return v.Nanoseconds() == 0
+	}
+	return false
+}
+
 func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q (settings are flags or --config FILE)", c.Args().First())
@@ -204,7 +265,7 @@ func runServe(c *cli.Context) error {
 		<-ctx.Done()
 		stop()
 	}()
-	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter})
+	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter, Classifiers: wasmclass.Options{CompileInChild: true}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

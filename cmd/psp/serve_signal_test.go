@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
 )
@@ -59,12 +60,15 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	}()
 
 	status := func() (server.Status, bool) {
-		body, err := fetchStatus(admin, time.Second)
+		c, err := harness.NewAdminClient(admin, time.Second)
 		if err != nil {
 			return server.Status{}, false
 		}
-		var st server.Status
-		return st, json.Unmarshal(body, &st) == nil
+		st, err := c.Status(context.Background())
+		if err != nil {
+			return server.Status{}, false
+		}
+		return *st, true
 	}
 	waitFor := func(what string, ok func(server.Status) bool) {
 		t.Helper()

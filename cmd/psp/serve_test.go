@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
@@ -181,7 +182,7 @@ func TestPrintStatusOverloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"OVERLOADED: shedding 512 requests/s over the last second: LONG 512/s", "received 100 = answered 60 + dropped 40 + in flight 0",
-		"drops: budget 30, expired 10", "7 dropped before psp", "45/4470", "LONG: budget 30, expired 10", "buffer pool: 8160 requests"} {
+		"drops: budget 30, expired 10", "dropped on receive 7", "45/4470", "LONG: budget 30, expired 10", "buffer pool: 8160 requests"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())
 		}

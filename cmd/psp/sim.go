@@ -1,20 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/sim"
 	"github.com/persephone-go/psp/workload"
@@ -36,16 +33,16 @@ func simCommand() *cli.Command {
 			"  preempt (a waiting short request preempts a long one) exist only here.\n\n" +
 			"Example (the paper's Extreme Bimodal experiment):\n" +
 			"  psp sim --workload extreme-bimodal --workers 16 --policies cfcfs,ts,dfcfs,darc \\\n" +
-			"      --loads 0.1:0.9:0.1 --slo 10 --slo-per-type --plot slowdown.png --json sim.json",
+			"      --loads 0.1:0.9:0.1 --slo 10 --slo-per-type --out extreme",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Value: "high-bimodal",
-				Usage: "built-in workload (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
-			&cli.IntFlag{Name: "workers", Aliases: []string{"n"}, Value: sim.DefaultWorkers, Usage: "number of application workers"},
-			&cli.StringFlag{Name: "policies", Aliases: []string{"p"}, Value: "cfcfs,darc",
+			&cli.StringFlag{Name: "workload", Value: "high-bimodal",
+				Usage: "`WORKLOAD`: a built-in one (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
+			&cli.IntFlag{Name: "workers", Value: sim.DefaultWorkers, Usage: "number of application workers"},
+			&cli.StringFlag{Name: "policies", Value: "cfcfs,darc",
 				Usage: "comma-separated policies: " + strings.Join(sim.PolicyNames(), ", ")},
-			&cli.StringFlag{Name: "loads", Aliases: []string{"l"}, Value: "0.1:0.9:0.1",
+			&cli.StringFlag{Name: "loads", Value: "0.1:0.9:0.1",
 				Usage: "offered loads (fraction of the workers' capacity): a range START:END:STEP (END included) or a list 0.5,0.8"},
-			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: 500 * time.Millisecond,
+			&cli.DurationFlag{Name: "duration", Value: 500 * time.Millisecond,
 				Usage: "simulated time during which requests arrive, per load point"},
 			&cli.Float64Flag{Name: "warmup", Value: sim.DefaultWarmup, Usage: "fraction of the duration whose arrivals are not recorded"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed; a seed gives the same arrivals to every policy"},
@@ -56,7 +53,7 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
-			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (negative: the paper's plain rounding on every update)"},
+			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (0 or negative: the paper's plain rounding on every update)"},
 			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped (default: 4096 without --pool, each type's budget with it)"},
 			&cli.IntFlag{Name: "pool", Usage: "requests the server may hold at once (its buffers: 8160 for psp serve's UDP default), split into per-type guarantees and a shared part as psp serve does; 0: no budgets"},
 			&cli.Float64Flag{Name: "deadline-factor", Value: darc.DefaultDeadlineFactor, Usage: "automatic queue deadlines, as psp serve's: this x the longest mean service time that can hold up a type's workers, at least --deadline-floor; negative: none"},
@@ -65,117 +62,46 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
 			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
 			&cli.DurationFlag{Name: "preempt-delay", Value: sim.DefaultPreemptDelay, Usage: "preempt: delay from a short request's wait to the preemption"},
-			&cli.StringFlag{Name: "json", Usage: "also write points and summaries to this JSON `FILE`"},
-			&cli.StringFlag{Name: "csv", Usage: "also write points to this CSV `FILE`"},
-			&cli.StringFlag{Name: "plot", Usage: "write a PNG of p99.9 slowdown vs load, one line per policy, to `FILE`"},
-			&cli.StringFlag{Name: "plot-latency", Usage: "write one PNG of p99.9 latency vs load per type, named `PREFIX`<type>.png"},
+			&cli.StringFlag{Name: "out", Usage: "also write, in this `DIR`, results.csv, results.json, slowdown.png and latency-<type>.png"},
+			jsonFlag(),
 			&cli.StringFlag{Name: "source", Value: sim.DefaultSource, Usage: "source label of the points (for charts mixing sources)"},
 			&cli.IntFlag{Name: "parallel", Usage: "simulations run at once (0: GOMAXPROCS)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show a progress bar even when stderr is not a terminal"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary lines, not the per-load tables"},
+			&cli.BoolFlag{Name: "quiet", Usage: "print only the summary lines, not the per-load tables"},
 		},
 		Action: runSim,
 	}
 }
 
-// parseLoads parses "0.1:0.9:0.1" (end included) or "0.5,0.8".
-func parseLoads(s string) ([]float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, errors.New("empty load list")
-	}
-	num := func(v string) (float64, error) {
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || !(f > 0) || math.IsInf(f, 0) {
-			return 0, fmt.Errorf("bad load %q (want a number > 0)", v)
-		}
-		return f, nil
-	}
-	if strings.Contains(s, ":") {
-		parts := strings.Split(s, ":")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("bad load range %q (want START:END:STEP, e.g. 0.1:0.9:0.1)", s)
-		}
-		var v [3]float64
-		for i, p := range parts {
-			f, err := num(p)
-			if err != nil {
-				return nil, fmt.Errorf("load range %q: %w", s, err)
-			}
-			v[i] = f
-		}
-		start, end, step := v[0], v[1], v[2]
-		if end < start {
-			return nil, fmt.Errorf("load range %q: end is below start", s)
-		}
-		n := int(math.Floor((end-start)/step+1e-9)) + 1
-		if n > 1000 {
-			return nil, fmt.Errorf("load range %q: %d points, at most 1000", s, n)
-		}
-		loads := make([]float64, n)
-		for i := range loads {
-			// round to the step's precision: 0.1+0.2 prints as 0.3
-			loads[i] = math.Round((start+float64(i)*step)*1e9) / 1e9
-		}
-		return loads, nil
-	}
-	var loads []float64
-	for _, p := range strings.Split(s, ",") {
-		f, err := num(p)
-		if err != nil {
-			return nil, err
-		}
-		loads = append(loads, f)
-	}
-	return loads, nil
-}
-
-func parsePolicies(s string) ([]string, error) {
-	var out []string
-	valid := sim.PolicyNames()
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		ok := false
-		for _, v := range valid {
-			ok = ok || v == p
-		}
-		if !ok {
-			return nil, fmt.Errorf("unknown policy %q (valid: %s)", p, strings.Join(valid, ", "))
-		}
-		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no policy given")
-	}
-	return out, nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 func runSim(c *cli.Context) error {
-	w, err := workload.Parse(c.String("workload"))
-	if err != nil {
+	if c.NArg() > 0 {
+		return fmt.Errorf("sim: unexpected argument %q (flags only; see psp sim --help)", c.Args().First())
+	}
+	if err := refuseZero(c, "workload", "workers", "policies", "loads", "duration", "delta", "spillway",
+		"queue-capacity", "delay-factor", "quantum", "source", "out", "dilation"); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	policies, err := parsePolicies(c.String("policies"))
+	policies, err := harness.ParsePolicies(c.String("policies"), sim.PolicyNames())
 	if err != nil {
-		return fmt.Errorf("sim: --policies: %w", err)
+		return fmt.Errorf("sim: --%w", err)
 	}
-	loads, err := parseLoads(c.String("loads"))
+	loads, err := harness.ParseLoads(c.String("loads"))
 	if err != nil {
-		return fmt.Errorf("sim: --loads: %w", err)
+		return fmt.Errorf("sim: --%w", err)
+	}
+	w, err := workload.Parse(c.String("workload"))
+	if err != nil {
+		return fmt.Errorf("sim: --workload: %w", err)
 	}
 	if c.Int("workers") < 1 {
 		return fmt.Errorf("sim: --workers %d: want at least 1", c.Int("workers"))
 	}
 	if c.Duration("duration") <= 0 {
 		return fmt.Errorf("sim: --duration %v: want > 0", c.Duration("duration"))
+	}
+	hysteresis := c.Float64("hysteresis")
+	if hysteresis == 0 {
+		hysteresis = -1 // a band of exactly ±0.5 is plain rounding (darc.Config's zero is the default)
 	}
 	warmup := c.Float64("warmup")
 	if warmup == 0 {
@@ -186,6 +112,10 @@ func runSim(c *cli.Context) error {
 			return -1 // explicit zero (sim.TSConfig's zero means the default)
 		}
 		return d
+	}
+	factor := c.Float64("deadline-factor")
+	if factor == 0 {
+		factor = -1 // explicit zero: no automatic deadlines (darc.Config's zero means the default)
 	}
 	floor := int64(c.Duration("deadline-floor"))
 	if floor == 0 {
@@ -202,14 +132,14 @@ func runSim(c *cli.Context) error {
 			Source:   c.String("source"),
 			Darc: darc.Config{
 				Pool:           c.Int("pool"),
-				DeadlineFactor: c.Float64("deadline-factor"),
+				DeadlineFactor: factor,
 				DeadlineFloor:  floor,
 				Delta:          c.Float64("delta"),
 				Spillway:       c.Int("spillway"),
 				StaticReserved: c.Int("static-reserved"),
 				MinSamples:     c.Int("min-samples"),
 				DelayFactor:    c.Float64("delay-factor"),
-				Hysteresis:     c.Float64("hysteresis"),
+				Hysteresis:     hysteresis,
 				QueueCapacity:  c.Int("queue-capacity"),
 			},
 			TS: sim.TSConfig{
@@ -222,14 +152,10 @@ func runSim(c *cli.Context) error {
 		Loads:    loads,
 		Parallel: c.Int("parallel"),
 	}
-	errOut := c.App.ErrWriter
-	if errOut == nil {
-		errOut = os.Stderr
-	}
 	total := len(policies) * len(loads)
-	if c.Bool("progress") || isTerminal(errOut) {
+	if pw := progressWriter(c); pw != nil {
 		bar := progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(errOut),
+			progressbar.OptionSetWriter(pw),
 			progressbar.OptionSetDescription(fmt.Sprintf("simulating %s on %d workers", w.Name, sweep.Base.Workers)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
@@ -254,6 +180,27 @@ func writeSimResults(c *cli.Context, points []report.Point) error {
 	if slo := c.Float64("slo"); slo > 0 {
 		sums = report.Summarize(points, slo, c.Bool("slo-per-type"))
 	}
+	var files []string
+	if dir := c.String("out"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("sim: --out: %w", err)
+		}
+		for _, name := range []string{"results.csv", "results.json"} {
+			f := filepath.Join(dir, name)
+			if err := report.WriteFile(f, points, sums); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
+			files = append(files, f)
+		}
+		charts, err := harness.WriteCharts(dir, points, nil, report.PlotOptions{SLO: c.Float64("slo")})
+		files = append(files, charts...)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
+	if c.Bool("json") {
+		return report.WriteJSON(out, points, sums)
+	}
 	if !c.Bool("quiet") {
 		if err := report.WriteTable(out, points); err != nil {
 			return fmt.Errorf("sim: %w", err)
@@ -263,30 +210,9 @@ func writeSimResults(c *cli.Context, points []report.Point) error {
 	if err := report.WriteSummary(out, sums); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	for _, f := range []string{c.String("json"), c.String("csv")} {
-		if f == "" {
-			continue
-		}
-		if err := report.WriteFile(f, points, sums); err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		fmt.Fprintf(out, "wrote %s\n", f)
-	}
-	if f := c.String("plot"); f != "" {
-		opt := report.PlotOptions{SLO: c.Float64("slo")}
-		if err := report.PlotSlowdown(points, f, opt); err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		fmt.Fprintf(out, "wrote %s\n", f)
-	}
-	if prefix := c.String("plot-latency"); prefix != "" {
-		paths, err := report.PlotLatencies(points, prefix, report.PlotOptions{})
-		if err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		for _, p := range paths {
-			fmt.Fprintf(out, "wrote %s\n", p)
-		}
+	if len(files) > 0 {
+		fmt.Fprintln(out)
+		printWrittenFiles(out, files)
 	}
 	return nil
 }

@@ -22,17 +22,17 @@ func runSimApp(t *testing.T, args ...string) (stdout, stderr string, err error) 
 
 func TestSimCommand(t *testing.T) {
 	dir := t.TempDir()
-	js, csv, png := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "s.png")
-	out, stderr, err := runSimApp(t, "--workload", "high-bimodal", "--workers", "14", "--policies", "cfcfs,ts,darc",
+	js, csv, png := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.csv"), filepath.Join(dir, "slowdown.png")
+	out, stderr, err := runSimApp(t, "--workload", "high-bimodal", "-w", "14", "--policies", "cfcfs,ts,darc",
 		"--loads", "0.3,0.8", "--duration", "50ms", "--seed", "1", "--slo", "10", "--slo-per-type",
-		"--json", js, "--csv", csv, "--plot", png, "--plot-latency", filepath.Join(dir, "lat-"), "--progress")
+		"--out", dir, "--progress")
 	if err != nil {
 		t.Fatalf("psp sim: %v\n%s%s", err, out, stderr)
 	}
 	for _, want := range []string{
 		"load 0.3:", "load 0.8:", "slow p99.9", "SHORT", "LONG",
 		"darc                 highest load with p99.9 slowdown <= 10 for every type: 0.8",
-		"wrote " + js, "wrote " + png, "lat-SHORT.png",
+		"wrote " + js, "wrote " + png, "latency-SHORT.png",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -58,7 +58,7 @@ func TestSimCommand(t *testing.T) {
 	if a[0].Policy != "cfcfs" || a[0].Load != 0.3 || a[0].Source != "sim" || a[5].Policy != "darc" {
 		t.Errorf("points out of order: %+v", a[0])
 	}
-	for _, f := range []string{png, filepath.Join(dir, "lat-LONG.png")} {
+	for _, f := range []string{png, filepath.Join(dir, "latency-LONG.png")} {
 		if st, err := os.Stat(f); err != nil || st.Size() < 5000 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -71,6 +71,16 @@ func TestSimCommand(t *testing.T) {
 	}
 	if !strings.Contains(out, strings.TrimSpace(out2)) {
 		t.Errorf("rerun with the same seed gave other summaries:\n%s\nvs\n%s", out2, out)
+	}
+	// --json prints the same points on stdout, nothing else.
+	out3, _, err := runSimApp(t, "--workload", "high-bimodal", "--workers", "14", "--policies", "cfcfs,ts,darc",
+		"--loads", "0.3,0.8", "--duration", "50ms", "--seed", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := report.ReadJSON(strings.NewReader(out3))
+	if err != nil || !reflect.DeepEqual(a, c) {
+		t.Errorf("--json: %v; %d points, want the %d of --out", err, len(c), len(a))
 	}
 }
 
@@ -93,15 +103,16 @@ func TestSimCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--policies", "cfcfs,sjf"}, `unknown policy "sjf"`},
-		{[]string{"--loads", "0.9:0.1:0.1"}, "end is below start"},
+		{[]string{"--loads", "0.9:0.1:0.1"}, "end 0.1 is below start 0.9"},
 		{[]string{"--loads", "0.1:0.9"}, "START:END:STEP"},
-		{[]string{"--loads", "0.5,x"}, `bad load "x"`},
-		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, rocksdb, tpcc"},
+		{[]string{"--loads", "0.5,x"}, `"x" is not a number`},
+		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, memcached, rocksdb, tpcc"},
 		{[]string{"--workload", "missing.yaml"}, "no such file"},
-		{[]string{"--workers", "0"}, "want at least 1"},
-		{[]string{"--duration", "0s"}, "want > 0"},
+		{[]string{"--workers", "0"}, "--workers 0: zero is not a value"},
+		{[]string{"--workers", "-1"}, "want at least 1"},
+		{[]string{"--duration", "0s"}, "--duration 0s: zero is not a value"},
+		{[]string{"--duration", "-1s"}, "want > 0"},
 		{[]string{"--policies", "darc-static", "--static-reserved", "40", "--loads", "0.5", "--duration", "1ms"}, "invalid darc config"},
-		{[]string{"--loads", "0.5", "--duration", "1ms", "--json", "out.txt"}, "unknown extension"},
 	}
 	for _, c := range cases {
 		out, stderr, err := runSimApp(t, c.args...)
@@ -111,32 +122,12 @@ func TestSimCommandErrors(t *testing.T) {
 	}
 }
 
-func TestParseLoads(t *testing.T) {
-	cases := map[string][]float64{
-		"0.1:0.9:0.1":  {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
-		"0.5:0.5:0.1":  {0.5},
-		"0.2:0.7:0.25": {0.2, 0.45, 0.7},
-		"0.8, 0.5":     {0.8, 0.5},
-	}
-	for in, want := range cases {
-		got, err := parseLoads(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("parseLoads(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "0", "-1", "0.1:0.2:0", "1:2:3:4", "0.1:1e9:1e-6"} {
-		if _, err := parseLoads(bad); err == nil {
-			t.Errorf("parseLoads(%q) accepted", bad)
-		}
-	}
-}
-
 func TestSimHelp(t *testing.T) {
 	out, _, err := runSimApp(t, "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"--workload", "--policies", "--loads", "--slo-per-type", "--quantum", "--preempt-cost", "--delta", "--plot", "ts-mq"} {
+	for _, f := range []string{"--workload", "--policies", "--loads", "--slo-per-type", "--quantum", "--preempt-cost", "--delta", "--out", "--json", "ts-mq"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("help lacks %s", f)
 		}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/server"
 )
@@ -24,66 +22,38 @@ func statusCommand() *cli.Command {
 		Usage: "show a running server's reservation, per-type profile, queues and drops",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the raw JSON document"},
-			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "HTTP timeout"},
+			jsonFlag(),
+			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return fmt.Errorf("status: unexpected argument %q", c.Args().First())
+				return fmt.Errorf("status: unexpected argument %q (flags only; see psp status --help)", c.Args().First())
 			}
-			body, err := fetchStatus(c.String("admin"), c.Duration("timeout"))
+			if err := refuseZero(c, "admin", "timeout"); err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			if c.Duration("timeout") < 0 {
+				return fmt.Errorf("status: --timeout %v: want > 0", c.Duration("timeout"))
+			}
+			admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
+			if err != nil {
+				return fmt.Errorf("status: --admin: %w", err)
+			}
+			if c.Bool("json") {
+				body, err := admin.StatusJSON(c.Context)
+				if err != nil {
+					return err
+				}
+				_, err = c.App.Writer.Write(body)
+				return err
+			}
+			st, err := admin.Status(c.Context)
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				_, err := c.App.Writer.Write(body)
-				return err
-			}
-			var st server.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("status: decode: %w", err)
-			}
-			return printStatus(c.App.Writer, &st)
+			return printStatus(c.App.Writer, st)
 		},
 	}
-}
-
-// adminURL turns "host:port" or a URL into a base URL.
-func adminURL(admin string) string {
-	if strings.HasPrefix(admin, "http://") || strings.HasPrefix(admin, "https://") {
-		return strings.TrimRight(admin, "/")
-	}
-	return "http://" + admin
-}
-
-func fetchStatus(admin string, timeout time.Duration) ([]byte, error) {
-	client := &http.Client{Timeout: timeout}
-	resp, err := client.Get(adminURL(admin) + "/status")
-	if err != nil {
-		return nil, fmt.Errorf("status: %w (is psp serve running with --admin %s?)", err, admin)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("status: read: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
-}
-
-// fetchServerStatus fetches and decodes a server's /status.
-func fetchServerStatus(admin string) (*server.Status, error) {
-	body, err := fetchStatus(admin, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	var st server.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("status: decode: %w", err)
-	}
-	return &st, nil
 }
 
 // printStatus renders st for humans.
@@ -100,25 +70,26 @@ func printStatus(w io.Writer, st *server.Status) error {
 		app += fmt.Sprintf(" (dilation %g)", st.Dilation)
 	}
 	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %d workers, app %s, up %.1fs\n",
-		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSec)
+		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSeconds)
 	if st.Overloaded {
 		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
 	}
 	fmt.Fprintf(w, "requests: received %d = answered %d + dropped %d + in flight %d (queued %d, running %d)\n",
 		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy)
 	if st.Dropped > 0 {
-		fmt.Fprintf(w, "drops: %s", dropList(st.Drops))
+		fmt.Fprintf(w, "drops: %s", st.Drops.String())
 		if st.OverloadReplies > 0 {
 			fmt.Fprintf(w, "; %d answered \"overloaded\"", st.OverloadReplies)
 		}
 		fmt.Fprintln(w)
 	}
 	n := st.Net
-	fmt.Fprintf(w, "network: %d packets in, %d dropped before psp (kernel socket or device full)", n.RxPackets, n.RxDropped)
+	fmt.Fprintf(w, "dataplane: received %d packets, sent %d; dropped on receive %d (kernel socket or device full, or not requests), truncated %d, transmit errors %d",
+		n.RxPackets, n.TxPackets, n.RxDropped, n.RxTruncated, n.TxErrors)
 	if n.RxNoBuffer > 0 {
 		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
 	}
-	fmt.Fprintf(w, "; %d out, %d send errors\n", n.TxPackets, n.TxErrors)
+	fmt.Fprintln(w)
 	if st.Pool > 0 {
 		fmt.Fprintf(w, "buffer pool: %d requests, %d guaranteed to types, %d shared (%d borrowed now)\n",
 			st.Pool, st.Pool-st.Shared, st.Shared, st.Borrowed)
@@ -140,22 +111,19 @@ func printStatus(w io.Writer, st *server.Status) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\ntypes:")
+	fmt.Fprintln(w, "\ntypes (profile: the policy's current window; measured: every answered request since start):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ID\tNAME\tPROFILE MEAN\tRATIO\tQUEUED\tHELD/BUDGET\tDEADLINE\tMAX WAIT\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\t")
+	fmt.Fprintln(tw, "ID\tNAME\tPROFILED MEAN\tSHARE\tQUEUED\tHELD/BUDGET\tDEADLINE\tMAX WAIT\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\tMEAN QUEUEING\t")
 	var dropped []string
 	for _, t := range st.Types {
-		if t.Received == 0 && t.ProfileCount == 0 && t.Queued == 0 {
-			continue
-		}
 		budget := "-"
 		if t.Budget > 0 {
 			budget = fmt.Sprintf("%d/%d", t.Held, t.Budget)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t\n", t.ID, t.Name, ns(t.MeanServiceNs), t.Ratio,
-			t.Queued, budget, ns(float64(t.DeadlineNs)), ns(float64(t.MaxWaitNs)), t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanNs))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t\n", t.ID, t.Name, ns(t.ProfiledMeanServiceNs), t.ProfiledShare,
+			t.Queued, budget, ns(float64(t.DeadlineNs)), ns(float64(t.MaxWaitNs)), t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanServiceNs), ns(t.MeanQueueingNs))
 		if t.Dropped > 0 {
-			dropped = append(dropped, fmt.Sprintf("  %s: %s", t.Name, dropList(t.Drops)))
+			dropped = append(dropped, fmt.Sprintf("  %s: %s", t.Name, t.Drops.String()))
 		}
 	}
 	tw.Flush()
@@ -190,18 +158,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 	return nil
 }
 
-// dropList lists the non-zero drop reasons: "budget 12, expired 3".
-func dropList(d dispatcher.Drops) string {
-	var parts []string
-	for _, r := range dispatcher.Reasons() {
-		if n := d.Count(r); n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// shedByType lists the types shedding now, most first: " (LONG 512/s, ...)".
+// shedByType lists the types shedding now, most first: ": LONG 512/s, ...".
 func shedByType(st *server.Status) string {
 	type rate struct {
 		name string

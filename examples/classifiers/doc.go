@@ -6,7 +6,10 @@
 //   - c/, rust/, assemblyscript/, go/, wat/: the psp request header
 //     classifier (the type is the u32 at offset 4 of the 16-byte header of
 //     package wire), the same in all five languages.
-//   - c/memcached.c: memcached's text protocol, one type per command.
+//   - c/memcached.c: memcached's text protocol by cost: single-key GET,
+//     MULTIGET, WRITE and OTHER, as psp's memcached application
+//     (app/memcached) types them natively; a fuzz test checks that both
+//     agree.
 //   - c/resp.c: Redis RESP, one type per command name, case-insensitive.
 //   - c/kv.c: the kv application's GET and SCAN requests (package app/kv),
 //     malformed ones UNKNOWN.
@@ -16,6 +19,7 @@
 //     runaway recursion, traps, memory bomb, out-of-range types, bad batch
 //     count, imports, bad signatures, bad ABI version, oversized memory).
 //
-// The package has no Go API: its tests load every module with package
-// wasmclass and check it against tables of requests.
+// Its only Go API is PSPHeader, the C psp-header module embedded for tools
+// that must run outside the repository (psp demo). Its tests load every
+// module with package wasmclass and check it against tables of requests.
 package classifiers

@@ -76,9 +76,8 @@ var (
 	ErrEAL = errors.New("dpdk: eal")
 )
 
-// withDefaults returns c with zero fields replaced by their defaults,
-// validated.
-func (c Config) withDefaults() (Config, error) {
+// withDefaults returns c with zero fields replaced by their defaults.
+func (c Config) withDefaults() Config {
 	if c.EAL == nil {
 		c.EAL = slices.Clone(DefaultEAL)
 	}
@@ -97,7 +96,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.TxDescriptors == 0 {
 		c.TxDescriptors = DefaultTxDescriptors
 	}
-	return c, c.validate()
+	return c
 }
 
 func (c Config) validate() error {

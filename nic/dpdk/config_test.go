@@ -11,7 +11,8 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c, err := Config{IP: netip.MustParseAddr("10.0.0.2")}.withDefaults()
+	c := Config{IP: netip.MustParseAddr("10.0.0.2")}.withDefaults()
+	err := c.validate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestConfigDefaults(t *testing.T) {
 		}
 	}
 	// An IPv4-mapped IPv6 address is an IPv4 address.
-	if _, err := (Config{IP: netip.MustParseAddr("::ffff:10.0.0.2")}).withDefaults(); err != nil {
+	if err := (Config{IP: netip.MustParseAddr("::ffff:10.0.0.2")}).withDefaults().validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,7 +49,7 @@ func TestConfigRejects(t *testing.T) {
 		"nul in eal":    {IP: ip, EAL: []string{"-l\x000"}},
 		"nul in device": {IP: ip, Device: "net_ring0\x00"},
 	} {
-		_, err := c.withDefaults()
+		err := c.withDefaults().validate()
 		if !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
 		} else if !strings.HasPrefix(err.Error(), "dpdk: ") {

@@ -48,7 +48,11 @@ type Dataplane struct {
 
 	rxDescs []C.struct_psp_rx_desc // C memory, burst long
 	buffers []nic.Buffer           // one per mbuf, by pool index
-	txqs    []*txQueue
+	// replyDescs are AllocReply's descriptors, by the request's pool
+	// index (only the goroutine holding a request uses its entry). C
+	// memory, freed with the pool.
+	replyDescs []C.struct_psp_rx_desc
+	txqs       []*txQueue
 
 	// mu orders the I/O paths (read-locked) against Close (write-locked).
 	mu          sync.RWMutex
@@ -75,8 +79,8 @@ var _ nic.Dataplane = (*Dataplane)(nil)
 // Configuration errors wrap ErrConfig; EAL failures wrap ErrEAL; port set-up
 // failures carry DPDK's reason.
 func Open(cfg Config) (*Dataplane, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if err := eal.start(cfg.EAL); err != nil {
@@ -180,6 +184,7 @@ func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 	d.scratch = unsafe.Slice(C.psp_port_scratch(port), d.burst)
 	d.buffers = make([]nic.Buffer, int(C.psp_port_pool_size(port)))
 	d.reserved = int(C.psp_port_reserved(port))
+	d.replyDescs = unsafe.Slice((*C.struct_psp_rx_desc)(C.calloc(C.size_t(len(d.buffers)), C.size_t(unsafe.Sizeof(C.struct_psp_rx_desc{})))), len(d.buffers))
 	// Worker w transmits on device queue w % workerQueues; workers sharing a
 	// queue share a lock.
 	var locks []*sync.Mutex
@@ -355,6 +360,8 @@ func (d *Dataplane) returned(n int) {
 func (d *Dataplane) freePool() {
 	if d.poolFreed.CompareAndSwap(false, true) {
 		C.psp_port_free(d.port)
+		C.free(unsafe.Pointer(unsafe.SliceData(d.replyDescs)))
+		d.replyDescs = nil
 	}
 }
 
@@ -367,6 +374,36 @@ func (d *Dataplane) RequestBuffers() int {
 		return int(d.final.PoolSize) - d.reserved
 	}
 	return int(C.psp_port_pool_size(d.port)) - d.reserved
+}
+
+// AllocReply implements nic.ReplyAllocator: an mbuf holding req's headers,
+// so that TxQueue.Send turns it into a further reply datagram to req's
+// peer, or nil when the pool is empty or the dataplane closed. Any worker
+// may call it for the request it holds; one call into C.
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	if req.Ref == 0 || int(req.Index) < 0 || int(req.Index) >= len(d.buffers) {
+		return nil
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed.Load() {
+		return nil
+	}
+	r := &d.replyDescs[req.Index]
+	if C.psp_alloc_reply(d.port, C.uintptr_t(req.Ref), r) != 0 {
+		return nil
+	}
+	b := &d.buffers[r.index]
+	b.Data = unsafe.Slice((*byte)(unsafe.Pointer(r.payload)), int(r.room))
+	b.Len = 0
+	b.WireLen = 0
+	b.Peer = req.Peer
+	b.DstPort = req.DstPort
+	b.RxTime = req.RxTime
+	b.Ref = uintptr(r.mbuf)
+	b.Index = int32(r.index)
+	d.outstanding.Add(1)
+	return b
 }
 
 // Stats returns the nic counters. RxDropped counts every packet the port

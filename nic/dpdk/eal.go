@@ -124,3 +124,21 @@ func newCErr() cErr {
 func (e cErr) String() string { return C.GoString(e.p) }
 
 func (e cErr) free() { C.free(unsafe.Pointer(e.p)) }
+
+// ealUsage returns the EAL's memzones and heap bytes in use, for tests
+// that check Close gives back everything Open took (zeros before the EAL
+// starts).
+func ealUsage() (memzones, heapBytes uint64) {
+	eal.mu.Lock()
+	started := eal.calls != nil
+	eal.mu.Unlock()
+	if !started {
+		return 0, 0
+	}
+	eal.do(func() {
+		var mz, hb C.uint64_t
+		C.psp_eal_usage(&mz, &hb)
+		memzones, heapBytes = uint64(mz), uint64(hb)
+	})
+	return memzones, heapBytes
+}

@@ -17,7 +17,9 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_memzone.h>
 #include <rte_memcpy.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -590,6 +592,35 @@ psp_free_scratch(struct psp_port *p, uint16_t n)
 		rte_pktmbuf_free((struct rte_mbuf *)p->scratch[i]);
 }
 
+int
+psp_alloc_reply(struct psp_port *p, uintptr_t req, struct psp_rx_desc *d)
+{
+	struct rte_mbuf *r = (struct rte_mbuf *)req;
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(r, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	uint16_t ihl = (uint16_t)((ip->version_ihl & RTE_IPV4_HDR_IHL_MASK) * 4);
+	uint16_t hdr = (uint16_t)(sizeof(*eth) + ihl + sizeof(struct rte_udp_hdr));
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL)
+		return -ENOBUFS;
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	memcpy(frame, eth, hdr);
+	m->data_len = hdr;
+	m->pkt_len = hdr;
+	uint8_t *payload = frame + hdr;
+	uint8_t *end = (uint8_t *)m->buf_addr + m->buf_len;
+	uint32_t room = (uint32_t)(end - payload);
+	uint32_t mtu_room = p->mtu - ihl - sizeof(struct rte_udp_hdr);
+	if (room > mtu_room)
+		room = mtu_room;
+	d->mbuf = (uintptr_t)m;
+	d->payload = payload;
+	d->index = *(uint32_t *)rte_mbuf_to_priv(m);
+	d->len = 0;
+	d->room = (uint16_t)room;
+	return 0;
+}
+
 /* psp_alloc_append allocates an mbuf from p's pool holding len bytes of
  * data and points *data at them. It returns NULL and sets *err (-ENOBUFS or
  * -EMSGSIZE) when it cannot. */
@@ -689,7 +720,45 @@ psp_vdev_add(const char *name, const char *args, char *err, size_t errlen)
 int
 psp_vdev_remove(const char *name)
 {
-	return rte_eal_hotplug_remove("vdev", name);
+	int ret = rte_eal_hotplug_remove("vdev", name);
+	/*
+	 * A net_ring device created by name makes RTE_PMD_RING_MAX_RX_RINGS
+	 * rings, "ETH_RXTX<i>_<name>", but its close frees only those of the
+	 * rx queues configured (one here): free the others, or the next device
+	 * of that name cannot create them ("RING: Cannot reserve memory").
+	 */
+	if (ret == 0 && strncmp(name, "net_ring", 8) == 0) {
+		char rng_name[RTE_RING_NAMESIZE];
+		for (unsigned i = 0; i < RTE_PMD_RING_MAX_RX_RINGS; i++) {
+			int cc = snprintf(rng_name, sizeof(rng_name), "ETH_RXTX%u_%s", i, name);
+			if (cc < 0 || cc >= (int)sizeof(rng_name))
+				break;
+			struct rte_ring *r = rte_ring_lookup(rng_name);
+			if (r != NULL)
+				rte_ring_free(r);
+		}
+	}
+	return ret;
+}
+
+static void
+psp_count_memzone(const struct rte_memzone *mz, void *arg)
+{
+	(void)mz;
+	(*(uint64_t *)arg)++;
+}
+
+void
+psp_eal_usage(uint64_t *memzones, uint64_t *heap_bytes)
+{
+	*memzones = 0;
+	rte_memzone_walk(psp_count_memzone, memzones);
+	*heap_bytes = 0;
+	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++) {
+		struct rte_malloc_socket_stats st;
+		if (rte_malloc_get_socket_stats(s, &st) == 0)
+			*heap_bytes += st.heap_allocsz_bytes;
+	}
 }
 
 struct psp_ring_pair {

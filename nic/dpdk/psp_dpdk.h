@@ -108,6 +108,11 @@ int psp_port_id(const struct psp_port *p);
 uint16_t psp_rx(struct psp_port *p, uint16_t max);
 uint16_t psp_tx(struct psp_port *p, uint16_t queue, uint16_t n);
 void psp_free_scratch(struct psp_port *p, uint16_t n);
+/* psp_alloc_reply allocates an mbuf for a further reply datagram to the
+ * request in mbuf req: it copies req's Ethernet, IPv4 and UDP headers (so
+ * psp_tx turns it into a reply like req) and fills d (len 0). It returns 0,
+ * or -ENOBUFS when the pool is empty. */
+int psp_alloc_reply(struct psp_port *p, uintptr_t req, struct psp_rx_desc *d);
 int psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len);
 /* Sends payload as a UDP datagram from the port's MAC, IP and udp_port to
  * themselves. */
@@ -118,6 +123,9 @@ int psp_tx_self(struct psp_port *p, const uint8_t *payload, uint16_t len,
 /* psp_vdev_add returns the new device's port id, or a negative errno. */
 int psp_vdev_add(const char *name, const char *args, char *err, size_t errlen);
 int psp_vdev_remove(const char *name);
+
+/* EAL resources in use: memzones and bytes allocated from the heaps. */
+void psp_eal_usage(uint64_t *memzones, uint64_t *heap_bytes);
 
 /* A port over two rings (tests and benchmarks): frames enqueued on the rx
  * ring are received, frames the port transmits land on the tx ring. */

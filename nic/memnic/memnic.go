@@ -101,10 +101,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("memnic: reply queue %d is negative", c.ReplyQueue)
 	}
 	if g := c.Generator; g != nil {
-		bufSize := c.BufSize
-		if bufSize == 0 {
-			bufSize = DefaultBufSize
-		}
+		bufSize := c.withDefaults().BufSize
 		switch {
 		case g.Size != 0 && g.Size < wire.HeaderLen:
 			return fmt.Errorf("memnic: generator size %d is shorter than the %d-byte psp header", g.Size, wire.HeaderLen)
@@ -117,7 +114,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) setDefaults() {
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = 1
 	}
@@ -133,6 +131,7 @@ func (c *Config) setDefaults() {
 	if c.ReplyQueue == 0 {
 		c.ReplyQueue = DefaultReplyQueue
 	}
+	return c
 }
 
 // Dataplane is an in-memory nic.Dataplane.
@@ -170,7 +169,7 @@ func New(cfg Config) *Dataplane {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	d := &Dataplane{
 		cfg:     cfg,
 		pool:    bufpool.New(cfg.Buffers, cfg.BufSize),
@@ -391,6 +390,17 @@ func (d *Dataplane) TxQueue(w int) nic.TxQueue {
 // RequestBuffers implements nic.BufferPool: the pool minus a quarter kept
 // for packets waiting to be received (as a NIC keeps its descriptor ring).
 func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Buffers/4 }
+
+// AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
+// req's peer, or nil when the pool is empty.
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	b := d.pool.Get()
+	if b == nil {
+		return nil
+	}
+	b.Peer, b.DstPort, b.RxTime = req.Peer, req.DstPort, req.RxTime
+	return b
+}
 
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {

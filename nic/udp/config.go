@@ -51,20 +51,14 @@ func (c Config) Validate() error {
 	case c.ReadBuffer < 0:
 		return fmt.Errorf("udp: read buffer %d is negative", c.ReadBuffer)
 	}
-	buffers, batch := c.Buffers, c.Batch
-	if buffers == 0 {
-		buffers = DefaultBuffers
-	}
-	if batch == 0 {
-		batch = DefaultBatch
-	}
-	if buffers < batch {
-		return fmt.Errorf("udp: %d buffers cannot fill a batch of %d (use more buffers or a smaller batch)", buffers, batch)
+	if d := c.withDefaults(); d.Buffers < d.Batch {
+		return fmt.Errorf("udp: %d buffers cannot fill a batch of %d (use more buffers or a smaller batch)", d.Buffers, d.Batch)
 	}
 	return nil
 }
 
-func (c *Config) setDefaults() {
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
@@ -83,4 +77,5 @@ func (c *Config) setDefaults() {
 	if c.ReadBuffer == 0 {
 		c.ReadBuffer = DefaultReadBuffer
 	}
+	return c
 }

@@ -76,7 +76,7 @@ func Open(cfg Config) (*Dataplane, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	pc, err := net.ListenPacket("udp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("udp: listen on %s: %w", cfg.Addr, err)
@@ -342,6 +342,20 @@ func (d *Dataplane) TxQueue(w int) nic.TxQueue {
 		return nil
 	}
 	return d.tx[w]
+}
+
+// AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
+// req's peer, or nil when the pool is empty (or the dataplane is closed).
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	if d.closed.Load() {
+		return nil
+	}
+	b := d.pool.Get()
+	if b == nil {
+		return nil
+	}
+	b.Peer, b.DstPort, b.RxTime = req.Peer, req.DstPort, req.RxTime
+	return b
 }
 
 // Release implements nic.Dataplane.

@@ -1,0 +1,211 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/server"
+)
+
+// DefaultAdminTimeout bounds one admin request when AdminClient.Timeout is
+// zero.
+const DefaultAdminTimeout = 5 * time.Second
+
+// maxStatusBytes bounds a /status answer read by the client.
+const maxStatusBytes = 16 << 20
+
+// AdminClient talks to a running server's admin endpoint (psp serve
+// --admin). It is safe for concurrent use.
+type AdminClient struct {
+	base string
+	http *http.Client
+}
+
+// NewAdminClient returns a client for the admin endpoint at addr: host:port
+// (plain HTTP) or an http:// or https:// URL, optionally with a path
+// prefix. timeout bounds each request (zero: DefaultAdminTimeout; a hot
+// swap may take longer, see PushClassifier).
+func NewAdminClient(addr string, timeout time.Duration) (*AdminClient, error) {
+	base, err := AdminURL(addr)
+	if err != nil {
+		return nil, err
+	}
+	if timeout == 0 {
+		timeout = DefaultAdminTimeout
+	}
+	if timeout < 0 {
+		return nil, fmt.Errorf("admin: timeout %v, want > 0", timeout)
+	}
+	return &AdminClient{base: base, http: &http.Client{Timeout: timeout}}, nil
+}
+
+// AdminURL turns an admin address (host:port, or an http:// or https://
+// URL) into the base URL requests are made under, without a trailing slash.
+func AdminURL(addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("admin address %q: %s (want host:port or http://host:port)", addr, why)
+	}
+	if addr == "" {
+		return bad("empty")
+	}
+	if !strings.Contains(addr, "://") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return bad(err.Error())
+		}
+		if strings.ContainsAny(host, "/?#@") {
+			return bad("not a host name")
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return bad("port " + strconv.Quote(port) + " is not in 1..65535")
+		}
+		return "http://" + addr, nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return bad(err.Error())
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("scheme " + strconv.Quote(u.Scheme) + " is not http or https")
+	case u.Host == "" || u.Hostname() == "":
+		return bad("no host")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return bad("a base URL has no query, fragment or user")
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// URL returns the client's base URL.
+func (c *AdminClient) URL() string { return c.base }
+
+// StatusJSON returns the server's GET /status document as sent.
+func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/status", nil)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w (is psp serve running with --admin %s?)", err, strings.TrimPrefix(c.base, "http://"))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("status: read: %w", err)
+	}
+	if len(body) > maxStatusBytes {
+		return nil, fmt.Errorf("status: answer larger than %d bytes", maxStatusBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status: %s: %s", resp.Status, errorMessage(body))
+	}
+	return body, nil
+}
+
+// Status returns the server's current status.
+func (c *AdminClient) Status(ctx context.Context) (*server.Status, error) {
+	body, err := c.StatusJSON(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var st server.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("status: decode: %w (is %s a psp admin endpoint?)", err, c.base)
+	}
+	return &st, nil
+}
+
+// DefaultSwapTimeout bounds a hot swap's request: the server compiles the
+// module before it answers.
+const DefaultSwapTimeout = 60 * time.Second
+
+// PushClassifier uploads wasm as tenant's new classifier (PUT
+// /tenants/{tenant}/classifier with the bearer token) and returns the
+// server's answer. The request is bounded by ctx and by
+// max(DefaultSwapTimeout, the client's timeout). On error the server keeps
+// its running classifier.
+func (c *AdminClient) PushClassifier(ctx context.Context, tenant string, wasm []byte, token string) (server.SwapResult, error) {
+	if tenant == "" {
+		return server.SwapResult{}, errors.New("classifier push: empty tenant name")
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return server.SwapResult{}, errors.New("classifier push: empty token")
+	}
+	u := c.base + "/tenants/" + url.PathEscape(tenant) + "/classifier"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(wasm))
+	if err != nil {
+		return server.SwapResult{}, fmt.Errorf("classifier push: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/wasm")
+	hc := *c.http
+	hc.Timeout = max(hc.Timeout, DefaultSwapTimeout)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return server.SwapResult{}, fmt.Errorf("classifier push: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return server.SwapResult{}, fmt.Errorf("classifier push: %s: %s", resp.Status, errorMessage(body))
+	}
+	var res server.SwapResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		return res, fmt.Errorf("classifier push: decode answer: %w", err)
+	}
+	return res, nil
+}
+
+// errorMessage extracts the "error" field of a JSON error answer, or the
+// trimmed body.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	msg := strings.TrimSpace(string(body))
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
+}
+
+// Reservation describes a status's reservation compactly, e.g.
+// "SHORT on 0; LONG on 1-12 + spillway", or "" when there is none (other
+// policies, or DARC still profiling).
+func Reservation(st *server.Status) string {
+	var b strings.Builder
+	for i, g := range st.Groups {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.Join(g.Types, ","))
+		b.WriteString(" on ")
+		if len(g.Reserved) == 0 {
+			b.WriteString("none")
+		} else {
+			b.WriteString(affinity.FormatList(g.Reserved))
+		}
+		if g.Spillway {
+			b.WriteString(" + spillway")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,36 @@
+// Package harness runs experiments on psp: it starts servers (as child
+// processes or in this process), plays open-loop load at them with package
+// loadgen, sweeps policies and loads, simulates the same setup with package
+// sim, reads a running server's state over its admin endpoint and writes
+// results and charts with package report.
+//
+// cmd/psp is a thin layer of flags and printing over this package; tests
+// and other programs call it directly:
+//
+//	sw := &harness.Sweep{
+//		Plan:     harness.Plan{Workload: w, Workers: 14, Duration: 5 * time.Second},
+//		Policies: []string{"darc", "cfcfs"},
+//		Loads:    []float64{0.5, 0.8},
+//		Server:   harness.ServerSpec{App: "emulate"},
+//		Launcher: harness.InProcess{},
+//		Out:      dir,
+//	}
+//	res, err := sw.Run(ctx)
+//
+// # Pieces
+//
+//   - ParseLoads and ParsePolicies: the one syntax for load ranges and
+//     policy lists.
+//   - Plan: one load-generator run (workload, rate or load, duration, seed).
+//   - Launcher (Exec, InProcess) and ServerSpec: psp servers to measure.
+//   - Sweep: every policy at every load, with optional simulation; Demo
+//     builds the sweep psp demo runs.
+//   - AdminClient: a running server's GET /status (the server's own
+//     server.Status) and classifier hot swaps.
+//   - WriteCharts: the charts of a set of points.
+//
+// # Concurrency
+//
+// A Sweep or Plan runs on the calling goroutine (the load generator starts
+// its own). AdminClient is safe for concurrent use.
+package harness

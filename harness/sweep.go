@@ -1,0 +1,333 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/sim"
+)
+
+// Sweep measures psp servers at a range of loads under each policy: for
+// every policy it starts a server (or measures Target), pre-warms it, plays
+// Plan at each load and writes, in Out, results.csv, results.json, the
+// charts (see WriteCharts), the servers' logs and, with Simulate, sim.json.
+type Sweep struct {
+	// Plan is the load played at each point; its Load and Rate are set per
+	// point and its Spec.Server to the server measured. Plan.Spec.Dilation
+	// zero takes the server's: Server.Dilation, or the running Target's, or
+	// psp serve's default of 1000 for the emulate application.
+	Plan Plan
+	// Policies are the policies to start servers with; with Target, the
+	// single label of the running server's policy.
+	Policies []string
+	// Loads are the offered loads, as fractions of the workers' capacity.
+	Loads []float64
+	// Server describes the servers to start (Policy, Workers and Dilation
+	// are set per policy from the sweep).
+	Server ServerSpec
+	// Launcher starts them; default Exec{} (this executable's psp serve).
+	Launcher Launcher
+	// Target, when set, is a running server to measure instead.
+	Target *Target
+	// Prewarm is traffic sent at the middle load before each policy's first
+	// point and not measured, so that DARC finishes profiling; zero: none.
+	Prewarm time.Duration
+	// Out is the output directory (created if missing).
+	Out string
+	// SLO, when > 0, is the p99.9 slowdown bound of the summaries and of the
+	// charts' dashed line.
+	SLO float64
+	// Simulate, when > 0, also simulates the same policies and loads for
+	// this simulated duration (nominal, undilated times) and draws them on
+	// slowdown.png.
+	Simulate time.Duration
+	// Log receives one line per point (and per pre-warm); nil discards.
+	Log io.Writer
+}
+
+// SweepResult is what a sweep measured and wrote.
+type SweepResult struct {
+	Points    []report.Point   // measured, in policy then load order
+	SimPoints []report.Point   // simulated (Sweep.Simulate)
+	Summaries []report.Summary // per policy, with Sweep.SLO
+	Files     []string         // every file written, results first
+}
+
+// withDefaults returns s with zero fields set to their defaults.
+func (s Sweep) withDefaults() Sweep {
+	if s.Launcher == nil {
+		s.Launcher = Exec{}
+	}
+	if s.Log == nil {
+		s.Log = io.Discard
+	}
+	return s
+}
+
+// Validate reports the first problem with s.
+func (s *Sweep) Validate() error {
+	switch {
+	case len(s.Policies) == 0:
+		return errors.New("sweep: no policies")
+	case len(s.Loads) == 0:
+		return errors.New("sweep: no loads")
+	case s.Out == "":
+		return errors.New("sweep: no output directory")
+	case s.Target != nil && len(s.Policies) > 1:
+		return errors.New("sweep: a running server has one policy: give a single policy label")
+	case s.Target != nil && s.Target.Listen == "":
+		return errors.New("sweep: the running server's UDP address is missing")
+	case s.Prewarm < 0:
+		return fmt.Errorf("sweep: prewarm %v, want >= 0", s.Prewarm)
+	}
+	for _, l := range s.Loads {
+		if !(l > 0) || l > MaxLoad {
+			return fmt.Errorf("sweep: load %v out of (0, %d]", l, MaxLoad)
+		}
+	}
+	p := s.Plan
+	p.Load = s.Loads[0]
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	return nil
+}
+
+// Run measures every policy at every load and writes the results. An
+// interrupted sweep (ctx cancelled) still writes what it measured and
+// returns it with an error wrapping ctx.Err().
+func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	sw := s.withDefaults()
+	if err := os.MkdirAll(sw.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("sweep: create output directory: %w", err)
+	}
+	if err := sw.resolveDilation(ctx); err != nil {
+		return nil, err
+	}
+	res := &SweepResult{}
+	for _, policy := range sw.Policies {
+		pts, err := sw.runPolicy(ctx, policy)
+		res.Points = append(res.Points, pts...)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("sweep: %s: %w", policy, err)
+		}
+	}
+	if len(res.Points) == 0 {
+		return res, fmt.Errorf("sweep: interrupted before the first point: %w", ctx.Err())
+	}
+	if sw.SLO > 0 {
+		res.Summaries = report.Summarize(res.Points, sw.SLO, true)
+	}
+	for _, name := range []string{"results.csv", "results.json"} {
+		f := filepath.Join(sw.Out, name)
+		if err := report.WriteFile(f, res.Points, res.Summaries); err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+		res.Files = append(res.Files, f)
+	}
+	if sw.Simulate > 0 && ctx.Err() == nil {
+		pts, err := sw.simulate(ctx)
+		if err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+		res.SimPoints = pts
+		f := filepath.Join(sw.Out, "sim.json")
+		if err := report.WriteFile(f, pts, nil); err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+		res.Files = append(res.Files, f)
+	}
+	charts, err := WriteCharts(sw.Out, res.Points, res.SimPoints, report.PlotOptions{SLO: sw.SLO})
+	res.Files = append(res.Files, charts...)
+	if err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("sweep: interrupted: the files hold the %d points measured so far: %w", len(res.Points), ctx.Err())
+	}
+	return res, nil
+}
+
+// resolveDilation fills a zero Plan.Spec.Dilation with the server's.
+func (s *Sweep) resolveDilation(ctx context.Context) error {
+	switch {
+	case s.Plan.Spec.Dilation != 0:
+	case s.Target != nil && s.Target.Admin != "":
+		c, err := NewAdminClient(s.Target.Admin, 0)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		st, err := c.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("sweep: the running server's dilation: %w", err)
+		}
+		s.Plan.UseStatus(st)
+	case s.Target == nil && s.Server.Dilation != 0:
+		s.Plan.Spec.Dilation = s.Server.Dilation
+	case s.Target == nil && (s.Server.App == "" || s.Server.App == server.AppEmulate):
+		s.Plan.Spec.Dilation = server.DefaultEmulateDilation
+	}
+	if s.Target == nil && s.Server.Dilation == 0 {
+		s.Server.Dilation = s.Plan.Spec.Dilation
+	}
+	return nil
+}
+
+// simulate runs the simulator on the sweep's workload, workers, policies
+// and loads.
+func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
+	pts, err := sim.RunSweep(ctx, sim.Sweep{
+		Base:     sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed},
+		Policies: s.Policies,
+		Loads:    s.Loads,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	return pts, nil
+}
+
+// runPolicy starts a server for policy (unless one is targeted), pre-warms
+// it and measures each load.
+func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, error) {
+	target := s.Target
+	if target == nil {
+		spec := s.Server
+		spec.Policy = policy
+		spec.Workers = s.Plan.Workers
+		spec.LogPath = filepath.Join(s.Out, "server-"+policy+".log")
+		srv, err := s.Launcher.Launch(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				fmt.Fprintf(s.Log, "%s: server stop: %v\n", policy, err)
+			}
+		}()
+		target = &srv.Target
+	}
+	var admin *AdminClient
+	if target.Admin != "" {
+		var err error
+		if admin, err = NewAdminClient(target.Admin, 2*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	plan := s.Plan
+	plan.Spec.Server = target.Listen
+	plan.Rate = 0
+	if s.Prewarm > 0 {
+		warm := plan
+		warm.Duration = s.Prewarm
+		warm.Load = s.Loads[len(s.Loads)/2]
+		fmt.Fprintf(s.Log, "%s: pre-warming for %v at load %.2g\n", policy, s.Prewarm, warm.Load)
+		if _, err := warm.Run(ctx, policy+" prewarm"); err != nil {
+			return nil, err
+		}
+	}
+	var points []report.Point
+	for _, load := range s.Loads {
+		plan.Load = load
+		idle := startIdleSampler(ctx, admin)
+		res, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
+		meanIdle := idle()
+		if err != nil {
+			return points, err
+		}
+		reservation := ""
+		if admin != nil {
+			if st, err := admin.Status(ctx); err == nil {
+				if r := Reservation(st); r != "" {
+					reservation = fmt.Sprintf(" [%s phase: %s]", st.Phase, r)
+				}
+			}
+		}
+		pt := plan.Point(res, policy, meanIdle)
+		points = append(points, pt)
+		note := "sustained"
+		if !res.Sustained {
+			note = "NOT sustained: " + res.NotSustainedReason()
+		}
+		fmt.Fprintf(s.Log, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s%s\n", policy, load, res.OfferedRate, pt.Overall.P999Slowdown, note, reservation)
+		if res.Interrupted {
+			break
+		}
+	}
+	return points, nil
+}
+
+// startIdleSampler polls the server's /status every 250 ms (idle_workers is
+// a mean over the server's last stats interval) until the returned function
+// is called; that function returns the mean of the samples (NaN, shown as
+// unknown, without an admin client or samples).
+func startIdleSampler(ctx context.Context, admin *AdminClient) func() float64 {
+	if admin == nil {
+		return func() float64 { return math.NaN() }
+	}
+	stop := make(chan struct{})
+	result := make(chan float64, 1)
+	go func() {
+		sum, n := 0.0, 0
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				if n == 0 {
+					result <- math.NaN()
+				} else {
+					result <- sum / float64(n)
+				}
+				return
+			case <-t.C:
+				if st, err := admin.Status(ctx); err == nil {
+					sum += st.IdleWorkers
+					n++
+				}
+			}
+		}
+	}()
+	return func() float64 {
+		close(stop)
+		return <-result
+	}
+}
+
+// WriteCharts draws slowdown.png (points and slowdownOnly) and one
+// latency-<type>.png per request type (points only: simulated and dilated
+// latencies do not share a time scale) into dir, and returns the paths
+// written.
+func WriteCharts(dir string, points, slowdownOnly []report.Point, opt report.PlotOptions) ([]string, error) {
+	if len(points)+len(slowdownOnly) == 0 {
+		return nil, errors.New("charts: no points to plot")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("charts: create output directory: %w", err)
+	}
+	slowdown := filepath.Join(dir, "slowdown.png")
+	all := append(append([]report.Point(nil), points...), slowdownOnly...)
+	if err := report.PlotSlowdown(all, slowdown, opt); err != nil {
+		return nil, err
+	}
+	paths := []string{slowdown}
+	if len(points) == 0 {
+		return paths, nil
+	}
+	lat, err := report.PlotLatencies(points, filepath.Join(dir, "latency-"), report.PlotOptions{Width: opt.Width, Height: opt.Height})
+	return append(paths, lat...), err
+}
