@@ -197,7 +197,7 @@ func (c *core) release(worker int, typ Type, service int64) {
 	c.win.count[typ]++
 	c.win.total++
 	if c.completions++; c.completions >= c.nextRefresh {
-		c.refreshProfile(&c.cfg, &c.win)
+		c.refreshProfile(&c.cfg, &c.win, c.enqueued)
 	}
 }
 

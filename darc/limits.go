@@ -201,8 +201,10 @@ func (l *limits) setDeadlines(cfg *Config) {
 // refreshProfile is the automatic deadlines' profile refresh for policies
 // that do not set scales themselves: every type's scale becomes the longest
 // mean service time seen among the known types (each type's latest window
-// mean).
-func (l *limits) refreshProfile(cfg *Config, w *window) {
+// mean). While a known type that has had requests (enqueued[t] > 0) has no
+// mean yet, nobody knows how long requests may wait behind it: automatic
+// deadlines stay off until its first completion.
+func (l *limits) refreshProfile(cfg *Config, w *window, enqueued []uint64) {
 	if l.completions < refreshEvery {
 		l.nextRefresh = 2 * l.completions
 	} else {
@@ -215,6 +217,10 @@ func (l *limits) refreshProfile(cfg *Config, w *window) {
 	for t := 1; t < len(l.profMean); t++ {
 		if w.count[t] > 0 {
 			l.profMean[t] = w.mean(t)
+		}
+		if l.profMean[t] == 0 && enqueued[t] > 0 {
+			longest = 0
+			break
 		}
 		longest = max(longest, l.profMean[t])
 	}

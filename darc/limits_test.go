@@ -178,8 +178,13 @@ func TestDeadlineExpires(t *testing.T) {
 		if s.Types[1].Expired != 2 || s.Types[2].Expired != 1 || s.Types[1].Held != 0 || s.Types[2].Held != 0 || s.Types[1].DeadlineNs != 100 {
 			t.Errorf("%s: type states %+v", name, s.Types)
 		}
-		// Unknown has an automatic deadline, none until something is
-		// profiled.
+		// Unknown has an automatic deadline, none until every type that had
+		// requests is profiled.
+		if s.Types[0].DeadlineNs != 0 {
+			t.Errorf("%s: UNKNOWN deadline %d with SHORT seen but never profiled, want none", name, s.Types[0].DeadlineNs)
+		}
+		p.Complete(0, 1, 10, 1022)
+		p.Snapshot(&s)
 		if s.Types[0].DeadlineNs != DefaultDeadlineFloor {
 			t.Errorf("%s: UNKNOWN deadline %d after a profiled completion, want the floor", name, s.Types[0].DeadlineNs)
 		}
@@ -202,12 +207,16 @@ func TestAutomaticDeadlines(t *testing.T) {
 				t.Fatalf("%s: type %d has deadline %d before any profile", name, ts.Type, ts.DeadlineNs)
 			}
 		}
+		// A type that has had requests but no completion yet keeps the
+		// deadlines off: nobody knows how long others wait behind it.
+		p.Enqueue(req(1, 2), 0)
 		p.Complete(0, 1, 100, 1)
 		p.Snapshot(&s)
-		if s.Types[1].DeadlineNs != 5000 || s.Types[3].DeadlineNs != 5000 {
-			t.Fatalf("%s: deadlines after one 100 ns completion: %+v, want the floor", name, s.Types)
+		if s.Types[1].DeadlineNs != 0 {
+			t.Fatalf("%s: deadline %d with type 2 never profiled, want none", name, s.Types[1].DeadlineNs)
 		}
-		for range 4 {
+		p.Complete(0, 2, 100000, 1)
+		for range 3 {
 			p.Complete(0, 1, 100, 2)
 			p.Complete(0, 2, 100000, 2)
 		}

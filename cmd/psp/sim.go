@@ -54,7 +54,7 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
 			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (0 or negative: the paper's plain rounding on every update)"},
-			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped (default: 4096 without --pool, each type's budget with it)"},
+			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped", DefaultText: "4096; each type's budget with --pool"},
 			&cli.IntFlag{Name: "pool", Usage: "requests the server may hold at once (its buffers: 8160 for psp serve's UDP default), split into per-type guarantees and a shared part as psp serve does; 0: no budgets"},
 			&cli.Float64Flag{Name: "deadline-factor", Value: darc.DefaultDeadlineFactor, Usage: "automatic queue deadlines, as psp serve's: this x the longest mean service time that can hold up a type's workers, at least --deadline-floor; negative: none"},
 			&cli.DurationFlag{Name: "deadline-floor", Value: time.Duration(darc.DefaultDeadlineFloor), Usage: "least automatic queue deadline (absolute time: see --dilation)"},
