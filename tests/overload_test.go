@@ -288,7 +288,7 @@ func accounting(t *testing.T, s *server, before *fullStatus, clientSent uint64) 
 	body := s.metrics(t)
 	sum := func(pattern string) (float64, bool) {
 		found, total := false, 0.0
-		for _, v := range regexp.MustCompile("(?m)^" + pattern + ` ([0-9.e+]+)$`).FindAllStringSubmatch(body, -1) {
+		for _, v := range regexp.MustCompile("(?m)^"+pattern+` ([0-9.e+]+)$`).FindAllStringSubmatch(body, -1) {
 			f, _ := strconv.ParseFloat(v[1], 64)
 			total += f
 			found = true
