@@ -31,14 +31,15 @@ func NewCFCFS(cfg Config) (*CFCFS, error) {
 // Enqueue implements Policy.
 func (p *CFCFS) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if v := p.admit(r.Type); v != Accepted {
-		return v
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
 	}
-	if p.queued[r.Type] >= p.capacity[r.Type] {
+	if l.queued >= l.capacity {
 		return p.full(r.Type)
 	}
 	p.fifo.push(entry{req: r, enq: now})
-	return p.accepted(r.Type, now)
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.

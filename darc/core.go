@@ -78,13 +78,10 @@ type core struct {
 	spill     bitset // spillway workers
 	names     []string
 
-	queued     []int // requests waiting, per type
-	total      int   // requests waiting, all types
-	enqueued   []uint64
+	total      int // requests waiting, all types
 	queueFull  []uint64
 	overBudget []uint64
 	expiredN   []uint64
-	dispatched []uint64
 
 	limits
 	win window
@@ -104,12 +101,9 @@ func newCore(name string, cfg Config) (core, error) {
 		idleCount:  cfg.Workers,
 		spill:      make(bitset, nw),
 		names:      make([]string, cfg.NumTypes),
-		queued:     make([]int, cfg.NumTypes),
-		enqueued:   make([]uint64, cfg.NumTypes),
 		queueFull:  make([]uint64, cfg.NumTypes),
 		overBudget: make([]uint64, cfg.NumTypes),
 		expiredN:   make([]uint64, cfg.NumTypes),
-		dispatched: make([]uint64, cfg.NumTypes),
 		limits:     newLimits(&cfg),
 		win:        newWindow(cfg.NumTypes),
 	}
@@ -136,40 +130,48 @@ func (c *core) typeOf(t Type) Type {
 func (c *core) assign(out []Assignment, n, w int, e entry) {
 	c.idle.clear(w)
 	c.idleCount--
-	t := e.req.Type
-	c.queued[t]--
+	l := &c.lim[e.req.Type]
+	l.queued--
+	l.dispatched++
 	c.total--
-	c.dispatched[t]++
 	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
 }
 
 // expire records the drop of e, past its deadline, in out[n].
 func (c *core) expire(out []Assignment, n int, e entry) {
 	t := e.req.Type
-	c.queued[t]--
+	c.lim[t].queued--
 	c.total--
 	c.unhold(t)
 	c.expiredN[t]++
 	out[n] = Assignment{Worker: Expired, Request: e.req, Enqueued: e.enq}
 }
 
-// admit is the budget check of an arrival of type t: below its guarantee
-// it is in; past it, it needs room under its budget and in the shared part.
-func (c *core) admit(t Type) Verdict {
-	if h := c.held[t]; h >= c.guarantee[t] && (h >= c.budget[t] || c.borrowed >= c.shared) {
-		c.overBudget[t]++
-		return OverBudget
-	}
-	return Accepted
+// admit is the budget check of an arrival whose type's state is l: below
+// its guarantee it is in; past it, it needs room under its budget and in
+// the shared part. A refusal is counted with over.
+func (c *core) admit(l *typeLimit) bool {
+	return l.held < l.guarantee || (l.held < l.budget && c.borrowed < c.shared)
+}
+
+// over counts an arrival of type t refused by admit.
+func (c *core) over(t Type) Verdict {
+	c.overBudget[t]++
+	return OverBudget
 }
 
 // accepted and full update the per-type counters of an enqueue.
-func (c *core) accepted(t Type, now int64) Verdict {
-	c.queued[t]++
+func (c *core) accepted(l *typeLimit, now int64) Verdict {
+	l.queued++
 	c.total++
-	c.hold(t)
-	c.enqueued[t]++
-	c.noteQueued(t, now)
+	if l.held >= l.guarantee {
+		c.borrowed++
+	}
+	l.held++
+	l.enqueued++
+	if x := now + l.deadline; x < c.nextExpiry {
+		c.nextExpiry = x
+	}
 	return Accepted
 }
 
@@ -197,7 +199,7 @@ func (c *core) release(worker int, typ Type, service int64) {
 	c.win.count[typ]++
 	c.win.total++
 	if c.completions++; c.completions >= c.nextRefresh {
-		c.refreshProfile(&c.cfg, &c.win, c.enqueued)
+		c.refreshProfile(&c.cfg, &c.win)
 	}
 }
 
@@ -223,21 +225,21 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 			MeanService: c.win.mean(t),
 			Count:       c.win.count[t],
 			Ratio:       c.win.ratio(t),
-			Queued:      c.queued[t],
-			Held:        c.held[t],
-			Enqueued:    c.enqueued[t],
+			Queued:      c.lim[t].queued,
+			Held:        c.lim[t].held,
+			Enqueued:    c.lim[t].enqueued,
 			Dropped:     c.queueFull[t] + c.overBudget[t],
 			QueueFull:   c.queueFull[t],
 			OverBudget:  c.overBudget[t],
 			Expired:     c.expiredN[t],
-			Dispatched:  c.dispatched[t],
+			Dispatched:  c.lim[t].dispatched,
 			Capacity:    c.capacity[t],
 		}
-		if c.budget[t] != math.MaxInt {
-			s.Types[t].Budget = c.budget[t]
-			s.Types[t].Guarantee = c.guarantee[t]
+		if c.lim[t].budget != math.MaxInt {
+			s.Types[t].Budget = c.lim[t].budget
+			s.Types[t].Guarantee = c.lim[t].guarantee
 		}
-		if d := c.deadline[t]; d != noDeadline {
+		if d := c.lim[t].deadline; d != noDeadline {
 			s.Types[t].DeadlineNs = d
 		}
 	}

@@ -131,13 +131,14 @@ func sum(xs []int) int {
 }
 
 // pending returns the number of known-type requests queued.
-func (p *DARC) pending() int { return p.total - p.queued[Unknown] }
+func (p *DARC) pending() int { return p.total - p.lim[Unknown].queued }
 
 // Enqueue implements Policy.
 func (p *DARC) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if v := p.admit(r.Type); v != Accepted {
-		return v
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
 	}
 	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
 		return p.full(r.Type)
@@ -145,7 +146,7 @@ func (p *DARC) Enqueue(r Request, now int64) Verdict {
 	if r.Type != Unknown && p.startup {
 		p.arrivals.push(r.Type)
 	}
-	return p.accepted(r.Type, now)
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.
@@ -210,11 +211,9 @@ func (p *DARC) expireAll(now int64, out []Assignment) int {
 		t := p.arrivals.peek()
 		q := &p.queues[t]
 		e := q.at(0)
-		d := p.deadline[t]
+		d := p.lim[t].deadline
 		if now-e.enq <= d {
-			if d != noDeadline {
-				next = e.enq + d
-			}
+			next = e.enq + d
 			break
 		}
 		if n == len(out) {

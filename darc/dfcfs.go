@@ -23,8 +23,8 @@ func NewDFCFS(cfg Config) (*DFCFS, error) {
 	if capacity == 0 { // sized by the pool: the whole of it, up to the default
 		capacity = min(c.cfg.Pool, DefaultQueueCapacity)
 	}
-	for t, b := range c.budget { // the most a type can have queued
-		c.capacity[t] = int(min(int64(b), int64(capacity)*int64(c.cfg.Workers)))
+	for t := range c.lim { // the most a type can have queued
+		c.capacity[t] = int(min(int64(c.lim[t].budget), int64(capacity)*int64(c.cfg.Workers)))
 	}
 	return &DFCFS{
 		core:     c,
@@ -63,8 +63,9 @@ func sameCapacity(n, capacity int) []int {
 // Enqueue implements Policy.
 func (p *DFCFS) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if v := p.admit(r.Type); v != Accepted {
-		return v
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
 	}
 	w := p.next
 	if p.next++; p.next == p.cfg.Workers {
@@ -74,7 +75,7 @@ func (p *DFCFS) Enqueue(r Request, now int64) Verdict {
 		return p.full(r.Type)
 	}
 	p.nonEmpty.set(w)
-	return p.accepted(r.Type, now)
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy. A worker's queue mixes types, so a request

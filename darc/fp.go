@@ -63,13 +63,14 @@ func sortByMean(order []Type, mean []float64) {
 // Enqueue implements Policy.
 func (p *FP) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if v := p.admit(r.Type); v != Accepted {
-		return v
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
 	}
 	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
 		return p.full(r.Type)
 	}
-	return p.accepted(r.Type, now)
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.

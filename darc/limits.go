@@ -22,8 +22,9 @@ import (
 // tenants' guarantees and a shared part, each tenant's guarantee into its
 // types'; a request is admitted when both its type and its tenant are.
 
-// noDeadline is the deadline of a type without one.
-const noDeadline = int64(math.MaxInt64)
+// noDeadline is the deadline of a type without one: 146 years, so that a
+// time plus it never overflows and needs no test on the hot path.
+const noDeadline = int64(1) << 62
 
 // share is a pool split: per-type guarantees and ceilings, and the shared
 // part.
@@ -105,17 +106,27 @@ func splitPool(pool int, guaranteed float64, fixedGuarantees, fixedBudgets []int
 	return sh, nil
 }
 
-// limits is the budget and deadline state of a policy, per type.
+// typeLimit is one type's admission and expiry state, read on every enqueue
+// and dispatch: one slot, one bounds check, one cache line.
+type typeLimit struct {
+	queued     int    // requests waiting
+	held       int    // requests held now, queued or running
+	guarantee  int    // held below this: always admitted (MaxInt without a pool)
+	budget     int    // most requests held (MaxInt without a pool)
+	capacity   int    // most requests queued (c-FCFS checks it here)
+	deadline   int64  // effective deadline, ns (noDeadline: none)
+	enqueued   uint64 // accepted since start
+	dispatched uint64 // dispatched to a worker since start
+}
+
+// limits is the budget and deadline state of a policy.
 type limits struct {
-	budget    []int   // most requests held, queued or running (MaxInt without a pool)
-	guarantee []int   // held below this: always admitted (MaxInt without a pool)
-	shared    int     // the pool's shared part
-	borrowed  int     // of it in use: the sum over types of held above guarantee
-	capacity  []int   // most requests queued
-	held      []int   // requests held now
-	deadline  []int64 // effective deadline, ns (noDeadline: none)
-	fixed     []int64 // configured deadline: > 0 fixed, < 0 none, 0 automatic
-	scale     []float64
+	lim      []typeLimit // per type
+	shared   int         // the pool's shared part
+	borrowed int         // of it in use: the sum over types of held above guarantee
+	capacity []int       // per type: most requests queued
+	fixed    []int64     // per type: configured deadline: > 0 fixed, < 0 none, 0 automatic
+	scale    []float64
 
 	// nextExpiry is a lower bound of the time at which some queued request
 	// passes its deadline: Dispatch looks for expired requests only from
@@ -138,11 +149,8 @@ const refreshEvery = 1024
 func newLimits(cfg *Config) limits {
 	n := cfg.NumTypes
 	l := limits{
-		budget:      make([]int, n),
-		guarantee:   make([]int, n),
+		lim:         make([]typeLimit, n),
 		capacity:    make([]int, n),
-		held:        make([]int, n),
-		deadline:    make([]int64, n),
 		fixed:       make([]int64, n),
 		scale:       make([]float64, n),
 		profMean:    make([]float64, n),
@@ -156,16 +164,18 @@ func newLimits(cfg *Config) limits {
 	}
 	for t := range n {
 		if cfg.Pool > 0 {
-			l.budget[t] = sh.budget[t]
-			l.guarantee[t] = sh.guarantee[t]
+			l.lim[t].budget = sh.budget[t]
+			l.lim[t].guarantee = sh.guarantee[t]
 			l.capacity[t] = sh.budget[t]
 			if cfg.QueueCapacity > 0 {
 				l.capacity[t] = min(cfg.QueueCapacity, sh.budget[t])
 			}
+			l.lim[t].capacity = l.capacity[t]
 		} else {
-			l.budget[t] = math.MaxInt
-			l.guarantee[t] = math.MaxInt
+			l.lim[t].budget = math.MaxInt
+			l.lim[t].guarantee = math.MaxInt
 			l.capacity[t] = cfg.QueueCapacity
+			l.lim[t].capacity = cfg.QueueCapacity
 		}
 		if t < len(cfg.Deadlines) {
 			l.fixed[t] = cfg.Deadlines[t]
@@ -178,7 +188,7 @@ func newLimits(cfg *Config) limits {
 // setDeadlines derives every type's deadline from its configured value or
 // its scale, and makes Dispatch look for expired requests at once.
 func (l *limits) setDeadlines(cfg *Config) {
-	for t := range l.deadline {
+	for t := range l.lim {
 		d := noDeadline
 		switch f := l.fixed[t]; {
 		case f > 0:
@@ -193,7 +203,7 @@ func (l *limits) setDeadlines(cfg *Config) {
 				d = int64(v)
 			}
 		}
-		l.deadline[t] = d
+		l.lim[t].deadline = d
 	}
 	l.nextExpiry = math.MinInt64
 }
@@ -204,7 +214,7 @@ func (l *limits) setDeadlines(cfg *Config) {
 // mean). While a known type that has had requests (enqueued[t] > 0) has no
 // mean yet, nobody knows how long requests may wait behind it: automatic
 // deadlines stay off until its first completion.
-func (l *limits) refreshProfile(cfg *Config, w *window, enqueued []uint64) {
+func (l *limits) refreshProfile(cfg *Config, w *window) {
 	if l.completions < refreshEvery {
 		l.nextRefresh = 2 * l.completions
 	} else {
@@ -218,7 +228,7 @@ func (l *limits) refreshProfile(cfg *Config, w *window, enqueued []uint64) {
 		if w.count[t] > 0 {
 			l.profMean[t] = w.mean(t)
 		}
-		if l.profMean[t] == 0 && enqueued[t] > 0 {
+		if l.profMean[t] == 0 && l.lim[t].enqueued > 0 {
 			longest = 0
 			break
 		}
@@ -232,14 +242,7 @@ func (l *limits) refreshProfile(cfg *Config, w *window, enqueued []uint64) {
 
 // expired reports whether e has waited past its type's deadline at now.
 func (l *limits) expired(e *entry, now int64) bool {
-	return now-e.enq > l.deadline[e.req.Type]
-}
-
-// noteQueued lowers nextExpiry for an entry of type t queued at enq.
-func (l *limits) noteQueued(t Type, enq int64) {
-	if d := l.deadline[t]; d != noDeadline && enq+d < l.nextExpiry {
-		l.nextExpiry = enq + d
-	}
+	return now-e.enq > l.lim[e.req.Type].deadline
 }
 
 // sweepHead expires the entries at the head of q whose deadline has passed,
@@ -249,9 +252,9 @@ func (l *limits) noteQueued(t Type, enq int64) {
 func (c *core) sweepHead(q *ring, now int64, out []Assignment, n int, next *int64) int {
 	for q.n > 0 {
 		e := q.at(0)
-		d := c.deadline[e.req.Type]
+		d := c.lim[e.req.Type].deadline
 		if now-e.enq <= d {
-			if d != noDeadline && e.enq+d < *next {
+			if e.enq+d < *next {
 				*next = e.enq + d
 			}
 			return n
@@ -282,22 +285,14 @@ func (c *core) sweepQueues(queues []ring, now int64, out []Assignment) int {
 	return n
 }
 
-// hold counts one more request of type t held, borrowing from the shared
-// part past the type's guarantee.
-func (l *limits) hold(t Type) {
-	if l.held[t] >= l.guarantee[t] {
-		l.borrowed++
-	}
-	l.held[t]++
-}
-
 // unhold counts one request of type t fewer held.
 func (l *limits) unhold(t Type) {
-	if l.held[t] == 0 {
+	tl := &l.lim[t]
+	if tl.held == 0 {
 		return // a driver's completion without a dispatch: nothing held
 	}
-	l.held[t]--
-	if l.held[t] >= l.guarantee[t] {
+	tl.held--
+	if tl.held >= tl.guarantee {
 		l.borrowed--
 	}
 }

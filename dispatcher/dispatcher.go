@@ -108,8 +108,6 @@ type Dispatcher struct {
 	tableTyp []darc.Type   // request handle -> type
 	free     []uint32      // free handles (a stack)
 	counters []typeCounters
-	working  []bool      // per worker: running a request
-	inWork   []darc.Type // per worker: the type of the request it runs
 	drops    Drops
 	received uint64
 	answered uint64
@@ -187,8 +185,6 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		tableTyp: make([]darc.Type, spec.MaxRequests),
 		free:     make([]uint32, spec.MaxRequests),
 		counters: make([]typeCounters, numTypes),
-		working:  make([]bool, spec.Workers),
-		inWork:   make([]darc.Type, spec.Workers),
 		shedRing: make([]uint64, shedSlots*(numTypes+1)),
 		shedAt:   make([]int64, shedSlots),
 	}
@@ -433,7 +429,9 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 			d.shed(b, t, ReasonQueueFull)
 		}
 	}
-	d.flush()
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
 }
 
 // admitted asks the application whether to queue b, treating a panic as a
@@ -504,7 +502,6 @@ func (d *Dispatcher) collect(now int64) int {
 			}
 			n++
 			d.busy--
-			d.working[w.id] = false
 			service := c.end - c.start
 			if service < 0 {
 				service = 0
@@ -563,8 +560,6 @@ func (d *Dispatcher) dispatch(now int64) int {
 		}
 		c.running++
 		d.busy++
-		d.working[a.Worker] = true
-		d.inWork[a.Worker] = t
 		w := d.workers[a.Worker]
 		if !w.in.Push(task{buf: b, typ: t}) {
 			// A policy dispatches to idle workers only, and a worker holds
@@ -578,7 +573,9 @@ func (d *Dispatcher) dispatch(now int64) int {
 			}
 		}
 	}
-	d.flush()
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
 	return k
 }
 
@@ -606,17 +603,17 @@ func (d *Dispatcher) dropQueued() {
 // abandonRunning counts the requests still on workers once the drain and
 // the stop grace are over as shutdown drops: Run returns without them.
 func (d *Dispatcher) abandonRunning() {
-	for w, busy := range d.working {
-		if !busy {
+	for t := range d.counters {
+		c := &d.counters[t]
+		if c.running <= 0 {
 			continue
 		}
-		t := d.inWork[w]
-		d.working[w] = false
-		d.counters[t].running--
-		d.drops.Shutdown++
-		d.counters[t].drops.Shutdown++
-		d.busy--
-		d.abandon++
+		n := c.running
+		c.running = 0
+		c.drops.Shutdown += uint64(n)
+		d.drops.Shutdown += uint64(n)
+		d.busy -= n
+		d.abandon += n
 	}
 }
 
