@@ -36,6 +36,11 @@ type Assignment struct {
 // must not be served. The driver releases it and counts it as expired.
 const Expired = -1
 
+// Removed is the Worker of an Assignment that drops its request because
+// the request's tenant was removed (Tenants.RemoveTenant) while it waited
+// in its queue. The driver releases it and counts it as removed.
+const Removed = -2
+
 // Verdict is Enqueue's answer.
 type Verdict uint8
 
@@ -50,9 +55,12 @@ const (
 	// (Config.Pool) and can borrow no more: it reached its budget or the
 	// shared part is used up. It is dropped and counted against its type.
 	OverBudget
+	// NoTenant: in a multi-tenant policy, the request's type belongs to no
+	// tenant (or to one that was removed). It is dropped.
+	NoTenant
 )
 
-// String returns "accepted", "queue_full" or "over_budget".
+// String returns "accepted", "queue_full", "over_budget" or "no_tenant".
 func (v Verdict) String() string {
 	switch v {
 	case Accepted:
@@ -61,6 +69,8 @@ func (v Verdict) String() string {
 		return "queue_full"
 	case OverBudget:
 		return "over_budget"
+	case NoTenant:
+		return "no_tenant"
 	}
 	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }
@@ -119,8 +129,41 @@ type Snapshot struct {
 	// Busy[w] reports whether worker w is running a request.
 	Busy []bool
 	// Pool is Config.Pool (0: none); Shared the part of it not guaranteed
-	// to any type, Borrowed how much of that is in use.
+	// to any type (with tenants: to any tenant), Borrowed how much of that
+	// is in use.
 	Pool, Shared, Borrowed int
+	// Tenants has one entry per tenant of a multi-tenant policy (removed
+	// tenants included, flagged), in the order of their type ranges; nil
+	// otherwise.
+	Tenants []TenantState
+}
+
+// TenantState is one tenant's share and use of the workers and the pool in
+// a multi-tenant policy.
+type TenantState struct {
+	Name string
+	// Base is the global id of the tenant's local type 0 (its UNKNOWN);
+	// its types are Base..Base+NumTypes-1.
+	Base     Type
+	NumTypes int
+	// Phase is the tenant's own DARC phase: "startup" or "darc".
+	Phase        string
+	Reservations uint64
+	// Home lists the tenant's guaranteed (home) workers; Weight, MaxWorkers
+	// (0: no ceiling) as configured.
+	Home       []int
+	Weight     float64
+	MaxWorkers int
+	// Busy is the number of workers running its requests now, Borrowed how
+	// many of them are not its own, Lent how many of its own run another
+	// tenant's requests.
+	Busy, Borrowed, Lent int
+	// Queued and Held are its requests waiting, and waiting or running;
+	// Guarantee and Budget its part of the pool (0 without a pool).
+	Queued, Held      int
+	Guarantee, Budget int
+	// Removed: the tenant was removed; its running requests finish.
+	Removed bool
 }
 
 // Group is a set of types of similar service time sharing reserved workers.
@@ -130,6 +173,7 @@ type Group struct {
 	Reserved  []int   // worker ids reserved for the group
 	Stealable []int   // worker ids the group may steal when idle
 	Spillway  bool    // the group was given the spillway worker(s)
+	Tenant    string  // the tenant whose group it is (multi-tenant policies)
 }
 
 // TypeState is one type's profile, queue, budget and deadline.

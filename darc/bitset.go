@@ -46,6 +46,17 @@ func firstAnd(a, b bitset) int {
 	return -1
 }
 
+// lastAnd returns the highest id in both a and b, or -1.
+func lastAnd(a, b bitset) int {
+	b = b[:len(a)]
+	for i := len(a) - 1; i >= 0; i-- {
+		if x := a[i] & b[i]; x != 0 {
+			return i<<6 + 63 - bits.LeadingZeros64(x)
+		}
+	}
+	return -1
+}
+
 func (b bitset) count() int {
 	n := 0
 	for _, w := range b {

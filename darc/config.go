@@ -139,6 +139,13 @@ type Config struct {
 	// reserve from it at once and skip the startup phase; FP uses it for its
 	// first type order.
 	Profile []TypeProfile
+	// Tenants, when not empty, makes the policy multi-tenant (DARC and
+	// DARC-static only; see Tenants): each tenant has its own type space,
+	// its own DARC over its home workers, lends and borrows idle workers,
+	// and a share of the Pool. NumTypes, TypeNames, Profile, Budgets,
+	// Guarantees and Deadlines then belong to the tenants and must be
+	// unset here; the other fields apply to every tenant.
+	Tenants []TenantConfig
 }
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -185,6 +192,9 @@ func (c Config) withDefaults() Config {
 // Validate reports the first problem with c (after defaults), wrapping
 // ErrInvalidConfig.
 func (c Config) Validate() error {
+	if len(c.Tenants) > 0 {
+		return c.validateTenants()
+	}
 	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -287,6 +297,9 @@ func (c Config) String() string {
 	}
 	if len(c.Deadlines) > 0 {
 		fmt.Fprintf(&b, " deadlines=%v", c.Deadlines)
+	}
+	if len(c.Tenants) > 0 {
+		fmt.Fprintf(&b, " tenants=%d", len(c.Tenants))
 	}
 	if len(c.Profile) > 0 {
 		b.WriteString(" profile=[")

@@ -21,6 +21,12 @@ func PolicyNames() []string {
 
 // New returns the policy called name, configured by cfg.
 func New(name string, cfg Config) (Policy, error) {
+	if len(cfg.Tenants) > 0 {
+		if _, ok := map[string]bool{NameCFCFS: true, NameDFCFS: true, NameFP: true, NameDARCStatic: true, NameDARC: true}[name]; !ok {
+			return nil, fmt.Errorf("darc: new policy %q: %w (valid: %v)", name, ErrUnknownPolicy, PolicyNames())
+		}
+		return NewTenants(name, cfg)
+	}
 	switch name {
 	case NameCFCFS:
 		return NewCFCFS(cfg)
@@ -73,10 +79,13 @@ type core struct {
 	cfg       Config
 	name      string
 	numTypes  int
-	idle      bitset // idle workers
-	idleCount int
+	idle      bitset // idle workers (in a multi-tenant policy, shared by the tenants)
+	idleCount int    // idle workers among lo..hi-1
 	spill     bitset // spillway workers
 	names     []string
+	// lo..hi-1 are the workers the policy dispatches to on its own: all of
+	// them, or a tenant's home workers in a multi-tenant policy.
+	lo, hi int
 
 	total      int // requests waiting, all types
 	queueFull  []uint64
@@ -99,6 +108,7 @@ func newCore(name string, cfg Config) (core, error) {
 		numTypes:   cfg.NumTypes,
 		idle:       make(bitset, nw),
 		idleCount:  cfg.Workers,
+		hi:         cfg.Workers,
 		spill:      make(bitset, nw),
 		names:      make([]string, cfg.NumTypes),
 		queueFull:  make([]uint64, cfg.NumTypes),
@@ -118,6 +128,21 @@ func newCore(name string, cfg Config) (core, error) {
 // Name implements Policy.
 func (c *core) Name() string { return c.name }
 
+// setHome restricts the policy to workers lo..hi-1 (a tenant's home
+// workers; hi == lo: none): the last Spillway of them are its spillway
+// workers, and its idle count is recounted from the (shared) idle set.
+func (c *core) setHome(lo, hi int) {
+	c.lo, c.hi = lo, hi
+	c.spill.reset()
+	c.spill.setRange(max(hi-c.cfg.Spillway, lo), hi)
+	c.idleCount = 0
+	for w := lo; w < hi; w++ {
+		if c.idle.has(w) {
+			c.idleCount++
+		}
+	}
+}
+
 // typeOf maps out-of-range type ids to Unknown.
 func (c *core) typeOf(t Type) Type {
 	if uint64(t) >= uint64(c.numTypes) {
@@ -135,6 +160,26 @@ func (c *core) assign(out []Assignment, n, w int, e entry) {
 	l.dispatched++
 	c.total--
 	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
+}
+
+// assignAway records the dispatch of e to worker w, one of another
+// tenant's workers lent by a multi-tenant policy, which tracks the worker.
+func (c *core) assignAway(out []Assignment, n, w int, e entry) {
+	l := &c.lim[e.req.Type]
+	l.queued--
+	l.dispatched++
+	c.total--
+	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
+}
+
+// removeQueued records the drop of e, queued for a tenant that was
+// removed, in out[n].
+func (c *core) removeQueued(out []Assignment, n int, e entry) {
+	t := e.req.Type
+	c.lim[t].queued--
+	c.total--
+	c.unhold(t)
+	out[n] = Assignment{Worker: Removed, Request: e.req, Enqueued: e.enq}
 }
 
 // expire records the drop of e, past its deadline, in out[n].
@@ -190,6 +235,23 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idle.set(worker)
 		c.idleCount++
 	}
+	typ = c.typeOf(typ)
+	c.unhold(typ)
+	if typ == Unknown {
+		return
+	}
+	c.win.sum[typ] += service
+	c.win.count[typ]++
+	c.win.total++
+	if c.completions++; c.completions >= c.nextRefresh {
+		c.refreshProfile(&c.cfg, &c.win)
+	}
+}
+
+// profile records the completion of a request of type typ that ran for
+// service ns, without touching the workers: a multi-tenant policy frees
+// the worker itself (it may belong to another tenant).
+func (c *core) profile(typ Type, service int64) {
 	typ = c.typeOf(typ)
 	c.unhold(typ)
 	if typ == Unknown {

@@ -170,7 +170,7 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 			if e := p.queues[t].pop(); p.expired(&e, now) {
 				p.expire(out, n, e)
 			} else {
-				p.assign(out, n, p.idle.first(), e)
+				p.assign(out, n, firstAnd(p.idle, p.all), e)
 			}
 			n++
 		}
@@ -268,6 +268,66 @@ func (p *DARC) Complete(worker int, typ Type, service int64, now int64) {
 		p.arrivals.reset()
 		p.win.reset()
 	}
+}
+
+// completed profiles a request of type typ that ran for service ns on a
+// worker the caller frees itself (a multi-tenant policy), and leaves the
+// startup phase as Complete does.
+func (p *DARC) completed(typ Type, service int64) {
+	p.profile(typ, service)
+	if p.startup && p.win.total >= p.minSamples {
+		p.planWindow()
+		p.adopt()
+		p.arrivals.reset()
+		p.win.reset()
+	}
+}
+
+// setHome makes the policy reserve among workers lo..hi-1 only (a
+// tenant's home workers; none when hi == lo) and re-places its current
+// reservation there, from the profile it was computed from.
+func (p *DARC) setHome(lo, hi int) {
+	p.core.setHome(lo, hi)
+	p.all.reset()
+	p.all.setRange(lo, hi)
+	p.cur.setRange(lo, hi-lo)
+	p.next.setRange(lo, hi-lo)
+	if p.static >= 0 {
+		p.static = min(p.cfg.StaticReserved, hi-lo)
+	}
+	if p.startup {
+		return
+	}
+	copy(p.winMean, p.mean)
+	copy(p.winRatio, p.ratio)
+	p.next.compute(p.winMean, p.winRatio, p.spill, p.cfg.Delta, p.static)
+	p.adopt()
+}
+
+// knownQueued returns the number of known-type requests queued.
+func (p *DARC) knownQueued() int { return p.total - p.lim[Unknown].queued }
+
+// popNext removes the request that would be dispatched next to a worker
+// outside the policy's reservation (one lent by another tenant): the
+// oldest request during startup, else the head of the shortest type with
+// requests. Unknown requests stay (they run on the spillway only); with
+// unknown set, they are taken too, last (a removed tenant's). ok is false
+// when nothing is queued.
+func (p *DARC) popNext(unknown bool) (e entry, ok bool) {
+	switch {
+	case p.startup && p.arrivals.n > 0:
+		return p.queues[p.arrivals.pop()].pop(), true
+	case !p.startup:
+		for _, t := range p.order {
+			if q := &p.queues[t]; q.n > 0 {
+				return q.pop(), true
+			}
+		}
+	}
+	if q := &p.queues[Unknown]; unknown && q.n > 0 {
+		return q.pop(), true
+	}
+	return entry{}, false
 }
 
 // planWindow computes the window's reservation into p.next.

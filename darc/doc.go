@@ -63,6 +63,23 @@
 // worker(s), the last Config.Spillway worker ids, after every known type;
 // the baselines treat Unknown as any other type (FP: last).
 //
+// # Tenants
+//
+// With Config.Tenants the policy is multi-tenant (Tenants; DARC and
+// DARC-static): each tenant has its own type space (local ids, 0 its
+// UNKNOWN, laid out one range after another in the global ids the driver
+// sees), its own DARC with its own profile and reservation over its home
+// workers (its guaranteed share: a count, or a part by weight), and its own
+// part of the pool. Dispatch serves every tenant on its own workers first,
+// then lends the idle workers left to the tenants furthest below their
+// share (highest worker ids first, shortest types first), up to each
+// tenant's ceiling; a lent worker comes back at the next dispatch decision
+// after its request completes, so a tenant over its share delays another by
+// at most one service time of the worker it borrowed. Admission nests the
+// per-type budgets in per-tenant ones. Tenants are added, updated and
+// removed at run time (AddTenant, UpdateTenant, RemoveTenant); see
+// tenants.go.
+//
 // # Choices where the paper and the prototype leave room
 //
 //   - DARC's startup phase ends after MinSamples completions of known types

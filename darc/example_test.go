@@ -67,3 +67,48 @@ func ExampleNew() {
 	// dispatched after SHORT completes: 0
 	// LONG queued: 2, idle workers: 1
 }
+
+// Two tenants on six workers: "kv" is guaranteed two (and reserves one for
+// its GETs, from its nominal profile), "batch" gets the other four by
+// weight. While kv is idle, batch borrows kv's workers; a kv request that
+// arrives then takes the first of them to come back, ahead of batch's
+// waiting requests.
+func ExampleTenants() {
+	policy, err := darc.New("darc", darc.Config{
+		Workers:    6,
+		MinSamples: 1000,
+		Tenants: []darc.TenantConfig{
+			{Name: "kv", NumTypes: 3, TypeNames: []string{"UNKNOWN", "GET", "SCAN"}, Workers: 2,
+				Profile: []darc.TypeProfile{{Type: 1, MeanNs: 1500, Ratio: 0.5}, {Type: 2, MeanNs: 635000, Ratio: 0.5}}},
+			{Name: "batch", NumTypes: 2},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tenants := policy.(*darc.Tenants)
+	kv, _ := tenants.Base("kv")       // kv's local type 0; GET is kv+1
+	batch, _ := tenants.Base("batch") // batch's local type 0; its job type is batch+1
+	for h := range uint64(8) {
+		policy.Enqueue(darc.Request{Handle: h, Type: batch + 1}, 0)
+	}
+	out := make([]darc.Assignment, 6)
+	n := policy.Dispatch(0, out)
+	fmt.Println("batch runs", n, "requests")
+	policy.Enqueue(darc.Request{Handle: 100, Type: kv + 1}, 1) // a GET
+	policy.Complete(1, batch+1, 500000, 2)                     // worker 1 (kv's) comes back
+	n = policy.Dispatch(2, out)
+	fmt.Printf("then worker %d runs request %d\n", out[0].Worker, out[0].Request.Handle)
+
+	var s darc.Snapshot
+	policy.Snapshot(&s)
+	for _, t := range s.Tenants {
+		fmt.Printf("%s: home %v, busy %d (borrowed %d), lent %d, queued %d\n", t.Name, t.Home, t.Busy, t.Borrowed, t.Lent, t.Queued)
+	}
+	// Output:
+	// batch runs 6 requests
+	// then worker 1 runs request 100
+	// kv: home [0 1], busy 1 (borrowed 0), lent 1, queued 0
+	// batch: home [2 3 4 5], busy 5 (borrowed 1), lent 0, queued 2
+}

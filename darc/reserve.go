@@ -9,6 +9,7 @@ import (
 // first, each with its reserved and stealable workers. All its slices are
 // allocated once; compute overwrites them.
 type plan struct {
+	lo       int // the workers it places are lo..lo+workers-1
 	workers  int
 	nwords   int
 	ngroups  int
@@ -45,6 +46,14 @@ func newPlan(numTypes, workers int) *plan {
 	}
 	p.all.setRange(0, workers)
 	return p
+}
+
+// setRange makes the plan place workers lo..lo+n-1 only (a tenant's home
+// workers; bitsets keep their size). compute or place must run again.
+func (p *plan) setRange(lo, n int) {
+	p.lo, p.workers = lo, n
+	p.all.reset()
+	p.all.setRange(lo, lo+n)
 }
 
 func (p *plan) resOf(g int) bitset   { return p.res[g*p.nwords : (g+1)*p.nwords] }
@@ -144,17 +153,17 @@ func (p *plan) place(spill bitset, static bool) {
 	p.res.reset()
 	p.steal.reset()
 	p.taken.reset()
-	next := 0
+	next, end := p.lo, p.lo+p.workers
 	for g := 0; g < p.ngroups; g++ {
 		res := p.resOf(g)
 		want := p.want[g]
 		p.spillway[g] = false
-		if want <= p.workers-next && !(static && g > 0 && want == 0) {
+		if want <= end-next && !(static && g > 0 && want == 0) {
 			res.setRange(next, next+want)
 			next += want
 		} else {
-			res.setRange(next, p.workers)
-			next = p.workers
+			res.setRange(next, end)
+			next = end
 			for i := range res {
 				res[i] |= spill[i]
 			}
