@@ -68,11 +68,11 @@ func ExampleNew() {
 	// LONG queued: 2, idle workers: 1
 }
 
-// Two tenants on six workers: "kv" is guaranteed two (and reserves one for
-// its GETs, from its nominal profile), "batch" gets the other four by
-// weight. While kv is idle, batch borrows kv's workers; a kv request that
-// arrives then takes the first of them to come back, ahead of batch's
-// waiting requests.
+// Two tenants on six workers: "kv" is guaranteed two and reserves one of
+// them for its GETs (from its nominal profile), "batch" gets the other
+// four by weight. While kv is idle, batch borrows kv's SCAN worker but not
+// its GET worker, which stays idle for kv's GETs, as DARC keeps it; a
+// borrowed worker goes back to kv when its request completes.
 func ExampleTenants() {
 	policy, err := darc.New("darc", darc.Config{
 		Workers:    6,
@@ -97,9 +97,12 @@ func ExampleTenants() {
 	n := policy.Dispatch(0, out)
 	fmt.Println("batch runs", n, "requests")
 	policy.Enqueue(darc.Request{Handle: 100, Type: kv + 1}, 1) // a GET
-	policy.Complete(1, batch+1, 500000, 2)                     // worker 1 (kv's) comes back
+	n = policy.Dispatch(1, out)
+	fmt.Printf("worker %d runs kv's GET\n", out[0].Worker)
+	policy.Complete(1, batch+1, 500000, 2)                     // kv's SCAN worker comes back
+	policy.Enqueue(darc.Request{Handle: 101, Type: kv + 2}, 2) // a SCAN
 	n = policy.Dispatch(2, out)
-	fmt.Printf("then worker %d runs request %d\n", out[0].Worker, out[0].Request.Handle)
+	fmt.Printf("worker %d runs kv's SCAN, ahead of batch's waiting requests\n", out[0].Worker)
 
 	var s darc.Snapshot
 	policy.Snapshot(&s)
@@ -107,8 +110,9 @@ func ExampleTenants() {
 		fmt.Printf("%s: home %v, busy %d (borrowed %d), lent %d, queued %d\n", t.Name, t.Home, t.Busy, t.Borrowed, t.Lent, t.Queued)
 	}
 	// Output:
-	// batch runs 6 requests
-	// then worker 1 runs request 100
-	// kv: home [0 1], busy 1 (borrowed 0), lent 1, queued 0
-	// batch: home [2 3 4 5], busy 5 (borrowed 1), lent 0, queued 2
+	// batch runs 5 requests
+	// worker 0 runs kv's GET
+	// worker 1 runs kv's SCAN, ahead of batch's waiting requests
+	// kv: home [0 1], busy 2 (borrowed 0), lent 0, queued 0
+	// batch: home [2 3 4 5], busy 4 (borrowed 0), lent 0, queued 3
 }

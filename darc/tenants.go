@@ -23,8 +23,11 @@ import (
 // (shortest type first), and so on. A lent worker runs one request, then
 // is idle again, and at the next Dispatch its home tenant comes first: a
 // tenant over its share delays another by at most one service time of the
-// worker it borrowed (dispatch is non-preemptive). Lending highest ids
-// first lends long types' reserved workers before short types'.
+// worker it borrowed (dispatch is non-preemptive). Workers a tenant's DARC
+// reserves for its shorter groups are not lent (unless Config.LendShort):
+// as within a tenant, they idle for its short requests, which a borrowed
+// worker would delay by a whole service time of the borrower's request.
+// Lending highest ids first lends the longest types' workers first.
 //
 // Pool. With Config.Pool, the pool nests the per-type split one level up:
 // Config.Guaranteed of the pool is divided into tenant guarantees
@@ -114,8 +117,9 @@ type Tenants struct {
 	held   int // requests held, queued or running, all tenants
 	shared int // the pool's part not guaranteed to any tenant
 
-	skip []bool // Dispatch's scratch: tenants that cannot borrow now
-	snap Snapshot
+	skip     []bool // Dispatch's scratch: tenants that cannot borrow now
+	lendable bitset // Dispatch's scratch: idle workers that may be lent
+	snap     Snapshot
 }
 
 // tenant is one tenant of a Tenants policy.
@@ -155,6 +159,7 @@ func NewTenants(name string, cfg Config) (*Tenants, error) {
 		workers:  cfg.Workers,
 		static:   name == NameDARCStatic,
 		idle:     make(bitset, words(cfg.Workers)),
+		lendable: make(bitset, words(cfg.Workers)),
 		idleN:    cfg.Workers,
 		owner:    make([]int32, cfg.Workers),
 		running:  make([]int32, cfg.Workers),
@@ -736,13 +741,14 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 		return n
 	}
 	clear(p.skip)
+	p.lendableIdle()
 	for n < len(out) && p.idleN > 0 {
 		k := p.borrower()
 		if k < 0 {
 			break
 		}
 		t := p.tenants[k]
-		w := lastAnd(p.idle, t.away)
+		w := lastAnd(p.lendable, t.away)
 		if w < 0 {
 			p.skip[k] = true
 			continue
@@ -755,6 +761,7 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 		} else {
 			in.assignAway(out, n, w, e)
 			p.idle.clear(w)
+			p.lendable.clear(w)
 			p.idleN--
 			if o := p.owner[w]; o >= 0 {
 				p.tenants[o].p.idleCount--
@@ -768,6 +775,29 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 		n++
 	}
 	return n
+}
+
+// lendableIdle sets p.lendable to the idle workers that may be lent: those
+// in nobody's home, and a tenant's own that its DARC would give to its
+// longest types (all of them before its first reservation, and with
+// Config.LendShort); the workers reserved for its shorter groups stay idle
+// for its short requests, as DARC keeps them within a tenant.
+func (p *Tenants) lendableIdle() {
+	copy(p.lendable, p.idle)
+	if p.cfg.LendShort {
+		return
+	}
+	for _, t := range p.tenants {
+		in := t.p
+		if in.startup || in.cur.ngroups < 2 || t.hi == t.lo {
+			continue
+		}
+		g := in.cur.ngroups - 1
+		res, steal := in.cur.resOf(g), in.cur.stealOf(g)
+		for i := range p.lendable {
+			p.lendable[i] &^= in.all[i] &^ (res[i] | steal[i])
+		}
+	}
 }
 
 // borrower returns the live tenant that borrows next: the furthest below

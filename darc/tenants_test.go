@@ -546,3 +546,30 @@ func TestTenantNoAlloc(t *testing.T) {
 		t.Fatalf("%v allocations per step", n)
 	}
 }
+
+// TestTenantKeepsShortWorkers: a tenant's workers reserved for its short
+// types are not lent (unless LendShort); the others are.
+func TestTenantKeepsShortWorkers(t *testing.T) {
+	for _, lendShort := range []bool{false, true} {
+		p := newTenantsT(t, Config{Workers: 6, MinSamples: 1 << 20, LendShort: lendShort, Tenants: []TenantConfig{
+			{Name: "a", NumTypes: 3, Workers: 4, Profile: bimodal}, // SHORT on 0, LONG on 1-3
+			{Name: "b", NumTypes: 2, Workers: 2},
+		}})
+		b, _ := p.Base("b")
+		for h := range 10 {
+			p.Enqueue(Request{Handle: uint64(h), Type: b + 1}, 0)
+		}
+		var ws []int
+		for _, a := range dispatchT(p, 1, 6) {
+			ws = append(ws, a.Worker)
+		}
+		slices.Sort(ws)
+		want := []int{1, 2, 3, 4, 5}
+		if lendShort {
+			want = []int{0, 1, 2, 3, 4, 5}
+		}
+		if !slices.Equal(ws, want) {
+			t.Errorf("LendShort %v: b ran on %v, want %v", lendShort, ws, want)
+		}
+	}
+}
