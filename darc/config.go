@@ -146,12 +146,13 @@ type Config struct {
 	// Guarantees and Deadlines then belong to the tenants and must be
 	// unset here; the other fields apply to every tenant.
 	Tenants []TenantConfig
-	// LendShort makes a multi-tenant policy lend the idle workers a
-	// tenant's DARC reserves for its shorter groups too (fully
-	// work-conserving). By default they are kept idle for the tenant's
-	// short requests, which a borrowed worker would delay by one service
-	// time of the borrower's request (see RATIONALE.md).
-	LendShort bool
+	// LendAll makes a multi-tenant policy lend every idle worker (fully
+	// work-conserving). By default a tenant whose DARC has several groups
+	// keeps idle the workers reserved for its shorter groups and one more
+	// they may steal, for its short requests, which a borrowed worker would
+	// delay by one service time of the borrower's request (see
+	// RATIONALE.md).
+	LendAll bool
 }
 
 // withDefaults returns c with zero fields set to their defaults.

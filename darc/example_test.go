@@ -68,17 +68,17 @@ func ExampleNew() {
 	// LONG queued: 2, idle workers: 1
 }
 
-// Two tenants on six workers: "kv" is guaranteed two and reserves one of
-// them for its GETs (from its nominal profile), "batch" gets the other
-// four by weight. While kv is idle, batch borrows kv's SCAN worker but not
-// its GET worker, which stays idle for kv's GETs, as DARC keeps it; a
-// borrowed worker goes back to kv when its request completes.
+// Two tenants on seven workers: "kv" is guaranteed three and reserves one
+// of them for its GETs, two for its SCANs (from its nominal profile);
+// "batch" gets the other four by weight. While kv is idle, batch borrows
+// one of kv's SCAN workers; kv keeps its GET worker idle for its GETs, as
+// DARC does, and one SCAN worker that its GETs may steal.
 func ExampleTenants() {
 	policy, err := darc.New("darc", darc.Config{
-		Workers:    6,
+		Workers:    7,
 		MinSamples: 1000,
 		Tenants: []darc.TenantConfig{
-			{Name: "kv", NumTypes: 3, TypeNames: []string{"UNKNOWN", "GET", "SCAN"}, Workers: 2,
+			{Name: "kv", NumTypes: 3, TypeNames: []string{"UNKNOWN", "GET", "SCAN"}, Workers: 3,
 				Profile: []darc.TypeProfile{{Type: 1, MeanNs: 1500, Ratio: 0.5}, {Type: 2, MeanNs: 635000, Ratio: 0.5}}},
 			{Name: "batch", NumTypes: 2},
 		},
@@ -88,21 +88,22 @@ func ExampleTenants() {
 		return
 	}
 	tenants := policy.(*darc.Tenants)
-	kv, _ := tenants.Base("kv")       // kv's local type 0; GET is kv+1
+	kv, _ := tenants.Base("kv")       // kv's local type 0; GET is kv+1, SCAN kv+2
 	batch, _ := tenants.Base("batch") // batch's local type 0; its job type is batch+1
 	for h := range uint64(8) {
 		policy.Enqueue(darc.Request{Handle: h, Type: batch + 1}, 0)
 	}
-	out := make([]darc.Assignment, 6)
+	out := make([]darc.Assignment, 7)
 	n := policy.Dispatch(0, out)
-	fmt.Println("batch runs", n, "requests")
+	fmt.Printf("batch runs %d requests, the last on worker %d\n", n, out[n-1].Worker)
 	policy.Enqueue(darc.Request{Handle: 100, Type: kv + 1}, 1) // a GET
+	policy.Enqueue(darc.Request{Handle: 101, Type: kv + 2}, 1) // a SCAN
 	n = policy.Dispatch(1, out)
-	fmt.Printf("worker %d runs kv's GET\n", out[0].Worker)
-	policy.Complete(1, batch+1, 500000, 2)                     // kv's SCAN worker comes back
-	policy.Enqueue(darc.Request{Handle: 101, Type: kv + 2}, 2) // a SCAN
-	n = policy.Dispatch(2, out)
-	fmt.Printf("worker %d runs kv's SCAN, ahead of batch's waiting requests\n", out[0].Worker)
+	for _, a := range out[:n] {
+		fmt.Printf("worker %d runs kv's request %d\n", a.Worker, a.Request.Handle)
+	}
+	policy.Complete(2, batch+1, 500000, 2) // the worker kv lent comes back
+	fmt.Println("dispatched:", policy.Dispatch(2, out))
 
 	var s darc.Snapshot
 	policy.Snapshot(&s)
@@ -110,9 +111,10 @@ func ExampleTenants() {
 		fmt.Printf("%s: home %v, busy %d (borrowed %d), lent %d, queued %d\n", t.Name, t.Home, t.Busy, t.Borrowed, t.Lent, t.Queued)
 	}
 	// Output:
-	// batch runs 5 requests
-	// worker 0 runs kv's GET
-	// worker 1 runs kv's SCAN, ahead of batch's waiting requests
-	// kv: home [0 1], busy 2 (borrowed 0), lent 0, queued 0
-	// batch: home [2 3 4 5], busy 4 (borrowed 0), lent 0, queued 3
+	// batch runs 5 requests, the last on worker 2
+	// worker 0 runs kv's request 100
+	// worker 1 runs kv's request 101
+	// dispatched: 0
+	// kv: home [0 1 2], busy 2 (borrowed 0), lent 0, queued 0
+	// batch: home [3 4 5 6], busy 4 (borrowed 0), lent 0, queued 3
 }

@@ -24,10 +24,11 @@ import (
 // is idle again, and at the next Dispatch its home tenant comes first: a
 // tenant over its share delays another by at most one service time of the
 // worker it borrowed (dispatch is non-preemptive). Workers a tenant's DARC
-// reserves for its shorter groups are not lent (unless Config.LendShort):
-// as within a tenant, they idle for its short requests, which a borrowed
-// worker would delay by a whole service time of the borrower's request.
-// Lending highest ids first lends the longest types' workers first.
+// reserves for its shorter groups are not lent, nor one idle worker they
+// may steal (unless Config.LendAll): as within a tenant, they idle for its
+// short requests, which a borrowed worker would delay by a whole service
+// time of the borrower's request. Lending highest ids first lends the
+// longest types' workers first.
 //
 // Pool. With Config.Pool, the pool nests the per-type split one level up:
 // Config.Guaranteed of the pool is divided into tenant guarantees
@@ -779,12 +780,13 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 
 // lendableIdle sets p.lendable to the idle workers that may be lent: those
 // in nobody's home, and a tenant's own that its DARC would give to its
-// longest types (all of them before its first reservation, and with
-// Config.LendShort); the workers reserved for its shorter groups stay idle
-// for its short requests, as DARC keeps them within a tenant.
+// longest types but one (all of them before its first reservation, with a
+// single group, and with Config.LendAll): the workers reserved for its
+// shorter groups, and one they may steal, stay idle for its short
+// requests, as DARC keeps them within a tenant.
 func (p *Tenants) lendableIdle() {
 	copy(p.lendable, p.idle)
-	if p.cfg.LendShort {
+	if p.cfg.LendAll {
 		return
 	}
 	for _, t := range p.tenants {
@@ -796,6 +798,12 @@ func (p *Tenants) lendableIdle() {
 		res, steal := in.cur.resOf(g), in.cur.stealOf(g)
 		for i := range p.lendable {
 			p.lendable[i] &^= in.all[i] &^ (res[i] | steal[i])
+		}
+		// Keep one more idle, the lowest, for the short types to steal
+		// (a spare): without it a short request that finds its own
+		// workers busy would wait for a borrowed one to come back.
+		if w := firstAnd(p.lendable, in.all); w >= 0 {
+			p.lendable.clear(w)
 		}
 	}
 }

@@ -548,10 +548,11 @@ func TestTenantNoAlloc(t *testing.T) {
 }
 
 // TestTenantKeepsShortWorkers: a tenant's workers reserved for its short
-// types are not lent (unless LendShort); the others are.
+// types are not lent, nor one they may steal (unless LendAll); the others
+// are.
 func TestTenantKeepsShortWorkers(t *testing.T) {
-	for _, lendShort := range []bool{false, true} {
-		p := newTenantsT(t, Config{Workers: 6, MinSamples: 1 << 20, LendShort: lendShort, Tenants: []TenantConfig{
+	for _, lendAll := range []bool{false, true} {
+		p := newTenantsT(t, Config{Workers: 6, MinSamples: 1 << 20, LendAll: lendAll, Tenants: []TenantConfig{
 			{Name: "a", NumTypes: 3, Workers: 4, Profile: bimodal}, // SHORT on 0, LONG on 1-3
 			{Name: "b", NumTypes: 2, Workers: 2},
 		}})
@@ -564,12 +565,12 @@ func TestTenantKeepsShortWorkers(t *testing.T) {
 			ws = append(ws, a.Worker)
 		}
 		slices.Sort(ws)
-		want := []int{1, 2, 3, 4, 5}
-		if lendShort {
+		want := []int{2, 3, 4, 5}
+		if lendAll {
 			want = []int{0, 1, 2, 3, 4, 5}
 		}
 		if !slices.Equal(ws, want) {
-			t.Errorf("LendShort %v: b ran on %v, want %v", lendShort, ws, want)
+			t.Errorf("LendAll %v: b ran on %v, want %v", lendAll, ws, want)
 		}
 	}
 }

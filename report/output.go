@@ -91,6 +91,13 @@ func WriteTable(w io.Writer, points []Point) error {
 			for _, t := range p.Types {
 				row("", t.Name, t.Stats, "", "")
 			}
+			for _, tp := range p.Tenants {
+				tname := "tenant " + tp.Tenant
+				if !tp.Sustained {
+					tname += " !"
+				}
+				row("", tname, tp.Overall, formatRate(tp.AchievedRate), "")
+			}
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write table: %w", err)
@@ -153,6 +160,14 @@ func (p *Point) sanitize() {
 	p.Overall.sanitize()
 	for i := range p.Types {
 		p.Types[i].sanitize()
+	}
+	tenants := make([]Point, len(p.Tenants))
+	for i, tp := range p.Tenants {
+		tp.sanitize()
+		tenants[i] = tp
+	}
+	if len(tenants) > 0 {
+		p.Tenants = tenants
 	}
 }
 

@@ -50,6 +50,11 @@ type Point struct {
 	DurationSec     float64     `json:"duration_s"` // measured window (after warm-up)
 	Overall         Stats       `json:"overall"`
 	Types           []TypeStats `json:"types"`
+	// Tenant names the tenant a point describes (one of a multi-tenant
+	// point's Tenants); Tenants has one point per tenant of a multi-tenant
+	// run, with the tenant's own load, rates and types.
+	Tenant  string  `json:"tenant,omitempty"`
+	Tenants []Point `json:"tenants,omitempty"`
 }
 
 // Dropped is the number of requests dropped over all types.

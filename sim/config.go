@@ -121,6 +121,16 @@ type Config struct {
 	TS TSConfig
 	// Source labels the resulting point; default "sim".
 	Source string
+	// Tenants, when not empty, simulates a multi-tenant server (policies
+	// darc and darc-static): each tenant offers its own workload at its own
+	// load and has its own share of the workers and the pool, scheduled by
+	// the multi-tenant policy of package darc (darc.Config.Tenants) as psp
+	// serve schedules its tenants. Workload is then built from theirs (types
+	// "tenant/type"), Load, when set, multiplies every tenant's load, and
+	// the resulting point has one point per tenant (report.Point.Tenants).
+	Tenants []Tenant
+
+	merged bool // Tenants merged into Workload and Rate
 }
 
 // withDefaults returns c with zero fields set to their defaults (negative
@@ -149,7 +159,16 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0) {
 		c.Workload = c.Workload.Dilated(c.Dilation)
+		if !c.merged {
+			c.Tenants = slices.Clone(c.Tenants)
+			for i := range c.Tenants {
+				c.Tenants[i].Workload = c.Tenants[i].Workload.Dilated(c.Dilation)
+			}
+		}
 		c.Dilation = 1 // applied
+	}
+	if len(c.Tenants) > 0 && c.Workers > 0 {
+		c.mergeTenants()
 	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
@@ -171,6 +190,11 @@ func (c Config) Validate() error {
 	}
 	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
 		return bad("dilation = %g, want > 0", c.Dilation)
+	}
+	if len(c.Tenants) > 0 {
+		if err := c.validateTenants(); err != nil {
+			return err
+		}
 	}
 	c = c.withDefaults()
 	switch {
@@ -194,9 +218,23 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// darcConfig builds the darc.Config for the run's policy.
-func (c *Config) darcConfig() darc.Config {
+// darcConfig builds the darc.Config for the run's policy, and with
+// tenants the map from the workload's types to darc's.
+func (c *Config) darcConfig() (darc.Config, tenantTypes) {
 	d := c.Darc
+	if len(c.Tenants) > 0 {
+		d.Workers = c.Workers
+		d.NumTypes, d.TypeNames, d.Profile = 0, nil, nil
+		tt := c.tenantsDarc(&d)
+		if d.MinSamples == 0 && c.Policy == darc.NameDARC {
+			least := math.Inf(1)
+			for _, t := range c.Tenants {
+				least = min(least, t.Rate*c.Duration.Seconds())
+			}
+			d.MinSamples = int(min(max(least*0.05, 100), darc.DefaultMinSamples))
+		}
+		return d, tt
+	}
 	d.Workers = c.Workers
 	d.NumTypes = len(c.Workload.Types) + 1
 	d.TypeNames = append([]string{"UNKNOWN"}, c.Workload.TypeNames()...)
@@ -207,7 +245,7 @@ func (c *Config) darcConfig() darc.Config {
 		expected := c.Rate * c.Duration.Seconds()
 		d.MinSamples = int(min(max(expected*0.05, 100), darc.DefaultMinSamples))
 	}
-	return d
+	return d, tenantTypes{}
 }
 
 // nominalProfile is the workload's profile in darc's type space (workload

@@ -36,6 +36,8 @@ type run struct {
 	// measurement window [warm, end]
 	arrived, completed, dropped uint64
 	busyNs                      float64
+
+	tenants *tenantRun // multi-tenant runs only
 }
 
 func newRun(cfg Config) *run {
@@ -81,6 +83,9 @@ func (r *run) arrive(now int64) int32 {
 	r.reqs[h] = request{arrival: now, service: svc, remaining: svc, typ: int32(typ)}
 	if now >= r.warm {
 		r.arrived++
+		if tr := r.tenants; tr != nil {
+			tr.arrived[tr.types.tenant[typ]]++
+		}
 	}
 	r.advanceArrival()
 	return h
@@ -89,7 +94,13 @@ func (r *run) arrive(now int64) int32 {
 func (r *run) drop(h int32, now int64) {
 	if now >= r.warm {
 		r.dropped++
-		r.rec.Drop(int(r.reqs[h].typ))
+		typ := r.reqs[h].typ
+		r.rec.Drop(int(typ))
+		if tr := r.tenants; tr != nil {
+			k := tr.types.tenant[typ]
+			tr.dropped[k]++
+			tr.rec[k].Drop(int(tr.types.local[typ]))
+		}
 	}
 	r.free = append(r.free, h)
 }
@@ -100,6 +111,11 @@ func (r *run) expire(h int32) {
 	if q := &r.reqs[h]; q.arrival >= r.warm {
 		r.dropped++
 		r.rec.Expire(int(q.typ))
+		if tr := r.tenants; tr != nil {
+			k := tr.types.tenant[q.typ]
+			tr.dropped[k]++
+			tr.rec[k].Expire(int(tr.types.local[q.typ]))
+		}
 	}
 	r.free = append(r.free, h)
 }
@@ -108,9 +124,15 @@ func (r *run) complete(h int32, now int64) {
 	q := &r.reqs[h]
 	if q.arrival >= r.warm {
 		r.rec.Record(int(q.typ), now-q.arrival, q.service)
+		if tr := r.tenants; tr != nil {
+			tr.rec[tr.types.tenant[q.typ]].Record(int(tr.types.local[q.typ]), now-q.arrival, q.service)
+		}
 	}
 	if now >= r.warm && now <= r.end {
 		r.completed++
+		if tr := r.tenants; tr != nil {
+			tr.completed[tr.types.tenant[q.typ]]++
+		}
 	}
 	r.free = append(r.free, h)
 }
@@ -145,6 +167,9 @@ func (r *run) point() report.Point {
 	growth := float64(r.arrived) - float64(r.dropped) - float64(r.completed)
 	p.Sustained = r.dropped == 0 && growth <= max(0.001*float64(r.arrived), float64(c.Workers))
 	r.rec.Fill(&p)
+	if r.tenants != nil {
+		p.Tenants = r.tenants.points(c, &p, window)
+	}
 	return p
 }
 
@@ -164,11 +189,16 @@ func Run(cfg Config) (report.Point, error) {
 		e.loop()
 		return e.point(), nil
 	}
-	pol, err := darc.New(cfg.Policy, cfg.darcConfig())
+	dcfg, tt := cfg.darcConfig()
+	pol, err := darc.New(cfg.Policy, dcfg)
 	if err != nil {
 		return report.Point{}, fmt.Errorf("simulate %s: %w", cfg.Policy, err)
 	}
 	e := newNonPreemptive(cfg, pol)
+	if len(cfg.Tenants) > 0 {
+		e.tenants = newTenantRun(&cfg, tt)
+		e.darcType = tt.darcType
+	}
 	e.loop()
 	return e.point(), nil
 }
@@ -177,20 +207,26 @@ func Run(cfg Config) (report.Point, error) {
 // arrival or the earliest completion; after each, the policy dispatches.
 type nonPreemptive struct {
 	*run
-	pol     darc.Policy
-	out     []darc.Assignment
-	running []int32 // handle per worker
-	events  eventHeap
+	pol      darc.Policy
+	out      []darc.Assignment
+	running  []int32     // handle per worker
+	darcType []darc.Type // workload type index -> the policy's type
+	events   eventHeap
 }
 
 func newNonPreemptive(cfg Config, pol darc.Policy) *nonPreemptive {
-	return &nonPreemptive{
-		run:     newRun(cfg),
-		pol:     pol,
-		out:     make([]darc.Assignment, cfg.Workers),
-		running: make([]int32, cfg.Workers),
-		events:  eventHeap{items: make([]event, 0, cfg.Workers)},
+	e := &nonPreemptive{
+		run:      newRun(cfg),
+		pol:      pol,
+		out:      make([]darc.Assignment, cfg.Workers),
+		running:  make([]int32, cfg.Workers),
+		darcType: make([]darc.Type, len(cfg.Workload.Types)),
+		events:   eventHeap{items: make([]event, 0, cfg.Workers)},
 	}
+	for i := range e.darcType {
+		e.darcType[i] = darc.Type(i + 1)
+	}
+	return e
 }
 
 func (e *nonPreemptive) loop() {
@@ -209,19 +245,19 @@ func (e *nonPreemptive) loop() {
 			now = ev.at
 			h := e.running[ev.worker]
 			q := &e.reqs[h]
-			e.pol.Complete(int(ev.worker), darc.Type(q.typ+1), q.service, now)
+			e.pol.Complete(int(ev.worker), e.darcType[q.typ], q.service, now)
 			e.complete(h, now)
 		default:
 			now = ta
 			h := e.arrive(now)
-			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].typ + 1)}, now) != darc.Accepted {
+			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: e.darcType[e.reqs[h].typ]}, now) != darc.Accepted {
 				e.drop(h, now)
 			}
 		}
 		n := e.pol.Dispatch(now, e.out)
 		for _, a := range e.out[:n] {
 			h := int32(a.Request.Handle)
-			if a.Worker == darc.Expired {
+			if a.Worker < 0 { // expired (or its tenant removed)
 				e.expire(h)
 				continue
 			}
