@@ -8,9 +8,10 @@ import (
 
 // Classifier maps a burst of request payloads to request types in the
 // policy's type space (0 = darc.Unknown). dstPorts[i] is the UDP destination
-// port of payloads[i] (tenant selection). ClassifyBatch must write
-// out[:len(payloads)], must not keep the payload slices, and is called by the
-// dispatcher goroutine only. A *wasmclass.Caller satisfies it.
+// port of payloads[i] (tenant selection; nil for a tenant's classifier).
+// ClassifyBatch must write out[:len(payloads)], must not keep the payload
+// slices, and is called by one goroutine only: the dispatcher's, or a
+// tenant's lane (see Tenant). A *wasmclass.Caller satisfies it.
 type Classifier interface {
 	ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type)
 }

@@ -96,6 +96,14 @@ type Dispatcher struct {
 	stop     atomic.Bool
 	stopCh   chan struct{}
 
+	// Multi-tenant dispatchers only (nil otherwise): tenants, their lanes
+	// and the lifecycle commands the loop applies.
+	mt       *multiTenant
+	lifeMu   sync.Mutex // guards started, stopped
+	started  bool
+	stopped  bool
+	loopDone chan struct{}
+
 	// Everything below belongs to the dispatcher goroutine.
 	rx       []*nic.Buffer
 	payloads [][]byte
@@ -142,8 +150,12 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		return nil, err
 	}
 	spec = spec.withDefaults()
-	if dp == nil || cls == nil || policy == nil || app == nil {
+	_, multi := policy.(TenantPolicy)
+	if dp == nil || (cls == nil && !multi) || policy == nil || app == nil {
 		return nil, fmt.Errorf("%w: dataplane, classifier, policy and application are all required", ErrSpec)
+	}
+	if len(spec.Tenants) > 0 && !multi {
+		return nil, fmt.Errorf("%w: Spec.Tenants needs a policy with tenants (darc.Config.Tenants), not %q", ErrSpec, policy.Name())
 	}
 	if len(spec.CPUs) > 0 {
 		if err := affinity.Validate(spec.CPUs); err != nil {
@@ -163,6 +175,10 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if bp, ok := dp.(nic.BufferPool); ok && pool > bp.RequestBuffers() {
 		return nil, fmt.Errorf("%w: policy %q holds up to %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
 			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
+	}
+	if bp, ok := dp.(nic.BufferPool); ok && multi && pool > 0 && pool+spec.LaneBuffers > bp.RequestBuffers() {
+		return nil, fmt.Errorf("%w: policy %q holds up to %d requests and the classifier lanes %d, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
+			ErrSpec, policy.Name(), pool, spec.LaneBuffers, bp.RequestBuffers(), bp.RequestBuffers()-spec.LaneBuffers)
 	}
 	d := &Dispatcher{
 		spec:     spec,
@@ -187,6 +203,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		counters: make([]typeCounters, numTypes),
 		shedRing: make([]uint64, shedSlots*(numTypes+1)),
 		shedAt:   make([]int64, shedSlots),
+		loopDone: make(chan struct{}),
 	}
 	d.serve, _ = app.(OutcomeHandler)
 	d.admit, _ = app.(Admitter)
@@ -215,6 +232,13 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		})
 	}
 	d.snapshotBuffer = snap
+	if multi {
+		mt, err := newMultiTenant(d, policy, spec.Tenants)
+		if err != nil {
+			return nil, err
+		}
+		d.mt = mt
+	}
 	d.publish(dp.Now())
 	return d, nil
 }
@@ -272,9 +296,16 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
+	defer d.markStopped()
 	if err := d.startWorkers(&wg); err != nil {
 		d.stopWorkers(&wg)
 		return err
+	}
+	if d.mt != nil {
+		d.lifeMu.Lock()
+		d.started = true
+		d.startLanes()
+		d.lifeMu.Unlock()
 	}
 
 	now := d.dp.Now()
@@ -296,9 +327,12 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 			default:
 			}
 		}
+		if d.mt != nil && len(d.mt.cmds) > 0 {
+			d.runCommands()
+		}
 		var wait time.Duration
 		idle := parking && d.lastNow-lastWork > spin
-		if idle && d.queued == 0 && !d.draining {
+		if idle && d.queued == 0 && !d.draining && d.classifying() == 0 {
 			wait = recvWaitIdle
 		}
 		worked, err := d.step(wait)
@@ -313,7 +347,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if worked {
 			lastWork = now
 		}
-		if d.draining && ((d.queued == 0 && d.busy == 0) || now >= drainDeadline) {
+		if d.draining && ((d.queued == 0 && d.busy == 0 && d.classifying() == 0) || now >= drainDeadline) {
 			break
 		}
 		if !worked && idle && wait == 0 {
@@ -330,8 +364,27 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.collect(now)
 	d.abandonRunning()
 	d.dropQueued()
+	if d.mt != nil {
+		d.stopLanes()
+	}
 	d.publish(now)
 	return runErr
+}
+
+// classifying is the number of packets on tenants' classifier lanes.
+func (d *Dispatcher) classifying() int {
+	if d.mt == nil {
+		return 0
+	}
+	return d.mt.classifying
+}
+
+// markStopped ends the lifecycle: later changes fail with ErrStopped.
+func (d *Dispatcher) markStopped() {
+	d.lifeMu.Lock()
+	d.stopped = true
+	d.lifeMu.Unlock()
+	close(d.loopDone)
 }
 
 // step runs one iteration of the loop: receive a burst (unless draining),
@@ -345,12 +398,19 @@ func (d *Dispatcher) step(wait time.Duration) (bool, error) {
 		n, err = d.dp.Recv(d.rx, wait)
 		if n > 0 {
 			d.advance(d.dp.Now())
-			d.accept(d.rx[:n], d.lastNow)
+			if d.mt == nil {
+				d.accept(d.rx[:n], d.lastNow)
+			} else {
+				d.acceptTenants(d.rx[:n], d.lastNow)
+			}
 			worked = true
 		}
 	}
 	now := d.dp.Now()
 	d.advance(now)
+	if d.mt != nil && d.mt.classifying > 0 && d.collectLanes(now) > 0 {
+		worked = true
+	}
 	if d.collect(now) > 0 {
 		worked = true
 	}
@@ -546,8 +606,12 @@ func (d *Dispatcher) dispatch(now int64) int {
 		t := a.Request.Type
 		c := &d.counters[t]
 		c.queued--
-		if a.Worker == darc.Expired {
-			d.shed(b, t, ReasonExpired)
+		if a.Worker < 0 {
+			r := ReasonExpired
+			if a.Worker == darc.Removed {
+				r = ReasonRemoved
+			}
+			d.shed(b, t, r)
 			continue
 		}
 		wait := now - a.Enqueued
@@ -831,7 +895,7 @@ func (d *Dispatcher) publish(now int64) {
 		OverloadReplies: d.replied,
 		Queued:          d.queued,
 		Busy:            d.busy,
-		InFlight:        d.queued + uint64(d.busy),
+		InFlight:        d.queued + uint64(d.busy) + uint64(d.classifying()),
 		Pool:            d.pool,
 		Abandoned:       d.abandon,
 		Types:           make([]TypeStats, d.numTypes),
@@ -857,6 +921,9 @@ func (d *Dispatcher) publish(now int64) {
 		s.Types[t] = ts
 	}
 	d.shedRates(s, now)
+	if d.mt != nil {
+		d.tenantStats(s)
+	}
 	d.stats.Store(s)
 }
 

@@ -45,6 +45,31 @@
 // say whether, and how fast, it sheds over the last second; each type's
 // MaxWaitNs is its longest queue wait in the last stats interval.
 //
+// # Tenants
+//
+// With Spec.Tenants and a policy with tenants (darc.Config.Tenants), the
+// dispatcher is multi-tenant. Each packet goes to the tenant its UDP
+// destination port names (one table lookup; a tenant without ports gets
+// the ports no one has; packets of no tenant are dropped, "no_tenant") and
+// is classified by that tenant's classifier into its own type ids, which
+// the policy's range for the tenant makes global. An untrusted classifier
+// runs on the tenant's lane: a goroutine of its own fed over a
+// single-producer single-consumer ring, so that a classifier that is slow,
+// loops until its fuel is spent, or traps, delays its own tenant's packets
+// and never the dispatcher or another tenant's (a trusted, native
+// classifier can run inline instead, at no hand-off cost). A lane holds at
+// most Spec.LaneCapacity packets, all lanes Spec.LaneBuffers: past that a
+// tenant's packets are dropped before classification ("classifier_busy"),
+// counted against it. AddTenant, UpdateTenant and RemoveTenant change the
+// tenants while Run runs (applied by the dispatcher goroutine between two
+// iterations); a removed tenant's queued requests and the packets on its
+// lane are dropped ("removed"), its running requests are answered. Stats
+// has per-tenant counters (Stats.Tenants), and Received = Answered + Dropped
+// + InFlight holds with InFlight counting the packets on lanes.
+//
+// Without tenants nothing of this runs: the single-tenant step is the one
+// BenchmarkDispatcherStep measures.
+//
 // # Shutdown
 //
 // When Run's context is cancelled the loop stops receiving, keeps dispatching

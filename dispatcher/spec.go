@@ -28,6 +28,7 @@ const (
 	DefaultStatsInterval = 100 * time.Millisecond
 	DefaultDrainTimeout  = 5 * time.Second
 	DefaultMinPayload    = 1
+	DefaultLaneBuffers   = 2048
 )
 
 // Spec configures a Dispatcher. It is plain data: copy it freely. The zero
@@ -65,6 +66,19 @@ type Spec struct {
 	DrainTimeout time.Duration
 	// TypeNames names the type ids (index = id) in Stats; optional.
 	TypeNames []string
+	// Tenants makes the dispatcher multi-tenant (with a TenantPolicy, which
+	// must already have them): each packet goes to the tenant its UDP
+	// destination port names and is classified by that tenant's
+	// classifier, on the tenant's own lane (see Tenant). New's classifier
+	// argument is then unused. A TenantPolicy without Tenants makes a
+	// multi-tenant dispatcher whose tenants come with AddTenant.
+	Tenants []Tenant
+	// LaneCapacity bounds the packets one tenant's lane holds (waiting
+	// for or in its classifier). Default 256.
+	LaneCapacity int
+	// LaneBuffers bounds the packets all lanes hold together: buffers the
+	// dataplane must lend beside the policy's pool. Default 2048.
+	LaneBuffers int
 }
 
 // Errors returned by New and Run.
@@ -104,6 +118,12 @@ func (s Spec) withDefaults() Spec {
 	if s.DrainTimeout == 0 {
 		s.DrainTimeout = DefaultDrainTimeout
 	}
+	if s.LaneCapacity == 0 {
+		s.LaneCapacity = DefaultLaneCapacity
+	}
+	if s.LaneBuffers == 0 {
+		s.LaneBuffers = DefaultLaneBuffers
+	}
 	return s
 }
 
@@ -129,6 +149,8 @@ func (s Spec) Validate() error {
 		return bad("min payload = %d, want >= 0", s.MinPayload)
 	case s.StatsInterval < time.Millisecond:
 		return bad("stats interval = %v, want >= 1ms", s.StatsInterval)
+	case s.LaneCapacity < 1 || s.LaneBuffers < 1:
+		return bad("lane capacity %d, lane buffers %d: want >= 1", s.LaneCapacity, s.LaneBuffers)
 	}
 	for _, c := range s.CPUs {
 		if c < 0 {

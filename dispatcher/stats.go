@@ -35,17 +35,27 @@ type Drops struct {
 	// Shutdown: still queued or running when the graceful shutdown ended
 	// at Spec.DrainTimeout.
 	Shutdown uint64 `json:"shutdown"`
+	// NoTenant: the packet's port belongs to no tenant (multi-tenant
+	// dispatchers without a default tenant).
+	NoTenant uint64 `json:"no_tenant"`
+	// ClassifierBusy: the tenant's classifier lane held as many packets as
+	// it may (its classifier fell behind); dropped before classification.
+	ClassifierBusy uint64 `json:"classifier_busy"`
+	// Removed: the request's tenant was removed while it waited.
+	Removed uint64 `json:"removed"`
 }
 
 // Total is the sum of all reasons.
 func (d Drops) Total() uint64 {
 	return d.Runt + d.Truncated + d.QueueFull + d.Budget + d.Expired + d.Overload +
-		d.ServiceCap + d.App + d.Panic + d.TxError + d.Shutdown
+		d.ServiceCap + d.App + d.Panic + d.TxError + d.Shutdown + d.NoTenant + d.ClassifierBusy + d.Removed
 }
 
 // Shed is the part of the drops the server chose to make because it was
-// overloaded: queue full, budget, expired and overload.
-func (d Drops) Shed() uint64 { return d.QueueFull + d.Budget + d.Expired + d.Overload }
+// overloaded: queue full, budget, expired, overload and classifier busy.
+func (d Drops) Shed() uint64 {
+	return d.QueueFull + d.Budget + d.Expired + d.Overload + d.ClassifierBusy
+}
 
 // Reason is why a request was dropped; its String is the name used in
 // Drops' JSON and in metrics.
@@ -65,11 +75,14 @@ const (
 	ReasonPanic
 	ReasonTxError
 	ReasonShutdown
+	ReasonNoTenant
+	ReasonClassifierBusy
+	ReasonRemoved
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"runt", "truncated", "queue_full", "budget", "expired", "overload",
-	"service_cap", "app", "panic", "tx_error", "shutdown"}
+	"service_cap", "app", "panic", "tx_error", "shutdown", "no_tenant", "classifier_busy", "removed"}
 
 // String returns the reason's name, as in Drops' JSON.
 func (r Reason) String() string {
@@ -145,6 +158,12 @@ func (d *Drops) field(r Reason) *uint64 {
 		return &d.Panic
 	case ReasonTxError:
 		return &d.TxError
+	case ReasonNoTenant:
+		return &d.NoTenant
+	case ReasonClassifierBusy:
+		return &d.ClassifierBusy
+	case ReasonRemoved:
+		return &d.Removed
 	}
 	return &d.Shutdown
 }
@@ -248,6 +267,12 @@ type Stats struct {
 	Types     []TypeStats   `json:"types"`
 	Policy    darc.Snapshot `json:"policy"`
 	Dataplane nic.Stats     `json:"dataplane"`
+
+	// Classifying is the number of packets on tenants' classifier lanes
+	// (in InFlight too); Tenants has one entry per tenant of a
+	// multi-tenant dispatcher, removed ones included.
+	Classifying uint64        `json:"classifying,omitempty"`
+	Tenants     []TenantStats `json:"tenants,omitempty"`
 }
 
 // typeCounters are the dispatcher goroutine's per-type counters.

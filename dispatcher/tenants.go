@@ -1,0 +1,655 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+)
+
+// Tenant is one tenant of a multi-tenant dispatcher (Spec.Tenants,
+// AddTenant): its ports, its classifier and, for AddTenant, its share.
+type Tenant struct {
+	// Name is the tenant's name in the policy (darc.TenantConfig.Name).
+	Name string
+	// Ports are the UDP destination ports of the tenant's packets; empty:
+	// the default tenant, which gets the packets of every port no tenant
+	// lists (at most one). Packets of no tenant are dropped (no_tenant).
+	Ports []uint16
+	// Classifier maps the tenant's payloads to its own type ids (0 its
+	// UNKNOWN, up to its darc.TenantConfig.NumTypes-1; larger ids count as
+	// 0). It gets nil dstPorts. Unless Inline, it runs on the tenant's
+	// lane, a goroutine of its own; a Classifier that is not safe for
+	// concurrent use must not be shared between tenants.
+	Classifier Classifier
+	// Inline runs Classifier on the dispatcher goroutine, in the burst the
+	// packets arrived in: for trusted classifiers (native code, no
+	// faults), which then cost no hand-off. Untrusted (Wasm) classifiers
+	// run on lanes, so that none can delay another tenant's packets.
+	Inline bool
+	// Share is the tenant's configuration in the policy, for AddTenant and
+	// UpdateTenant (Spec.Tenants' tenants are already in the policy).
+	Share darc.TenantConfig
+}
+
+// TenantPolicy is a policy with tenants (darc.Tenants): a multi-tenant
+// dispatcher needs one.
+type TenantPolicy interface {
+	darc.Policy
+	Base(name string) (darc.Type, bool)
+	NumTypes() int
+	AddTenant(darc.TenantConfig) (darc.Type, error)
+	UpdateTenant(darc.TenantConfig) error
+	RemoveTenant(name string) error
+}
+
+// Errors of the tenant lifecycle.
+var (
+	// ErrNotMultiTenant: the dispatcher was built without tenants.
+	ErrNotMultiTenant = errors.New("dispatcher: not multi-tenant (built without Spec.Tenants and a tenant policy)")
+	// ErrStopped: the dispatcher has stopped.
+	ErrStopped = errors.New("dispatcher: stopped")
+	// ErrTenant wraps refused tenant changes (unknown tenant, ports in
+	// use, a share that does not fit).
+	ErrTenant = errors.New("dispatcher: tenant")
+)
+
+// TenantStats are one tenant's counters: its packets (Received = Answered
+// + Dropped + Queued + Running + Classifying), its types' sums, its lane and
+// its share in the policy.
+type TenantStats struct {
+	Name     string    `json:"name"`
+	Ports    []uint16  `json:"ports,omitempty"`
+	Base     darc.Type `json:"base"`
+	NumTypes int       `json:"num_types"`
+	Inline   bool      `json:"inline,omitempty"`
+	Removed  bool      `json:"removed,omitempty"`
+	// Received counts the packets routed to the tenant.
+	Received uint64 `json:"received"`
+	Answered uint64 `json:"answered"`
+	Dropped  uint64 `json:"dropped"`
+	Drops    Drops  `json:"drops"`
+	Queued   int    `json:"queued"`
+	Running  int    `json:"running"`
+	// Classifying is the number of its packets on its lane now.
+	Classifying int `json:"classifying"`
+	// ClassifierCalls and ClassifierBusyNs count its lane's classifier
+	// calls (batches) and their time.
+	ClassifierCalls  uint64 `json:"classifier_calls"`
+	ClassifierBusyNs uint64 `json:"classifier_busy_ns"`
+	// Policy is its state in the policy (home workers, busy, borrowed,
+	// lent, pool share).
+	Policy darc.TenantState `json:"policy"`
+}
+
+// tenantRT is a tenant's runtime state, owned by the dispatcher goroutine.
+type tenantRT struct {
+	spec     Tenant
+	base     darc.Type
+	numTypes int
+	removed  bool
+	lane     *lane // nil: inline
+	received uint64
+	// Inline classification scratch, one burst.
+	bufs  []*nic.Buffer
+	pays  [][]byte
+	types []darc.Type
+	n     int
+}
+
+// multiTenant is a multi-tenant dispatcher's tenant state.
+type multiTenant struct {
+	policy      TenantPolicy
+	route       []int32 // port -> tenant index, -1: none
+	dflt        int32   // default tenant, -1: none
+	tenants     []*tenantRT
+	inline      []int // tenants with inline packets in the current burst
+	classifying int
+	laneCap     int
+	cmds        chan command
+	lanes       sync.WaitGroup
+}
+
+// command is a lifecycle change applied by the dispatcher goroutine.
+type command struct {
+	apply func(d *Dispatcher) error
+	done  chan error
+}
+
+// newMultiTenant sets up tenants for d (New): every tenant must be in the
+// policy.
+func newMultiTenant(d *Dispatcher, policy darc.Policy, tenants []Tenant) (*multiTenant, error) {
+	tp, ok := policy.(TenantPolicy)
+	if !ok {
+		return nil, fmt.Errorf("%w: Spec.Tenants needs a policy with tenants (darc.Config.Tenants), not %q", ErrSpec, policy.Name())
+	}
+	mt := &multiTenant{policy: tp, route: make([]int32, 1<<16), dflt: -1, laneCap: d.spec.LaneCapacity,
+		cmds: make(chan command, 16)}
+	for i := range mt.route {
+		mt.route[i] = -1
+	}
+	for _, t := range tenants {
+		if _, err := mt.add(d, t); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+	}
+	return mt, nil
+}
+
+// add registers tenant t (already in the policy) and routes its ports.
+func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
+	base, ok := mt.policy.Base(t.Name)
+	if !ok {
+		return nil, fmt.Errorf("tenant %q is not in the policy", t.Name)
+	}
+	if t.Classifier == nil {
+		return nil, fmt.Errorf("tenant %q has no classifier", t.Name)
+	}
+	if err := mt.checkPorts(t.Name, t.Ports); err != nil {
+		return nil, err
+	}
+	var snap darc.Snapshot
+	mt.policy.Snapshot(&snap)
+	rt := &tenantRT{spec: t, base: base, numTypes: 1}
+	for _, ts := range snap.Tenants {
+		if ts.Base == base {
+			rt.numTypes = ts.NumTypes
+		}
+	}
+	if t.Inline {
+		rt.bufs = make([]*nic.Buffer, d.spec.Burst)
+		rt.pays = make([][]byte, d.spec.Burst)
+		rt.types = make([]darc.Type, d.spec.Burst)
+	} else {
+		rt.lane = newLane(t.Classifier, mt.laneCap, d.spec.Burst, d.spec, d.dp.Now)
+	}
+	k := int32(len(mt.tenants))
+	mt.tenants = append(mt.tenants, rt)
+	mt.setRoutes(k, t.Ports)
+	return rt, nil
+}
+
+// checkPorts refuses ports another live tenant has, and a second default.
+func (mt *multiTenant) checkPorts(name string, ports []uint16) error {
+	for _, p := range ports {
+		if k := mt.route[p]; k >= 0 && mt.tenants[k].spec.Name != name {
+			return fmt.Errorf("port %d belongs to tenant %q", p, mt.tenants[k].spec.Name)
+		}
+	}
+	if len(ports) == 0 && mt.dflt >= 0 && mt.tenants[mt.dflt].spec.Name != name {
+		return fmt.Errorf("tenant %q is already the default tenant (the one without ports)", mt.tenants[mt.dflt].spec.Name)
+	}
+	return nil
+}
+
+// setRoutes routes ports (none: every port no one has) to tenant k,
+// dropping k's previous routes.
+func (mt *multiTenant) setRoutes(k int32, ports []uint16) {
+	mt.clearRoutes(k)
+	for _, p := range ports {
+		mt.route[p] = k
+	}
+	if len(ports) == 0 {
+		mt.dflt = k
+	}
+	mt.tenants[k].spec.Ports = slices.Clone(ports)
+}
+
+func (mt *multiTenant) clearRoutes(k int32) {
+	for _, p := range mt.tenants[k].spec.Ports {
+		if mt.route[p] == k {
+			mt.route[p] = -1
+		}
+	}
+	if mt.dflt == k {
+		mt.dflt = -1
+	}
+}
+
+// tenantOf returns the tenant of a packet to port, or -1.
+func (mt *multiTenant) tenantOf(port uint16) int32 {
+	if k := mt.route[port]; k >= 0 {
+		return k
+	}
+	return mt.dflt
+}
+
+// acceptTenants is accept for a multi-tenant dispatcher: route each packet
+// to its tenant; inline tenants' packets are classified and enqueued in
+// this burst, the others go to their lanes.
+func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
+	mt := d.mt
+	mt.inline = mt.inline[:0]
+	var kicked uint64 // lanes to wake, by index (the first 64; others always)
+	for _, b := range bufs {
+		d.received++
+		switch {
+		case b.Len < d.spec.MinPayload:
+			d.drops.Runt++
+			d.release = append(d.release, b)
+			continue
+		case b.WireLen > b.Len:
+			d.drops.Truncated++
+			d.release = append(d.release, b)
+			continue
+		}
+		k := mt.tenantOf(b.DstPort)
+		if k < 0 {
+			c := &d.counters[darc.Unknown]
+			c.received++
+			d.drops.add(ReasonNoTenant)
+			c.drops.add(ReasonNoTenant)
+			d.release = append(d.release, b)
+			continue
+		}
+		t := mt.tenants[k]
+		t.received++
+		if t.lane == nil {
+			if t.n == 0 {
+				mt.inline = append(mt.inline, int(k))
+			}
+			t.bufs[t.n] = b
+			t.pays[t.n] = b.Payload()
+			t.n++
+			continue
+		}
+		if mt.classifying >= d.spec.LaneBuffers || !t.lane.push(b) {
+			c := &d.counters[t.base]
+			c.received++
+			d.drops.add(ReasonClassifierBusy)
+			c.drops.add(ReasonClassifierBusy)
+			d.release = append(d.release, b)
+			continue
+		}
+		mt.classifying++
+		if k < 64 {
+			kicked |= 1 << k
+		} else {
+			t.lane.kick()
+		}
+	}
+	for kicked != 0 {
+		k := trailingZeros(kicked)
+		kicked &= kicked - 1
+		mt.tenants[k].lane.kick()
+	}
+	for _, k := range mt.inline {
+		t := mt.tenants[k]
+		n := t.n
+		t.n = 0
+		t.spec.Classifier.ClassifyBatch(t.pays[:n], nil, t.types[:n])
+		for i := range n {
+			d.enqueueTenant(t, t.bufs[i], t.types[i], now)
+			t.bufs[i], t.pays[i] = nil, nil
+		}
+	}
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
+}
+
+func trailingZeros(x uint64) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+// collectLanes takes the packets the lanes classified and enqueues them.
+func (d *Dispatcher) collectLanes(now int64) int {
+	mt := d.mt
+	n := 0
+	for _, t := range mt.tenants {
+		l := t.lane
+		if l == nil || l.inflight == 0 {
+			continue
+		}
+		for {
+			c, ok := l.out.Pop()
+			if !ok {
+				break
+			}
+			l.inflight--
+			mt.classifying--
+			n++
+			d.enqueueTenant(t, c.buf, c.typ, now)
+		}
+	}
+	if n > 0 && len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
+	return n
+}
+
+// enqueueTenant enqueues b of tenant t's local type local: the same path
+// as accept's after classification.
+func (d *Dispatcher) enqueueTenant(t *tenantRT, b *nic.Buffer, local darc.Type, now int64) {
+	if int(local) >= t.numTypes {
+		local = darc.Unknown
+	}
+	typ := t.base + local
+	c := &d.counters[typ]
+	c.received++
+	if t.removed {
+		d.drops.add(ReasonRemoved)
+		c.drops.add(ReasonRemoved)
+		d.release = append(d.release, b)
+		return
+	}
+	if d.admit != nil {
+		if r, ok := d.admitted(typ, b); !ok {
+			d.drops.add(r)
+			c.drops.add(r)
+			d.release = append(d.release, b)
+			return
+		}
+	}
+	if len(d.free) == 0 {
+		d.shed(b, typ, ReasonOverload)
+		return
+	}
+	h := d.free[len(d.free)-1]
+	switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: typ}, now) {
+	case darc.Accepted:
+		d.free = d.free[:len(d.free)-1]
+		d.table[h] = b
+		d.tableTyp[h] = typ
+		d.queued++
+		c.queued++
+	case darc.OverBudget:
+		d.shed(b, typ, ReasonBudget)
+	case darc.NoTenant:
+		d.drops.add(ReasonRemoved)
+		c.drops.add(ReasonRemoved)
+		d.release = append(d.release, b)
+	default:
+		d.shed(b, typ, ReasonQueueFull)
+	}
+}
+
+// startLanes starts every lane (Run).
+func (d *Dispatcher) startLanes() {
+	for _, t := range d.mt.tenants {
+		if t.lane != nil && !t.removed {
+			t.lane.start(&d.mt.lanes, d.lockThread)
+		}
+	}
+}
+
+// stopLanes stops the lanes once the drain is over and drops what they
+// still hold as shutdown drops.
+func (d *Dispatcher) stopLanes() {
+	mt := d.mt
+	for _, t := range mt.tenants {
+		if t.lane != nil {
+			t.lane.halt()
+		}
+	}
+	done := make(chan struct{})
+	go func() { mt.lanes.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+	}
+	for _, t := range mt.tenants {
+		l := t.lane
+		if l == nil {
+			continue
+		}
+		select {
+		case <-l.done:
+		default:
+			continue // still classifying: its packets are counted below, not released
+		}
+		c := &d.counters[t.base]
+		for {
+			cl, ok := l.out.Pop()
+			if !ok {
+				break
+			}
+			d.dropLane(l, c, cl.buf)
+		}
+		for {
+			b, ok := l.in.Pop()
+			if !ok {
+				break
+			}
+			d.dropLane(l, c, b)
+		}
+	}
+	// Packets of lanes still in a classifier call: counted, not released
+	// (the lane still reads them).
+	for _, t := range mt.tenants {
+		if l := t.lane; l != nil && l.inflight > 0 {
+			c := &d.counters[t.base]
+			c.received += uint64(l.inflight)
+			c.drops.Shutdown += uint64(l.inflight)
+			d.drops.Shutdown += uint64(l.inflight)
+			mt.classifying -= l.inflight
+			l.inflight = 0
+		}
+	}
+	d.flush()
+}
+
+func (d *Dispatcher) dropLane(l *lane, c *typeCounters, b *nic.Buffer) {
+	l.inflight--
+	d.mt.classifying--
+	c.received++
+	c.drops.Shutdown++
+	d.drops.Shutdown++
+	d.release = append(d.release, b)
+	if len(d.release) >= d.spec.Burst {
+		d.flush()
+	}
+}
+
+// runCommands applies the pending lifecycle changes (dispatcher goroutine).
+func (d *Dispatcher) runCommands() {
+	for {
+		select {
+		case c := <-d.mt.cmds:
+			c.done <- c.apply(d)
+		default:
+			return
+		}
+	}
+}
+
+// do runs apply on the dispatcher goroutine and waits for it: before Run,
+// at once (nothing else runs); after Run, ErrStopped.
+func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) error {
+	if d.mt == nil {
+		return ErrNotMultiTenant
+	}
+	d.lifeMu.Lock()
+	switch {
+	case d.stopped:
+		d.lifeMu.Unlock()
+		return ErrStopped
+	case !d.started:
+		defer d.lifeMu.Unlock()
+		return apply(d)
+	}
+	d.lifeMu.Unlock()
+	c := command{apply: apply, done: make(chan error, 1)}
+	select {
+	case d.mt.cmds <- c:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.loopDone:
+		return ErrStopped
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-d.loopDone:
+		// The loop may have applied it on its way out.
+		select {
+		case err := <-c.done:
+			return err
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// AddTenant adds a tenant without stopping: the policy gives it a type
+// range and a share (t.Share, whose Name is t.Name), its ports are routed
+// to it and its lane starts. It returns the global id of its local type 0.
+// Safe for concurrent use; it waits for the dispatcher goroutine (at most
+// one loop iteration) or ctx.
+func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error) {
+	var base darc.Type
+	t.Share.Name = t.Name
+	err := d.do(ctx, func(d *Dispatcher) error {
+		mt := d.mt
+		if err := mt.checkPorts(t.Name, t.Ports); err != nil {
+			return fmt.Errorf("%w: add %q: %w", ErrTenant, t.Name, err)
+		}
+		for _, rt := range mt.tenants {
+			if rt.spec.Name == t.Name && !rt.removed {
+				return fmt.Errorf("%w: add %q: it exists", ErrTenant, t.Name)
+			}
+		}
+		if t.Classifier == nil {
+			return fmt.Errorf("%w: add %q: no classifier", ErrTenant, t.Name)
+		}
+		b, err := mt.policy.AddTenant(t.Share)
+		if err != nil {
+			return fmt.Errorf("%w: add %q: %w", ErrTenant, t.Name, err)
+		}
+		rt, err := mt.add(d, t)
+		if err != nil {
+			_ = mt.policy.RemoveTenant(t.Name)
+			return fmt.Errorf("%w: add %q: %w", ErrTenant, t.Name, err)
+		}
+		d.growTypes()
+		if rt.lane != nil && d.started {
+			rt.lane.start(&mt.lanes, d.lockThread)
+		}
+		base = b
+		return nil
+	})
+	return base, err
+}
+
+// UpdateTenant changes a live tenant's ports and share (t.Share; its
+// classifier changes by a hot swap of the classifier itself).
+func (d *Dispatcher) UpdateTenant(ctx context.Context, t Tenant) error {
+	t.Share.Name = t.Name
+	return d.do(ctx, func(d *Dispatcher) error {
+		mt := d.mt
+		k := mt.live(t.Name)
+		if k < 0 {
+			return fmt.Errorf("%w: update %q: %w", ErrTenant, t.Name, darc.ErrUnknownTenant)
+		}
+		if err := mt.checkPorts(t.Name, t.Ports); err != nil {
+			return fmt.Errorf("%w: update %q: %w", ErrTenant, t.Name, err)
+		}
+		if err := mt.policy.UpdateTenant(t.Share); err != nil {
+			return fmt.Errorf("%w: update %q: %w", ErrTenant, t.Name, err)
+		}
+		mt.tenants[k].spec.Share = t.Share
+		mt.setRoutes(int32(k), t.Ports)
+		return nil
+	})
+}
+
+// RemoveTenant removes a live tenant without stopping: its ports are no
+// longer routed (their packets are dropped, no_tenant), its queued requests
+// and those its lane still classifies are dropped (removed), its running
+// requests are answered; its lane stops. Its counters stay in Stats.
+func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
+	return d.do(ctx, func(d *Dispatcher) error {
+		mt := d.mt
+		k := mt.live(name)
+		if k < 0 {
+			return fmt.Errorf("%w: remove %q: %w", ErrTenant, name, darc.ErrUnknownTenant)
+		}
+		if err := mt.policy.RemoveTenant(name); err != nil {
+			return fmt.Errorf("%w: remove %q: %w", ErrTenant, name, err)
+		}
+		t := mt.tenants[k]
+		t.removed = true
+		mt.clearRoutes(int32(k))
+		if t.lane != nil {
+			t.lane.halt() // it finishes what it holds; collectLanes drops it
+		}
+		return nil
+	})
+}
+
+// live returns the index of the live tenant called name, or -1.
+func (mt *multiTenant) live(name string) int {
+	for k, t := range mt.tenants {
+		if t.spec.Name == name && !t.removed {
+			return k
+		}
+	}
+	return -1
+}
+
+// growTypes extends the per-type tables to the policy's type space after
+// a tenant was added.
+func (d *Dispatcher) growTypes() {
+	n := d.mt.policy.NumTypes()
+	if n <= d.numTypes {
+		return
+	}
+	counters := make([]typeCounters, n)
+	copy(counters, d.counters)
+	d.counters = counters
+	var snap darc.Snapshot
+	d.policy.Snapshot(&snap)
+	d.names = typeNames(d.spec.TypeNames, snap, n)
+	d.numTypes = n
+	d.shedRing = make([]uint64, shedSlots*(n+1))
+	d.shedCount, d.shedNext = 0, 0
+	d.snapshotBuffer = snap
+}
+
+// tenantStats fills s.Tenants (publish).
+func (d *Dispatcher) tenantStats(s *Stats) {
+	mt := d.mt
+	s.Tenants = make([]TenantStats, len(mt.tenants))
+	for k, t := range mt.tenants {
+		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
+			Inline: t.lane == nil, Removed: t.removed, Received: t.received}
+		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
+			x := &s.Types[typ]
+			ts.Answered += x.Answered
+			ts.Drops = ts.Drops.plus(x.Drops)
+			ts.Queued += x.Queued
+			ts.Running += x.Running
+		}
+		ts.Dropped = ts.Drops.Total()
+		if l := t.lane; l != nil {
+			ts.Classifying = l.inflight
+			ts.ClassifierCalls = l.calls.Load()
+			ts.ClassifierBusyNs = l.busyNs.Load()
+		}
+		for _, p := range s.Policy.Tenants {
+			if p.Base == t.base {
+				ts.Policy = p
+			}
+		}
+		s.Tenants[k] = ts
+	}
+	s.Classifying = uint64(mt.classifying)
+}
+
+// plus returns the reason-by-reason sum of d and o.
+func (d Drops) plus(o Drops) Drops {
+	for r := range numReasons {
+		*d.field(r) += o.Count(r)
+	}
+	return d
+}

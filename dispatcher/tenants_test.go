@@ -1,0 +1,337 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
+)
+
+// gateClassifier is the psp-header classifier that blocks, on a type-9
+// payload, until its gate opens: a classifier stuck in a long call.
+type gateClassifier struct {
+	gate    chan struct{}
+	blocked atomic.Int32
+}
+
+func (g *gateClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+	for _, p := range payloads {
+		if wire.TypeOf(p) == 9 {
+			g.blocked.Add(1)
+			<-g.gate
+		}
+	}
+	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+}
+
+const (
+	portA = 1000
+	portB = 2000
+)
+
+// tenantPolicy is a darc multi-tenant policy with tenants a and b (the
+// psp-header type space each), on workers workers.
+func tenantPolicy(t testing.TB, workers int, pool int) *darc.Tenants {
+	t.Helper()
+	p, err := darc.New(darc.NameDARC, darc.Config{Workers: workers, Pool: pool, MinSamples: 1 << 20, Tenants: []darc.TenantConfig{
+		{Name: "a", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
+		{Name: "b", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*darc.Tenants)
+}
+
+// runTenants runs d until the returned stop is called; stop returns Run's
+// error and the final stats.
+func runTenants(t testing.TB, d *Dispatcher) func() (*Stats, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop := func() (*Stats, error) {
+		once.Do(func() {
+			cancel()
+			err = <-errc
+		})
+		return d.Stats(), err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// waitFor polls cond for up to 10 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkTenantAccounting asserts the per-tenant identity.
+func checkTenantAccounting(t testing.TB, s *Stats) {
+	t.Helper()
+	if s.Received != s.Answered+s.Dropped+s.InFlight {
+		t.Errorf("received %d != answered %d + dropped %d + in flight %d", s.Received, s.Answered, s.Dropped, s.InFlight)
+	}
+	for _, ts := range s.Tenants {
+		if got := ts.Answered + ts.Dropped + uint64(ts.Queued+ts.Running+ts.Classifying); ts.Received != got {
+			t.Errorf("tenant %s: received %d != answered %d + dropped %d + queued %d + running %d + classifying %d",
+				ts.Name, ts.Received, ts.Answered, ts.Dropped, ts.Queued, ts.Running, ts.Classifying)
+		}
+	}
+}
+
+func tenantStat(t testing.TB, s *Stats, name string) TenantStats {
+	t.Helper()
+	for _, ts := range s.Tenants {
+		if ts.Name == name && !ts.Removed {
+			return ts
+		}
+	}
+	t.Fatalf("no tenant %q in %+v", name, s.Tenants)
+	return TenantStats{}
+}
+
+// TestTenantRoutingAndIsolation: packets go to the tenant of their port
+// (none: dropped, no_tenant), each classified on its own lane; while b's
+// classifier is stuck in a call, a's packets are answered.
+func TestTenantRoutingAndIsolation(t *testing.T) {
+	dp := newFakeDataplane(4, 512, 64)
+	gate := &gateClassifier{gate: make(chan struct{})}
+	d, err := New(Spec{Workers: 4, Spin: -1, LaneCapacity: 24, StatsInterval: time.Millisecond,
+		Tenants: []Tenant{
+			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
+			{Name: "b", Ports: []uint16{portB}, Classifier: gate},
+		}}, dp, nil, tenantPolicy(t, 4, 0), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTenants(t, d)
+	dp.inject(header(1, 9, 0), portB) // b's classifier blocks on it
+	waitUntil(t, "b's classifier to block", func() bool { return gate.blocked.Load() == 1 })
+	for i := range 30 {
+		if i < 20 {
+			dp.inject(header(uint32(10+i), wire.TypeShort, 0), portA)
+		}
+		dp.inject(header(uint32(100+i), wire.TypeShort, 0), portB)
+	}
+	dp.inject(header(7, wire.TypeShort, 0), 3000) // nobody's
+	waitUntil(t, "a's 20 answers", func() bool { return dp.replyCount() >= 20 })
+	time.Sleep(20 * time.Millisecond)
+	s := d.Stats()
+	a, b := tenantStat(t, s, "a"), tenantStat(t, s, "b")
+	if a.Answered != 20 || b.Answered != 0 {
+		t.Fatalf("while b's classifier is stuck: a answered %d, b %d", a.Answered, b.Answered)
+	}
+	// b's lane holds 24: the stuck batch's packet and 23 more; the rest
+	// were dropped before classification.
+	if b.Classifying != 24 || b.Drops.ClassifierBusy != 7 || s.Drops.NoTenant != 1 {
+		t.Fatalf("b: classifying %d, classifier busy %d; no tenant %d", b.Classifying, b.Drops.ClassifierBusy, s.Drops.NoTenant)
+	}
+	checkTenantAccounting(t, s)
+	close(gate.gate)
+	waitUntil(t, "b's answers", func() bool { return tenantStat(t, d.Stats(), "b").Answered == 24 })
+	s, err = stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTenantAccounting(t, s)
+	if s.InFlight != 0 || dp.poolSize() != 512 {
+		t.Fatalf("after the drain: in flight %d, %d of 512 buffers back", s.InFlight, dp.poolSize())
+	}
+	if a := tenantStat(t, s, "a"); a.Received != 20 || a.Policy.Name != "a" || len(a.Policy.Home) != 2 {
+		t.Fatalf("a: %+v", a)
+	}
+}
+
+// TestTenantLifecycle adds a tenant, updates and removes one while
+// requests flow; every packet stays accounted for.
+func TestTenantLifecycle(t *testing.T) {
+	dp := newFakeDataplane(4, 1024, 64)
+	slowApp := HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
+		time.Sleep(2 * time.Millisecond)
+		return true
+	})
+	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond,
+		Tenants: []Tenant{
+			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
+			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Inline: true},
+		}}, dp, nil, tenantPolicy(t, 4, 0), slowApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTenants(t, d)
+	ctx := context.Background()
+	var sent atomic.Int32
+	feed := func(port uint16, n int) {
+		for range n {
+			if dp.inject(header(uint32(sent.Add(1)), wire.TypeShort, 0), port) {
+				continue
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	feed(portA, 50)
+	feed(portB, 50)
+	c := Tenant{Name: "c", Ports: []uint16{3000}, Classifier: HeaderClassifier{},
+		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames(), Workers: 1}}
+	base, err := d.AddTenant(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != 2*HeaderNumTypes+1 {
+		t.Fatalf("c's base %d", base)
+	}
+	if _, err := d.AddTenant(ctx, Tenant{Name: "d", Ports: []uint16{portA}, Classifier: HeaderClassifier{},
+		Share: darc.TenantConfig{NumTypes: 2}}); !errors.Is(err, ErrTenant) {
+		t.Fatalf("a tenant on a's port: %v", err)
+	}
+	feed(3000, 30)
+	if err := d.UpdateTenant(ctx, Tenant{Name: "a", Ports: []uint16{portA, 1001},
+		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, Workers: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	feed(1001, 10)
+	feed(portB, 100) // queued behind a slow application: some are still queued when b goes
+	waitUntil(t, "b's packets to arrive", func() bool { return d.Stats().Received == uint64(sent.Load()) })
+	if err := d.RemoveTenant(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RemoveTenant(ctx, "b"); !errors.Is(err, ErrTenant) {
+		t.Fatalf("removing b twice: %v", err)
+	}
+	feed(portB, 5) // nobody's now
+	waitUntil(t, "the queues to drain", func() bool { s := d.Stats(); return s.InFlight == 0 && s.Received == uint64(sent.Load()) })
+	s, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTenantAccounting(t, s)
+	var b, removedB TenantStats
+	for _, ts := range s.Tenants {
+		if ts.Name == "b" {
+			b, removedB = ts, ts
+		}
+	}
+	if !removedB.Removed || b.Drops.Removed == 0 || b.Answered == 0 || b.Received != 150 || s.Drops.NoTenant != 5 {
+		t.Fatalf("b: %+v; no tenant %d", b, s.Drops.NoTenant)
+	}
+	if a := tenantStat(t, s, "a"); a.Received != 60 || a.Answered != 60 || len(a.Policy.Home) != 2 {
+		t.Fatalf("a: %+v", a)
+	}
+	if c := tenantStat(t, s, "c"); c.Received != 30 || c.Answered != 30 || c.Base != base {
+		t.Fatalf("c: %+v", c)
+	}
+	if len(s.Types) != 3*HeaderNumTypes+1 || s.Types[base+1].Name != "c/SHORT" {
+		t.Fatalf("%d types; c's SHORT named %q", len(s.Types), s.Types[base+1].Name)
+	}
+	if err := d.RemoveTenant(ctx, "a"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a lifecycle change after Run: %v", err)
+	}
+}
+
+// TestTenantLanesDrainAtShutdown: packets on a lane when the drain
+// times out are counted as shutdown drops.
+func TestTenantLanesDrainAtShutdown(t *testing.T) {
+	dp := newFakeDataplane(2, 64, 64)
+	gate := &gateClassifier{gate: make(chan struct{})}
+	d, err := New(Spec{Workers: 2, Spin: -1, DrainTimeout: 20 * time.Millisecond,
+		Tenants: []Tenant{{Name: "a", Classifier: gate}}}, dp, nil, tenantPolicyOne(t), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTenants(t, d)
+	dp.inject(header(1, 9, 0), portA)
+	dp.inject(header(2, 1, 0), portA)
+	waitUntil(t, "the classifier to block", func() bool { return gate.blocked.Load() == 1 })
+	go func() { time.Sleep(300 * time.Millisecond); close(gate.gate) }()
+	s, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTenantAccounting(t, s)
+	if s.Drops.Shutdown != 2 || s.InFlight != 0 {
+		t.Fatalf("shutdown drops %d, in flight %d", s.Drops.Shutdown, s.InFlight)
+	}
+}
+
+func tenantPolicyOne(t testing.TB) *darc.Tenants {
+	t.Helper()
+	p, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, Tenants: []darc.TenantConfig{{Name: "a", NumTypes: HeaderNumTypes}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*darc.Tenants)
+}
+
+// TestTenantStepNoAlloc: routing, inline classification, the lanes' rings
+// and the tenant policy allocate nothing per burst.
+func TestTenantStepNoAlloc(t *testing.T) {
+	dp := newFakeDataplane(32, 256, 64)
+	dp.keep = false
+	d, err := New(Spec{Workers: 32, Tenants: []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Inline: true},
+		{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}},
+	}}, dp, nil, tenantPolicy(t, 32, 0), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, long := header(1, wire.TypeShort, 0), header(2, wire.TypeLong, 1000)
+	one := make([]*nic.Buffer, 1)
+	bl := d.mt.tenants[1].lane // played here, with the workers
+	step := func() {
+		for range 16 {
+			dp.inject(short, portA)
+			dp.inject(long, portB)
+		}
+		d.step(0)
+		for {
+			b, ok := bl.in.Pop()
+			if !ok {
+				break
+			}
+			bl.out.Push(classified{buf: b, typ: darc.Type(wire.TypeOf(b.Payload()))})
+		}
+		d.step(0)
+		for _, w := range d.workers {
+			for {
+				tk, ok := w.in.Pop()
+				if !ok {
+					break
+				}
+				one[0] = tk.buf
+				w.tx.Send(one)
+				w.out.Push(completion{typ: tk.typ, end: 1000})
+			}
+		}
+		d.step(0)
+	}
+	for range 200 {
+		step()
+	}
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Fatalf("%v allocations per step", n)
+	}
+	s := d.Stats()
+	_ = s
+	if a := d.counters[1+wire.TypeShort].answered; a == 0 {
+		t.Fatal("a answered nothing")
+	}
+	if b := d.counters[HeaderNumTypes+1+wire.TypeLong].answered; b == 0 {
+		t.Fatal("b answered nothing")
+	}
+}
