@@ -89,7 +89,15 @@
 // path and publishes it atomically; each Caller switches at its next batch,
 // so every packet is classified by exactly one version. Swaps of a tenant
 // are ordered: a swap whose context is done before it lands never lands,
-// and a newer swap cancels the older ones still loading.
+// and a newer swap cancels the older ones still loading. Each version keeps
+// the bytes it was loaded from: Status reports their SHA-256, size and load
+// time, and Host.Rollback swaps the previous version back in.
+//
+// A multi-tenant server gives each tenant a Host of its own, whose Caller
+// runs on the tenant's lane (package dispatcher): a single-tenant Host
+// without ports classifies into the module's own type ids. Its fault
+// counters and its circuit breaker (per module version) are the tenant's
+// alone.
 //
 // # Concurrency and ownership
 //

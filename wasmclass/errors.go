@@ -35,4 +35,6 @@ var (
 	// ErrSuperseded: a newer push for the same tenant started before this
 	// one could land; this one never will.
 	ErrSuperseded = errors.New("superseded by a newer push")
+	// ErrNoPrevious: Rollback found no previous version (never swapped).
+	ErrNoPrevious = errors.New("no previous version")
 )

@@ -2,12 +2,15 @@ package wasmclass
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -73,6 +76,7 @@ type tenant struct {
 	maxTypes int
 	opts     Options // the tenant's options over the host's
 	current  atomic.Pointer[version]
+	previous atomic.Pointer[version] // the version before current (its module retired), for Rollback
 	faults   sharedFaults
 	retired  []*Module // swapped-out modules that may still have instances
 
@@ -89,6 +93,13 @@ type tenant struct {
 type version struct {
 	mod    *Module
 	number int
+	wasm   []byte // the module as uploaded, kept for a rollback to it
+	sha256 [32]byte
+	loaded time.Time
+}
+
+func newVersion(m *Module, number int, wasm []byte) *version {
+	return &version{mod: m, number: number, wasm: wasm, sha256: sha256.Sum256(wasm), loaded: time.Now()}
 }
 
 // NewHost loads every tenant's classifier. It fails if any module fails to
@@ -165,7 +176,7 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 				ErrBadSpec, ts.Name, maxTypes, m.NumTypes(), MaxTypes, MaxTypes))
 		}
 		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes, opts: topts, inflight: map[uint64]context.CancelFunc{}}
-		t.current.Store(&version{mod: m, number: 1})
+		t.current.Store(newVersion(m, 1, ts.Wasm))
 		h.numTypes += maxTypes - 1
 		h.tenants = append(h.tenants, t)
 		h.byName[t.name] = t
@@ -220,6 +231,13 @@ type TenantStatus struct {
 	// Disabled: a call of the current version exceeded its time limit;
 	// its packets go to UNKNOWN until a swap replaces it.
 	Disabled bool `json:"disabled,omitempty"`
+	// SHA256 (hex), Size (bytes) and LoadedAt identify the module the
+	// current version runs: the bytes as uploaded. PreviousSHA256 is the
+	// version Rollback returns to ("" when there is none).
+	SHA256         string    `json:"sha256"`
+	Size           int       `json:"size"`
+	LoadedAt       time.Time `json:"loadedAt"`
+	PreviousSHA256 string    `json:"previousSha256,omitempty"`
 }
 
 // Status returns every tenant's state.
@@ -235,6 +253,10 @@ func (h *Host) Status() []TenantStatus {
 			Name: t.name, Version: v.number, NumTypes: v.mod.NumTypes(), MaxTypes: t.maxTypes,
 			BaseType: t.base, TypeNames: v.mod.Types(), Faults: t.faults.snapshot(),
 			BreakersOpen: open, Disabled: v.mod.Disabled(),
+			SHA256: hex.EncodeToString(v.sha256[:]), Size: len(v.wasm), LoadedAt: v.loaded,
+		}
+		if p := t.previous.Load(); p != nil {
+			out[i].PreviousSHA256 = hex.EncodeToString(p.sha256[:])
 		}
 	}
 	return out
@@ -278,7 +300,7 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrClosed)
 	}
 	old := t.current.Load()
-	nv := &version{mod: m, number: old.number + 1}
+	nv := newVersion(m, old.number+1, wasm)
 	h.precreate(ctx, t, nv)
 	// The last moment to give up: after this the swap has happened.
 	if err := t.land(ctx, seq); err != nil {
@@ -287,6 +309,7 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
 	}
 	t.current.Store(nv)
+	t.previous.Store(&version{number: old.number, wasm: old.wasm, sha256: old.sha256, loaded: old.loaded})
 	old.mod.retire(ctx)
 	t.retired = append(t.retired, old.mod)
 	// Forget retired modules that have closed.
@@ -302,6 +325,38 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 	clear(t.retired[len(kept):])
 	t.retired = kept
 	return nv.number, nil
+}
+
+// Rollback swaps the tenant's previous module back in (loading the bytes
+// it was uploaded as, as Swap does) and returns the new version number;
+// the module it replaces becomes the previous one, so a second Rollback
+// undoes the first. It fails with ErrNoPrevious when the tenant was never
+// swapped.
+func (h *Host) Rollback(ctx context.Context, name string) (int, error) {
+	t, ok := h.byName[name]
+	if !ok {
+		return 0, fmt.Errorf("wasmclass: rollback %q: %w", name, ErrUnknownTenant)
+	}
+	p := t.previous.Load()
+	if p == nil {
+		return 0, fmt.Errorf("wasmclass: rollback %q: %w", name, ErrNoPrevious)
+	}
+	v, err := h.Swap(ctx, name, p.wasm)
+	if err != nil {
+		return 0, fmt.Errorf("wasmclass: rollback %q to %x: %w", name, p.sha256[:6], err)
+	}
+	return v, nil
+}
+
+// Current returns the tenant's running module as uploaded, its SHA-256 and
+// its version number.
+func (h *Host) Current(name string) (wasm []byte, sum [32]byte, number int, err error) {
+	t, ok := h.byName[name]
+	if !ok {
+		return nil, sum, 0, fmt.Errorf("wasmclass: %q: %w", name, ErrUnknownTenant)
+	}
+	v := t.current.Load()
+	return v.wasm, v.sha256, v.number, nil
 }
 
 // startPush registers a push of t and cancels the older ones still in

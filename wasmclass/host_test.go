@@ -2,6 +2,8 @@ package wasmclass
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -294,4 +296,46 @@ func TestHostCloseUnderLoad(t *testing.T) {
 	if _, err := h.NewCaller(); !errors.Is(err, ErrClosed) {
 		t.Errorf("NewCaller after Close: err = %v, want ErrClosed", err)
 	}
+}
+
+func TestRollbackAndIdentity(t *testing.T) {
+	ctx := context.Background()
+	v1, v2 := fixture(t, "good"), fixture(t, "const2")
+	h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: v1, MaxTypes: 16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	st := h.Status()[0]
+	if want := sha256.Sum256(v1); st.SHA256 != hex.EncodeToString(want[:]) || st.Size != len(v1) || st.LoadedAt.IsZero() || st.PreviousSHA256 != "" {
+		t.Fatalf("status of version 1: %+v", st)
+	}
+	if _, err := h.Rollback(ctx, "a"); !errors.Is(err, ErrNoPrevious) {
+		t.Fatalf("rollback before a swap: %v", err)
+	}
+	if v, err := h.Swap(ctx, "a", v2); err != nil || v != 2 {
+		t.Fatalf("swap: %d, %v", v, err)
+	}
+	st = h.Status()[0]
+	if want := sha256.Sum256(v2); st.SHA256 != hex.EncodeToString(want[:]) || st.PreviousSHA256 != hex.EncodeToString(sha256Of(v1)) {
+		t.Fatalf("status of version 2: %+v", st)
+	}
+	if v, err := h.Rollback(ctx, "a"); err != nil || v != 3 {
+		t.Fatalf("rollback: %d, %v", v, err)
+	}
+	st = h.Status()[0]
+	if st.SHA256 != hex.EncodeToString(sha256Of(v1)) || st.PreviousSHA256 != hex.EncodeToString(sha256Of(v2)) {
+		t.Fatalf("after the rollback: %+v", st)
+	}
+	if wasm, sum, n, err := h.Current("a"); err != nil || n != 3 || sum != sha256.Sum256(v1) || len(wasm) != len(v1) {
+		t.Fatalf("current: %d bytes, version %d, %v", len(wasm), n, err)
+	}
+	if _, err := h.Rollback(ctx, "b"); !errors.Is(err, ErrUnknownTenant) {
+		t.Fatalf("rollback of an unknown tenant: %v", err)
+	}
+}
+
+func sha256Of(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
 }
