@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -478,6 +479,49 @@ func (d *Dataplane) Close() error {
 	if d.outstanding.Load() == 0 {
 		d.freePool()
 	}
+	return nil
+}
+
+// Ports returns the UDP ports served, Config.Port's first.
+func (d *Dataplane) Ports() []uint16 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return append([]uint16{d.cfg.Port}, d.cfg.ExtraPorts...)
+}
+
+// AddPort serves UDP port as well (a tenant on a port of its own). Safe
+// while the dataplane runs.
+func (d *Dataplane) AddPort(port uint16) error {
+	if port == 0 {
+		return fmt.Errorf("%w: UDP port 0 cannot be served", ErrConfig)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Load() {
+		return fmt.Errorf("dpdk: add port %d: %w", port, nic.ErrClosed)
+	}
+	if port == d.cfg.Port || slices.Contains(d.cfg.ExtraPorts, port) {
+		return nil
+	}
+	C.psp_port_serve_udp(d.port, C.uint16_t(port))
+	d.cfg.ExtraPorts = append(slices.Clip(d.cfg.ExtraPorts), port)
+	return nil
+}
+
+// RemovePort stops serving UDP port (not Config.Port): its packets are
+// dropped as other-port from then on. Safe while the dataplane runs.
+func (d *Dataplane) RemovePort(port uint16) error {
+	if port == d.cfg.Port {
+		return fmt.Errorf("dpdk: remove port %d: it is the configured port", port)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := slices.Index(d.cfg.ExtraPorts, port)
+	if i < 0 || d.closed.Load() {
+		return nil
+	}
+	C.psp_port_unserve_udp(d.port, C.uint16_t(port))
+	d.cfg.ExtraPorts = slices.Delete(slices.Clone(d.cfg.ExtraPorts), i, i+1)
 	return nil
 }
 

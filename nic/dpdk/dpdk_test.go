@@ -633,3 +633,46 @@ func TestCirculateSendsToItself(t *testing.T) {
 		t.Fatal("circulated a payload larger than the MTU allows")
 	}
 }
+
+// TestAddRemovePort: ports come and go while the port runs.
+func TestAddRemovePort(t *testing.T) {
+	r := openTestRingPair(t, Config{})
+	frame := func(port uint16) []byte {
+		return udpFrame{dstMAC: r.MAC(), srcMAC: clientMAC, src: netip.AddrPortFrom(clientIP, 1234),
+			dst: netip.AddrPortFrom(serverIP, port), payload: []byte("0123456789abcdef")}.build()
+	}
+	bufs := make([]*nic.Buffer, 8)
+	if err := r.inject(frame(7001)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Recv(bufs, 0); n != 0 {
+		t.Fatalf("port 7001 served before AddPort")
+	}
+	if err := r.AddPort(7001); err != nil {
+		t.Fatal(err)
+	}
+	if ports := r.Ports(); len(ports) != 2 || ports[1] != 7001 {
+		t.Fatalf("ports %v", ports)
+	}
+	if err := r.inject(frame(7001)); err != nil {
+		t.Fatal(err)
+	}
+	got := recvN(t, r.Dataplane, 1)
+	if got[0].DstPort != 7001 {
+		t.Fatalf("DstPort %d", got[0].DstPort)
+	}
+	r.Release(got...)
+	if err := r.RemovePort(7001); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RemovePort(wire.DefaultPort); err == nil {
+		t.Fatal("removed the configured port")
+	}
+	before := r.PortStats().Drops[DropOtherPort]
+	if err := r.inject(frame(7001)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Recv(bufs, 0); n != 0 || r.PortStats().Drops[DropOtherPort] != before+1 {
+		t.Fatalf("port 7001 served after RemovePort (%d received)", n)
+	}
+}

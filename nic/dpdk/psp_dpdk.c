@@ -285,7 +285,13 @@ fail:
 void
 psp_port_serve_udp(struct psp_port *p, uint16_t udp_port)
 {
-	p->udp_ports[udp_port >> 6] |= UINT64_C(1) << (udp_port & 63);
+	__atomic_fetch_or(&p->udp_ports[udp_port >> 6], UINT64_C(1) << (udp_port & 63), __ATOMIC_RELAXED);
+}
+
+void
+psp_port_unserve_udp(struct psp_port *p, uint16_t udp_port)
+{
+	__atomic_fetch_and(&p->udp_ports[udp_port >> 6], ~(UINT64_C(1) << (udp_port & 63)), __ATOMIC_RELAXED);
 }
 
 void
@@ -436,7 +442,7 @@ psp_classify(struct psp_port *p, struct rte_mbuf *m, struct psp_rx_desc *d)
 	if (unlikely(udp_len < sizeof(*udp) || udp_len > total - ihl))
 		return PSP_DROP_BAD_UDP;
 	uint16_t dport = rte_be_to_cpu_16(udp->dst_port);
-	if (!((p->udp_ports[dport >> 6] >> (dport & 63)) & 1))
+	if (!((__atomic_load_n(&p->udp_ports[dport >> 6], __ATOMIC_RELAXED) >> (dport & 63)) & 1))
 		return PSP_DROP_OTHER_PORT;
 	if (udp->dgram_cksum != 0) {
 		uint64_t l4ck = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;

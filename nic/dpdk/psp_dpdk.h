@@ -83,7 +83,10 @@ int psp_eal_init(int argc, char **argv, char *err, size_t errlen);
 
 /* psp_port_open returns 0 and sets conf->port, or a negative errno. */
 int psp_port_open(struct psp_port_conf *conf, char *err, size_t errlen);
+/* psp_port_serve_udp and psp_port_unserve_udp change the UDP ports served,
+ * safely while the port receives. */
 void psp_port_serve_udp(struct psp_port *p, uint16_t udp_port);
+void psp_port_unserve_udp(struct psp_port *p, uint16_t udp_port);
 /* psp_port_stop drains, stops and closes the device; the pool stays. */
 void psp_port_stop(struct psp_port *p);
 /* psp_port_free frees the pool and the port's memory. */

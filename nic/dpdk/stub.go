@@ -47,3 +47,12 @@ func (*Dataplane) PortStats() PortStats { return PortStats{} }
 
 // Close does nothing: see Open.
 func (*Dataplane) Close() error { return nil }
+
+// Ports returns nil: see Open.
+func (*Dataplane) Ports() []uint16 { return nil }
+
+// AddPort fails: see Open.
+func (*Dataplane) AddPort(uint16) error { return nic.ErrNotSupported }
+
+// RemovePort fails: see Open.
+func (*Dataplane) RemovePort(uint16) error { return nic.ErrNotSupported }

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Defaults for zero Config fields.
@@ -22,6 +23,11 @@ type Config struct {
 	// Addr is the UDP address to listen on ("127.0.0.1:6789"; ":0" picks a
 	// free port, see Dataplane.Addr). Default DefaultAddr.
 	Addr string
+	// Ports are further UDP ports to receive on, on Addr's IP, each with a
+	// socket of its own (tenants on their own ports); Buffer.DstPort tells
+	// them apart and replies leave from the port their request came to.
+	// Dataplane.AddPort and RemovePort change them while running.
+	Ports []uint16
 	// Workers is the number of TX queues (default 1).
 	Workers int
 	// Buffers is the packet buffer pool size (default DefaultBuffers).
@@ -50,6 +56,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("udp: batch %d is outside 1..1024", c.Batch)
 	case c.ReadBuffer < 0:
 		return fmt.Errorf("udp: read buffer %d is negative", c.ReadBuffer)
+	case slices.Contains(c.Ports, 0):
+		return fmt.Errorf("udp: port 0 cannot be served (give port numbers)")
 	}
 	if d := c.withDefaults(); d.Buffers < d.Batch {
 		return fmt.Errorf("udp: %d buffers cannot fill a batch of %d (use more buffers or a smaller batch)", d.Buffers, d.Batch)

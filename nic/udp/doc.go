@@ -20,6 +20,20 @@
 // receive and two transmit sockets, the receive socket got 63 of 200
 // requests). TestNoRequestLostWithManyWorkers checks the chosen design.
 //
+// # Several ports
+//
+// Tenants may have UDP ports of their own (Config.Ports, AddPort,
+// RemovePort). A UDP socket binds one port, so each port has its own
+// socket on Addr's IP: with more than one, Recv asks epoll(7) which sockets
+// are readable (one call, waiting at most its wait for the first packet)
+// and reads each with recvmmsg into the next free slots, starting with a
+// different socket at every call so that no port starves another;
+// Buffer.DstPort says which port a packet came to. Every transmit queue
+// holds a descriptor of each port's socket and sends a reply from the port
+// its request came to: clients on connected sockets accept no other. With
+// one port nothing of this runs. Raw or packet sockets would see every
+// port on one descriptor but need privileges psp does not want to require.
+//
 // # Why not x/net's ReadBatch
 //
 // golang.org/x/net/ipv4's ReadBatch returns each sender as a freshly

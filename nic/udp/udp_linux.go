@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,6 +39,19 @@ type Dataplane struct {
 	addr   netip.AddrPort
 	pool   *bufpool.Pool
 	start  time.Time
+
+	// Further ports (Config.Ports, AddPort): each its own socket. socks
+	// holds every port's receive socket, Addr's first, and is replaced
+	// (never modified) when ports change; with more than one, Recv waits
+	// on epfd, where wakeFd (an eventfd) ends the wait at Close.
+	portsMu sync.Mutex
+	socks   atomic.Pointer[[]*rxSock]
+	epfd    int
+	wakeFd  int
+	events  []unix.EpollEvent // net worker only
+	rr      int               // net worker only: the socket read first
+	waiting atomic.Bool       // Recv may be in epoll_wait: it closes the epoll set after Close
+	epDone  atomic.Bool       // the epoll set and its descriptors are closed
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -82,10 +96,19 @@ func Open(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("udp: listen on %s: %w", cfg.Addr, err)
 	}
 	conn := pc.(*net.UDPConn)
-	d := &Dataplane{cfg: cfg, conn: conn, start: time.Now()}
+	d := &Dataplane{cfg: cfg, conn: conn, start: time.Now(), epfd: -1, wakeFd: -1}
 	if err := d.setup(); err != nil {
 		d.Close()
 		return nil, err
+	}
+	for _, p := range cfg.Ports {
+		if p == d.addr.Port() {
+			continue
+		}
+		if err := d.AddPort(p); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -143,6 +166,7 @@ func (d *Dataplane) setup() error {
 	d.pool = bufpool.New(d.cfg.Buffers, d.cfg.BufSize)
 	d.rx.init(d.cfg.Batch)
 	d.meminfo.call = d.meminfo.read
+	d.socks.Store(&[]*rxSock{{port: d.addr.Port(), conn: d.conn, raw: d.raw, fd: -1}})
 	return nil
 }
 
@@ -183,7 +207,10 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		}
 		return 0, nil
 	}
-	d.rx.want, d.rx.block = want, false
+	if socks := *d.socks.Load(); len(socks) > 1 {
+		return d.recvPorts(bufs, socks, want, wait)
+	}
+	d.rx.off, d.rx.want, d.rx.block = 0, want, false
 	err := d.raw.Read(d.rx.call)
 	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
 		d.rx.block = true
@@ -207,9 +234,14 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, fmt.Errorf("udp: receive: %w", err)
 	}
 	n := d.rx.got
-	now := d.Now()
+	d.fill(bufs, 0, n, d.addr.Port(), d.Now())
+	return d.received(n), nil
+}
+
+// fill hands over staged slots from..from+n-1, received on port, in bufs.
+func (d *Dataplane) fill(bufs []*nic.Buffer, from, n int, port uint16, now int64) {
 	truncated := 0
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		b := d.rx.bufs[i]
 		h := &d.rx.hdrs[i]
 		b.WireLen = int(h.Len)
@@ -218,17 +250,100 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 			truncated++
 		}
 		b.Peer = parseSockaddr(d.rx.names[i][:h.Hdr.Namelen])
-		b.DstPort = d.addr.Port()
+		b.DstPort = port
 		b.RxTime = now
 		bufs[i] = b
 		d.rx.bufs[i] = nil
 	}
-	d.staged.Add(-int64(n))
-	d.rxPackets.Add(uint64(n))
 	if truncated > 0 {
 		d.rxTruncated.Add(uint64(truncated))
 	}
-	return n, nil
+}
+
+// received counts n packets handed over and returns n.
+func (d *Dataplane) received(n int) int {
+	d.staged.Add(-int64(n))
+	d.rxPackets.Add(uint64(n))
+	return n
+}
+
+// recvPorts is Recv with several ports: the sockets epoll says are
+// readable (waiting at most wait for one), each read into the next free
+// slots, starting with a different socket at each call.
+func (d *Dataplane) recvPorts(bufs []*nic.Buffer, socks []*rxSock, want int, wait time.Duration) (int, error) {
+	// Closing the epoll set while epoll_wait runs can lose Close's wake-up
+	// (the eventfd leaves the set before the waiter sees it): whoever is
+	// last, Close or this call, closes it.
+	d.waiting.Store(true)
+	defer func() {
+		d.waiting.Store(false)
+		if d.closed.Load() {
+			d.closeEpoll()
+		}
+	}()
+	if d.closed.Load() {
+		d.unstage()
+		return 0, nic.ErrClosed
+	}
+	got := 0
+	for round := 0; round < 2 && got == 0; round++ {
+		ms := 0
+		if round == 1 {
+			if wait <= 0 {
+				break
+			}
+			ms = int(max((wait+time.Millisecond-1)/time.Millisecond, 1))
+		}
+		n, err := unix.EpollWait(d.epfd, d.events, ms)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			if d.closed.Load() {
+				d.unstage()
+				return 0, nic.ErrClosed
+			}
+			return 0, fmt.Errorf("udp: epoll_wait: %w", err)
+		}
+		if d.closed.Load() {
+			d.unstage()
+			return 0, nic.ErrClosed
+		}
+		d.rr++
+		for k := range n {
+			e := &d.events[(k+d.rr)%n]
+			if e.Fd < 0 {
+				continue // the wake-up at Close
+			}
+			port := uint16(e.Fd)
+			var s *rxSock
+			for _, x := range socks {
+				if x.port == port {
+					s = x
+				}
+			}
+			if s == nil || got == want {
+				continue // removed meanwhile; or no slot left: next call
+			}
+			d.rx.off, d.rx.want, d.rx.block = got, want-got, false
+			err := s.raw.Read(d.rx.call)
+			switch {
+			case err == nil && d.rx.errno != 0:
+				return d.received(got), fmt.Errorf("udp: recvmmsg on port %d: %w", port, d.rx.errno)
+			case err != nil && (errors.Is(err, net.ErrClosed) || d.closed.Load()):
+				if d.closed.Load() {
+					d.unstage()
+					return 0, nic.ErrClosed
+				}
+				continue // this port was removed
+			case err != nil:
+				return d.received(got), fmt.Errorf("udp: receive on port %d: %w", port, err)
+			}
+			d.fill(bufs, got, d.rx.got, port, d.Now())
+			got += d.rx.got
+		}
+	}
+	return d.received(got), nil
 }
 
 // stage makes sure the first want receive slots hold a buffer and returns
@@ -292,6 +407,7 @@ type rxState struct {
 	bufs  []*nic.Buffer // staged buffers, one per slot
 	call  func(fd uintptr) bool
 
+	off   int // first slot of this call
 	want  int
 	block bool
 	got   int
@@ -315,10 +431,10 @@ func (r *rxState) init(batch int) {
 // for the socket to become readable.
 func (r *rxState) recvmmsg(fd uintptr) bool {
 	for i := range r.want {
-		r.hdrs[i].Hdr.Namelen = sockaddrLen
+		r.hdrs[r.off+i].Hdr.Namelen = sockaddrLen
 	}
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(r.want),
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[r.off])), uintptr(r.want),
 			unix.MSG_TRUNC|unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
@@ -399,9 +515,29 @@ func (d *Dataplane) kernelDrops() uint64 {
 func (d *Dataplane) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
+		d.portsMu.Lock()
+		defer d.portsMu.Unlock()
 		errs := []error{d.conn.Close()}
+		if d.wakeFd >= 0 {
+			var one [8]byte
+			one[0] = 1
+			unix.Write(d.wakeFd, one[:]) // ends an epoll_wait in Recv
+			if !d.waiting.Load() {
+				d.closeEpoll() // else the waiting Recv closes it, once woken
+			}
+		}
+		if p := d.socks.Load(); p != nil {
+			for _, s := range (*p)[1:] {
+				errs = append(errs, s.conn.Close())
+			}
+		}
 		for _, q := range d.tx {
 			errs = append(errs, q.conn.Close())
+			if p := q.socks.Load(); p != nil {
+				for _, s := range (*p)[1:] {
+					errs = append(errs, s.conn.Close())
+				}
+			}
 		}
 		if err := errors.Join(errs...); err != nil {
 			d.closeErr = fmt.Errorf("udp: close: %w", err)
@@ -410,11 +546,13 @@ func (d *Dataplane) Close() error {
 	return d.closeErr
 }
 
-// txQueue is one worker's transmit queue on its own descriptor.
+// txQueue is one worker's transmit queue on its own descriptor (one per
+// port: a reply leaves from the port its request came to).
 type txQueue struct {
 	d     *Dataplane
 	conn  *net.UDPConn
 	raw   syscall.RawConn
+	socks atomic.Pointer[[]*txSock] // every port's, Addr's first
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names [][sockaddrLen]byte
@@ -440,6 +578,7 @@ func newTxQueue(d *Dataplane, fd int) (*txQueue, error) {
 		q.conn.Close()
 		return nil, err
 	}
+	q.socks.Store(&[]*txSock{{port: 0, conn: q.conn, raw: q.raw}})
 	batch := d.cfg.Batch
 	q.hdrs = make([]unix.Mmsghdr, batch)
 	q.iovs = make([]unix.Iovec, batch)
@@ -457,6 +596,45 @@ func newTxQueue(d *Dataplane, fd int) (*txQueue, error) {
 // of the other family, a kernel error) are counted in Stats.TxErrors; the
 // first such error is returned. After Close it returns nic.ErrClosed.
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
+	if socks := *q.socks.Load(); len(socks) > 1 {
+		return q.sendPorts(bufs, socks)
+	}
+	return q.send(bufs, q.raw)
+}
+
+// sendPorts sends each buffer from the socket of its DstPort (Addr's when
+// the port is not served any more): runs of one port at a time, reordering
+// bufs (which Send owns).
+func (q *txQueue) sendPorts(bufs []*nic.Buffer, socks []*txSock) (int, error) {
+	total := 0
+	var firstErr error
+	for len(bufs) > 0 {
+		port := bufs[0].DstPort
+		k := 1
+		for i := 1; i < len(bufs); i++ {
+			if bufs[i].DstPort == port {
+				bufs[i], bufs[k] = bufs[k], bufs[i]
+				k++
+			}
+		}
+		raw := q.raw
+		for _, s := range socks[1:] {
+			if s.port == port {
+				raw = s.raw
+			}
+		}
+		n, err := q.send(bufs[:k], raw)
+		total += n
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		bufs = bufs[k:]
+	}
+	return total, firstErr
+}
+
+// send transmits bufs through the socket raw.
+func (q *txQueue) send(bufs []*nic.Buffer, raw syscall.RawConn) (int, error) {
 	d := q.d
 	total, failed := 0, 0
 	var firstErr error
@@ -481,7 +659,7 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 		q.n, q.off, q.sent, q.failed, q.firstErr = k, 0, 0, 0, 0
 		var err error
 		if k > 0 {
-			err = q.raw.Write(q.call)
+			err = raw.Write(q.call)
 		}
 		for i := range k {
 			q.iovs[i].Base = nil // do not keep pool memory reachable from here
@@ -577,4 +755,217 @@ func encodeSockaddr(family int, peer netip.AddrPort, b *[sockaddrLen]byte) int {
 		clear(b[24:28]) // scope id
 		return unix.SizeofSockaddrInet6
 	}
+}
+
+// rxSock is one port's receive socket.
+type rxSock struct {
+	port uint16
+	conn *net.UDPConn
+	raw  syscall.RawConn
+	fd   int // for epoll: a descriptor of the socket, kept open with conn
+}
+
+// txSock is one port's transmit descriptor of a txQueue.
+type txSock struct {
+	port uint16
+	conn *net.UDPConn
+	raw  syscall.RawConn
+}
+
+// Ports returns the UDP ports the dataplane receives on, Addr's first.
+func (d *Dataplane) Ports() []uint16 {
+	socks := *d.socks.Load()
+	ports := make([]uint16, len(socks))
+	for i, s := range socks {
+		ports[i] = s.port
+	}
+	return ports
+}
+
+// AddPort starts receiving on port (of Addr's IP) as well, with a socket of
+// its own; replies to its requests leave from it. Safe while the dataplane
+// runs. Adding a port served already does nothing.
+func (d *Dataplane) AddPort(port uint16) error {
+	if port == 0 {
+		return fmt.Errorf("udp: add port 0: want a port number")
+	}
+	d.portsMu.Lock()
+	defer d.portsMu.Unlock()
+	if d.closed.Load() {
+		return fmt.Errorf("udp: add port %d: %w", port, nic.ErrClosed)
+	}
+	old := *d.socks.Load()
+	for _, s := range old {
+		if s.port == port {
+			return nil
+		}
+	}
+	addr := netip.AddrPortFrom(d.addr.Addr(), port)
+	pc, err := net.ListenPacket("udp", addr.String())
+	if err != nil {
+		return fmt.Errorf("udp: listen on %s: %w", addr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	s := &rxSock{port: port, conn: conn, fd: -1}
+	fail := func(err error) error {
+		conn.Close()
+		return err
+	}
+	if err := conn.SetReadBuffer(d.cfg.ReadBuffer); err != nil {
+		return fail(fmt.Errorf("udp: port %d: set SO_RCVBUF: %w", port, err))
+	}
+	if s.raw, err = conn.SyscallConn(); err != nil {
+		return fail(fmt.Errorf("udp: port %d: %w", port, err))
+	}
+	// Dups: one for epoll, one per transmit queue.
+	var dups []int
+	cerr := s.raw.Control(func(fd uintptr) {
+		for range 1 + len(d.tx) {
+			var dup int
+			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
+				return
+			}
+			dups = append(dups, dup)
+		}
+	})
+	if cerr != nil {
+		err = cerr
+	}
+	closeDups := func() {
+		for _, fd := range dups {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		closeDups()
+		return fail(fmt.Errorf("udp: port %d: dup: %w", port, err))
+	}
+	if d.epfd < 0 {
+		if err := d.initEpoll(); err != nil {
+			closeDups()
+			return fail(err)
+		}
+	}
+	s.fd = dups[0]
+	if err := unix.EpollCtl(d.epfd, unix.EPOLL_CTL_ADD, s.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(port)}); err != nil {
+		closeDups()
+		return fail(fmt.Errorf("udp: port %d: epoll: %w", port, err))
+	}
+	var txs []*txSock
+	for i, q := range d.tx {
+		f := os.NewFile(uintptr(dups[1+i]), "udp-tx")
+		tpc, err := net.FilePacketConn(f) // dups again
+		f.Close()
+		if err == nil {
+			tc := tpc.(*net.UDPConn)
+			var raw syscall.RawConn
+			if raw, err = tc.SyscallConn(); err == nil {
+				txs = append(txs, &txSock{port: port, conn: tc, raw: raw})
+				continue
+			}
+			tc.Close()
+		}
+		for _, t := range txs {
+			t.conn.Close()
+		}
+		for _, fd := range dups[2+i:] {
+			unix.Close(fd)
+		}
+		unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+		unix.Close(s.fd)
+		_ = q
+		return fail(fmt.Errorf("udp: port %d: transmit queue %d: %w", port, i, err))
+	}
+	for i, q := range d.tx {
+		cur := *q.socks.Load()
+		next := append(append(make([]*txSock, 0, len(cur)+1), cur...), txs[i])
+		q.socks.Store(&next)
+	}
+	next := append(append(make([]*rxSock, 0, len(old)+1), old...), s)
+	d.socks.Store(&next)
+	return nil
+}
+
+// RemovePort stops receiving on port (not Addr's) and closes its sockets;
+// replies still owed to its requests leave from Addr's port. Safe while the
+// dataplane runs.
+func (d *Dataplane) RemovePort(port uint16) error {
+	d.portsMu.Lock()
+	defer d.portsMu.Unlock()
+	if port == d.addr.Port() {
+		return fmt.Errorf("udp: remove port %d: it is the listen address's", port)
+	}
+	old := *d.socks.Load()
+	i := slices.IndexFunc(old, func(s *rxSock) bool { return s.port == port })
+	if i < 0 {
+		return nil
+	}
+	s := old[i]
+	next := slices.Delete(slices.Clone(old), i, i+1)
+	d.socks.Store(&next)
+	unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+	unix.Close(s.fd)
+	errs := []error{s.conn.Close()}
+	for _, q := range d.tx {
+		cur := *q.socks.Load()
+		if j := slices.IndexFunc(cur, func(t *txSock) bool { return t.port == port }); j >= 0 {
+			t := cur[j]
+			nt := slices.Delete(slices.Clone(cur), j, j+1)
+			q.socks.Store(&nt)
+			errs = append(errs, t.conn.Close())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("udp: remove port %d: %w", port, err)
+	}
+	return nil
+}
+
+// closeEpoll closes the epoll set, its eventfd and the descriptors it
+// watches, once.
+func (d *Dataplane) closeEpoll() {
+	if d.epfd < 0 || !d.epDone.CompareAndSwap(false, true) {
+		return
+	}
+	for _, s := range *d.socks.Load() {
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+		}
+	}
+	unix.Close(d.epfd)
+	unix.Close(d.wakeFd)
+}
+
+// initEpoll creates the epoll set of the receive sockets (Addr's first)
+// and the eventfd Close writes to.
+func (d *Dataplane) initEpoll() error {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("udp: epoll_create: %w", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(ep)
+		return fmt.Errorf("udp: eventfd: %w", err)
+	}
+	var main int
+	cerr := d.raw.Control(func(fd uintptr) { main, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) })
+	if cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, main, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.addr.Port())})
+	}
+	if err == nil {
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1})
+	}
+	if err != nil {
+		unix.Close(ep)
+		unix.Close(wake)
+		return fmt.Errorf("udp: epoll: %w", err)
+	}
+	(*d.socks.Load())[0].fd = main
+	d.epfd, d.wakeFd = ep, wake
+	d.events = make([]unix.EpollEvent, 64)
+	return nil
 }
