@@ -142,13 +142,13 @@ type tenant struct {
 func (t *tenant) held() int { return t.p.total + t.busy }
 
 // NewTenants returns the multi-tenant policy called name ("darc" or
-// "darc-static": the policy each tenant runs) for cfg, which must have
-// Tenants.
+// "darc-static": the policy each tenant runs) for cfg's Tenants, which may
+// be empty (tenants are then added with AddTenant).
 func NewTenants(name string, cfg Config) (*Tenants, error) {
 	if name != NameDARC && name != NameDARCStatic {
 		return nil, fmt.Errorf("darc: new %s: %w: tenant shares need policy %s or %s", name, ErrInvalidConfig, NameDARC, NameDARCStatic)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateTenants(); err != nil {
 		return nil, fmt.Errorf("darc: new %s: %w", name, err)
 	}
 	tcs := cfg.Tenants
@@ -189,7 +189,7 @@ func (c Config) withTenantDefaults() Config {
 	return c.withDefaults()
 }
 
-// validateTenants checks the tenant part of c (c.Tenants non-empty).
+// validateTenants checks c as the config of a multi-tenant policy.
 func (c Config) validateTenants() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)

@@ -574,3 +574,23 @@ func TestTenantKeepsShortWorkers(t *testing.T) {
 		}
 	}
 }
+
+func TestTenantsStartEmpty(t *testing.T) {
+	p, err := NewTenants(NameDARC, Config{Workers: 4, Pool: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Enqueue(Request{Handle: 1, Type: 1}, 0); v != NoTenant {
+		t.Fatalf("enqueue with no tenant: %v", v)
+	}
+	if n := p.Dispatch(0, make([]Assignment, 4)); n != 0 {
+		t.Fatalf("dispatched %d", n)
+	}
+	base, err := p.AddTenant(TenantConfig{Name: "a", NumTypes: 2})
+	if err != nil || base != 1 {
+		t.Fatalf("first tenant: base %d, %v", base, err)
+	}
+	if v := p.Enqueue(Request{Handle: 1, Type: base + 1}, 0); v != Accepted {
+		t.Fatalf("enqueue: %v", v)
+	}
+}

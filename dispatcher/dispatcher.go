@@ -984,5 +984,12 @@ func cloneSnapshot(s *darc.Snapshot) darc.Snapshot {
 	}
 	c.Types = append([]darc.TypeState(nil), s.Types...)
 	c.Busy = append([]bool(nil), s.Busy...)
+	if s.Tenants != nil {
+		c.Tenants = make([]darc.TenantState, len(s.Tenants))
+		for i, t := range s.Tenants {
+			t.Home = append([]int(nil), t.Home...)
+			c.Tenants[i] = t
+		}
+	}
 	return c
 }

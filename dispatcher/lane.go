@@ -45,6 +45,16 @@ type lane struct {
 	// Calls counts classifier calls (batches); busyNs sums their time.
 	calls  atomic.Uint64
 	busyNs atomic.Uint64
+
+	release  func() // Tenant.Release
+	released sync.Once
+}
+
+// releaseOnce calls the tenant's Release, once.
+func (l *lane) releaseOnce() {
+	if l.release != nil {
+		l.released.Do(l.release)
+	}
 }
 
 func newLane(cls Classifier, capacity, burst int, spec Spec, now func() int64) *lane {
@@ -89,6 +99,7 @@ func (l *lane) start(wg *sync.WaitGroup, lock func()) {
 	go func() {
 		defer wg.Done()
 		defer close(l.done)
+		defer l.releaseOnce()
 		lock()
 		l.run()
 	}()

@@ -35,6 +35,11 @@ type Tenant struct {
 	// Share is the tenant's configuration in the policy, for AddTenant and
 	// UpdateTenant (Spec.Tenants' tenants are already in the policy).
 	Share darc.TenantConfig
+	// Release, when set, is called once the tenant's classifier will not be
+	// called again (its lane stopped after its last call: the tenant was
+	// removed or Run ended), on the goroutine that last called it: close
+	// the classifier there.
+	Release func()
 }
 
 // TenantPolicy is a policy with tenants (darc.Tenants): a multi-tenant
@@ -167,6 +172,7 @@ func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 		rt.types = make([]darc.Type, d.spec.Burst)
 	} else {
 		rt.lane = newLane(t.Classifier, mt.laneCap, d.spec.Burst, d.spec, d.dp.Now)
+		rt.lane.release = t.Release
 	}
 	k := int32(len(mt.tenants))
 	mt.tenants = append(mt.tenants, rt)
@@ -388,8 +394,11 @@ func (d *Dispatcher) startLanes() {
 func (d *Dispatcher) stopLanes() {
 	mt := d.mt
 	for _, t := range mt.tenants {
-		if t.lane != nil {
+		switch {
+		case t.lane != nil:
 			t.lane.halt()
+		case !t.removed && t.spec.Release != nil:
+			t.spec.Release()
 		}
 	}
 	done := make(chan struct{})
@@ -582,6 +591,11 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 		mt.clearRoutes(int32(k))
 		if t.lane != nil {
 			t.lane.halt() // it finishes what it holds; collectLanes drops it
+			if !d.started {
+				t.lane.releaseOnce() // never started
+			}
+		} else if t.spec.Release != nil {
+			t.spec.Release()
 		}
 		return nil
 	})

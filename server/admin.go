@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -35,16 +33,28 @@ const (
 
 // Handler returns the admin HTTP handler:
 //
-//	GET /status                      the Status as JSON
-//	GET /metrics                     Prometheus metrics
-//	PUT /tenants/{name}/classifier   hot swap (body: the .wasm; needs the bearer token)
+//	GET    /status                       the Status as JSON
+//	GET    /metrics                      Prometheus metrics
+//	GET    /tenants                      the tenants (Status.Tenants)
+//	PUT    /tenants/{name}/classifier    hot swap (body: the .wasm); the tenant's or the operator's token
+//	POST   /tenants/{name}/rollback      back to the previous classifier; the tenant's or the operator's token
+//	POST   /tenants                      add a tenant (body: a Tenant as JSON); the operator's token
+//	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
+//	DELETE /tenants/{name}               remove it; the operator's token
+//
+// Every change and every refused credential is written to the audit log.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	mux.HandleFunc("GET /tenants", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Status().Tenants) })
 	mux.HandleFunc("PUT /tenants/{name}/classifier", s.handleSwap)
+	mux.HandleFunc("POST /tenants/{name}/rollback", s.handleRollback)
+	mux.HandleFunc("POST /tenants", s.handleAddTenant)
+	mux.HandleFunc("PATCH /tenants/{name}", s.handleUpdateTenant)
+	mux.HandleFunc("DELETE /tenants/{name}", s.handleRemoveTenant)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "psp admin: GET /status, GET /metrics, PUT /tenants/{name}/classifier")
+		fmt.Fprintln(w, "psp admin: GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
 	})
 	return mux
 }
@@ -53,10 +63,13 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Status())
 }
 
-// SwapResult is the JSON answer to a successful hot swap.
+// SwapResult is the JSON answer to a successful hot swap or rollback.
 type SwapResult struct {
 	Tenant  string `json:"tenant"`
 	Version int    `json:"version"`
+	// SHA256 and Size identify the module now running.
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int    `json:"size,omitempty"`
 }
 
 // apiError is the JSON answer to a failed request.
@@ -64,51 +77,282 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
-	if len(s.token) == 0 {
-		writeJSON(w, http.StatusForbidden, apiError{"hot swap disabled: the server has no admin token file (start it with --token-file)"})
-		return
+// authorize checks r's bearer token for event on tenant (operatorOnly:
+// only the operator's token will do) and writes the refusal (401 without a
+// known token, 403 with one that may not) to w and the audit log. It
+// returns who the caller is and whether to go on.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, event, tenant string, operatorOnly bool) (principal, bool) {
+	refuse := func(code int, outcome, msg string, p principal) (principal, bool) {
+		s.audit.record(auditEvent{Event: event, Tenant: tenant, Principal: p.String(), Remote: r.RemoteAddr, Outcome: outcome, Error: msg})
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
+		}
+		writeJSON(w, code, apiError{msg})
+		return p, false
 	}
-	auth := r.Header.Get("Authorization")
-	// The auth scheme is case-insensitive (RFC 9110, section 11.1).
-	scheme, tok, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
-		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token"})
+	if !s.creds.any() {
+		return refuse(http.StatusForbidden, "refused", "changes over HTTP are disabled: the server has no token (start it with --token-file, or give tenants token_file or token_sha256)", principal{})
+	}
+	tok := bearer(r)
+	if tok == "" {
+		return refuse(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token", principal{})
+	}
+	p, ok := s.creds.authenticate(tok)
+	switch {
+	case !ok:
+		return refuse(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token", principal{})
+	case operatorOnly && !p.operator:
+		return refuse(http.StatusForbidden, "forbidden", "this needs the operator's token", p)
+	case !p.may(tenant):
+		return refuse(http.StatusForbidden, "forbidden", fmt.Sprintf("this token may not change tenant %q", tenant), p)
+	}
+	return p, true
+}
+
+func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, ok := s.authorize(w, r, "swap", name, false)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxClassifierUpload))
 	if err != nil {
+		e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Size: len(body)}
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("classifier larger than the %d-byte limit", maxClassifierUpload)})
+			e.Error = fmt.Sprintf("classifier larger than the %d-byte limit", maxClassifierUpload)
+			s.audit.record(e)
+			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{e.Error})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, apiError{fmt.Sprintf("read body: %v", err)})
+		e.Error = fmt.Sprintf("read body: %v", err)
+		s.audit.record(e)
+		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
 		return
 	}
-	name := r.PathValue("name")
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
+	start := time.Now()
 	version, err := s.Swap(ctx, name, body)
-	switch {
-	case err == nil:
-		writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version})
-	case errors.Is(err, ErrUnknownTenant):
-		writeJSON(w, http.StatusNotFound, apiError{err.Error()})
-	case errors.Is(err, ErrNoWasm):
-		writeJSON(w, http.StatusConflict, apiError{err.Error()})
-	default:
-		writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+	e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr,
+		SHA256: sha256Hex(body), Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start)}
+	if err != nil {
+		e.Outcome, e.Error = "refused", err.Error()
 	}
+	s.audit.record(e)
+	if err != nil {
+		writeJSON(w, swapStatus(err), apiError{err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version, SHA256: e.SHA256, Size: len(body)})
+}
+
+func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, ok := s.authorize(w, r, "rollback", name, false)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
+	defer cancel()
+	start := time.Now()
+	version, err := s.Rollback(ctx, name)
+	e := auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Version: version, Outcome: "ok", Duration: time.Since(start)}
+	res := SwapResult{Tenant: name, Version: version}
+	if err == nil {
+		for _, ti := range s.Status().Tenants {
+			if ti.Name == name && !ti.Removed {
+				res.SHA256, res.Size = ti.SHA256, ti.Size
+			}
+		}
+		e.SHA256, e.Size = res.SHA256, res.Size
+	} else {
+		e.Outcome, e.Error = "refused", err.Error()
+	}
+	s.audit.record(e)
+	if err != nil {
+		writeJSON(w, swapStatus(err), apiError{err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// swapStatus is the HTTP status of a failed swap or rollback.
+func swapStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrUnknownTenant):
+		return http.StatusNotFound
+	case errors.Is(err, ErrNoWasm), errors.Is(err, ErrNoPrevious):
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
+}
+
+// maxTenantRequest bounds a POST /tenants body: a module (base64) and its
+// settings.
+const maxTenantRequest = maxClassifierUpload*4/3 + 1<<20
+
+// lifecycleStatus is the HTTP status of a failed tenant change.
+func lifecycleStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrUnknownTenant):
+		return http.StatusNotFound
+	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrSingleTenant):
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
+}
+
+func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
+	var t Tenant
+	body, rerr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTenantRequest))
+	derr := rerr
+	if derr == nil {
+		derr = json.Unmarshal(body, &t)
+	}
+	p, ok := s.authorize(w, r, "tenant_add", t.Name, true)
+	if !ok {
+		return
+	}
+	e := auditEvent{Event: "tenant_add", Tenant: t.Name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
+	if derr != nil {
+		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant as JSON)", derr)
+		s.audit.record(e)
+		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		return
+	}
+	if len(t.Wasm) > 0 {
+		e.SHA256, e.Size = sha256Hex(t.Wasm), len(t.Wasm)
+	}
+	t.Classifier, t.TokenFile = "", "" // files are the server's business, not a client's
+	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
+	defer cancel()
+	start := time.Now()
+	err := s.AddTenant(ctx, t)
+	e.Duration = time.Since(start)
+	if err != nil {
+		e.Outcome, e.Error = "refused", err.Error()
+		s.audit.record(e)
+		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		return
+	}
+	e.Version = 1
+	s.audit.record(e)
+	writeJSON(w, http.StatusCreated, s.tenantInfo(t.Name))
+}
+
+func (s *Server) handleUpdateTenant(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, ok := s.authorize(w, r, "tenant_update", name, true)
+	if !ok {
+		return
+	}
+	e := auditEvent{Event: "tenant_update", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
+	var u TenantUpdate
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err == nil {
+		err = json.Unmarshal(body, &u)
+	}
+	if err != nil {
+		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant update as JSON)", err)
+		s.audit.record(e)
+		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		return
+	}
+	if err := s.UpdateTenant(r.Context(), name, u); err != nil {
+		e.Outcome, e.Error = "refused", err.Error()
+		s.audit.record(e)
+		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		return
+	}
+	s.audit.record(e)
+	writeJSON(w, http.StatusOK, s.tenantInfo(name))
+}
+
+func (s *Server) handleRemoveTenant(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, ok := s.authorize(w, r, "tenant_remove", name, true)
+	if !ok {
+		return
+	}
+	e := auditEvent{Event: "tenant_remove", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
+	for _, ti := range s.Status().Tenants {
+		if ti.Name == name && !ti.Removed {
+			e.SHA256, e.Size, e.Version = ti.SHA256, ti.Size, ti.Version
+		}
+	}
+	if err := s.RemoveTenant(r.Context(), name); err != nil {
+		e.Outcome, e.Error = "refused", err.Error()
+		s.audit.record(e)
+		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		return
+	}
+	s.audit.record(e)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// tenantInfo returns the live tenant called name's status.
+func (s *Server) tenantInfo(name string) TenantInfo {
+	for _, ti := range s.Status().Tenants {
+		if ti.Name == name && !ti.Removed {
+			return ti
+		}
+	}
+	return TenantInfo{Name: name}
 }
 
 // Swap hot-swaps tenant's classifier. On error the running one stays.
 func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, error) {
+	if s.mt != nil {
+		return s.mt.swap(ctx, tenant, wasm)
+	}
 	t := s.tenantsOrNil()
 	if t == nil {
 		return 0, errors.New("server: closed")
 	}
 	return t.swap(ctx, tenant, wasm)
+}
+
+// Rollback swaps tenant's previous classifier back in (the module it ran
+// before its last swap or rollback) and returns the new version number.
+func (s *Server) Rollback(ctx context.Context, tenant string) (int, error) {
+	if s.mt != nil {
+		return s.mt.rollback(ctx, tenant)
+	}
+	t := s.tenantsOrNil()
+	if t == nil {
+		return 0, errors.New("server: closed")
+	}
+	return t.rollback(ctx, tenant)
+}
+
+// AddTenant adds a tenant to a multi-tenant server without a restart: its
+// classifier (t.Wasm or t.Classifier; neither: the native classifier), its
+// ports on the dataplane, its share of the workers and the pool, its token.
+func (s *Server) AddTenant(ctx context.Context, t Tenant) error {
+	if s.mt == nil {
+		return ErrSingleTenant
+	}
+	_, err := s.mt.add(ctx, t)
+	return err
+}
+
+// UpdateTenant changes a live tenant's ports, share or token.
+func (s *Server) UpdateTenant(ctx context.Context, name string, u TenantUpdate) error {
+	if s.mt == nil {
+		return ErrSingleTenant
+	}
+	_, err := s.mt.update(ctx, name, u)
+	return err
+}
+
+// RemoveTenant removes a tenant without a restart: its queued requests are
+// dropped (removed), its running ones answered, its ports closed.
+func (s *Server) RemoveTenant(ctx context.Context, name string) error {
+	if s.mt == nil {
+		return ErrSingleTenant
+	}
+	_, err := s.mt.remove(ctx, name)
+	return err
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -21,6 +21,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -123,11 +124,26 @@ type Config struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout,omitempty"`
 
 	// Classifier is a Wasm classifier file for a single tenant named
-	// "default" serving every port: the common case. Exclusive with Tenants.
-	// With neither, the native psp-header classifier runs.
+	// "default" serving every port: the common case, classified on the
+	// dispatcher itself. Exclusive with Tenants. With neither, the native
+	// classifier runs (the application's, or the psp-header one).
 	Classifier string `yaml:"classifier,omitempty"`
-	// Tenants are Wasm classifiers selected by destination port.
+	// Tenants are tenants selected by UDP destination port (see Tenant).
+	// With policy darc or darc-static the server is multi-tenant: each
+	// tenant has its share of the workers and of the pool, its own types
+	// and DARC reservation, its classifier on a lane of its own, its
+	// token; tenants are added, updated and removed at run time (POST,
+	// PATCH, DELETE /tenants). With the other policies the tenants' types
+	// share one policy and the tenant set is fixed.
 	Tenants []Tenant `yaml:"tenants,omitempty"`
+	// MultiTenant makes the server multi-tenant even with no tenant in
+	// Tenants (they are added at run time). Needs policy darc or
+	// darc-static.
+	MultiTenant bool `yaml:"multi_tenant,omitempty"`
+	// ClassifierOptions are the limits of every Wasm classifier (fuel,
+	// memory, module size, time limit, breaker, compilation); a tenant's
+	// own override them field by field.
+	ClassifierOptions ClassifierOptions `yaml:"classifier_options,omitempty"`
 
 	// App is the application the workers run.
 	App App `yaml:"app"`
@@ -135,20 +151,137 @@ type Config struct {
 	Admin Admin `yaml:"admin"`
 }
 
-// Tenant is one Wasm classifier.
+// Tenant is one tenant: its ports, its classifier and, on a multi-tenant
+// server, its share, limits and credentials.
 type Tenant struct {
-	Name string `yaml:"name"`
+	// Name identifies the tenant (letters, digits, '.', '_', '-').
+	Name string `yaml:"name" json:"name"`
 	// Ports are the UDP destination ports routed to this tenant; empty: the
-	// default tenant (ports no other tenant claims).
-	Ports []uint16 `yaml:"ports,omitempty"`
-	// Classifier is the .wasm file.
-	Classifier string `yaml:"classifier"`
+	// default tenant (ports no other tenant claims, the listen port
+	// included). Every dataplane receives on them.
+	Ports []uint16 `yaml:"ports,omitempty" json:"ports,omitempty"`
+	// Classifier is the .wasm file. On a multi-tenant server a tenant
+	// without one is classified by the application's native classifier
+	// (the psp-header one for the synthetic applications).
+	Classifier string `yaml:"classifier,omitempty" json:"classifier,omitempty"`
 	// Wasm is the module itself, instead of a file (a program embedding
-	// its classifier; not in YAML).
-	Wasm []byte `yaml:"-"`
-	// MaxTypes reserves room in the global type space for later hot swaps
-	// with more types; default the module's own type count.
-	MaxTypes int `yaml:"max_types,omitempty"`
+	// its classifier, or POST /tenants; not in YAML).
+	Wasm []byte `yaml:"-" json:"wasm,omitempty"`
+	// MaxTypes reserves room in the tenant's type range for later hot
+	// swaps with more types; default the module's own type count.
+	MaxTypes int `yaml:"max_types,omitempty" json:"max_types,omitempty"`
+
+	// The tenant's share (multi-tenant servers; see darc.TenantConfig).
+	// Workers is the number of workers guaranteed to it; 0: a part of the
+	// workers no tenant claims by count, in proportion to Weight (default
+	// 1). MaxWorkers caps the workers running its requests at once (0: no
+	// ceiling). Buffers is its guaranteed part of the buffer pool (0: a
+	// part by weight of half the pool), MaxBuffers the most requests it
+	// holds at once (0: its guarantee plus the pool's shared part).
+	Workers    int     `yaml:"workers,omitempty" json:"workers,omitempty"`
+	Weight     float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
+	MaxWorkers int     `yaml:"max_workers,omitempty" json:"max_workers,omitempty"`
+	Buffers    int     `yaml:"buffers,omitempty" json:"buffers,omitempty"`
+	MaxBuffers int     `yaml:"max_buffers,omitempty" json:"max_buffers,omitempty"`
+
+	// TokenFile holds the tenant's bearer token (a file group and others
+	// cannot read), TokenSHA256 its SHA-256 in hex instead: it may swap
+	// and roll back this tenant's classifier, nothing else.
+	TokenFile   string `yaml:"token_file,omitempty" json:"-"`
+	TokenSHA256 string `yaml:"token_sha256,omitempty" json:"token_sha256,omitempty"`
+
+	// ClassifierOptions override Config.ClassifierOptions field by field
+	// for this tenant's modules.
+	ClassifierOptions ClassifierOptions `yaml:"classifier_options,omitempty" json:"classifier_options,omitempty"`
+}
+
+// ClassifierOptions are the limits of Wasm classifiers (see
+// wasmclass.Options); zero fields take the defaults (or, for a tenant,
+// the server's).
+type ClassifierOptions struct {
+	// Fuel is the budget of one classifier call (a batch of up to 32
+	// packets shares it), in units of the cost model (about a nanosecond
+	// of the dearest work each): the most time one call can cost. Default
+	// 1,000,000.
+	Fuel uint64 `yaml:"fuel,omitempty" json:"fuel,omitempty"`
+	// InitFuel is the budget of initialisation (default 100 x Fuel).
+	InitFuel uint64 `yaml:"init_fuel,omitempty" json:"init_fuel,omitempty"`
+	// MemoryPages caps a module's memory, in 64 KiB pages (default 64).
+	MemoryPages uint32 `yaml:"memory_pages,omitempty" json:"memory_pages,omitempty"`
+	// MaxModuleSize caps a module's size in bytes (default 8 MiB).
+	MaxModuleSize int `yaml:"max_module_size,omitempty" json:"max_module_size,omitempty"`
+	// TimeLimit is the wall-clock limit of one call (default 20ms): a call
+	// over it disables the module until it is replaced.
+	TimeLimit time.Duration `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	// StackLimit bounds a call's stack in bytes (default 4 MiB).
+	StackLimit uint32 `yaml:"stack_limit,omitempty" json:"stack_limit,omitempty"`
+	// BreakerThreshold faulting calls within BreakerWindow open the
+	// module's circuit breaker for BreakerBackoff (defaults 8, 1s, 100ms).
+	BreakerThreshold int           `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty"`
+	BreakerWindow    time.Duration `yaml:"breaker_window,omitempty" json:"breaker_window,omitempty"`
+	BreakerBackoff   time.Duration `yaml:"breaker_backoff,omitempty" json:"breaker_backoff,omitempty"`
+	// CompileTimeout and CompileMemory bound an upload's compilation
+	// (defaults 30s, 2 GiB).
+	CompileTimeout time.Duration `yaml:"compile_timeout,omitempty" json:"compile_timeout,omitempty"`
+	CompileMemory  uint64        `yaml:"compile_memory,omitempty" json:"compile_memory,omitempty"`
+}
+
+// wasm returns o as wasmclass options over base.
+func (o ClassifierOptions) wasm(base wasmclass.Options) wasmclass.Options {
+	w := wasmclass.Options{
+		Fuel: o.Fuel, InitFuel: o.InitFuel, MemoryLimitPages: o.MemoryPages, MaxModuleSize: o.MaxModuleSize,
+		TimeLimit: o.TimeLimit, StackLimit: o.StackLimit, BreakerThreshold: o.BreakerThreshold,
+		BreakerWindow: o.BreakerWindow, BreakerBackoff: o.BreakerBackoff,
+		CompileTimeout: o.CompileTimeout, CompileMemory: o.CompileMemory,
+	}
+	if w.BreakerBackoff > 0 && base.BreakerMaxBackoff == 0 && w.BreakerBackoff > wasmclass.DefaultBreakerMaxBackoff {
+		w.BreakerMaxBackoff = w.BreakerBackoff
+	}
+	return w.Merge(base)
+}
+
+// validate checks o's values.
+func (o ClassifierOptions) validate() error {
+	switch {
+	case o.MemoryPages > 65536:
+		return fmt.Errorf("memory_pages %d: at most 65536 (4 GiB)", o.MemoryPages)
+	case o.MaxModuleSize < 0 || o.TimeLimit < 0 || o.BreakerThreshold < 0 || o.BreakerWindow < 0 || o.BreakerBackoff < 0 || o.CompileTimeout < 0:
+		return errors.New("negative limit")
+	case o.Fuel > 1<<62 || o.InitFuel > 1<<62:
+		return errors.New("fuel over 2^62")
+	case o.StackLimit > 1<<30:
+		return fmt.Errorf("stack_limit %d: at most 1 GiB", o.StackLimit)
+	}
+	return nil
+}
+
+// validTenantName checks a tenant name: it appears in URLs, metrics
+// labels, type names ("tenant/type") and logs.
+func validTenantName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("name %q: want 1 to 64 characters", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("name %q: want letters, digits, '.', '_' and '-' only", name)
+		}
+	}
+	return nil
+}
+
+// validateShare checks t's share values.
+func (t Tenant) validateShare() error {
+	switch {
+	case t.Workers < 0 || t.MaxWorkers < 0 || t.Buffers < 0 || t.MaxBuffers < 0 || t.MaxTypes < 0:
+		return errors.New("workers, max_workers, buffers, max_buffers and max_types must be >= 0")
+	case t.Weight < 0 || math.IsNaN(t.Weight) || math.IsInf(t.Weight, 0):
+		return fmt.Errorf("weight %v: want > 0", t.Weight)
+	case t.MaxWorkers > 0 && t.MaxWorkers < t.Workers:
+		return fmt.Errorf("max_workers %d below its %d guaranteed workers", t.MaxWorkers, t.Workers)
+	case t.MaxBuffers > 0 && t.MaxBuffers < t.Buffers:
+		return fmt.Errorf("max_buffers %d below its guarantee of %d buffers", t.MaxBuffers, t.Buffers)
+	}
+	return nil
 }
 
 // TypeLimits are one type's overrides.
@@ -217,9 +350,17 @@ type KV struct {
 type Admin struct {
 	// Addr is the listen address. Default 127.0.0.1:9090. "off" disables it.
 	Addr string `yaml:"addr"`
-	// TokenFile holds the bearer token that PUT requests must present.
-	// Without it, hot swaps over HTTP are refused.
-	TokenFile string `yaml:"token_file,omitempty"`
+	// TokenFile holds the operator's bearer token (a file group and
+	// others cannot read), TokenSHA256 its SHA-256 in hex instead: it may
+	// swap any tenant's classifier and add, update and remove tenants.
+	// Without any token (operator's or tenants'), changes over HTTP are
+	// refused.
+	TokenFile   string `yaml:"token_file,omitempty"`
+	TokenSHA256 string `yaml:"token_sha256,omitempty"`
+	// AuditLog is the file the audit log is appended to: one JSON line per
+	// attempt to swap or roll back a classifier or change the tenants, and
+	// per refused credential. Default: the server's log (standard error).
+	AuditLog string `yaml:"audit_log,omitempty"`
 }
 
 // LoadConfig reads a YAML config file. Unknown keys are errors.
@@ -346,6 +487,14 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.cost_per_command": refuse("want > 0 (leave out the dilation for no emulated cost)"),
 	"app.memcached.cost_per_key":     refuse("want > 0 (leave out the dilation for no emulated cost)"),
 	"admin.addr":                     refuse("want IP:PORT or off"),
+}
+
+func init() {
+	// Classifier limits: zero is no limit anyone wants.
+	for _, k := range []string{"fuel", "init_fuel", "memory_pages", "max_module_size", "time_limit", "stack_limit",
+		"breaker_threshold", "breaker_window", "breaker_backoff", "compile_timeout", "compile_memory"} {
+		zeroRules["classifier_options."+k] = refuse("want > 0 (leave it out for the default)")
+	}
 }
 
 // zeroDilation: tpcc without dilation spins its service times, memcached
@@ -481,11 +630,13 @@ func (c Config) withDefaults() Config {
 	if c.Admin.Addr == "" {
 		c.Admin.Addr = DefaultAdmin
 	}
-	if c.Classifier != "" && len(c.Tenants) == 0 {
-		c.Tenants = []Tenant{{Name: DefaultTenant, Classifier: c.Classifier}}
-		c.Classifier = ""
-	}
 	return c
+}
+
+// multiTenant reports whether c (with defaults) makes a multi-tenant
+// server: tenants (or MultiTenant) under darc or darc-static.
+func (c Config) multiTenant() bool {
+	return (len(c.Tenants) > 0 || c.MultiTenant) && (c.Policy == darc.NameDARC || c.Policy == darc.NameDARCStatic)
 }
 
 // Validate checks c (after defaults) without touching files or the network,
@@ -532,35 +683,69 @@ func (c Config) validate(custom bool) error {
 	if err := c.dispatcherSpec(nil, 0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.Classifier != "" {
+	if c.Classifier != "" && (len(c.Tenants) > 0 || c.MultiTenant) {
 		return bad("classifier and tenants are exclusive: put the file in a tenant")
+	}
+	if c.MultiTenant && !c.multiTenant() {
+		return bad("multi_tenant needs policy darc or darc-static (tenant shares are DARC's), not %s", c.Policy)
+	}
+	if err := c.ClassifierOptions.validate(); err != nil {
+		return bad("classifier_options: %v", err)
 	}
 	seen := map[string]bool{}
 	ports := map[uint16]string{}
 	defaults := 0
 	for i, t := range c.Tenants {
-		if t.Name == "" {
-			return bad("tenant %d has no name", i)
+		if err := validTenantName(t.Name); err != nil {
+			return bad("tenant %d: %v", i, err)
 		}
 		if seen[t.Name] {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Classifier == "" && len(t.Wasm) == 0 {
+		if t.Classifier == "" && len(t.Wasm) == 0 && !c.multiTenant() {
 			return bad("tenant %q has no classifier file", t.Name)
 		}
 		if len(t.Ports) == 0 {
 			defaults++
 		}
 		for _, p := range t.Ports {
+			if p == 0 {
+				return bad("tenant %q: port 0", t.Name)
+			}
 			if other, ok := ports[p]; ok {
 				return bad("port %d claimed by tenants %q and %q", p, other, t.Name)
 			}
 			ports[p] = t.Name
 		}
+		if err := t.validateShare(); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
+		}
+		if !c.multiTenant() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {
+			return bad("tenant %q: shares (workers, weight, max_workers, buffers, max_buffers) need policy darc or darc-static, not %s", t.Name, c.Policy)
+		}
+		if t.TokenFile != "" && t.TokenSHA256 != "" {
+			return bad("tenant %q: token_file and token_sha256 are exclusive", t.Name)
+		}
+		if t.TokenSHA256 != "" {
+			if _, err := ParseTokenDigest(t.TokenSHA256); err != nil {
+				return bad("tenant %q: %v", t.Name, err)
+			}
+		}
+		if err := t.ClassifierOptions.validate(); err != nil {
+			return bad("tenant %q: classifier_options: %v", t.Name, err)
+		}
 	}
 	if defaults > 1 {
 		return bad("%d tenants without ports; at most one may be the default", defaults)
+	}
+	if c.Admin.TokenFile != "" && c.Admin.TokenSHA256 != "" {
+		return bad("admin: token_file and token_sha256 are exclusive")
+	}
+	if c.Admin.TokenSHA256 != "" {
+		if _, err := ParseTokenDigest(c.Admin.TokenSHA256); err != nil {
+			return bad("admin: %v", err)
+		}
 	}
 	if c.Admin.Addr != "off" {
 		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {

@@ -22,30 +22,35 @@ func requestBuffers(dp nic.Dataplane) int {
 // openDataplane opens the configured dataplane and returns it with the
 // address requests go to. It has one TX queue per worker and one more for
 // the dispatcher's own ("overloaded") replies.
-func openDataplane(cfg Config) (nic.Dataplane, string, error) {
+// ports are further UDP ports to receive on (tenants' own).
+func openDataplane(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
 	switch cfg.Dataplane {
 	case DataplaneMemory:
 		ap := netip.MustParseAddrPort(cfg.Listen)
 		dp := memnic.New(memnic.Config{Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Port: ap.Port()})
 		return dp, ap.String(), nil
 	case DataplaneDPDK:
-		return openDPDK(cfg)
+		return openDPDK(cfg, ports)
 	default:
-		return openUDP(cfg)
+		return openUDP(cfg, ports)
 	}
 }
 
-// openUDP opens the UDP-socket dataplane.
-func openUDP(cfg Config) (nic.Dataplane, string, error) {
-	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst})
+// openUDP opens the UDP-socket dataplane: a socket on the listen address,
+// and one more per tenant port (fixed tenant sets route them by port too).
+func openUDP(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
+	if ports == nil {
+		ports = tenantPorts(cfg)
+	}
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Ports: ports, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
 	}
 	return dp, dp.Addr().String(), nil
 }
 
-// openDPDK opens the DPDK dataplane.
-func openDPDK(cfg Config) (nic.Dataplane, string, error) {
+// tenantPorts returns the tenants' ports other than the listen port.
+func tenantPorts(cfg Config) []uint16 {
 	ap := netip.MustParseAddrPort(cfg.Listen) // validated
 	var extra []uint16
 	for _, t := range cfg.Tenants {
@@ -54,6 +59,16 @@ func openDPDK(cfg Config) (nic.Dataplane, string, error) {
 				extra = append(extra, p)
 			}
 		}
+	}
+	return extra
+}
+
+// openDPDK opens the DPDK dataplane.
+func openDPDK(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
+	ap := netip.MustParseAddrPort(cfg.Listen) // validated
+	extra := ports
+	if extra == nil {
+		extra = tenantPorts(cfg)
 	}
 	dp, err := dpdk.Open(dpdk.Config{EAL: cfg.EAL, IP: ap.Addr(), Port: ap.Port(), ExtraPorts: extra,
 		Workers: cfg.Workers + 1, BurstSize: cfg.Burst})

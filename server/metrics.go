@@ -190,6 +190,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 func (s *Server) registerMetrics() error {
 	for _, col := range []prometheus.Collector{
 		newCollector(s),
+		newTenantCollector(s),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

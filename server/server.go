@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -46,11 +45,14 @@ type Server struct {
 	dp             nic.Dataplane
 	addr           string
 	disp           *dispatcher.Dispatcher
-	tenants        *tenants
+	tenants        *tenants      // single-tenant servers (and fixed tenant sets)
+	mt             *multiTenants // multi-tenant servers
+	creds          *credentials
+	audit          *audit
+	auditFile      io.Closer
 	app            *Application
 	closeApp       func() error
 	types          []string
-	token          []byte
 	registry       *prometheus.Registry
 	adminLn        net.Listener
 	http           *http.Server
@@ -97,34 +99,33 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		}
 		s.closeApp = s.app.Close
 	}
-	if s.tenants, err = openTenants(ctx, cfg, s.app, opts.Classifiers); err != nil {
+	if err := s.openCredentials(cfg); err != nil {
 		return nil, err
 	}
-	s.types = s.tenants.types
-	s.describeTenants = s.tenants.describe()
-	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
-		return nil, err
-	}
-	pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	policy, err := darc.New(cfg.Policy, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("server: policy: %w", err)
-	}
-	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	if cfg.Admin.TokenFile != "" {
-		tok, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: admin token: %w", err)
+	if cfg.multiTenant() {
+		if err := s.openMultiTenant(ctx, cfg, opts); err != nil {
+			return nil, err
 		}
-		s.token = []byte(strings.TrimSpace(string(tok)))
-		if len(s.token) == 0 {
-			return nil, fmt.Errorf("server: admin token file %s is empty", cfg.Admin.TokenFile)
+	} else {
+		if s.tenants, err = openTenants(ctx, cfg, s.app, opts.Classifiers); err != nil {
+			return nil, err
+		}
+		s.types = s.tenants.types
+		s.describeTenants = s.tenants.describe()
+		if s.dp, s.addr, err = openDataplane(cfg, nil); err != nil {
+			return nil, err
+		}
+		pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		policy, err := darc.New(cfg.Policy, pcfg)
+		if err != nil {
+			return nil, fmt.Errorf("server: policy: %w", err)
+		}
+		s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
 	s.registry = prometheus.NewRegistry()
@@ -275,13 +276,22 @@ func (s *Server) Close() error {
 		s.dp = nil
 	}
 	s.mu.Lock()
-	t := s.tenants
+	t, mt := s.tenants, s.mt
 	s.tenants = nil
 	s.mu.Unlock()
 	if t != nil {
 		if err := t.close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if mt != nil {
+		if err := mt.closeAll(); err != nil {
+			errs = append(errs, fmt.Errorf("server: close classifiers: %w", err))
+		}
+	}
+	if s.auditFile != nil {
+		s.auditFile.Close()
+		s.auditFile = nil
 	}
 	if s.closeApp != nil {
 		if err := s.closeApp(); err != nil {
@@ -294,11 +304,14 @@ func (s *Server) Close() error {
 
 // Status returns the current status (at most one stats interval old).
 func (s *Server) Status() Status {
+	ds := s.disp.Stats()
 	var declared []bool
 	if t := s.tenantsOrNil(); t != nil {
 		declared = t.declared()
+	} else if s.mt != nil {
+		declared = s.mt.declared(ds)
 	}
-	st := buildStatus(s.disp.Stats(), declared)
+	st := buildStatus(ds, declared)
 	st.App = s.cfg.App.Name
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr
@@ -306,6 +319,10 @@ func (s *Server) Status() Status {
 	st.UptimeSeconds = time.Since(s.started).Seconds()
 	if t := s.tenantsOrNil(); t != nil {
 		st.Tenants = t.status()
+	} else if s.mt != nil {
+		st.Tenants = s.mt.status(ds)
+		st.MultiTenant = true
+		st.Classifying = ds.Classifying
 	}
 	return st
 }

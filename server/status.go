@@ -59,6 +59,11 @@ type Status struct {
 	// classifier declares none), plus UNKNOWN; by id.
 	Types   []TypeStatus `json:"types"`
 	Tenants []TenantInfo `json:"tenants"`
+	// MultiTenant: the server gives tenants shares and changes them at run
+	// time; Classifying counts packets on tenants' classifier lanes (in
+	// InFlight too).
+	MultiTenant bool   `json:"multi_tenant,omitempty"`
+	Classifying uint64 `json:"classifying,omitempty"`
 	// Net holds the dataplane's counters.
 	Net nic.Stats `json:"net"`
 }
@@ -111,11 +116,12 @@ type TypeStatus struct {
 	ShedRate float64 `json:"shed_rate"`
 }
 
-// TenantInfo is one classifier tenant.
+// TenantInfo is one tenant: its classifier and, on a multi-tenant server,
+// its share and counters.
 type TenantInfo struct {
 	Name    string   `json:"name"`
 	Version int      `json:"version"`
-	Native  bool     `json:"native,omitempty"` // the built-in psp-header classifier
+	Native  bool     `json:"native,omitempty"` // a native classifier (the application's or psp-header)
 	Ports   []uint16 `json:"ports,omitempty"`
 	Types   []string `json:"types"`
 	// Faults counts classifier faults by kind (Wasm tenants only).
@@ -123,6 +129,55 @@ type TenantInfo struct {
 	// Restarts counts classifier instances restarted after a fault.
 	Restarts    uint64 `json:"restarts,omitempty"`
 	BreakerOpen bool   `json:"breaker_open,omitempty"`
+	// Disabled: a call exceeded the time limit; the tenant's packets go to
+	// its UNKNOWN until its classifier is replaced.
+	Disabled bool `json:"disabled,omitempty"`
+	// SHA256, Size and LoadedAt (RFC 3339) identify the running module as
+	// uploaded; PreviousSHA256 is the one a rollback returns to.
+	SHA256         string `json:"sha256,omitempty"`
+	Size           int    `json:"size,omitempty"`
+	LoadedAt       string `json:"loaded_at,omitempty"`
+	PreviousSHA256 string `json:"previous_sha256,omitempty"`
+
+	// Multi-tenant servers only: Removed tenants keep their counters.
+	Removed bool `json:"removed,omitempty"`
+	// Received counts the packets routed to the tenant: Received =
+	// Answered + Dropped + Queued + Running + Classifying.
+	Received    uint64            `json:"received,omitempty"`
+	Answered    uint64            `json:"answered,omitempty"`
+	Dropped     uint64            `json:"dropped,omitempty"`
+	Drops       *dispatcher.Drops `json:"drops,omitempty"`
+	Queued      int               `json:"queued,omitempty"`
+	Running     int               `json:"running,omitempty"`
+	Classifying int               `json:"classifying,omitempty"`
+	// ClassifierCalls and ClassifierBusySeconds count the tenant's
+	// classifier calls on its lane and their time.
+	ClassifierCalls       uint64  `json:"classifier_calls,omitempty"`
+	ClassifierBusySeconds float64 `json:"classifier_busy_seconds,omitempty"`
+	Share                 *Share  `json:"share,omitempty"`
+}
+
+// Share is a tenant's share of the workers and of the pool, and its use of
+// them now.
+type Share struct {
+	// HomeWorkers are its guaranteed workers; Weight and MaxWorkers (0: no
+	// ceiling) as configured.
+	HomeWorkers []int   `json:"home_workers"`
+	Weight      float64 `json:"weight"`
+	MaxWorkers  int     `json:"max_workers"`
+	// Busy workers run its requests now, Borrowed of them are not its
+	// own; Lent of its own run other tenants' requests.
+	Busy     int `json:"busy"`
+	Borrowed int `json:"borrowed"`
+	Lent     int `json:"lent"`
+	// Guarantee and Budget are its part of the pool (0: no pool), Held
+	// what it holds now.
+	Guarantee int `json:"guarantee"`
+	Budget    int `json:"budget"`
+	Held      int `json:"held"`
+	// Phase and Reservations are its own DARC's.
+	Phase        string `json:"phase"`
+	Reservations uint64 `json:"reservations"`
 }
 
 // typeExists reports whether type t of s is shown: declared by a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/wasmclass"
@@ -13,11 +14,18 @@ import (
 var (
 	// ErrNoWasm: the server runs the native classifier, there is nothing to
 	// swap.
-	ErrNoWasm = errors.New("server: no Wasm tenants configured (the native psp-header classifier is running)")
+	ErrNoWasm = errors.New("server: no Wasm classifier to swap (a native classifier runs)")
 	// ErrUnknownTenant: no tenant has that name.
 	ErrUnknownTenant = errors.New("server: unknown tenant")
 	// ErrBadClassifier: the new module failed to load; the old one stays.
 	ErrBadClassifier = errors.New("server: classifier rejected")
+	// ErrNoPrevious: a rollback found no previous classifier.
+	ErrNoPrevious = errors.New("server: no previous classifier to roll back to")
+	// ErrTenantExists: an added tenant's name is taken.
+	ErrTenantExists = errors.New("server: tenant exists")
+	// ErrSingleTenant: the tenant set cannot change (a single classifier,
+	// or a policy without tenant shares).
+	ErrSingleTenant = errors.New("server: the tenants cannot change on this server (start it with policy darc or darc-static and tenants, or multi_tenant: true)")
 )
 
 // nativeTenant is the tenant name shown for the native classifier.
@@ -35,6 +43,10 @@ type tenants struct {
 // (with wopts as every tenant's base classifier options), else app's native
 // classifier, else the psp-header classifier.
 func openTenants(ctx context.Context, cfg Config, app *Application, wopts wasmclass.Options) (*tenants, error) {
+	wopts = cfg.ClassifierOptions.wasm(wopts)
+	if cfg.Classifier != "" {
+		cfg.Tenants = []Tenant{{Name: DefaultTenant, Classifier: cfg.Classifier}}
+	}
 	if len(cfg.Tenants) == 0 {
 		if app.Classifier != nil {
 			return &tenants{classifier: app.Classifier, types: app.TypeNames, nativeName: "native " + app.Name}, nil
@@ -88,6 +100,21 @@ func (t *tenants) swap(ctx context.Context, name string, wasm []byte) (int, erro
 		return 0, ErrNoWasm
 	}
 	return t.wasm.swap(ctx, name, wasm)
+}
+
+func (t *tenants) rollback(ctx context.Context, name string) (int, error) {
+	if t.wasm == nil {
+		return 0, ErrNoWasm
+	}
+	return t.wasm.rollback(ctx, name)
+}
+
+// has reports whether a tenant called name exists.
+func (t *tenants) has(name string) bool {
+	if t.wasm == nil {
+		return name == nativeTenant
+	}
+	return slices.ContainsFunc(t.wasm.specs, func(s Tenant) bool { return s.Name == name })
 }
 
 func (t *tenants) close() error {

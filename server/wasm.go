@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -30,7 +31,8 @@ func openWasmTenants(ctx context.Context, specs []Tenant, opts wasmclass.Options
 		} else if len(bin) > maxWasmFileBytes {
 			return nil, fmt.Errorf("server: tenant %q: classifier of %d bytes, larger than %d", t.Name, len(bin), maxWasmFileBytes)
 		}
-		hs.Tenants = append(hs.Tenants, wasmclass.TenantSpec{Name: t.Name, Ports: t.Ports, Wasm: bin, MaxTypes: t.MaxTypes})
+		hs.Tenants = append(hs.Tenants, wasmclass.TenantSpec{Name: t.Name, Ports: t.Ports, Wasm: bin, MaxTypes: t.MaxTypes,
+			Options: t.ClassifierOptions.wasm(wasmclass.Options{})})
 	}
 	host, err := wasmclass.NewHost(ctx, hs)
 	if err != nil {
@@ -81,19 +83,29 @@ func (w *wasmTenants) describe() string {
 func (w *wasmTenants) status() []TenantInfo {
 	var out []TenantInfo
 	for i, ts := range w.host.Status() {
-		ti := TenantInfo{Name: ts.Name, Version: ts.Version, Types: ts.TypeNames, BreakerOpen: ts.BreakersOpen > 0,
-			Faults: map[string]uint64{
-				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
-				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen,
-				"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
-			},
-			Restarts: ts.Faults.Restarts}
+		ti := classifierInfo(ts)
 		if i < len(w.specs) {
 			ti.Ports = w.specs[i].Ports
 		}
 		out = append(out, ti)
 	}
 	return out
+}
+
+// classifierInfo is the classifier part of a tenant's status.
+func classifierInfo(ts wasmclass.TenantStatus) TenantInfo {
+	ti := TenantInfo{Name: ts.Name, Version: ts.Version, Types: ts.TypeNames, BreakerOpen: ts.BreakersOpen > 0,
+		Faults: map[string]uint64{
+			"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
+			"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen,
+			"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
+		},
+		Restarts: ts.Faults.Restarts, Disabled: ts.Disabled,
+		SHA256: ts.SHA256, Size: ts.Size, PreviousSHA256: ts.PreviousSHA256}
+	if !ts.LoadedAt.IsZero() {
+		ti.LoadedAt = ts.LoadedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return ti
 }
 
 // declared marks, by global type id, the types the loaded classifiers
@@ -115,13 +127,26 @@ func (w *wasmTenants) declared(numTypes int) []bool {
 
 func (w *wasmTenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
 	v, err := w.host.Swap(ctx, name, wasm)
+	return v, swapError(name, err)
+}
+
+func (w *wasmTenants) rollback(ctx context.Context, name string) (int, error) {
+	v, err := w.host.Rollback(ctx, name)
+	return v, swapError(name, err)
+}
+
+// swapError maps a classifier host's swap or rollback error to the
+// server's.
+func swapError(name string, err error) error {
 	switch {
 	case err == nil:
-		return v, nil
+		return nil
 	case errors.Is(err, wasmclass.ErrUnknownTenant):
-		return 0, fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
+		return fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
+	case errors.Is(err, wasmclass.ErrNoPrevious):
+		return fmt.Errorf("%w: %w", ErrNoPrevious, err)
 	default:
-		return 0, fmt.Errorf("%w: %w", ErrBadClassifier, err)
+		return fmt.Errorf("%w: %w", ErrBadClassifier, err)
 	}
 }
 

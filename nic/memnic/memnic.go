@@ -203,6 +203,13 @@ func (d *Dataplane) Inject(payload []byte, peer netip.AddrPort) bool {
 	return d.InjectPort(payload, peer, d.cfg.Port)
 }
 
+// AddPort does nothing: the in-memory dataplane delivers packets to every
+// port (InjectPort). It lets servers add tenants with ports of their own.
+func (d *Dataplane) AddPort(uint16) error { return nil }
+
+// RemovePort does nothing; see AddPort.
+func (d *Dataplane) RemovePort(uint16) error { return nil }
+
 // InjectPort queues one packet from peer to port; see Inject.
 func (d *Dataplane) InjectPort(payload []byte, peer netip.AddrPort, port uint16) bool {
 	if !d.enqueue(payload, peer, port) {

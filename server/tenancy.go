@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
+)
+
+// openCredentials loads the operator's and the configured tenants' tokens
+// and opens the audit log.
+func (s *Server) openCredentials(cfg Config) error {
+	s.creds = newCredentials()
+	sum, ok, err := loadToken(cfg.Admin.TokenFile, cfg.Admin.TokenSHA256)
+	if err != nil {
+		return fmt.Errorf("server: admin token: %w", err)
+	}
+	if ok {
+		s.creds.setOperator(sum)
+	}
+	for _, t := range cfg.Tenants {
+		sum, ok, err := loadToken(t.TokenFile, t.TokenSHA256)
+		if err != nil {
+			return fmt.Errorf("server: tenant %q token: %w", t.Name, err)
+		}
+		s.creds.setTenant(t.Name, sum, ok)
+	}
+	w := s.log
+	if path := cfg.Admin.AuditLog; path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("server: audit log: %w", err)
+		}
+		s.auditFile, w = f, f
+	}
+	s.audit = newAudit(w)
+	return nil
+}
+
+// openMultiTenant builds a multi-tenant server: the tenants' classifiers,
+// the dataplane on every tenant's port, the multi-tenant policy (each
+// tenant's share of the workers and of the pool less what the classifier
+// lanes may hold) and the dispatcher.
+func (s *Server) openMultiTenant(ctx context.Context, cfg Config, opts Options) error {
+	mt, err := newMultiTenants(ctx, s, cfg, s.app, opts.Classifiers)
+	if err != nil {
+		return err
+	}
+	s.mt = mt
+	s.describeTenants = mt.describe()
+	listen := netip.MustParseAddrPort(cfg.Listen).Port() // validated
+	if s.dp, s.addr, err = openDataplane(cfg, mt.ports(listen)); err != nil {
+		return err
+	}
+	lanes := 0
+	pool := requestBuffers(s.dp)
+	if pool > 0 {
+		// The lanes hold packets beside the policy: a quarter of the
+		// buffers at most, 2048 with the UDP defaults.
+		lanes = max(min(dispatcher.DefaultLaneBuffers, pool/4), 1)
+		pool -= lanes
+	}
+	pcfg := cfg.basePolicyConfig(pool)
+	tcs, dts, err := mt.policyTenants(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkTypeOverrides(cfg, mt); err != nil {
+		return err
+	}
+	pcfg.Tenants = tcs
+	policy, err := darc.NewTenants(cfg.Policy, pcfg) // tenants may come later
+	if err != nil {
+		return fmt.Errorf("server: policy: %w", err)
+	}
+	spec := cfg.dispatcherSpec(nil, s.app.MinPayload)
+	spec.Tenants = dts
+	spec.LaneBuffers = lanes
+	if s.disp, err = dispatcher.New(spec, s.dp, nil, policy, s.app.Handler); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
+// checkTypeOverrides refuses per-type overrides of a multi-tenant server
+// that name no tenant's type.
+func checkTypeOverrides(cfg Config, mt *multiTenants) error {
+	for name := range cfg.Types {
+		found := false
+		for tn := range mt.live {
+			if len(name) > len(tn) && name[:len(tn)+1] == tn+"/" {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: types: %q names no tenant's type (multi-tenant servers name them tenant/type, as psp status shows)", ErrConfig, name)
+		}
+	}
+	return nil
+}
+
+// basePolicyConfig is the policy's config without types (a multi-tenant
+// server's tenants bring theirs).
+func (c Config) basePolicyConfig(pool int) darc.Config {
+	return darc.Config{
+		Workers:        c.Workers,
+		QueueCapacity:  c.QueueCapacity,
+		Pool:           pool,
+		DeadlineFactor: c.DeadlineFactor,
+		DeadlineFloor:  int64(c.DeadlineFloor),
+		Delta:          c.Delta,
+		Spillway:       c.Spillway,
+		MinSamples:     c.MinSamples,
+		DelayFactor:    c.DelayFactor,
+		Hysteresis:     c.Hysteresis,
+		StaticReserved: c.Reserved,
+	}
+}
+
+// listenPort is the listen address's port.
+func (s *Server) listenPort() uint16 {
+	ap, err := netip.ParseAddrPort(s.addr)
+	if err != nil {
+		return netip.MustParseAddrPort(s.cfg.Listen).Port()
+	}
+	return ap.Port()
+}
+
+// declared marks, by global type id, the types the live tenants' classifiers
+// declare (and each tenant's UNKNOWN); native classifiers declare none.
+func (mt *multiTenants) declared(st *dispatcher.Stats) []bool {
+	d := make([]bool, len(st.Types))
+	if len(d) > 0 {
+		d[0] = true
+	}
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	for _, ts := range st.Tenants {
+		lt, live := mt.live[ts.Name]
+		if !live || ts.Removed {
+			continue
+		}
+		n := 1
+		if lt.host != nil {
+			n = lt.host.Status()[0].NumTypes
+		}
+		for l := range n {
+			if id := int(ts.Base) + l; id < len(d) {
+				d[id] = true
+			}
+		}
+	}
+	return d
+}

@@ -1,0 +1,353 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/persephone-go/psp/nic/memnic"
+	"github.com/persephone-go/psp/wire"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// auditLines returns the audit log's lines, decoded.
+func auditLines(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(log))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"psp-audit"`) {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func writeToken(t *testing.T, tok string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const (
+	portA = 7001
+	portB = 7002
+)
+
+// tenantConfig is an in-memory multi-tenant server: a (native classifier,
+// port 7001, 2 workers) and b (the C psp-header Wasm classifier, port 7002,
+// the other 2), with an operator token and one token each.
+func tenantConfig(t *testing.T) Config {
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.Tenants = []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Workers: 2, TokenFile: writeToken(t, "a-secret")},
+		{Name: "b", Ports: []uint16{portB}, Classifier: exampleWasm(t, "pspheader.wasm"), TokenSHA256: TokenDigest("b-secret")},
+	}
+	return cfg
+}
+
+func startLogged(t *testing.T, cfg Config) (running, *syncBuffer) {
+	t.Helper()
+	log := &syncBuffer{}
+	srv, err := New(context.Background(), cfg, Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() { cancel(); runErr = <-errc })
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return running{srv: srv, stop: stop}, log
+}
+
+// exchange sends n requests to port and waits for their n replies.
+func exchange(t *testing.T, dp *memnic.Dataplane, port uint16, n int, typ uint32) {
+	t.Helper()
+	peer := netip.MustParseAddrPort("10.0.0.9:1")
+	for i := range n {
+		for !dp.InjectPort(header(uint32(i), typ, 100), peer, port) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	for i := range n {
+		select {
+		case <-dp.Replies():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("port %d: %d replies of %d", port, i, n)
+		}
+	}
+}
+
+func tenantOf(t *testing.T, st Status, name string) TenantInfo {
+	t.Helper()
+	for _, ti := range st.Tenants {
+		if ti.Name == name && !ti.Removed {
+			return ti
+		}
+	}
+	t.Fatalf("no tenant %q in %+v", name, st.Tenants)
+	return TenantInfo{}
+}
+
+func do(t *testing.T, h http.Handler, method, path, token string, body []byte) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.RemoteAddr = "192.0.2.7:4242"
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestMultiTenantServer: two tenants on their own ports, each with its
+// share, types, counters, module identity and metrics.
+func TestMultiTenantServer(t *testing.T) {
+	r, _ := startLogged(t, tenantConfig(t))
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	exchange(t, dp, portA, 30, wire.TypeShort)
+	exchange(t, dp, portB, 20, wire.TypeLong)
+	exchange(t, dp, 6789, 0, 0)
+	peer := netip.MustParseAddrPort("10.0.0.9:1")
+	dp.InjectPort(header(1, wire.TypeShort, 100), peer, 6789) // no default tenant: dropped
+	time.Sleep(250 * time.Millisecond)
+	st := getStatus(t, r.srv.Handler())
+	a, b := tenantOf(t, st, "a"), tenantOf(t, st, "b")
+	if !st.MultiTenant || !a.Native || a.Received != 30 || a.Answered != 30 || b.Received != 20 || b.Answered != 20 || st.Drops.NoTenant != 1 {
+		t.Fatalf("status: multi %v, a %+v, b %+v, no tenant %d", st.MultiTenant, a, b, st.Drops.NoTenant)
+	}
+	if a.Share == nil || len(a.Share.HomeWorkers) != 2 || len(b.Share.HomeWorkers) != 2 || b.Share.Guarantee == 0 {
+		t.Fatalf("shares: a %+v, b %+v", a.Share, b.Share)
+	}
+	wasm, _ := os.ReadFile(exampleWasm(t, "pspheader.wasm"))
+	sum := sha256.Sum256(wasm)
+	if b.SHA256 != hex.EncodeToString(sum[:]) || b.Size != len(wasm) || b.LoadedAt == "" || b.Version != 1 {
+		t.Fatalf("b's module: %+v", b)
+	}
+	byName := map[string]TypeStatus{}
+	for _, ts := range st.Types {
+		byName[ts.Name] = ts
+	}
+	if byName["a/SHORT"].Answered != 30 || byName["b/LONG"].Answered != 20 {
+		t.Fatalf("types %+v", st.Types)
+	}
+	if st.Received != st.Answered+st.Dropped+st.InFlight {
+		t.Fatalf("received %d != answered %d + dropped %d + in flight %d", st.Received, st.Answered, st.Dropped, st.InFlight)
+	}
+	rec := do(t, r.srv.Handler(), "GET", "/metrics", "", nil)
+	body := rec.Body.String()
+	for _, want := range []string{`psp_tenant_requests_answered_total{tenant="a"} 30`, `psp_tenant_requests_received_total{tenant="b"} 20`,
+		`psp_tenant_home_workers{tenant="a"} 2`, `psp_classifier_module_info{sha256="` + b.SHA256 + `",tenant="b"} 1`,
+		`psp_requests_dropped_total{reason="no_tenant"} 1`, `psp_tenant_requests_dropped_total{reason="classifier_busy",tenant="b"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	lintMetrics(t, body)
+	if got := sumMetric(body, "psp_tenant_requests_answered_total"); got != float64(st.Answered) {
+		t.Errorf("tenants answered %v, server %d", got, st.Answered)
+	}
+}
+
+// TestCredentials: a tenant's token changes that tenant only, the
+// operator's every one; every attempt and every refused credential is one
+// audit line.
+func TestCredentials(t *testing.T) {
+	r, log := startLogged(t, tenantConfig(t))
+	h := r.srv.Handler()
+	random, _ := os.ReadFile(exampleWasm(t, "random.wasm"))
+	for _, c := range []struct {
+		token, tenant string
+		code          int
+		outcome       string
+	}{
+		{"", "b", 401, "unauthorized"},
+		{"wrong", "b", 401, "unauthorized"},
+		{"a-secret", "b", 403, "forbidden"},
+		{"b-secret", "b", 200, "ok"},
+		{"operator-secret", "b", 200, "ok"},
+		{"b-secret", "a", 403, "forbidden"},
+		{"a-secret", "a", 409, "refused"}, // a runs the native classifier
+		{"b-secret", "nobody", 403, "forbidden"},
+		{"operator-secret", "nobody", 404, "refused"},
+	} {
+		rec := do(t, h, "PUT", "/tenants/"+c.tenant+"/classifier", c.token, random)
+		if rec.Code != c.code {
+			t.Errorf("token %q on %s: %d %s, want %d", c.token, c.tenant, rec.Code, rec.Body, c.code)
+		}
+	}
+	// Lifecycle changes need the operator.
+	if rec := do(t, h, "DELETE", "/tenants/b", "b-secret", nil); rec.Code != 403 {
+		t.Errorf("b removing itself: %d", rec.Code)
+	}
+	if rec := do(t, h, "POST", "/tenants/b/rollback", "b-secret", nil); rec.Code != 200 {
+		t.Errorf("b's rollback: %d %s", rec.Code, rec.Body)
+	}
+	lines := auditLines(t, log.String())
+	if len(lines) != 11 {
+		t.Fatalf("%d audit lines, want 11:\n%s", len(lines), log)
+	}
+	sum := sha256.Sum256(random)
+	want := []struct{ event, tenant, principal, outcome string }{
+		{"swap", "b", "", "unauthorized"}, {"swap", "b", "", "unauthorized"}, {"swap", "b", "tenant:a", "forbidden"},
+		{"swap", "b", "tenant:b", "ok"}, {"swap", "b", "operator", "ok"}, {"swap", "a", "tenant:b", "forbidden"},
+		{"swap", "a", "tenant:a", "refused"}, {"swap", "nobody", "tenant:b", "forbidden"}, {"swap", "nobody", "operator", "refused"},
+		{"tenant_remove", "b", "tenant:b", "forbidden"}, {"rollback", "b", "tenant:b", "ok"},
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l["event"] != w.event || l["tenant"] != w.tenant || l["outcome"] != w.outcome || l["remote"] != "192.0.2.7:4242" ||
+			(w.principal != "" && l["principal"] != w.principal) {
+			t.Errorf("audit line %d: %v, want %+v", i, l, w)
+		}
+	}
+	if l := lines[3]; l["sha256"] != hex.EncodeToString(sum[:]) || l["size"] != float64(len(random)) || l["version"] != float64(2) {
+		t.Errorf("audit line of the accepted swap: %v", l)
+	}
+
+	st := getStatus(t, h)
+	if b := tenantOf(t, st, "b"); b.Version != 4 || b.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("b after two swaps and a rollback: version %d sha %s", b.Version, b.SHA256)
+	}
+}
+
+func TestTokenFilesChecked(t *testing.T) {
+	cfg := tenantConfig(t)
+	if err := os.Chmod(cfg.Tenants[0].TokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), cfg, Options{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a token file others may read: %v", err)
+	}
+	cfg = tenantConfig(t)
+	cfg.Admin.TokenFile, cfg.Admin.TokenSHA256 = "", "not hex"
+	if _, err := New(context.Background(), cfg, Options{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("a bad operator digest: %v", err)
+	}
+}
+
+// TestTenantLifecycleHTTP adds, updates and removes a tenant through the
+// admin API while requests flow; every packet stays accounted for.
+func TestTenantLifecycleHTTP(t *testing.T) {
+	r, log := startLogged(t, tenantConfig(t))
+	h := r.srv.Handler()
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	wasm, _ := os.ReadFile(exampleWasm(t, "pspheader.wasm"))
+	add, _ := json.Marshal(Tenant{Name: "c", Ports: []uint16{7003}, Wasm: wasm, Workers: 1, TokenSHA256: TokenDigest("c-secret")})
+	if rec := do(t, h, "POST", "/tenants", "a-secret", add); rec.Code != 403 {
+		t.Fatalf("a adding a tenant: %d", rec.Code)
+	}
+	rec := do(t, h, "POST", "/tenants", "operator-secret", add)
+	if rec.Code != 201 {
+		t.Fatalf("add c: %d %s", rec.Code, rec.Body)
+	}
+	var c TenantInfo
+	json.Unmarshal(rec.Body.Bytes(), &c)
+	if c.Name != "c" || c.Version != 1 || c.SHA256 == "" {
+		t.Fatalf("added: %+v", c)
+	}
+	if rec := do(t, h, "POST", "/tenants", "operator-secret", add); rec.Code != 409 {
+		t.Fatalf("adding c twice: %d", rec.Code)
+	}
+	exchange(t, dp, 7003, 25, wire.TypeShort)
+	if rec := do(t, h, "PUT", "/tenants/c/classifier", "c-secret", wasm); rec.Code != 200 {
+		t.Fatalf("c's own swap: %d %s", rec.Code, rec.Body)
+	}
+	upd := []byte(`{"ports": [7004], "max_workers": 2}`)
+	if rec := do(t, h, "PATCH", "/tenants/c", "operator-secret", upd); rec.Code != 200 {
+		t.Fatalf("update c: %d %s", rec.Code, rec.Body)
+	}
+	exchange(t, dp, 7004, 10, wire.TypeLong)
+	if rec := do(t, h, "PATCH", "/tenants/c", "operator-secret", []byte(`{"ports": [7001]}`)); rec.Code != 400 {
+		t.Fatalf("c taking a's port: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "DELETE", "/tenants/c", "operator-secret", nil); rec.Code != 204 {
+		t.Fatalf("remove c: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "PUT", "/tenants/c/classifier", "c-secret", wasm); rec.Code != 401 {
+		t.Fatalf("removed c's token: %d", rec.Code)
+	}
+	peer := netip.MustParseAddrPort("10.0.0.9:1")
+	for range 5 {
+		dp.InjectPort(header(1, wire.TypeShort, 100), peer, 7004)
+	}
+	time.Sleep(250 * time.Millisecond)
+	st := getStatus(t, h)
+	var removed TenantInfo
+	for _, ti := range st.Tenants {
+		if ti.Name == "c" {
+			removed = ti
+		}
+	}
+	if !removed.Removed || removed.Answered != 35 || st.Drops.NoTenant != 5 {
+		t.Fatalf("removed c: %+v; no tenant %d", removed, st.Drops.NoTenant)
+	}
+	if st.Received != st.Answered+st.Dropped+st.InFlight {
+		t.Fatalf("received %d != answered %d + dropped %d + in flight %d", st.Received, st.Answered, st.Dropped, st.InFlight)
+	}
+	events := map[string]int{}
+	for _, l := range auditLines(t, log.String()) {
+		events[l["event"].(string)+"/"+l["outcome"].(string)]++
+	}
+	if events["tenant_add/ok"] != 1 || events["tenant_add/forbidden"] != 1 || events["tenant_add/refused"] != 1 ||
+		events["tenant_update/ok"] != 1 || events["tenant_update/refused"] != 1 || events["tenant_remove/ok"] != 1 || events["swap/unauthorized"] != 1 {
+		t.Fatalf("audit events %v", events)
+	}
+	// A single-tenant server refuses lifecycle changes.
+	single := memConfig()
+	single.Admin.TokenFile = writeToken(t, "operator-secret")
+	r2, _ := startLogged(t, single)
+	if rec := do(t, r2.srv.Handler(), "POST", "/tenants", "operator-secret", add); rec.Code != 409 {
+		t.Fatalf("adding a tenant to a single-tenant server: %d %s", rec.Code, rec.Body)
+	}
+	_ = io.Discard
+}
