@@ -488,7 +488,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 			seen[ts.Name] = true
 		}
 		ti.Ports = ts.Ports
-		ti.Removed = ts.Removed
+		ti.Removed = ts.Removed || !live // published stats may be a little older
 		ti.Received, ti.Answered, ti.Dropped = ts.Received, ts.Answered, ts.Dropped
 		drops := ts.Drops
 		ti.Drops = &drops

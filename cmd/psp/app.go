@@ -47,6 +47,7 @@ func newApp() *app {
 			simCommand(),
 			plotCommand(),
 			classifierCommand(),
+			tenantCommand(),
 			completionCommand(),
 		},
 		Action: unknownCommand,

@@ -20,11 +20,12 @@ func classifierPushCommand() *cli.Command {
 		ArgsUsage: "FILE.wasm",
 		Description: "Uploads FILE.wasm to PUT /tenants/NAME/classifier on the server's admin endpoint.\n" +
 			"The server loads and validates it off the hot path and switches between batches;\n" +
-			"if it fails to load, the running classifier stays and the error is printed.",
+			"if it fails to load, the running classifier stays and the error is printed.\n" +
+			"psp tenant rollback NAME swaps the previous module back in.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tenant", Value: server.DefaultTenant, Usage: "tenant `NAME` (a server started with --classifier has one tenant, \"default\")"},
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
-			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the server's --token-file)"},
+			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token: the tenant's own, or the operator's (the server's --token-file)"},
 			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultSwapTimeout, Usage: "HTTP timeout"},
 		},
 		Action: func(c *cli.Context) error {
@@ -60,8 +61,8 @@ func classifierPushCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "tenant %s now runs version %d (%s, %d bytes, swapped in %v)\n",
-				res.Tenant, res.Version, file, len(wasm), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(c.App.Writer, "tenant %s now runs version %d (%s, %d bytes, sha256 %s, swapped in %v)\n",
+				res.Tenant, res.Version, file, len(wasm), res.SHA256, time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}

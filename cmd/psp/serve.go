@@ -104,8 +104,14 @@ func serveSettings() []serveSetting {
 			"app.memcached.max_item_size", num(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
-		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
+		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the operator's bearer token (mode 600): hot swaps, rollbacks and tenant changes over the admin API"},
 			"admin.token_file", str(func(c *server.Config) *string { return &c.Admin.TokenFile })},
+		{&cli.StringFlag{Name: "token-sha256", Usage: "the operator's token as its SHA-256 (64 hex digits; psp tenant token prints it), instead of --token-file"},
+			"admin.token_sha256", str(func(c *server.Config) *string { return &c.Admin.TokenSHA256 })},
+		{&cli.StringFlag{Name: "audit-log", Usage: "`FILE` the audit log is appended to: one JSON line per classifier swap, rollback, tenant change and refused credential (default: standard error)"},
+			"admin.audit_log", str(func(c *server.Config) *string { return &c.Admin.AuditLog })},
+		{&cli.BoolFlag{Name: "multi-tenant", Usage: "start multi-tenant even without tenants in the config (add them with psp tenant add; policy darc or darc-static)"},
+			"multi_tenant", func(c *cli.Context, n string, cfg *server.Config) { cfg.MultiTenant = c.Bool(n) }},
 	}
 }
 

@@ -132,30 +132,60 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w, strings.Join(dropped, "\n"))
 	}
 
+	if st.MultiTenant {
+		fmt.Fprintf(w, "\ntenants (multi-tenant; %d packets being classified):\n", st.Classifying)
+		printTenants(w, st.Tenants)
+		for _, t := range st.Tenants {
+			if t.Removed {
+				continue
+			}
+			fmt.Fprintf(w, "  %s: %s", t.Name, tenantLine(t))
+			if t.Drops != nil && t.Dropped > 0 {
+				fmt.Fprintf(w, "; drops: %s", t.Drops.String())
+			}
+			printFaults(w, t)
+			fmt.Fprintln(w)
+		}
+		return nil
+	}
 	fmt.Fprintln(w, "\nclassifiers:")
 	for _, t := range st.Tenants {
 		kind := "wasm"
 		if t.Native {
-			kind = "native psp header"
+			kind = "native"
 		}
 		ports := "default"
 		if len(t.Ports) > 0 {
 			ports = fmt.Sprintf("ports %v", t.Ports)
 		}
 		fmt.Fprintf(w, "  %s: %s, version %d, %s, %d types", t.Name, kind, t.Version, ports, len(t.Types))
-		var faults uint64
-		for _, v := range t.Faults {
-			faults += v
+		if t.SHA256 != "" {
+			fmt.Fprintf(w, ", sha256 %s (%d bytes)", t.SHA256, t.Size)
+			if at, err := time.Parse(time.RFC3339Nano, t.LoadedAt); err == nil {
+				fmt.Fprintf(w, ", loaded %s", at.Local().Format("2006-01-02 15:04:05"))
+			}
 		}
-		if faults > 0 {
-			fmt.Fprintf(w, ", faults %v", t.Faults)
-		}
-		if t.BreakerOpen {
-			fmt.Fprint(w, ", BREAKER OPEN")
-		}
+		printFaults(w, t)
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// printFaults appends a tenant's classifier faults and breaker state.
+func printFaults(w io.Writer, t server.TenantInfo) {
+	var faults uint64
+	for _, v := range t.Faults {
+		faults += v
+	}
+	if faults > 0 {
+		fmt.Fprintf(w, ", faults %v", t.Faults)
+	}
+	if t.BreakerOpen {
+		fmt.Fprint(w, ", BREAKER OPEN")
+	}
+	if t.Disabled {
+		fmt.Fprint(w, ", DISABLED (over its time limit: push a new classifier)")
+	}
 }
 
 // shedByType lists the types shedding now, most first: ": LONG 512/s, ...".
