@@ -48,6 +48,12 @@ type lane struct {
 
 	release  func() // Tenant.Release
 	released sync.Once
+
+	// clean counts consecutive calls that neither faulted nor took longer
+	// than inlineLimit (IsolateAuto's way back inline).
+	clean       atomic.Uint64
+	inlineLimit int64
+	faults      faultCounter
 }
 
 // releaseOnce calls the tenant's Release, once.
@@ -157,10 +163,20 @@ func (l *lane) run() {
 			continue
 		}
 		idleSince = -1
+		var before uint64
+		if l.faults != nil {
+			before = l.faults.FaultTotal()
+		}
 		start := l.now()
 		l.classify(payloads[:n], types[:n])
-		l.busyNs.Add(uint64(max(l.now()-start, 0)))
+		dt := l.now() - start
+		l.busyNs.Add(uint64(max(dt, 0)))
 		l.calls.Add(1)
+		if dt > l.inlineLimit || (l.faults != nil && l.faults.FaultTotal() != before) {
+			l.clean.Store(0)
+		} else {
+			l.clean.Add(1)
+		}
 		for i := range n {
 			for !l.out.Push(classified{buf: bufs[i], typ: types[i]}) {
 				runtime.Gosched() // cannot happen: in flight <= capacity

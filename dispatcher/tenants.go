@@ -23,15 +23,13 @@ type Tenant struct {
 	Ports []uint16
 	// Classifier maps the tenant's payloads to its own type ids (0 its
 	// UNKNOWN, up to its darc.TenantConfig.NumTypes-1; larger ids count as
-	// 0). It gets nil dstPorts. Unless Inline, it runs on the tenant's
-	// lane, a goroutine of its own; a Classifier that is not safe for
-	// concurrent use must not be shared between tenants.
+	// 0). It gets nil dstPorts. It is called by one goroutine at a time
+	// (the dispatcher's or the tenant's lane, never both), so it must not
+	// be shared between tenants.
 	Classifier Classifier
-	// Inline runs Classifier on the dispatcher goroutine, in the burst the
-	// packets arrived in: for trusted classifiers (native code, no
-	// faults), which then cost no hand-off. Untrusted (Wasm) classifiers
-	// run on lanes, so that none can delay another tenant's packets.
-	Inline bool
+	// Isolation says where Classifier runs: IsolateAuto (the default),
+	// IsolateLane or IsolateInline.
+	Isolation Isolation
 	// Share is the tenant's configuration in the policy, for AddTenant and
 	// UpdateTenant (Spec.Tenants' tenants are already in the policy).
 	Share darc.TenantConfig
@@ -40,6 +38,44 @@ type Tenant struct {
 	// removed or Run ended), on the goroutine that last called it: close
 	// the classifier there.
 	Release func()
+}
+
+// Isolation says where a tenant's classifier runs.
+type Isolation uint8
+
+const (
+	// IsolateAuto classifies a tenant's packets on the dispatcher
+	// goroutine, in a call of their own, while its classifier behaves, and
+	// on the tenant's lane, a goroutine of its own, from the first call
+	// that faults or takes longer than Spec.InlineLimit; it comes back
+	// after Spec.LaneProbation clean batches on the lane. One misbehaving
+	// call costs the other tenants at most that call's time, which the
+	// classifier's fuel bounds; afterwards nothing.
+	IsolateAuto Isolation = iota
+	// IsolateLane always classifies on the tenant's lane: a hand-off per
+	// burst, no other tenant ever waits for this one's classifier.
+	IsolateLane
+	// IsolateInline always classifies on the dispatcher goroutine: for
+	// trusted classifiers (native code).
+	IsolateInline
+)
+
+// String returns "auto", "lane" or "inline".
+func (i Isolation) String() string {
+	switch i {
+	case IsolateLane:
+		return "lane"
+	case IsolateInline:
+		return "inline"
+	}
+	return "auto"
+}
+
+// faultCounter is implemented by classifiers that count their faults
+// (wasmclass.Caller): IsolateAuto moves a tenant to its lane when the
+// count grows during an inline call.
+type faultCounter interface {
+	FaultTotal() uint64
 }
 
 // TenantPolicy is a policy with tenants (darc.Tenants): a multi-tenant
@@ -72,8 +108,12 @@ type TenantStats struct {
 	Ports    []uint16  `json:"ports,omitempty"`
 	Base     darc.Type `json:"base"`
 	NumTypes int       `json:"num_types"`
-	Inline   bool      `json:"inline,omitempty"`
-	Removed  bool      `json:"removed,omitempty"`
+	// Isolation is the tenant's setting; OnLane whether its classifier
+	// runs on its lane now, Escalations how many times it was moved there.
+	Isolation   string `json:"isolation"`
+	OnLane      bool   `json:"on_lane,omitempty"`
+	Escalations uint64 `json:"escalations,omitempty"`
+	Removed     bool   `json:"removed,omitempty"`
 	// Received counts the packets routed to the tenant.
 	Received uint64 `json:"received"`
 	Answered uint64 `json:"answered"`
@@ -83,8 +123,8 @@ type TenantStats struct {
 	Running  int    `json:"running"`
 	// Classifying is the number of its packets on its lane now.
 	Classifying int `json:"classifying"`
-	// ClassifierCalls and ClassifierBusyNs count its lane's classifier
-	// calls (batches) and their time.
+	// ClassifierCalls and ClassifierBusyNs count its classifier's calls
+	// (batches), inline and on its lane, and their time.
 	ClassifierCalls  uint64 `json:"classifier_calls"`
 	ClassifierBusyNs uint64 `json:"classifier_busy_ns"`
 	// Policy is its state in the policy (home workers, busy, borrowed,
@@ -98,8 +138,13 @@ type tenantRT struct {
 	base     darc.Type
 	numTypes int
 	removed  bool
-	lane     *lane // nil: inline
+	lane     *lane // nil: always inline
+	onLane   bool  // classified on the lane now
+	faults   faultCounter
 	received uint64
+	// Inline calls (the lane counts its own).
+	calls, busyNs uint64
+	escalations   uint64
 	// Inline classification scratch, one burst.
 	bufs  []*nic.Buffer
 	pays  [][]byte
@@ -166,13 +211,16 @@ func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 			rt.numTypes = ts.NumTypes
 		}
 	}
-	if t.Inline {
-		rt.bufs = make([]*nic.Buffer, d.spec.Burst)
-		rt.pays = make([][]byte, d.spec.Burst)
-		rt.types = make([]darc.Type, d.spec.Burst)
-	} else {
+	rt.bufs = make([]*nic.Buffer, d.spec.Burst)
+	rt.pays = make([][]byte, d.spec.Burst)
+	rt.types = make([]darc.Type, d.spec.Burst)
+	rt.faults, _ = t.Classifier.(faultCounter)
+	if t.Isolation != IsolateInline {
 		rt.lane = newLane(t.Classifier, mt.laneCap, d.spec.Burst, d.spec, d.dp.Now)
 		rt.lane.release = t.Release
+		rt.lane.inlineLimit = int64(d.spec.InlineLimit)
+		rt.lane.faults = rt.faults
+		rt.onLane = t.Isolation == IsolateLane
 	}
 	k := int32(len(mt.tenants))
 	mt.tenants = append(mt.tenants, rt)
@@ -255,7 +303,7 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 		}
 		t := mt.tenants[k]
 		t.received++
-		if t.lane == nil {
+		if !t.onLane {
 			if t.n == 0 {
 				mt.inline = append(mt.inline, int(k))
 			}
@@ -288,7 +336,7 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 		t := mt.tenants[k]
 		n := t.n
 		t.n = 0
-		t.spec.Classifier.ClassifyBatch(t.pays[:n], nil, t.types[:n])
+		d.classifyInline(t, n)
 		for i := range n {
 			d.enqueueTenant(t, t.bufs[i], t.types[i], now)
 			t.bufs[i], t.pays[i] = nil, nil
@@ -296,6 +344,29 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 	}
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
+	}
+}
+
+// classifyInline classifies t's n packets of the burst on the dispatcher
+// goroutine. An IsolateAuto tenant whose call faulted or took longer than
+// Spec.InlineLimit is moved to its lane for its next packets.
+func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
+	var before uint64
+	if t.faults != nil {
+		before = t.faults.FaultTotal()
+	}
+	start := d.dp.Now()
+	t.spec.Classifier.ClassifyBatch(t.pays[:n], nil, t.types[:n])
+	dt := d.dp.Now() - start
+	t.calls++
+	t.busyNs += uint64(max(dt, 0))
+	if t.lane == nil {
+		return
+	}
+	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {
+		t.onLane = true
+		t.escalations++
+		t.lane.clean.Store(0)
 	}
 }
 
@@ -314,7 +385,10 @@ func (d *Dispatcher) collectLanes(now int64) int {
 	n := 0
 	for _, t := range mt.tenants {
 		l := t.lane
-		if l == nil || l.inflight == 0 {
+		if l == nil {
+			continue
+		}
+		if l.inflight == 0 {
 			continue
 		}
 		for {
@@ -326,6 +400,13 @@ func (d *Dispatcher) collectLanes(now int64) int {
 			mt.classifying--
 			n++
 			d.enqueueTenant(t, c.buf, c.typ, now)
+		}
+		// Back inline once it behaved on its lane: with nothing in flight
+		// the lane calls the classifier no more (its last call ended
+		// before the dispatcher took its packets).
+		if l.inflight == 0 && t.onLane && t.spec.Isolation == IsolateAuto && !t.removed &&
+			l.clean.Load() >= uint64(d.spec.LaneProbation) {
+			t.onLane = false
 		}
 	}
 	if n > 0 && len(d.release)+len(d.replies) > 0 {
@@ -597,6 +678,7 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 		} else if t.spec.Release != nil {
 			t.spec.Release()
 		}
+		t.onLane = t.lane != nil // what is left comes from the lane
 		return nil
 	})
 }
@@ -636,7 +718,8 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 	s.Tenants = make([]TenantStats, len(mt.tenants))
 	for k, t := range mt.tenants {
 		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
-			Inline: t.lane == nil, Removed: t.removed, Received: t.received}
+			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Removed: t.removed,
+			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
 		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
 			x := &s.Types[typ]
 			ts.Answered += x.Answered
@@ -647,8 +730,8 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 		ts.Dropped = ts.Drops.Total()
 		if l := t.lane; l != nil {
 			ts.Classifying = l.inflight
-			ts.ClassifierCalls = l.calls.Load()
-			ts.ClassifierBusyNs = l.busyNs.Load()
+			ts.ClassifierCalls += l.calls.Load()
+			ts.ClassifierBusyNs += l.busyNs.Load()
 		}
 		for _, p := range s.Policy.Tenants {
 			if p.Base == t.base {

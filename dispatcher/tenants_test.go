@@ -114,8 +114,8 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 	gate := &gateClassifier{gate: make(chan struct{})}
 	d, err := New(Spec{Workers: 4, Spin: -1, LaneCapacity: 24, StatsInterval: time.Millisecond,
 		Tenants: []Tenant{
-			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
-			{Name: "b", Ports: []uint16{portB}, Classifier: gate},
+			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Isolation: IsolateLane},
+			{Name: "b", Ports: []uint16{portB}, Classifier: gate, Isolation: IsolateLane},
 		}}, dp, nil, tenantPolicy(t, 4, 0), echo)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestTenantLifecycle(t *testing.T) {
 	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond,
 		Tenants: []Tenant{
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
-			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Inline: true},
+			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateInline},
 		}}, dp, nil, tenantPolicy(t, 4, 0), slowApp)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +187,7 @@ func TestTenantLifecycle(t *testing.T) {
 	}
 	feed(portA, 50)
 	feed(portB, 50)
+	waitUntil(t, "some of b's answers", func() bool { s := d.Stats(); return len(s.Tenants) > 1 && s.Tenants[1].Answered > 0 })
 	c := Tenant{Name: "c", Ports: []uint16{3000}, Classifier: HeaderClassifier{},
 		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames(), Workers: 1}}
 	base, err := d.AddTenant(ctx, c)
@@ -250,7 +251,7 @@ func TestTenantLanesDrainAtShutdown(t *testing.T) {
 	dp := newFakeDataplane(2, 64, 64)
 	gate := &gateClassifier{gate: make(chan struct{})}
 	d, err := New(Spec{Workers: 2, Spin: -1, DrainTimeout: 20 * time.Millisecond,
-		Tenants: []Tenant{{Name: "a", Classifier: gate}}}, dp, nil, tenantPolicyOne(t), echo)
+		Tenants: []Tenant{{Name: "a", Classifier: gate, Isolation: IsolateLane}}}, dp, nil, tenantPolicyOne(t), echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +285,8 @@ func TestTenantStepNoAlloc(t *testing.T) {
 	dp := newFakeDataplane(32, 256, 64)
 	dp.keep = false
 	d, err := New(Spec{Workers: 32, Tenants: []Tenant{
-		{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Inline: true},
-		{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}},
+		{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Isolation: IsolateInline},
+		{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateLane},
 	}}, dp, nil, tenantPolicy(t, 32, 0), echo)
 	if err != nil {
 		t.Fatal(err)
@@ -333,5 +334,67 @@ func TestTenantStepNoAlloc(t *testing.T) {
 	}
 	if b := d.counters[HeaderNumTypes+1+wire.TypeLong].answered; b == 0 {
 		t.Fatal("b answered nothing")
+	}
+}
+
+// faultyClassifier is the psp-header classifier that counts a fault on a
+// type-9 payload and is slow (2 ms) on a type-8 one.
+type faultyClassifier struct{ faults uint64 }
+
+func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+	for _, p := range payloads {
+		switch wire.TypeOf(p) {
+		case 9:
+			f.faults++
+		case 8:
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+}
+
+func (f *faultyClassifier) FaultTotal() uint64 { return f.faults }
+
+// TestTenantAutoIsolation: an IsolateAuto tenant is classified inline until
+// a call faults or is slow, then on its lane, and inline again after
+// LaneProbation clean calls there.
+func TestTenantAutoIsolation(t *testing.T) {
+	dp := newFakeDataplane(4, 512, 64)
+	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond, LaneProbation: 3,
+		Tenants: []Tenant{
+			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
+			{Name: "b", Ports: []uint16{portB}, Classifier: &faultyClassifier{}},
+		}}, dp, nil, tenantPolicy(t, 4, 0), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTenants(t, d)
+	b := func() TenantStats { return tenantStat(t, d.Stats(), "b") }
+	send := func(typ uint32) {
+		before := b().Answered
+		dp.inject(header(1, typ, 0), portB)
+		waitUntil(t, "b's answer", func() bool { return b().Answered == before+1 })
+	}
+	for _, c := range []struct {
+		typ         uint32
+		onLane      bool
+		escalations uint64
+	}{
+		{wire.TypeShort, false, 0},
+		{9, true, 1}, // a fault: to the lane
+		{wire.TypeShort, true, 1},
+		{wire.TypeShort, true, 1},
+		{wire.TypeShort, false, 1}, // the third clean call on the lane brings it back inline
+		{wire.TypeShort, false, 1},
+		{8, true, 2}, // slow: to the lane again
+	} {
+		send(c.typ)
+		time.Sleep(3 * time.Millisecond) // a stats interval
+		if s := b(); s.OnLane != c.onLane || s.Escalations != c.escalations {
+			t.Fatalf("after a type-%d packet: on lane %v, escalations %d; want %v, %d", c.typ, s.OnLane, s.Escalations, c.onLane, c.escalations)
+		}
+	}
+	if a := tenantStat(t, d.Stats(), "a"); a.OnLane || a.Escalations != 0 {
+		t.Fatalf("a: %+v", a)
 	}
 }

@@ -193,6 +193,28 @@ type Tenant struct {
 	// ClassifierOptions override Config.ClassifierOptions field by field
 	// for this tenant's modules.
 	ClassifierOptions ClassifierOptions `yaml:"classifier_options,omitempty" json:"classifier_options,omitempty"`
+	// Isolation says where a multi-tenant server runs the tenant's Wasm
+	// classifier: "auto" (the default: on the dispatcher, in a call of its
+	// own, while it behaves; on a goroutine of the tenant's own from its
+	// first fault or slow call, so it can cost the others one call at
+	// most, which its fuel and stack limit bound), "lane" (always on its
+	// own goroutine: a hand-off per burst, nothing ever shared) or
+	// "inline" (always on the dispatcher: for a module the operator
+	// trusts). Native classifiers run inline.
+	Isolation string `yaml:"isolation,omitempty" json:"isolation,omitempty"`
+}
+
+// isolation parses Tenant.Isolation.
+func (t Tenant) isolation() (dispatcher.Isolation, error) {
+	switch t.Isolation {
+	case "", "auto":
+		return dispatcher.IsolateAuto, nil
+	case "lane":
+		return dispatcher.IsolateLane, nil
+	case "inline":
+		return dispatcher.IsolateInline, nil
+	}
+	return 0, fmt.Errorf("isolation %q: want auto, lane or inline", t.Isolation)
 }
 
 // ClassifierOptions are the limits of Wasm classifiers (see
@@ -719,6 +741,9 @@ func (c Config) validate(custom bool) error {
 			ports[p] = t.Name
 		}
 		if err := t.validateShare(); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
+		}
+		if _, err := t.isolation(); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
 		if !c.multiTenant() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {

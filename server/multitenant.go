@@ -134,10 +134,11 @@ func (lt *mtTenant) share(cfg Config) (darc.TenantConfig, error) {
 func (mt *multiTenants) dispatcherTenant(lt *mtTenant, share darc.TenantConfig) dispatcher.Tenant {
 	dt := dispatcher.Tenant{Name: lt.cfg.Name, Ports: lt.cfg.Ports, Share: share}
 	if lt.host == nil {
-		dt.Classifier, dt.Inline = mt.native, true
+		dt.Classifier, dt.Isolation = mt.native, dispatcher.IsolateInline
 		return dt
 	}
 	dt.Classifier = lt.caller
+	dt.Isolation, _ = lt.cfg.isolation() // validated
 	host, caller := lt.host, lt.caller
 	dt.Release = func() {
 		// On the lane's goroutine, after its last call.
@@ -247,6 +248,9 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 	}
 	if err := t.ClassifierOptions.validate(); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: classifier_options: %v", ErrConfig, t.Name, err)
+	}
+	if _, err := t.isolation(); err != nil {
+		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
 	tok, hasTok, err := loadToken(t.TokenFile, t.TokenSHA256)
 	if err != nil {
@@ -493,6 +497,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 		drops := ts.Drops
 		ti.Drops = &drops
 		ti.Queued, ti.Running, ti.Classifying = ts.Queued, ts.Running, ts.Classifying
+		ti.Isolation, ti.OnLane, ti.Escalations = ts.Isolation, ts.OnLane, ts.Escalations
 		ti.ClassifierCalls, ti.ClassifierBusySeconds = ts.ClassifierCalls, float64(ts.ClassifierBusyNs)/1e9
 		p := ts.Policy
 		ti.Share = &Share{HomeWorkers: p.Home, Weight: p.Weight, MaxWorkers: p.MaxWorkers, Busy: p.Busy, Borrowed: p.Borrowed,

@@ -150,6 +150,12 @@ type TenantInfo struct {
 	Queued      int               `json:"queued,omitempty"`
 	Running     int               `json:"running,omitempty"`
 	Classifying int               `json:"classifying,omitempty"`
+	// Isolation is where its classifier runs (auto, lane or inline),
+	// OnLane whether on its own goroutine now, Escalations how many times
+	// a fault or a slow call moved it there.
+	Isolation   string `json:"isolation,omitempty"`
+	OnLane      bool   `json:"on_lane,omitempty"`
+	Escalations uint64 `json:"escalations,omitempty"`
 	// ClassifierCalls and ClassifierBusySeconds count the tenant's
 	// classifier calls on its lane and their time.
 	ClassifierCalls       uint64  `json:"classifier_calls,omitempty"`

@@ -19,6 +19,7 @@ type tenantCollector struct {
 	homeWorkers, busy, borrowed, lent          *prometheus.Desc
 	guarantee, budget, held                    *prometheus.Desc
 	classifierCalls, classifierSeconds, module *prometheus.Desc
+	escalations, onLane                        *prometheus.Desc
 }
 
 func newTenantCollector(s *Server) *tenantCollector {
@@ -42,6 +43,8 @@ func newTenantCollector(s *Server) *tenantCollector {
 		held:              d("held_requests", "Requests the tenant holds now, queued or running."),
 		classifierCalls:   d("classifier_calls_total", "Calls of the tenant's classifier on its lane (each classifies a batch)."),
 		classifierSeconds: d("classifier_seconds_total", "Time spent in the tenant's classifier on its lane."),
+		escalations:       d("classifier_escalations_total", "Times a fault or a slow call moved the tenant's classifier to its own goroutine (isolation auto)."),
+		onLane:            d("classifier_on_lane", "1 while the tenant's classifier runs on its own goroutine, else 0."),
 		module:            prometheus.NewDesc("psp_classifier_module_info", "The module a tenant's Wasm classifier runs (value 1), by SHA-256 of the module as uploaded.", []string{"tenant", "sha256"}, nil),
 	}
 }
@@ -49,7 +52,8 @@ func newTenantCollector(s *Server) *tenantCollector {
 // Describe implements prometheus.Collector.
 func (c *tenantCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.received, c.answered, c.dropped, c.queued, c.running, c.classifying,
-		c.homeWorkers, c.busy, c.borrowed, c.lent, c.guarantee, c.budget, c.held, c.classifierCalls, c.classifierSeconds, c.module} {
+		c.homeWorkers, c.busy, c.borrowed, c.lent, c.guarantee, c.budget, c.held, c.classifierCalls, c.classifierSeconds, c.module,
+		c.escalations, c.onLane} {
 		ch <- d
 	}
 }
@@ -92,6 +96,12 @@ func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.classifying, float64(t.Classifying), t.Name)
 		counter(c.classifierCalls, float64(t.ClassifierCalls), t.Name)
 		counter(c.classifierSeconds, t.ClassifierBusySeconds, t.Name)
+		counter(c.escalations, float64(t.Escalations), t.Name)
+		lane := 0.0
+		if t.OnLane {
+			lane = 1
+		}
+		gauge(c.onLane, lane, t.Name)
 		if sh := t.Share; sh != nil {
 			gauge(c.homeWorkers, float64(len(sh.HomeWorkers)), t.Name)
 			gauge(c.busy, float64(sh.Busy), t.Name)

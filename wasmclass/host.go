@@ -644,6 +644,21 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 	}
 }
 
+// FaultTotal returns how many packets this Caller's instances sent to
+// UNKNOWN because of faults (an open breaker included), plus their
+// restarts after a trap: it grows when a call of the Caller faulted. It
+// reads the instances' own counters (no atomics) and is for the Caller's
+// goroutine only; a swap starts new instances from zero.
+func (c *Caller) FaultTotal() uint64 {
+	n := uint64(0)
+	for i := range c.tenants {
+		if inst := c.tenants[i].inst; inst != nil {
+			n += inst.faults.Total() + inst.faults.Restarts
+		}
+	}
+	return n
+}
+
 // Close closes the caller's instances.
 func (c *Caller) Close() error {
 	c.h.callersMu.Lock()

@@ -37,6 +37,7 @@ func simCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "workload", Value: "high-bimodal",
 				Usage: "`WORKLOAD`: a built-in one (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
+			&cli.StringFlag{Name: "tenants", Usage: "simulate tenants instead of --workload: a YAML `FILE` listing each tenant's name, workload, load and share (workers, weight, max_workers, buffers, max_buffers), scheduled as psp serve's tenants are; --loads then multiplies every tenant's load (default 1), policies darc and darc-static"},
 			&cli.IntFlag{Name: "workers", Value: sim.DefaultWorkers, Usage: "number of application workers"},
 			&cli.StringFlag{Name: "policies", Value: "cfcfs,darc",
 				Usage: "comma-separated policies: " + strings.Join(sim.PolicyNames(), ", ")},
@@ -89,6 +90,21 @@ func runSim(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("sim: --%w", err)
 	}
+	var tenants []sim.Tenant
+	if f := c.String("tenants"); f != "" {
+		if c.IsSet("workload") {
+			return fmt.Errorf("sim: --tenants and --workload are exclusive (each tenant has its workload)")
+		}
+		if tenants, err = harness.LoadTenants(f); err != nil {
+			return fmt.Errorf("sim: --%w", err)
+		}
+		if !c.IsSet("loads") {
+			loads = []float64{1}
+		}
+		if !c.IsSet("policies") {
+			policies = []string{darc.NameDARC}
+		}
+	}
 	w, err := workload.Parse(c.String("workload"))
 	if err != nil {
 		return fmt.Errorf("sim: --workload: %w", err)
@@ -130,6 +146,7 @@ func runSim(c *cli.Context) error {
 			Warmup:   warmup,
 			Dilation: c.Float64("dilation"),
 			Source:   c.String("source"),
+			Tenants:  tenants,
 			Darc: darc.Config{
 				Pool:           c.Int("pool"),
 				DeadlineFactor: factor,
@@ -154,9 +171,13 @@ func runSim(c *cli.Context) error {
 	}
 	total := len(policies) * len(loads)
 	if pw := progressWriter(c); pw != nil {
+		name := w.Name
+		if len(tenants) > 0 {
+			name = fmt.Sprintf("%d tenants", len(tenants))
+		}
 		bar := progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(pw),
-			progressbar.OptionSetDescription(fmt.Sprintf("simulating %s on %d workers", w.Name, sweep.Base.Workers)),
+			progressbar.OptionSetDescription(fmt.Sprintf("simulating %s on %d workers", name, sweep.Base.Workers)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionClearOnFinish(),

@@ -426,6 +426,16 @@ func tenantLine(t server.TenantInfo) string {
 		}
 		parts = append(parts, m)
 	}
+	if t.Isolation != "" && !t.Native {
+		iso := "classified " + t.Isolation
+		if t.OnLane && t.Isolation == "auto" {
+			iso += ", on its own goroutine now"
+		}
+		if t.Escalations > 0 {
+			iso += fmt.Sprintf(" (moved there %d times by a fault or a slow call)", t.Escalations)
+		}
+		parts = append(parts, iso)
+	}
 	if sh := t.Share; sh != nil {
 		ceiling := ""
 		if sh.MaxWorkers > 0 {
