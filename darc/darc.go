@@ -307,27 +307,53 @@ func (p *DARC) setHome(lo, hi int) {
 // knownQueued returns the number of known-type requests queued.
 func (p *DARC) knownQueued() int { return p.total - p.lim[Unknown].queued }
 
-// popNext removes the request that would be dispatched next to a worker
-// outside the policy's reservation (one lent by another tenant): the
-// oldest request during startup, else the head of the shortest type with
-// requests. Unknown requests stay (they run on the spillway only); with
-// unknown set, they are taken too, last (a removed tenant's). ok is false
-// when nothing is queued.
-func (p *DARC) popNext(unknown bool) (e entry, ok bool) {
+// peekNext returns the type of the request that would be dispatched next
+// to a worker outside the policy's reservation (one lent by another
+// tenant): the oldest request during startup, else the head of the
+// shortest type with requests. Unknown requests stay (they run on the
+// spillway only); with unknown set, they are taken too, last (a removed
+// tenant's). ok is false when nothing is queued.
+func (p *DARC) peekNext(unknown bool) (t Type, ok bool) {
 	switch {
 	case p.startup && p.arrivals.n > 0:
-		return p.queues[p.arrivals.pop()].pop(), true
+		return p.arrivals.peek(), true
 	case !p.startup:
 		for _, t := range p.order {
-			if q := &p.queues[t]; q.n > 0 {
-				return q.pop(), true
+			if p.queues[t].n > 0 {
+				return t, true
 			}
 		}
 	}
-	if q := &p.queues[Unknown]; unknown && q.n > 0 {
-		return q.pop(), true
+	if unknown && p.queues[Unknown].n > 0 {
+		return Unknown, true
 	}
-	return entry{}, false
+	return 0, false
+}
+
+// popType removes the head of type t's queue, which peekNext returned.
+func (p *DARC) popType(t Type) entry {
+	if p.startup && t != Unknown {
+		p.arrivals.pop()
+	}
+	return p.queues[t].pop()
+}
+
+// popNext removes the request peekNext names.
+func (p *DARC) popNext(unknown bool) (e entry, ok bool) {
+	t, ok := p.peekNext(unknown)
+	if !ok {
+		return entry{}, false
+	}
+	return p.popType(t), true
+}
+
+// typeMean returns type t's mean service time: its profiled one, else the
+// current window's; 0 when it has none yet.
+func (p *DARC) typeMean(t Type) float64 {
+	if m := p.mean[t]; m > 0 {
+		return m
+	}
+	return p.win.mean(int(t))
 }
 
 // planWindow computes the window's reservation into p.next.

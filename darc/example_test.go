@@ -71,8 +71,9 @@ func ExampleNew() {
 // Two tenants on seven workers: "kv" is guaranteed three and reserves one
 // of them for its GETs, two for its SCANs (from its nominal profile);
 // "batch" gets the other four by weight. While kv is idle, batch borrows
-// one of kv's SCAN workers; kv keeps its GET worker idle for its GETs, as
-// DARC does, and one SCAN worker that its GETs may steal.
+// one of kv's SCAN workers; kv keeps its GET worker for its GETs (as DARC
+// does: batch's requests are not ten times shorter than a GET) and one
+// SCAN worker as a spare, so kv's requests that arrive run at once.
 func ExampleTenants() {
 	policy, err := darc.New("darc", darc.Config{
 		Workers:    7,
@@ -95,7 +96,7 @@ func ExampleTenants() {
 	}
 	out := make([]darc.Assignment, 7)
 	n := policy.Dispatch(0, out)
-	fmt.Printf("batch runs %d requests, the last on worker %d\n", n, out[n-1].Worker)
+	fmt.Printf("batch runs %d requests, one on kv's worker %d\n", n, out[n-1].Worker)
 	policy.Enqueue(darc.Request{Handle: 100, Type: kv + 1}, 1) // a GET
 	policy.Enqueue(darc.Request{Handle: 101, Type: kv + 2}, 1) // a SCAN
 	n = policy.Dispatch(1, out)
@@ -103,7 +104,7 @@ func ExampleTenants() {
 		fmt.Printf("worker %d runs kv's request %d\n", a.Worker, a.Request.Handle)
 	}
 	policy.Complete(2, batch+1, 500000, 2) // the worker kv lent comes back
-	fmt.Println("dispatched:", policy.Dispatch(2, out))
+	fmt.Println("dispatched when it comes back:", policy.Dispatch(2, out))
 
 	var s darc.Snapshot
 	policy.Snapshot(&s)
@@ -111,10 +112,10 @@ func ExampleTenants() {
 		fmt.Printf("%s: home %v, busy %d (borrowed %d), lent %d, queued %d\n", t.Name, t.Home, t.Busy, t.Borrowed, t.Lent, t.Queued)
 	}
 	// Output:
-	// batch runs 5 requests, the last on worker 2
+	// batch runs 5 requests, one on kv's worker 2
 	// worker 0 runs kv's request 100
 	// worker 1 runs kv's request 101
-	// dispatched: 0
+	// dispatched when it comes back: 0
 	// kv: home [0 1 2], busy 2 (borrowed 0), lent 0, queued 0
 	// batch: home [3 4 5 6], busy 4 (borrowed 0), lent 0, queued 3
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // This file holds the multi-tenant policy: tenant shares of the workers
@@ -23,12 +24,14 @@ import (
 // (shortest type first), and so on. A lent worker runs one request, then
 // is idle again, and at the next Dispatch its home tenant comes first: a
 // tenant over its share delays another by at most one service time of the
-// worker it borrowed (dispatch is non-preemptive). Workers a tenant's DARC
-// reserves for its shorter groups are not lent, nor one idle worker they
-// may steal (unless Config.LendAll): as within a tenant, they idle for its
-// short requests, which a borrowed worker would delay by a whole service
-// time of the borrower's request. Lending highest ids first lends the
-// longest types' workers first.
+// worker it borrowed (dispatch is non-preemptive). A worker a tenant's DARC
+// reserves for one of its shorter groups is lent only to requests ten
+// times shorter than that group's, and each such tenant keeps one idle
+// worker for its short types (unless Config.LendAll): as within a tenant,
+// long never takes a short type's worker, so a tenant's short requests wait
+// for a borrowed worker at most a tenth of their own service time; its
+// long requests at most one of the borrower's. Lending highest ids first
+// lends the longest types' workers first.
 //
 // Pool. With Config.Pool, the pool nests the per-type split one level up:
 // Config.Guaranteed of the pool is divided into tenant guarantees
@@ -118,8 +121,9 @@ type Tenants struct {
 	held   int // requests held, queued or running, all tenants
 	shared int // the pool's part not guaranteed to any tenant
 
-	skip     []bool // Dispatch's scratch: tenants that cannot borrow now
-	lendable bitset // Dispatch's scratch: idle workers that may be lent
+	skip     []bool    // Dispatch's scratch: tenants that cannot borrow now
+	lendable bitset    // Dispatch's scratch: idle workers that may be lent
+	limit    []float64 // Dispatch's scratch, per worker: the longest mean service time of a request it may be lent to
 	snap     Snapshot
 }
 
@@ -161,6 +165,7 @@ func NewTenants(name string, cfg Config) (*Tenants, error) {
 		static:   name == NameDARCStatic,
 		idle:     make(bitset, words(cfg.Workers)),
 		lendable: make(bitset, words(cfg.Workers)),
+		limit:    make([]float64, cfg.Workers),
 		idleN:    cfg.Workers,
 		owner:    make([]int32, cfg.Workers),
 		running:  make([]int32, cfg.Workers),
@@ -749,13 +754,14 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 			break
 		}
 		t := p.tenants[k]
-		w := lastAnd(p.lendable, t.away)
+		in := t.p
+		typ, _ := in.peekNext(false) // borrower checked it has one
+		w := p.lendTo(t, in.typeMean(typ))
 		if w < 0 {
 			p.skip[k] = true
 			continue
 		}
-		in := t.p
-		e, _ := in.popNext(false) // borrower checked it has one
+		e := in.popType(typ)
 		if in.expired(&e, now) {
 			in.expire(out, n, e)
 			p.held--
@@ -778,14 +784,27 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 	return n
 }
 
-// lendableIdle sets p.lendable to the idle workers that may be lent: those
-// in nobody's home, and a tenant's own that its DARC would give to its
-// longest types but one (all of them before its first reservation, with a
-// single group, and with Config.LendAll): the workers reserved for its
-// shorter groups, and one they may steal, stay idle for its short
-// requests, as DARC keeps them within a tenant.
+// lendShare bounds how long a request may be to borrow a worker reserved
+// for one of a tenant's shorter groups: a tenth of the group's shortest
+// mean service time, so that the group's requests wait at most a tenth of
+// their own service time for it to come back.
+const lendShare = 0.1
+
+// lendableIdle sets p.lendable to the idle workers that may be lent, and
+// p.limit to the longest request each may be lent to. DARC keeps the
+// workers it reserves for a tenant's shorter groups idle for them (short
+// may take a longer type's worker, never the reverse): across tenants such
+// a worker goes only to requests at most lendShare of the group's shortest
+// mean, and the tenant also keeps one idle worker of its longest group (a
+// spare) that its short types may steal. The longest group's other workers,
+// and every worker of a tenant in its startup phase or with a single
+// group, or of nobody, go to any request; with Config.LendAll every idle
+// worker goes to any request.
 func (p *Tenants) lendableIdle() {
 	copy(p.lendable, p.idle)
+	for w := range p.limit {
+		p.limit[w] = math.Inf(1)
+	}
 	if p.cfg.LendAll {
 		return
 	}
@@ -794,18 +813,46 @@ func (p *Tenants) lendableIdle() {
 		if in.startup || in.cur.ngroups < 2 || t.hi == t.lo {
 			continue
 		}
-		g := in.cur.ngroups - 1
-		res, steal := in.cur.resOf(g), in.cur.stealOf(g)
-		for i := range p.lendable {
-			p.lendable[i] &^= in.all[i] &^ (res[i] | steal[i])
+		cur := in.cur
+		for g := 0; g < cur.ngroups-1; g++ {
+			shortest := math.Inf(1)
+			for _, typ := range cur.types[cur.start(g):cur.end[g]] {
+				shortest = min(shortest, in.mean[typ])
+			}
+			res := cur.resOf(g)
+			for i, word := range res {
+				word &= in.all[i]
+				for word != 0 {
+					w := i<<6 + bits.TrailingZeros64(word)
+					word &= word - 1
+					p.limit[w] = shortest * lendShare
+				}
+			}
 		}
-		// Keep one more idle, the lowest, for the short types to steal
-		// (a spare): without it a short request that finds its own
-		// workers busy would wait for a borrowed one to come back.
-		if w := firstAnd(p.lendable, in.all); w >= 0 {
-			p.lendable.clear(w)
+		for w := t.lo; w < t.hi; w++ { // the spare
+			if p.lendable.has(w) && math.IsInf(p.limit[w], 1) {
+				p.lendable.clear(w)
+				break
+			}
 		}
 	}
+}
+
+// lendTo returns the highest-numbered lendable worker outside t's home
+// that may run a request of mean service time mean (0: not profiled yet,
+// only workers without a limit), or -1.
+func (p *Tenants) lendTo(t *tenant, mean float64) int {
+	for i := len(p.lendable) - 1; i >= 0; i-- {
+		word := p.lendable[i] & t.away[i]
+		for word != 0 {
+			w := i<<6 + 63 - bits.LeadingZeros64(word)
+			word &^= 1 << (uint(w) & 63)
+			if l := p.limit[w]; math.IsInf(l, 1) || (mean > 0 && mean <= l) {
+				return w
+			}
+		}
+	}
+	return -1
 }
 
 // borrower returns the live tenant that borrows next: the furthest below

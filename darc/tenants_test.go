@@ -547,15 +547,36 @@ func TestTenantNoAlloc(t *testing.T) {
 	}
 }
 
-// TestTenantKeepsShortWorkers: a tenant's workers reserved for its short
-// types are not lent, nor one they may steal (unless LendAll); the others
-// are.
+// TestTenantKeepsShortWorkers: a tenant keeps its short group's workers
+// for requests ten times shorter than its own short ones, and one spare
+// of its long group (unless LendAll); its long group's other workers go
+// to any request.
 func TestTenantKeepsShortWorkers(t *testing.T) {
-	for _, lendAll := range []bool{false, true} {
-		p := newTenantsT(t, Config{Workers: 6, MinSamples: 1 << 20, LendAll: lendAll, Tenants: []TenantConfig{
-			{Name: "a", NumTypes: 3, Workers: 4, Profile: bimodal}, // SHORT on 0, LONG on 1-3
-			{Name: "b", NumTypes: 2, Workers: 2},
-		}})
+	// a: SHORT (10 us, 90%) on workers 0-1, LONG (100 us) on 2-3.
+	aProfile := []TypeProfile{{Type: 1, MeanNs: 10000, Ratio: 0.9}, {Type: 2, MeanNs: 100000, Ratio: 0.1}}
+	for _, c := range []struct {
+		name    string
+		bMean   float64 // b's requests' profiled mean (0: not profiled)
+		lendAll bool
+		want    []int
+	}{
+		{"b unprofiled", 0, false, []int{3, 4, 5}}, // 2 is a's spare
+		{"b long", 50000, false, []int{3, 4, 5}},
+		{"b as short as a's SHORT", 10000, false, []int{3, 4, 5}},
+		{"b ten times shorter", 1000, false, []int{0, 1, 3, 4, 5}},
+		{"LendAll", 50000, true, []int{0, 1, 2, 3, 4, 5}},
+	} {
+		bt := TenantConfig{Name: "b", NumTypes: 2, Workers: 2}
+		if c.bMean > 0 {
+			bt.Profile = []TypeProfile{{Type: 1, MeanNs: c.bMean, Ratio: 1}}
+		}
+		p := newTenantsT(t, Config{Workers: 6, MinSamples: 1 << 20, LendAll: c.lendAll, Tenants: []TenantConfig{
+			{Name: "a", NumTypes: 3, Workers: 4, Profile: aProfile}, bt}})
+		var s Snapshot
+		p.Snapshot(&s)
+		if g := s.Groups[0]; !slices.Equal(g.Reserved, []int{0, 1}) {
+			t.Fatalf("a's groups %+v", s.Groups)
+		}
 		b, _ := p.Base("b")
 		for h := range 10 {
 			p.Enqueue(Request{Handle: uint64(h), Type: b + 1}, 0)
@@ -565,12 +586,8 @@ func TestTenantKeepsShortWorkers(t *testing.T) {
 			ws = append(ws, a.Worker)
 		}
 		slices.Sort(ws)
-		want := []int{2, 3, 4, 5}
-		if lendAll {
-			want = []int{0, 1, 2, 3, 4, 5}
-		}
-		if !slices.Equal(ws, want) {
-			t.Errorf("LendAll %v: b ran on %v, want %v", lendAll, ws, want)
+		if !slices.Equal(ws, c.want) {
+			t.Errorf("%s: b ran on %v, want %v", c.name, ws, c.want)
 		}
 	}
 }

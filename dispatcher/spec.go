@@ -30,7 +30,7 @@ const (
 	DefaultMinPayload    = 1
 	DefaultLaneBuffers   = 2048
 	DefaultInlineLimit   = 100 * time.Microsecond
-	DefaultLaneProbation = 1024
+	DefaultLaneProbation = 64
 )
 
 // Spec configures a Dispatcher. It is plain data: copy it freely. The zero
@@ -88,7 +88,9 @@ type Spec struct {
 	InlineLimit time.Duration
 	// LaneProbation is the number of consecutive clean calls (no fault,
 	// none over InlineLimit) on its lane after which an IsolateAuto
-	// tenant is classified inline again. Default 1024.
+	// tenant is classified inline again. Default 64: a classifier that
+	// keeps faulting never comes back (its calls, refused by its open
+	// breaker, count as faults), one a machine stall slowed down does.
 	LaneProbation int
 }
 
