@@ -281,3 +281,8 @@ func (p *DARC) Snapshot(s *Snapshot) {
 	}
 	s.Groups = p.cur.appendGroups(s.Groups)
 }
+
+// Reservations returns how many times the reservation was (re)computed, as
+// Snapshot's Reservations does, without copying the state: a driver can
+// poll it on every event to notice a new reservation.
+func (p *DARC) Reservations() uint64 { return p.reservations }

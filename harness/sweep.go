@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/persephone-go/psp/report"
@@ -330,4 +332,38 @@ func WriteCharts(dir string, points, slowdownOnly []report.Point, opt report.Plo
 	}
 	lat, err := report.PlotLatencies(points, filepath.Join(dir, "latency-"), report.PlotOptions{Width: opt.Width, Height: opt.Height})
 	return append(paths, lat...), err
+}
+
+// WriteTimelines draws, for every point that has a timeline,
+// timeline-<policy>-<load>.png into dir (the p99.9 latency of each type and
+// the reserved workers over time) and returns the paths written.
+func WriteTimelines(dir string, points []report.Point) ([]string, error) {
+	var paths []string
+	for i := range points {
+		p := &points[i]
+		if p.Timeline == nil || len(p.Timeline.Buckets) == 0 {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return paths, fmt.Errorf("charts: create output directory: %w", err)
+		}
+		name := fmt.Sprintf("timeline-%s-%s.png", safeName(p.Label(false)), strconv.FormatFloat(p.Load, 'f', -1, 64))
+		path := filepath.Join(dir, name)
+		title := fmt.Sprintf("%s under %s at load %.3g: p99.9 latency per %s", p.Workload, p.Policy, p.Load, report.FormatNs(p.Timeline.BucketSec*1e9))
+		if err := report.PlotTimeline(p.Timeline, title, path, report.PlotOptions{}); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// safeName replaces the characters of s that do not belong in a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == '(' || r == ')' {
+			return '_'
+		}
+		return r
+	}, s)
 }

@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -284,4 +286,40 @@ func (r *Result) Point(ps PointSpec) report.Point {
 		Overall:         r.Overall,
 		Types:           append([]report.TypeStats(nil), r.Types...),
 	}
+}
+
+// Timeline returns the run's per-type p99.9 latency and slowdown over time
+// (report.Timeline) in buckets of the given width, requests counted in the
+// bucket of their reply, warm-up included. Times are since the run's start;
+// latencies are nominal (divided by the dilation) so that they compare
+// with the workload's service times and with simulations; slowdowns are
+// unchanged. Lost requests are left out.
+func (r *Result) Timeline(bucket time.Duration) *report.Timeline {
+	if bucket <= 0 {
+		bucket = time.Second
+	}
+	names := make([]string, len(r.sched.Types))
+	for i, t := range r.sched.Types {
+		names[i] = t.Name
+	}
+	dil := r.Dilation
+	if !(dil > 0) {
+		dil = 1
+	}
+	ids := make([]int, 0, r.Answered+r.Late)
+	for id := 0; id < int(r.Sent) && id < len(r.recv); id++ {
+		if r.recv[id] != 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int) int { return cmp.Compare(r.recv[a], r.recv[b]) })
+	tl := report.NewTimelineRecorder(names, int64(bucket))
+	end := int64(r.Duration)
+	for _, id := range ids {
+		q := &r.sched.Requests[id]
+		got := r.recv[id]
+		tl.Record(int(q.Type), got, int64(float64(got-q.At)/dil), int64(q.ServiceNs))
+		end = max(end, got)
+	}
+	return tl.Finish(end)
 }
