@@ -15,7 +15,8 @@ package darc
 // completions, DARC looks for a type whose second-oldest queued request has
 // waited more than DelayFactor times the type's profiled mean (the
 // prototype's trigger: one queued request is the normal state of a type whose
-// workers just became busy, two show a backlog). It then computes the window's
+// workers just became busy, two show a backlog); a window that reaches
+// MaxWindow completions is checked without one. It then computes the window's
 // reservation and adopts it if the set of active types or their grouping
 // changed, or if some group's demand moved by more than DemandDeviation times
 // its current allocation. In the latter case a group keeps its worker count
@@ -64,6 +65,7 @@ type DARC struct {
 
 	pending      int // known-type requests queued
 	minSamples   uint64
+	maxWindow    uint64 // 0: no limit
 	reservations uint64
 	checks       uint64
 }
@@ -101,6 +103,9 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 		winRatio:   make([]float64, n),
 		all:        make(bitset, words(w)),
 		minSamples: uint64(c.cfg.MinSamples),
+	}
+	if c.cfg.MaxWindow > 0 {
+		p.maxWindow = uint64(c.cfg.MaxWindow)
 	}
 	p.all.setRange(0, w)
 	for t := 1; t < n; t++ {
@@ -148,7 +153,7 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 		}
 		return p.dispatchUnknown(out, n)
 	}
-	if p.pending >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
+	if p.checkDue(now) {
 		p.check()
 	}
 	for _, t := range p.order {
@@ -186,6 +191,18 @@ func (p *DARC) dispatchUnknown(out []Assignment, n int) int {
 		n++
 	}
 	return n
+}
+
+// checkDue reports whether the update check is due: the window holds
+// MinSamples completions and a type is backlogged, or it holds MaxWindow.
+func (p *DARC) checkDue(now int64) bool {
+	if p.win.total < p.minSamples {
+		return false
+	}
+	if p.maxWindow > 0 && p.win.total >= p.maxWindow {
+		return true
+	}
+	return p.pending >= 2 && p.backlogged(now)
 }
 
 // backlogged reports whether some type's second-oldest queued request has

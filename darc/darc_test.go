@@ -370,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 max-window=100000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0" {
 		t.Errorf("String() = %q", got)
 	}
 }

@@ -13,6 +13,7 @@ const (
 
 type tsWorker struct {
 	handle      int32
+	requeue     int32 // shinjuku: the preempted request, queued once the switch is paid
 	phase       uint8
 	preferShort bool // preempt: take the oldest short request next
 	version     uint32
@@ -59,7 +60,7 @@ func newPreemptive(cfg Config) *preemptive {
 		queuedByType: make([]int, len(w.Types)),
 	}
 	for i := range e.workers {
-		e.workers[i].handle = -1
+		e.workers[i].handle, e.workers[i].requeue = -1, -1
 	}
 	means := make([]float64, len(w.Types))
 	for i, t := range w.Types {
@@ -234,6 +235,13 @@ func (e *preemptive) stopSlice(w int, now int64) int32 {
 func (e *preemptive) onWorkerEvent(w int, now int64) {
 	wk := &e.workers[w]
 	if wk.phase == phaseSwitching {
+		if h := wk.requeue; h >= 0 {
+			wk.requeue = -1
+			e.push(h)
+			e.next(w, now)
+			e.dispatchIdle(now)
+			return
+		}
 		e.next(w, now)
 		return
 	}
@@ -242,10 +250,20 @@ func (e *preemptive) onWorkerEvent(w int, now int64) {
 	case e.reqs[h].remaining <= 0:
 		e.complete(h, now)
 		e.next(w, now)
-	case e.policy == PolicyShinjuku || e.queued():
+	case e.policy == PolicyShinjuku:
+		// Preempted at every quantum; the request is back in its queue
+		// once the switch is paid (at once when it is free).
+		if e.cost == 0 {
+			e.push(h)
+			e.switchOut(w, now)
+			e.dispatchIdle(now)
+		} else {
+			e.workers[w].requeue = h
+			e.switchOut(w, now)
+		}
+	case e.queued():
 		e.push(h)
 		e.switchOut(w, now)
-		e.dispatchIdle(now)
 	default:
 		e.start(w, h, now) // nobody waits: keep running, no switch
 	}

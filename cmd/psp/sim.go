@@ -63,6 +63,7 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "spillway", Value: darc.DefaultSpillway, Usage: "DARC spillway workers (the last worker ids)"},
 			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
+			&cli.IntFlag{Name: "max-window", Usage: "completions after which DARC checks its profiling window even without a backlog (default " + fmt.Sprint(darc.DefaultMaxWindowFactor) + " x min-samples; 0: no limit)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
 			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (0 or negative: the paper's plain rounding on every update)"},
 			&cli.IntFlag{Name: "queue-capacity", Value: darc.DefaultQueueCapacity, Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped"},
@@ -131,6 +132,10 @@ func runSim(c *cli.Context) error {
 	} else if duration <= 0 {
 		return fmt.Errorf("sim: --duration %v: want > 0", duration)
 	}
+	maxWindow := c.Int("max-window")
+	if c.IsSet("max-window") && maxWindow == 0 {
+		maxWindow = -1 // no limit (darc.Config's zero is the default)
+	}
 	hysteresis := c.Float64("hysteresis")
 	if hysteresis == 0 {
 		hysteresis = -1 // a band of exactly ±0.5 is plain rounding (darc.Config's zero is the default)
@@ -163,6 +168,7 @@ func runSim(c *cli.Context) error {
 				Spillway:       c.Int("spillway"),
 				StaticReserved: c.Int("static-reserved"),
 				MinSamples:     c.Int("min-samples"),
+				MaxWindow:      maxWindow,
 				DelayFactor:    c.Float64("delay-factor"),
 				Hysteresis:     hysteresis,
 				QueueCapacity:  c.Int("queue-capacity"),
