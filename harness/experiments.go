@@ -320,6 +320,34 @@ func expRocksDB() Experiment {
 		"RocksDB (50% GET 1.5us, 50% SCAN 635us), 14 workers, loads 0.1-0.95, 5 seeds of 5 s")
 }
 
+// typeTable shows each type's p99.9 slowdown under each label at the
+// largest measured load up to at.
+func typeTable(gs []group, labels []string, w workload.Workload, at float64, seeds int) Table {
+	load := 0.0
+	for _, g := range gs {
+		for _, l := range g.loads {
+			if l <= at+1e-9 {
+				load = max(load, l)
+			}
+		}
+	}
+	t := Table{Title: fmt.Sprintf("p99.9 slowdown per type at load %g", load), Header: append([]string{"type"}, labels...), Note: spreadNote(seeds)}
+	for _, typ := range w.Types {
+		row := []string{typ.Name}
+		for _, l := range labels {
+			cell := "-"
+			for _, g := range gs {
+				if j := slices.Index(g.loads, load); g.label == l && j >= 0 {
+					cell = spreadOf(g.points[j], slowdownMetric(typ.Name)).cell(fmtSlowdown)
+				}
+			}
+			row = append(row, cell)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
 // comparison is the TPC-C and RocksDB experiment: policies against load,
 // the highest load at the SLO and its ratio to DARC's.
 func comparison(c *curves, name, title, setup string) Experiment {
@@ -332,27 +360,26 @@ func comparison(c *curves, name, title, setup string) Experiment {
 			}
 			labels := c.labels(gs)
 			x.table(loadTable("worst type's p99.9 slowdown", gs, policyColumns(labels, worstMetric()), spreadNote(c.nseeds)))
-			var cols []column
-			for _, t := range builtin(c.workload).Types {
+			x.table(typeTable(gs, labels, builtin(c.workload), 0.8, c.nseeds))
+			var measured []string
+			for _, slo := range []report.SLO{c.slo, {Slowdown: c.slo.Slowdown}} {
+				t, sp := sloTable(pts, labels, slo, c.ref)
+				x.table(t)
+				x.res.Summaries = append(x.res.Summaries, report.SummarizeSLO(pts, slo)...)
+				var ratios []string
 				for _, l := range labels {
-					cols = append(cols, column{header: l + " " + t.Name, label: l, m: latencyMetric(t.Name)})
+					if l != c.ref && sp[l].med > 0 && sp[c.ref].med > 0 {
+						ratios = append(ratios, fmt.Sprintf("%.2fx %s's", sp[c.ref].med/sp[l].med, l))
+					}
 				}
-			}
-			x.table(loadTable("p99.9 latency per type (network round trip included)", gs, cols, spreadNote(c.nseeds)))
-			t, sp := sloTable(pts, labels, c.slo, c.ref)
-			x.table(t)
-			x.res.Summaries = report.SummarizeSLO(pts, c.slo)
-			var ratios []string
-			for _, l := range labels {
-				if l != c.ref && sp[l].med > 0 && sp[c.ref].med > 0 {
-					ratios = append(ratios, fmt.Sprintf("%.2fx %s's", sp[c.ref].med/sp[l].med, l))
+				m := fmt.Sprintf("with %s: %s", slo, joinLoads(labels, sp))
+				if len(ratios) > 0 {
+					m += " (DARC: " + strings.Join(ratios, ", ") + ")"
 				}
+				measured = append(measured, m)
 			}
-			x.res.Measured = fmt.Sprintf("highest load with %s on %s (%d workers, 10us RTT, 7 Mrps dispatcher, %d seeds of %v): %s; DARC sustains %s",
-				c.slo, c.workload, c.workers, c.nseeds, c.dur, joinLoads(labels, sp), strings.Join(ratios, " and "))
-			if len(ratios) == 0 {
-				x.res.Measured += "no ratio (some policy meets the SLO at no load)"
-			}
+			x.res.Measured = fmt.Sprintf("highest load on %s (%d workers, 10us RTT, 7 Mrps dispatcher, %d seeds of %v) %s",
+				c.workload, c.workers, c.nseeds, c.dur, strings.Join(measured, "; "))
 			return c.slowdownCharts(x, gs, c.slo.Slowdown)
 		},
 	}
@@ -473,7 +500,7 @@ func expFig10() Experiment {
 			}
 			_, sp := sloTable(pts, c.labels(gs), c.slo, "")
 			t := Table{Title: "highest load with " + c.slo.String(), Header: []string{"cost per preemption", "ts", "shinjuku", "darc"},
-				Note: "(" + strings.TrimPrefix(spreadNote(c.nseeds), "(")}
+				Note: spreadNote(c.nseeds)}
 			var lines []report.Line
 			for _, p := range []string{sim.PolicyTS, sim.PolicyShinjuku} {
 				ln := report.Line{Label: p}
@@ -650,10 +677,14 @@ func (x *expRun) phaseReport(pts []report.Point, cfg sim.Config, ph workload.Pha
 	x.table(lt)
 	for _, p := range first {
 		tl := scaleTimeline(p.Timeline, timeScale)
-		title := fmt.Sprintf("%s through the phases at load %g, %d workers: p99.9 latency per %v", p.Policy, p.Load, p.Workers, time.Duration(float64(bucket)*timeScale))
-		if p.Source != "sim" && p.Source != "" {
-			title = p.Source + " " + title
+		what := p.Policy
+		switch {
+		case p.Source != "sim" && p.Source != "":
+			what += ", " + p.Source
+		case timeScale != 1:
+			what += ", simulated (times x" + strconv.FormatFloat(timeScale, 'g', -1, 64) + ")"
 		}
+		title := fmt.Sprintf("%s: p99.9 latency per %v\n%s at load %g, %d workers", what, time.Duration(float64(bucket)*timeScale), p.Workload, p.Load, p.Workers)
 		if err := report.PlotTimeline(tl, title, x.path("timeline-"+safeName(p.Policy)+suffix+".png"), report.PlotOptions{}); err != nil {
 			return "", err
 		}
