@@ -280,7 +280,7 @@ var zeroRules = map[string]zeroRule{
 	"queue_capacity":                 refuse("want >= 1"),
 	"min_samples":                    refuse("want >= 1"),
 	"delay_factor":                   refuse("want > 0"),
-	"max_window":                     func(c *Config) error { c.MaxWindow = -1; return nil }, // no limit: checks on queuing delay only
+	"max_window":                     func(c *Config) error { c.MaxWindow = -1; return nil },  // no limit: checks on queuing delay only
 	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
 	"idle":                           refuse("want spin-then-park or busy-poll"),
 	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
