@@ -38,6 +38,7 @@ func expFig3Live() Experiment {
 			seeds := x.seeds(2, 1)
 			dur := x.duration(10*time.Second, 2*time.Second)
 			minSamples := pick(x, 200, 50)
+			prewarm := pick(x, 2*time.Second, time.Second)
 			policies := []string{darc.NameDARC, darc.NameCFCFS}
 			var live []report.Point
 			for _, seed := range seeds {
@@ -47,7 +48,7 @@ func expFig3Live() Experiment {
 					Loads:    loads,
 					Server:   ServerSpec{App: server.AppEmulate, Dilation: LiveDilation, MinSamples: minSamples},
 					Launcher: x.opt.Launcher,
-					Prewarm:  pick(x, 2*time.Second, time.Second),
+					Prewarm:  prewarm,
 					Out:      filepath.Join(x.opt.Out, fmt.Sprintf("live-seed%d", seed)),
 					SLO:      10,
 					Log:      x.opt.Log,
@@ -68,12 +69,16 @@ func expFig3Live() Experiment {
 			}
 			x.res.Points = append(x.res.Points, live...)
 			// The simulator at the same scale: as many requests per point
-			// (the live duration over the dilation) and the same profiles.
+			// (the live durations over the dilation), the same profiles,
+			// the pre-warm and the client's warm-up left out.
+			span := prewarm + dur
+			warm := (float64(prewarm) + loadgen.DefaultWarmup*float64(dur)) / float64(span)
 			var vs []variant
 			for _, p := range policies {
-				vs = append(vs, variant{label: p + " sim", cfg: sim.Config{Workload: w, Workers: workers, Policy: p, Darc: darc.Config{MinSamples: minSamples}}})
+				vs = append(vs, variant{label: p + " sim", cfg: sim.Config{Workload: w, Workers: workers, Policy: p, Warmup: warm,
+					Darc: darc.Config{MinSamples: minSamples}}})
 			}
-			simDur := time.Duration(float64(dur) / LiveDilation)
+			simDur := time.Duration(float64(span) / LiveDilation)
 			simSeeds := x.seeds(5, 2)
 			simPts, err := x.simGrid(ctx, vs, loads, simSeeds, simDur)
 			if err != nil {
@@ -93,8 +98,8 @@ func expFig3Live() Experiment {
 				}
 			}
 			x.table(loadTable("p99.9 slowdown: live (dilated) and simulated at the same scale", gs, cols,
-				fmt.Sprintf("(live: median over %d seeds [min-max], %v per point; sim: %d seeds of %v simulated, the same number of requests; ! = not sustained: on a busy machine the client falls behind)",
-					len(seeds), dur, len(simSeeds), simDur)))
+				fmt.Sprintf("(live: median over %d seeds [min-max], %v per point after a %v pre-warm; sim: %d seeds of %v simulated, as many requests, pre-warm and warm-up left out; ! = not sustained: on a busy machine the client falls behind its schedule)",
+					len(seeds), dur, prewarm, len(simSeeds), simDur)))
 			slo := report.SLO{Slowdown: 10, PerType: true}
 			t, sp := sloTable(append(slices.Clone(live), simPts...), labels, slo, "")
 			x.table(t)

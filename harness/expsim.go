@@ -309,12 +309,15 @@ func maxLoads(points []report.Point, slo report.SLO) map[string][]float64 {
 	return out
 }
 
-// loadSpread is the spread of the highest loads over seeds.
+// loadSpread is the spread of the highest loads over seeds. Its median of
+// an even count is the lower middle value, so that it is a measured load.
 func loadSpread(vs []float64) spread {
 	if len(vs) == 0 {
 		return spread{med: math.NaN()}
 	}
-	return spread{med: median(vs), lo: slices.Min(vs), hi: slices.Max(vs), n: len(vs)}
+	v := slices.Clone(vs)
+	slices.Sort(v)
+	return spread{med: v[(len(v)-1)/2], lo: v[0], hi: v[len(v)-1], n: len(v)}
 }
 
 func fmtLoad(v float64) string {

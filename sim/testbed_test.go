@@ -47,7 +47,11 @@ func reReservation(t *testing.T, cfg Config) (float64, bool) {
 // load 0.8, 50,000-sample profiles), once the two types swap service
 // times DARC reserves the new short type's worker within half a second.
 func TestPhaseChangeReReservesPaperScale(t *testing.T) {
-	for _, seed := range []uint64{1, 2} {
+	seeds := []uint64{1, 2}
+	if raceEnabled {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
 		cfg := Config{Phases: swapPhases(t, 2*time.Second), Workers: 14, Load: 0.8, Seed: seed,
 			Timeline: 100 * time.Millisecond, Darc: darc.Config{MinSamples: darc.DefaultMinSamples}}
 		after, ok := reReservation(t, cfg)
@@ -85,9 +89,13 @@ func TestPhaseChangeReReservesDemoScale(t *testing.T) {
 // (reserved workers idle while other types queue) and d-FCFS.
 func TestCPUWaste(t *testing.T) {
 	w, _ := workload.Builtin("extreme-bimodal")
+	d := 20 * time.Millisecond
+	if raceEnabled {
+		d = 5 * time.Millisecond
+	}
 	for _, load := range []float64{0.2, 0.5, 0.8, 0.95, 1.2} {
 		for _, pol := range []string{"cfcfs", "fp", "ts", "ts-mq"} {
-			p := mustRun(t, Config{Workload: w, Workers: 16, Policy: pol, Load: load, Duration: 20 * time.Millisecond, Seed: 1})
+			p := mustRun(t, Config{Workload: w, Workers: 16, Policy: pol, Load: load, Duration: d, Seed: 1})
 			if p.WastedWorkers != 0 {
 				t.Errorf("%s at load %g: CPU waste %v, want 0 (work-conserving)", pol, load, p.WastedWorkers)
 			}
@@ -115,7 +123,11 @@ func TestCPUWaste(t *testing.T) {
 // though all requests together look sustained.
 func TestPerTypeSustained(t *testing.T) {
 	w, _ := workload.Builtin("extreme-bimodal")
-	p := mustRun(t, Config{Workload: w, Workers: 16, Policy: PolicyTSMultiQueue, Load: 0.9, Duration: 200 * time.Millisecond, Seed: 1})
+	d := 200 * time.Millisecond
+	if raceEnabled {
+		d = 50 * time.Millisecond
+	}
+	p := mustRun(t, Config{Workload: w, Workers: 16, Policy: PolicyTSMultiQueue, Load: 0.9, Duration: d, Seed: 1})
 	long := p.Types[1]
 	t.Logf("ts-mq at 0.9: LONG %q, SHORT %q", long.NotSustained, p.Types[0].NotSustained)
 	if p.Sustained || !strings.Contains(long.NotSustained, "backlog grew") || p.Types[0].NotSustained != "" {
@@ -129,6 +141,9 @@ func TestPerTypeSustained(t *testing.T) {
 		pol  string
 		seed uint64
 	}{{"darc", 1}, {"darc", 2}, {"cfcfs", 1}} {
+		if raceEnabled && c.seed > 1 {
+			continue
+		}
 		q := mustRun(t, Config{Workload: w, Workers: 16, Policy: c.pol, Load: 0.8, Duration: 200 * time.Millisecond, Seed: c.seed})
 		if !q.Sustained {
 			t.Errorf("%s at 0.8, seed %d: not sustained: %+v", c.pol, c.seed, q.Types)
