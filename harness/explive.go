@@ -260,8 +260,8 @@ func (x *expRun) livePhases(ctx context.Context, ph workload.Phases, workers int
 	if err != nil {
 		return report.Point{}, err
 	}
-	p := result.Point(loadgen.PointSpec{Policy: darc.NameDARC, Workload: ph.Name, Workers: workers, Load: load, MeanIdleWorkers: nanWorkers})
-	p.WastedWorkers = nanWorkers
+	p := result.Point(loadgen.PointSpec{Policy: darc.NameDARC, Workload: ph.Name, Workers: workers, Load: load,
+		MeanIdleWorkers: nanWorkers, WastedWorkers: nanWorkers})
 	p.Seed = seed
 	tl := result.Timeline(bucket)
 	at := 0.0

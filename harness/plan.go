@@ -144,9 +144,10 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 }
 
 // Point turns a result of the plan into a report point labelled with
-// policy; meanIdle is the server's mean idle workers during the run (NaN
-// when unknown).
-func (p *Plan) Point(res *loadgen.Result, policy string, meanIdle float64) report.Point {
+// policy; meanIdle and wasted are the server's mean idle workers and CPU
+// waste (idle workers while requests waited) during the run, NaN when
+// unknown.
+func (p *Plan) Point(res *loadgen.Result, policy string, meanIdle, wasted float64) report.Point {
 	return res.Point(loadgen.PointSpec{Policy: policy, Workload: p.Workload.Name, Workers: p.Workers,
-		Load: p.OfferedLoad(), MeanIdleWorkers: meanIdle})
+		Load: p.OfferedLoad(), MeanIdleWorkers: meanIdle, WastedWorkers: wasted})
 }

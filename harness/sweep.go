@@ -247,7 +247,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 		plan.Load = load
 		idle := startIdleSampler(ctx, admin)
 		res, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
-		meanIdle := idle()
+		meanIdle, wasted := idle()
 		if err != nil {
 			return points, err
 		}
@@ -259,7 +259,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 				}
 			}
 		}
-		pt := plan.Point(res, policy, meanIdle)
+		pt := plan.Point(res, policy, meanIdle, wasted)
 		points = append(points, pt)
 		note := "sustained"
 		if !res.Sustained {
@@ -273,40 +273,42 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 	return points, nil
 }
 
-// startIdleSampler polls the server's /status every 250 ms (idle_workers is
-// a mean over the server's last stats interval) until the returned function
-// is called; that function returns the mean of the samples (NaN, shown as
-// unknown, without an admin client or samples).
-func startIdleSampler(ctx context.Context, admin *AdminClient) func() float64 {
+// startIdleSampler polls the server's /status every 250 ms (idle_workers
+// and cpu_waste are means over the server's last stats interval) until
+// the returned function is called; that function returns the means of the
+// samples (NaN, shown as unknown, without an admin client or samples).
+func startIdleSampler(ctx context.Context, admin *AdminClient) func() (idle, wasted float64) {
 	if admin == nil {
-		return func() float64 { return math.NaN() }
+		return func() (float64, float64) { return math.NaN(), math.NaN() }
 	}
 	stop := make(chan struct{})
-	result := make(chan float64, 1)
+	result := make(chan [2]float64, 1)
 	go func() {
-		sum, n := 0.0, 0
+		idle, wasted, n := 0.0, 0.0, 0
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
 				if n == 0 {
-					result <- math.NaN()
+					result <- [2]float64{math.NaN(), math.NaN()}
 				} else {
-					result <- sum / float64(n)
+					result <- [2]float64{idle / float64(n), wasted / float64(n)}
 				}
 				return
 			case <-t.C:
 				if st, err := admin.Status(ctx); err == nil {
-					sum += st.IdleWorkers
+					idle += st.IdleWorkers
+					wasted += st.CPUWaste
 					n++
 				}
 			}
 		}
 	}()
-	return func() float64 {
+	return func() (float64, float64) {
 		close(stop)
-		return <-result
+		r := <-result
+		return r[0], r[1]
 	}
 }
 

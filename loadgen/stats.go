@@ -262,8 +262,10 @@ type PointSpec struct {
 	// Load is the offered load the run was configured for (a fraction of the
 	// workers' capacity).
 	Load float64
-	// MeanIdleWorkers is the server's CPU waste, if known.
-	MeanIdleWorkers float64
+	// MeanIdleWorkers is the server's mean number of idle workers, and
+	// WastedWorkers the mean number idle while requests waited (the CPU
+	// waste); NaN when unknown.
+	MeanIdleWorkers, WastedWorkers float64
 }
 
 // Point returns the result as a report point, the format shared with the
@@ -282,6 +284,7 @@ func (r *Result) Point(ps PointSpec) report.Point {
 		AchievedRate:    r.AchievedRate,
 		Sustained:       r.Sustained,
 		MeanIdleWorkers: ps.MeanIdleWorkers,
+		WastedWorkers:   ps.WastedWorkers,
 		DurationSec:     r.Duration.Seconds() * (1 - float64(r.Warmup)/max(float64(r.Scheduled), 1)),
 		Overall:         r.Overall,
 		Types:           append([]report.TypeStats(nil), r.Types...),
