@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/sim"
@@ -453,7 +455,7 @@ func expFig9() Experiment {
 				ch.Lines = []report.Line{dl, cl}
 				charts = append(charts, ch)
 			}
-			if err := report.SaveStacked(x.path("misclassify.png"), charts, report.PlotOptions{}); err != nil {
+			if err := report.SaveStacked(x.path("misclassify.png"), charts, report.PlotOptions{Width: 18 * vg.Centimeter}); err != nil {
 				return err
 			}
 			exact, random, fcfs := cell("darc 0%", mid, slowdownMetric("SHORT")), cell("darc 50%", mid, slowdownMetric("SHORT")), cell("cfcfs", mid, slowdownMetric("SHORT"))

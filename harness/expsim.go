@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/sim"
 	"github.com/persephone-go/psp/workload"
@@ -366,9 +368,12 @@ func sloTable(points []report.Point, labels []string, slo report.SLO, ref string
 // curveChart draws a metric against load, one line per label with its
 // spread over seeds as a band.
 func curveChart(gs []group, m metric, title, ylabel string, hline float64, scale float64) *report.Chart {
-	c := &report.Chart{Title: title, XLabel: "offered load", YLabel: ylabel, LogY: true, HLine: hline}
+	c := &report.Chart{Title: title, XLabel: "offered load", YLabel: ylabel, LogY: true, HLine: hline, LoadX: true}
 	if hline > 0 {
 		c.HLineLabel = "SLO " + strconv.FormatFloat(hline, 'g', -1, 64)
+		if scale == 1e3 {
+			c.HLineLabel += "µs"
+		}
 	}
 	for _, g := range gs {
 		ln := report.Line{Label: g.label}
@@ -386,7 +391,7 @@ func curveChart(gs []group, m metric, title, ylabel string, hline float64, scale
 
 // saveChart saves c as name in the output directory.
 func (x *expRun) saveChart(c *report.Chart, name string) error {
-	if err := c.Save(x.path(name), report.PlotOptions{}); err != nil {
+	if err := c.Save(x.path(name), report.PlotOptions{Width: 18 * vg.Centimeter}); err != nil {
 		return fmt.Errorf("chart %s: %w", name, err)
 	}
 	return nil
@@ -396,7 +401,7 @@ func (x *expRun) saveChart(c *report.Chart, name string) error {
 func subtitle(w string, workers int, duration time.Duration, seeds int) string {
 	s := fmt.Sprintf("%s, %d workers, %v per point", w, workers, duration)
 	if seeds > 1 {
-		s += fmt.Sprintf(", median and range of %d seeds", seeds)
+		s += fmt.Sprintf(", %d seeds (median, range)", seeds)
 	}
 	return s
 }

@@ -51,6 +51,8 @@ type Chart struct {
 	Marks []Mark
 	// YMin, when set with YMax > YMin, fixes the y range (linear axes).
 	YMin, YMax float64
+	// LoadX labels the x axis as offered loads are (every 0.1).
+	LoadX bool
 }
 
 // band is the shading of a line's spread, lighter than its line.
@@ -74,6 +76,9 @@ func (c *Chart) build() (*chart, error) {
 	if c.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
+	}
+	if c.LoadX {
+		p.X.Tick.Marker = loadTicks{}
 	}
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
