@@ -683,8 +683,8 @@ func (x *expRun) phaseReport(pts []report.Point, cfg sim.Config, ph workload.Pha
 		switch {
 		case p.Source != "sim" && p.Source != "":
 			what += ", " + p.Source
-		case timeScale != 1:
-			what += ", simulated (times x" + strconv.FormatFloat(timeScale, 'g', -1, 64) + ")"
+		case suffix != "":
+			what += ", simulated"
 		}
 		title := fmt.Sprintf("%s: p99.9 latency per %v\n%s at load %g, %d workers", what, time.Duration(float64(bucket)*timeScale), p.Workload, p.Load, p.Workers)
 		if err := report.PlotTimeline(tl, title, x.path("timeline-"+safeName(p.Policy)+suffix+".png"), report.PlotOptions{}); err != nil {

@@ -68,17 +68,17 @@ func expFig3Live() Experiment {
 				}
 			}
 			x.res.Points = append(x.res.Points, live...)
-			// The simulator at the same scale: as many requests per point
-			// (the live durations over the dilation), the same profiles,
+			// The simulator at the same scale: the same dilation (so the
+			// deadlines compare as they do live), durations and profiles,
 			// the pre-warm and the client's warm-up left out.
 			span := prewarm + dur
 			warm := (float64(prewarm) + loadgen.DefaultWarmup*float64(dur)) / float64(span)
 			var vs []variant
 			for _, p := range policies {
 				vs = append(vs, variant{label: p + " sim", cfg: sim.Config{Workload: w, Workers: workers, Policy: p, Warmup: warm,
-					Darc: darc.Config{MinSamples: minSamples}}})
+					Dilation: LiveDilation, Darc: darc.Config{MinSamples: minSamples}}})
 			}
-			simDur := time.Duration(float64(span) / LiveDilation)
+			simDur := span
 			simSeeds := x.seeds(5, 2)
 			simPts, err := x.simGrid(ctx, vs, loads, simSeeds, simDur)
 			if err != nil {
@@ -98,7 +98,7 @@ func expFig3Live() Experiment {
 				}
 			}
 			x.table(loadTable("p99.9 slowdown: live (dilated) and simulated at the same scale", gs, cols,
-				fmt.Sprintf("(live: median over %d seeds [min-max], %v per point after a %v pre-warm; sim: %d seeds of %v simulated, as many requests, pre-warm and warm-up left out; ! = not sustained: on a busy machine the client falls behind its schedule)",
+				fmt.Sprintf("(live: median over %d seeds [min-max], %v per point after a %v pre-warm; sim: %d seeds of the same %v, dilated the same, pre-warm and warm-up left out; ! = not sustained: on a busy machine the client falls behind its schedule)",
 					len(seeds), dur, prewarm, len(simSeeds), simDur)))
 			slo := report.SLO{Slowdown: 10, PerType: true}
 			t, sp := sloTable(append(slices.Clone(live), simPts...), labels, slo, "")
@@ -161,18 +161,24 @@ func expFig7Live() Experiment {
 			if err != nil {
 				return err
 			}
-			// The simulator at the live run's scale: phases as many
-			// requests long, the same profiles.
-			simPh := ph.Scaled(1.0 / LiveDilation)
-			simBucket := time.Duration(float64(bucket) / LiveDilation)
+			// The simulator at the live run's scale: the same dilation,
+			// phases and profiles.
 			simSeeds := x.seeds(5, 2)
-			vs := []variant{{label: darc.NameDARC, cfg: sim.Config{Phases: simPh, Workers: workers, Policy: darc.NameDARC,
-				Timeline: simBucket, Warmup: -1, Darc: darc.Config{MinSamples: minSamples}}}}
+			vs := []variant{{label: darc.NameDARC, cfg: sim.Config{Phases: ph, Workers: workers, Policy: darc.NameDARC, Dilation: LiveDilation,
+				Timeline: bucket, Warmup: -1, Darc: darc.Config{MinSamples: minSamples}}}}
 			simPts, err := x.simGrid(ctx, vs, []float64{load}, simSeeds, 0)
 			if err != nil {
 				return err
 			}
-			simSummary, err := x.phaseReport(simPts, vs[0].cfg, simPh, simBucket, len(simSeeds), LiveDilation, "-sim", "simulated at the same scale: ")
+			for i := range simPts {
+				// Nominal latencies, as the live timeline shows them.
+				for _, b := range simPts[i].Timeline.Buckets {
+					for j := range b.Types {
+						b.Types[j].P999Latency = int64(float64(b.Types[j].P999Latency) / LiveDilation)
+					}
+				}
+			}
+			simSummary, err := x.phaseReport(simPts, vs[0].cfg, ph, bucket, len(simSeeds), 1, "-sim", "simulated at the same scale: ")
 			if err != nil {
 				return err
 			}

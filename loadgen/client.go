@@ -40,6 +40,10 @@ const (
 // kvKeyLen is the length of the kv application's preloaded keys ("k00042").
 const kvKeyLen = 6
 
+// KVStatusOverloaded is the kv application's reply status (offset 8) for a
+// request the server shed without serving it (app/kv.StatusOverloaded).
+const KVStatusOverloaded = 3
+
 // Defaults applied by Run to a Spec's zero fields.
 const (
 	DefaultServer     = "127.0.0.1:6789"
@@ -214,6 +218,7 @@ type run struct {
 	recv     []int64 // recv[id]: reply time (ns since start), 0 = none yet
 	sentAt   []int64 // sentAt[id]: actual send time (ns since start)
 	sentOK   []bool  // sentOK[id]: the datagram left without error
+	shed     []bool  // shed[id]: the reply said the server shed the request
 	lag      lagRecorder
 	sent     atomic.Int64 // requests handed to the socket (or failed)
 	answered atomic.Int64
@@ -241,6 +246,7 @@ func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 		recv:   make([]int64, n),
 		sentAt: make([]int64, n),
 		sentOK: make([]bool, n),
+		shed:   make([]bool, n),
 		lag:    newLagRecorder(),
 		start:  time.Now(),
 	}
@@ -528,10 +534,18 @@ func (r *run) handleReply(p []byte, now int64) {
 		r.duplicates++
 		return
 	}
-	if r.spec.Format == FormatKV && binary.LittleEndian.Uint32(p[8:]) != 0 {
-		// The kv application answered with an error status (not found,
-		// bad request): the request was served, but count it.
-		r.errorReplies++
+	if r.spec.Format == FormatKV {
+		switch binary.LittleEndian.Uint32(p[8:]) {
+		case 0:
+		case KVStatusOverloaded:
+			// The server shed the request unserved and said so: not an
+			// answer, not lost either.
+			r.shed[id] = true
+		default:
+			// The kv application answered with an error status (not
+			// found, bad request): the request was served, but count it.
+			r.errorReplies++
+		}
 	}
 	r.recv[id] = max(now, 1)
 	r.answered.Add(1)

@@ -58,8 +58,9 @@ type Dataplane interface {
 	// once) and returns 0, nil when none came. It returns ErrClosed after
 	// Close.
 	Recv(bufs []*Buffer, wait time.Duration) (int, error)
-	// TxQueue returns worker w's transmit queue (w in 0..workers-1, as given
-	// when the dataplane was opened).
+	// TxQueue returns transmit queue w (w in 0..n-1, n as given when the
+	// dataplane was opened: one per worker, plus one for the dispatcher's own
+	// replies when opened with one more), or nil when w is out of range.
 	TxQueue(w int) TxQueue
 	// Release returns buffers to the pool without transmitting them.
 	Release(bufs ...*Buffer)
@@ -69,6 +70,18 @@ type Dataplane interface {
 	Stats() Stats
 	// Close stops the dataplane; pending Recv calls return ErrClosed.
 	Close() error
+}
+
+// BufferPool is implemented by dataplanes that receive into a fixed pool of
+// buffers.
+type BufferPool interface {
+	// RequestBuffers returns how many buffers Recv's callers may hold at
+	// once (received and not yet sent or released) while the dataplane can
+	// still receive a full burst: the pool minus what the receive path keeps
+	// for itself (staged receive slots, a device's descriptor rings). A
+	// dispatcher whose requests never hold more than this never stops
+	// reading the network for want of buffers.
+	RequestBuffers() int
 }
 
 // TxQueue is one worker's transmit queue. It is not safe for concurrent use.
@@ -102,6 +115,10 @@ type Stats struct {
 	// RxTruncated counts packets handed to Recv's caller truncated to the
 	// buffer size (Buffer.WireLen > Buffer.Len); they are also in RxPackets.
 	RxTruncated uint64 `json:"rx_truncated"`
+	// RxNoBuffer counts the times the receive path found the buffer pool
+	// empty: packets then wait in the kernel's or the device's queue and
+	// are dropped there (RxDropped) when it overflows.
+	RxNoBuffer uint64 `json:"rx_no_buffer"`
 }
 
 // Errors returned by dataplanes.

@@ -28,3 +28,20 @@ var (
 	ErrNoReplyBuffer = errors.New("nic: no buffer for another reply datagram")
 	ErrReplyTooLong  = errors.New("nic: reply datagram longer than a buffer")
 )
+
+// Outcome is what an application did with a request, for applications
+// that say why they refuse one (dispatcher.OutcomeHandler and
+// dispatcher.Admitter).
+type Outcome uint8
+
+// Outcomes.
+const (
+	// Answer: transmit the response built in the buffer (Admit: queue the
+	// request).
+	Answer Outcome = iota
+	// Refuse: drop the request without a reply (counted as reason "app").
+	Refuse
+	// RefuseOverCap: drop it because it asks for more service than the
+	// application's cap on a request (counted as reason "service_cap").
+	RefuseOverCap
+)

@@ -94,12 +94,12 @@ func openApp(cfg Config) (*Application, error) {
 	return a, nil
 }
 
-func openSpin(Config) (*Application, error) {
-	return &Application{Name: AppSpin, Handler: spin.Handler{}, MinPayload: wire.HeaderLen}, nil
+func openSpin(cfg Config) (*Application, error) {
+	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen}, nil
 }
 
 func openEmulate(cfg Config) (*Application, error) {
-	h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
+	h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func openEmulate(cfg Config) (*Application, error) {
 }
 
 func openTPCC(cfg Config) (*Application, error) {
-	h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
+	h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
@@ -69,6 +71,9 @@ type Config struct {
 	EAL []string `yaml:"eal,omitempty"`
 	// Buffers is the dataplane's packet-buffer pool size (udp and memnic;
 	// DPDK sizes its mbuf pool from its descriptor rings). Default 8192.
+	// What the dataplane can lend to requests (the pool minus its receive
+	// path's own: 8160 with the UDP defaults) is split into per-type
+	// budgets, so no type can hold the buffers another needs.
 	Buffers int `yaml:"buffers"`
 	// BufSize is the size of one packet buffer (the largest datagram
 	// accepted). Default 2048.
@@ -87,6 +92,8 @@ type Config struct {
 	// Delta, Spillway, QueueCapacity, MinSamples, MaxWindow, DelayFactor,
 	// Hysteresis: DARC's parameters (see darc.Config; zero takes darc's
 	// default; max_window 0 given explicitly: no limit, stored as -1).
+	// QueueCapacity defaults to each type's budget; an explicit one must fit
+	// the pool (capacity x types <= the buffers the dataplane lends).
 	Delta         float64 `yaml:"delta,omitempty"`
 	Spillway      int     `yaml:"spillway,omitempty"`
 	QueueCapacity int     `yaml:"queue_capacity,omitempty"`
@@ -94,6 +101,17 @@ type Config struct {
 	MaxWindow     int     `yaml:"max_window,omitempty"`
 	DelayFactor   float64 `yaml:"delay_factor,omitempty"`
 	Hysteresis    float64 `yaml:"hysteresis,omitempty"`
+
+	// DeadlineFactor and DeadlineFloor set the automatic queue deadlines: a
+	// request that waited longer than its type's deadline is dropped before
+	// service (reason expired). A type's deadline is DeadlineFactor times
+	// the longest mean service time of the types that can hold up its
+	// workers, at least DeadlineFloor. Defaults 10 and 200ms (see
+	// RATIONALE.md); a negative factor turns automatic deadlines off.
+	DeadlineFactor float64       `yaml:"deadline_factor,omitempty"`
+	DeadlineFloor  time.Duration `yaml:"deadline_floor,omitempty"`
+	// Types overrides per-type limits, by type name (as in psp status).
+	Types map[string]TypeLimits `yaml:"types,omitempty"`
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
@@ -135,6 +153,35 @@ type Tenant struct {
 	MaxTypes int `yaml:"max_types,omitempty"`
 }
 
+// TypeLimits are one type's overrides.
+type TypeLimits struct {
+	// Deadline is the longest a request of the type may wait in its queue:
+	// a duration ("200ms"), "off" for none, or empty for the automatic one.
+	Deadline string `yaml:"deadline,omitempty"`
+	// Budget is the most requests of the type held at once, queued or
+	// running; 0: its guarantee plus the pool's whole shared part.
+	Budget int `yaml:"budget,omitempty"`
+	// Guarantee is how many requests of the type are always admitted,
+	// whatever the other types hold; 0: an equal part of half the pool.
+	Guarantee int `yaml:"guarantee,omitempty"`
+}
+
+// deadlineNs parses a TypeLimits.Deadline for darc.Config.Deadlines: 0
+// automatic, -1 none, else nanoseconds.
+func deadlineNs(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return 0, nil
+	case "off", "none":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("deadline %q: want a positive duration (200ms), off or auto", s)
+	}
+	return int64(d), nil
+}
+
 // App selects and configures the built-in application (a program serving
 // its own gives Options.Application instead).
 type App struct {
@@ -148,6 +195,10 @@ type App struct {
 	// spinning, on top of the learned timer overshoot. Default 50µs;
 	// negative: none.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
+	// MaxService caps the (nominal, undilated) service time one request may
+	// ask for in spin, emulate and tpcc; longer requests are refused and
+	// counted (reason service_cap). Default 1ms.
+	MaxService time.Duration `yaml:"max_service,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`
 	// Memcached configures the memcached application.
@@ -285,7 +336,10 @@ var zeroRules = map[string]zeroRule{
 	"idle":                           refuse("want spin-then-park or busy-poll"),
 	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
 	"burst":                          refuse("want 1..4096"),
-	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil }, // drop what is queued at once
+	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once
+	"deadline_factor":                func(c *Config) error { c.DeadlineFactor = -1; return nil }, // no automatic deadlines
+	"deadline_floor":                 func(c *Config) error { c.DeadlineFloor = -1; return nil },  // no floor
+	"app.max_service":                refuse("want > 0, up to 4.29s"),
 	"app.name":                       refuse("want spin, emulate, kv, tpcc or memcached"),
 	"app.dilation":                   zeroDilation,
 	"app.spin_tail":                  func(c *Config) error { c.App.SpinTail = -1; return nil }, // no spinning tail
@@ -338,6 +392,10 @@ func (c Config) YAML() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// DefaultMaxService is the synthetic applications' default cap on the
+// service time a request may ask for (App.MaxService).
+const DefaultMaxService = spin.DefaultMaxService
 
 // Defaults of the emulate application.
 const (
@@ -512,6 +570,17 @@ func (c Config) validate(custom bool) error {
 			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
 		}
 	}
+	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
+		return bad("deadline_factor %v, want a number (negative: no automatic deadlines)", c.DeadlineFactor)
+	}
+	for name, l := range c.Types {
+		if _, err := deadlineNs(l.Deadline); err != nil {
+			return bad("types: %s: %v", name, err)
+		}
+		if l.Budget < 0 || l.Guarantee < 0 {
+			return bad("types: %s: budget %d, guarantee %d: want >= 1 (or 0 for the default)", name, l.Budget, l.Guarantee)
+		}
+	}
 	if custom {
 		return nil
 	}
@@ -528,6 +597,9 @@ func (c Config) validateApp() error {
 	}
 	if c.App.Dilation < 0 {
 		return bad("dilation %g, want > 0", c.App.Dilation)
+	}
+	if err := spin.Cap(c.App.MaxService).Validate(); err != nil {
+		return bad("%v", err)
 	}
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
@@ -579,13 +651,17 @@ func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Sp
 	}
 }
 
-// policyConfig builds the policy's config.
-func (c Config) policyConfig(typeNames []string) darc.Config {
-	return darc.Config{
+// policyConfig builds the policy's config for the given type names, with a
+// pool of pool requests (the buffers the dataplane lends; 0: none).
+func (c Config) policyConfig(typeNames []string, pool int) (darc.Config, error) {
+	d := darc.Config{
 		Workers:        c.Workers,
 		NumTypes:       len(typeNames),
 		TypeNames:      typeNames,
 		QueueCapacity:  c.QueueCapacity,
+		Pool:           pool,
+		DeadlineFactor: c.DeadlineFactor,
+		DeadlineFloor:  int64(c.DeadlineFloor),
 		Delta:          c.Delta,
 		Spillway:       c.Spillway,
 		MinSamples:     c.MinSamples,
@@ -594,4 +670,28 @@ func (c Config) policyConfig(typeNames []string) darc.Config {
 		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,
 	}
+	if len(c.Types) == 0 {
+		return d, nil
+	}
+	d.Budgets = make([]int, len(typeNames))
+	d.Guarantees = make([]int, len(typeNames))
+	d.Deadlines = make([]int64, len(typeNames))
+	names := make([]string, 0, len(c.Types))
+	for name := range c.Types {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := slices.Index(typeNames, name)
+		if t < 0 {
+			return d, fmt.Errorf("%w: types: no request type named %q (the classifier's types: %s)", ErrConfig, name, strings.Join(typeNames, ", "))
+		}
+		l := c.Types[name]
+		d.Budgets[t], d.Guarantees[t] = l.Budget, l.Guarantee
+		d.Deadlines[t], _ = deadlineNs(l.Deadline) // validated
+	}
+	if pool == 0 {
+		d.Budgets, d.Guarantees = nil, nil
+	}
+	return d, nil
 }

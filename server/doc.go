@@ -26,6 +26,19 @@
 //
 // examples/service is a complete program.
 //
+// # Overload
+//
+// New opens the dataplane before the policy and gives the policy what the
+// dataplane can lend to requests (nic.BufferPool: the UDP dataplane's 8192
+// buffers less its receive batch) as its pool: half divided into per-type
+// guarantees, half shared, per-type queue deadlines on top
+// (Config.DeadlineFactor, DeadlineFloor and Types; see package darc). An
+// explicit queue_capacity that cannot fit the pool is refused. The
+// dataplane gets one TX queue more than the workers: the dispatcher's own,
+// for "overloaded" replies. GET /status and GET /metrics show every drop by
+// reason, per type too, the budgets, deadlines and longest waits, and
+// whether the server is shedding.
+//
 // # Lifecycle
 //
 // New opens everything (and fails with a clear error when something cannot
@@ -33,6 +46,9 @@
 // Run serves until its context is cancelled, then shuts down gracefully: the
 // dispatcher drains (see package dispatcher), the admin endpoint stops, and
 // Run closes the dataplane, the classifier host and the application (a
-// caller's Application too, through its Close, once New has succeeded). A
-// Server runs once. Status, Handler and Swap are safe for concurrent use.
+// caller's Application too, through its Close, once New has succeeded).
+// Run returns within Config.DrainTimeout plus about half a second whatever
+// the handlers do: when the drain abandons a handler that still runs, the
+// application is left open (the process exits anyway). A Server runs once.
+// Status, Handler and Swap are safe for concurrent use.
 package server

@@ -21,6 +21,10 @@ import (
 	"github.com/persephone-go/psp/wasmclass"
 )
 
+// adminShutdownTimeout bounds how long Close waits for admin requests in
+// progress.
+const adminShutdownTimeout = 300 * time.Millisecond
+
 // Options are the parts of a server that are not configuration.
 type Options struct {
 	// Log receives one-line progress messages (default: discard).
@@ -98,12 +102,16 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	}
 	s.types = s.tenants.types
 	s.describeTenants = s.tenants.describe()
-	policy, err := darc.New(cfg.Policy, cfg.policyConfig(s.types))
-	if err != nil {
-		return nil, fmt.Errorf("server: policy: %w", err)
-	}
 	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
 		return nil, err
+	}
+	pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	policy, err := darc.New(cfg.Policy, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: policy: %w", err)
 	}
 	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
 	if err != nil {
@@ -203,7 +211,7 @@ wait:
 	for {
 		select {
 		case <-stopping:
-			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v)\n", s.cfg.DrainTimeout)
+			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v; then what is left is dropped)\n", s.cfg.DrainTimeout)
 			stopping = nil
 		case err = <-dispErr:
 			break wait
@@ -214,7 +222,13 @@ wait:
 		}
 	}
 	st := s.disp.Stats()
-	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)
+	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d%s\n", st.Received, st.Answered, st.Dropped, dropSummary(st.Drops))
+	if st.Abandoned > 0 {
+		// A handler is still running: the application stays open (closing
+		// it under a worker is not safe); the process exits anyway.
+		fmt.Fprintf(s.log, "psp serve: %d requests still running on workers at the drain timeout were abandoned\n", st.Abandoned)
+		s.closeApp = nil
+	}
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
@@ -241,7 +255,8 @@ func (s *Server) describe() string {
 func (s *Server) Close() error {
 	var errs []error
 	if s.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Bounded: the process must exit soon after the drain.
+		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
 		}
@@ -299,4 +314,12 @@ func (s *Server) tenantsOrNil() *tenants {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tenants
+}
+
+// dropSummary is " (budget 3, expired 2)", or "" without drops.
+func dropSummary(d dispatcher.Drops) string {
+	if d.Total() == 0 {
+		return ""
+	}
+	return " (" + d.String() + ")"
 }

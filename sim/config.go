@@ -114,8 +114,15 @@ type Config struct {
 	// Warmup is the fraction of Duration whose arrivals are not recorded;
 	// default 0.1, negative for none.
 	Warmup float64
+	// Dilation multiplies every service time (default 1): a run with the
+	// time scale of an emulated server with that dilation, which matters
+	// for absolute times such as darc's deadline floor. Load and slowdowns
+	// are unchanged; Rate, Duration and latencies are on the dilated scale.
+	Dilation float64
 	// Darc is the base configuration of the darc policies (Delta,
-	// QueueCapacity, MinSamples, StaticReserved, ...). Workers, NumTypes and
+	// QueueCapacity, Pool and Budgets, deadlines, MinSamples,
+	// StaticReserved, ...): budgets and deadlines work as in the live
+	// server; the preemptive policies have neither. Workers, NumTypes and
 	// TypeNames are set by the simulator; Profile is set to the workload's
 	// nominal profile for fp and darc-static when empty (DARC learns its
 	// own). When MinSamples is 0, DARC's startup phase is shortened to 5% of
@@ -172,11 +179,23 @@ func (c Config) withDefaults() Config {
 	if c.Source == "" {
 		c.Source = DefaultSource
 	}
+	if c.Dilation == 0 {
+		c.Dilation = 1
+	}
+	dilate := c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0)
 	if len(c.Phases.Phases) > 0 && c.Phases.Validate("") == nil {
+		if dilate {
+			c.Phases = c.Phases.Dilated(c.Dilation)
+		}
 		c.Workload = c.Phases.Union()
 		if c.Duration == 0 {
 			c.Duration = c.Phases.Total()
 		}
+	} else if dilate {
+		c.Workload = c.Workload.Dilated(c.Dilation)
+	}
+	if dilate {
+		c.Dilation = 1 // applied
 	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
@@ -213,11 +232,14 @@ func (c *Config) phaseRate(i int) float64 {
 // Validate reports the first problem with c (after defaults), wrapping
 // ErrInvalidConfig or ErrUnknownPolicy.
 func (c Config) Validate() error {
-	rate := c.Rate // as given: with phases, withDefaults sets it
-	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
+	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
+		return bad("dilation = %g, want > 0", c.Dilation)
+	}
+	rate := c.Rate // as given: with phases, withDefaults sets it
+	c = c.withDefaults()
 	switch {
 	case c.Workers < 1:
 		return bad("workers = %d, want >= 1", c.Workers)

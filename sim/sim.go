@@ -184,6 +184,17 @@ func (r *run) drop(h int32) {
 	r.free = append(r.free, h)
 }
 
+// expire drops request h, which waited past its deadline. It counts in the
+// window when it arrived in it (it was counted as an arrival then).
+func (r *run) expire(h int32) {
+	if q := &r.reqs[h]; q.arrival >= r.warm {
+		r.dropped++
+		r.typeDropped[q.typ]++
+		r.rec.Expire(int(q.typ))
+	}
+	r.free = append(r.free, h)
+}
+
 func (r *run) complete(h int32, now int64) {
 	q := &r.reqs[h]
 	server := now - q.arrival
@@ -372,7 +383,7 @@ func (e *nonPreemptive) loop() {
 			now = ta
 			e.account(now)
 			h := e.arrive(now)
-			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].seen + 1)}, now) {
+			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].seen + 1)}, now) == darc.Accepted {
 				e.queuedN++
 			} else {
 				e.drop(h)
@@ -381,6 +392,11 @@ func (e *nonPreemptive) loop() {
 		n := e.pol.Dispatch(now, e.out)
 		for _, a := range e.out[:n] {
 			h := int32(a.Request.Handle)
+			if a.Worker == darc.Expired {
+				e.expire(h)
+				e.queuedN--
+				continue
+			}
 			done := now + e.reqs[h].service
 			e.running[a.Worker] = h
 			e.events.push(event{at: done, worker: int32(a.Worker)})

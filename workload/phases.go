@@ -242,3 +242,16 @@ func (p Phases) Scaled(f float64) Phases {
 	}
 	return q
 }
+
+// Dilated returns a copy of p whose service times are multiplied by f
+// (> 0), as Workload.Dilated does; durations and loads are unchanged.
+// Validate must have succeeded; the copy gives every phase's mix inline.
+func (p Phases) Dilated(f float64) Phases {
+	q := Phases{Name: p.Name, Phases: slices.Clone(p.Phases), mixes: make([]Workload, len(p.mixes))}
+	for i := range q.mixes {
+		m := p.mixes[i].Dilated(f)
+		q.mixes[i] = m
+		q.Phases[i].Use, q.Phases[i].Types = "", m.Types
+	}
+	return q
+}

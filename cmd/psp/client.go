@@ -18,6 +18,7 @@ import (
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -129,7 +130,7 @@ func clientCommand() *cli.Command {
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP `ADDR` (host:port)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
 			&cli.Float64Flag{Name: "load", Usage: "offered load as a fraction of the workers' capacity: rate = load x workers / (mean service time x dilation)"},
-			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy"},
+			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy, and the report adds the server's own account of the run (drops by reason, kernel drops)"},
 			&cli.StringFlag{Name: "label", Value: "server", Usage: "policy name recorded in the results (e.g. darc), for psp plot"},
 			jsonFlag(),
 			&cli.StringFlag{Name: "samples", Usage: "write every request (send time, reply time, latency, status) to this CSV `FILE`"},
@@ -156,8 +157,11 @@ func runClient(c *cli.Context) error {
 	}
 	p.Spec.Server = c.String("server")
 	label := c.String("label")
+	var admin *harness.AdminClient
+	var before *server.Status
 	if c.IsSet("admin") {
-		admin, err := harness.NewAdminClient(c.String("admin"), 0)
+		var err error
+		admin, err = harness.NewAdminClient(c.String("admin"), 0)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
@@ -169,6 +173,7 @@ func runClient(c *cli.Context) error {
 		if !c.IsSet("label") && st.Policy != "" {
 			label = st.Policy
 		}
+		before = st
 	}
 	p.Rate, p.Load = c.Float64("rate"), c.Float64("load")
 	switch {
@@ -202,6 +207,16 @@ func runClient(c *cli.Context) error {
 			return fmt.Errorf("client: %w", err)
 		}
 		printClientDetails(out, res)
+		if before != nil {
+			// Let the server publish its stats (every 100ms) for the end
+			// of the run.
+			time.Sleep(250 * time.Millisecond)
+			if after, err := admin.Status(c.Context); err != nil {
+				fmt.Fprintf(out, "server: %v\n", err)
+			} else {
+				printServerAccount(out, before, after)
+			}
+		}
 	}
 	if !res.Sustained {
 		return fmt.Errorf("client: run not sustained: %s", res.NotSustainedReason())
@@ -209,9 +224,39 @@ func runClient(c *cli.Context) error {
 	return nil
 }
 
+// printServerAccount prints the server's own account of the run (the
+// difference between two /status documents) and checks its accounting
+// identity: received = answered + dropped (by reason) + in flight, with the
+// packets dropped before the server received them beside it.
+func printServerAccount(w io.Writer, before, after *server.Status) {
+	d := after.Drops.Since(before.Drops)
+	sub := func(a, b uint64) uint64 { return a - min(a, b) }
+	received := sub(after.Received, before.Received)
+	answered := sub(after.Answered, before.Answered)
+	dropped := sub(after.Dropped, before.Dropped)
+	fmt.Fprintf(w, "server, during the run: received %d, answered %d, dropped %d", received, answered, dropped)
+	if dropped > 0 {
+		fmt.Fprintf(w, " (%s)", d)
+	}
+	if n := sub(after.OverloadReplies, before.OverloadReplies); n > 0 {
+		fmt.Fprintf(w, ", %d of them answered \"overloaded\"", n)
+	}
+	fmt.Fprintf(w, "; in flight %d now; dropped before the server (kernel socket or device) %d, send errors %d\n",
+		after.InFlight, sub(after.Net.RxDropped, before.Net.RxDropped), sub(after.Net.TxErrors, before.Net.TxErrors))
+	holds := "holds"
+	if after.Received != after.Answered+after.Dropped+after.InFlight {
+		holds = "DOES NOT HOLD"
+	}
+	fmt.Fprintf(w, "server, since start: received %d = answered %d + dropped %d + in flight %d: %s\n",
+		after.Received, after.Answered, after.Dropped, after.InFlight, holds)
+}
+
 // printClientDetails prints the client-side counters the table has no room for.
 func printClientDetails(w io.Writer, r *loadgen.Result) {
 	fmt.Fprintf(w, "sent %d of %d scheduled, answered %d in time, %d late, %d lost", r.Sent, r.Scheduled, r.Answered, r.Late, r.Lost)
+	if r.Overloaded > 0 {
+		fmt.Fprintf(w, ", %d answered \"overloaded\" (shed)", r.Overloaded)
+	}
 	if r.SendErrors+r.BadReplies+r.Duplicates+r.Refused+r.ErrorReplies > 0 {
 		fmt.Fprintf(w, ", %d send errors, %d bad replies, %d duplicates, %d refused, %d error statuses", r.SendErrors, r.BadReplies, r.Duplicates, r.Refused, r.ErrorReplies)
 	}

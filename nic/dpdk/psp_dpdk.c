@@ -44,6 +44,7 @@ struct psp_port {
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
 	uint32_t pool_size;
+	uint32_t reserved;          /* buffers the device rings and bursts may hold */
 	uint64_t udp_ports[65536 / 64];
 
 	struct rte_mbuf **rx_pkts;
@@ -246,6 +247,7 @@ psp_port_open(struct psp_port_conf *conf, char *err, size_t errlen)
 		return ret;
 	}
 	p->pool_size = n;
+	p->reserved = need;
 	rte_mempool_obj_iter(p->pool, psp_set_index, NULL);
 
 	for (uint16_t q = 0; q < nb_rxq; q++) {
@@ -316,6 +318,7 @@ struct psp_rx_desc *psp_port_rx_descs(struct psp_port *p) { return p->rx_descs; 
 struct psp_tx_desc *psp_port_tx_descs(struct psp_port *p, uint16_t q) { return p->txqs[q].descs; }
 uintptr_t *psp_port_scratch(struct psp_port *p) { return p->scratch; }
 uint32_t psp_port_pool_size(const struct psp_port *p) { return p->pool_size; }
+uint32_t psp_port_reserved(const struct psp_port *p) { return p->reserved; }
 uint16_t psp_port_mtu(const struct psp_port *p) { return p->mtu; }
 uint16_t psp_port_rx_queues(const struct psp_port *p) { return p->nb_rxq; }
 int psp_port_id(const struct psp_port *p) { return p->port_id; }
@@ -336,6 +339,15 @@ psp_port_device_drops(const struct psp_port *p)
 	if (rte_eth_stats_get(p->port_id, &st) != 0)
 		return 0;
 	return st.imissed + st.ierrors + st.rx_nombuf;
+}
+
+uint64_t
+psp_port_rx_nombuf(const struct psp_port *p)
+{
+	struct rte_eth_stats st;
+	if (rte_eth_stats_get(p->port_id, &st) != 0)
+		return 0;
+	return st.rx_nombuf;
 }
 
 /* The one's-complement sum (not complemented) of the UDP pseudo-header and

@@ -93,6 +93,7 @@ struct psp_rx_desc *psp_port_rx_descs(struct psp_port *p);
 struct psp_tx_desc *psp_port_tx_descs(struct psp_port *p, uint16_t queue);
 uintptr_t *psp_port_scratch(struct psp_port *p);
 uint32_t psp_port_pool_size(const struct psp_port *p);
+uint32_t psp_port_reserved(const struct psp_port *p);
 uint16_t psp_port_mtu(const struct psp_port *p);
 uint16_t psp_port_rx_queues(const struct psp_port *p);
 /* The port's MAC address, byte i in bits 8*i..8*i+7. */
@@ -101,6 +102,7 @@ uint64_t psp_port_counter(const struct psp_port *p, int which);
 uint32_t psp_pool_in_use(const struct psp_port *p);
 /* Packets the device itself dropped: missed, errors, no mbuf. */
 uint64_t psp_port_device_drops(const struct psp_port *p);
+uint64_t psp_port_rx_nombuf(const struct psp_port *p);
 int psp_port_id(const struct psp_port *p);
 
 uint16_t psp_rx(struct psp_port *p, uint16_t max);
