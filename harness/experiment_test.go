@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/workload"
 )
 
 func seedPoint(policy string, load float64, seed uint64, slowdown float64, sustained bool) report.Point {
@@ -84,5 +86,47 @@ func TestExperimentOptions(t *testing.T) {
 			t.Errorf("experiment %+v", x)
 		}
 		seen[x.Name] = true
+	}
+}
+
+func TestPlanPhases(t *testing.T) {
+	ph, err := workload.ParsePhases("phase-change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph = ph.Scaled(0.1) // 0.5 s phases
+	p := Plan{Phases: ph, Workers: 14, Load: 0.8, Seed: 3, Spec: loadgen.Spec{Dilation: 2000}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := p.schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sched.Duration != 2*time.Second || len(sched.Types) != 2 || p.WorkloadName() != "phase-change" {
+		t.Errorf("schedule of %v, %d types", sched.Duration, len(sched.Types))
+	}
+	// Phase rates: 0.8 x 14 / (mean x 2000): 111, 111, 56, 56 requests/s.
+	counts := make([]int, 4)
+	for _, r := range sched.Requests {
+		counts[r.At/int64(500*time.Millisecond)]++
+	}
+	for i, want := range []float64{55.4, 55.4, 28.1, 28} {
+		if math.Abs(float64(counts[i])-want) > 4*math.Sqrt(want)+2 {
+			t.Errorf("phase %d: %d requests, want about %.0f", i, counts[i], want)
+		}
+	}
+	if r := p.OfferedRate(); r < 80 || r > 90 {
+		t.Errorf("mean offered rate %.1f, want about 83", r)
+	}
+	for _, bad := range []Plan{
+		{Phases: ph, Workers: 14, Load: 0.8, Duration: time.Second},
+		{Phases: ph, Workers: 14, Rate: 100},
+		{Phases: ph, Workers: 14},
+		{Phases: ph, Load: 0.5},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
 	}
 }

@@ -3,11 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/persephone-go/psp/darc"
@@ -17,9 +15,6 @@ import (
 	"github.com/persephone-go/psp/sim"
 	"github.com/persephone-go/psp/workload"
 )
-
-// nanWorkers marks an unknown worker count (idle, wasted) in a point.
-var nanWorkers = math.NaN()
 
 // LiveDilation is the time dilation of the live experiments' emulated
 // servers: 14 workers' sleeps fit on two cores (SHORT 1us sleeps 2ms).
@@ -149,11 +144,28 @@ func expFig7Live() Experiment {
 			seeds := x.seeds(1, 1)
 			var live []report.Point
 			for _, seed := range seeds {
-				p, err := x.livePhases(ctx, ph, workers, load, minSamples, bucket, seed)
+				sw := &Sweep{
+					Plan:     Plan{Phases: ph, Workers: workers, Seed: seed, Spec: loadgen.Spec{Warmup: -1}, Progress: x.opt.Progress},
+					Policies: []string{darc.NameDARC},
+					Loads:    []float64{load},
+					Server:   ServerSpec{App: server.AppEmulate, Dilation: LiveDilation, MinSamples: minSamples},
+					Launcher: x.opt.Launcher,
+					Out:      filepath.Join(x.opt.Out, fmt.Sprintf("live-seed%d", seed)),
+					Timeline: bucket,
+					Log:      x.opt.Log,
+				}
+				x.logf("live phases, seed %d: %s at load %g, %v per phase", seed, ph.Name, load, phaseDur)
+				res, err := sw.Run(ctx)
+				if res != nil {
+					for _, p := range res.Points {
+						p.Seed = seed
+						live = append(live, p)
+					}
+					x.res.Files = append(x.res.Files, res.Files...)
+				}
 				if err != nil {
 					return err
 				}
-				live = append(live, p)
 			}
 			x.res.Points = append(x.res.Points, live...)
 			cfg := sim.Config{Phases: ph, Workers: workers}
@@ -187,98 +199,4 @@ func expFig7Live() Experiment {
 			return nil
 		},
 	}
-}
-
-// livePhases plays the phases against a DARC server started for the run,
-// polling its reservation, and returns the run's point with its timeline.
-func (x *expRun) livePhases(ctx context.Context, ph workload.Phases, workers int, load float64, minSamples int, bucket time.Duration, seed uint64) (report.Point, error) {
-	log := filepath.Join(x.opt.Out, fmt.Sprintf("server-seed%d.log", seed))
-	x.res.Files = append(x.res.Files, log)
-	srv, err := x.opt.Launcher.Launch(ctx, ServerSpec{Policy: darc.NameDARC, Workers: workers, App: server.AppEmulate,
-		Dilation: LiveDilation, MinSamples: minSamples, LogPath: log})
-	if err != nil {
-		return report.Point{}, err
-	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			x.logf("server stop: %v", err)
-		}
-	}()
-	admin, err := NewAdminClient(srv.Admin, 2*time.Second)
-	if err != nil {
-		return report.Point{}, err
-	}
-	var sched *loadgen.Schedule
-	for i, p := range ph.Phases {
-		mix := ph.Mix(i)
-		l := p.Load
-		if l == 0 {
-			l = load
-		}
-		s, err := loadgen.NewSchedule(&mix, loadgen.RateForLoad(&mix, l, workers, LiveDilation), time.Duration(p.Duration), seed*1000+uint64(i))
-		if err != nil {
-			return report.Point{}, err
-		}
-		if sched == nil {
-			sched = s
-		} else {
-			sched = sched.Then(s)
-		}
-	}
-	x.logf("live phases, seed %d: %d requests over %v against %s", seed, len(sched.Requests), sched.Duration, srv.Listen)
-	// Poll the reservation while the schedule plays.
-	var (
-		mu   sync.Mutex
-		res  []report.Reservation
-		last string
-	)
-	start := time.Now()
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if st, err := admin.Status(pollCtx); err == nil && len(st.Groups) > 0 {
-				r := report.Reservation{AtSec: time.Since(start).Seconds()}
-				for _, g := range st.Groups {
-					r.Groups = append(r.Groups, report.ReservedGroup{Types: g.Types, Workers: len(g.Reserved), Spillway: g.Spillway})
-				}
-				if s := r.String(); s != last {
-					last = s
-					mu.Lock()
-					res = append(res, r)
-					mu.Unlock()
-				}
-			}
-			select {
-			case <-pollCtx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	result, err := loadgen.Run(ctx, loadgen.Spec{Server: srv.Listen, Dilation: LiveDilation, Warmup: -1}, sched)
-	stopPoll()
-	wg.Wait()
-	if err != nil {
-		return report.Point{}, err
-	}
-	p := result.Point(loadgen.PointSpec{Policy: darc.NameDARC, Workload: ph.Name, Workers: workers, Load: load,
-		MeanIdleWorkers: nanWorkers, WastedWorkers: nanWorkers})
-	p.Seed = seed
-	tl := result.Timeline(bucket)
-	at := 0.0
-	for _, phase := range ph.Phases {
-		tl.Phases = append(tl.Phases, report.PhaseMark{StartSec: at, Name: phase.Name})
-		at += time.Duration(phase.Duration).Seconds()
-	}
-	tl.Reservations = res
-	p.Timeline = tl
-	if !p.Sustained {
-		x.logf("  not sustained: %s", result.NotSustainedReason())
-	}
-	return p, nil
 }

@@ -126,3 +126,38 @@ func TestExperimentJSON(t *testing.T) {
 		t.Errorf("name %s, seeds %v, measured %q", res.Name, seeds, res.Measured)
 	}
 }
+
+// TestSweepPhases: psp sweep plays a phase list against a live server and
+// records each point's timeline with the server's reservations.
+func TestSweepPhases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	dir := t.TempDir()
+	phases := filepath.Join(dir, "swap.yaml")
+	if err := os.WriteFile(phases, []byte("phases:\n  - {name: before, duration: 1500ms, use: high-bimodal}\n"+
+		"  - name: after\n    duration: 1s\n    types:\n"+
+		"      - {name: SHORT, id: 1, share: 0.5, service: {kind: fixed, value: 100us}}\n"+
+		"      - {name: LONG, id: 2, share: 0.5, service: {kind: fixed, value: 1us}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runApp(t, "sweep", "--phases", phases, "--policies", "darc", "--loads", "0.8", "--workers", "4",
+		"--dilation", "500", "--min-samples", "20", "--prewarm", "0s", "--timeline", "500ms", "--in-process", "--out", dir, "--max-lag", "1s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	pts, err := report.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil || len(pts) != 1 {
+		t.Fatalf("%v %d points", err, len(pts))
+	}
+	tl := pts[0].Timeline
+	if pts[0].Workload != "swap" || tl == nil || len(tl.Phases) != 2 || tl.Phases[1].StartSec != 1.5 || len(tl.Buckets) < 4 || len(tl.Reservations) == 0 {
+		t.Fatalf("point %s, timeline %+v", pts[0].Workload, tl)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "timeline-darc-0.8.png")); err != nil || st.Size() < 5000 {
+		t.Errorf("timeline chart: %v", err)
+	}
+	if _, err := runApp(t, "sweep", "--phases", phases, "--workload", "tpcc", "--out", dir); err == nil {
+		t.Error("--phases with --workload accepted")
+	}
+}
