@@ -81,7 +81,9 @@
 //     service times swap at ~110 requests/s with 50-sample profiles, DARC
 //     reached the new reservation in 0.9-1.9 s for 8 seeds out of 8 (1 of 8
 //     never within 8 s without the limit, 4 of 8 with the paper's factor of
-//     10), with no change at the paper's scale.
+//     10), with no change at the paper's scale. A limit of 1 x MinSamples
+//     re-reserves faster still, but then every window is checked as soon as
+//     it may be, and a type absent from one (a burst's tail) loses its group.
 //   - The deviation rule works per group: a group's new demand is compared
 //     with the demand it was reserved for, and the move must exceed
 //     DemandDeviation times the group's allocation in workers (the prototype

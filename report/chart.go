@@ -129,7 +129,7 @@ func (c *Chart) build() (*chart, error) {
 		l.Dashes = plotutil.Dashes(i / 7)
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		if ln.Step || len(xys) > 40 {
+		if ln.Step || len(ln.X) > 40 {
 			legend.Add(ln.Label, l)
 		} else {
 			s, err := plotter.NewScatter(xys)
