@@ -53,12 +53,13 @@ type Result struct {
 	// request and replies that match no request (short, unknown id, wrong
 	// type, received before the request was due).
 	Duplicates, BadReplies int64
-	// ErrorReplies counts kv replies carrying an error status (included in
-	// Answered).
+	// ErrorReplies counts kv replies carrying an error status and
+	// memcached error lines (included in Answered).
 	ErrorReplies int64
 	// Overloaded counts requests the server answered "overloaded" (kv's
-	// StatusOverloaded): shed unserved. They are neither answered nor
-	// lost, and count as dropped in the statistics.
+	// StatusOverloaded, memcached's "SERVER_ERROR out of memory ..."):
+	// shed unserved. They are neither answered nor lost, and count as
+	// dropped in the statistics.
 	Overloaded int64
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
