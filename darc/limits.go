@@ -126,6 +126,7 @@ type limits struct {
 	borrowed int         // of it in use: the sum over types of held above guarantee
 	capacity []int       // per type: most requests queued
 	fixed    []int64     // per type: configured deadline: > 0 fixed, < 0 none, 0 automatic
+	auto     []bool      // per type: the deadline in force is an automatic one
 	scale    []float64
 
 	// nextExpiry is a lower bound of the time at which some queued request
@@ -142,6 +143,10 @@ type limits struct {
 	policyScales bool
 }
 
+// deadlineHysteresis is the least relative change of a type's profile
+// that moves its automatic deadline.
+const deadlineHysteresis = 0.25
+
 // refreshEvery is the period, in completions, of the automatic deadlines'
 // profile refresh once past the first doublings.
 const refreshEvery = 1024
@@ -152,6 +157,7 @@ func newLimits(cfg *Config) limits {
 		lim:         make([]typeLimit, n),
 		capacity:    make([]int, n),
 		fixed:       make([]int64, n),
+		auto:        make([]bool, n),
 		scale:       make([]float64, n),
 		profMean:    make([]float64, n),
 		nextExpiry:  noDeadline,
@@ -202,7 +208,16 @@ func (l *limits) setDeadlines(cfg *Config) {
 			if v < float64(noDeadline) {
 				d = int64(v)
 			}
+			// A profile's mean moves with the host's noise from one
+			// window to the next: keep the automatic deadline until it
+			// moves by more than deadlineHysteresis, so the deadline an
+			// operator reads (and a client plans with) is the one applied.
+			if old := l.lim[t].deadline; d != noDeadline && old != noDeadline && l.auto[t] &&
+				math.Abs(float64(d-old)) <= deadlineHysteresis*float64(old) {
+				d = old
+			}
 		}
+		l.auto[t] = l.fixed[t] == 0 && d != noDeadline
 		l.lim[t].deadline = d
 	}
 	l.nextExpiry = math.MinInt64

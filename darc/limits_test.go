@@ -320,3 +320,35 @@ func TestDeadlineShortenedByUpdate(t *testing.T) {
 		t.Errorf("dispatch %v, want requests 2 and 3 expired", out)
 	}
 }
+
+// An automatic deadline does not follow the profile's noise: a mean that
+// moves by less than deadlineHysteresis keeps the deadline in force (the one
+// status pages show is the one applied), a larger move changes it.
+func TestAutomaticDeadlineHysteresis(t *testing.T) {
+	p, err := New(NameCFCFS, Config{Workers: 1, NumTypes: 2, DeadlineFloor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Snapshot
+	deadline := func() int64 { p.Snapshot(&s); return s.Types[1].DeadlineNs }
+	complete := func(n int, service int64) {
+		for range n {
+			p.Complete(0, 1, service, 1)
+		}
+	}
+	complete(1, 100000)
+	if d := deadline(); d != 1000000 {
+		t.Fatalf("first deadline %d, want 10 x 100 µs", d)
+	}
+	// 15% slower: within the hysteresis, the deadline stays.
+	complete(4*refreshEvery, 115000)
+	if d := deadline(); d != 1000000 {
+		t.Fatalf("deadline %d after a 15%% move of the mean, want it kept at 1000000", d)
+	}
+	// Much slower: the deadline follows the profile (the window's mean
+	// mixes both speeds).
+	complete(8*refreshEvery, 300000)
+	if d := deadline(); d <= 1250000 {
+		t.Fatalf("deadline %d after the mean more than doubled, want it moved past 1250000", d)
+	}
+}

@@ -174,7 +174,7 @@ func (tr *tenantRun) points(c *Config, p *report.Point, window float64) []report
 		tp := report.Point{
 			Source: p.Source, Policy: p.Policy, Workload: t.Workload.Name, Tenant: t.Name, Workers: p.Workers,
 			Load: t.Workload.LoadForRate(t.Rate, c.Workers), OfferedRate: t.Rate, DurationSec: p.DurationSec,
-			MeanIdleWorkers: math.NaN(),
+			MeanIdleWorkers: math.NaN(), WastedWorkers: math.NaN(), Seed: p.Seed,
 		}
 		if window > 0 {
 			tp.AchievedRate = float64(tr.completed[k]) / window * 1e9

@@ -6,11 +6,13 @@
 // hot swaps without loss, robustness to killed clients, garbage and a
 // flooded request type, and overload (overload_test.go): a flood of
 // well-formed requests of unused types, five times the capacity of LONG for
-// ten seconds, the accounting after both, and a drain that is a bound; and
-// multi-tenant servers (tenants_test.go): a noisy neighbour flooding cheap
-// requests at three times its share, a hostile neighbour pushing every
-// hostile example module, per-tenant tokens and the audit log, and tenants
-// added, updated and removed under load.
+// ten seconds, the accounting after both, and a drain that is a bound; the
+// memcached application's "overloaded" replies to what it sheds, as psp
+// client counts them (memcached_overload_test.go); and multi-tenant servers
+// (tenants_test.go): a noisy neighbour flooding cheap requests at three
+// times its share, a hostile neighbour pushing every hostile example
+// module, per-tenant tokens and the audit log, and tenants added, updated
+// and removed under load.
 //
 // The emulate application sleeps each request's service time multiplied by
 // a dilation factor, so 14 emulated workers show realistic queueing on a
