@@ -142,6 +142,11 @@ type Config struct {
 	// Tenants (they are added at run time). Needs policy darc or
 	// darc-static.
 	MultiTenant bool `yaml:"multi_tenant,omitempty"`
+	// LendAll lends every idle worker across tenants, those a tenant's
+	// DARC keeps for its short types too: fully work-conserving, at the
+	// cost of a tenant's short requests waiting for a borrowed worker (see
+	// darc.Config.LendAll).
+	LendAll bool `yaml:"lend_all,omitempty"`
 	// ClassifierOptions are the limits of every Wasm classifier (fuel,
 	// memory, module size, time limit, breaker, compilation); a tenant's
 	// own override them field by field.

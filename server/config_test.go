@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 func TestParseConfigRefusesSecondDocument(t *testing.T) {
@@ -91,4 +93,59 @@ func TestQueueCapacityMustFitThePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
+}
+
+// TestMultiTenantConfig: the tenant keys of examples/serve.yaml parse and
+// validate; zeros and bad values are refused.
+func TestMultiTenantConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+policy: darc
+classifier_options: {fuel: 500000, stack_limit: 262144, time_limit: 5ms}
+tenants:
+  - name: shop
+    ports: [7001]
+    workers: 8
+    max_workers: 12
+    buffers: 2000
+    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+    isolation: lane
+    classifier_options: {fuel: 100000}
+  - name: batch
+    ports: [7002, 7003]
+    weight: 2
+types:
+  shop/SHORT: {deadline: 100ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.withDefaults().multiTenant() || cfg.Tenants[0].ClassifierOptions.Fuel != 100000 || cfg.ClassifierOptions.TimeLimit != 5*time.Millisecond {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	w := cfg.Tenants[0].ClassifierOptions.wasm(cfg.ClassifierOptions.wasm(wasmclass.Options{}))
+	if w.Fuel != 100000 || w.StackLimit != 262144 || w.TimeLimit != 5*time.Millisecond {
+		t.Fatalf("shop's classifier options %+v", w)
+	}
+	for _, bad := range []string{
+		"classifier_options: {fuel: 0}",
+		"tenants: [{name: a, isolation: sometimes}]",
+		"tenants: [{name: 'a b'}]",
+		"tenants: [{name: a, workers: 3, max_workers: 2}]",
+		"tenants: [{name: a, token_sha256: nothex}]",
+		"tenants: [{name: a, ports: [1]}, {name: b, ports: [1]}]",
+		"policy: cfcfs\ntenants: [{name: a, classifier: a.wasm, workers: 2}]",
+		"policy: cfcfs\nmulti_tenant: true",
+		"classifier: a.wasm\nmulti_tenant: true",
+	} {
+		c, err := ParseConfig([]byte(bad))
+		if err == nil {
+			err = c.Validate()
+		}
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("%q: %v, want ErrConfig", bad, err)
+		}
+	}
 }

@@ -2,7 +2,7 @@
 // (UDP sockets, DPDK or in memory), the classifier (a native classifier or
 // Wasm tenants in a wasmclass.Host), the policy (package darc), the
 // application, the dispatcher, and the admin HTTP endpoint (GET /status,
-// GET /metrics, PUT /tenants/{name}/classifier).
+// GET /metrics, the tenants' classifiers and lifecycle: see Handler).
 //
 // # Serving your own service
 //
@@ -38,6 +38,21 @@
 // for "overloaded" replies. GET /status and GET /metrics show every drop by
 // reason, per type too, the budgets, deadlines and longest waits, and
 // whether the server is shedding.
+//
+// # Tenants
+//
+// With Config.Tenants (or MultiTenant) and policy darc or darc-static the
+// server is multi-tenant: every tenant has its ports (the dataplane
+// receives on them), its classifier (a wasmclass Host of its own, or the
+// application's native classifier), its own types and DARC within its
+// share of the workers and of the buffer pool (darc.Config.Tenants), its
+// classifier's limits (ClassifierOptions) and its token. AddTenant,
+// UpdateTenant and RemoveTenant change them while Run runs (POST, PATCH,
+// DELETE /tenants over HTTP with the operator's token); Swap and Rollback
+// change a tenant's classifier (its own token or the operator's). Tokens
+// are kept as SHA-256 digests; every change and every refused credential is
+// a JSON line in the audit log (Admin.AuditLog). With the other policies
+// the tenants' types share one policy and the tenant set is fixed.
 //
 // # Lifecycle
 //

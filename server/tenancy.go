@@ -117,6 +117,7 @@ func (c Config) basePolicyConfig(pool int) darc.Config {
 		DelayFactor:    c.DelayFactor,
 		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,
+		LendAll:        c.LendAll,
 	}
 }
 

@@ -47,6 +47,7 @@ func simCommand() *cli.Command {
 				Usage: "`WORKLOAD`: a built-in one (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
 			&cli.StringFlag{Name: "phases", Usage: "`PHASES`: play a workload that changes over time instead of --workload: a built-in list (" + strings.Join(workload.PhaseNames(), ", ") + ") or a .yaml/.json file (see go doc workload.ParsePhases); --duration is then the phases' total"},
 			&cli.StringFlag{Name: "tenants", Usage: "simulate tenants instead of --workload: a YAML `FILE` listing each tenant's name, workload, load and share (workers, weight, max_workers, buffers, max_buffers), scheduled as psp serve's tenants are; --loads then multiplies every tenant's load (default 1), policies darc and darc-static"},
+			&cli.BoolFlag{Name: "lend-all", Usage: "with --tenants: lend every idle worker across tenants, those a tenant's DARC keeps for its short types too (psp serve's lend_all)"},
 			&cli.IntFlag{Name: "workers", Value: sim.DefaultWorkers, Usage: "number of application workers"},
 			&cli.StringFlag{Name: "policies", Value: "cfcfs,darc",
 				Usage: "comma-separated policies: " + strings.Join(sim.PolicyNames(), ", ")},
@@ -198,6 +199,7 @@ func runSim(c *cli.Context) error {
 			Tenants:        tenants,
 			Darc: darc.Config{
 				Pool:           c.Int("pool"),
+				LendAll:        c.Bool("lend-all"),
 				DeadlineFactor: factor,
 				DeadlineFloor:  floor,
 				Delta:          c.Float64("delta"),
