@@ -51,14 +51,18 @@
 // dispatcher is multi-tenant. Each packet goes to the tenant its UDP
 // destination port names (one table lookup; a tenant without ports gets
 // the ports no one has; packets of no tenant are dropped, "no_tenant") and
-// is classified by that tenant's classifier into its own type ids, which
-// the policy's range for the tenant makes global. An untrusted classifier
-// runs on the tenant's lane: a goroutine of its own fed over a
-// single-producer single-consumer ring, so that a classifier that is slow,
-// loops until its fuel is spent, or traps, delays its own tenant's packets
-// and never the dispatcher or another tenant's (a trusted, native
-// classifier can run inline instead, at no hand-off cost). A lane holds at
-// most Spec.LaneCapacity packets, all lanes Spec.LaneBuffers: past that a
+// is classified by that tenant's classifier, in a call of its own, into its
+// own type ids, which the policy's range for the tenant makes global. Where
+// the call runs is the tenant's Isolation: IsolateAuto (the default) calls
+// it on the dispatcher goroutine while it behaves and moves the tenant to
+// its lane (a goroutine of its own fed over a single-producer
+// single-consumer ring) from the first call that faults or takes longer
+// than Spec.InlineLimit, back after Spec.LaneProbation clean calls there:
+// one misbehaving call costs the others at most its own time (the
+// classifier's fuel bounds it), then nothing. IsolateLane always uses the
+// lane (a hand-off per burst: 100-300 µs on two shared cores),
+// IsolateInline never (trusted, native classifiers). A lane holds at most
+// Spec.LaneCapacity packets, all lanes Spec.LaneBuffers: past that a
 // tenant's packets are dropped before classification ("classifier_busy"),
 // counted against it. AddTenant, UpdateTenant and RemoveTenant change the
 // tenants while Run runs (applied by the dispatcher goroutine between two

@@ -76,6 +76,7 @@ type GroupStatus struct {
 	Reserved  []int       `json:"reserved"`
 	Stealable []int       `json:"stealable"`
 	Spillway  bool        `json:"spillway"`
+	Tenant    string      `json:"tenant,omitempty"` // the tenant whose group it is (multi-tenant servers)
 }
 
 // TypeStatus is one request type's profile and counters.
@@ -232,7 +233,7 @@ func buildStatus(s *dispatcher.Stats, declared []bool) Status {
 		return ""
 	}
 	for _, g := range s.Policy.Groups {
-		gs := GroupStatus{TypeIDs: g.Types, Demand: g.Demand, Reserved: g.Reserved, Stealable: g.Stealable, Spillway: g.Spillway}
+		gs := GroupStatus{TypeIDs: g.Types, Demand: g.Demand, Reserved: g.Reserved, Stealable: g.Stealable, Spillway: g.Spillway, Tenant: g.Tenant}
 		for _, t := range g.Types {
 			gs.Types = append(gs.Types, name(t))
 		}
