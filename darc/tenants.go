@@ -278,7 +278,7 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 
 // innerConfig is the config of a tenant's own policy: the whole worker set
 // (its home is set apart), no pool of its own (Tenants sets its budgets),
-// queues as deep as the pool.
+// queues as deep as the pool (at most DefaultQueueCapacity).
 func (p *Tenants) innerConfig(tc TenantConfig) Config {
 	c := p.cfg
 	c.NumTypes = tc.NumTypes
@@ -287,7 +287,10 @@ func (p *Tenants) innerConfig(tc TenantConfig) Config {
 	c.Deadlines = tc.Deadlines
 	c.Pool, c.Guarantees, c.Budgets = 0, nil, nil
 	if p.cfg.Pool > 0 && c.QueueCapacity == 0 {
-		c.QueueCapacity = p.cfg.Pool
+		// A queue as deep as the pool, up to the single-tenant default:
+		// budgets bound what a type holds, and a tenant with many types
+		// must not take gigabytes of queues.
+		c.QueueCapacity = min(p.cfg.Pool, DefaultQueueCapacity)
 	}
 	if tc.StaticReserved > 0 {
 		c.StaticReserved = tc.StaticReserved

@@ -22,6 +22,10 @@ import (
 // server keeps per tenant; the dispatcher and the policy hold the rest and
 // apply changes between two iterations of the dispatcher's loop.
 
+// MaxTenantTypes bounds a tenant's type range on a multi-tenant server
+// (its module's type count, or max_types): each type has its queues.
+const MaxTenantTypes = 1024
+
 // mtTenant is one live tenant of a multi-tenant server.
 type mtTenant struct {
 	cfg       Tenant
@@ -91,6 +95,11 @@ func (mt *multiTenants) load(ctx context.Context, t Tenant) (*mtTenant, error) {
 	}
 	lt.host, lt.caller = host, caller
 	lt.numTypes = host.NumTypes()
+	if lt.numTypes > MaxTenantTypes {
+		caller.Close()
+		host.Close(ctx)
+		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d on a multi-tenant server", ErrConfig, t.Name, lt.numTypes, MaxTenantTypes)
+	}
 	st := host.Status()[0]
 	lt.typeNames = make([]string, lt.numTypes)
 	for i := range lt.typeNames {
