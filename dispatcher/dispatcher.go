@@ -29,10 +29,12 @@ const (
 	recvWaitIdle = 10 * time.Millisecond
 )
 
-// task is what the dispatcher pushes to a worker.
+// task is what the dispatcher pushes to a worker: the request and when it
+// was accepted and dispatched (dataplane clock), for its stage times.
 type task struct {
-	buf *nic.Buffer
-	typ darc.Type
+	buf                  *nic.Buffer
+	typ                  darc.Type
+	accepted, dispatched int64
 }
 
 // Outcomes a worker reports in a completion.
@@ -59,6 +61,7 @@ type worker struct {
 	tx     nic.TxQueue
 	parked atomic.Bool
 	wake   chan struct{}
+	stages *stageRecorder // written by the worker goroutine only
 }
 
 // Dispatcher is a running request pipeline; see the package documentation.
@@ -164,8 +167,9 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			cpu:  spec.workerCPU(w),
 			in:   ring.New[task](spec.RingCapacity),
 			out:  ring.New[completion](spec.RingCapacity),
-			tx:   tx,
-			wake: make(chan struct{}, 1),
+			tx:     tx,
+			wake:   make(chan struct{}, 1),
+			stages: newStageRecorder(numTypes),
 		})
 	}
 	d.snapshotBuffer = snap
@@ -439,7 +443,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 		}
 		d.busy++
 		w := d.workers[a.Worker]
-		if !w.in.Push(task{buf: b, typ: a.Request.Type}) {
+		if !w.in.Push(task{buf: b, typ: a.Request.Type, accepted: a.Enqueued, dispatched: now}) {
 			// A policy dispatches to idle workers only, and a worker holds
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -531,6 +535,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
+	defer func() { w.stages.publish(d.dp.Now()) }()
 	for {
 		t, ok := w.in.Pop()
 		if !ok {
@@ -540,17 +545,16 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 				}
 				continue
 			}
-			if !parking {
-				continue
-			}
 			now := d.dp.Now()
+			w.stages.maybePublish(now)
 			if idleSince < 0 {
 				idleSince = now
 				continue
 			}
-			if now-idleSince < spin {
+			if !parking || now-idleSince < spin {
 				continue
 			}
+			w.stages.publish(now)
 			w.parked.Store(true)
 			if w.in.Len() == 0 && !d.stop.Load() {
 				select {
@@ -563,9 +567,10 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			continue
 		}
 		idleSince = -1
-		start := d.dp.Now()
+		st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
+		st.started = d.dp.Now()
 		answer, panicked := d.handle(w.id, t.typ, t.buf)
-		end := d.dp.Now()
+		st.finished = d.dp.Now()
 		outcome := outcomeAnswered
 		one[0] = t.buf
 		if panicked {
@@ -574,13 +579,16 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 		} else if answer {
 			if n, _ := w.tx.Send(one); n != 1 {
 				outcome = outcomeTxError
+			} else {
+				st.sent = d.dp.Now()
 			}
 		} else {
 			d.dp.Release(one...)
 			outcome = outcomeApp
 		}
 		one[0] = nil
-		for !w.out.Push(completion{typ: t.typ, start: start, end: end, outcome: outcome}) {
+		w.stages.record(int(t.typ), &st)
+		for !w.out.Push(completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
 		}
 	}

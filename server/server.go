@@ -272,7 +272,8 @@ func (s *Server) Status() Status {
 	if t := s.tenantsOrNil(); t != nil {
 		declared = t.declared()
 	}
-	st := buildStatus(s.disp.Stats(), declared)
+	st := buildStatus(s.disp.Stats(), s.disp.Stages(), declared)
+	st.Runtime = runtimeStatus()
 	st.App = s.cfg.App.Name
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr

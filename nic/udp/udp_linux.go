@@ -25,6 +25,10 @@ import (
 // families).
 const sockaddrLen = unix.SizeofSockaddrInet6
 
+// cmsgRoom is the room for one control message: the kernel's receive
+// timestamp (SCM_TIMESTAMPNS, a struct timespec).
+const cmsgRoom = unix.SizeofCmsghdr + 16
+
 // noBufferWait is how long a waiting Recv sleeps when every buffer is in use
 // (buffer returns do not wake it).
 const noBufferWait = 50 * time.Microsecond
@@ -101,6 +105,12 @@ func (d *Dataplane) setup() error {
 	var dups []int
 	cerr := d.raw.Control(func(fd uintptr) {
 		if sa, err = unix.Getsockname(int(fd)); err != nil {
+			return
+		}
+		// The kernel stamps each datagram when it arrives, so RxTime
+		// covers the time it waited for the net worker to read it.
+		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
 			return
 		}
 		for range d.cfg.Workers {
@@ -199,7 +209,10 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, fmt.Errorf("udp: receive: %w", err)
 	}
 	n := d.rx.got
-	now := d.Now()
+	// One reading of both clocks turns the kernel's wall-clock receive
+	// stamps into the dataplane's monotonic clock.
+	t := time.Now()
+	now, wall := int64(t.Sub(d.start)), t.UnixNano()
 	truncated := 0
 	for i := range n {
 		b := d.rx.bufs[i]
@@ -212,6 +225,9 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		b.Peer = parseSockaddr(d.rx.names[i][:h.Hdr.Namelen])
 		b.DstPort = d.addr.Port()
 		b.RxTime = now
+		if stamp, ok := d.rx.stamp(i); ok && stamp <= wall {
+			b.RxTime = now - (wall - stamp)
+		}
 		bufs[i] = b
 		d.rx.bufs[i] = nil
 	}
@@ -281,6 +297,7 @@ type rxState struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names [][sockaddrLen]byte
+	ctrl  [][cmsgRoom]byte
 	bufs  []*nic.Buffer // staged buffers, one per slot
 	call  func(fd uintptr) bool
 
@@ -294,13 +311,31 @@ func (r *rxState) init(batch int) {
 	r.hdrs = make([]unix.Mmsghdr, batch)
 	r.iovs = make([]unix.Iovec, batch)
 	r.names = make([][sockaddrLen]byte, batch)
+	r.ctrl = make([][cmsgRoom]byte, batch)
 	r.bufs = make([]*nic.Buffer, batch)
 	for i := range r.hdrs {
 		r.hdrs[i].Hdr.Iov = &r.iovs[i]
 		r.hdrs[i].Hdr.SetIovlen(1)
 		r.hdrs[i].Hdr.Name = &r.names[i][0]
+		r.hdrs[i].Hdr.Control = &r.ctrl[i][0]
 	}
 	r.call = r.recvmmsg // bound once: passing it to RawConn.Read allocates nothing
+}
+
+// stamp returns the kernel's receive timestamp of message i (ns since the
+// Unix epoch), if the kernel attached one.
+func (r *rxState) stamp(i int) (int64, bool) {
+	h := &r.hdrs[i].Hdr
+	c := r.ctrl[i][:]
+	if h.Controllen < cmsgRoom || h.Flags&unix.MSG_CTRUNC != 0 {
+		return 0, false
+	}
+	hdr := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+	if hdr.Level != unix.SOL_SOCKET || hdr.Type != unix.SCM_TIMESTAMPNS || hdr.Len < cmsgRoom {
+		return 0, false
+	}
+	ts := (*unix.Timespec)(unsafe.Pointer(&c[unix.SizeofCmsghdr]))
+	return ts.Nano(), true
 }
 
 // recvmmsg runs inside RawConn.Read; returning false asks the poller to wait
@@ -308,6 +343,7 @@ func (r *rxState) init(batch int) {
 func (r *rxState) recvmmsg(fd uintptr) bool {
 	for i := range r.want {
 		r.hdrs[i].Hdr.Namelen = sockaddrLen
+		r.hdrs[i].Hdr.SetControllen(cmsgRoom)
 	}
 	for {
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(r.want),
