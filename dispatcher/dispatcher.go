@@ -59,8 +59,7 @@ type worker struct {
 	in     *ring.SPSC[task]
 	out    *ring.SPSC[completion]
 	tx     nic.TxQueue
-	parked atomic.Bool
-	wake   chan struct{}
+	park   *parker
 	stages *stageRecorder // written by the worker goroutine only
 }
 
@@ -77,7 +76,6 @@ type Dispatcher struct {
 	stats    atomic.Pointer[Stats]
 	ran      atomic.Bool
 	stop     atomic.Bool
-	stopCh   chan struct{}
 
 	// Everything below belongs to the dispatcher goroutine.
 	rx       []*nic.Buffer
@@ -142,7 +140,6 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		app:      app,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
-		stopCh:   make(chan struct{}),
 		rx:       make([]*nic.Buffer, spec.Burst),
 		payloads: make([][]byte, spec.Burst),
 		ports:    make([]uint16, spec.Burst),
@@ -168,7 +165,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			in:   ring.New[task](spec.RingCapacity),
 			out:  ring.New[completion](spec.RingCapacity),
 			tx:     tx,
-			wake:   make(chan struct{}, 1),
+			park:   newParker(),
 			stages: newStageRecorder(numTypes),
 		})
 	}
@@ -448,12 +445,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
 		}
-		if w.parked.Load() {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}
+		w.park.wake()
 	}
 	return k
 }
@@ -500,22 +492,22 @@ func (d *Dispatcher) startWorkers(wg *sync.WaitGroup) error {
 // whatever is in their ring first.
 func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 	d.stop.Store(true)
-	close(d.stopCh)
+	for _, w := range d.workers {
+		w.park.wake()
+	}
 	wg.Wait()
 }
 
-// lockThread locks the calling goroutine to its OS thread, for good (the
-// thread exits with the goroutine, so no other goroutine inherits its
-// affinity or timer slack), when threads are pinned or busy-poll: the
-// paper's one-thread-per-core model. Under spin-then-park without pinning
-// the goroutines stay unlocked: waking a parked locked goroutine hands its
-// P over to its own thread, which measured twice as slow (idle round trip
-// through the in-memory dataplane: ~220µs locked, ~120µs unlocked on a
-// 2-core machine) and brings nothing without pinning.
+// lockThread locks the calling goroutine (the dispatcher's or a worker's)
+// to its OS thread for good (the thread exits with the goroutine, so no
+// other goroutine inherits its affinity or timer slack) and lowers the
+// thread's timer slack, so that its sleeps (the dispatcher's polls, an
+// emulated service time) end when asked rather than up to 50µs later.
+// Each such thread is then scheduled by the kernel, not by the Go
+// runtime: a worker sleeping in the kernel (a parked worker, an emulated
+// request) is woken by the kernel directly. Under spin-then-park this
+// needs a Go processor per thread that may block (see Spec.Procs).
 func (d *Dispatcher) lockThread() {
-	if len(d.spec.CPUs) == 0 && d.spec.Idle == IdleSpinThenPark {
-		return
-	}
 	runtime.LockOSThread()
 	lowerTimerSlack()
 }
@@ -555,14 +547,11 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 				continue
 			}
 			w.stages.publish(now)
-			w.parked.Store(true)
+			w.park.prepare()
 			if w.in.Len() == 0 && !d.stop.Load() {
-				select {
-				case <-w.wake:
-				case <-d.stopCh:
-				}
+				w.park.sleep()
 			}
-			w.parked.Store(false)
+			w.park.done()
 			idleSince = -1
 			continue
 		}

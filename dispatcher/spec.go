@@ -153,6 +153,22 @@ func (s Spec) String() string {
 	return b.String()
 }
 
+// Procs returns the GOMAXPROCS a process running a dispatcher for s needs
+// so that no goroutine ready to run waits for a Go processor: under
+// spin-then-park, one per worker and one for the dispatcher (each thread
+// keeps its processor while it sleeps in the kernel: parked, polling or
+// emulating a service time) and one for everything else (admin, garbage
+// collection); under busy-poll, where each of those threads spins on a
+// core of its own, the machine's cores are the limit and Procs returns 0
+// (leave GOMAXPROCS alone).
+func (s Spec) Procs() int {
+	s = s.withDefaults()
+	if s.Idle == IdleBusyPoll {
+		return 0
+	}
+	return s.Workers + 2
+}
+
 // dispatcherCPU returns the CPU the dispatcher is pinned to, or -1.
 func (s Spec) dispatcherCPU() int {
 	if len(s.CPUs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/dpdk"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -28,7 +29,10 @@ func openDataplane(cfg Config) (nic.Dataplane, string, error) {
 
 // openUDP opens the UDP-socket dataplane.
 func openUDP(cfg Config) (nic.Dataplane, string, error) {
-	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst})
+	// Under spin-then-park the dispatcher waits for requests in the
+	// kernel on its own thread (see Procs).
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst,
+		KernelWait: cfg.Idle == dispatcher.IdleSpinThenPark})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
 	}

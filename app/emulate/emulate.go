@@ -16,7 +16,6 @@ package emulate
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -39,9 +38,16 @@ const minSleep = 100 * time.Microsecond
 // (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
 const initialOvershoot = 100 * time.Microsecond
 
-// maxOvershoot caps the learned overshoot, so one stall (a descheduled
-// thread) cannot make every later wait spin for long.
-const maxOvershoot = 2 * time.Millisecond
+// maxOvershoot caps the learned overshoot, so that stalls (a descheduled
+// thread on a busy machine) cannot make every later wait spin for long:
+// spinning threads would take the cores the other workers and the
+// dispatcher need to wake up on time.
+const maxOvershoot = 500 * time.Microsecond
+
+// overshootStep is the learning step of the overshoot's 90th percentile:
+// the estimate rises by 9 steps after a sleep that overshot it and falls
+// by one after a sleep that did not.
+const overshootStep = 2 * time.Microsecond
 
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("emulate: invalid config")
@@ -67,11 +73,16 @@ func (c Config) Validate() error {
 
 // Sleeper waits for dilated durations precisely without burning a core for
 // the whole wait: it sleeps for the duration minus the timer overshoot it has
-// learned  and the spin
-// tail, then busy-spins the rest. The estimate tracks a high quantile of the
-// overshoot (it rises fast and decays slowly), capped at 2ms. Waits too short to sleep (under about a
-// millisecond plus the overshoot) spin entirely. It is safe for concurrent
-// use.
+// learned and the spin tail, then busy-spins the rest. The estimate tracks
+// the overshoot's 90th percentile, capped at 500µs, so nine waits in ten
+// end on time and the tenth, woken late, ends late rather than making
+// every wait spin longer. Waits too short to sleep (under 100µs plus the
+// overshoot and the tail) spin entirely. It is safe for concurrent use.
+//
+// The spin does not yield to the Go scheduler: the dispatcher's workers
+// run on threads of their own, each with its own Go processor, and a
+// goroutine locked to its thread that yields hands its processor to
+// another thread and back (two thread switches per turn).
 type Sleeper struct {
 	dilation  float64
 	tail      time.Duration
@@ -118,21 +129,16 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 	if sleep := total - over - s.tail; sleep >= minSleep {
 		threadSleep(sleep)
 		measured := time.Since(start) - sleep
-		// Track a high quantile rather than the mean: rise fast on a late
-		// wake-up, decay slowly. Racy read-modify-write across workers is
-		// fine for an estimate.
+		// A stochastic estimate of the 90th percentile. Racy
+		// read-modify-write across workers is fine for an estimate.
 		if measured > over {
-			over += (measured - over) / 2
+			over += 9 * overshootStep
 		} else {
-			over -= (over - measured) / 32
+			over -= overshootStep
 		}
-		s.overshoot.Store(int64(min(over, maxOvershoot)))
+		s.overshoot.Store(int64(min(max(over, 0), maxOvershoot)))
 	}
-	// Spin the rest, yielding the processor at each turn: emulated workers
-	// share few cores, and a worker spinning its tail must not keep the
-	// dispatcher or a worker that just woke up from running.
 	for time.Since(start) < total {
-		runtime.Gosched()
 	}
 }
 

@@ -187,7 +187,10 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 	}
 	d.rx.want, d.rx.block = want, false
 	err := d.raw.Read(d.rx.call)
-	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
+	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 && d.cfg.KernelWait {
+		d.rx.timeout = unix.NsecToTimespec(int64(wait))
+		err = d.raw.Read(d.rx.pollCall)
+	} else if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
 		d.rx.block = true
 		if err = d.conn.SetReadDeadline(time.Now().Add(wait)); err == nil {
 			err = d.raw.Read(d.rx.call)
@@ -300,6 +303,10 @@ type rxState struct {
 	ctrl  [][cmsgRoom]byte
 	bufs  []*nic.Buffer // staged buffers, one per slot
 	call  func(fd uintptr) bool
+	// pollCall and its state: Config.KernelWait.
+	pollCall func(fd uintptr) bool
+	pollFds  []unix.PollFd
+	timeout  unix.Timespec
 
 	want  int
 	block bool
@@ -320,6 +327,31 @@ func (r *rxState) init(batch int) {
 		r.hdrs[i].Hdr.Control = &r.ctrl[i][0]
 	}
 	r.call = r.recvmmsg // bound once: passing it to RawConn.Read allocates nothing
+	r.pollCall = r.pollRecvmmsg
+	r.pollFds = make([]unix.PollFd, 1)
+}
+
+// pollRecvmmsg runs inside RawConn.Read (Config.KernelWait): it waits in
+// ppoll(2) on this thread for up to r.timeout, then receives.
+func (r *rxState) pollRecvmmsg(fd uintptr) bool {
+	r.pollFds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&r.pollFds[0])), 1,
+			uintptr(unsafe.Pointer(&r.timeout)), 0, 0, 0)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			r.got, r.errno = 0, e
+			return true
+		case n == 0: // timed out
+			r.got, r.errno = 0, 0
+			return true
+		}
+		r.block = false
+		r.recvmmsg(fd)
+		return true
+	}
 }
 
 // stamp returns the kernel's receive timestamp of message i (ns since the
