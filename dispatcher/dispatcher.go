@@ -16,18 +16,32 @@ import (
 )
 
 // What the dispatcher does once it has been idle for Spec.Spin under
-// IdleSpinThenPark. While requests wait in a queue it must notice
-// completions soon (a freed worker can take one), but Go's timers cannot wait
-// for less than about a millisecond, so it polls: non-blocking Recv, then a
-// precise nanosleep of pollInterval. When no request waits, only an arrival
-// can create work to dispatch: it blocks in Recv, which an arrival ends at
-// once, for at most recvWaitIdle (completions, which only update the
-// profile and free workers that nobody waits for, are collected when it
-// wakes, before the arrival is dispatched).
+// IdleSpinThenPark. When no request waits, only an arrival can create work
+// to dispatch: it blocks in Recv, which an arrival ends at once, for at
+// most recvWaitIdle (completions, which only update the profile and free
+// workers that nobody waits for, are collected when it wakes, before the
+// arrival is dispatched). While requests wait in a queue it must also
+// notice completions at once (a freed worker can take one): with a
+// dataplane whose waiting Recv can be ended from another thread (a
+// recvWaker: the UDP dataplane waiting in the kernel), it blocks in Recv
+// the same way and the worker that completes a request ends the wait;
+// with any other dataplane it polls: non-blocking Recv, then a precise
+// nanosleep of pollInterval (Go's timers cannot wait for less than about a
+// millisecond).
 const (
 	pollInterval = 20 * time.Microsecond
 	recvWaitIdle = 10 * time.Millisecond
 )
+
+// recvWaker is a dataplane whose waiting Recv another goroutine can end.
+type recvWaker interface {
+	// RecvWakeable reports whether WakeRecv works in the dataplane's
+	// configuration.
+	RecvWakeable() bool
+	// WakeRecv ends a waiting Recv at once, or makes the next one return
+	// at once.
+	WakeRecv()
+}
 
 // task is what the dispatcher pushes to a worker: the request and when it
 // was accepted and dispatched (dataplane clock), for its stage times.
@@ -76,6 +90,13 @@ type Dispatcher struct {
 	stats    atomic.Pointer[Stats]
 	ran      atomic.Bool
 	stop     atomic.Bool
+	// waker, when not nil, lets workers end the dispatcher's wait in Recv;
+	// sleeping is set while it waits there with requests queued (a
+	// completion then matters at once), on a cache line of its own.
+	waker    recvWaker
+	_        [64]byte
+	sleeping atomic.Bool
+	_        [64]byte
 
 	// Everything below belongs to the dispatcher goroutine.
 	rx       []*nic.Buffer
@@ -169,6 +190,9 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			stages: newStageRecorder(numTypes),
 		})
 	}
+	if w, ok := dp.(recvWaker); ok && w.RecvWakeable() && spec.Idle == IdleSpinThenPark {
+		d.waker = w
+	}
 	d.snapshotBuffer = snap
 	d.publish(dp.Now())
 	return d, nil
@@ -253,10 +277,26 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		}
 		var wait time.Duration
 		idle := parking && d.lastNow-lastWork > spin
-		if idle && d.queued == 0 && !d.draining {
+		announced := false
+		switch {
+		case !idle || d.draining:
+		case d.queued == 0:
 			wait = recvWaitIdle
+		case d.waker != nil:
+			// Announce the wait, then look at the completion rings
+			// once more: either a worker that completes from now on
+			// sees the announcement and wakes us, or we see its
+			// completion here and do not wait.
+			d.sleeping.Store(true)
+			announced = true
+			if !d.completionsPending() {
+				wait = recvWaitIdle
+			}
 		}
 		worked, err := d.step(wait)
+		if announced {
+			d.sleeping.Store(false)
+		}
 		now = d.lastNow
 		if err != nil && !d.draining {
 			if !errors.Is(err, nic.ErrClosed) {
@@ -271,7 +311,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if d.draining && ((d.queued == 0 && d.busy == 0) || now >= drainDeadline) {
 			break
 		}
-		if !worked && idle && wait == 0 {
+		if !worked && idle && wait == 0 && !announced {
 			preciseSleep(pollInterval)
 		}
 		if now >= nextStats {
@@ -383,6 +423,17 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		d.dp.Release(rel...)
 		clear(rel)
 	}
+}
+
+// completionsPending reports whether a worker's completion ring holds a
+// completion.
+func (d *Dispatcher) completionsPending() bool {
+	for _, w := range d.workers {
+		if w.out.Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // collect drains every worker's completion ring into the policy.
@@ -579,6 +630,9 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 		w.stages.record(int(t.typ), &st)
 		for !w.out.Push(completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
+		}
+		if d.sleeping.Load() && d.sleeping.CompareAndSwap(true, false) {
+			d.waker.WakeRecv()
 		}
 	}
 }

@@ -48,6 +48,10 @@ type Dataplane struct {
 	closeErr  error
 
 	rx          rxState // net worker only
+	// wake is an eventfd that a waiting Recv polls besides the socket
+	// (Config.KernelWait): WakeRecv ends the wait.
+	wake    *os.File
+	wakeBuf [8]byte
 	staged      atomic.Int64
 	rxPackets   atomic.Uint64
 	rxTruncated atomic.Uint64
@@ -151,6 +155,15 @@ func (d *Dataplane) setup() error {
 	}
 	d.pool = bufpool.New(d.cfg.Buffers, d.cfg.BufSize)
 	d.rx.init(d.cfg.Batch)
+	if d.cfg.KernelWait {
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("udp: eventfd: %w", err)
+		}
+		d.wake = os.NewFile(uintptr(efd), "psp-recv-wake")
+		binary.NativeEndian.PutUint64(d.wakeBuf[:], 1)
+		d.rx.pollFds = append(d.rx.pollFds, unix.PollFd{Fd: int32(efd), Events: unix.POLLIN})
+	}
 	d.meminfo.call = d.meminfo.read
 	return nil
 }
@@ -328,7 +341,7 @@ func (r *rxState) init(batch int) {
 	}
 	r.call = r.recvmmsg // bound once: passing it to RawConn.Read allocates nothing
 	r.pollCall = r.pollRecvmmsg
-	r.pollFds = make([]unix.PollFd, 1)
+	r.pollFds = make([]unix.PollFd, 1, 2)
 }
 
 // pollRecvmmsg runs inside RawConn.Read (Config.KernelWait): it waits in
@@ -336,7 +349,7 @@ func (r *rxState) init(batch int) {
 func (r *rxState) pollRecvmmsg(fd uintptr) bool {
 	r.pollFds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&r.pollFds[0])), 1,
+		n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&r.pollFds[0])), uintptr(len(r.pollFds)),
 			uintptr(unsafe.Pointer(&r.timeout)), 0, 0, 0)
 		switch {
 		case e == unix.EINTR:
@@ -348,9 +361,26 @@ func (r *rxState) pollRecvmmsg(fd uintptr) bool {
 			r.got, r.errno = 0, 0
 			return true
 		}
+		if len(r.pollFds) > 1 && r.pollFds[1].Revents != 0 { // WakeRecv: reset the eventfd
+			var buf [8]byte
+			_, _, _ = unix.Syscall(unix.SYS_READ, uintptr(r.pollFds[1].Fd), uintptr(unsafe.Pointer(&buf[0])), 8)
+		}
 		r.block = false
 		r.recvmmsg(fd)
 		return true
+	}
+}
+
+// RecvWakeable reports whether WakeRecv can end a waiting Recv: with
+// Config.KernelWait.
+func (d *Dataplane) RecvWakeable() bool { return d.wake != nil }
+
+// WakeRecv ends a Recv waiting in the kernel (Config.KernelWait) at once,
+// or makes the next waiting Recv return at once; it may be called from any
+// goroutine and costs one write(2). Without KernelWait it does nothing.
+func (d *Dataplane) WakeRecv() {
+	if d.wake != nil {
+		_, _ = d.wake.Write(d.wakeBuf[:])
 	}
 }
 
@@ -441,6 +471,9 @@ func (d *Dataplane) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
 		errs := []error{d.conn.Close()}
+		if d.wake != nil { // after the socket: no Recv polls it any more
+			errs = append(errs, d.wake.Close())
+		}
 		for _, q := range d.tx {
 			errs = append(errs, q.conn.Close())
 		}
