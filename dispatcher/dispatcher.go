@@ -30,7 +30,12 @@ import (
 // millisecond).
 const (
 	pollInterval = 20 * time.Microsecond
-	recvWaitIdle = 10 * time.Millisecond
+	recvWaitIdle = 5 * time.Millisecond
+	// yieldEvery: under spin-then-park the dispatcher goroutine, which
+	// otherwise never goes through the Go scheduler (it waits in system
+	// calls), yields at least this often, so that the runtime's monitor
+	// never finds it unscheduled for 10ms (see lockThread).
+	yieldEvery = 5 * time.Millisecond
 )
 
 // recvWaker is a dataplane whose waiting Recv another goroutine can end.
@@ -73,7 +78,8 @@ type worker struct {
 	in     *ring.SPSC[task]
 	out    *ring.SPSC[completion]
 	tx     nic.TxQueue
-	park   *parker
+	parked atomic.Bool
+	wake   chan struct{}
 	stages *stageRecorder // written by the worker goroutine only
 }
 
@@ -90,6 +96,7 @@ type Dispatcher struct {
 	stats    atomic.Pointer[Stats]
 	ran      atomic.Bool
 	stop     atomic.Bool
+	stopCh   chan struct{}
 	// waker, when not nil, lets workers end the dispatcher's wait in Recv;
 	// sleeping is set while it waits there with requests queued (a
 	// completion then matters at once), on a cache line of its own.
@@ -161,6 +168,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		app:      app,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
+		stopCh:   make(chan struct{}),
 		rx:       make([]*nic.Buffer, spec.Burst),
 		payloads: make([][]byte, spec.Burst),
 		ports:    make([]uint16, spec.Burst),
@@ -186,7 +194,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			in:   ring.New[task](spec.RingCapacity),
 			out:  ring.New[completion](spec.RingCapacity),
 			tx:     tx,
-			park:   newParker(),
+			wake:   make(chan struct{}, 1),
 			stages: newStageRecorder(numTypes),
 		})
 	}
@@ -265,6 +273,8 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	done := ctx.Done()
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
+	yields := parking && len(d.spec.CPUs) == 0
+	lastYield := now
 
 	for {
 		if !d.draining {
@@ -317,6 +327,10 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if now >= nextStats {
 			d.publish(now)
 			nextStats = now + int64(d.spec.StatsInterval)
+		}
+		if yields && now-lastYield >= int64(yieldEvery) {
+			runtime.Gosched()
+			lastYield = now
 		}
 	}
 
@@ -496,7 +510,12 @@ func (d *Dispatcher) dispatch(now int64) int {
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
 		}
-		w.park.wake()
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return k
 }
@@ -543,22 +562,26 @@ func (d *Dispatcher) startWorkers(wg *sync.WaitGroup) error {
 // whatever is in their ring first.
 func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 	d.stop.Store(true)
-	for _, w := range d.workers {
-		w.park.wake()
-	}
+	close(d.stopCh)
 	wg.Wait()
 }
 
-// lockThread locks the calling goroutine (the dispatcher's or a worker's)
-// to its OS thread for good (the thread exits with the goroutine, so no
-// other goroutine inherits its affinity or timer slack) and lowers the
-// thread's timer slack, so that its sleeps (the dispatcher's polls, an
-// emulated service time) end when asked rather than up to 50µs later.
-// Each such thread is then scheduled by the kernel, not by the Go
-// runtime: a worker sleeping in the kernel (a parked worker, an emulated
-// request) is woken by the kernel directly. Under spin-then-park this
-// needs a Go processor per thread that may block (see Spec.Procs).
+// lockThread locks the calling goroutine to its OS thread, for good (the
+// thread exits with the goroutine, so no other goroutine inherits its
+// affinity or timer slack), when threads are pinned or busy-poll: the
+// paper's one-thread-per-core model. Under spin-then-park without pinning
+// the goroutines stay unlocked, and park and sleep through the Go
+// scheduler rather than in system calls of their own: waking a parked
+// locked goroutine hands its processor to its own thread (two thread
+// wake-ups instead of one), and the runtime's monitor (sysmon) preempts,
+// and takes the processor of, any goroutine it has not seen go through
+// the scheduler for 10ms, which for a locked goroutine costs two thread
+// switches each time and, with a thread per worker sleeping in futex or
+// nanosleep, kept sysmon polling every 20µs (a sixth of a core).
 func (d *Dispatcher) lockThread() {
+	if len(d.spec.CPUs) == 0 && d.spec.Idle == IdleSpinThenPark {
+		return
+	}
 	runtime.LockOSThread()
 	lowerTimerSlack()
 }
@@ -598,11 +621,14 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 				continue
 			}
 			w.stages.publish(now)
-			w.park.prepare()
+			w.parked.Store(true)
 			if w.in.Len() == 0 && !d.stop.Load() {
-				w.park.sleep()
+				select {
+				case <-w.wake:
+				case <-d.stopCh:
+				}
 			}
-			w.park.done()
+			w.parked.Store(false)
 			idleSince = -1
 			continue
 		}

@@ -7,8 +7,10 @@
 // Sleeping is imprecise (Go's time.Sleep rounds sub-millisecond sleeps up to
 // about a millisecond; nanosleep(2), used here on Linux, overshoots by the
 // thread's timer slack plus scheduling delay; see BenchmarkSleep), so the
-// worker sleeps for the duration minus the overshoot it has learned and
-// busy-spins the rest (see Sleeper).
+// worker sleeps in Go's timer until 2ms before the end, then in nanosleep
+// (which keeps the worker's Go processor, so never long) until the end
+// minus the overshoot it has learned, and busy-spins the rest (see
+// Sleeper).
 //
 // A Handler is safe for concurrent use by all workers.
 package emulate
@@ -33,6 +35,10 @@ const (
 
 // minSleep is the shortest sleep worth taking; shorter waits spin.
 const minSleep = 100 * time.Microsecond
+
+// timerMargin is the part of a long sleep left to nanosleep after Go's
+// timer (see WaitExactly): more than the timer's lateness.
+const timerMargin = 2 * time.Millisecond
 
 // initialOvershoot is the overshoot assumed before any sleep was measured
 // (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
@@ -127,16 +133,26 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 	start := time.Now()
 	over := time.Duration(s.overshoot.Load())
 	if sleep := total - over - s.tail; sleep >= minSleep {
-		threadSleep(sleep)
-		measured := time.Since(start) - sleep
-		// A stochastic estimate of the 90th percentile. Racy
-		// read-modify-write across workers is fine for an estimate.
-		if measured > over {
-			over += 9 * overshootStep
-		} else {
-			over -= overshootStep
+		// The bulk in Go's timer, which gives the processor up while
+		// it waits but wakes up to about a millisecond late; the last
+		// timerMargin in nanosleep.
+		if bulk := sleep - timerMargin; bulk > 0 {
+			time.Sleep(bulk)
 		}
-		s.overshoot.Store(int64(min(max(over, 0), maxOvershoot)))
+		if rest := sleep - time.Since(start); rest > 0 {
+			t := time.Now()
+			threadSleep(rest)
+			measured := time.Since(t) - rest
+			// A stochastic estimate of the 90th percentile. Racy
+			// read-modify-write across workers is fine for an
+			// estimate.
+			if measured > over {
+				over += 9 * overshootStep
+			} else {
+				over -= overshootStep
+			}
+			s.overshoot.Store(int64(min(max(over, 0), maxOvershoot)))
+		}
 	}
 	for time.Since(start) < total {
 	}
