@@ -113,6 +113,23 @@ type Config struct {
 	TS TSConfig
 	// Source labels the resulting point; default "sim".
 	Source string
+	// Trace, when not empty, is the run's arrivals instead of a Poisson
+	// process at Rate drawn from Seed: to replay the requests a live run
+	// actually sent, at the times it sent them. Times must not decrease;
+	// Duration defaults to just after the last arrival, Rate (for the
+	// report) to the trace's mean rate over Duration, and Warmup is the
+	// fraction of the trace's first requests not recorded.
+	Trace []Arrival
+}
+
+// Arrival is one request of a trace (Config.Trace).
+type Arrival struct {
+	// At is the arrival time, ns from the start.
+	At int64
+	// Type is the request's type, an index into the workload's types.
+	Type int
+	// ServiceNs is the request's service time.
+	ServiceNs int64
 }
 
 // withDefaults returns c with zero fields set to their defaults (negative
@@ -125,8 +142,14 @@ func (c Config) withDefaults() Config {
 	if c.Policy == "" {
 		c.Policy = darc.NameDARC
 	}
+	if c.Duration == 0 && len(c.Trace) > 0 {
+		c.Duration = time.Duration(c.Trace[len(c.Trace)-1].At + 1)
+	}
 	if c.Duration == 0 {
 		c.Duration = DefaultDuration
+	}
+	if len(c.Trace) > 0 && c.Rate == 0 && c.Duration > 0 {
+		c.Rate = float64(len(c.Trace)) / c.Duration.Seconds()
 	}
 	if c.Warmup == 0 {
 		c.Warmup = DefaultWarmup
@@ -169,6 +192,16 @@ func (c Config) Validate() error {
 	}
 	if err := c.Workload.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for i, a := range c.Trace {
+		switch {
+		case a.Type < 0 || a.Type >= len(c.Workload.Types):
+			return bad("trace request %d has type %d, want 0..%d", i, a.Type, len(c.Workload.Types)-1)
+		case a.ServiceNs < 0 || a.At < 0:
+			return bad("trace request %d: negative time or service time", i)
+		case i > 0 && a.At < c.Trace[i-1].At:
+			return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
+		}
 	}
 	if c.Rate <= 0 && !(c.Load > 0) {
 		return bad("load = %g, want > 0 (or give a rate)", c.Load)

@@ -32,6 +32,7 @@ type run struct {
 
 	nextArrival int64
 	warm, end   int64
+	next        int // Config.Trace: the next arrival
 
 	// measurement window [warm, end]
 	arrived, completed, dropped uint64
@@ -52,6 +53,12 @@ func newRun(cfg Config) *run {
 		end:      int64(cfg.Duration),
 	}
 	r.warm = int64(cfg.Warmup * float64(cfg.Duration))
+	if n := len(cfg.Trace); n > 0 {
+		r.warm = 0
+		if i := int(cfg.Warmup * float64(n)); i > 0 {
+			r.warm = cfg.Trace[min(i, n-1)].At
+		}
+	}
 	expectedInFlight := 4 * cfg.Workers
 	r.reqs = make([]request, 0, expectedInFlight)
 	r.free = make([]int32, 0, expectedInFlight)
@@ -60,7 +67,15 @@ func newRun(cfg Config) *run {
 }
 
 func (r *run) advanceArrival() {
-	t := r.arrivals.Next()
+	var t int64
+	switch {
+	case len(r.cfg.Trace) == 0:
+		t = r.arrivals.Next()
+	case r.next < len(r.cfg.Trace):
+		t = r.cfg.Trace[r.next].At
+	default:
+		t = never
+	}
 	if t >= r.end {
 		t = never
 	}
@@ -69,7 +84,15 @@ func (r *run) advanceArrival() {
 
 // arrive creates the request arriving now and returns its handle.
 func (r *run) arrive(now int64) int32 {
-	typ, svc := r.sampler.Next()
+	var typ int
+	var svc int64
+	if len(r.cfg.Trace) > 0 {
+		a := r.cfg.Trace[r.next]
+		typ, svc = a.Type, a.ServiceNs
+		r.next++
+	} else {
+		typ, svc = r.sampler.Next()
+	}
 	var h int32
 	if n := len(r.free); n > 0 {
 		h = r.free[n-1]
