@@ -189,10 +189,10 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			return nil, fmt.Errorf("%w: dataplane has no TX queue for worker %d (opened with fewer workers?)", ErrSpec, w)
 		}
 		d.workers = append(d.workers, &worker{
-			id:   w,
-			cpu:  spec.workerCPU(w),
-			in:   ring.New[task](spec.RingCapacity),
-			out:  ring.New[completion](spec.RingCapacity),
+			id:     w,
+			cpu:    spec.workerCPU(w),
+			in:     ring.New[task](spec.RingCapacity),
+			out:    ring.New[completion](spec.RingCapacity),
 			tx:     tx,
 			wake:   make(chan struct{}, 1),
 			stages: newStageRecorder(numTypes),

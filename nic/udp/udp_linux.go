@@ -47,11 +47,11 @@ type Dataplane struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	rx          rxState // net worker only
+	rx rxState // net worker only
 	// wake is an eventfd that a waiting Recv polls besides the socket
 	// (Config.KernelWait): WakeRecv ends the wait.
-	wake    *os.File
-	wakeBuf [8]byte
+	wake        *os.File
+	wakeBuf     [8]byte
 	staged      atomic.Int64
 	rxPackets   atomic.Uint64
 	rxTruncated atomic.Uint64
