@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
@@ -69,6 +70,9 @@ func (c *TailComparison) Problem(bound float64) string {
 		return "requests lost or late"
 	case !c.P999BelowMax:
 		return fmt.Sprintf("only %d samples: p99.9 is the sample's maximum", c.Samples)
+	case c.OverheadNs > c.ServiceNs:
+		return fmt.Sprintf("fixed overhead %v exceeds the type's service time %v: the server is not keeping up",
+			time.Duration(c.OverheadNs).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
 	case !c.Within(bound):
 		return fmt.Sprintf("live/sim %.2f (p99), %.2f (p99.9), want within %gx", c.RatioP99, c.RatioP999, bound)
 	}
