@@ -129,8 +129,9 @@ func forceUpdate(p *DARC, now *int64, out []Assignment) {
 	p.Dispatch(*now, out[:0])
 	for p.queues[1].n > 0 { // drop the backlog without dispatching it
 		p.queues[1].pop()
-		p.queued[1]--
-		p.pending--
+		p.lim[1].queued--
+		p.total--
+		p.lim[1].held--
 	}
 }
 

@@ -1,5 +1,7 @@
 package darc
 
+import "strconv"
+
 // This file holds the contract between the policy and its two drivers (the
 // runtime dispatcher and the simulator). Keep it stable: both depend on it.
 
@@ -19,12 +21,48 @@ type Request struct {
 	Type   Type
 }
 
-// Assignment is one dispatch decision: run Request on Worker. Enqueued is the
-// time (ns, the driver's clock) at which the request was enqueued.
+// Assignment is one dispatch decision: run Request on Worker, or, when
+// Worker is Expired, drop it: it waited in its queue longer than its type's
+// deadline. Enqueued is the time (ns, the driver's clock) at which the
+// request was enqueued.
 type Assignment struct {
 	Worker   int
 	Request  Request
 	Enqueued int64
+}
+
+// Expired is the Worker of an Assignment that drops its request: the request
+// waited longer than its type's deadline (see Config.DeadlineFactor) and
+// must not be served. The driver releases it and counts it as expired.
+const Expired = -1
+
+// Verdict is Enqueue's answer.
+type Verdict uint8
+
+// Enqueue's verdicts.
+const (
+	// Accepted: the request is queued.
+	Accepted Verdict = iota
+	// QueueFull: the request's queue is full (its type's, or for d-FCFS
+	// its worker's); it is dropped and counted against its type.
+	QueueFull
+	// OverBudget: the request's type holds its guarantee of the pool
+	// (Config.Pool) and can borrow no more: it reached its budget or the
+	// shared part is used up. It is dropped and counted against its type.
+	OverBudget
+)
+
+// String returns "accepted", "queue_full" or "over_budget".
+func (v Verdict) String() string {
+	switch v {
+	case Accepted:
+		return "accepted"
+	case QueueFull:
+		return "queue_full"
+	case OverBudget:
+		return "over_budget"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Policy is what a dispatcher drives. All times are nanoseconds on the
@@ -34,18 +72,23 @@ type Assignment struct {
 // the simulator's event loop) owns it.
 type Policy interface {
 	// Enqueue appends r to the queue the policy picks for it (its typed
-	// queue; for d-FCFS a worker's queue). It reports false when that queue is
-	// full: the request is dropped and counted against its type only.
-	Enqueue(r Request, now int64) bool
+	// queue; for d-FCFS a worker's queue) and returns Accepted, or drops it
+	// and says why: its type holds its whole budget (OverBudget) or its
+	// queue is full (QueueFull). A drop is counted against r's type only.
+	Enqueue(r Request, now int64) Verdict
 
-	// Dispatch fills out with (worker, request) pairs for idle workers,
-	// following the policy, marks those workers busy and returns how many it
-	// wrote (at most len(out)). It allocates nothing.
+	// Dispatch fills out with decisions and returns how many it wrote (at
+	// most len(out)): (worker, request) pairs for idle workers, following
+	// the policy, which it marks busy, and requests that waited longer than
+	// their type's deadline, with Worker == Expired, which it forgets (the
+	// driver drops them). It allocates nothing.
 	Dispatch(now int64, out []Assignment) int
 
 	// Complete tells the policy that worker finished a request of type typ
-	// that ran for service ns. The worker becomes idle. Profiling and
-	// re-reservation checks happen here and in Dispatch.
+	// (the type it was dispatched with) that ran for service ns. The worker
+	// becomes idle and the request stops counting against its type's
+	// budget. Profiling, deadline and re-reservation updates happen here
+	// and in Dispatch.
 	Complete(worker int, typ Type, service int64, now int64)
 
 	// Snapshot copies the policy's observable state into s, reusing s's
@@ -75,6 +118,9 @@ type Snapshot struct {
 	IdleWorkers int
 	// Busy[w] reports whether worker w is running a request.
 	Busy []bool
+	// Pool is Config.Pool (0: none); Shared the part of it not guaranteed
+	// to any type, Borrowed how much of that is in use.
+	Pool, Shared, Borrowed int
 }
 
 // Group is a set of types of similar service time sharing reserved workers.
@@ -86,7 +132,7 @@ type Group struct {
 	Spillway  bool    // the group was given the spillway worker(s)
 }
 
-// TypeState is one type's profile and queue.
+// TypeState is one type's profile, queue, budget and deadline.
 type TypeState struct {
 	Type        Type
 	Name        string
@@ -94,7 +140,21 @@ type TypeState struct {
 	Count       uint64  // completions in the current profiling window
 	Ratio       float64 // occurrence ratio in the current profile
 	Queued      int     // requests waiting now
+	Held        int     // requests held now: queued or running
 	Enqueued    uint64  // total accepted
-	Dropped     uint64  // total dropped because the queue was full
-	Dispatched  uint64  // total dispatched
+	Dropped     uint64  // total dropped by Enqueue: QueueFull + OverBudget
+	QueueFull   uint64  // total dropped because the queue was full
+	OverBudget  uint64  // total dropped because the type held its whole budget
+	Expired     uint64  // total dropped by Dispatch: waited past the deadline
+	Dispatched  uint64  // total dispatched to a worker
+	// Budget is the most requests of the type held at once (queued or
+	// running), Guarantee how many it can always hold whatever the other
+	// types do; 0 when the policy has no pool (Config.Pool).
+	Budget    int
+	Guarantee int
+	// Capacity is the most requests of the type queued at once.
+	Capacity int
+	// DeadlineNs is the longest a request of the type may wait in its queue
+	// (ns); 0 when it has none (yet: automatic deadlines need a profile).
+	DeadlineNs int64
 }

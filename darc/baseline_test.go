@@ -40,7 +40,7 @@ func TestCFCFSFIFO(t *testing.T) {
 	}
 	types := []Type{2, 1, 0, 2, 1}
 	for i, ty := range types {
-		if !p.Enqueue(req(uint64(i), ty), int64(10*i)) {
+		if p.Enqueue(req(uint64(i), ty), int64(10*i)) != Accepted {
 			t.Fatalf("enqueue %d refused", i)
 		}
 	}
@@ -87,16 +87,16 @@ func TestQueueFullDropsPerType(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ok := []bool{
+		ok := []Verdict{
 			p.Enqueue(req(1, 1), 0), p.Enqueue(req(2, 1), 0), p.Enqueue(req(3, 1), 0),
 			p.Enqueue(req(4, 2), 0), p.Enqueue(req(5, 2), 0),
 		}
-		if !slices.Equal(ok, []bool{true, true, false, true, true}) {
+		if !slices.Equal(ok, []Verdict{Accepted, Accepted, QueueFull, Accepted, Accepted}) {
 			t.Errorf("%s: accepted = %v", name, ok)
 		}
 		var s Snapshot
 		p.Snapshot(&s)
-		if s.Types[1].Dropped != 1 || s.Types[2].Dropped != 0 || s.Types[1].Enqueued != 2 || s.Types[2].Queued != 2 {
+		if s.Types[1].Dropped != 1 || s.Types[1].QueueFull != 1 || s.Types[2].Dropped != 0 || s.Types[1].Enqueued != 2 || s.Types[2].Queued != 2 {
 			t.Errorf("%s: type states %+v", name, s.Types)
 		}
 	}
@@ -108,7 +108,7 @@ func TestDFCFSRoundRobin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		accepted := p.Enqueue(req(uint64(i), 1), int64(i))
+		accepted := p.Enqueue(req(uint64(i), 1), int64(i)) == Accepted
 		if want := i < 3; accepted != want { // the 4th lands on worker 0's full queue
 			t.Fatalf("enqueue %d accepted = %v, want %v", i, accepted, want)
 		}

@@ -4,9 +4,11 @@ package darc
 // arrival order; the head goes to the lowest idle worker. Unknown requests are
 // ordinary requests here.
 //
-// The central queue holds up to QueueCapacity requests of each type, so flow
-// control is per type as with the other policies: a type over its share is
-// dropped while the others are still accepted.
+// The central queue holds up to QueueCapacity requests of each type (each
+// type's budget with a pool), so flow control is per type as with the other
+// policies: a type over its share is dropped while the others are still
+// accepted. The queue mixes types, so a request past its deadline behind a
+// fresh head is found when it reaches the head.
 type CFCFS struct {
 	core
 	fifo ring
@@ -18,27 +20,42 @@ func NewCFCFS(cfg Config) (*CFCFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	total := c.cfg.QueueCapacity * c.numTypes
+	total := 0
+	for _, cp := range c.capacity {
+		total += cp
+	}
 	p := &CFCFS{core: c, fifo: newRing(make([]entry, pow2(total)), total)}
 	return p, nil
 }
 
 // Enqueue implements Policy.
-func (p *CFCFS) Enqueue(r Request, now int64) bool {
+func (p *CFCFS) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if p.queued[r.Type] >= p.cfg.QueueCapacity {
-		return p.drop(r.Type)
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
+	}
+	if l.queued >= l.capacity {
+		return p.full(r.Type)
 	}
 	p.fifo.push(entry{req: r, enq: now})
-	p.accepted(r.Type)
-	return true
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.
 func (p *CFCFS) Dispatch(now int64, out []Assignment) int {
 	n := 0
+	if now >= p.nextExpiry {
+		next := noDeadline
+		n = p.sweepHead(&p.fifo, now, out, n, &next)
+		p.nextExpiry = next
+	}
 	for n < len(out) && p.fifo.n > 0 && p.idleCount > 0 {
-		p.assign(out, n, p.idle.first(), p.fifo.pop())
+		if e := p.fifo.pop(); p.expired(&e, now) {
+			p.expire(out, n, e)
+		} else {
+			p.assign(out, n, p.idle.first(), e)
+		}
 		n++
 	}
 	return n

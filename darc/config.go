@@ -16,6 +16,13 @@ const (
 	DefaultDelayFactor     = 1.0
 	DefaultDemandDeviation = 0.1
 	DefaultHysteresis      = 0.25
+	DefaultGuaranteed      = 0.5
+	DefaultDeadlineFactor  = 10.0
+	DefaultDeadlineFloor   = int64(200e6) // 200 ms
+	// UnknownBudgetShare is UNKNOWN's part of the pool relative to a known
+	// type's: when guarantees are split, UNKNOWN gets one part for every
+	// UnknownBudgetShare parts a known type gets.
+	UnknownBudgetShare = 4
 )
 
 // Errors returned by New, the typed constructors, Config.Validate and Reserve.
@@ -45,8 +52,51 @@ type Config struct {
 	// TypeNames optionally names types by id (TypeNames[0] names Unknown).
 	TypeNames []string
 	// QueueCapacity bounds each typed queue (each worker's queue for d-FCFS).
-	// Default 4096.
+	// Default: without a Pool, 4096; with a Pool, each type's budget (the
+	// queue can hold everything its type may hold). With a Pool, an explicit
+	// QueueCapacity times NumTypes must fit in it: more queued requests
+	// than buffers is refused.
 	QueueCapacity int
+	// Pool, when > 0, is the most requests the policy holds at once, queued
+	// or running: the packet buffers the dataplane can lend to requests
+	// while it keeps receiving. Part of it (Guaranteed) is divided into
+	// per-type guarantees, the rest is shared: a type below its guarantee is
+	// always admitted; past it, it borrows from the shared part up to its
+	// budget. An arrival that finds no room is dropped (OverBudget) and
+	// counted against its own type. No type can take the part another is
+	// guaranteed, and the dataplane never runs dry. Zero: no pool; only
+	// QueueCapacity bounds the queues.
+	Pool int
+	// Guaranteed is the share of the Pool divided into guarantees (0..1]:
+	// every known type gets an equal part of it, UNKNOWN a quarter of that
+	// (UnknownBudgetShare), after the fixed Guarantees. Default 0.5. Each
+	// guarantee must be at least 1, or the config is refused.
+	Guaranteed float64
+	// Guarantees optionally fixes per-type guarantees (index = type id);
+	// zero entries, and types past the end, take a part of the guaranteed
+	// share. They add up to at most the Pool. Needs a Pool.
+	Guarantees []int
+	// Budgets optionally fixes per-type budgets (index = type id): the most
+	// requests of that type held at once, queued or running (1..Pool). By
+	// default a type may hold its guarantee plus the whole shared part.
+	// Needs a Pool.
+	Budgets []int
+	// DeadlineFactor sets the automatic queue deadlines: a request that
+	// waited in its queue longer than its type's deadline is dropped before
+	// service (Dispatch returns it with Worker == Expired). A type's
+	// automatic deadline is DeadlineFactor times the longest profiled mean
+	// service time among the types that can hold up its workers (its DARC
+	// group once DARC reserves; every known type before that and under the
+	// other policies), and at least DeadlineFloor; none until a mean is
+	// known. Default 10 (see RATIONALE.md); negative: no automatic deadlines.
+	DeadlineFactor float64
+	// DeadlineFloor is the least automatic deadline, ns, above the host's
+	// scheduling noise. Default 200 ms; negative: none.
+	DeadlineFloor int64
+	// Deadlines optionally fixes per-type deadlines (index = type id), ns:
+	// > 0 is the deadline, < 0 means none, 0 (and types past the end)
+	// automatic.
+	Deadlines []int64
 	// Delta is the grouping factor of Algorithm 2: a type joins a group while
 	// its mean is less than (1+Delta) times the group's shortest mean.
 	// Default 0.2.
@@ -99,8 +149,17 @@ func (c Config) withDefaults() Config {
 			c.NumTypes = max(c.NumTypes, int(p.Type)+1)
 		}
 	}
-	if c.QueueCapacity == 0 {
+	if c.QueueCapacity == 0 && c.Pool == 0 { // with a pool: each type's budget
 		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if c.Guaranteed == 0 {
+		c.Guaranteed = DefaultGuaranteed
+	}
+	if c.DeadlineFactor == 0 {
+		c.DeadlineFactor = DefaultDeadlineFactor
+	}
+	if c.DeadlineFloor == 0 {
+		c.DeadlineFloor = DefaultDeadlineFloor
 	}
 	if c.Delta == 0 {
 		c.Delta = DefaultDelta
@@ -157,6 +216,26 @@ func (c Config) Validate() error {
 		return bad("hysteresis = %v (must be at most 0.5; negative disables it)", c.Hysteresis)
 	case c.StaticReserved < 0 || c.StaticReserved > c.Workers:
 		return bad("static reserved = %d (must be 0..workers=%d)", c.StaticReserved, c.Workers)
+	case c.Pool < 0 || c.Pool > 1<<24:
+		return bad("pool = %d (must be 0..%d)", c.Pool, 1<<24)
+	case c.Pool > 0 && c.QueueCapacity > 0 && int64(c.QueueCapacity)*int64(c.NumTypes) > int64(c.Pool):
+		return bad("queue capacity %d x %d types = %d queued requests, more than the pool's %d buffers (use a queue capacity of at most %d, leave it unset to size each queue to its type's budget, or give the dataplane more buffers)",
+			c.QueueCapacity, c.NumTypes, int64(c.QueueCapacity)*int64(c.NumTypes), c.Pool, c.Pool/c.NumTypes)
+	case (len(c.Budgets) > 0 || len(c.Guarantees) > 0) && c.Pool == 0:
+		return bad("budgets and guarantees need a pool (set Pool: the buffers requests may hold)")
+	case len(c.Budgets) > c.NumTypes || len(c.Guarantees) > c.NumTypes:
+		return bad("%d budgets and %d guarantees for %d types", len(c.Budgets), len(c.Guarantees), c.NumTypes)
+	case !(c.Guaranteed > 0 && c.Guaranteed <= 1):
+		return bad("guaranteed share = %v (must be in (0, 1])", c.Guaranteed)
+	case math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0):
+		return bad("deadline factor = %v (must be a number; negative disables automatic deadlines)", c.DeadlineFactor)
+	case len(c.Deadlines) > c.NumTypes:
+		return bad("%d deadlines for %d types", len(c.Deadlines), c.NumTypes)
+	}
+	if c.Pool > 0 {
+		if _, err := splitPool(c.Pool, c.Guaranteed, c.Guarantees, c.Budgets, c.NumTypes); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	if err := validateProfiles(c.Profile, c.NumTypes); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -199,6 +278,16 @@ func (c Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
 		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
+	fmt.Fprintf(&b, " pool=%d guaranteed=%g deadline-factor=%g deadline-floor=%dns", c.Pool, c.Guaranteed, c.DeadlineFactor, c.DeadlineFloor)
+	if len(c.Guarantees) > 0 {
+		fmt.Fprintf(&b, " guarantees=%v", c.Guarantees)
+	}
+	if len(c.Budgets) > 0 {
+		fmt.Fprintf(&b, " budgets=%v", c.Budgets)
+	}
+	if len(c.Deadlines) > 0 {
+		fmt.Fprintf(&b, " deadlines=%v", c.Deadlines)
+	}
 	if len(c.Profile) > 0 {
 		b.WriteString(" profile=[")
 		for i, p := range c.Profile {

@@ -1,6 +1,9 @@
 package darc
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Policy names accepted by New.
 const (
@@ -65,7 +68,7 @@ func (w *window) reset() {
 }
 
 // core holds what every policy shares: configuration, the idle-worker set,
-// per-type counters and a profiling window.
+// per-type counters, budgets and deadlines, and a profiling window.
 type core struct {
 	cfg       Config
 	name      string
@@ -75,11 +78,12 @@ type core struct {
 	spill     bitset // spillway workers
 	names     []string
 
-	queued     []int // requests waiting, per type
-	enqueued   []uint64
-	dropped    []uint64
-	dispatched []uint64
+	total      int // requests waiting, all types
+	queueFull  []uint64
+	overBudget []uint64
+	expiredN   []uint64
 
+	limits
 	win window
 }
 
@@ -97,10 +101,10 @@ func newCore(name string, cfg Config) (core, error) {
 		idleCount:  cfg.Workers,
 		spill:      make(bitset, nw),
 		names:      make([]string, cfg.NumTypes),
-		queued:     make([]int, cfg.NumTypes),
-		enqueued:   make([]uint64, cfg.NumTypes),
-		dropped:    make([]uint64, cfg.NumTypes),
-		dispatched: make([]uint64, cfg.NumTypes),
+		queueFull:  make([]uint64, cfg.NumTypes),
+		overBudget: make([]uint64, cfg.NumTypes),
+		expiredN:   make([]uint64, cfg.NumTypes),
+		limits:     newLimits(&cfg),
 		win:        newWindow(cfg.NumTypes),
 	}
 	c.idle.setRange(0, cfg.Workers)
@@ -126,21 +130,54 @@ func (c *core) typeOf(t Type) Type {
 func (c *core) assign(out []Assignment, n, w int, e entry) {
 	c.idle.clear(w)
 	c.idleCount--
-	t := e.req.Type
-	c.queued[t]--
-	c.dispatched[t]++
+	l := &c.lim[e.req.Type]
+	l.queued--
+	l.dispatched++
+	c.total--
 	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
 }
 
-// accepted and drop update the per-type counters of an enqueue.
-func (c *core) accepted(t Type) {
-	c.queued[t]++
-	c.enqueued[t]++
+// expire records the drop of e, past its deadline, in out[n].
+func (c *core) expire(out []Assignment, n int, e entry) {
+	t := e.req.Type
+	c.lim[t].queued--
+	c.total--
+	c.unhold(t)
+	c.expiredN[t]++
+	out[n] = Assignment{Worker: Expired, Request: e.req, Enqueued: e.enq}
 }
 
-func (c *core) drop(t Type) bool {
-	c.dropped[t]++
-	return false
+// admit is the budget check of an arrival whose type's state is l: below
+// its guarantee it is in; past it, it needs room under its budget and in
+// the shared part. A refusal is counted with over.
+func (c *core) admit(l *typeLimit) bool {
+	return l.held < l.guarantee || (l.held < l.budget && c.borrowed < c.shared)
+}
+
+// over counts an arrival of type t refused by admit.
+func (c *core) over(t Type) Verdict {
+	c.overBudget[t]++
+	return OverBudget
+}
+
+// accepted and full update the per-type counters of an enqueue.
+func (c *core) accepted(l *typeLimit, now int64) Verdict {
+	l.queued++
+	c.total++
+	if l.held >= l.guarantee {
+		c.borrowed++
+	}
+	l.held++
+	l.enqueued++
+	if x := now + l.deadline; x < c.nextExpiry {
+		c.nextExpiry = x
+	}
+	return Accepted
+}
+
+func (c *core) full(t Type) Verdict {
+	c.queueFull[t]++
+	return QueueFull
 }
 
 // release marks worker idle and profiles the completion. It panics on a
@@ -154,12 +191,16 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idleCount++
 	}
 	typ = c.typeOf(typ)
+	c.unhold(typ)
 	if typ == Unknown {
 		return
 	}
 	c.win.sum[typ] += service
 	c.win.count[typ]++
 	c.win.total++
+	if c.completions++; c.completions >= c.nextRefresh {
+		c.refreshProfile(&c.cfg, &c.win)
+	}
 }
 
 // snapshot fills the fields every policy shares. Types get the window's mean
@@ -171,6 +212,7 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 	s.Groups = s.Groups[:0]
 	s.Reservations = 0
 	s.IdleWorkers = c.idleCount
+	s.Pool, s.Shared, s.Borrowed = c.cfg.Pool, c.shared, c.borrowed
 	s.Busy = resize(s.Busy, c.cfg.Workers)
 	for w := range s.Busy {
 		s.Busy[w] = !c.idle.has(w)
@@ -183,10 +225,22 @@ func (c *core) snapshot(s *Snapshot, phase string) {
 			MeanService: c.win.mean(t),
 			Count:       c.win.count[t],
 			Ratio:       c.win.ratio(t),
-			Queued:      c.queued[t],
-			Enqueued:    c.enqueued[t],
-			Dropped:     c.dropped[t],
-			Dispatched:  c.dispatched[t],
+			Queued:      c.lim[t].queued,
+			Held:        c.lim[t].held,
+			Enqueued:    c.lim[t].enqueued,
+			Dropped:     c.queueFull[t] + c.overBudget[t],
+			QueueFull:   c.queueFull[t],
+			OverBudget:  c.overBudget[t],
+			Expired:     c.expiredN[t],
+			Dispatched:  c.lim[t].dispatched,
+			Capacity:    c.capacity[t],
+		}
+		if c.lim[t].budget != math.MaxInt {
+			s.Types[t].Budget = c.lim[t].budget
+			s.Types[t].Guarantee = c.lim[t].guarantee
+		}
+		if d := c.lim[t].deadline; d != noDeadline {
+			s.Types[t].DeadlineNs = d
 		}
 	}
 }

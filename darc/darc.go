@@ -50,6 +50,7 @@ type DARC struct {
 
 	queues   []ring   // per type
 	arrivals typeRing // startup: arrival order of queued known types
+	inGroup  []float64
 
 	cur, next *plan
 	mean      []float64 // current profile, per type (0: never profiled)
@@ -62,7 +63,6 @@ type DARC struct {
 	winRatio  []float64
 	all       bitset
 
-	pending      int // known-type requests queued
 	minSamples   uint64
 	reservations uint64
 	checks       uint64
@@ -87,8 +87,9 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 		core:       c,
 		static:     static,
 		startup:    true,
-		queues:     newQueues(n, c.cfg.QueueCapacity),
-		arrivals:   newTypeRing(n * c.cfg.QueueCapacity),
+		queues:     newQueues(c.capacity),
+		arrivals:   newTypeRing(sum(c.capacity)),
+		inGroup:    make([]float64, n),
 		cur:        newPlan(n, w),
 		next:       newPlan(n, w),
 		mean:       make([]float64, n),
@@ -120,39 +121,63 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 	return p, nil
 }
 
+// sum adds up xs.
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// pending returns the number of known-type requests queued.
+func (p *DARC) pending() int { return p.total - p.lim[Unknown].queued }
+
 // Enqueue implements Policy.
-func (p *DARC) Enqueue(r Request, now int64) bool {
+func (p *DARC) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
+	}
 	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
-		return p.drop(r.Type)
+		return p.full(r.Type)
 	}
-	p.accepted(r.Type)
-	if r.Type != Unknown {
-		p.pending++
-		if p.startup {
-			p.arrivals.push(r.Type)
-		}
+	if r.Type != Unknown && p.startup {
+		p.arrivals.push(r.Type)
 	}
-	return true
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.
 func (p *DARC) Dispatch(now int64, out []Assignment) int {
 	n := 0
+	// A reservation update may shorten deadlines: check first, then expire
+	// with the deadlines the dispatch below runs under.
+	if !p.startup && p.pending() >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
+		p.check()
+	}
+	if now >= p.nextExpiry {
+		if n = p.expireAll(now, out); n > 0 && n == len(out) {
+			return n
+		}
+	}
 	if p.startup {
+		// c-FCFS in arrival order. The types' deadlines may differ, so a
+		// request past its own can follow a fresh one: check each.
 		for n < len(out) && p.arrivals.n > 0 && p.idleCount > 0 {
 			t := p.arrivals.pop()
-			p.assign(out, n, p.idle.first(), p.queues[t].pop())
-			p.pending--
+			if e := p.queues[t].pop(); p.expired(&e, now) {
+				p.expire(out, n, e)
+			} else {
+				p.assign(out, n, p.idle.first(), e)
+			}
 			n++
 		}
 		return p.dispatchUnknown(out, n)
 	}
-	if p.pending >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
-		p.check()
-	}
 	for _, t := range p.order {
-		if p.pending == 0 {
+		if p.pending() == 0 {
 			break
 		}
 		q := &p.queues[t]
@@ -167,11 +192,45 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 				}
 			}
 			p.assign(out, n, w, q.pop())
-			p.pending--
 			n++
 		}
 	}
 	return p.dispatchUnknown(out, n)
+}
+
+// expireAll drops the queued requests past their deadline into out. In the
+// startup phase known types leave in arrival order, so the sweep follows it
+// (a request past its deadline behind a fresh one of another type is found
+// when it leaves); afterwards each type's queue is swept from its head.
+func (p *DARC) expireAll(now int64, out []Assignment) int {
+	if !p.startup {
+		return p.sweepQueues(p.queues, now, out)
+	}
+	next, n := noDeadline, 0
+	for p.arrivals.n > 0 {
+		t := p.arrivals.peek()
+		q := &p.queues[t]
+		e := q.at(0)
+		d := p.lim[t].deadline
+		if now-e.enq <= d {
+			next = e.enq + d
+			break
+		}
+		if n == len(out) {
+			next = now
+			break
+		}
+		p.arrivals.pop()
+		p.expire(out, n, q.pop())
+		n++
+	}
+	if n < len(out) {
+		n = p.sweepHead(&p.queues[Unknown], now, out, n, &next)
+	} else {
+		next = now
+	}
+	p.nextExpiry = next
+	return n
 }
 
 // dispatchUnknown gives Unknown requests to idle spillway workers.
@@ -261,6 +320,31 @@ func (p *DARC) adopt() {
 		}
 		p.res[t], p.steal[t] = p.cur.resOf(g), p.cur.stealOf(g)
 	}
+	p.groupScales()
+}
+
+// groupScales sets the automatic deadlines from the reservation: a type
+// waits only for its own group's workers (it steals idle ones only), so its
+// deadline scales with its group's longest mean; a type without a group, and
+// Unknown, run on the longest group's workers and the spillway, behind every
+// type: they scale with the longest mean of all.
+func (p *DARC) groupScales() {
+	p.policyScales = true
+	clear(p.inGroup)
+	longest := 0.0
+	for t := 1; t < p.numTypes; t++ {
+		longest = max(longest, p.mean[t])
+		if g := p.cur.groupOf[t]; g >= 0 {
+			p.inGroup[g] = max(p.inGroup[g], p.mean[t])
+		}
+	}
+	for t := range p.scale {
+		p.scale[t] = longest
+		if g := p.cur.groupOf[t]; t > 0 && g >= 0 {
+			p.scale[t] = p.inGroup[g]
+		}
+	}
+	p.setDeadlines(&p.cfg)
 }
 
 // Snapshot implements Policy. Types report the current profile's mean and

@@ -323,9 +323,9 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("%d type states, want 3", len(s.Types))
 	}
 	want := []TypeState{
-		{Type: 0, Name: "UNKNOWN", Queued: 1, Enqueued: 1},
-		{Type: 1, Name: "SHORT", MeanService: 1000, Ratio: 0.5},
-		{Type: 2, Name: "LONG", MeanService: 100000, Ratio: 0.5, Enqueued: 2, Dispatched: 2},
+		{Type: 0, Name: "UNKNOWN", Queued: 1, Held: 1, Enqueued: 1, Capacity: 4096, DeadlineNs: DefaultDeadlineFloor},
+		{Type: 1, Name: "SHORT", MeanService: 1000, Ratio: 0.5, Capacity: 4096, DeadlineNs: DefaultDeadlineFloor},
+		{Type: 2, Name: "LONG", MeanService: 100000, Ratio: 0.5, Held: 2, Enqueued: 2, Dispatched: 2, Capacity: 4096, DeadlineNs: DefaultDeadlineFloor},
 	}
 	if !slices.Equal(s.Types, want) {
 		t.Fatalf("types = %+v\nwant %+v", s.Types, want)
@@ -370,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0 pool=0 guaranteed=0.5 deadline-factor=10 deadline-floor=200000000ns" {
 		t.Errorf("String() = %q", got)
 	}
 }

@@ -4,7 +4,8 @@ package darc
 // FIFO of QueueCapacity requests; arrivals are spread round-robin over the
 // workers, whatever their type (a model of NIC receive-side scaling). A worker
 // serves only its own queue: there is no stealing. An arrival whose worker
-// queue is full is dropped and counted against its type.
+// queue is full is dropped and counted against its type (a type's budget
+// still bounds what it holds over all the queues).
 type DFCFS struct {
 	core
 	queues   []ring
@@ -18,49 +19,90 @@ func NewDFCFS(cfg Config) (*DFCFS, error) {
 	if err != nil {
 		return nil, err
 	}
+	capacity := c.cfg.QueueCapacity
+	if capacity == 0 { // sized by the pool: the whole of it, up to the default
+		capacity = min(c.cfg.Pool, DefaultQueueCapacity)
+	}
+	for t := range c.lim { // the most a type can have queued
+		c.capacity[t] = int(min(int64(c.lim[t].budget), int64(capacity)*int64(c.cfg.Workers)))
+	}
 	return &DFCFS{
 		core:     c,
-		queues:   newQueues(c.cfg.Workers, c.cfg.QueueCapacity),
+		queues:   newQueues(sameCapacity(c.cfg.Workers, capacity)),
 		nonEmpty: make(bitset, len(c.idle)),
 	}, nil
 }
 
-// newQueues returns n rings of the given capacity sharing one slab.
-func newQueues(n, capacity int) []ring {
-	size := pow2(capacity)
-	slab := make([]entry, n*size)
-	qs := make([]ring, n)
-	for i := range qs {
-		qs[i] = newRing(slab[i*size:(i+1)*size:(i+1)*size], capacity)
+// newQueues returns len(capacities) rings of the given capacities sharing
+// one slab.
+func newQueues(capacities []int) []ring {
+	total := 0
+	for _, c := range capacities {
+		total += pow2(c)
+	}
+	slab := make([]entry, total)
+	qs := make([]ring, len(capacities))
+	off := 0
+	for i, c := range capacities {
+		size := pow2(c)
+		qs[i] = newRing(slab[off:off+size:off+size], c)
+		off += size
 	}
 	return qs
 }
 
+// sameCapacity returns n copies of capacity.
+func sameCapacity(n, capacity int) []int {
+	cs := make([]int, n)
+	for i := range cs {
+		cs[i] = capacity
+	}
+	return cs
+}
+
 // Enqueue implements Policy.
-func (p *DFCFS) Enqueue(r Request, now int64) bool {
+func (p *DFCFS) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
+	}
 	w := p.next
 	if p.next++; p.next == p.cfg.Workers {
 		p.next = 0
 	}
 	if !p.queues[w].push(entry{req: r, enq: now}) {
-		return p.drop(r.Type)
+		return p.full(r.Type)
 	}
 	p.nonEmpty.set(w)
-	p.accepted(r.Type)
-	return true
+	return p.accepted(l, now)
 }
 
-// Dispatch implements Policy.
+// Dispatch implements Policy. A worker's queue mixes types, so a request
+// past its deadline behind a fresh head is found when it reaches the head.
 func (p *DFCFS) Dispatch(now int64, out []Assignment) int {
 	n := 0
+	if now >= p.nextExpiry {
+		next := noDeadline
+		for w := range p.queues {
+			q := &p.queues[w]
+			if n = p.sweepHead(q, now, out, n, &next); q.n == 0 {
+				p.nonEmpty.clear(w)
+			}
+		}
+		p.nextExpiry = next
+	}
 	for n < len(out) {
 		w := firstAnd(p.idle, p.nonEmpty)
 		if w < 0 {
 			break
 		}
 		q := &p.queues[w]
-		p.assign(out, n, w, q.pop())
+		if e := q.pop(); p.expired(&e, now) {
+			p.expire(out, n, e)
+		} else {
+			p.assign(out, n, w, e)
+		}
 		if q.n == 0 {
 			p.nonEmpty.clear(w)
 		}

@@ -7,10 +7,10 @@
 // runtime dispatcher and the simulator drive the very same code through the
 // Policy interface of api.go:
 //
-//	p, err := darc.New("darc", darc.Config{Workers: 14, NumTypes: 3})
-//	p.Enqueue(darc.Request{Handle: h, Type: typ}, now) // false: dropped, queue full
-//	n := p.Dispatch(now, out)                          // out[:n]: (worker, request) pairs
-//	p.Complete(worker, typ, serviceNs, now)            // the worker is idle again
+//	p, err := darc.New("darc", darc.Config{Workers: 14, NumTypes: 3, Pool: 8160})
+//	v := p.Enqueue(darc.Request{Handle: h, Type: typ}, now) // not Accepted: dropped (QueueFull, OverBudget)
+//	n := p.Dispatch(now, out)                               // out[:n]: (worker, request) pairs; Worker == Expired: drop
+//	p.Complete(worker, typ, serviceNs, now)                 // the worker is idle again
 //
 // # Concurrency and ownership
 //
@@ -20,14 +20,34 @@
 // testing.AllocsPerRun), and Snapshot allocates only when the Snapshot it is
 // given has slices too small.
 //
-// # Queues and flow control
+// # Queues, budgets and deadlines
 //
-// Requests wait in bounded FIFOs of Config.QueueCapacity entries: one per
-// type (DARC, DARC-static, FP; c-FCFS's central FIFO admits at most
-// QueueCapacity requests per type) or one per worker (d-FCFS). A request
-// that finds its queue full is dropped and counted against its type only, so
-// an overloaded type sheds load without hurting the others. Type ids out of
-// range are treated as Unknown.
+// Requests wait in bounded FIFOs: one per type (DARC, DARC-static, FP;
+// c-FCFS's central FIFO admits at most a type's capacity of each type) or
+// one per worker (d-FCFS). Type ids out of range are treated as Unknown.
+// Three limits isolate the types from each other, each counted against the
+// type that hit it:
+//
+//   - Budgets (Config.Pool): of the pool of requests the policy may hold,
+//     queued or running (the driver's packet buffers), half is divided into
+//     per-type guarantees (UNKNOWN a small one) and half is shared. A type
+//     below its guarantee is always admitted, whatever the others do; past
+//     it, it borrows from the shared part up to its budget, and an arrival
+//     that finds no room is refused (OverBudget). Guarantees and the shared
+//     part add up to the pool, so the driver never runs out of buffers.
+//   - Queue capacity (Config.QueueCapacity, by default the budget): an
+//     arrival that finds its queue full is refused (QueueFull).
+//   - Deadlines (Config.DeadlineFactor, DeadlineFloor, Deadlines): a request
+//     that waited longer than its type's deadline is dropped before service:
+//     Dispatch hands it back with Worker == Expired, whether or not a worker
+//     is idle, so after an overload the workers serve fresh requests rather
+//     than the backlog. Automatic deadlines are DeadlineFactor (10) times
+//     the longest mean service time among the types that can hold up the
+//     type's workers, at least DeadlineFloor (200 ms); see RATIONALE.md for
+//     how they were chosen.
+//
+// Dispatch checks deadlines only from the earliest time a queued request
+// can expire (kept on every enqueue), so the check costs nothing until then.
 //
 // # Policies
 //

@@ -11,10 +11,9 @@ package darc
 // never profiled come after all profiled ones, by id.
 type FP struct {
 	core
-	queues  []ring // per type
-	order   []Type // known types, shortest first
-	mean    []float64
-	pending int // requests queued, all types
+	queues []ring // per type
+	order  []Type // known types, shortest first
+	mean   []float64
 }
 
 // NewFP returns a fixed-priority policy.
@@ -25,7 +24,7 @@ func NewFP(cfg Config) (*FP, error) {
 	}
 	p := &FP{
 		core:   c,
-		queues: newQueues(c.numTypes, c.cfg.QueueCapacity),
+		queues: newQueues(c.capacity),
 		order:  make([]Type, 0, c.numTypes-1),
 		mean:   make([]float64, c.numTypes),
 	}
@@ -62,21 +61,28 @@ func sortByMean(order []Type, mean []float64) {
 }
 
 // Enqueue implements Policy.
-func (p *FP) Enqueue(r Request, now int64) bool {
+func (p *FP) Enqueue(r Request, now int64) Verdict {
 	r.Type = p.typeOf(r.Type)
-	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
-		return p.drop(r.Type)
+	l := &p.lim[r.Type]
+	if !p.admit(l) {
+		return p.over(r.Type)
 	}
-	p.accepted(r.Type)
-	p.pending++
-	return true
+	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
+		return p.full(r.Type)
+	}
+	return p.accepted(l, now)
 }
 
 // Dispatch implements Policy.
 func (p *FP) Dispatch(now int64, out []Assignment) int {
 	n := 0
+	if now >= p.nextExpiry {
+		if n = p.sweepQueues(p.queues, now, out); n > 0 && n == len(out) {
+			return n
+		}
+	}
 	for _, t := range p.order {
-		if p.pending == 0 || p.idleCount == 0 {
+		if p.total == 0 || p.idleCount == 0 {
 			return n
 		}
 		n = p.drain(&p.queues[t], out, n)
@@ -87,7 +93,6 @@ func (p *FP) Dispatch(now int64, out []Assignment) int {
 func (p *FP) drain(q *ring, out []Assignment, n int) int {
 	for q.n > 0 && n < len(out) && p.idleCount > 0 {
 		p.assign(out, n, p.idle.first(), q.pop())
-		p.pending--
 		n++
 	}
 	return n

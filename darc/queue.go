@@ -70,6 +70,8 @@ func (q *typeRing) push(t Type) {
 	q.n++
 }
 
+func (q *typeRing) peek() Type { return q.buf[q.head] }
+
 func (q *typeRing) pop() Type {
 	t := q.buf[q.head]
 	q.head = (q.head + 1) & q.mask

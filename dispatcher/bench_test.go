@@ -64,7 +64,9 @@ func benchStep(b *testing.B, cls Classifier, policyName string) {
 	const workers = 32 // one burst's worth: every received packet finds an idle worker
 	dp := memnic.New(memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}})
 	defer dp.Close()
-	policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 1000})
+	// Budgets over the dataplane's pool and automatic deadlines, as psp
+	// serve runs it.
+	policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 1000, Pool: dp.RequestBuffers()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestPipelineStepNoAlloc(t *testing.T) {
 				const workers = 32
 				dp := memnic.New(memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}})
 				defer dp.Close()
-				policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 500})
+				policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 500, Pool: dp.RequestBuffers()})
 				if err != nil {
 					t.Fatal(err)
 				}

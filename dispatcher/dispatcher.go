@@ -48,6 +48,19 @@ type recvWaker interface {
 	WakeRecv()
 }
 
+// stopGrace is how long Run waits, once the drain is over, for the workers
+// to return: idle workers return at once, a worker still in its handler
+// after it is abandoned (its request counted as a shutdown drop).
+const stopGrace = 100 * time.Millisecond
+
+// shedWindow is the span over which Stats.ShedRate is measured and
+// Stats.Overloaded decided; shedSlots is how many stats intervals the ring
+// of past totals keeps to cover it.
+const (
+	shedWindow = time.Second
+	shedSlots  = 64
+)
+
 // task is what the dispatcher pushes to a worker: the request and when it
 // was accepted and dispatched (dataplane clock), for its stage times.
 type task struct {
@@ -58,10 +71,12 @@ type task struct {
 
 // Outcomes a worker reports in a completion.
 const (
-	outcomeAnswered uint8 = iota
-	outcomeApp            // the handler refused the request
-	outcomeTxError        // the reply was not transmitted
-	outcomePanic          // the handler panicked
+	outcomeAnswered   uint8 = iota
+	outcomeApp              // the handler refused the request
+	outcomeServiceCap       // the handler refused it: over its service cap
+	outcomeTxError          // the reply was not transmitted
+	outcomePanic            // the handler panicked
+	outcomeShutdown         // the worker stopped before running it
 )
 
 // completion is what a worker sends back when it finishes a request.
@@ -90,8 +105,13 @@ type Dispatcher struct {
 	cls      Classifier
 	policy   darc.Policy
 	app      Handler
+	serve    OutcomeHandler  // app, when it says why it refuses
+	admit    Admitter        // app, when it refuses some requests at the door
+	replier  OverloadReplier // app, when it answers shed requests
+	replyTx  nic.TxQueue     // the dispatcher's own TX queue, or nil
 	numTypes int
 	names    []string
+	pool     int
 	workers  []*worker
 	stats    atomic.Pointer[Stats]
 	ran      atomic.Bool
@@ -110,7 +130,8 @@ type Dispatcher struct {
 	payloads [][]byte
 	ports    []uint16
 	types    []darc.Type
-	release  []*nic.Buffer
+	release  []*nic.Buffer // buffers of dropped requests, released per step
+	replies  []*nic.Buffer // "overloaded" replies, sent per step
 	assign   []darc.Assignment
 	table    []*nic.Buffer // request handle -> buffer, while queued in the policy
 	tableTyp []darc.Type   // request handle -> type
@@ -122,6 +143,13 @@ type Dispatcher struct {
 	queued   uint64
 	busy     int
 	draining bool
+	replied  uint64
+	abandon  int
+
+	shedRing  []uint64 // per stats interval: shed total, then per type
+	shedAt    []int64
+	shedNext  int
+	shedCount int
 
 	lastNow        int64
 	idleAcc        float64 // idle workers x ns, this stats window
@@ -160,6 +188,11 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if numTypes < 1 {
 		return nil, fmt.Errorf("%w: policy %q reports no types", ErrSpec, policy.Name())
 	}
+	pool := snap.Pool
+	if bp, ok := dp.(nic.BufferPool); ok && pool > bp.RequestBuffers() {
+		return nil, fmt.Errorf("%w: policy %q holds up to %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
+			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
+	}
 	d := &Dispatcher{
 		spec:     spec,
 		dp:       dp,
@@ -168,17 +201,30 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		app:      app,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
+		pool:     pool,
 		stopCh:   make(chan struct{}),
 		rx:       make([]*nic.Buffer, spec.Burst),
 		payloads: make([][]byte, spec.Burst),
 		ports:    make([]uint16, spec.Burst),
 		types:    make([]darc.Type, spec.Burst),
-		release:  make([]*nic.Buffer, 0, spec.Burst),
+		release:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
+		replies:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		assign:   make([]darc.Assignment, spec.Workers),
 		table:    make([]*nic.Buffer, spec.MaxRequests),
 		tableTyp: make([]darc.Type, spec.MaxRequests),
 		free:     make([]uint32, spec.MaxRequests),
 		counters: make([]typeCounters, numTypes),
+		shedRing: make([]uint64, shedSlots*(numTypes+1)),
+		shedAt:   make([]int64, shedSlots),
+	}
+	d.serve, _ = app.(OutcomeHandler)
+	d.admit, _ = app.(Admitter)
+	if r, ok := app.(OverloadReplier); ok {
+		// The dispatcher answers on a TX queue of its own: the one after
+		// the workers', when the dataplane was opened with it.
+		if d.replyTx = dp.TxQueue(spec.Workers); d.replyTx != nil {
+			d.replier = r
+		}
 	}
 	for i := range d.free {
 		d.free[i] = uint32(spec.MaxRequests - 1 - i) // pop order 0, 1, 2, ...
@@ -337,6 +383,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.stopWorkers(&wg)
 	now = d.dp.Now()
 	d.collect(now)
+	d.abandonRunning()
 	d.dropQueued()
 	d.publish(now)
 	return runErr
@@ -392,18 +439,17 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		d.ports[i] = b.DstPort
 	}
 	d.cls.ClassifyBatch(d.payloads[:n], d.ports[:n], d.types[:n])
-	rel := d.release[:0]
 	for i, b := range bufs {
 		d.payloads[i] = nil
 		d.received++
 		switch {
 		case b.Len < d.spec.MinPayload:
 			d.drops.Runt++
-			rel = append(rel, b)
+			d.release = append(d.release, b)
 			continue
 		case b.WireLen > b.Len:
 			d.drops.Truncated++
-			rel = append(rel, b)
+			d.release = append(d.release, b)
 			continue
 		}
 		t := d.types[i]
@@ -412,30 +458,91 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		}
 		c := &d.counters[t]
 		c.received++
+		if d.admit != nil {
+			if r, ok := d.admitted(t, b); !ok {
+				d.drops.add(r)
+				c.drops.add(r)
+				d.release = append(d.release, b)
+				continue
+			}
+		}
 		if len(d.free) == 0 {
-			d.drops.Overload++
-			c.dropped++
-			rel = append(rel, b)
+			d.shed(b, t, ReasonOverload)
 			continue
 		}
 		h := d.free[len(d.free)-1]
-		d.free = d.free[:len(d.free)-1]
-		d.table[h] = b
-		d.tableTyp[h] = t
-		if !d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: t}, now) {
-			d.table[h] = nil
-			d.free = append(d.free, h)
-			d.drops.QueueFull++
-			c.dropped++
-			rel = append(rel, b)
-			continue
+		switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: t}, now) {
+		case darc.Accepted:
+			d.free = d.free[:len(d.free)-1]
+			d.table[h] = b
+			d.tableTyp[h] = t
+			d.queued++
+			c.queued++
+		case darc.OverBudget:
+			d.shed(b, t, ReasonBudget)
+		default:
+			d.shed(b, t, ReasonQueueFull)
 		}
-		d.queued++
-		c.queued++
 	}
-	if len(rel) > 0 {
-		d.dp.Release(rel...)
-		clear(rel)
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
+}
+
+// admitted asks the application whether to queue b, treating a panic as a
+// refusal.
+func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
+	defer func() {
+		if recover() != nil {
+			r, ok = ReasonApp, false
+		}
+	}()
+	switch d.admit.Admit(t, b) {
+	case nic.Answer:
+		return 0, true
+	case nic.RefuseOverCap:
+		return ReasonServiceCap, false
+	}
+	return ReasonApp, false
+}
+
+// shed drops request b of type t, which the server chose not to serve,
+// counting it for reason r: with an OverloadReplier application the
+// request gets an "overloaded" reply, else its buffer is released.
+func (d *Dispatcher) shed(b *nic.Buffer, t darc.Type, r Reason) {
+	d.drops.add(r)
+	d.counters[t].drops.add(r)
+	if d.replier != nil && d.replyOverloaded(t, b) {
+		d.replies = append(d.replies, b)
+		d.replied++
+		return
+	}
+	d.release = append(d.release, b)
+}
+
+// replyOverloaded asks the application for an "overloaded" reply, treating
+// a panic as a refusal.
+func (d *Dispatcher) replyOverloaded(t darc.Type, b *nic.Buffer) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return d.replier.ReplyOverloaded(t, b)
+}
+
+// flush releases the buffers of dropped requests and sends the
+// "overloaded" replies gathered during a step.
+func (d *Dispatcher) flush() {
+	if len(d.release) > 0 {
+		d.dp.Release(d.release...)
+		clear(d.release)
+		d.release = d.release[:0]
+	}
+	if len(d.replies) > 0 {
+		d.replyTx.Send(d.replies) // returns every buffer to the pool
+		clear(d.replies)
+		d.replies = d.replies[:0]
 	}
 }
 
@@ -467,28 +574,33 @@ func (d *Dispatcher) collect(now int64) int {
 			}
 			d.policy.Complete(w.id, c.typ, service, now)
 			tc := &d.counters[c.typ]
+			tc.running--
 			tc.completed++
 			tc.serviceNs += uint64(service)
+			r := ReasonTxError
 			switch c.outcome {
 			case outcomeAnswered:
 				d.answered++
 				tc.answered++
+				continue
 			case outcomeApp:
-				d.drops.App++
-				tc.dropped++
+				r = ReasonApp
+			case outcomeServiceCap:
+				r = ReasonServiceCap
 			case outcomePanic:
-				d.drops.Panic++
-				tc.dropped++
-			default:
-				d.drops.TxError++
-				tc.dropped++
+				r = ReasonPanic
+			case outcomeShutdown:
+				r = ReasonShutdown
 			}
+			d.drops.add(r)
+			tc.drops.add(r)
 		}
 	}
 	return n
 }
 
-// dispatch asks the policy for assignments and pushes them to the workers.
+// dispatch asks the policy for assignments and pushes them to the workers;
+// requests the policy expired are dropped.
 func (d *Dispatcher) dispatch(now int64) int {
 	k := d.policy.Dispatch(now, d.assign)
 	for _, a := range d.assign[:k] {
@@ -497,15 +609,25 @@ func (d *Dispatcher) dispatch(now int64) int {
 		d.table[h] = nil
 		d.free = append(d.free, h)
 		d.queued--
-		tc := &d.counters[d.tableTyp[h]]
-		tc.queued--
-		tc.dispatched++
-		if wait := now - a.Enqueued; wait > 0 {
-			tc.queueingNs += uint64(wait)
+		t := a.Request.Type
+		c := &d.counters[t]
+		c.queued--
+		if a.Worker == darc.Expired {
+			d.shed(b, t, ReasonExpired)
+			continue
 		}
+		wait := now - a.Enqueued
+		if wait > c.maxWait {
+			c.maxWait = wait
+		}
+		c.dispatched++
+		if wait > 0 {
+			c.queueingNs += uint64(wait)
+		}
+		c.running++
 		d.busy++
 		w := d.workers[a.Worker]
-		if !w.in.Push(task{buf: b, typ: a.Request.Type, accepted: a.Enqueued, dispatched: now}) {
+		if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
 			// A policy dispatches to idle workers only, and a worker holds
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -517,24 +639,47 @@ func (d *Dispatcher) dispatch(now int64) int {
 			}
 		}
 	}
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
 	return k
 }
 
-// dropQueued releases the requests still queued in the policy after the
-// workers stopped (the drain timed out), counting them as shutdown drops.
+// dropQueued drops the requests still queued in the policy after the
+// workers stopped (the drain timed out), counting them as shutdown drops
+// (with an "overloaded" reply when the application gives one).
 func (d *Dispatcher) dropQueued() {
 	for h, b := range d.table {
 		if b == nil {
 			continue
 		}
-		c := &d.counters[d.tableTyp[h]]
-		c.queued--
-		c.dropped++
+		t := d.tableTyp[h]
 		d.table[h] = nil
 		d.free = append(d.free, uint32(h))
-		d.drops.Shutdown++
 		d.queued--
-		d.dp.Release(b)
+		d.counters[t].queued--
+		d.shed(b, t, ReasonShutdown)
+		if len(d.release)+len(d.replies) >= d.spec.Burst {
+			d.flush()
+		}
+	}
+	d.flush()
+}
+
+// abandonRunning counts the requests still on workers once the drain and
+// the stop grace are over as shutdown drops: Run returns without them.
+func (d *Dispatcher) abandonRunning() {
+	for t := range d.counters {
+		c := &d.counters[t]
+		if c.running <= 0 {
+			continue
+		}
+		n := c.running
+		c.running = 0
+		c.drops.Shutdown += uint64(n)
+		d.drops.Shutdown += uint64(n)
+		d.busy -= n
+		d.abandon += n
 	}
 }
 
@@ -558,12 +703,25 @@ func (d *Dispatcher) startWorkers(wg *sync.WaitGroup) error {
 	return first
 }
 
-// stopWorkers tells the workers to finish and waits for them. Workers answer
-// whatever is in their ring first.
+// stopWorkers tells the workers to finish and waits for them, at most
+// stopGrace: a worker still in its handler then is left to finish on its
+// own (its request is counted as a shutdown drop by abandonRunning), so a
+// handler that never returns cannot hold the shutdown. Requests still in a
+// worker's ring are not run: the worker releases them as shutdown drops.
 func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 	d.stop.Store(true)
 	close(d.stopCh)
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // lockThread locks the calling goroutine to its OS thread, for good (the
@@ -598,6 +756,11 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	ready <- nil
 
 	one := make([]*nic.Buffer, 1)
+	multi, _ := d.app.(MultiHandler)
+	var reply *reply
+	if multi != nil {
+		reply = newReply(d.dp, w.tx, d.spec.Burst)
+	}
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
@@ -633,26 +796,40 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			continue
 		}
 		idleSince = -1
-		st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
-		st.started = d.dp.Now()
-		answer, panicked := d.handle(w.id, t.typ, t.buf)
-		st.finished = d.dp.Now()
-		outcome := outcomeAnswered
-		one[0] = t.buf
-		if panicked {
+		if d.stop.Load() { // the drain is over: do not start new work
+			one[0] = t.buf
 			d.dp.Release(one...)
-			outcome = outcomePanic
-		} else if answer {
-			if n, _ := w.tx.Send(one); n != 1 {
-				outcome = outcomeTxError
-			} else {
-				st.sent = d.dp.Now()
+			one[0] = nil
+			for !w.out.Push(completion{typ: t.typ, outcome: outcomeShutdown}) {
+				runtime.Gosched()
 			}
-		} else {
-			d.dp.Release(one...)
-			outcome = outcomeApp
+			continue
 		}
-		one[0] = nil
+		st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
+		var outcome uint8
+		if multi != nil {
+			reply.reset(t.buf)
+			st.started = d.dp.Now()
+			answer, panicked := d.handleMulti(multi, w.id, t.typ, t.buf, reply)
+			st.finished = d.dp.Now()
+			outcome = multiOutcome(reply, answer, panicked)
+		} else {
+			st.started = d.dp.Now()
+			outcome = d.handle(w.id, t.typ, t.buf)
+			st.finished = d.dp.Now()
+			one[0] = t.buf
+			if outcome == outcomeAnswered {
+				if n, _ := w.tx.Send(one); n != 1 {
+					outcome = outcomeTxError
+				}
+			} else {
+				d.dp.Release(one...)
+			}
+			one[0] = nil
+		}
+		if outcome == outcomeAnswered {
+			st.sent = d.dp.Now()
+		}
 		w.stages.record(int(t.typ), &st)
 		for !w.out.Push(completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
@@ -663,15 +840,56 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	}
 }
 
-// handle runs the application, turning a panic into a dropped request so a
-// bad request or an application bug cannot bring the server down.
-func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (answer, panicked bool) {
+// multiOutcome transmits (or releases) a MultiHandler's reply and returns
+// the request's outcome.
+func multiOutcome(r *reply, answer, panicked bool) uint8 {
+	if panicked {
+		r.discard()
+		return outcomePanic
+	}
+	served := r.sent > 0 || r.noReply
+	if !r.finish(answer) {
+		return outcomeTxError
+	}
+	if !answer && !served {
+		return outcomeApp
+	}
+	return outcomeAnswered
+}
+
+// handle runs the application and returns the outcome, turning a panic
+// into a dropped request so a bad request or an application bug cannot
+// bring the server down.
+func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8) {
+	defer func() {
+		if recover() != nil {
+			outcome = outcomePanic
+		}
+	}()
+	if d.serve != nil {
+		switch d.serve.Serve(w, typ, b) {
+		case nic.Answer:
+			return outcomeAnswered
+		case nic.RefuseOverCap:
+			return outcomeServiceCap
+		default:
+			return outcomeApp
+		}
+	}
+	if d.app.Handle(w, typ, b) {
+		return outcomeAnswered
+	}
+	return outcomeApp
+}
+
+// handleMulti is handle for a MultiHandler.
+func (d *Dispatcher) handleMulti(m MultiHandler, w int, typ darc.Type, b *nic.Buffer, r *reply) (answer, panicked bool) {
 	defer func() {
 		if recover() != nil {
 			answer, panicked = false, true
 		}
 	}()
-	return d.app.Handle(w, typ, b), false
+	return m.HandleMulti(w, typ, b, r), false
 }
 
 // publish builds a Stats snapshot and makes it visible to Stats.
@@ -679,20 +897,23 @@ func (d *Dispatcher) publish(now int64) {
 	snap := &d.snapshotBuffer
 	d.policy.Snapshot(snap)
 	s := &Stats{
-		At:        now,
-		Workers:   len(d.workers),
-		Running:   d.ran.Load() && !d.stop.Load(),
-		Draining:  d.draining,
-		Received:  d.received,
-		Answered:  d.answered,
-		Drops:     d.drops,
-		Dropped:   d.drops.Total(),
-		Queued:    d.queued,
-		Busy:      d.busy,
-		InFlight:  d.queued + uint64(d.busy),
-		Types:     make([]TypeStats, d.numTypes),
-		Policy:    cloneSnapshot(snap),
-		Dataplane: d.dp.Stats(),
+		At:              now,
+		Workers:         len(d.workers),
+		Running:         d.ran.Load() && !d.stop.Load(),
+		Draining:        d.draining,
+		Received:        d.received,
+		Answered:        d.answered,
+		Drops:           d.drops,
+		Dropped:         d.drops.Total(),
+		OverloadReplies: d.replied,
+		Queued:          d.queued,
+		Busy:            d.busy,
+		InFlight:        d.queued + uint64(d.busy),
+		Pool:            d.pool,
+		Abandoned:       d.abandon,
+		Types:           make([]TypeStats, d.numTypes),
+		Policy:          cloneSnapshot(snap),
+		Dataplane:       d.dp.Stats(),
 	}
 	if window := float64(now - d.windowStart); window > 0 {
 		s.IdleWorkers = d.idleAcc / window
@@ -705,12 +926,59 @@ func (d *Dispatcher) publish(now int64) {
 	s.WasteWorkerSeconds = d.wasteTotal / 1e9
 	d.idleAcc, d.wasteAcc, d.windowStart = 0, 0, now
 	for t := range s.Types {
-		c := d.counters[t]
-		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered, Dropped: c.dropped,
-			Queued: int(c.queued), Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs}
+		c := &d.counters[t]
+		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
+			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
+			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs}
+		c.maxWait = 0
 		s.Types[t] = ts
 	}
+	d.shedRates(s, now)
 	d.stats.Store(s)
+}
+
+// shedRates fills s's shed rates over the last shedWindow from a ring of
+// the shed totals recorded at most every shedWindow/32 (so the ring covers
+// the window whatever the stats interval).
+func (d *Dispatcher) shedRates(s *Stats, now int64) {
+	stride := d.numTypes + 1
+	total := func(t int) uint64 { // t = -1: all types
+		if t < 0 {
+			return s.Drops.Shed()
+		}
+		return s.Types[t].Drops.Shed()
+	}
+	// The oldest recorded slot within the window, else the newest before it.
+	base := -1
+	for i := 1; i <= d.shedCount; i++ {
+		j := (d.shedNext - i + shedSlots) % shedSlots
+		base = j
+		if now-d.shedAt[j] > int64(shedWindow) {
+			break
+		}
+	}
+	if base >= 0 {
+		if span := float64(now-d.shedAt[base]) / 1e9; span > 0 {
+			b := d.shedRing[base*stride : (base+1)*stride]
+			s.ShedRate = float64(total(-1)-b[0]) / span
+			s.Overloaded = total(-1) > b[0]
+			for t := range s.Types {
+				s.Types[t].ShedRate = float64(total(t)-b[t+1]) / span
+			}
+		}
+	}
+	last := (d.shedNext - 1 + shedSlots) % shedSlots
+	if d.shedCount > 0 && now-d.shedAt[last] < int64(shedWindow)/32 {
+		return
+	}
+	slot := d.shedRing[d.shedNext*stride : (d.shedNext+1)*stride]
+	slot[0] = total(-1)
+	for t := range s.Types {
+		slot[t+1] = total(t)
+	}
+	d.shedAt[d.shedNext] = now
+	d.shedNext = (d.shedNext + 1) % shedSlots
+	d.shedCount = min(d.shedCount+1, shedSlots)
 }
 
 // cloneSnapshot deep-copies s so the published copy shares nothing with the

@@ -163,15 +163,15 @@ func newFakePolicy(workers, numTypes, capacity int) *fakePolicy {
 		fifo: make([]darc.Request, 0, numTypes*capacity), enq: make([]int64, 0, numTypes*capacity)}
 }
 
-func (p *fakePolicy) Enqueue(r darc.Request, now int64) bool {
+func (p *fakePolicy) Enqueue(r darc.Request, now int64) darc.Verdict {
 	if p.perType[r.Type] >= p.capacity {
 		p.dropped[r.Type]++
-		return false
+		return darc.QueueFull
 	}
 	p.perType[r.Type]++
 	p.fifo = append(p.fifo, r)
 	p.enq = append(p.enq, now)
-	return true
+	return darc.Accepted
 }
 
 func (p *fakePolicy) Dispatch(now int64, out []darc.Assignment) int {

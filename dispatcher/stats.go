@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"strconv"
+
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -13,21 +15,138 @@ type Drops struct {
 	Truncated uint64 `json:"truncated"`
 	// QueueFull: the request's typed queue was full (its type only).
 	QueueFull uint64 `json:"queue_full"`
+	// Budget: the request's type held its whole budget of the buffer pool
+	// (its type only; see darc.Config.Pool).
+	Budget uint64 `json:"budget"`
+	// Expired: the request waited in its queue longer than its type's
+	// deadline and was dropped before service.
+	Expired uint64 `json:"expired"`
 	// Overload: Spec.MaxRequests requests were already held.
 	Overload uint64 `json:"overload"`
+	// ServiceCap: the application refused the request because it asked
+	// for more service than the application's cap (see OutcomeHandler).
+	ServiceCap uint64 `json:"service_cap"`
 	// App: the application refused the request (no reply).
 	App uint64 `json:"app"`
 	// Panic: the application panicked on the request (the worker goes on).
 	Panic uint64 `json:"panic"`
 	// TxError: the reply could not be transmitted.
 	TxError uint64 `json:"tx_error"`
-	// Shutdown: still queued when the graceful shutdown timed out.
+	// Shutdown: still queued or running when the graceful shutdown ended
+	// at Spec.DrainTimeout.
 	Shutdown uint64 `json:"shutdown"`
 }
 
 // Total is the sum of all reasons.
 func (d Drops) Total() uint64 {
-	return d.Runt + d.Truncated + d.QueueFull + d.Overload + d.App + d.Panic + d.TxError + d.Shutdown
+	return d.Runt + d.Truncated + d.QueueFull + d.Budget + d.Expired + d.Overload +
+		d.ServiceCap + d.App + d.Panic + d.TxError + d.Shutdown
+}
+
+// Shed is the part of the drops the server chose to make because it was
+// overloaded: queue full, budget, expired and overload.
+func (d Drops) Shed() uint64 { return d.QueueFull + d.Budget + d.Expired + d.Overload }
+
+// Reason is why a request was dropped; its String is the name used in
+// Drops' JSON and in metrics.
+type Reason uint8
+
+// Drop reasons, one per Drops field. Their values are stable: protocols
+// may carry them (the kv application's overloaded reply does).
+const (
+	ReasonRunt Reason = iota
+	ReasonTruncated
+	ReasonQueueFull
+	ReasonBudget
+	ReasonExpired
+	ReasonOverload
+	ReasonServiceCap
+	ReasonApp
+	ReasonPanic
+	ReasonTxError
+	ReasonShutdown
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"runt", "truncated", "queue_full", "budget", "expired", "overload",
+	"service_cap", "app", "panic", "tx_error", "shutdown"}
+
+// String returns the reason's name, as in Drops' JSON.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons lists every drop reason, in the order of Drops' fields.
+func Reasons() []Reason {
+	rs := make([]Reason, numReasons)
+	for i := range rs {
+		rs[i] = Reason(i)
+	}
+	return rs
+}
+
+// Since returns the drops counted after earlier (an older copy of the same
+// counters), reason by reason.
+func (d Drops) Since(earlier Drops) Drops {
+	for r := range numReasons {
+		f := d.field(r)
+		*f -= min(*f, earlier.Count(r))
+	}
+	return d
+}
+
+// String lists the non-zero reasons with their counts, "budget 12,
+// expired 3", or returns "none".
+func (d Drops) String() string {
+	var b []byte
+	for r := range numReasons {
+		if n := d.Count(r); n > 0 {
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, r.String()...)
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, n, 10)
+		}
+	}
+	if len(b) == 0 {
+		return "none"
+	}
+	return string(b)
+}
+
+// Count returns the drops for reason r.
+func (d *Drops) Count(r Reason) uint64 { return *d.field(r) }
+
+func (d *Drops) add(r Reason) { *d.field(r)++ }
+
+func (d *Drops) field(r Reason) *uint64 {
+	switch r {
+	case ReasonRunt:
+		return &d.Runt
+	case ReasonTruncated:
+		return &d.Truncated
+	case ReasonQueueFull:
+		return &d.QueueFull
+	case ReasonBudget:
+		return &d.Budget
+	case ReasonExpired:
+		return &d.Expired
+	case ReasonOverload:
+		return &d.Overload
+	case ReasonServiceCap:
+		return &d.ServiceCap
+	case ReasonApp:
+		return &d.App
+	case ReasonPanic:
+		return &d.Panic
+	case ReasonTxError:
+		return &d.TxError
+	}
+	return &d.Shutdown
 }
 
 // TypeStats are one request type's counters.
@@ -36,8 +155,16 @@ type TypeStats struct {
 	Name     string    `json:"name"`
 	Received uint64    `json:"received"` // classified as this type
 	Answered uint64    `json:"answered"`
-	Dropped  uint64    `json:"dropped"` // queue full, app, tx error or shutdown
+	Dropped  uint64    `json:"dropped"` // Drops.Total()
+	Drops    Drops     `json:"drops"`   // by reason (runts and truncated datagrams have no type)
 	Queued   int       `json:"queued"`  // waiting in the typed queue now
+	Running  int       `json:"running"` // on a worker now
+	// MaxWaitNs is the longest a request of this type dispatched during the
+	// last stats interval waited in its queue (ns).
+	MaxWaitNs int64 `json:"max_wait_ns"`
+	// ShedRate is the rate of this type's shed drops (Drops.Shed) over
+	// the last second, requests/s.
+	ShedRate float64 `json:"shed_rate"`
 	// Dispatched counts the requests handed to a worker; QueueingNsSum sums
 	// their queueing delays, from enqueue to dispatch (ns, dispatcher
 	// clock).
@@ -85,6 +212,22 @@ type Stats struct {
 	Dropped  uint64 `json:"dropped"`  // Drops.Total()
 	InFlight uint64 `json:"in_flight"`
 	Drops    Drops  `json:"drops"`
+	// OverloadReplies counts the shed requests (queue full, budget,
+	// expired, overload, shutdown) answered with an "overloaded" reply by an
+	// application implementing OverloadReplier; they are counted as drops.
+	OverloadReplies uint64 `json:"overload_replies"`
+	// Overloaded reports that requests were shed (Drops.Shed) during the
+	// last second; ShedRate is their rate over it, requests/s.
+	Overloaded bool    `json:"overloaded"`
+	ShedRate   float64 `json:"shed_rate"`
+	// Pool is the number of requests the policy may hold at once (the
+	// dataplane's request buffers split into per-type budgets), 0 when
+	// unbounded. Held is how many it holds now (queued + busy).
+	Pool int `json:"pool"`
+	// Abandoned is the number of requests still running on workers when
+	// the drain timed out: Run returned without waiting for them (they are
+	// counted in Drops.Shutdown).
+	Abandoned int `json:"abandoned"`
 	// Queued requests wait in typed queues; Busy workers run one each.
 	Queued uint64 `json:"queued"`
 	Busy   int    `json:"busy"`
@@ -111,8 +254,10 @@ type Stats struct {
 type typeCounters struct {
 	received   uint64
 	answered   uint64
-	dropped    uint64
+	drops      Drops
 	queued     uint64 // waiting in the policy now
+	running    int    // on a worker now
+	maxWait    int64  // longest wait dispatched this stats interval
 	dispatched uint64
 	queueingNs uint64 // sum over dispatched requests
 	completed  uint64

@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// MaxLoad is the highest offered load ParseLoads accepts: twice the
-// workers' capacity.
-const MaxLoad = 2
+// MaxLoad is the highest offered load ParseLoads accepts: ten times the
+// workers' capacity, for overload studies (psp sim predicting what a
+// server sheds at five times its capacity, say).
+const MaxLoad = 10
 
 // maxLoadPoints bounds the number of loads a range may expand to.
 const maxLoadPoints = 1000

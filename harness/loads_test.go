@@ -23,8 +23,8 @@ func TestParseLoads(t *testing.T) {
 			t.Errorf("ParseLoads(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "a", "0", "-1", "-0.1", "3", "NaN", "Inf", "0.1:0.2", "0.1:0.2:0", "0.5:0.1:0.1",
-		"1:2:3:4", "0.1:1e9:1e-6", "0:1:0", "0.5,", "0.5,,0.6", "0.1:0.9:-0.1", "0.1:2.5:0.5"} {
+	for _, bad := range []string{"", "a", "0", "-1", "-0.1", "11", "NaN", "Inf", "0.1:0.2", "0.1:0.2:0", "0.5:0.1:0.1",
+		"1:2:3:4", "0.1:1e9:1e-6", "0:1:0", "0.5,", "0.5,,0.6", "0.1:0.9:-0.1", "0.1:10.5:0.5"} {
 		if got, err := ParseLoads(bad); err == nil {
 			t.Errorf("ParseLoads(%q) = %v, accepted", bad, got)
 		} else if !strings.HasPrefix(err.Error(), "loads") {

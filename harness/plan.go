@@ -41,6 +41,10 @@ type Plan struct {
 	// Progress, when not nil, receives a progress bar of the run (runs of
 	// 2 s and longer).
 	Progress io.Writer
+	// Preload, with the memcached format, stores every key of the key
+	// space on the server before each run (loadgen.PreloadMemcached), so
+	// that its reads hit.
+	Preload bool
 }
 
 // UseStatus takes the settings the plan left unset from a running
@@ -136,6 +140,18 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 		return nil, err
 	}
 	spec := p.Spec
+	if p.Preload && spec.Format == loadgen.FormatMemcached {
+		keys, size := spec.MemcachedKeys, spec.ValueSize
+		if keys == 0 {
+			keys = loadgen.DefaultMemcachedKeys
+		}
+		if size == 0 {
+			size = loadgen.DefaultValueSize
+		}
+		if err := loadgen.PreloadMemcached(ctx, spec.Server, keys, size); err != nil {
+			return nil, err
+		}
+	}
 	var bar *progressbar.ProgressBar
 	if p.Progress != nil && p.Duration >= 2*time.Second {
 		bar = progressbar.NewOptions(len(sched.Requests),

@@ -23,7 +23,7 @@ func TestSweepValidate(t *testing.T) {
 	for name, mutate := range map[string]func(*Sweep){
 		"no policies":         func(s *Sweep) { s.Policies = nil },
 		"no loads":            func(s *Sweep) { s.Loads = nil },
-		"load out of range":   func(s *Sweep) { s.Loads = []float64{3} },
+		"load out of range":   func(s *Sweep) { s.Loads = []float64{11} },
 		"no out":              func(s *Sweep) { s.Out = "" },
 		"two labels":          func(s *Sweep) { s.Target = &Target{Listen: "127.0.0.1:1"}; s.Policies = []string{"a", "b"} },
 		"target without addr": func(s *Sweep) { s.Target = &Target{} },

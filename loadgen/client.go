@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,6 +38,10 @@ const (
 
 // kvKeyLen is the length of the kv application's preloaded keys ("k00042").
 const kvKeyLen = 6
+
+// KVStatusOverloaded is the kv application's reply status (offset 8) for a
+// request the server shed without serving it (app/kv.StatusOverloaded).
+const KVStatusOverloaded = 3
 
 // Defaults applied by Run to a Spec's zero fields.
 const (
@@ -83,6 +88,14 @@ type Spec struct {
 	// GET requests read a key drawn from the request id among them, SCAN
 	// requests scan from the first key.
 	KVKeys int
+	// MemcachedKeys is the memcached format's key space, "k0" to
+	// "k<MemcachedKeys-1>" (default 10000; see PreloadMemcached).
+	MemcachedKeys int
+	// MultiGetKeys is the number of keys of a memcached MULTIGET (default
+	// 100).
+	MultiGetKeys int
+	// ValueSize is the size of a memcached SET's value (default 64).
+	ValueSize int
 	// FromActualSend measures latencies from the time each request was
 	// actually sent instead of its intended send time. The sender never
 	// waits for the server, so its lag is the client's own scheduling delay
@@ -132,6 +145,17 @@ func (s Spec) withDefaults(sched *Schedule) Spec {
 	if s.Format == FormatKV && s.KVKeys == 0 {
 		s.KVKeys = 5000
 	}
+	if s.Format == FormatMemcached {
+		if s.MemcachedKeys == 0 {
+			s.MemcachedKeys = DefaultMemcachedKeys
+		}
+		if s.MultiGetKeys == 0 {
+			s.MultiGetKeys = DefaultMultiGetKeys
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = DefaultValueSize
+		}
+	}
 	return s
 }
 
@@ -161,11 +185,26 @@ func (s Spec) validate(sched *Schedule) error {
 					t.Name, t.WireID, ErrBadSpec, wire.TypeGet, wire.TypeScan)
 			}
 		}
+	case FormatMemcached:
+		switch {
+		case s.MemcachedKeys < 1 || s.MemcachedKeys > 1e9:
+			return fmt.Errorf("memcached keys %d: %w (want 1..1e9)", s.MemcachedKeys, ErrBadSpec)
+		case s.MultiGetKeys < 2 || s.MultiGetKeys > 1000:
+			return fmt.Errorf("multi-get keys %d: %w (want 2..1000)", s.MultiGetKeys, ErrBadSpec)
+		case s.ValueSize < 1 || memcachedRequestLen(s) > maxDatagram:
+			return fmt.Errorf("value size %d: %w (want 1 and requests up to %d bytes)", s.ValueSize, ErrBadSpec, maxDatagram)
+		}
+		if _, err := memcachedCommands(sched); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("format %q: %w (want %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV)
+		return fmt.Errorf("format %q: %w (want %s, %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV, FormatMemcached)
 	}
 	return nil
 }
+
+// maxDatagram is the longest request datagram the load generator sends.
+const maxDatagram = 65507
 
 // run is the state shared by a run's goroutines. recv is written by the
 // receiver only and read after it has been joined.
@@ -178,6 +217,7 @@ type run struct {
 	recv     []int64 // recv[id]: reply time (ns since start), 0 = none yet
 	sentAt   []int64 // sentAt[id]: actual send time (ns since start)
 	sentOK   []bool  // sentOK[id]: the datagram left without error
+	shed     []bool  // shed[id]: the reply said the server shed the request
 	lag      lagRecorder
 	sent     atomic.Int64 // requests handed to the socket (or failed)
 	answered atomic.Int64
@@ -190,21 +230,30 @@ type run struct {
 	receiverErr  error
 	sentUpTo     int   // requests the sender attempted
 	senderEnd    int64 // ns since start when the sender finished
+
+	mcCmds  []uint8 // memcached format: the command of each type
+	mcValue []byte  // memcached format: a SET's value
 }
 
 // newRun preallocates a run's tables; the clock starts now.
 func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 	n := len(sched.Requests)
-	return &run{
+	r := &run{
 		spec:   spec,
 		sched:  sched,
 		conn:   conn,
 		recv:   make([]int64, n),
 		sentAt: make([]int64, n),
 		sentOK: make([]bool, n),
+		shed:   make([]bool, n),
 		lag:    newLagRecorder(),
 		start:  time.Now(),
 	}
+	if spec.Format == FormatMemcached {
+		r.mcCmds, _ = memcachedCommands(sched) // checked by validate
+		r.mcValue = bytes.Repeat([]byte{'v'}, spec.ValueSize)
+	}
+	return r
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -304,7 +353,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
-	msgs := newBatch(r.spec.Batch)
+	msgs := newBatch(r.spec.Batch, r.requestLen())
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -336,16 +385,21 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	return false
 }
 
-// maxRequestLen is the longest request payload built (kv: header + key).
-const maxRequestLen = wire.HeaderLen + kvKeyLen
+// requestLen is the longest request payload the run builds.
+func (r *run) requestLen() int {
+	if r.spec.Format == FormatMemcached {
+		return memcachedRequestLen(r.spec)
+	}
+	return wire.HeaderLen + kvKeyLen // psp header, kv: header + key
+}
 
-// newBatch allocates n messages, each with one buffer of maxRequestLen
-// bytes (fillBatch reslices it to the request's length).
-func newBatch(n int) []ipv4.Message {
-	bufs := make([]byte, n*maxRequestLen)
+// newBatch allocates n messages, each with one buffer of size bytes
+// (fillBatch reslices it to the request's length).
+func newBatch(n, size int) []ipv4.Message {
+	bufs := make([]byte, n*size)
 	msgs := make([]ipv4.Message, n)
 	for i := range msgs {
-		msgs[i].Buffers = [][]byte{bufs[i*maxRequestLen : (i+1)*maxRequestLen]}
+		msgs[i].Buffers = [][]byte{bufs[i*size : (i+1)*size : (i+1)*size]}
 	}
 	return msgs
 }
@@ -359,7 +413,15 @@ func (r *run) fillBatch(msgs []ipv4.Message, first int, now int64) int {
 	for first+k < len(reqs) && k < len(msgs) && reqs[first+k].At <= now {
 		q := &reqs[first+k]
 		id := first + k
-		b := msgs[k].Buffers[0][:maxRequestLen]
+		b := msgs[k].Buffers[0]
+		b = b[:cap(b)]
+		if r.spec.Format == FormatMemcached {
+			msgs[k].Buffers[0] = r.encodeMemcached(b, id, int(q.Type))
+			r.lag.record(now - q.At)
+			r.sentAt[id] = now
+			k++
+			continue
+		}
 		h := wire.Header{ID: uint32(id), Type: types[q.Type].WireID, ServiceNs: q.ServiceNs}
 		n := wire.HeaderLen
 		if r.spec.Format == FormatKV {
@@ -456,6 +518,10 @@ func (r *run) receive() {
 
 // handleReply matches one reply to its request and records its time.
 func (r *run) handleReply(p []byte, now int64) {
+	if r.spec.Format == FormatMemcached {
+		r.handleMemcachedReply(p, now)
+		return
+	}
 	if len(p) < wire.HeaderLen {
 		r.badReplies++
 		return
@@ -474,10 +540,18 @@ func (r *run) handleReply(p []byte, now int64) {
 		r.duplicates++
 		return
 	}
-	if r.spec.Format == FormatKV && binary.LittleEndian.Uint32(p[8:]) != 0 {
-		// The kv application answered with an error status (not found,
-		// bad request): the request was served, but count it.
-		r.errorReplies++
+	if r.spec.Format == FormatKV {
+		switch binary.LittleEndian.Uint32(p[8:]) {
+		case 0:
+		case KVStatusOverloaded:
+			// The server shed the request unserved and said so: not an
+			// answer, not lost either.
+			r.shed[id] = true
+		default:
+			// The kv application answered with an error status (not
+			// found, bad request): the request was served, but count it.
+			r.errorReplies++
+		}
 	}
 	r.recv[id] = max(now, 1)
 	r.answered.Add(1)

@@ -300,7 +300,7 @@ func newTestRun(t testing.TB, sched *Schedule) (*run, *ipv4.PacketConn) {
 func BenchmarkSendBatch(b *testing.B) {
 	sched, _ := NewSchedule(highBimodal(b), 1e6, 10*time.Second, 1)
 	r, pc := newTestRun(b, sched)
-	msgs := newBatch(DefaultBatch)
+	msgs := newBatch(DefaultBatch, r.requestLen())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -478,4 +478,50 @@ func mustSchedule(t *testing.T, w *workload.Workload) *Schedule {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A kv server that sheds every third request with StatusOverloaded: those
+// count as Overloaded (dropped in the statistics), neither answered nor
+// lost, and the run is not sustained.
+func TestKVOverloadedReplies(t *testing.T) {
+	w, err := workload.Builtin("rocksdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, _ := NewSchedule(&w, 2000, 150*time.Millisecond, 3)
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	shed := 0
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, peer, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			h, _ := wire.Decode(buf[:n])
+			if h.ID%3 == 0 {
+				h.Reserved = KVStatusOverloaded
+				shed++
+			}
+			h.Encode(buf)
+			_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
+		}
+	}()
+	res, err := Run(context.Background(), Spec{Server: conn.LocalAddr().String(), Format: FormatKV, MaxLag: time.Second, Warmup: -1}, sched)
+	conn.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Overloaded != int64(shed) || res.Answered+res.Overloaded != int64(len(sched.Requests)) || res.Lost != 0 || res.Sustained {
+		t.Errorf("overloaded %d (server shed %d), answered %d, lost %d of %d, sustained %v", res.Overloaded, shed, res.Answered, res.Lost, len(sched.Requests), res.Sustained)
+	}
+	if res.Overall.Dropped != uint64(shed) || !strings.Contains(res.NotSustainedReason(), "overloaded") {
+		t.Errorf("dropped %d in the statistics, reason %q", res.Overall.Dropped, res.NotSustainedReason())
+	}
 }

@@ -54,6 +54,10 @@ type Result struct {
 	// ErrorReplies counts kv replies carrying an error status (included in
 	// Answered).
 	ErrorReplies int64
+	// Overloaded counts requests the server answered "overloaded" (kv's
+	// StatusOverloaded): shed unserved. They are neither answered nor
+	// lost, and count as dropped in the statistics.
+	Overloaded int64
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
 	Refused int64
@@ -85,6 +89,7 @@ type Result struct {
 	recv    []int64
 	sentAt  []int64
 	sentOK  []bool
+	shed    []bool
 	inTime  int64
 	warmIdx int
 }
@@ -117,6 +122,7 @@ func (r *run) result(inTime int64) *Result {
 		recv:         r.recv,
 		sentAt:       r.sentAt,
 		sentOK:       r.sentOK,
+		shed:         r.shed,
 		inTime:       inTime,
 		warmIdx:      warm,
 	}
@@ -133,6 +139,10 @@ func (r *run) result(inTime int64) *Result {
 		case got == 0:
 			rec.Lose(int(q.Type))
 			res.Lost++
+			continue
+		case r.shed[id]:
+			rec.Drop(int(q.Type))
+			res.Overloaded++
 			continue
 		case got > inTime:
 			res.Late++
@@ -185,6 +195,9 @@ func (r *Result) NotSustainedReason() string {
 	switch {
 	case r.Refused > 0 && r.Answered == 0:
 		why = append(why, "no server listening (connection refused)")
+	case float64(r.Answered) < SustainedFraction*float64(r.Sent) && r.Overloaded > 0:
+		why = append(why, fmt.Sprintf("achieved %.1f%% of the offered rate (%d answered \"overloaded\", %d lost, %d late)",
+			100*float64(r.Answered)/max(float64(r.Sent), 1), r.Overloaded, r.Lost, r.Late))
 	case float64(r.Answered) < SustainedFraction*float64(r.Sent):
 		why = append(why, fmt.Sprintf("achieved %.1f%% of the offered rate (%d lost, %d late)",
 			100*float64(r.Answered)/max(float64(r.Sent), 1), r.Lost, r.Late))
@@ -201,7 +214,7 @@ func (r *Result) NotSustainedReason() string {
 // WriteSamplesCSV writes one line per scheduled request: id, type name, wire
 // type, nominal service time, intended and actual send times and reply time
 // (ns since the start; empty when lost), latency from the intended send time
-// (ns), slowdown and status (ok, late, lost, unsent; warm-up requests are
+// (ns), slowdown and status (ok, late, lost, overloaded, unsent; warm-up requests are
 // marked "warmup-ok" etc.).
 func (r *Result) WriteSamplesCSV(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
@@ -232,6 +245,8 @@ func (r *Result) WriteSamplesCSV(w io.Writer) error {
 			status = "unsent"
 		case got == 0:
 			status = "lost"
+		case r.shed[id]:
+			status = "overloaded"
 		case got > r.inTime:
 			status = "late"
 		}

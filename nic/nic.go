@@ -59,8 +59,9 @@ type Dataplane interface {
 	// once) and returns 0, nil when none came. It returns ErrClosed after
 	// Close.
 	Recv(bufs []*Buffer, wait time.Duration) (int, error)
-	// TxQueue returns worker w's transmit queue (w in 0..workers-1, as given
-	// when the dataplane was opened).
+	// TxQueue returns transmit queue w (w in 0..n-1, n as given when the
+	// dataplane was opened: one per worker, plus one for the dispatcher's own
+	// replies when opened with one more), or nil when w is out of range.
 	TxQueue(w int) TxQueue
 	// Release returns buffers to the pool without transmitting them.
 	Release(bufs ...*Buffer)
@@ -72,12 +73,38 @@ type Dataplane interface {
 	Close() error
 }
 
+// BufferPool is implemented by dataplanes that receive into a fixed pool of
+// buffers.
+type BufferPool interface {
+	// RequestBuffers returns how many buffers Recv's callers may hold at
+	// once (received and not yet sent or released) while the dataplane can
+	// still receive a full burst: the pool minus what the receive path keeps
+	// for itself (staged receive slots, a device's descriptor rings). A
+	// dispatcher whose requests never hold more than this never stops
+	// reading the network for want of buffers.
+	RequestBuffers() int
+}
+
 // TxQueue is one worker's transmit queue. It is not safe for concurrent use.
 type TxQueue interface {
 	// Send transmits each buffer's Data[:Len] to its Peer and returns the
 	// buffers to the pool, whether or not transmission succeeded. It returns
 	// how many were transmitted.
 	Send(bufs []*Buffer) (int, error)
+}
+
+// ReplyAllocator is implemented by dataplanes that can hand a worker more
+// buffers for a reply longer than one datagram (nic/udp, nic/memnic and
+// nic/dpdk do; the dispatcher's Reply uses it).
+//
+// AllocReply returns a free buffer addressed like req: a TxQueue sends it to
+// req's Peer from req's DstPort. Its Data is its whole room and its Len is 0.
+// It returns nil when no buffer is free. Any worker goroutine may call it for
+// the request it holds. Every buffer it returns must be sent or released
+// before req itself is (a dataplane may tie a reply to its request and rely
+// on req going last).
+type ReplyAllocator interface {
+	AllocReply(req *Buffer) *Buffer
 }
 
 // Stats are a dataplane's counters.
@@ -89,6 +116,10 @@ type Stats struct {
 	// RxTruncated counts packets handed to Recv's caller truncated to the
 	// buffer size (Buffer.WireLen > Buffer.Len); they are also in RxPackets.
 	RxTruncated uint64 `json:"rx_truncated"`
+	// RxNoBuffer counts the times the receive path found the buffer pool
+	// empty: packets then wait in the kernel's or the device's queue and
+	// are dropped there (RxDropped) when it overflows.
+	RxNoBuffer uint64 `json:"rx_no_buffer"`
 }
 
 // Errors returned by dataplanes.

@@ -12,7 +12,8 @@ import (
 type Stats struct {
 	Count        uint64  `json:"count"`
 	Dropped      uint64  `json:"dropped"`
-	Lost         uint64  `json:"lost,omitempty"` // sent but never answered (measured runs)
+	Expired      uint64  `json:"expired,omitempty"` // of Dropped: waited past the deadline (simulated runs)
+	Lost         uint64  `json:"lost,omitempty"`    // sent but never answered (measured runs)
 	MeanLatency  float64 `json:"mean_latency_ns"`
 	P50Latency   int64   `json:"p50_latency_ns"`
 	P99Latency   int64   `json:"p99_latency_ns"`

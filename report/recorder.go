@@ -21,7 +21,7 @@ const (
 type series struct {
 	latency, slowdown *hdrhistogram.Histogram
 	count, dropped    uint64
-	lost              uint64
+	expired, lost     uint64
 	// overLatency and overSlowdown count the samples above the histograms'
 	// ranges, recorded as the range's top.
 	overLatency, overSlowdown uint64
@@ -76,7 +76,7 @@ func (s *series) record(latencyNs, serviceNs int64) {
 }
 
 func (s *series) stats() Stats {
-	st := Stats{Count: s.count, Dropped: s.dropped, Lost: s.lost, MaxLatency: s.maxLatency}
+	st := Stats{Count: s.count, Dropped: s.dropped, Expired: s.expired, Lost: s.lost, MaxLatency: s.maxLatency}
 	if s.count == 0 {
 		return st
 	}
@@ -131,6 +131,7 @@ func (s *series) merge(o *series) {
 	s.slowdown.Merge(o.slowdown)
 	s.count += o.count
 	s.dropped += o.dropped
+	s.expired += o.expired
 	s.lost += o.lost
 	s.overLatency += o.overLatency
 	s.overSlowdown += o.overSlowdown
@@ -173,6 +174,13 @@ func (r *Recorder) Record(typ int, latencyNs, serviceNs int64) {
 
 // Drop counts one request of type index typ dropped by the server.
 func (r *Recorder) Drop(typ int) { r.types[typ].dropped++ }
+
+// Expire counts a request of type typ dropped because it waited past its
+// deadline (a drop: it counts in Dropped too).
+func (r *Recorder) Expire(typ int) {
+	r.types[typ].dropped++
+	r.types[typ].expired++
+}
 
 // Lose counts one request of type index typ that got no reply.
 func (r *Recorder) Lose(typ int) { r.types[typ].lost++ }

@@ -2,27 +2,175 @@ package server
 
 import (
 	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"time"
 
+	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/app/tpcc"
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/wire"
 )
 
-// openOtherApp builds the kv and tpcc applications.
-func openOtherApp(cfg Config) (dispatcher.Handler, func() error, error) {
-	switch cfg.App.Name {
-	case AppTPCC:
-		h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
-		if err != nil {
-			return nil, nil, fmt.Errorf("server: app: %w", err)
-		}
-		return h, func() error { return nil }, nil
-	case AppKV:
-		s, err := kv.Open(kv.Config{Dir: cfg.App.KV.Dir, Keys: cfg.App.KV.Keys, ValueSize: cfg.App.KV.ValueSize})
-		if err != nil {
-			return nil, nil, fmt.Errorf("server: app: %w", err)
-		}
-		return s, s.Close, nil
+// Application is a service served behind psp: what the workers run and
+// what the server must know about it. Give your own in Options.Application;
+// the built-in applications (Config.App.Name: emulate, spin, tpcc, kv,
+// memcached) are Applications too, built from the configuration.
+//
+// Requests reach the handler classified (by the Wasm classifier of
+// Config.Classifier or Config.Tenants, else by the application's native
+// Classifier, else by the psp-header classifier) and scheduled by the
+// configured policy (DARC by default).
+type Application struct {
+	// Name is shown in the status and the startup line (default "custom").
+	Name string
+	// Handler is what each worker runs for each request (required): it
+	// reads the request in the buffer and writes its reply in place. A
+	// dispatcher.MultiHandler may answer with several datagrams. It is
+	// called by all workers at once, each with its own worker index.
+	Handler dispatcher.Handler
+	// Classifier is the native classifier used when the configuration
+	// names no Wasm classifier; nil: the psp-header classifier.
+	Classifier dispatcher.Classifier
+	// TypeNames names Classifier's types, index = type id (required with
+	// Classifier; type 0 is UNKNOWN).
+	TypeNames []string
+	// MinPayload is the shortest request the handler accepts; shorter
+	// datagrams are dropped before classification, counted as runts.
+	// Default 1.
+	MinPayload int
+	// Close, when set, is called once the workers have stopped.
+	Close func() error
+}
+
+// validate checks what New needs.
+func (a *Application) validate() error {
+	switch {
+	case a.Handler == nil:
+		return fmt.Errorf("%w: application %q has no handler", ErrConfig, a.Name)
+	case a.Classifier != nil && len(a.TypeNames) < 2:
+		return fmt.Errorf("%w: application %q: a native classifier needs its type names (at least UNKNOWN and one type)", ErrConfig, a.Name)
+	case a.MinPayload < 0:
+		return fmt.Errorf("%w: application %q: min payload %d", ErrConfig, a.Name, a.MinPayload)
 	}
-	return nil, nil, fmt.Errorf("server: unknown app %q", cfg.App.Name)
+	return nil
+}
+
+// builtinApps builds the built-in applications by name.
+var builtinApps = map[string]func(Config) (*Application, error){
+	AppSpin:      openSpin,
+	AppEmulate:   openEmulate,
+	AppTPCC:      openTPCC,
+	AppKV:        openKV,
+	AppMemcached: openMemcached,
+}
+
+// AppNames returns the names of the built-in applications.
+func AppNames() []string {
+	names := make([]string, 0, len(builtinApps))
+	for n := range builtinApps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func isBuiltinApp(name string) bool { return slices.Contains(AppNames(), name) }
+
+// openApp builds the configured built-in application.
+func openApp(cfg Config) (*Application, error) {
+	open, ok := builtinApps[cfg.App.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown app %q", ErrConfig, cfg.App.Name)
+	}
+	a, err := open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: app: %w", err)
+	}
+	return a, nil
+}
+
+func openSpin(cfg Config) (*Application, error) {
+	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen}, nil
+}
+
+func openEmulate(cfg Config) (*Application, error) {
+	h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
+	if err != nil {
+		return nil, err
+	}
+	return &Application{Name: AppEmulate, Handler: h, MinPayload: wire.HeaderLen}, nil
+}
+
+func openTPCC(cfg Config) (*Application, error) {
+	h, err := tpcc.New(tpcc.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail, MaxService: spin.Cap(cfg.App.MaxService)})
+	if err != nil {
+		return nil, err
+	}
+	return &Application{Name: AppTPCC, Handler: h, MinPayload: wire.HeaderLen}, nil
+}
+
+func openKV(cfg Config) (*Application, error) {
+	s, err := kv.Open(kv.Config{Dir: cfg.App.KV.Dir, Keys: cfg.App.KV.Keys, ValueSize: cfg.App.KV.ValueSize})
+	if err != nil {
+		return nil, err
+	}
+	// Stricter than the header classifier: malformed kv requests are
+	// UNKNOWN. Same type space.
+	return &Application{Name: AppKV, Handler: s, Classifier: kv.Classifier{}, TypeNames: headerTypes(),
+		MinPayload: wire.HeaderLen, Close: s.Close}, nil
+}
+
+func openMemcached(cfg Config) (*Application, error) {
+	m := cfg.App.Memcached
+	s, err := memcached.Open(memcached.Config{
+		Dir:         m.Dir,
+		Sync:        m.Sync,
+		MaxItemSize: m.MaxItemSize,
+		Workers:     cfg.Workers,
+		Emulate: memcached.Emulation{Dilation: cfg.App.Dilation, CostPerCommand: m.CostPerCommand,
+			CostPerKey: m.CostPerKey, SpinTail: cfg.App.SpinTail},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.TCP != "" {
+		ln, err := net.Listen("tcp", m.TCP)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("memcached tcp: %w", err)
+		}
+		go s.ServeTCP(ln) // ends when s closes
+	}
+	return &Application{Name: AppMemcached, Handler: s, Classifier: memcached.Classifier{},
+		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close}, nil
+}
+
+// DefaultMemcachedMaxItemSize is the memcached application's item size
+// limit when none is configured (memcached's -I default).
+const DefaultMemcachedMaxItemSize = memcached.DefaultMaxItemSize
+
+// Memcached configures the memcached application.
+type Memcached struct {
+	// Dir is the Pebble directory; empty: in memory. What is stored in a
+	// directory is there after a restart.
+	Dir string `yaml:"dir,omitempty"`
+	// Sync syncs each write to disk before answering.
+	Sync bool `yaml:"sync,omitempty"`
+	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
+	MaxItemSize int `yaml:"max_item_size,omitempty"`
+	// TCP, when set, is a TCP address where the same store also serves
+	// memcached's protocol over TCP, beside the dispatcher (not scheduled
+	// by DARC): for clients that read only over TCP, such as libmemcached's
+	// tools. Empty: UDP only.
+	TCP string `yaml:"tcp,omitempty"`
+	// CostPerCommand and CostPerKey are the nominal costs slept (times
+	// App.Dilation) when App.Dilation is set: emulated service times for
+	// experiments with more workers than cores. Defaults 1µs each.
+	CostPerCommand time.Duration `yaml:"cost_per_command,omitempty"`
+	CostPerKey     time.Duration `yaml:"cost_per_key,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
@@ -30,10 +33,11 @@ const (
 
 // Application names.
 const (
-	AppSpin    = "spin"
-	AppEmulate = "emulate"
-	AppKV      = "kv"
-	AppTPCC    = "tpcc"
+	AppSpin      = "spin"
+	AppEmulate   = "emulate"
+	AppKV        = "kv"
+	AppTPCC      = "tpcc"
+	AppMemcached = "memcached"
 )
 
 // Defaults of Config.
@@ -67,6 +71,9 @@ type Config struct {
 	EAL []string `yaml:"eal,omitempty"`
 	// Buffers is the dataplane's packet-buffer pool size (udp and memnic;
 	// DPDK sizes its mbuf pool from its descriptor rings). Default 8192.
+	// What the dataplane can lend to requests (the pool minus its receive
+	// path's own: 8160 with the UDP defaults) is split into per-type
+	// budgets, so no type can hold the buffers another needs.
 	Buffers int `yaml:"buffers"`
 	// BufSize is the size of one packet buffer (the largest datagram
 	// accepted). Default 2048.
@@ -83,13 +90,26 @@ type Config struct {
 	// then the workers; see dispatcher.Spec.CPUs). Empty: no pinning.
 	CPUs string `yaml:"cpus,omitempty"`
 	// Delta, Spillway, QueueCapacity, MinSamples, DelayFactor, Hysteresis: DARC's
-	// parameters (see darc.Config; zero takes darc's default).
+	// parameters (see darc.Config; zero takes darc's default). QueueCapacity
+	// defaults to each type's budget; an explicit one must fit the pool
+	// (capacity x types <= the buffers the dataplane lends).
 	Delta         float64 `yaml:"delta,omitempty"`
 	Spillway      int     `yaml:"spillway,omitempty"`
 	QueueCapacity int     `yaml:"queue_capacity,omitempty"`
 	MinSamples    int     `yaml:"min_samples,omitempty"`
 	DelayFactor   float64 `yaml:"delay_factor,omitempty"`
 	Hysteresis    float64 `yaml:"hysteresis,omitempty"`
+
+	// DeadlineFactor and DeadlineFloor set the automatic queue deadlines: a
+	// request that waited longer than its type's deadline is dropped before
+	// service (reason expired). A type's deadline is DeadlineFactor times
+	// the longest mean service time of the types that can hold up its
+	// workers, at least DeadlineFloor. Defaults 10 and 200ms (see
+	// RATIONALE.md); a negative factor turns automatic deadlines off.
+	DeadlineFactor float64       `yaml:"deadline_factor,omitempty"`
+	DeadlineFloor  time.Duration `yaml:"deadline_floor,omitempty"`
+	// Types overrides per-type limits, by type name (as in psp status).
+	Types map[string]TypeLimits `yaml:"types,omitempty"`
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
@@ -123,24 +143,64 @@ type Tenant struct {
 	Ports []uint16 `yaml:"ports,omitempty"`
 	// Classifier is the .wasm file.
 	Classifier string `yaml:"classifier"`
+	// Wasm is the module itself, instead of a file (a program embedding
+	// its classifier; not in YAML).
+	Wasm []byte `yaml:"-"`
 	// MaxTypes reserves room in the global type space for later hot swaps
 	// with more types; default the module's own type count.
 	MaxTypes int `yaml:"max_types,omitempty"`
 }
 
-// App selects and configures the application.
+// TypeLimits are one type's overrides.
+type TypeLimits struct {
+	// Deadline is the longest a request of the type may wait in its queue:
+	// a duration ("200ms"), "off" for none, or empty for the automatic one.
+	Deadline string `yaml:"deadline,omitempty"`
+	// Budget is the most requests of the type held at once, queued or
+	// running; 0: its guarantee plus the pool's whole shared part.
+	Budget int `yaml:"budget,omitempty"`
+	// Guarantee is how many requests of the type are always admitted,
+	// whatever the other types hold; 0: an equal part of half the pool.
+	Guarantee int `yaml:"guarantee,omitempty"`
+}
+
+// deadlineNs parses a TypeLimits.Deadline for darc.Config.Deadlines: 0
+// automatic, -1 none, else nanoseconds.
+func deadlineNs(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return 0, nil
+	case "off", "none":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("deadline %q: want a positive duration (200ms), off or auto", s)
+	}
+	return int64(d), nil
+}
+
+// App selects and configures the built-in application (a program serving
+// its own gives Options.Application instead).
 type App struct {
-	// Name is spin, emulate (default), kv or tpcc.
+	// Name is spin, emulate (default), kv, tpcc or memcached.
 	Name string `yaml:"name"`
 	// Dilation multiplies service times (emulate; tpcc when set: it then
-	// sleeps instead of spinning). Default 1000 for emulate.
+	// sleeps instead of spinning; memcached when set: it adds emulated
+	// costs). Default 1000 for emulate.
 	Dilation float64 `yaml:"dilation,omitempty"`
 	// SpinTail is the least part of each emulated service time spent
 	// spinning, on top of the learned timer overshoot. Default 50µs;
 	// negative: none.
 	SpinTail time.Duration `yaml:"spin_tail,omitempty"`
+	// MaxService caps the (nominal, undilated) service time one request may
+	// ask for in spin, emulate and tpcc; longer requests are refused and
+	// counted (reason service_cap). Default 1ms.
+	MaxService time.Duration `yaml:"max_service,omitempty"`
 	// KV configures the kv application.
 	KV KV `yaml:"kv,omitempty"`
+	// Memcached configures the memcached application.
+	Memcached Memcached `yaml:"memcached,omitempty"`
 }
 
 // KV configures the kv application.
@@ -258,32 +318,38 @@ func refuse(want string) zeroRule {
 // YAML key (flags use the same rules). Settings not listed take a zero as
 // it is.
 var zeroRules = map[string]zeroRule{
-	"listen":            refuse("want IP:PORT"),
-	"dataplane":         refuse("want udp, dpdk or memnic"),
-	"buffers":           refuse("want at least the burst size"),
-	"buf_size":          refuse("want at least the 16-byte header"),
-	"policy":            refuse("want " + strings.Join(darc.PolicyNames(), ", ")),
-	"workers":           refuse("want 1..1024"),
-	"delta":             refuse("want > 0"),
-	"spillway":          refuse("want 1..workers"),
-	"queue_capacity":    refuse("want >= 1"),
-	"min_samples":       refuse("want >= 1"),
-	"delay_factor":      refuse("want > 0"),
-	"hysteresis":        func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
-	"idle":              refuse("want spin-then-park or busy-poll"),
-	"spin":              func(c *Config) error { c.Spin = -1; return nil }, // park at once
-	"burst":             refuse("want 1..4096"),
-	"drain_timeout":     func(c *Config) error { c.DrainTimeout = -1; return nil }, // drop what is queued at once
-	"app.name":          refuse("want spin, emulate, kv or tpcc"),
-	"app.dilation":      zeroDilation,
-	"app.spin_tail":     func(c *Config) error { c.App.SpinTail = -1; return nil }, // no spinning tail
-	"app.kv.keys":       refuse("want >= 1"),
-	"app.kv.value_size": refuse("want >= 1"),
-	"admin.addr":        refuse("want IP:PORT or off"),
+	"listen":                         refuse("want IP:PORT"),
+	"dataplane":                      refuse("want udp, dpdk or memnic"),
+	"buffers":                        refuse("want at least the burst size"),
+	"buf_size":                       refuse("want at least the 16-byte header"),
+	"policy":                         refuse("want " + strings.Join(darc.PolicyNames(), ", ")),
+	"workers":                        refuse("want 1..1024"),
+	"delta":                          refuse("want > 0"),
+	"spillway":                       refuse("want 1..workers"),
+	"queue_capacity":                 refuse("want >= 1"),
+	"min_samples":                    refuse("want >= 1"),
+	"delay_factor":                   refuse("want > 0"),
+	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
+	"idle":                           refuse("want spin-then-park or busy-poll"),
+	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
+	"burst":                          refuse("want 1..4096"),
+	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once
+	"deadline_factor":                func(c *Config) error { c.DeadlineFactor = -1; return nil }, // no automatic deadlines
+	"deadline_floor":                 func(c *Config) error { c.DeadlineFloor = -1; return nil },  // no floor
+	"app.max_service":                refuse("want > 0, up to 4.29s"),
+	"app.name":                       refuse("want spin, emulate, kv, tpcc or memcached"),
+	"app.dilation":                   zeroDilation,
+	"app.spin_tail":                  func(c *Config) error { c.App.SpinTail = -1; return nil }, // no spinning tail
+	"app.kv.keys":                    refuse("want >= 1"),
+	"app.kv.value_size":              refuse("want >= 1"),
+	"app.memcached.max_item_size":    refuse("want 1024..1073741824"),
+	"app.memcached.cost_per_command": refuse("want > 0 (leave out the dilation for no emulated cost)"),
+	"app.memcached.cost_per_key":     refuse("want > 0 (leave out the dilation for no emulated cost)"),
+	"admin.addr":                     refuse("want IP:PORT or off"),
 }
 
-// zeroDilation: tpcc without dilation spins its service times; emulate
-// cannot sleep zero.
+// zeroDilation: tpcc without dilation spins its service times, memcached
+// adds no emulated cost; emulate cannot sleep zero.
 func zeroDilation(c *Config) error {
 	if c.App.Name == "" || c.App.Name == AppEmulate {
 		return errors.New("the emulate application needs a dilation > 0 (tpcc spins with 0)")
@@ -324,14 +390,27 @@ func (c Config) YAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// DefaultMaxService is the synthetic applications' default cap on the
+// service time a request may ask for (App.MaxService).
+const DefaultMaxService = spin.DefaultMaxService
+
 // Defaults of the emulate application.
 const (
 	// DefaultEmulateMinSamples is DARC's MinSamples for the emulate
-	// application when none is configured.
+	// application (and memcached with emulated costs) when none is
+	// configured.
 	DefaultEmulateMinSamples = 500
 	// DefaultEmulateDilation is the emulate application's time dilation when
 	// none is configured.
 	DefaultEmulateDilation = emulate.DefaultDilation
+)
+
+// Buffer defaults of the memcached application: memcached takes UDP
+// datagrams of up to 64 KiB (a set of a large value). The pool's memory is
+// touched only as far as datagrams fill it.
+const (
+	DefaultMemcachedBufSize = 65535
+	DefaultMemcachedBuffers = 2048
 )
 
 // withDefaults returns c with zero fields set to the defaults.
@@ -342,11 +421,20 @@ func (c Config) withDefaults() Config {
 	if c.Dataplane == "" {
 		c.Dataplane = DataplaneUDP
 	}
+	if c.App.Name == "" {
+		c.App.Name = DefaultApp
+	}
 	if c.Buffers == 0 {
 		c.Buffers = DefaultBuffers
+		if c.App.Name == AppMemcached {
+			c.Buffers = DefaultMemcachedBuffers
+		}
 	}
 	if c.BufSize == 0 {
 		c.BufSize = DefaultBufSize
+		if c.App.Name == AppMemcached {
+			c.BufSize = DefaultMemcachedBufSize
+		}
 	}
 	if c.Policy == "" {
 		c.Policy = DefaultPolicy
@@ -366,9 +454,6 @@ func (c Config) withDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = dispatcher.DefaultDrainTimeout
 	}
-	if c.App.Name == "" {
-		c.App.Name = DefaultApp
-	}
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
 		c.App.Dilation = DefaultEmulateDilation
 	}
@@ -376,6 +461,13 @@ func (c Config) withDefaults() Config {
 		// An emulated server completes only hundreds of requests per
 		// second: with darc's default (50,000) DARC would stay in its
 		// startup phase for minutes.
+		c.MinSamples = DefaultEmulateMinSamples
+	}
+	if c.App.Name == AppMemcached && c.App.Memcached.MaxItemSize == 0 {
+		c.App.Memcached.MaxItemSize = memcached.DefaultMaxItemSize
+	}
+	if c.App.Name == AppMemcached && c.App.Dilation > 0 && c.MinSamples == 0 {
+		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
 	if c.App.Name == AppKV {
@@ -398,7 +490,11 @@ func (c Config) withDefaults() Config {
 
 // Validate checks c (after defaults) without touching files or the network,
 // except that CPUs are checked against the machine.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(false) }
+
+// validate is Validate; with custom set, the application is the caller's
+// (Options.Application) and Config.App is not checked.
+func (c Config) validate(custom bool) error {
 	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
@@ -433,7 +529,7 @@ func (c Config) Validate() error {
 			return bad("cpus %q: %v", c.CPUs, err)
 		}
 	}
-	if err := c.dispatcherSpec(nil).Validate(); err != nil {
+	if err := c.dispatcherSpec(nil, 0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Classifier != "" {
@@ -450,7 +546,7 @@ func (c Config) Validate() error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Classifier == "" {
+		if t.Classifier == "" && len(t.Wasm) == 0 {
 			return bad("tenant %q has no classifier file", t.Name)
 		}
 		if len(t.Ports) == 0 {
@@ -466,27 +562,65 @@ func (c Config) Validate() error {
 	if defaults > 1 {
 		return bad("%d tenants without ports; at most one may be the default", defaults)
 	}
-	switch c.App.Name {
-	case AppSpin, AppEmulate, AppTPCC, AppKV:
-	default:
-		return bad("app %q, want spin, emulate, kv or tpcc", c.App.Name)
+	if c.Admin.Addr != "off" {
+		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
+			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
+		}
+	}
+	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
+		return bad("deadline_factor %v, want a number (negative: no automatic deadlines)", c.DeadlineFactor)
+	}
+	for name, l := range c.Types {
+		if _, err := deadlineNs(l.Deadline); err != nil {
+			return bad("types: %s: %v", name, err)
+		}
+		if l.Budget < 0 || l.Guarantee < 0 {
+			return bad("types: %s: budget %d, guarantee %d: want >= 1 (or 0 for the default)", name, l.Budget, l.Guarantee)
+		}
+	}
+	if custom {
+		return nil
+	}
+	if !isBuiltinApp(c.App.Name) {
+		return bad("app %q, want one of %s", c.App.Name, strings.Join(AppNames(), ", "))
+	}
+	return c.validateApp()
+}
+
+// validateApp checks the built-in application's settings.
+func (c Config) validateApp() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}
 	if c.App.Dilation < 0 {
 		return bad("dilation %g, want > 0", c.App.Dilation)
 	}
+	if err := spin.Cap(c.App.MaxService).Validate(); err != nil {
+		return bad("%v", err)
+	}
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
+	}
+	if c.App.Name == AppMemcached {
+		m := c.App.Memcached
+		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
+			Emulate: memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey}}).Validate(); err != nil {
+			return bad("%v", err)
+		}
+		if m.TCP != "" {
+			if _, err := netip.ParseAddrPort(m.TCP); err != nil {
+				return bad("memcached tcp address %q: %v (want IP:PORT)", m.TCP, err)
+			}
+		}
+		if c.Dataplane != DataplaneDPDK && c.BufSize < memcached.MinBufSize {
+			return bad("buf_size = %d is too small for memcached, whose reply datagrams take up to %d bytes", c.BufSize, memcached.MinBufSize)
+		}
 	}
 	if c.App.Name == AppKV && c.Dataplane != DataplaneDPDK && wire.HeaderLen+c.App.KV.ValueSize > c.BufSize {
 		// A GET answers the value in the request's buffer: a longer one
 		// would be cut short.
 		return bad("kv value size = %d does not fit a GET reply in buf_size = %d (header %d bytes): use a value size <= %d or a larger buf_size",
 			c.App.KV.ValueSize, c.BufSize, wire.HeaderLen, c.BufSize-wire.HeaderLen)
-	}
-	if c.Admin.Addr != "off" {
-		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
-			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
-		}
 	}
 	return nil
 }
@@ -501,26 +635,30 @@ func (c Config) cpuList() []int {
 }
 
 // dispatcherSpec builds the dispatcher's spec.
-func (c Config) dispatcherSpec(typeNames []string) dispatcher.Spec {
+func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Spec {
 	return dispatcher.Spec{
 		Workers:      c.Workers,
 		CPUs:         c.cpuList(),
 		Idle:         c.Idle,
 		Spin:         c.Spin,
 		Burst:        c.Burst,
-		MinPayload:   wire.HeaderLen,
+		MinPayload:   minPayload,
 		DrainTimeout: c.DrainTimeout,
 		TypeNames:    typeNames,
 	}
 }
 
-// policyConfig builds the policy's config.
-func (c Config) policyConfig(typeNames []string) darc.Config {
-	return darc.Config{
+// policyConfig builds the policy's config for the given type names, with a
+// pool of pool requests (the buffers the dataplane lends; 0: none).
+func (c Config) policyConfig(typeNames []string, pool int) (darc.Config, error) {
+	d := darc.Config{
 		Workers:        c.Workers,
 		NumTypes:       len(typeNames),
 		TypeNames:      typeNames,
 		QueueCapacity:  c.QueueCapacity,
+		Pool:           pool,
+		DeadlineFactor: c.DeadlineFactor,
+		DeadlineFloor:  int64(c.DeadlineFloor),
 		Delta:          c.Delta,
 		Spillway:       c.Spillway,
 		MinSamples:     c.MinSamples,
@@ -528,4 +666,28 @@ func (c Config) policyConfig(typeNames []string) darc.Config {
 		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,
 	}
+	if len(c.Types) == 0 {
+		return d, nil
+	}
+	d.Budgets = make([]int, len(typeNames))
+	d.Guarantees = make([]int, len(typeNames))
+	d.Deadlines = make([]int64, len(typeNames))
+	names := make([]string, 0, len(c.Types))
+	for name := range c.Types {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := slices.Index(typeNames, name)
+		if t < 0 {
+			return d, fmt.Errorf("%w: types: no request type named %q (the classifier's types: %s)", ErrConfig, name, strings.Join(typeNames, ", "))
+		}
+		l := c.Types[name]
+		d.Budgets[t], d.Guarantees[t] = l.Budget, l.Guarantee
+		d.Deadlines[t], _ = deadlineNs(l.Deadline) // validated
+	}
+	if pool == 0 {
+		d.Budgets, d.Guarantees = nil, nil
+	}
+	return d, nil
 }

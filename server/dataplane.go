@@ -12,13 +12,22 @@ import (
 	"github.com/persephone-go/psp/nic/udp"
 )
 
+// requestBuffers returns what dp can lend to requests (0: no fixed pool).
+func requestBuffers(dp nic.Dataplane) int {
+	if bp, ok := dp.(nic.BufferPool); ok {
+		return max(bp.RequestBuffers(), 0)
+	}
+	return 0
+}
+
 // openDataplane opens the configured dataplane and returns it with the
-// address requests go to.
+// address requests go to. It has one TX queue per worker and one more for
+// the dispatcher's own ("overloaded") replies.
 func openDataplane(cfg Config) (nic.Dataplane, string, error) {
 	switch cfg.Dataplane {
 	case DataplaneMemory:
 		ap := netip.MustParseAddrPort(cfg.Listen)
-		dp := memnic.New(memnic.Config{Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Port: ap.Port()})
+		dp := memnic.New(memnic.Config{Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Port: ap.Port()})
 		return dp, ap.String(), nil
 	case DataplaneDPDK:
 		return openDPDK(cfg)
@@ -30,8 +39,8 @@ func openDataplane(cfg Config) (nic.Dataplane, string, error) {
 // openUDP opens the UDP-socket dataplane.
 func openUDP(cfg Config) (nic.Dataplane, string, error) {
 	// Under spin-then-park the dispatcher waits for requests in the
-	// kernel on its own thread (see Procs).
-	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst,
+	// kernel (see dispatcher.Spec.Procs).
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst,
 		KernelWait: cfg.Idle == dispatcher.IdleSpinThenPark})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
@@ -51,7 +60,7 @@ func openDPDK(cfg Config) (nic.Dataplane, string, error) {
 		}
 	}
 	dp, err := dpdk.Open(dpdk.Config{EAL: cfg.EAL, IP: ap.Addr(), Port: ap.Port(), ExtraPorts: extra,
-		Workers: cfg.Workers, BurstSize: cfg.Burst})
+		Workers: cfg.Workers + 1, BurstSize: cfg.Burst})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
 	}

@@ -1,8 +1,43 @@
 // Package server assembles psp's live server from a Config: the dataplane
-// (UDP sockets, DPDK or in memory), the classifier (the native psp-header
-// classifier or Wasm tenants in a wasmclass.Host), the policy (package darc),
-// the application (package app/...), the dispatcher, and the admin HTTP
-// endpoint (GET /status, GET /metrics, PUT /tenants/{name}/classifier).
+// (UDP sockets, DPDK or in memory), the classifier (a native classifier or
+// Wasm tenants in a wasmclass.Host), the policy (package darc), the
+// application, the dispatcher, and the admin HTTP endpoint (GET /status,
+// GET /metrics, PUT /tenants/{name}/classifier).
+//
+// # Serving your own service
+//
+// The application is an Application: a handler that each worker runs on
+// each request (it reads the request in the packet buffer and writes the
+// reply in place; a dispatcher.MultiHandler may answer with several
+// datagrams), an optional native classifier with its type names, the
+// shortest request it accepts and an optional Close. psp serve's built-in
+// applications (Config.App.Name: emulate, spin, tpcc, kv, memcached) are
+// built as Applications from the configuration; a program passes its own in
+// Options.Application and gets the same server: UDP or DPDK dataplane, its
+// Wasm classifier (Config.Classifier, or Config.Tenants with the module as
+// a file or as bytes in Tenant.Wasm, for a program that embeds it), DARC
+// and the admin endpoint:
+//
+//	app := &server.Application{Name: "mine", Handler: dispatcher.HandlerFunc(handle)}
+//	srv, err := server.New(ctx, server.Config{Listen: ":7000", Workers: 8, Classifier: "mine.wasm"},
+//		server.Options{Application: app})
+//	...
+//	err = srv.Run(ctx)
+//
+// examples/service is a complete program.
+//
+// # Overload
+//
+// New opens the dataplane before the policy and gives the policy what the
+// dataplane can lend to requests (nic.BufferPool: the UDP dataplane's 8192
+// buffers less its receive batch) as its pool: half divided into per-type
+// guarantees, half shared, per-type queue deadlines on top
+// (Config.DeadlineFactor, DeadlineFloor and Types; see package darc). An
+// explicit queue_capacity that cannot fit the pool is refused. The
+// dataplane gets one TX queue more than the workers: the dispatcher's own,
+// for "overloaded" replies. GET /status and GET /metrics show every drop by
+// reason, per type too, the budgets, deadlines and longest waits, and
+// whether the server is shedding.
 //
 // # Lifecycle
 //
@@ -10,6 +45,10 @@
 // be opened: a port in use, a bad classifier file, a CPU the machine lacks).
 // Run serves until its context is cancelled, then shuts down gracefully: the
 // dispatcher drains (see package dispatcher), the admin endpoint stops, and
-// Run closes the dataplane, the classifier host and the application. A Server
-// runs once. Status, Handler and Swap are safe for concurrent use.
+// Run closes the dataplane, the classifier host and the application (a
+// caller's Application too, through its Close, once New has succeeded).
+// Run returns within Config.DrainTimeout plus about half a second whatever
+// the handlers do: when the drain abandons a handler that still runs, the
+// application is left open (the process exits anyway). A Server runs once.
+// Status, Handler and Swap are safe for concurrent use.
 package server

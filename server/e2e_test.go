@@ -120,7 +120,7 @@ func TestUDPEndToEnd(t *testing.T) {
 	client.send(t, []byte{0xde, 0xad})                                               // a runt, dropped and counted
 	client.send(t, append(header(n+1000, wire.TypeShort, 1), make([]byte, 5000)...)) // oversized: truncated, dropped
 	client.send(t, header(n+1001, 0xdeadbeef, 100))                                  // garbage type: UNKNOWN, answered
-	client.send(t, header(n+1002, wire.TypeShort, 0xffffffff))                       // 4.3s: refused by the app, counted
+	client.send(t, header(n+1002, wire.TypeShort, 0xffffffff))                       // 4.3s: over the app's cap, refused and counted
 	waitUntil(t, "replies", func() bool {
 		if client.count() == n+1 {
 			return true
@@ -139,7 +139,7 @@ func TestUDPEndToEnd(t *testing.T) {
 	var st Status
 	waitUntil(t, "a status with every request answered", func() bool {
 		st = httpStatus(t, admin)
-		return st.Answered == n+1 && st.Drops.Runt == 1 && st.Drops.Truncated == 1 && st.Drops.App == 1
+		return st.Answered == n+1 && st.Drops.Runt == 1 && st.Drops.Truncated == 1 && st.Drops.ServiceCap == 1
 	})
 	if st.Received != n+4 || st.Types[0].Answered != 1 {
 		t.Errorf("received %d (want %d), UNKNOWN answered %d (want 1)", st.Received, n+4, st.Types[0].Answered)

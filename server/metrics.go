@@ -34,6 +34,9 @@ type collector struct {
 	reservations, groupReserved, profiledMean, profiledShare *prometheus.Desc
 	classifierVersion, classifierFaults, classifierRestarts  *prometheus.Desc
 	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
+
+	rxNoBuffer, overloadReplies, overloaded, pool *prometheus.Desc
+	budget, held, deadline, queueingMax           *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -47,7 +50,7 @@ func newCollector(s *Server) *collector {
 		droppedByReason: d("requests_dropped_total", "Requests dropped, by reason (each drop counted once).", "reason"),
 		receivedByType:  d("type_requests_received_total", "Requests classified as each type.", "type"),
 		answeredByType:  d("type_requests_answered_total", "Requests answered, per type.", "type"),
-		droppedByType:   d("type_requests_dropped_total", "Classified requests dropped, per type (each drop counted once).", "type"),
+		droppedByType:   d("type_requests_dropped_total", "Classified requests dropped, per type and reason (each drop counted once).", "type", "reason"),
 
 		queue:        d("queue_requests", "Requests waiting in each type's queue.", "type"),
 		busy:         d("workers_busy", "Workers running a request."),
@@ -78,6 +81,15 @@ func newCollector(s *Server) *collector {
 		rxTruncated: d("dataplane_receive_truncated_total", "Packets received truncated to the buffer size (also in dataplane_receive_packets_total)."),
 		txPackets:   d("dataplane_transmit_packets_total", "Packets the dataplane transmitted."),
 		txErrors:    d("dataplane_transmit_errors_total", "Packets the dataplane failed to transmit."),
+		rxNoBuffer:  d("dataplane_receive_no_buffer_total", "Times the dataplane found its buffer pool empty on receive (packets then wait in, or are dropped by, the kernel or the device)."),
+
+		overloadReplies: d("overload_replies_total", "Shed requests answered \"overloaded\" (they are counted as dropped too)."),
+		overloaded:      d("overloaded", "1 while the server sheds requests (queue full, budget, expired or overload drops in the last second), else 0."),
+		pool:            d("pool_requests", "Requests the policy may hold at once, queued or running: the buffers the dataplane lends to requests (0: unbounded)."),
+		budget:          d("type_budget_requests", "Most requests of the type held at once, queued or running (0: unbounded).", "type"),
+		held:            d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
+		deadline:        d("type_deadline_seconds", "Longest a request of the type may wait in its queue before it is dropped as expired (0: none).", "type"),
+		queueingMax:     d("request_queueing_max_seconds", "Longest time from enqueue to dispatch of a request dispatched during the last stats interval, per type.", "type"),
 	}
 }
 
@@ -89,6 +101,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
+		c.rxNoBuffer, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
 	} {
 		ch <- d
 	}
@@ -114,16 +127,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	counter(c.received, float64(st.Received))
-	for _, r := range []struct {
-		reason string
-		n      uint64
-	}{
-		{"runt", st.Drops.Runt}, {"truncated", st.Drops.Truncated}, {"queue_full", st.Drops.QueueFull},
-		{"overload", st.Drops.Overload}, {"app", st.Drops.App}, {"panic", st.Drops.Panic},
-		{"tx_error", st.Drops.TxError}, {"shutdown", st.Drops.Shutdown},
-	} {
-		counter(c.droppedByReason, float64(r.n), r.reason)
+	for _, r := range dispatcher.Reasons() {
+		counter(c.droppedByReason, float64(st.Drops.Count(r)), r.String())
 	}
+	counter(c.overloadReplies, float64(st.OverloadReplies))
+	over := 0.0
+	if st.Overloaded {
+		over = 1
+	}
+	gauge(c.overloaded, over)
+	gauge(c.pool, float64(st.Pool))
 	gauge(c.busy, float64(st.Busy))
 	counter(c.idleSeconds, st.IdleWorkerSeconds)
 	counter(c.wasteSeconds, st.WasteWorkerSeconds)
@@ -141,8 +154,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		name := t.Name
 		counter(c.receivedByType, float64(t.Received), name)
 		counter(c.answeredByType, float64(t.Answered), name)
-		counter(c.droppedByType, float64(t.Dropped), name)
+		for _, r := range dispatcher.Reasons() {
+			if r == dispatcher.ReasonRunt || r == dispatcher.ReasonTruncated {
+				continue // dropped before classification: no type
+			}
+			counter(c.droppedByType, float64(t.Drops.Count(r)), name, r.String())
+		}
 		gauge(c.queue, float64(t.Queued), name)
+		gauge(c.budget, float64(p.Budget), name)
+		gauge(c.held, float64(p.Held), name)
+		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)
+		gauge(c.queueingMax, float64(t.MaxWaitNs)/1e9, name)
 		var h *dispatcher.TypeStages
 		if int(t.Type) < len(stages) {
 			h = stages[t.Type]
@@ -180,6 +202,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rxTruncated, float64(n.RxTruncated))
 	counter(c.txPackets, float64(n.TxPackets))
 	counter(c.txErrors, float64(n.TxErrors))
+	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
 }
 
 // histogram exports one stage histogram with the 1-2-5 bucket bounds.

@@ -15,35 +15,47 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/persephone-go/psp/app/emulate"
-	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wasmclass"
 )
+
+// adminShutdownTimeout bounds how long Close waits for admin requests in
+// progress.
+const adminShutdownTimeout = 300 * time.Millisecond
 
 // Options are the parts of a server that are not configuration.
 type Options struct {
 	// Log receives one-line progress messages (default: discard).
 	Log io.Writer
+	// Application, when set, is served instead of the built-in application
+	// Config.App names (Config.App is then ignored).
+	Application *Application
+	// Classifiers are the base options of every Wasm tenant's classifier
+	// (limits, fuel, time limit, breaker, compilation). A program whose
+	// main calls wasmclass.RunCompileChild should set CompileInChild, so
+	// that uploaded modules compile in a bounded child process.
+	Classifiers wasmclass.Options
 }
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg      Config
-	log      io.Writer
-	dp       nic.Dataplane
-	addr     string
-	disp     *dispatcher.Dispatcher
-	tenants  *tenants
-	app      dispatcher.Handler
-	closeApp func() error
-	types    []string
-	token    []byte
-	registry *prometheus.Registry
-	adminLn  net.Listener
-	http     *http.Server
-	started  time.Time
+	cfg            Config
+	log            io.Writer
+	dp             nic.Dataplane
+	addr           string
+	disp           *dispatcher.Dispatcher
+	tenants        *tenants
+	app            *Application
+	closeApp       func() error
+	types          []string
+	token          []byte
+	registry       *prometheus.Registry
+	adminLn        net.Listener
+	http           *http.Server
+	started        time.Time
+	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
 	ran             bool
@@ -53,11 +65,21 @@ type Server struct {
 // New opens a server for cfg. The caller must call Run (which closes
 // everything when it returns) or Close.
 func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
-	if err := cfg.Validate(); err != nil {
+	custom := opts.Application != nil
+	if custom {
+		if err := opts.Application.validate(); err != nil {
+			return nil, err
+		}
+		cfg.App = App{Name: opts.Application.Name}
+		if cfg.App.Name == "" {
+			cfg.App.Name = "custom"
+		}
+	}
+	if err := cfg.validate(custom); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, log: opts.Log, started: time.Now()}
+	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -67,22 +89,31 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		}
 	}()
 
-	if s.tenants, err = openTenants(ctx, cfg); err != nil {
+	if custom {
+		s.app = opts.Application
+	} else {
+		if s.app, err = openApp(cfg); err != nil {
+			return nil, err
+		}
+		s.closeApp = s.app.Close
+	}
+	if s.tenants, err = openTenants(ctx, cfg, s.app, opts.Classifiers); err != nil {
 		return nil, err
 	}
 	s.types = s.tenants.types
 	s.describeTenants = s.tenants.describe()
-	if s.app, s.closeApp, err = openApp(cfg); err != nil {
-		return nil, err
-	}
-	policy, err := darc.New(cfg.Policy, cfg.policyConfig(s.types))
-	if err != nil {
-		return nil, fmt.Errorf("server: policy: %w", err)
-	}
 	if s.dp, s.addr, err = openDataplane(cfg); err != nil {
 		return nil, err
 	}
-	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types), s.dp, s.tenants.classifier, policy, s.app)
+	pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	policy, err := darc.New(cfg.Policy, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: policy: %w", err)
+	}
+	s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -114,24 +145,12 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 			IdleTimeout:       adminIdleTimeout,
 		}
 	}
-	return s, nil
-}
-
-// openApp builds the configured application.
-func openApp(cfg Config) (dispatcher.Handler, func() error, error) {
-	none := func() error { return nil }
-	switch cfg.App.Name {
-	case AppSpin:
-		return spin.Handler{}, none, nil
-	case AppEmulate:
-		h, err := emulate.New(emulate.Config{Dilation: cfg.App.Dilation, SpinTail: cfg.App.SpinTail})
-		if err != nil {
-			return nil, nil, fmt.Errorf("server: app: %w", err)
-		}
-		return h, none, nil
-	default:
-		return openOtherApp(cfg)
+	if custom {
+		// The server closes the caller's application only once it owns
+		// it: a New that fails leaves it to the caller.
+		s.closeApp = s.app.Close
 	}
+	return s, nil
 }
 
 // Addr returns the data-plane address requests go to (resolved when the
@@ -195,7 +214,7 @@ wait:
 	for {
 		select {
 		case <-stopping:
-			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v)\n", s.cfg.DrainTimeout)
+			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v; then what is left is dropped)\n", s.cfg.DrainTimeout)
 			stopping = nil
 		case err = <-dispErr:
 			break wait
@@ -206,7 +225,13 @@ wait:
 		}
 	}
 	st := s.disp.Stats()
-	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d %+v\n", st.Received, st.Answered, st.Dropped, st.Drops)
+	fmt.Fprintf(s.log, "psp serve: stopped: received %d, answered %d, dropped %d%s\n", st.Received, st.Answered, st.Dropped, dropSummary(st.Drops))
+	if st.Abandoned > 0 {
+		// A handler is still running: the application stays open (closing
+		// it under a worker is not safe); the process exits anyway.
+		fmt.Fprintf(s.log, "psp serve: %d requests still running on workers at the drain timeout were abandoned\n", st.Abandoned)
+		s.closeApp = nil
+	}
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
@@ -253,7 +278,8 @@ func (s *Server) describe() string {
 func (s *Server) Close() error {
 	var errs []error
 	if s.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Bounded: the process must exit soon after the drain.
+		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
 		}
@@ -312,4 +338,12 @@ func (s *Server) tenantsOrNil() *tenants {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tenants
+}
+
+// dropSummary is " (budget 3, expired 2)", or "" without drops.
+func dropSummary(d dispatcher.Drops) string {
+	if d.Total() == 0 {
+		return ""
+	}
+	return " (" + d.String() + ")"
 }

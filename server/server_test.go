@@ -27,16 +27,19 @@ func header(id, typ, serviceNs uint32) []byte {
 	return b
 }
 
-// memConfig is a small in-memory server: emulate with a tiny dilation.
+// memConfig is a small in-memory server: emulate with a tiny dilation. The
+// tests inject bursts far above its capacity and check every answer, not
+// the shedding: no automatic deadlines, and a pool that holds the bursts.
 func memConfig() Config {
 	return Config{
-		Dataplane:  DataplaneMemory,
-		Workers:    4,
-		Buffers:    256,
-		Policy:     "darc",
-		MinSamples: 100,
-		App:        App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
-		Admin:      Admin{Addr: "127.0.0.1:0"},
+		Dataplane:      DataplaneMemory,
+		Workers:        4,
+		Buffers:        2048,
+		Policy:         "darc",
+		MinSamples:     100,
+		DeadlineFactor: -1,
+		App:            App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
+		Admin:          Admin{Addr: "127.0.0.1:0"},
 	}
 }
 
@@ -155,7 +158,9 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 	for _, want := range []string{"psp_requests_received_total 402", `psp_requests_dropped_total{reason="runt"} 1`,
 		`psp_type_requests_answered_total{type="SHORT"} 200`, `psp_type_requests_answered_total{type="UNKNOWN"} 1`,
 		`psp_request_service_seconds_count{type="SHORT"} 200`, `psp_request_queueing_seconds_count{type="LONG"} 200`,
-		"psp_dataplane_receive_packets_total 402", "go_goroutines"} {
+		"psp_dataplane_receive_packets_total 402", "go_goroutines",
+		`psp_requests_dropped_total{reason="expired"} 0`, `psp_type_requests_dropped_total{reason="budget",type="LONG"} 0`, "psp_pool_requests 1536",
+		`psp_type_budget_requests{type="SHORT"}`, "psp_overloaded 0", "psp_dataplane_receive_no_buffer_total 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

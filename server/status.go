@@ -20,6 +20,9 @@ type Status struct {
 	Running       bool    `json:"running"`
 	Draining      bool    `json:"draining"`
 
+	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
+	// the kernel or the device dropped before psp received them are in
+	// Net.RxDropped.
 	Received uint64           `json:"received"`
 	Answered uint64           `json:"answered"`
 	Dropped  uint64           `json:"dropped"`
@@ -27,6 +30,20 @@ type Status struct {
 	Queued   uint64           `json:"queued"`
 	Busy     int              `json:"busy"`
 	Drops    dispatcher.Drops `json:"drops"`
+	// OverloadReplies counts shed requests answered "overloaded" (kv).
+	OverloadReplies uint64 `json:"overload_replies"`
+	// Overloaded reports that the server shed requests (queue full, budget,
+	// expired, overload) during the last second; ShedRate is their rate.
+	Overloaded bool    `json:"overloaded"`
+	ShedRate   float64 `json:"shed_rate"`
+	// Pool is the number of requests the policy may hold (the buffers the
+	// dataplane lends to requests; 0: unbounded): the types' guarantees plus
+	// a shared part, of which Borrowed is in use.
+	Pool     int `json:"pool"`
+	Shared   int `json:"shared"`
+	Borrowed int `json:"borrowed"`
+	// Abandoned counts requests still running at the drain timeout.
+	Abandoned int `json:"abandoned,omitempty"`
 
 	// IdleWorkers and CPUWaste are means over the last stats interval (about
 	// 100ms); CPUWaste counts idle workers while requests waited.
@@ -152,15 +169,31 @@ type TypeStatus struct {
 	ProfiledSamples       uint64  `json:"profiled_samples"`
 	ProfiledShare         float64 `json:"profiled_share"`
 	// Counters since start.
-	Queued   int    `json:"queued"`
-	Received uint64 `json:"received"`
-	Answered uint64 `json:"answered"`
-	Dropped  uint64 `json:"dropped"`
+	Queued   int              `json:"queued"`
+	Running  int              `json:"running"`
+	Received uint64           `json:"received"`
+	Answered uint64           `json:"answered"`
+	Dropped  uint64           `json:"dropped"`
+	Drops    dispatcher.Drops `json:"drops"`
 	// MeasuredMeanServiceNs is the mean service time of every request a
 	// worker ran since start (worker clock); MeanQueueingNs the mean time
 	// from enqueue to dispatch.
 	MeasuredMeanServiceNs float64 `json:"measured_mean_service_ns"`
 	MeanQueueingNs        float64 `json:"mean_queueing_ns"`
+	// Budget is the most requests of the type held at once (queued or
+	// running; 0: unbounded), Guarantee how many it can always hold, Held
+	// how many it holds now, Capacity its queue's bound.
+	Budget    int `json:"budget"`
+	Guarantee int `json:"guarantee"`
+	Held      int `json:"held"`
+	Capacity  int `json:"capacity"`
+	// DeadlineNs is the longest a request of the type may wait in its
+	// queue before it is dropped as expired (0: none); MaxWaitNs the
+	// longest wait of a request dispatched in the last stats interval.
+	DeadlineNs int64 `json:"deadline_ns"`
+	MaxWaitNs  int64 `json:"max_wait_ns"`
+	// ShedRate is the type's shed drops per second over the last second.
+	ShedRate float64 `json:"shed_rate"`
 	// Stages is where the type's requests spent their time, stage by
 	// stage, since start; absent before a worker ran one.
 	Stages *StageBreakdown `json:"stages,omitempty"`
@@ -192,25 +225,32 @@ func typeExists(t *dispatcher.TypeStats, declared []bool) bool {
 // classifier (declared, by id) and never seen are left out.
 func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared []bool) Status {
 	st := Status{
-		Policy:        s.Policy.Policy,
-		Phase:         s.Policy.Phase,
-		Workers:       s.Workers,
-		Running:       s.Running,
-		Draining:      s.Draining,
-		Received:      s.Received,
-		Answered:      s.Answered,
-		Dropped:       s.Dropped,
-		InFlight:      s.InFlight,
-		Queued:        s.Queued,
-		Busy:          s.Busy,
-		Drops:         s.Drops,
-		IdleWorkers:   s.IdleWorkers,
-		CPUWaste:      s.CPUWaste,
-		CPUWasteTotal: s.CPUWasteTotal,
-		Reservations:  s.Policy.Reservations,
-		Net:           s.Dataplane,
-		Groups:        []GroupStatus{},
-		Types:         []TypeStatus{},
+		Policy:          s.Policy.Policy,
+		Phase:           s.Policy.Phase,
+		Workers:         s.Workers,
+		Running:         s.Running,
+		Draining:        s.Draining,
+		Received:        s.Received,
+		Answered:        s.Answered,
+		Dropped:         s.Dropped,
+		InFlight:        s.InFlight,
+		Queued:          s.Queued,
+		Busy:            s.Busy,
+		Drops:           s.Drops,
+		OverloadReplies: s.OverloadReplies,
+		Overloaded:      s.Overloaded,
+		ShedRate:        s.ShedRate,
+		Pool:            s.Pool,
+		Shared:          s.Policy.Shared,
+		Borrowed:        s.Policy.Borrowed,
+		Abandoned:       s.Abandoned,
+		IdleWorkers:     s.IdleWorkers,
+		CPUWaste:        s.CPUWaste,
+		CPUWasteTotal:   s.CPUWasteTotal,
+		Reservations:    s.Policy.Reservations,
+		Net:             s.Dataplane,
+		Groups:          []GroupStatus{},
+		Types:           []TypeStatus{},
 	}
 	name := func(t darc.Type) string {
 		if int(t) < len(s.Types) {
@@ -242,8 +282,10 @@ func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared 
 		}
 		tst := TypeStatus{ID: ts.Type, Name: ts.Name,
 			ProfiledMeanServiceNs: p.MeanService, ProfiledSamples: p.Count, ProfiledShare: p.Ratio,
-			Queued: ts.Queued, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped,
-			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs()}
+			Queued: ts.Queued, Running: ts.Running, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
+			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs(),
+			Budget: p.Budget, Guarantee: p.Guarantee, Held: p.Held, Capacity: p.Capacity, DeadlineNs: p.DeadlineNs,
+			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate}
 		if int(ts.Type) < len(stages) && stages[ts.Type] != nil {
 			tst.Stages = newStageBreakdown(stages[ts.Type])
 		}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Errors returned by Swap.
@@ -31,17 +31,17 @@ type tenants struct {
 	wasm       *wasmTenants // nil: native
 }
 
-// openTenants builds the classifier for cfg.
-func openTenants(ctx context.Context, cfg Config) (*tenants, error) {
+// openTenants builds the classifier for cfg: the Wasm tenants it names
+// (with wopts as every tenant's base classifier options), else app's native
+// classifier, else the psp-header classifier.
+func openTenants(ctx context.Context, cfg Config, app *Application, wopts wasmclass.Options) (*tenants, error) {
 	if len(cfg.Tenants) == 0 {
-		if cfg.App.Name == AppKV {
-			// Stricter than the header classifier: malformed kv requests
-			// are UNKNOWN. Same type space.
-			return &tenants{classifier: kv.Classifier{}, types: headerTypes(), nativeName: "native kv (GET/SCAN)"}, nil
+		if app.Classifier != nil {
+			return &tenants{classifier: app.Classifier, types: app.TypeNames, nativeName: "native " + app.Name}, nil
 		}
 		return &tenants{classifier: dispatcher.HeaderClassifier{}, types: headerTypes(), nativeName: "native psp header"}, nil
 	}
-	w, err := openWasmTenants(ctx, cfg.Tenants)
+	w, err := openWasmTenants(ctx, cfg.Tenants, wopts)
 	if err != nil {
 		return nil, err
 	}

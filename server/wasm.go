@@ -18,12 +18,17 @@ type wasmTenants struct {
 }
 
 // openWasmTenants reads every tenant's classifier file and loads them.
-func openWasmTenants(ctx context.Context, specs []Tenant) (*wasmTenants, error) {
-	hs := wasmclass.HostSpec{}
+func openWasmTenants(ctx context.Context, specs []Tenant, opts wasmclass.Options) (*wasmTenants, error) {
+	hs := wasmclass.HostSpec{Options: opts}
 	for _, t := range specs {
-		bin, err := readWasm(t.Classifier)
-		if err != nil {
-			return nil, fmt.Errorf("server: tenant %q: %w", t.Name, err)
+		bin := t.Wasm
+		if len(bin) == 0 {
+			var err error
+			if bin, err = readWasm(t.Classifier); err != nil {
+				return nil, fmt.Errorf("server: tenant %q: %w", t.Name, err)
+			}
+		} else if len(bin) > maxWasmFileBytes {
+			return nil, fmt.Errorf("server: tenant %q: classifier of %d bytes, larger than %d", t.Name, len(bin), maxWasmFileBytes)
 		}
 		hs.Tenants = append(hs.Tenants, wasmclass.TenantSpec{Name: t.Name, Ports: t.Ports, Wasm: bin, MaxTypes: t.MaxTypes})
 	}
@@ -64,7 +69,11 @@ func (w *wasmTenants) describe() string {
 		if len(t.Ports) > 0 {
 			p = fmt.Sprintf("ports %v", t.Ports)
 		}
-		parts = append(parts, fmt.Sprintf("wasm tenant %s=%s (%s)", t.Name, t.Classifier, p))
+		src := t.Classifier
+		if src == "" {
+			src = fmt.Sprintf("%d-byte module", len(t.Wasm))
+		}
+		parts = append(parts, fmt.Sprintf("wasm tenant %s=%s (%s)", t.Name, src, p))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -76,6 +85,7 @@ func (w *wasmTenants) status() []TenantInfo {
 			Faults: map[string]uint64{
 				"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
 				"out_of_range": ts.Faults.OutOfRange, "breaker_open": ts.Faults.BreakerOpen,
+				"time": ts.Faults.Time, "unavailable": ts.Faults.Unavailable,
 			},
 			Restarts: ts.Faults.Restarts}
 		if i < len(w.specs) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -100,8 +101,15 @@ type Config struct {
 	// Warmup is the fraction of Duration whose arrivals are not recorded;
 	// default 0.1, negative for none.
 	Warmup float64
+	// Dilation multiplies every service time (default 1): a run with the
+	// time scale of an emulated server with that dilation, which matters
+	// for absolute times such as darc's deadline floor. Load and slowdowns
+	// are unchanged; Rate, Duration and latencies are on the dilated scale.
+	Dilation float64
 	// Darc is the base configuration of the darc policies (Delta,
-	// QueueCapacity, MinSamples, StaticReserved, ...). Workers, NumTypes and
+	// QueueCapacity, Pool and Budgets, deadlines, MinSamples,
+	// StaticReserved, ...): budgets and deadlines work as in the live
+	// server; the preemptive policies have neither. Workers, NumTypes and
 	// TypeNames are set by the simulator; Profile is set to the workload's
 	// nominal profile for fp and darc-static when empty (DARC learns its
 	// own). When MinSamples is 0, DARC's startup phase is shortened to 5% of
@@ -159,6 +167,13 @@ func (c Config) withDefaults() Config {
 	if c.Source == "" {
 		c.Source = DefaultSource
 	}
+	if c.Dilation == 0 {
+		c.Dilation = 1
+	}
+	if c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0) {
+		c.Workload = c.Workload.Dilated(c.Dilation)
+		c.Dilation = 1 // applied
+	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
 	c.TS.PreemptDelay = orDefault(c.TS.PreemptDelay, DefaultPreemptDelay)
@@ -174,10 +189,13 @@ func (c Config) withDefaults() Config {
 // Validate reports the first problem with c (after defaults), wrapping
 // ErrInvalidConfig or ErrUnknownPolicy.
 func (c Config) Validate() error {
-	c = c.withDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
+	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
+		return bad("dilation = %g, want > 0", c.Dilation)
+	}
+	c = c.withDefaults()
 	switch {
 	case c.Workers < 1:
 		return bad("workers = %d, want >= 1", c.Workers)

@@ -3,8 +3,13 @@
 //
 // It drives the policies of package darc (cfcfs, dfcfs, fp, darc-static,
 // darc) exactly like the runtime dispatcher does (Enqueue on arrival,
-// Complete on completion, Dispatch after every event), and simulates three
-// preemptive policies of its own:
+// Complete on completion, Dispatch after every event), with the same
+// budgets (Config.Darc.Pool) and queue deadlines: requests a policy refuses
+// or expires are dropped and counted (report.Stats.Dropped, Expired), so an
+// overloaded run predicts what a live server sheds; Config.Dilation runs the
+// workload on an emulated server's time scale, where the deadline floor
+// compares as it does live. It also simulates three preemptive policies of
+// its own, without budgets or deadlines:
 //
 //   - ts: time sharing on one queue: a request runs for at most a quantum
 //     (default 5us) while others wait; each preemption costs the worker

@@ -117,6 +117,16 @@ func (r *run) drop(h int32, now int64) {
 	r.free = append(r.free, h)
 }
 
+// expire drops request h, which waited past its deadline. It counts in the
+// window when it arrived in it (it was counted as an arrival then).
+func (r *run) expire(h int32) {
+	if q := &r.reqs[h]; q.arrival >= r.warm {
+		r.dropped++
+		r.rec.Expire(int(q.typ))
+	}
+	r.free = append(r.free, h)
+}
+
 func (r *run) complete(h int32, now int64) {
 	q := &r.reqs[h]
 	if q.arrival >= r.warm {
@@ -227,13 +237,17 @@ func (e *nonPreemptive) loop() {
 		default:
 			now = ta
 			h := e.arrive(now)
-			if !e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].typ + 1)}, now) {
+			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].typ + 1)}, now) != darc.Accepted {
 				e.drop(h, now)
 			}
 		}
 		n := e.pol.Dispatch(now, e.out)
 		for _, a := range e.out[:n] {
 			h := int32(a.Request.Handle)
+			if a.Worker == darc.Expired {
+				e.expire(h)
+				continue
+			}
 			done := now + e.reqs[h].service
 			e.running[a.Worker] = h
 			e.events.push(event{at: done, worker: int32(a.Worker)})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -401,5 +402,49 @@ func TestServerSurvivesAbuse(t *testing.T) {
 	t.Logf("afterwards: %s", summary(final))
 	if final.Lost != 0 {
 		t.Errorf("after the abuse the server lost %d of %d requests", final.Lost, final.Sent)
+	}
+}
+
+// TestHostilePushesRefused pushes modules that must not load to a running
+// psp serve (which compiles uploads in a child of itself): each push is
+// refused with the reason, the running classifier keeps its version and
+// keeps classifying, and a good push after them lands.
+func TestHostilePushesRefused(t *testing.T) {
+	s := startServer(t, serverOptions{policy: "darc", classifier: pspHeaderWasm, token: "e2e-secret", dilation: 200})
+	prewarm(t, s)
+	v0 := tenantVersion(t, s)
+	for _, tc := range []struct{ fixture, want string }{
+		{"startloop", "unreachable"},     // a start function that never ends: stopped by its fuel at load
+		{"import", "refused"},            // an import psp does not provide
+		{"bigtable", "limit is 1048576"}, // tables over the limit
+		{"datapast", "out of bounds"},    // a data segment past the memory
+	} {
+		wasm, err := os.ReadFile(filepath.Join(repoRoot, "wasmclass", "testdata", tc.fixture+".wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = s.pushClassifier(wasm)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("push %s: err = %v, want a refusal mentioning %q", tc.fixture, err, tc.want)
+		}
+		t.Logf("push %s refused after %v", tc.fixture, time.Since(start).Round(time.Millisecond))
+	}
+	if v := tenantVersion(t, s); v != v0 {
+		t.Errorf("version %d after refused pushes, want %d", v, v0)
+	}
+	wasm, err := os.ReadFile(filepath.Join(repoRoot, "examples", "classifiers", "go", "pspheader.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.pushClassifier(wasm); err != nil {
+		t.Fatalf("push of the Go classifier (compiled in a child): %v", err)
+	}
+	if v := tenantVersion(t, s); v != v0+1 {
+		t.Errorf("version %d after a good push, want %d", v, v0+1)
+	}
+	res := play(t, s, builtin(t, "high-bimodal"), 0.3, time.Second, 5, loadgen.Spec{})
+	if res.Lost != 0 || res.BadReplies != 0 {
+		t.Errorf("after the pushes: %s", summary(res))
 	}
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -83,10 +84,12 @@ type server struct {
 
 // serverOptions complete the command line of startServer.
 type serverOptions struct {
+	app        string // default emulate
+	minSamples int    // default: the minSamples constant
 	policy     string
 	classifier string  // path relative to the repository root, or ""
 	token      string  // admin token enabling hot swaps, or ""
-	dilation   float64 // default: the dilation constant
+	dilation   float64 // default: the dilation constant; < 0: none
 	extra      []string
 }
 
@@ -108,7 +111,8 @@ func freePort(t testing.TB, network string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startServer starts psp serve with the emulate app and waits for /status.
+// startServer starts psp serve (the emulate app unless o.app says) and
+// waits for /status.
 // The server is stopped (SIGTERM) when the test ends; its output is logged
 // if the test failed.
 func startServer(t testing.TB, o serverOptions) *server {
@@ -122,12 +126,19 @@ func startServer(t testing.TB, o serverOptions) *server {
 		token:  o.token,
 	}
 	s.dilation = o.dilation
-	if s.dilation == 0 {
+	switch {
+	case s.dilation == 0:
 		s.dilation = dilation
+	case s.dilation < 0: // no dilation: real service times
+		s.dilation = 0
+	}
+	app := o.app
+	if app == "" {
+		app = "emulate"
 	}
 	args := []string{"serve", "--listen", s.listen, "--admin", s.admin,
 		"--policy", o.policy, "--workers", strconv.Itoa(workers),
-		"--app", "emulate", "--dilation", strconv.FormatFloat(s.dilation, 'g', -1, 64), "--min-samples", strconv.Itoa(minSamples)}
+		"--app", app, "--dilation", strconv.FormatFloat(s.dilation, 'g', -1, 64), "--min-samples", strconv.Itoa(cmp.Or(o.minSamples, minSamples))}
 	if o.classifier != "" {
 		args = append(args, "--classifier", filepath.Join(repoRoot, o.classifier))
 	}

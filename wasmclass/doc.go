@@ -1,58 +1,95 @@
 // Package wasmclass runs psp request classifiers: WebAssembly modules that
 // map a request payload to a request type, following the ABI in sdk/ABI.md.
 //
+// # Threat model
+//
+// A classifier is untrusted code from a tenant. Whatever valid or invalid
+// module it uploads, the host must spend a bounded, small amount of time
+// and memory on it, at load and per packet, never stall or crash, and send
+// the tenant's packets to UNKNOWN when the module misbehaves. Bugs in
+// wazero's compiler and in the Go runtime are outside this model.
+//
 // # Loading
 //
-// Load validates a module against ABI v1 (exports and their signatures,
-// imports, memory declaration, size), instruments it with fuel (see below),
-// compiles it with wazero's compiler engine in a wazero.Runtime of its own
-// and reads its constants from a probe instance. Errors name what is wrong
-// and wrap one of the package's sentinel errors.
+// Load is one pipeline, each stage taking the previous one's result:
+//
+//  1. decode (internal/wasmbin): a decoder of the module structure that
+//     checks Options.Bounds (functions, locals, types, imports, segments,
+//     custom sections, body size) as it reads, before allocating anything
+//     for a count, and never panics;
+//  2. validate: ABI v1 exports and signatures, imports (psp's own WASI
+//     functions only, see wasi.go), memory and table limits, type names
+//     (at most MaxTypeName bytes each, MaxTypeNames in all), custom
+//     sections (only "name" goes on, the rest is dropped);
+//  3. instrument (internal/fuel): fuel, the call-stack account and the
+//     export wrappers; nesting depth, br_table targets and locals times
+//     blocks are bounded here;
+//  4. encode: element and data sections are written back byte for byte,
+//     so every Wasm 2.0 segment form and table index survives;
+//  5. compile: with Options.CompileInChild, in a child process (the running
+//     executable, see RunCompileChild) under an address-space limit
+//     (Options.CompileMemory) and a timeout (Options.CompileTimeout); the
+//     parent then loads the child's work from a file compilation cache;
+//  6. initialise: one instance runs the start function and _initialize
+//     once, under Options.InitFuel, and reads the ABI constants; its memory
+//     and globals become the snapshot every later instance starts from.
 //
 // # Bounded execution
 //
 // Compiled Wasm cannot be interrupted without
 // wazero.RuntimeConfig.WithCloseOnContextDone, which costs about a
 // microsecond per call. Instead every module is rewritten at load time
-// (internal/fuel): a mutable global is decremented on every branch back to
-// a loop, at the entry of every function that calls others or is longer
-// than a few dozen bytes, before every bulk memory or table instruction
-// and before every call to a WASI function whose work grows with an
-// argument; the guest traps when it runs out. Charges grow with what they
-// pay for: the code an iteration or a call can run (a call to a short
-// function that is not metered itself counts as its code), the length a
-// bulk instruction handles, the bytes or buffers a WASI call handles. Each
-// export is wrapped so that a call from the host starts with Options.Fuel
-// units (shared by a whole batch) while calls inside the module do not
-// refill it. An infinite loop or runaway recursion therefore traps after a
-// bounded amount of work (measured: about 1 ms for the default budget, a
-// few ms for the worst hostile patterns in the tests) and the process never
-// stalls. Load also refuses what would cost host memory out of proportion
-// to the module: functions declaring more than fuel.MaxLocals locals and
-// tables of more than MaxTableElements elements (a table without a
-// maximum gets one, so table.grow fails past it).
+// (internal/fuel) to pay fuel from a global, the tank, and trap when it is
+// spent. Fuel is time: the cost model weighs every instruction class,
+// memory.grow, bulk and table instructions and every host function by its
+// measured time (by argument size where the work grows with it), in units
+// of an empty loop iteration. BenchmarkAdversarial runs one module per
+// instruction class and host call, each looping over the dearest code of
+// its class, and checks that none costs more than twice an empty loop per
+// unit; on the project's machines the worst is about 1.2x, and a unit is
+// about 1 ns, so the default budget (Options.Fuel, 10^6 units, shared by a
+// batch) is about a millisecond at most.
+//
+// Each export is wrapped so that a call from the host starts with a full
+// budget while calls inside the module do not refill it. The budget comes
+// in slices of fuel.SliceUnits units with an exit to the host between them,
+// where the Go runtime can stop the goroutine for a garbage collection.
+//
+// Behind the fuel, Options.TimeLimit bounds a call's wall-clock time: a
+// watchdog goroutine per module samples each instance's call counter and
+// fuel every TimeLimit/2, stops a call that has been running for longer
+// (it traps at its next check), counts a FaultTime and disables the
+// module until it is replaced. Calls pay nothing for it.
+//
+// The call stack is bounded too: functions whose depth cannot be known at
+// load (recursion, indirect calls) keep an account of estimated frames and
+// trap past Options.StackLimit (wazero's own limit is far larger).
 //
 // # Faults
 //
-// Classification never returns an error. A trap, a fuel trap, a batch that
-// returns the wrong count or a type outside 0..N-1 sends the packets
-// concerned to 0 (UNKNOWN) and is counted per kind (FaultCounts). After a
-// trap the instance is re-created before its next call, because a guest
-// stopped half-way may have left its memory inconsistent. After
-// Options.BreakerThreshold consecutive faulting calls an instance's circuit
-// breaker opens: its next Options.BreakerBackoff packets go to UNKNOWN
-// without calling the guest, then one call is tried; a fault doubles the
-// backoff (up to Options.BreakerMaxBackoff), a success closes the breaker.
+// Classification never returns an error. A trap, a fuel trap, a call over
+// the time limit, a batch that returns the wrong count or a type outside
+// 0..N-1 sends the packets concerned to 0 (UNKNOWN) and is counted per kind
+// (FaultCounts). After a trap the instance switches, in O(1), to a spare
+// that its own goroutine prepared from the snapshot (a guest stopped
+// half-way may have left its memory inconsistent), and prepares the next;
+// the start function never runs again. The circuit breaker belongs to the
+// module version: Options.BreakerThreshold faulting calls within
+// Options.BreakerWindow, all instances together, open it, whatever good
+// calls came in between; it then refuses calls for a backoff that doubles
+// at each failed half-open call.
 //
 // # Tenants and hot swap
 //
 // A Host holds several tenants, each with its own classifier (own runtime,
-// shared compilation cache), selected by UDP destination port, with its
-// types mapped into one global type space: 0 is UNKNOWN, then each tenant's
-// range of TenantSpec.MaxTypes-1 ids. Host.Swap loads a new module off the
-// hot path and publishes it atomically; each Caller switches at its next
-// batch, so every packet is classified by exactly one version. A module
-// that fails to load leaves the running one in place.
+// shared compilation cache) and options (TenantSpec.Options over
+// HostSpec.Options), selected by UDP destination port, with its types
+// mapped into one global type space: 0 is UNKNOWN, then each tenant's range
+// of TenantSpec.MaxTypes-1 ids. Host.Swap loads a new module off the hot
+// path and publishes it atomically; each Caller switches at its next batch,
+// so every packet is classified by exactly one version. Swaps of a tenant
+// are ordered: a swap whose context is done before it lands never lands,
+// and a newer swap cancels the older ones still loading.
 //
 // # Concurrency and ownership
 //
@@ -69,38 +106,22 @@
 // are copied into a cached view of the guest memory (refreshed when the
 // guest grows its memory) and the guest is called through
 // api.Function.CallWithStack with a reused stack, once per batch of up to
-// MaxBatch packets.
+// MaxBatch packets. The breaker costs one atomic load per batch.
 //
 // # Limits
 //
 // What the sandbox does not bound, or bounds loosely:
 //
-//   - Initialisation runs on the hot path after a trap. The start function
-//     and _initialize get Options.InitFuel (default 100 times Options.Fuel)
-//     and run for every instance, including the re-creation that follows a
-//     trap, which happens inside the next ClassifyBatch. A module whose
-//     initialisation burns most of that budget and whose calls then trap
-//     costs one initialisation (measured: 80 ms for an infinite loop with the
-//     default 10^8 units) per circuit-breaker retry; the breaker's backoff
-//     bounds how often. Lower InitFuel for classifiers that need no runtime
-//     start-up (everything but Go's wasip1).
-//   - Fuel is an upper bound on work, not a measure: a unit stands for up
-//     to CodeBytesPerUnit bytes of code (or BulkBytesPerUnit bytes of a bulk
-//     instruction), so the time a budget buys depends on the code, from
-//     about 1 ms (a tight loop) to a few ms (the test fixtures' worst cases:
-//     long loop bodies, short leaf calls, bulk memory, random_get).
-//   - Runaway recursion in a function that calls nothing but itself through
-//     return_call is impossible only because wazero's default features
-//     exclude tail calls (such modules fail to compile); the walker already
-//     treats return_call and return_call_indirect as calls.
-//   - Deep recursion within the budget uses host stack: wazero's stack
-//     overflow trap bounds it (observed: ~160 ms and up to ~80 MiB for the
-//     first overflow of an instance, released when the instance is
-//     re-created).
-//   - WASI functions other than random_get, fd_read, fd_write, fd_pread,
-//     fd_pwrite and poll_oneoff are charged nothing beyond the call: they do
-//     a bounded amount of work because the host provides no files, no
-//     arguments, no environment, a discarding stdout and stderr, an empty
-//     stdin and a sleep that returns at once. Giving WASI more (files, a
-//     real clock or sleep) needs new charges.
+//   - The cost model is measured on one kind of machine. On another, the
+//     ratios move; BenchmarkAdversarial says by how much, and the time
+//     limit catches a model that is far off.
+//   - Without Options.CompileInChild, compilation runs in the process:
+//     CompileTimeout stops the wait, not the compiler, and its memory is
+//     not bounded. psp serve compiles in a child.
+//   - Table contents written by the start function or _initialize are not
+//     part of the snapshot: instances start with the tables the element
+//     segments give.
+//   - Instances of a module allocate their whole memory limit up front
+//     (growing never copies); the operating system commits pages when they
+//     are touched.
 package wasmclass

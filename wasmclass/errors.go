@@ -14,8 +14,8 @@ var (
 	// returns a value the ABI forbids (version, buffer, number of types,
 	// type names).
 	ErrBadABI = errors.New("classifier ABI violation")
-	// ErrForbiddenImport: the module imports something other than
-	// wasi_snapshot_preview1 functions.
+	// ErrForbiddenImport: the module imports something other than the
+	// wasi_snapshot_preview1 functions psp provides, or with another type.
 	ErrForbiddenImport = errors.New("forbidden import")
 	// ErrMemoryLimit: the module's memory declaration exceeds
 	// Options.MemoryLimitPages, or its tables exceed MaxTableElements.
@@ -26,4 +26,13 @@ var (
 	ErrUnknownTenant = errors.New("unknown tenant")
 	// ErrBadSpec: a HostSpec or Options value is invalid.
 	ErrBadSpec = errors.New("invalid spec")
+	// ErrLimit: the module exceeds a structural bound (Options.Bounds,
+	// type names, custom sections).
+	ErrLimit = errors.New("module over a structural limit")
+	// ErrCompile: compilation failed, ran out of time or memory
+	// (Options.CompileTimeout, Options.CompileMemory).
+	ErrCompile = errors.New("compilation failed")
+	// ErrSuperseded: a newer push for the same tenant started before this
+	// one could land; this one never will.
+	ErrSuperseded = errors.New("superseded by a newer push")
 )

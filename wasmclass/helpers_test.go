@@ -22,6 +22,7 @@ func fixture(tb testing.TB, name string) []byte {
 // load loads a fixture, closing it at the end of the test.
 func load(tb testing.TB, name string, opts Options) *Module {
 	tb.Helper()
+	opts.syncSpares = true
 	m, err := Load(context.Background(), fixture(tb, name), opts)
 	if err != nil {
 		tb.Fatalf("load %s: %v", name, err)

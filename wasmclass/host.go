@@ -41,6 +41,9 @@ type TenantSpec struct {
 	// (its types 1..MaxTypes-1 get global ids). Default: the module's N.
 	// Modules swapped in later must have N <= MaxTypes.
 	MaxTypes int
+	// Options override HostSpec.Options for this tenant's modules: every
+	// non-zero field wins (limits, fuel, time limit, breaker, compilation).
+	Options Options
 }
 
 // Host runs several tenants' classifiers and hot-swaps them. Its methods
@@ -49,6 +52,7 @@ type TenantSpec struct {
 type Host struct {
 	opts     Options
 	ownCache wazero.CompilationCache
+	tmpDir   string // a cache directory the host created (removed by Close)
 	tenants  []*tenant
 	byName   map[string]*tenant
 	byPort   []uint16 // port -> tenant index + 1; 0 = default tenant or none
@@ -67,9 +71,18 @@ type tenant struct {
 	name     string
 	base     uint32 // global id of the tenant's local type 1
 	maxTypes int
+	opts     Options // the tenant's options over the host's
 	current  atomic.Pointer[version]
 	faults   sharedFaults
 	retired  []*Module // swapped-out modules that may still have instances
+
+	// Pushes are ordered: each Swap takes a sequence number; a load that
+	// finishes after a newer push has started (or landed) never lands, and
+	// starting a push cancels the loads of older ones.
+	pushMu   sync.Mutex
+	pushSeq  uint64
+	landed   uint64
+	inflight map[uint64]context.CancelFunc
 }
 
 // version is one loaded module of a tenant.
@@ -92,6 +105,13 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 	}
 	if len(spec.Tenants) >= 1<<16-1 {
 		return nil, fmt.Errorf("wasmclass: new host: %w: too many tenants", ErrBadSpec)
+	}
+	if h.opts.Cache == nil && h.opts.CacheDir == "" && h.opts.CompileInChild {
+		// Compile children fill a file cache that the tenants share.
+		if h.tmpDir, err = os.MkdirTemp("", "psp-wasm-cache-"); err != nil {
+			return nil, fmt.Errorf("wasmclass: new host: compilation cache: %w", err)
+		}
+		h.opts.CacheDir = h.tmpDir
 	}
 	if h.opts.Cache == nil && h.opts.CacheDir != "" {
 		if err := os.MkdirAll(h.opts.CacheDir, 0o755); err != nil {
@@ -127,7 +147,11 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 			}
 			h.byPort[p] = uint16(idx + 1)
 		}
-		m, err := Load(ctx, ts.Wasm, h.opts)
+		topts := ts.Options.Merge(h.opts)
+		if _, err := topts.withDefaults(); err != nil {
+			return fail(fmt.Errorf("wasmclass: new host: tenant %q: %w", ts.Name, err))
+		}
+		m, err := Load(ctx, ts.Wasm, topts)
 		if err != nil {
 			return fail(fmt.Errorf("tenant %q: %w", ts.Name, err))
 		}
@@ -140,7 +164,7 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 			return fail(fmt.Errorf("wasmclass: new host: %w: tenant %q: MaxTypes %d must be in %d..%d (the module's N..%d)",
 				ErrBadSpec, ts.Name, maxTypes, m.NumTypes(), MaxTypes, MaxTypes))
 		}
-		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes}
+		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes, opts: topts, inflight: map[uint64]context.CancelFunc{}}
 		t.current.Store(&version{mod: m, number: 1})
 		h.numTypes += maxTypes - 1
 		h.tenants = append(h.tenants, t)
@@ -190,9 +214,12 @@ type TenantStatus struct {
 	BaseType  uint32      `json:"baseType"` // global id of the tenant's type 1
 	TypeNames []string    `json:"typeNames"`
 	Faults    FaultCounts `json:"faults"` // all callers, all versions
-	// BreakersOpen is the number of callers whose breaker for this tenant
-	// is open right now.
+	// BreakersOpen is 1 while the current version's circuit breaker is
+	// open, 0 otherwise.
 	BreakersOpen int64 `json:"breakersOpen"`
+	// Disabled: a call of the current version exceeded its time limit;
+	// its packets go to UNKNOWN until a swap replaces it.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // Status returns every tenant's state.
@@ -200,10 +227,14 @@ func (h *Host) Status() []TenantStatus {
 	out := make([]TenantStatus, len(h.tenants))
 	for i, t := range h.tenants {
 		v := t.current.Load()
+		var open int64
+		if v.mod.BreakerOpen() {
+			open = 1
+		}
 		out[i] = TenantStatus{
 			Name: t.name, Version: v.number, NumTypes: v.mod.NumTypes(), MaxTypes: t.maxTypes,
 			BaseType: t.base, TypeNames: v.mod.Types(), Faults: t.faults.snapshot(),
-			BreakersOpen: t.faults.breakersOpen.Load(),
+			BreakersOpen: open, Disabled: v.mod.Disabled(),
 		}
 	}
 	return out
@@ -211,17 +242,28 @@ func (h *Host) Status() []TenantStatus {
 
 // Swap loads wasm as the tenant's new classifier and switches to it. The
 // load (validation, instrumentation, compilation) and the creation of an
-// instance for each Caller that uses the tenant run on the calling
-// goroutine, off the hot path; callers switch at their next batch, so every
-// packet is classified by exactly one version. On error the running module
-// stays in place. Returns the new version number.
+// instance for each Caller run on the calling goroutine, off the hot path;
+// callers switch at their next batch, so every packet is classified by
+// exactly one version. On error the running module stays in place. Returns
+// the new version number.
+//
+// Swaps of a tenant are ordered: a swap lands only if ctx is not done when
+// it is ready to (a push whose client gave up never lands later) and no
+// newer swap of the tenant has started; starting a swap cancels the older
+// ones still loading (they fail with ErrSuperseded). So the newest push
+// always wins.
 func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) {
 	t, ok := h.byName[name]
 	if !ok {
 		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrUnknownTenant)
 	}
-	m, err := Load(ctx, wasm, h.opts)
+	seq, ctx, done := t.startPush(ctx)
+	defer done()
+	m, err := Load(ctx, wasm, t.opts)
 	if err != nil {
+		if t.superseded(seq) {
+			err = fmt.Errorf("%w (%w)", ErrSuperseded, err)
+		}
 		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
 	}
 	if m.NumTypes() > t.maxTypes {
@@ -238,6 +280,12 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 	old := t.current.Load()
 	nv := &version{mod: m, number: old.number + 1}
 	h.precreate(ctx, t, nv)
+	// The last moment to give up: after this the swap has happened.
+	if err := t.land(ctx, seq); err != nil {
+		h.dropPrecreated(ctx, t, nv)
+		_ = m.Close(context.WithoutCancel(ctx))
+		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
+	}
 	t.current.Store(nv)
 	old.mod.retire(ctx)
 	t.retired = append(t.retired, old.mod)
@@ -256,18 +304,69 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 	return nv.number, nil
 }
 
-// precreate gives every Caller that uses t an instance of nv, which it
-// picks up when it notices the swap. Instances a Caller did not pick up
-// (swapped again in between) are closed here.
+// startPush registers a push of t and cancels the older ones still in
+// flight. done must be called when the push returns.
+func (t *tenant) startPush(ctx context.Context) (uint64, context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	t.pushMu.Lock()
+	defer t.pushMu.Unlock()
+	t.pushSeq++
+	seq := t.pushSeq
+	for _, c := range t.inflight {
+		c()
+	}
+	t.inflight[seq] = cancel
+	return seq, ctx, func() {
+		t.pushMu.Lock()
+		delete(t.inflight, seq)
+		t.pushMu.Unlock()
+		cancel()
+	}
+}
+
+// superseded reports whether a push newer than seq has started.
+func (t *tenant) superseded(seq uint64) bool {
+	t.pushMu.Lock()
+	defer t.pushMu.Unlock()
+	return t.pushSeq > seq
+}
+
+// land decides, once and for all, whether push seq lands.
+func (t *tenant) land(ctx context.Context, seq uint64) error {
+	t.pushMu.Lock()
+	defer t.pushMu.Unlock()
+	switch {
+	case t.pushSeq > seq || t.landed > seq:
+		return ErrSuperseded
+	case ctx.Err() != nil:
+		return fmt.Errorf("gave up before landing: %w", context.Cause(ctx))
+	}
+	t.landed = seq
+	return nil
+}
+
+// dropPrecreated closes the instances precreate made for a version that
+// did not land.
+func (h *Host) dropPrecreated(ctx context.Context, t *tenant, nv *version) {
+	h.callersMu.Lock()
+	defer h.callersMu.Unlock()
+	for c := range h.callers {
+		ct := c.tenantOf(t)
+		if p := ct.pending.Load(); p != nil && p.ver == nv && ct.pending.CompareAndSwap(p, nil) {
+			_ = p.inst.Close(ctx)
+		}
+	}
+}
+
+// precreate gives every Caller an instance of nv, which it picks up when
+// it notices the swap. Instances a Caller did not pick up (swapped again
+// in between) are closed here.
 func (h *Host) precreate(ctx context.Context, t *tenant, nv *version) {
 	h.callersMu.Lock()
 	defer h.callersMu.Unlock()
 	for c := range h.callers {
 		ct := c.tenantOf(t)
-		if !ct.active.Load() {
-			continue
-		}
-		inst, err := nv.mod.newInstance(ctx, &t.faults)
+		inst, err := nv.mod.newInstance(context.WithoutCancel(ctx), &t.faults)
 		if err != nil {
 			continue // the Caller will try itself
 		}
@@ -304,6 +403,9 @@ func (h *Host) Close(ctx context.Context) error {
 	if h.ownCache != nil {
 		errs = append(errs, h.ownCache.Close(ctx))
 	}
+	if h.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(h.tmpDir))
+	}
 	return errors.Join(errs...)
 }
 
@@ -323,9 +425,7 @@ type callerTenant struct {
 	t    *tenant
 	ver  *version
 	inst *Instance
-	// active is set once the Caller has used the tenant: Swap then
-	// pre-creates its next instance into pending.
-	active  atomic.Bool
+	// pending is the instance Swap created for the next version.
 	pending atomic.Pointer[pendingInstance]
 	idx     [MaxBatch]int
 	pay     [MaxBatch][]byte
@@ -339,20 +439,25 @@ type pendingInstance struct {
 	inst *Instance
 }
 
-// NewCaller returns a Caller for one goroutine. Instances are created at
-// the first packet for each tenant, and by Swap for the tenants the Caller
-// uses.
+// NewCaller returns a Caller for one goroutine, with an instance of every
+// tenant's current version, created here (off the hot path); Swap creates
+// the next ones.
 func (h *Host) NewCaller() (*Caller, error) {
 	if h.closed.Load() {
 		return nil, fmt.Errorf("wasmclass: new caller: %w", ErrClosed)
 	}
 	c := &Caller{h: h, ctx: context.Background(), tenants: make([]callerTenant, len(h.tenants)), used: make([]int, 0, len(h.tenants))}
-	for i, t := range h.tenants {
-		c.tenants[i].t = t
-	}
 	h.callersMu.Lock()
+	defer h.callersMu.Unlock()
+	for i, t := range h.tenants {
+		ct := &c.tenants[i]
+		ct.t = t
+		v := t.current.Load()
+		if inst, err := v.mod.newInstance(c.ctx, &t.faults); err == nil {
+			ct.ver, ct.inst = v, inst
+		}
+	}
 	h.callers[c] = struct{}{}
-	h.callersMu.Unlock()
 	return c, nil
 }
 
@@ -452,11 +557,13 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 	if v == ct.ver && ct.inst != nil {
 		return ct.inst
 	}
-	if ct.inst != nil {
-		_ = ct.inst.Close(c.ctx)
+	if old := ct.inst; old != nil {
+		// Closing waits for the instance's spares goroutine and releases
+		// its memory: not on the caller's goroutine. The caller never
+		// touches old again.
+		go old.Close(c.ctx)
 		ct.inst = nil
 	}
-	ct.active.Store(true)
 	if p := ct.pending.Swap(nil); p != nil {
 		if p.ver == v {
 			ct.ver, ct.inst = v, p.inst
@@ -477,7 +584,7 @@ func (c *Caller) instance(ct *callerTenant, n int) *Instance {
 			v = nv
 			continue
 		}
-		ct.t.faults.kinds[FaultTrap].Add(uint64(n))
+		ct.t.faults.kinds[FaultUnavailable].Add(uint64(n))
 		return nil
 	}
 }

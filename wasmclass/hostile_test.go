@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/persephone-go/psp/wasmclass/internal/fuel"
 )
 
 func TestHostileLoopRunsOutOfFuel(t *testing.T) {
@@ -44,7 +42,7 @@ func TestHostileRecursion(t *testing.T) {
 }
 
 func TestTrapBreaker(t *testing.T) {
-	m := load(t, "trap", Options{BreakerThreshold: 3, BreakerBackoff: 10, BreakerMaxBackoff: 20})
+	m := load(t, "trap", Options{BreakerThreshold: 3, BreakerBackoff: 300 * time.Millisecond, BreakerMaxBackoff: time.Second})
 	i := instance(t, m)
 	// Three trapping calls open the breaker.
 	for k := 0; k < 3; k++ {
@@ -58,28 +56,51 @@ func TestTrapBreaker(t *testing.T) {
 	if f := i.Faults(); f.Trap != 3 || f.Restarts != 2 {
 		t.Errorf("faults = %+v, want 3 traps, 2 restarts", f)
 	}
-	// 10 packets skipped without calling the guest, then one retry that
-	// traps again and doubles the backoff.
+	// Packets are skipped without calling the guest during the backoff.
 	out := make([]uint32, 10)
 	i.ClassifyBatch(payloads(10, 2), out)
 	if f := i.Faults(); f.BreakerOpen != 10 || f.Trap != 3 {
-		t.Errorf("after backoff: faults = %+v, want 10 skipped, 3 traps", f)
+		t.Errorf("during the backoff: faults = %+v, want 10 skipped, 3 traps", f)
 	}
-	i.Classify([]byte("x")) // half-open retry
+	// Another instance of the same version sees the same breaker.
+	if !instance(t, m).BreakerOpen() {
+		t.Error("the breaker is not the module's")
+	}
+	time.Sleep(350 * time.Millisecond)
+	i.Classify([]byte("x")) // half-open retry: traps, the backoff doubles
 	if f := i.Faults(); f.Trap != 4 || !i.BreakerOpen() {
 		t.Errorf("after retry: faults = %+v open=%v, want 4 traps and an open breaker", f, i.BreakerOpen())
 	}
-	out = make([]uint32, 20)
-	i.ClassifyBatch(payloads(20, 2), out)
-	if f := i.Faults(); f.BreakerOpen != 30 {
-		t.Errorf("doubled backoff: faults = %+v, want 30 skipped", f)
+	time.Sleep(350 * time.Millisecond)
+	i.Classify([]byte("x")) // still open: 600 ms backoff
+	if f := i.Faults(); f.Trap != 4 || f.BreakerOpen != 11 {
+		t.Errorf("doubled backoff: faults = %+v, want 11 skipped, 4 traps", f)
+	}
+}
+
+func TestBreakerCountsFaultsNotStreaks(t *testing.T) {
+	// Good and bad calls alternate: a breaker counting consecutive faults
+	// would never open; faults per window open it.
+	m := load(t, "good", Options{BreakerThreshold: 4, BreakerWindow: time.Hour, BreakerBackoff: time.Hour, BreakerMaxBackoff: time.Hour})
+	i := instance(t, m)
+	for k := 0; k < 4; k++ {
+		if got := i.Classify([]byte{2}); got != 2 {
+			t.Fatalf("Classify = %d, want 2", got)
+		}
+		i.fault(FaultTrap, 1)
+	}
+	if !i.BreakerOpen() {
+		t.Fatal("breaker closed after 4 faults alternating with good calls")
+	}
+	if got := i.Classify([]byte{2}); got != 0 {
+		t.Errorf("open breaker: Classify = %d, want 0", got)
 	}
 }
 
 func TestBreakerCloses(t *testing.T) {
 	// A good call after the backoff closes the breaker. The fault is
 	// injected directly: no fixture faults once and then recovers.
-	m := load(t, "good", Options{BreakerThreshold: 1, BreakerBackoff: 2})
+	m := load(t, "good", Options{BreakerThreshold: 1, BreakerBackoff: 200 * time.Millisecond})
 	i := instance(t, m)
 	i.fault(FaultTrap, 1)
 	if !i.BreakerOpen() {
@@ -88,7 +109,7 @@ func TestBreakerCloses(t *testing.T) {
 	if got := i.Classify([]byte{2}); got != 0 {
 		t.Errorf("open breaker: Classify = %d, want 0", got)
 	}
-	i.Classify([]byte{2}) // skip ends
+	time.Sleep(250 * time.Millisecond)
 	if got := i.Classify([]byte{2}); got != 2 || i.BreakerOpen() {
 		t.Errorf("half-open: Classify = %d (want 2), open = %v (want false)", got, i.BreakerOpen())
 	}
@@ -139,11 +160,11 @@ func TestMemoryBombIsCapped(t *testing.T) {
 			t.Fatalf("Classify = %d, want 1", got)
 		}
 	}
-	if got := i.mem.Size(); got != limit*65536 {
+	if got := i.g.mem.Size(); got != limit*65536 {
 		t.Errorf("memory = %d bytes, want the %d-page limit", got, limit)
 	}
-	if len(i.view) != limit*65536 {
-		t.Errorf("cached view = %d bytes, want it refreshed to %d", len(i.view), limit*65536)
+	if len(i.g.view) != limit*65536 {
+		t.Errorf("cached view = %d bytes, want it refreshed to %d", len(i.g.view), limit*65536)
 	}
 	out := make([]uint32, 33)
 	i.ClassifyBatch(payloads(33, 2), out)
@@ -161,11 +182,11 @@ func callExport(t *testing.T, i *Instance, name string) (outOfFuel bool) {
 	if !i.ready(1) {
 		t.Fatal("instance not ready")
 	}
-	_, err := i.mod.ExportedFunction(name).Call(context.Background())
+	_, err := i.g.mod.ExportedFunction(name).Call(context.Background())
 	if err == nil {
 		return false
 	}
-	return int64(i.tank.Get()) < 0
+	return int64(i.g.tank.Get()) < 0
 }
 
 func TestHostileBulkMemoryIsMetered(t *testing.T) {
@@ -208,9 +229,9 @@ func TestHostileLongLoopBodies(t *testing.T) {
 		t.Error("small_leaves: 4000 calls to a short leaf did not run out of fuel")
 	}
 	// With enough fuel the same work completes: the charge is bounded.
-	i = instance(t, load(t, "bigbody", Options{Fuel: 20_000}))
+	i = instance(t, load(t, "bigbody", Options{Fuel: 1_000_000}))
 	if got := i.Classify([]byte("x")); got != 1 || i.Faults().Total() != 0 {
-		t.Errorf("budget 20000: Classify = %d, faults %+v; want 1, none", got, i.Faults())
+		t.Errorf("budget 1e6: Classify = %d, faults %+v; want 1, none", got, i.Faults())
 	}
 }
 
@@ -263,8 +284,8 @@ func TestHostileLocals(t *testing.T) {
 		3, 2, 1, 0, // function section: one function of type 0
 		10, 10, 1, 8, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x7f, 0x0b} // code: (local 4294967295 i32)
 	_, err := Load(context.Background(), bin, Options{})
-	if !errors.Is(err, ErrInvalidModule) || !errors.Is(err, fuel.ErrTooManyLocals) {
-		t.Errorf("err = %v, want ErrInvalidModule wrapping fuel.ErrTooManyLocals", err)
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 2000 locals") {
+		t.Errorf("err = %v, want ErrLimit for too many locals", err)
 	}
 }
 
@@ -289,11 +310,11 @@ func TestHostileWASICalls(t *testing.T) {
 	}
 	// With enough fuel the calls complete and the arguments reach WASI
 	// intact (the charge saves and restores them).
-	i = instance(t, load(t, "wasibomb", Options{Fuel: 20_000_000}))
+	i = instance(t, load(t, "wasibomb", Options{Fuel: 1_000_000_000, TimeLimit: time.Minute}))
 	if got := i.Classify([]byte("x")); got != 1 || i.Faults().Total() != 0 {
 		t.Fatalf("budget 2e7: Classify = %d, faults %+v; want 1, none", got, i.Faults())
 	}
-	if v, ok := i.mem.ReadUint64Le(65536 + 1000); !ok || v == 0 {
+	if v, ok := i.g.mem.ReadUint64Le(65536 + 1000); !ok || v == 0 {
 		t.Errorf("random_get wrote nothing at 66536: %x, %v", v, ok)
 	}
 }

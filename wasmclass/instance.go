@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -21,11 +24,13 @@ const (
 	FaultFuel                         // the guest ran out of fuel
 	FaultBadCount                     // psp_classify_batch returned a count other than n
 	FaultOutOfRange                   // a result outside 0..N-1
-	FaultBreakerOpen                  // not called: the circuit breaker was open
+	FaultBreakerOpen                  // not called: the module's circuit breaker was open
+	FaultTime                         // the call exceeded Options.TimeLimit (the module is disabled)
+	FaultUnavailable                  // not called: the module is disabled, or no instance was ready after a trap
 	numFaultKinds
 )
 
-var faultNames = [numFaultKinds]string{"trap", "fuel", "badCount", "outOfRange", "breakerOpen"}
+var faultNames = [numFaultKinds]string{"trap", "fuel", "badCount", "outOfRange", "breakerOpen", "time", "unavailable"}
 
 // String returns the kind's short name, as used in FaultCounts' JSON.
 func (k FaultKind) String() string {
@@ -36,22 +41,24 @@ func (k FaultKind) String() string {
 }
 
 // FaultCounts counts packets sent to UNKNOWN, per cause. Every packet of a
-// call that trapped, ran out of fuel or returned a bad count is counted;
-// for out-of-range results only the packets concerned; for an open breaker
-// every packet not classified.
+// call that trapped, ran out of fuel or time or returned a bad count is
+// counted; for out-of-range results only the packets concerned; for an
+// open breaker or an unavailable module every packet not classified.
 type FaultCounts struct {
 	Trap        uint64 `json:"trap"`
 	Fuel        uint64 `json:"fuel"`
 	BadCount    uint64 `json:"badCount"`
 	OutOfRange  uint64 `json:"outOfRange"`
 	BreakerOpen uint64 `json:"breakerOpen"`
-	// Restarts counts instances re-created after a trap.
+	Time        uint64 `json:"time"`
+	Unavailable uint64 `json:"unavailable"`
+	// Restarts counts instances replaced after a trap.
 	Restarts uint64 `json:"restarts"`
 }
 
 // Total returns the number of packets sent to UNKNOWN by faults.
 func (f FaultCounts) Total() uint64 {
-	return f.Trap + f.Fuel + f.BadCount + f.OutOfRange + f.BreakerOpen
+	return f.Trap + f.Fuel + f.BadCount + f.OutOfRange + f.BreakerOpen + f.Time + f.Unavailable
 }
 
 func (f *FaultCounts) add(k FaultKind, n uint64) {
@@ -66,15 +73,18 @@ func (f *FaultCounts) add(k FaultKind, n uint64) {
 		f.OutOfRange += n
 	case FaultBreakerOpen:
 		f.BreakerOpen += n
+	case FaultTime:
+		f.Time += n
+	case FaultUnavailable:
+		f.Unavailable += n
 	}
 }
 
 // sharedFaults aggregates the faults of several instances (a Host tenant's
 // callers). Updated only on fault paths.
 type sharedFaults struct {
-	kinds        [numFaultKinds]atomic.Uint64
-	restarts     atomic.Uint64
-	breakersOpen atomic.Int64
+	kinds    [numFaultKinds]atomic.Uint64
+	restarts atomic.Uint64
 }
 
 func (s *sharedFaults) snapshot() FaultCounts {
@@ -86,6 +96,45 @@ func (s *sharedFaults) snapshot() FaultCounts {
 	return f
 }
 
+// guest is one wazero instance of the module with its cached exports and
+// memory view.
+type guest struct {
+	mod      api.Module
+	classify api.Function
+	batch    api.Function
+	tank     api.MutableGlobal // nil without fuel
+	calls    api.Global
+	mem      api.Memory
+	view     []byte // the whole guest memory, valid while memSize is unchanged
+	memSize  uint32
+}
+
+// newGuest instantiates the module and restores the state initialisation
+// left (or, without a snapshot, relies on instantiation alone: the start
+// function and _initialize never run again).
+func (m *Module) newGuest(ctx context.Context) (*guest, error) {
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, fmt.Errorf("wasmclass: instantiate: %w", err)
+	}
+	if m.snap != nil {
+		if err := m.snap.restore(mod); err != nil {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("wasmclass: %w", err)
+		}
+	}
+	g := &guest{mod: mod, classify: mod.ExportedFunction(exportClassify), batch: mod.ExportedFunction(exportBatch), mem: mod.Memory()}
+	g.tank, _ = mod.ExportedGlobal(fuel.GlobalExport).(api.MutableGlobal)
+	g.calls = mod.ExportedGlobal(fuel.CallsExport)
+	g.refreshView()
+	return g, nil
+}
+
+func (g *guest) refreshView() {
+	g.memSize = g.mem.Size()
+	g.view, _ = g.mem.Read(0, g.memSize)
+}
+
 // Instance is one instantiation of a Module, with its own memory. It is
 // NOT safe for concurrent use: use one Instance per calling goroutine. The
 // goroutine that created it closes it.
@@ -95,39 +144,40 @@ func (s *sharedFaults) snapshot() FaultCounts {
 //
 // After a trap (including a fuel trap and a stack overflow) the guest may
 // have been stopped half-way through its work, leaving its memory
-// inconsistent (e.g. a C shadow stack pointer that was never restored), so
-// the instance is re-created from the compiled module, with fresh memory,
-// before its next call. The circuit breaker bounds the cost of a guest that
-// keeps trapping.
+// inconsistent, so the instance switches to a spare guest, prepared in the
+// state initialisation left, and a goroutine of the instance prepares the
+// next spare and closes the dead guest: the calling goroutine only swaps a
+// pointer. The module's circuit breaker bounds how often this happens.
 type Instance struct {
 	m   *Module
 	ctx context.Context
 
-	mod      api.Module // nil after a trap until re-created
-	classify api.Function
-	batch    api.Function
-	tank     api.Global
-	mem      api.Memory
-	view     []byte // the whole guest memory, valid while memSize is unchanged
-	memSize  uint32
-	buf      uint32 // I/O buffer address
-	slots    int
-	n        uint32 // number of types
-	stack    []uint64
+	g     *guest // nil after a trap until a spare is taken
+	cur   atomic.Pointer[guest]
+	buf   uint32 // I/O buffer address
+	slots int
+	n     uint32 // number of types
+	stack []uint64
 
-	faults FaultCounts
-	shared *sharedFaults // optional aggregate (Host)
+	faults  FaultCounts
+	shared  *sharedFaults // optional aggregate (Host)
+	probing bool          // this instance makes the breaker's half-open call
+	closed  bool
 
-	// Circuit breaker.
-	consecutive int // consecutive faulting calls
-	open        bool
-	skip        int // packets still to skip while open
-	backoff     int // next open period, in packets
-	closed      bool
+	// Spares: a goroutine of the instance keeps one ready and closes dead
+	// guests.
+	spare   atomic.Pointer[guest]
+	kick    chan struct{}
+	dead    chan *guest
+	stopped chan struct{}
+	done    sync.WaitGroup
+
+	killMu sync.Mutex  // the watchdog's writes to the tank vs. reads after a trap
+	killed atomic.Bool // the watchdog stopped the current call
 }
 
-// NewInstance creates an instance of m (calling _initialize for WASI
-// modules). ctx is kept for the instance's calls.
+// NewInstance creates an instance of m. ctx is kept for the instance's
+// calls.
 func (m *Module) NewInstance(ctx context.Context) (*Instance, error) {
 	return m.newInstance(ctx, nil)
 }
@@ -136,49 +186,62 @@ func (m *Module) newInstance(ctx context.Context, shared *sharedFaults) (*Instan
 	if err := m.acquire(); err != nil {
 		return nil, err
 	}
-	i := &Instance{
-		m: m, ctx: ctx, n: uint32(m.info.NumTypes), stack: make([]uint64, 1),
-		shared: shared, backoff: m.opts.BreakerBackoff,
-	}
-	if err := i.start(); err != nil {
+	g, err := m.newGuest(ctx)
+	if err != nil {
 		m.release(ctx)
 		return nil, err
+	}
+	i := &Instance{
+		m: m, ctx: ctx, g: g, n: uint32(m.info.NumTypes), stack: make([]uint64, 1), shared: shared,
+		buf: m.info.IOBuffer, slots: m.info.Slots,
+		kick: make(chan struct{}, 1), dead: make(chan *guest, 8), stopped: make(chan struct{}),
+	}
+	i.cur.Store(g)
+	i.done.Add(1)
+	go i.spares()
+	i.kick <- struct{}{}
+	if m.watch != nil {
+		m.watch.add(i)
 	}
 	return i, nil
 }
 
-// start instantiates the guest and caches its exports and memory view.
-func (i *Instance) start() error {
-	mod, err := i.m.instantiate(i.ctx, i.m.info.Initialize)
-	if err != nil {
-		return err
+// spares keeps one spare guest ready and closes dead ones, off the
+// calling goroutine.
+func (i *Instance) spares() {
+	defer i.done.Done()
+	ctx := context.WithoutCancel(i.ctx)
+	for {
+		select {
+		case <-i.stopped:
+			for {
+				select {
+				case g := <-i.dead:
+					_ = g.mod.Close(ctx)
+				default:
+					if g := i.spare.Swap(nil); g != nil {
+						_ = g.mod.Close(ctx)
+					}
+					return
+				}
+			}
+		case g := <-i.dead:
+			_ = g.mod.Close(ctx)
+		case <-i.kick:
+		}
+		if i.spare.Load() == nil {
+			if g, err := i.m.newGuest(ctx); err == nil {
+				i.spare.Store(g)
+			}
+		}
 	}
-	addr, size, err := ioBuffer(i.ctx, mod)
-	if err != nil {
-		_ = mod.Close(i.ctx)
-		return err
-	}
-	i.mod = mod
-	i.classify = mod.ExportedFunction(exportClassify)
-	i.batch = mod.ExportedFunction(exportBatch)
-	i.tank = mod.ExportedGlobal(fuel.GlobalExport)
-	i.mem = mod.Memory()
-	i.buf = addr
-	i.slots = int(min(MaxBatch, (size-IOHeader)/SlotSize))
-	i.refreshView()
-	return nil
-}
-
-func (i *Instance) refreshView() {
-	i.memSize = i.mem.Size()
-	i.view, _ = i.mem.Read(0, i.memSize)
 }
 
 // Faults returns the packets this instance sent to UNKNOWN, per cause.
 func (i *Instance) Faults() FaultCounts { return i.faults }
 
-// BreakerOpen reports whether the instance's circuit breaker is open.
-func (i *Instance) BreakerOpen() bool { return i.open }
+// BreakerOpen reports whether the module's circuit breaker is open.
+func (i *Instance) BreakerOpen() bool { return i.m.breaker.isOpen() }
 
 // Close releases the instance. Safe to call twice.
 func (i *Instance) Close(ctx context.Context) error {
@@ -186,13 +249,15 @@ func (i *Instance) Close(ctx context.Context) error {
 		return nil
 	}
 	i.closed = true
-	if i.open && i.shared != nil {
-		i.shared.breakersOpen.Add(-1)
+	if i.m.watch != nil {
+		i.m.watch.remove(i)
 	}
+	close(i.stopped)
+	i.done.Wait()
 	var err error
-	if i.mod != nil {
-		err = i.mod.Close(ctx)
-		i.mod = nil
+	if i.g != nil {
+		err = i.g.mod.Close(ctx)
+		i.g = nil
 	}
 	i.m.release(ctx)
 	return err
@@ -205,7 +270,7 @@ func (i *Instance) Classify(payload []byte) uint32 {
 		return 0
 	}
 	i.writeSlot(0, payload)
-	if err := i.classify.CallWithStack(i.ctx, i.stack); err != nil {
+	if err := i.g.classify.CallWithStack(i.ctx, i.stack); err != nil {
 		i.trapped(err, 1)
 		return 0
 	}
@@ -225,22 +290,15 @@ func (i *Instance) Classify(payload []byte) uint32 {
 func (i *Instance) ClassifyBatch(payloads [][]byte, out []uint32) {
 	out = out[:len(payloads)]
 	for len(payloads) > 0 {
-		n := min(len(payloads), i.slotsOrMax())
+		n := min(len(payloads), i.slots)
 		i.classifyChunk(payloads[:n], out[:n])
 		payloads, out = payloads[n:], out[n:]
 	}
 }
 
-func (i *Instance) slotsOrMax() int {
-	if i.slots == 0 {
-		return MaxBatch
-	}
-	return i.slots
-}
-
 func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 	n := len(payloads)
-	if !i.ready(n) || n > i.slots {
+	if !i.ready(n) {
 		clear(out)
 		return
 	}
@@ -248,7 +306,7 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 		i.writeSlot(s, p)
 	}
 	i.stack[0] = uint64(n)
-	if err := i.batch.CallWithStack(i.ctx, i.stack); err != nil {
+	if err := i.g.batch.CallWithStack(i.ctx, i.stack); err != nil {
 		clear(out)
 		i.trapped(err, n)
 		return
@@ -259,7 +317,7 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 		i.fault(FaultBadCount, uint64(n))
 		return
 	}
-	res := i.view[i.buf : i.buf+uint32(4*n)]
+	res := i.g.view[i.buf : i.buf+uint32(4*n)]
 	bad := 0
 	for s := range out {
 		t := binary.LittleEndian.Uint32(res[4*s:])
@@ -276,27 +334,38 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 	i.success()
 }
 
-// ready reports whether the guest may be called for n packets: the breaker
-// is closed (or its backoff is over) and the instance exists (re-creating
-// it after a trap).
+// ready reports whether the guest may be called for n packets: the
+// module's breaker lets the call through and a guest is ready (after a
+// trap, a spare is taken).
 func (i *Instance) ready(n int) bool {
-	if i.open {
-		if i.skip > 0 {
-			i.skip -= n
-			i.count(FaultBreakerOpen, uint64(n))
+	if i.m.breaker.state.Load() != 0 {
+		switch allowed, kind := i.m.breaker.allow(); {
+		case !allowed:
+			i.count(kind, uint64(n))
 			return false
+		case kind == FaultBreakerOpen:
+			i.probing = true
 		}
-		// Half-open: try one call. consecutive is still at the threshold,
-		// so one more fault reopens the breaker with a longer backoff.
 	}
-	if i.mod == nil {
+	if i.g == nil {
 		if i.closed {
-			i.count(FaultTrap, uint64(n))
+			i.count(FaultUnavailable, uint64(n))
 			return false
 		}
-		if err := i.start(); err != nil {
-			i.fault(FaultTrap, uint64(n))
+		g := i.spare.Swap(nil)
+		if g == nil && i.m.opts.syncSpares {
+			g, _ = i.m.newGuest(i.ctx)
+		}
+		if g == nil {
+			i.count(FaultUnavailable, uint64(n))
+			i.probing = i.m.breaker.probeDone(i.probing)
 			return false
+		}
+		i.g = g
+		i.cur.Store(g)
+		select {
+		case i.kick <- struct{}{}:
+		default:
 		}
 		i.faults.Restarts++
 		if i.shared != nil {
@@ -309,7 +378,7 @@ func (i *Instance) ready(n int) bool {
 // writeSlot copies payload into slot s of the I/O buffer.
 func (i *Instance) writeSlot(s int, payload []byte) {
 	off := i.buf + IOHeader + uint32(s)*SlotSize
-	slot := i.view[off : off+SlotSize : off+SlotSize]
+	slot := i.g.view[off : off+SlotSize : off+SlotSize]
 	caplen := min(len(payload), Prefix)
 	// caplen and wirelen, both u32 little-endian, in one store.
 	binary.LittleEndian.PutUint64(slot, uint64(caplen)|uint64(uint32(len(payload)))<<32)
@@ -318,21 +387,39 @@ func (i *Instance) writeSlot(s int, payload []byte) {
 
 // checkMemory refreshes the cached view if the guest grew its memory.
 func (i *Instance) checkMemory() {
-	if i.mem.Size() != i.memSize {
-		i.refreshView()
+	if i.g.mem.Size() != i.g.memSize {
+		i.g.refreshView()
 	}
 }
 
-// trapped handles a failed call: classify the trap, drop the instance so
-// that the next call re-creates it, count the fault.
+// trapped handles a failed call: classify the trap, hand the guest to the
+// spares goroutine (the next call takes a spare), count the fault.
 func (i *Instance) trapped(err error, n int) {
 	kind := FaultTrap
 	var exit *sys.ExitError
-	if !errors.As(err, &exit) && i.tank != nil && int64(i.tank.Get()) < 0 {
+	i.killMu.Lock()
+	switch {
+	case i.killed.Swap(false):
+		kind = FaultTime
+	case !errors.As(err, &exit) && i.g.tank != nil && int64(i.g.tank.Get()) < 0:
 		kind = FaultFuel
 	}
-	_ = i.mod.Close(i.ctx)
-	i.mod, i.classify, i.batch, i.tank, i.mem, i.view = nil, nil, nil, nil, nil, nil
+	g := i.g
+	i.g = nil
+	i.cur.Store(nil)
+	i.killMu.Unlock()
+	select {
+	case i.dead <- g:
+	default:
+		_ = g.mod.Close(i.ctx) // the spares goroutine is behind: close here
+	}
+	select {
+	case i.kick <- struct{}{}:
+	default:
+	}
+	if kind == FaultTime {
+		i.m.breaker.disable()
+	}
 	i.fault(kind, uint64(n))
 }
 
@@ -345,30 +432,17 @@ func (i *Instance) count(kind FaultKind, n uint64) {
 	}
 }
 
-// fault records a faulting call and trips the breaker after
-// BreakerThreshold consecutive ones.
+// fault records a faulting call with the module's breaker.
 func (i *Instance) fault(kind FaultKind, n uint64) {
 	i.count(kind, n)
-	i.consecutive++
-	if i.consecutive < i.m.opts.BreakerThreshold {
-		return
-	}
-	if !i.open && i.shared != nil {
-		i.shared.breakersOpen.Add(1)
-	}
-	i.open = true
-	i.skip = i.backoff
-	i.backoff = min(2*i.backoff, i.m.opts.BreakerMaxBackoff)
+	i.m.breaker.fault(i.probing)
+	i.probing = false
 }
 
-// success closes the breaker. Called after a call without fault.
+// success ends a half-open call: the breaker closes.
 func (i *Instance) success() {
-	i.consecutive = 0
-	if i.open {
-		i.open = false
-		i.backoff = i.m.opts.BreakerBackoff
-		if i.shared != nil {
-			i.shared.breakersOpen.Add(-1)
-		}
+	if i.probing {
+		i.m.breaker.succeeded()
+		i.probing = false
 	}
 }

@@ -11,12 +11,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wabin/wasm"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/persephone-go/psp/wasmclass/internal/fuel"
+	"github.com/persephone-go/psp/wasmclass/internal/wasmbin"
 )
 
 // Module is one compiled, validated, fuel-instrumented classifier. It owns
@@ -28,9 +27,12 @@ import (
 type Module struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	ownCache wazero.CompilationCache // created by Load from CacheDir, closed by Close
+	cleanup  func() // releases what compile created (cache, temporary directory)
 	opts     Options
 	info     Info
+	snap     *snapshot // state after initialisation; nil: instantiation alone gives it
+	breaker  breaker
+	watch    *watchdog
 
 	mu      sync.Mutex
 	live    int  // open Instances
@@ -47,118 +49,271 @@ type Info struct {
 	IOBufferSize uint32
 	Slots        int  // packets per batch call: min(MaxBatch, (size-IOHeader)/SlotSize)
 	WASI         bool // the module imports wasi_snapshot_preview1
-	Initialize   bool // the module exports _initialize (called per instance)
+	Initialize   bool // the module exports _initialize (run once, at load)
+	Start        bool // the module has a start function (run once, at load)
 	MemoryPages  uint32
 	Fuel         FuelStats
+	Compile      CompileStats
 }
 
 // FuelStats describes the fuel instrumentation of a module.
 type FuelStats struct {
 	Budget, InitBudget uint64
-	Functions          int // functions metered at entry (those that call others or are long)
+	Functions          int // functions metered at entry (those that call others or are heavy)
 	BackEdges          int // branches back to a loop header metered
-	BulkOps            int // bulk memory and table instructions metered by length
-	ImportCalls        int // calls to WASI functions metered by an argument
+	BulkOps            int // bulk memory and table instructions, memory.grow and table.grow charged by size
+	ImportCalls        int // calls to WASI functions charged by an argument
+	StackFrames        int // functions keeping the call-stack account
+	MaxFrame           int // the largest frame estimate, bytes
 	Wrapped            int // entry points wrapped to refill the budget
 	CodeBytesBefore    int
 	CodeBytesAfter     int
 }
 
-// Load validates wasm against ABI v1, instruments it with fuel, compiles it
-// and reads its constants (ABI version, I/O buffer, number of types, type
-// names) from a probe instance.
+// Load runs the loading pipeline on wasm: decode (checking the structural
+// bounds), validate against ABI v1, instrument with fuel, encode, compile
+// (in a child process with Options.CompileInChild), instantiate once to run
+// the start function and _initialize and read the ABI constants. Each stage
+// takes the previous one's result. ctx bounds the whole load: once it is
+// done, Load returns its error and the module never becomes usable.
 //
 // # Errors
 //
 // The error wraps ErrTooLarge, ErrInvalidModule, ErrBadABI,
-// ErrForbiddenImport, ErrMemoryLimit or ErrBadSpec and names the offending
-// export, import or limit, e.g.
+// ErrForbiddenImport, ErrMemoryLimit, ErrLimit, ErrCompile or ErrBadSpec
+// and names the offending export, import or limit, e.g.
 //
 //	wasmclass: export "psp_classify_batch" has type (i32,i32)->i32, want (i32)->i32 (classifier ABI violation)
-func Load(ctx context.Context, bin []byte, opts Options) (*Module, error) {
+func Load(ctx context.Context, wasm []byte, opts Options) (*Module, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("wasmclass: %w", err)
 	}
-	if len(bin) > opts.MaxModuleSize {
-		return nil, fmt.Errorf("wasmclass: module is %d bytes, limit is %d: %w (raise the module size limit)",
-			len(bin), opts.MaxModuleSize, ErrTooLarge)
-	}
-	dec, err := fuel.Decode(bin)
+	dec, err := decode(wasm, opts)
 	if err != nil {
+		return nil, err
+	}
+	v, err := validate(dec, opts)
+	if err != nil {
+		return nil, err
+	}
+	if v.stats, err = instrument(dec, opts); err != nil {
+		return nil, err
+	}
+	for _, e := range dec.Exports {
+		if strings.HasPrefix(e.Name, fuel.GlobalPrefix) {
+			v.globals = append(v.globals, e.Name)
+		}
+	}
+	c, err := compile(ctx, dec.Encode(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return initialize(ctx, c, v, opts)
+}
+
+// decode is the first stage: the size limit, then the structure, within
+// Options.Bounds.
+func decode(wasm []byte, opts Options) (*wasmbin.Module, error) {
+	if len(wasm) > opts.MaxModuleSize {
+		return nil, fmt.Errorf("wasmclass: module is %d bytes, limit is %d: %w (raise the module size limit)",
+			len(wasm), opts.MaxModuleSize, ErrTooLarge)
+	}
+	b := opts.Bounds
+	b.CustomSections = min(b.CustomSections, MaxCustomSections)
+	m, err := wasmbin.Decode(wasm, b)
+	switch {
+	case errors.Is(err, wasmbin.ErrLimit):
+		return nil, fmt.Errorf("wasmclass: decode: %w: %w", err, ErrLimit)
+	case err != nil:
 		return nil, fmt.Errorf("wasmclass: decode: %w: %w", err, ErrInvalidModule)
 	}
-	var info Info
-	if err := checkStatic(dec, opts, &info); err != nil {
+	return m, nil
+}
+
+// validated is what validation learnt about a module.
+type validated struct {
+	info       Info
+	names      []byte // type names from the psp.types section
+	hasSection bool
+	hasExports bool // psp_type_names and psp_type_names_len
+	stats      fuel.Stats
+	globals    []string // exports of the module's mutable globals
+}
+
+// validate is the second stage: imports (psp's WASI only), memory, tables,
+// exports and their signatures, custom sections.
+func validate(m *wasmbin.Module, opts Options) (*validated, error) {
+	v := &validated{}
+	for _, im := range m.Imports {
+		f, ok := wasiFuncs[im.Name]
+		if im.Module != wasiModule || im.Kind != wasmbin.KindFunc || !ok {
+			return nil, fmt.Errorf("wasmclass: import %q.%q (%s) refused: %w (classifiers may import only these %s functions: %s; see sdk/ABI.md)",
+				im.Module, im.Name, wasmbin.KindName(im.Kind), ErrForbiddenImport, wasiModule, wasiNames())
+		}
+		if ft := m.Types[im.Type]; !f.matches(ft.Params, ft.Results) {
+			return nil, fmt.Errorf("wasmclass: import %q.%q has type %s, want %s: %w",
+				im.Module, im.Name, formatType(ft.Params, ft.Results), formatType(f.params, f.results), ErrForbiddenImport)
+		}
+		v.info.WASI = true
+	}
+	if len(m.Memories) == 0 {
+		return nil, fmt.Errorf("wasmclass: module defines no memory: %w (export one as %q)", ErrBadABI, exportMemory)
+	}
+	mem := m.Memories[0]
+	if mem.Min > opts.MemoryLimitPages {
+		return nil, fmt.Errorf("wasmclass: memory declares a minimum of %d pages, limit is %d: %w (raise the memory page limit)",
+			mem.Min, opts.MemoryLimitPages, ErrMemoryLimit)
+	}
+	if mem.HasMax && mem.Max > opts.MemoryLimitPages {
+		return nil, fmt.Errorf("wasmclass: memory declares a maximum of %d pages, limit is %d: %w (lower the module's maximum or raise the memory page limit)",
+			mem.Max, opts.MemoryLimitPages, ErrMemoryLimit)
+	}
+	v.info.MemoryPages = mem.Min
+	if err := capTables(m); err != nil {
 		return nil, err
 	}
-	namesFromSection, hasSection := customSection(dec, customTypeNames)
+	if err := checkExports(m, v); err != nil {
+		return nil, err
+	}
+	v.info.Start = m.Start != nil
+	// Custom sections: psp.types is read here; "name" goes to the compiler
+	// (function names in traps) if small; the rest is dropped.
+	kept := m.Customs[:0]
+	for _, c := range m.Customs {
+		switch {
+		case c.Name == customTypeNames:
+			if v.hasSection {
+				return nil, fmt.Errorf("wasmclass: two %q sections: %w", customTypeNames, ErrBadABI)
+			}
+			if len(c.Data) > MaxTypeNames {
+				return nil, fmt.Errorf("wasmclass: %q section of %d bytes, limit is %d: %w", customTypeNames, len(c.Data), MaxTypeNames, ErrLimit)
+			}
+			v.names, v.hasSection = bytes.Clone(c.Data), true
+		case c.Name == "name" && len(c.Data) <= MaxNameSection:
+			kept = append(kept, c)
+		}
+	}
+	m.Customs = kept
+	return v, nil
+}
 
-	instrumented := bin
-	if !opts.noFuel {
-		st, err := fuel.Instrument(dec, fuel.Config{
-			Budget: opts.Fuel, InitBudget: opts.InitFuel, InitExports: []string{exportInitialize},
-			ImportCosts: wasiCosts,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("wasmclass: fuel instrumentation: %v: %w", err, ErrInvalidModule)
-		}
-		info.Fuel = FuelStats{
-			Budget: opts.Fuel, InitBudget: opts.InitFuel,
-			Functions: st.Functions, BackEdges: st.BackEdges, BulkOps: st.BulkOps, ImportCalls: st.ImportCalls, Wrapped: st.Exports,
-			CodeBytesBefore: st.SizeBefore, CodeBytesAfter: st.SizeAfter,
-		}
-		instrumented = fuel.Encode(dec)
+// instrument is the third stage: fuel, the call-stack account and the
+// export wrappers (package fuel).
+func instrument(m *wasmbin.Module, opts Options) (fuel.Stats, error) {
+	if opts.noFuel {
+		return fuel.Stats{}, nil
 	}
+	st, err := fuel.Instrument(m, fuel.Config{
+		Budget: opts.Fuel, InitBudget: opts.InitFuel, InitExports: []string{exportInitialize},
+		Costs:      fuel.DefaultCosts(opts.MemoryLimitPages, MaxTableElements),
+		Imports:    wasiCosts(),
+		StackLimit: opts.StackLimit,
+		Bounds:     opts.Bounds,
+	})
+	switch {
+	case errors.Is(err, wasmbin.ErrLimit):
+		return st, fmt.Errorf("wasmclass: %w: %w", err, ErrLimit)
+	case err != nil:
+		return st, fmt.Errorf("wasmclass: fuel instrumentation: %w: %w", err, ErrInvalidModule)
+	}
+	return st, nil
+}
 
-	m := &Module{opts: opts}
-	cache := opts.Cache
-	if cache == nil && opts.CacheDir != "" {
-		if cache, err = wazero.NewCompilationCacheWithDir(opts.CacheDir); err != nil {
-			return nil, fmt.Errorf("wasmclass: compilation cache %q: %w", opts.CacheDir, err)
-		}
-		m.ownCache = cache
+// initialize is the last stage: a first instance runs the start function
+// and _initialize under the initialisation budget, the ABI constants and
+// type names are read from it, and its state becomes the snapshot every
+// later instance starts from.
+func initialize(ctx context.Context, c *compiledModule, v *validated, opts Options) (*Module, error) {
+	m := &Module{rt: c.rt, compiled: c.compiled, cleanup: c.cleanup, opts: opts, info: v.info}
+	m.info.Compile = c.stats
+	m.info.Fuel = FuelStats{
+		Budget: opts.Fuel, InitBudget: opts.InitFuel,
+		Functions: v.stats.Functions, BackEdges: v.stats.BackEdges, BulkOps: v.stats.Sized, ImportCalls: v.stats.ImportCalls,
+		StackFrames: v.stats.StackFrames, MaxFrame: v.stats.MaxFrame, Wrapped: v.stats.Exports,
+		CodeBytesBefore: v.stats.SizeBefore, CodeBytesAfter: v.stats.SizeAfter,
 	}
-	cfg := wazero.NewRuntimeConfig().WithMemoryLimitPages(opts.MemoryLimitPages).WithCloseOnContextDone(false)
-	if cache != nil {
-		cfg = cfg.WithCompilationCache(cache)
+	if opts.noFuel {
+		m.info.Fuel = FuelStats{}
 	}
-	m.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	m.breaker.init(opts)
 	fail := func(err error) (*Module, error) {
-		_ = m.Close(ctx)
+		_ = m.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if info.WASI {
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
-			return fail(fmt.Errorf("wasmclass: instantiate WASI: %w", err))
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return fail(fmt.Errorf("wasmclass: instantiate: %w", err))
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	for _, name := range []string{fuel.StartExport, exportInitialize} {
+		if f := mod.ExportedFunction(name); f != nil {
+			if _, err := f.Call(ctx); err != nil {
+				return fail(fmt.Errorf("wasmclass: %s: %w (it has %d units of fuel, Options.InitFuel)", strings.TrimPrefix(name, fuel.Reserved), err, opts.InitFuel))
+			}
 		}
 	}
-	if m.compiled, err = m.rt.CompileModule(ctx, instrumented); err != nil {
-		return fail(fmt.Errorf("wasmclass: compile: %v: %w", err, ErrInvalidModule))
+	if m.info.Start || m.info.Initialize {
+		m.snap = takeSnapshot(mod, v.globals)
 	}
-
-	// Probe instance: read the constants the ABI says are fixed.
-	mod, err := m.instantiate(ctx, info.Initialize)
-	if err != nil {
+	if err := readConstants(ctx, mod, &m.info); err != nil {
 		return fail(err)
 	}
-	defer mod.Close(ctx)
-	if err := readConstants(ctx, mod, &info); err != nil {
-		return fail(err)
-	}
-	var names []byte
-	if hasSection {
-		names = namesFromSection
-	} else if mod.ExportedFunction(exportNames) != nil {
+	names := v.names
+	if !v.hasSection && v.hasExports {
 		if names, err = readNames(ctx, mod); err != nil {
 			return fail(err)
 		}
 	}
-	if info.TypeNames, err = parseTypeNames(names, info.NumTypes); err != nil {
+	if m.info.TypeNames, err = parseTypeNames(names, m.info.NumTypes); err != nil {
 		return fail(err)
 	}
-	m.info = info
+	if err := ctx.Err(); err != nil {
+		return fail(fmt.Errorf("wasmclass: load: %w", err))
+	}
+	m.watch = newWatchdog(m, opts.TimeLimit)
 	return m, nil
+}
+
+// snapshot is an instance's state after initialisation: its memory and
+// the values of the module's mutable globals.
+type snapshot struct {
+	memory  []byte
+	globals map[string]uint64
+}
+
+func takeSnapshot(mod api.Module, globals []string) *snapshot {
+	s := &snapshot{globals: map[string]uint64{}}
+	if mem, ok := mod.Memory().Read(0, mod.Memory().Size()); ok {
+		s.memory = bytes.Clone(mem)
+	}
+	for _, name := range globals {
+		if g := mod.ExportedGlobal(name); g != nil {
+			s.globals[name] = g.Get()
+		}
+	}
+	return s
+}
+
+// restore puts s into a fresh instance.
+func (s *snapshot) restore(mod api.Module) error {
+	mem := mod.Memory()
+	if want := uint32(len(s.memory)); mem.Size() < want {
+		if _, ok := mem.Grow((want - mem.Size()) / 65536); !ok {
+			return errors.New("restore: cannot grow the memory to its initialised size")
+		}
+	}
+	if !mem.Write(0, s.memory) {
+		return errors.New("restore: memory write failed")
+	}
+	for name, val := range s.globals {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			return fmt.Errorf("restore: global %s is missing", name)
+		}
+		g.Set(val)
+	}
+	return nil
 }
 
 // Info returns what Load learnt about the module.
@@ -169,6 +324,16 @@ func (m *Module) Types() []string { return append([]string(nil), m.info.TypeName
 
 // NumTypes returns N: the classifier's types are 0..N-1.
 func (m *Module) NumTypes() int { return m.info.NumTypes }
+
+// Options returns the options the module was loaded with, defaults filled in.
+func (m *Module) Options() Options { return m.opts }
+
+// Disabled reports whether the module was disabled (a call exceeded
+// Options.TimeLimit).
+func (m *Module) Disabled() bool { return m.breaker.disabled() }
+
+// BreakerOpen reports whether the module's circuit breaker is open.
+func (m *Module) BreakerOpen() bool { return m.breaker.isOpen() }
 
 // Close releases the module and its runtime; instances still open stop
 // working (their calls fault and return UNKNOWN). Safe to call twice.
@@ -184,12 +349,15 @@ func (m *Module) Close(ctx context.Context) error {
 }
 
 func (m *Module) closeResources(ctx context.Context) error {
+	if m.watch != nil {
+		m.watch.stop()
+	}
 	var errs []error
 	if m.rt != nil {
 		errs = append(errs, m.rt.Close(ctx))
 	}
-	if m.ownCache != nil {
-		errs = append(errs, m.ownCache.Close(ctx))
+	if m.cleanup != nil {
+		m.cleanup()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("wasmclass: close module: %w", err)
@@ -237,21 +405,6 @@ func (m *Module) release(ctx context.Context) {
 	}
 }
 
-// instantiate creates an anonymous instance and runs _initialize if asked.
-func (m *Module) instantiate(ctx context.Context, initialize bool) (api.Module, error) {
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-	if err != nil {
-		return nil, fmt.Errorf("wasmclass: instantiate: %w", err)
-	}
-	if initialize {
-		if _, err := mod.ExportedFunction(exportInitialize).Call(ctx); err != nil {
-			_ = mod.Close(ctx)
-			return nil, fmt.Errorf("wasmclass: %s: %w", exportInitialize, err)
-		}
-	}
-	return mod, nil
-}
-
 // signature is a function type of i32s only: params count, has a result.
 type signature struct {
 	params  int
@@ -259,47 +412,23 @@ type signature struct {
 }
 
 func (s signature) String() string {
-	return "(" + strings.TrimSuffix(strings.Repeat("i32,", s.params), ",") + ")->" + typeList(s.results)
+	return formatType(bytes.Repeat([]byte{wasmbin.I32}, s.params), bytes.Repeat([]byte{wasmbin.I32}, s.results))
 }
 
-func typeList(n int) string {
-	switch n {
-	case 0:
-		return "()"
-	case 1:
-		return "i32"
+func formatType[T ~byte](params, results []T) string {
+	ps := make([]string, len(params))
+	for i, p := range params {
+		ps[i] = wasmbin.ValueTypeName(byte(p))
 	}
-	return "(" + strings.TrimSuffix(strings.Repeat("i32,", n), ",") + ")"
-}
-
-func formatType(ft *wasm.FunctionType) string {
-	ps := make([]string, len(ft.Params))
-	for i, p := range ft.Params {
-		ps[i] = wasm.ValueTypeName(p)
-	}
-	rs := make([]string, len(ft.Results))
-	for i, r := range ft.Results {
-		rs[i] = wasm.ValueTypeName(r)
+	rs := make([]string, len(results))
+	for i, r := range results {
+		rs[i] = wasmbin.ValueTypeName(byte(r))
 	}
 	res := strings.Join(rs, ",")
 	if len(rs) != 1 {
 		res = "(" + res + ")"
 	}
 	return "(" + strings.Join(ps, ",") + ")->" + res
-}
-
-// wasiCosts meters the WASI functions whose work grows with an argument:
-// the bytes random_get fills, the buffers (iovecs) the fd_ functions walk,
-// the subscriptions poll_oneoff handles. Other WASI functions do a bounded
-// amount of work per call: the host gives no files, no arguments and no
-// environment, and sleeping returns at once.
-var wasiCosts = map[string]fuel.ImportCost{
-	wasiModule + ".random_get":  {Param: 1, Shift: 2}, // slower than memory.fill: 4 bytes a unit
-	wasiModule + ".fd_write":    {Param: 2},
-	wasiModule + ".fd_read":     {Param: 2},
-	wasiModule + ".fd_pwrite":   {Param: 2},
-	wasiModule + ".fd_pread":    {Param: 2},
-	wasiModule + ".poll_oneoff": {Param: 2},
 }
 
 // required lists the exported functions of ABI v1 and their signatures.
@@ -315,38 +444,13 @@ var required = []struct {
 	{exportBatch, signature{1, 1}},
 }
 
-// checkStatic validates what can be checked without running the module:
-// imports, memory, exports and their signatures.
-func checkStatic(m *wasm.Module, opts Options, info *Info) error {
-	for _, im := range m.ImportSection {
-		if im.Module != wasiModule || im.Type != wasm.ExternTypeFunc {
-			return fmt.Errorf("wasmclass: import %q.%q (%s) refused: %w (classifiers may import only %s functions, see sdk/ABI.md)",
-				im.Module, im.Name, wasm.ExternTypeName(im.Type), ErrForbiddenImport, wasiModule)
-		}
-		info.WASI = true
-	}
-	if m.MemorySection == nil {
-		return fmt.Errorf("wasmclass: module defines no memory: %w (export one as %q)", ErrBadABI, exportMemory)
-	}
-	mem := m.MemorySection
-	if mem.Min > opts.MemoryLimitPages {
-		return fmt.Errorf("wasmclass: memory declares a minimum of %d pages, limit is %d: %w (raise the memory page limit)",
-			mem.Min, opts.MemoryLimitPages, ErrMemoryLimit)
-	}
-	if mem.IsMaxEncoded && mem.Max > opts.MemoryLimitPages {
-		return fmt.Errorf("wasmclass: memory declares a maximum of %d pages, limit is %d: %w (lower the module's maximum or raise the memory page limit)",
-			mem.Max, opts.MemoryLimitPages, ErrMemoryLimit)
-	}
-	info.MemoryPages = mem.Min
-	if err := capTables(m); err != nil {
-		return err
-	}
-
-	exports := map[string]*wasm.Export{}
-	for _, e := range m.ExportSection {
+// checkExports checks the exports ABI v1 requires and their signatures.
+func checkExports(m *wasmbin.Module, v *validated) error {
+	exports := map[string]wasmbin.Export{}
+	for _, e := range m.Exports {
 		exports[e.Name] = e
 	}
-	if e, ok := exports[exportMemory]; !ok || e.Type != wasm.ExternTypeMemory {
+	if e, ok := exports[exportMemory]; !ok || e.Kind != wasmbin.KindMemory {
 		return fmt.Errorf("wasmclass: missing memory export %q: %w", exportMemory, ErrBadABI)
 	}
 	check := func(name string, want signature) error {
@@ -354,15 +458,15 @@ func checkStatic(m *wasm.Module, opts Options, info *Info) error {
 		if !ok {
 			return fmt.Errorf("wasmclass: missing export %q with type %s: %w (see sdk/ABI.md)", name, want, ErrBadABI)
 		}
-		if e.Type != wasm.ExternTypeFunc {
-			return fmt.Errorf("wasmclass: export %q is a %s, want a function %s: %w", name, wasm.ExternTypeName(e.Type), want, ErrBadABI)
+		if e.Kind != wasmbin.KindFunc {
+			return fmt.Errorf("wasmclass: export %q is a %s, want a function %s: %w", name, wasmbin.KindName(e.Kind), want, ErrBadABI)
 		}
-		ft, err := exportType(m, e.Index)
-		if err != nil {
-			return fmt.Errorf("wasmclass: export %q: %v: %w", name, err, ErrInvalidModule)
+		ft, ok := m.FuncType(e.Index)
+		if !ok {
+			return fmt.Errorf("wasmclass: export %q: function %d out of range: %w", name, e.Index, ErrInvalidModule)
 		}
 		if !isI32s(ft.Params, want.params) || !isI32s(ft.Results, want.results) {
-			return fmt.Errorf("wasmclass: export %q has type %s, want %s: %w", name, formatType(ft), want, ErrBadABI)
+			return fmt.Errorf("wasmclass: export %q has type %s, want %s: %w", name, formatType(ft.Params, ft.Results), want, ErrBadABI)
 		}
 		return nil
 	}
@@ -382,12 +486,13 @@ func checkStatic(m *wasm.Module, opts Options, info *Info) error {
 				return err
 			}
 		}
+		v.hasExports = true
 	}
 	if _, ok := exports[exportInitialize]; ok {
 		if err := check(exportInitialize, signature{0, 0}); err != nil {
 			return err
 		}
-		info.Initialize = true
+		v.info.Initialize = true
 	}
 	return nil
 }
@@ -400,15 +505,12 @@ const MaxTableElements = 1 << 20
 // capTables refuses tables whose declared sizes exceed MaxTableElements and
 // gives each table without a declared maximum the room left, so that
 // table.grow fails (returns -1) past the cap.
-func capTables(m *wasm.Module) error {
+func capTables(m *wasmbin.Module) error {
 	var declared uint64
-	for i, t := range m.TableSection {
+	for i, t := range m.Tables {
 		size := uint64(t.Min)
-		if t.Max != nil {
-			size = uint64(*t.Max)
-		}
-		if size < uint64(t.Min) {
-			size = uint64(t.Min)
+		if t.HasMax {
+			size = max(uint64(t.Max), size)
 		}
 		declared += size
 		if declared > MaxTableElements {
@@ -416,57 +518,27 @@ func capTables(m *wasm.Module) error {
 				i, declared, MaxTableElements, ErrMemoryLimit)
 		}
 	}
-	for _, t := range m.TableSection {
-		if t.Max == nil {
+	for i := range m.Tables {
+		t := &m.Tables[i]
+		if !t.HasMax {
 			room := uint32(MaxTableElements - declared + uint64(t.Min))
-			t.Max = &room
+			t.Max, t.HasMax = room, true
 			declared += uint64(room - t.Min)
 		}
 	}
 	return nil
 }
 
-func isI32s(ts []wasm.ValueType, n int) bool {
+func isI32s(ts []byte, n int) bool {
 	if len(ts) != n {
 		return false
 	}
 	for _, t := range ts {
-		if t != wasm.ValueTypeI32 {
+		if t != wasmbin.I32 {
 			return false
 		}
 	}
 	return true
-}
-
-// exportType returns the type of function fn (index space including imports).
-func exportType(m *wasm.Module, fn uint32) (*wasm.FunctionType, error) {
-	var imported uint32
-	for _, im := range m.ImportSection {
-		if im.Type != wasm.ExternTypeFunc {
-			continue
-		}
-		if imported == fn {
-			if int(im.DescFunc) >= len(m.TypeSection) {
-				return nil, errors.New("type index out of range")
-			}
-			return m.TypeSection[im.DescFunc], nil
-		}
-		imported++
-	}
-	local := fn - imported
-	if int(local) >= len(m.FunctionSection) || int(m.FunctionSection[local]) >= len(m.TypeSection) {
-		return nil, fmt.Errorf("function index %d out of range", fn)
-	}
-	return m.TypeSection[m.FunctionSection[local]], nil
-}
-
-func customSection(m *wasm.Module, name string) ([]byte, bool) {
-	for _, c := range m.CustomSections {
-		if c.Name == name {
-			return c.Data, true
-		}
-	}
-	return nil, false
 }
 
 // call0 calls a () -> i32 export.
@@ -533,6 +605,9 @@ func readNames(ctx context.Context, mod api.Module) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n > MaxTypeNames {
+		return nil, fmt.Errorf("wasmclass: type names of %d bytes, limit is %d: %w", n, MaxTypeNames, ErrLimit)
+	}
 	b, ok := mod.Memory().Read(addr, n)
 	if !ok {
 		return nil, fmt.Errorf("wasmclass: type names [%d, +%d) are outside the memory: %w", addr, n, ErrBadABI)
@@ -541,18 +616,21 @@ func readNames(ctx context.Context, mod api.Module) ([]byte, error) {
 }
 
 // parseTypeNames splits newline-separated names; missing or empty names
-// get a default ("UNKNOWN" for 0, "type<i>" otherwise).
+// get a default ("UNKNOWN" for 0, "type<i>" otherwise). Each name is at
+// most MaxTypeName bytes of UTF-8 text without control characters.
 func parseTypeNames(b []byte, n int) ([]string, error) {
 	names := make([]string, n)
 	text := strings.TrimRight(string(b), "\n\x00") // tolerate a final newline or C string terminator
 	if text != "" {
-		lines := strings.Split(text, "\n")
-		if len(lines) > n {
-			return nil, fmt.Errorf("wasmclass: %d type names for %d types: %w", len(lines), n, ErrBadABI)
+		if lines := strings.Count(text, "\n") + 1; lines > n {
+			return nil, fmt.Errorf("wasmclass: %d type names for %d types: %w", lines, n, ErrBadABI)
 		}
-		copy(names, lines)
+		copy(names, strings.Split(text, "\n"))
 	}
 	for i, s := range names {
+		if len(s) > MaxTypeName {
+			return nil, fmt.Errorf("wasmclass: type name %d is %d bytes long, limit is %d: %w", i, len(s), MaxTypeName, ErrBadABI)
+		}
 		if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
 			return nil, fmt.Errorf("wasmclass: type name %d (%q) is not UTF-8 text without control characters: %w", i, s, ErrBadABI)
 		}

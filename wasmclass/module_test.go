@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetratelabs/wabin/leb128"
 
-	"github.com/persephone-go/psp/wasmclass/internal/fuel"
+	"github.com/persephone-go/psp/wasmclass/internal/wasmbin"
 )
 
 func TestLoadAndClassify(t *testing.T) {
@@ -85,18 +85,18 @@ func TestTypeNames(t *testing.T) {
 
 // withoutExport re-encodes a module without one export.
 func withoutExport(tb testing.TB, bin []byte, name string) []byte {
-	m, err := fuel.Decode(bin)
+	m, err := wasmbin.Decode(bin, wasmbin.Bounds{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	kept := m.ExportSection[:0]
-	for _, e := range m.ExportSection {
+	kept := m.Exports[:0]
+	for _, e := range m.Exports {
 		if e.Name != name {
 			kept = append(kept, e)
 		}
 	}
-	m.ExportSection = kept
-	return fuel.Encode(m)
+	m.Exports = kept
+	return m.Encode()
 }
 
 func TestLoadErrors(t *testing.T) {

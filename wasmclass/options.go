@@ -2,23 +2,54 @@ package wasmclass
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/persephone-go/psp/wasmclass/internal/wasmbin"
 )
 
 // Defaults applied to zero Options fields.
 const (
-	DefaultMemoryLimitPages  = 64      // 4 MiB
-	DefaultMaxModuleSize     = 8 << 20 // 8 MiB
-	DefaultFuel              = 1_000_000
-	DefaultInitFuelFactor    = 100 // InitFuel = Fuel * factor
-	DefaultBreakerThreshold  = 4
-	DefaultBreakerBackoff    = 1024    // packets
-	DefaultBreakerMaxBackoff = 1 << 20 // packets
+	DefaultMemoryLimitPages = 64      // 4 MiB
+	DefaultMaxModuleSize    = 8 << 20 // 8 MiB
+	// DefaultFuel is about 0.5 ms of the dearest work a module can do
+	// (BenchmarkAdversarial measures a unit at 0.25-0.5 ns on the
+	// project's machines).
+	DefaultFuel           = 1_000_000
+	DefaultInitFuelFactor = 100 // InitFuel = Fuel * factor
+	// DefaultTimeLimit is the wall-clock limit of one call, far above what
+	// the fuel budget buys: it catches a cost model that is wrong on this
+	// machine, not ordinary calls.
+	DefaultTimeLimit         = 20 * time.Millisecond
+	DefaultStackLimit        = 4 << 20 // bytes of estimated frames
+	DefaultBreakerThreshold  = 8       // faulting calls per window
+	DefaultBreakerWindow     = time.Second
+	DefaultBreakerBackoff    = 100 * time.Millisecond
+	DefaultBreakerMaxBackoff = 30 * time.Second
+	DefaultCompileTimeout    = 30 * time.Second
+	DefaultCompileMemory     = 2 << 30 // bytes of address space for a compiling child
+	// MaxTypeName and MaxTypeNames bound the type names a module declares:
+	// bytes per name and in all.
+	MaxTypeName  = 64
+	MaxTypeNames = 64 << 10
+	// MaxCustomSections bounds the custom sections a module may carry; only
+	// "name" (debug names, at most MaxNameSection bytes) and "psp.types"
+	// reach the compiler or the host, the others are dropped at load.
+	MaxCustomSections = 100
+	MaxNameSection    = 1 << 20
 )
 
-// Options configure how classifiers are loaded and run. The zero value is
-// the default for every field.
+// Bounds are the structural limits checked while a module is decoded,
+// before anything is compiled (see Options.Bounds).
+type Bounds = wasmbin.Bounds
+
+// DefaultBounds are Options.Bounds' defaults.
+var DefaultBounds = wasmbin.DefaultBounds
+
+// Options configure how one classifier module is loaded and run. The zero
+// value is the default for every field. Every field is per module, so that
+// a Host can give each tenant its own (TenantSpec.Options).
 type Options struct {
 	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages
 	// (default 64 = 4 MiB). Modules declaring a larger minimum or maximum are
@@ -26,53 +57,135 @@ type Options struct {
 	MemoryLimitPages uint32
 	// MaxModuleSize caps the module binary size in bytes (default 8 MiB).
 	MaxModuleSize int
-	// Fuel is the budget of each call into the classifier: loop iterations
-	// plus entries into functions that call others (default 1,000,000,
-	// roughly 1 ms of work). A batch call shares one budget.
+	// Bounds are structural limits (functions, locals, nesting, br_table
+	// targets, code size...) checked before compiling; zero fields take
+	// DefaultBounds'.
+	Bounds Bounds
+	// Fuel is the budget of each call into the classifier, in units of the
+	// cost model (default 1,000,000, about 0.5 ms of the dearest work). A
+	// batch call shares one budget.
 	Fuel uint64
 	// InitFuel is the budget of the module's start function and of
-	// _initialize (default 100 * Fuel): language runtimes (Go) need far
-	// more than a classification to start.
+	// _initialize, which run once, at load (default 100 * Fuel): language
+	// runtimes (Go) need far more than a classification to start.
 	InitFuel uint64
+	// TimeLimit is the wall-clock limit of one call (default 20 ms). A
+	// call found running longer is stopped (it traps at its next fuel
+	// check), counted as a FaultTime, and the module is disabled: its
+	// packets go to UNKNOWN until it is replaced. It is enforced by a
+	// watchdog goroutine per module that samples the instances every
+	// TimeLimit/2; calls pay nothing for it.
+	TimeLimit time.Duration
+	// StackLimit bounds a call's stack, in bytes of estimated frames
+	// (default 4 MiB): deeper calls trap.
+	StackLimit uint32
 	// CacheDir, if set, keeps compiled code on disk there so that restarts
 	// skip compilation. Ignored when Cache is set.
 	CacheDir string
 	// Cache, if set, is a compilation cache shared with other modules (a
 	// Host shares one across its tenants). The module does not close it.
 	Cache wazero.CompilationCache
-	// BreakerThreshold is the number of consecutive faulting calls after
-	// which an instance's circuit breaker opens (default 4).
-	BreakerThreshold int
-	// BreakerBackoff is the number of packets an open breaker sends to
-	// UNKNOWN before the classifier is tried again (default 1024). Each
-	// failed retry doubles it, up to BreakerMaxBackoff (default 1<<20); a
-	// successful call resets it. Backoff counts packets, not time: a
-	// classifier that sees no traffic is not retried, and the cost of a
-	// faulty classifier stays a bounded fraction of its traffic.
-	BreakerBackoff    int
-	BreakerMaxBackoff int
+	// CompileInChild compiles the module in a child process (the running
+	// executable, which must call RunCompileChild first thing in main)
+	// bounded by CompileTimeout and CompileMemory, and loads the compiled
+	// code from a file cache the child fills. Without it compilation runs
+	// in-process: CompileTimeout then only stops waiting for it.
+	CompileInChild bool
+	// CompileTimeout bounds compilation (default 30 s).
+	CompileTimeout time.Duration
+	// CompileMemory bounds the child's address space, in bytes (default
+	// 2 GiB).
+	CompileMemory uint64
+	// BreakerThreshold is the number of faulting calls of a module version,
+	// all instances together, within BreakerWindow (default 8 per second)
+	// that opens its circuit breaker: its packets then go to UNKNOWN
+	// without calling it for BreakerBackoff (default 100 ms), after which
+	// one call is tried; a fault doubles the backoff (up to
+	// BreakerMaxBackoff, default 30 s), a success closes the breaker.
+	// Successful calls in between do not reset the count.
+	BreakerThreshold  int
+	BreakerWindow     time.Duration
+	BreakerBackoff    time.Duration
+	BreakerMaxBackoff time.Duration
 
 	// noFuel skips the instrumentation; only for the benchmark that
 	// measures its cost (an uninstrumented guest can stall the process).
 	noFuel bool
+	// syncSpares makes an instance build a spare on the calling goroutine
+	// when none is ready after a trap; only for tests that count faults
+	// call by call.
+	syncSpares bool
+}
+
+// Merge returns o with every zero field replaced by base's: a tenant's
+// options over the host's.
+func (o Options) Merge(base Options) Options {
+	if o.MemoryLimitPages == 0 {
+		o.MemoryLimitPages = base.MemoryLimitPages
+	}
+	if o.MaxModuleSize == 0 {
+		o.MaxModuleSize = base.MaxModuleSize
+	}
+	if o.Bounds == (Bounds{}) {
+		o.Bounds = base.Bounds
+	}
+	if o.Fuel == 0 {
+		o.Fuel = base.Fuel
+	}
+	if o.InitFuel == 0 {
+		o.InitFuel = base.InitFuel
+	}
+	if o.TimeLimit == 0 {
+		o.TimeLimit = base.TimeLimit
+	}
+	if o.StackLimit == 0 {
+		o.StackLimit = base.StackLimit
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = base.CacheDir
+	}
+	if o.Cache == nil {
+		o.Cache = base.Cache
+	}
+	o.CompileInChild = o.CompileInChild || base.CompileInChild
+	if o.CompileTimeout == 0 {
+		o.CompileTimeout = base.CompileTimeout
+	}
+	if o.CompileMemory == 0 {
+		o.CompileMemory = base.CompileMemory
+	}
+	if o.BreakerThreshold == 0 {
+		o.BreakerThreshold = base.BreakerThreshold
+	}
+	if o.BreakerWindow == 0 {
+		o.BreakerWindow = base.BreakerWindow
+	}
+	if o.BreakerBackoff == 0 {
+		o.BreakerBackoff = base.BreakerBackoff
+	}
+	if o.BreakerMaxBackoff == 0 {
+		o.BreakerMaxBackoff = base.BreakerMaxBackoff
+	}
+	o.noFuel = o.noFuel || base.noFuel
+	o.syncSpares = o.syncSpares || base.syncSpares
+	return o
 }
 
 // withDefaults validates o and fills in zero fields.
 func (o Options) withDefaults() (Options, error) {
-	if o.MemoryLimitPages == 0 {
-		o.MemoryLimitPages = DefaultMemoryLimitPages
-	}
+	o = o.Merge(Options{
+		MemoryLimitPages: DefaultMemoryLimitPages, MaxModuleSize: DefaultMaxModuleSize, Bounds: DefaultBounds,
+		Fuel: DefaultFuel, TimeLimit: DefaultTimeLimit, StackLimit: DefaultStackLimit,
+		CompileTimeout: DefaultCompileTimeout, CompileMemory: DefaultCompileMemory,
+		BreakerThreshold: DefaultBreakerThreshold, BreakerWindow: DefaultBreakerWindow,
+		BreakerBackoff: DefaultBreakerBackoff, BreakerMaxBackoff: DefaultBreakerMaxBackoff,
+	})
+	o.Bounds = o.Bounds.WithDefaults()
 	if o.MemoryLimitPages > 65536 {
 		return o, fmt.Errorf("%w: MemoryLimitPages %d is over 65536 (4 GiB)", ErrBadSpec, o.MemoryLimitPages)
 	}
-	if o.MaxModuleSize == 0 {
-		o.MaxModuleSize = DefaultMaxModuleSize
-	}
 	if o.MaxModuleSize < 0 {
 		return o, fmt.Errorf("%w: negative MaxModuleSize %d", ErrBadSpec, o.MaxModuleSize)
-	}
-	if o.Fuel == 0 {
-		o.Fuel = DefaultFuel
 	}
 	if o.Fuel > 1<<62 || o.InitFuel > 1<<62 {
 		return o, fmt.Errorf("%w: fuel over 2^62", ErrBadSpec)
@@ -83,18 +196,15 @@ func (o Options) withDefaults() (Options, error) {
 			o.InitFuel = 1 << 62
 		}
 	}
-	if o.BreakerThreshold == 0 {
-		o.BreakerThreshold = DefaultBreakerThreshold
+	if o.TimeLimit < 0 || o.CompileTimeout < 0 {
+		return o, fmt.Errorf("%w: negative time limit", ErrBadSpec)
 	}
-	if o.BreakerBackoff == 0 {
-		o.BreakerBackoff = DefaultBreakerBackoff
+	if o.StackLimit > 1<<30 {
+		return o, fmt.Errorf("%w: StackLimit %d is over 1 GiB", ErrBadSpec, o.StackLimit)
 	}
-	if o.BreakerMaxBackoff == 0 {
-		o.BreakerMaxBackoff = DefaultBreakerMaxBackoff
-	}
-	if o.BreakerThreshold < 0 || o.BreakerBackoff < 0 || o.BreakerMaxBackoff < o.BreakerBackoff {
-		return o, fmt.Errorf("%w: breaker settings (threshold %d, backoff %d, max backoff %d) must be positive with max >= backoff",
-			ErrBadSpec, o.BreakerThreshold, o.BreakerBackoff, o.BreakerMaxBackoff)
+	if o.BreakerThreshold < 0 || o.BreakerWindow < 0 || o.BreakerBackoff < 0 || o.BreakerMaxBackoff < o.BreakerBackoff {
+		return o, fmt.Errorf("%w: breaker settings (threshold %d, window %v, backoff %v, max backoff %v) must be positive with max >= backoff",
+			ErrBadSpec, o.BreakerThreshold, o.BreakerWindow, o.BreakerBackoff, o.BreakerMaxBackoff)
 	}
 	return o, nil
 }

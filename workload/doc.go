@@ -3,13 +3,16 @@
 //
 // A Workload is a list of request types, each with a wire type id (the type
 // field of the psp header, see package wire), a share of the requests and a
-// service-time distribution. The paper's four workloads are built in:
+// service-time distribution. The paper's four workloads, and one for the
+// memcached application, are built in:
 //
 //	high-bimodal     SHORT 1us 50%, LONG 100us 50%
 //	extreme-bimodal  SHORT 0.5us 99.5%, LONG 500us 0.5%
 //	tpcc             Payment 5.7us 44%, OrderStatus 6us 4%, NewOrder 20us 44%,
 //	                 Delivery 88us 4%, StockLevel 100us 4%
 //	rocksdb          GET 1.5us 50%, SCAN 635us 50%
+//	memcached        GET 2us 90%, MULTIGET (100 keys) 101us 5%, SET 2us 5%
+//	                 (for psp client --format memcached)
 //
 // Others are read from a YAML (.yaml, .yml) or JSON (.json) file with Load,
 // or by Parse, which accepts a built-in name or a path:

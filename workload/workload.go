@@ -247,6 +247,21 @@ func (w *Workload) LoadForRate(rate float64, workers int) float64 {
 	return rate * w.MeanService() / 1e9 / float64(workers)
 }
 
+// Dilated returns a copy of w whose service times are multiplied by f (> 0):
+// the workload as an emulated server with dilation f runs it. Slowdowns
+// are unchanged; latencies, rates and deadlines move to the dilated scale.
+func (w *Workload) Dilated(f float64) Workload {
+	d := Workload{Name: w.Name, Types: make([]TypeSpec, len(w.Types))}
+	scale := func(v Duration) Duration { return Duration(math.Round(float64(v) * f)) }
+	for i, t := range w.Types {
+		s := t.Service
+		s.Value, s.Mean, s.P99, s.Low, s.High = scale(s.Value), scale(s.Mean), scale(s.P99), scale(s.Low), scale(s.High)
+		t.Service = s
+		d.Types[i] = t
+	}
+	return d
+}
+
 // TypeNames lists the type names in order.
 func (w *Workload) TypeNames() []string {
 	out := make([]string, len(w.Types))
@@ -304,6 +319,14 @@ func builtins() map[string]Workload {
 		"rocksdb": {Name: "rocksdb", Types: []TypeSpec{
 			{Name: "GET", ID: wire.TypeGet, Share: 0.5, Service: fixed(1500 * time.Nanosecond)},
 			{Name: "SCAN", ID: wire.TypeScan, Share: 0.5, Service: fixed(635 * us)},
+		}},
+		// memcached: single-key gets, multi-gets of 100 keys and sets, with
+		// the nominal costs of the memcached application's emulation (1us
+		// per command and per key); ids are its classifier's types.
+		"memcached": {Name: "memcached", Types: []TypeSpec{
+			{Name: "GET", ID: 1, Share: 0.9, Service: fixed(2 * us)},
+			{Name: "MULTIGET", ID: 2, Share: 0.05, Service: fixed(101 * us)},
+			{Name: "SET", ID: 3, Share: 0.05, Service: fixed(2 * us)},
 		}},
 	}
 }

@@ -24,8 +24,9 @@ func TestBuiltins(t *testing.T) {
 		{"extreme-bimodal", 0.995*500 + 0.005*500e3, []uint32{1, 2}},
 		{"tpcc", 0.44*5700 + 0.04*6000 + 0.44*20000 + 0.04*88000 + 0.04*100000, []uint32{6, 8, 5, 7, 9}},
 		{"rocksdb", 0.5*1500 + 0.5*635e3, []uint32{10, 11}},
+		{"memcached", 0.9*2000 + 0.05*101000 + 0.05*2000, []uint32{1, 2, 3}},
 	}
-	if got := strings.Join(Names(), ","); got != "extreme-bimodal,high-bimodal,rocksdb,tpcc" {
+	if got := strings.Join(Names(), ","); got != "extreme-bimodal,high-bimodal,memcached,rocksdb,tpcc" {
 		t.Fatalf("Names() = %s", got)
 	}
 	for _, c := range cases {

@@ -67,12 +67,20 @@ type Config struct {
 	// than sleeping, on top of the learned timer overshoot. Negative: only
 	// the learned overshoot. Default 50µs.
 	SpinTail time.Duration
+	// MaxService caps the nominal service time a request may ask for
+	// (before dilation); longer requests are refused as over the cap.
+	// Default spin.DefaultMaxService (1ms: 1s of worker time at a dilation
+	// of 1000).
+	MaxService spin.Cap
 }
 
 // Validate reports a bad config.
 func (c Config) Validate() error {
 	if c.Dilation < 0 || c.Dilation > 1e9 {
 		return fmt.Errorf("%w: dilation %g, want 0 (default) or a positive factor up to 1e9", ErrConfig, c.Dilation)
+	}
+	if err := c.MaxService.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }
@@ -160,7 +168,10 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 
 // Handler emulates psp-header requests: it waits for the header's service
 // time times the dilation, then echoes the header.
-type Handler struct{ sleeper *Sleeper }
+type Handler struct {
+	sleeper *Sleeper
+	max     spin.Cap
+}
 
 // New returns a Handler for c.
 func New(c Config) (*Handler, error) {
@@ -168,17 +179,30 @@ func New(c Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{sleeper: s}, nil
+	return &Handler{sleeper: s, max: c.MaxService}, nil
 }
 
-// Handle implements dispatcher.Handler. Payloads shorter than the header and
-// nominal service times above spin.MaxService are refused (no reply).
-func (h *Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
+// Handle implements dispatcher.Handler.
+func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == nic.Answer
+}
+
+// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// the cap are refused before they are queued.
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
+
+// Serve implements nic.OutcomeHandler. Payloads shorter than the
+// header are refused, nominal service times above Config.MaxService are
+// refused as over the cap (no reply).
+func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
-	if err != nil || time.Duration(hdr.ServiceNs) > spin.MaxService {
-		return false
+	switch {
+	case err != nil:
+		return nic.Refuse
+	case h.max.Over(hdr.ServiceNs):
+		return nic.RefuseOverCap
 	}
 	h.sleeper.Wait(time.Duration(hdr.ServiceNs))
 	spin.Echo(b)
-	return true
+	return nic.Answer
 }

@@ -21,11 +21,17 @@
 // # Response format
 //
 // The response starts with the request's header echoed, except offset 8,
-// which carries a status (StatusOK 0, StatusNotFound 1, StatusBadRequest 2).
-// After it:
+// which carries a status (StatusOK 0, StatusNotFound 1, StatusBadRequest 2,
+// StatusOverloaded 3). After it:
 //
 //	GET:  the value (cut to what fits in the buffer)
 //	SCAN: u32 keys read, u32 value bytes read, u64 FNV-1a hash of the values
+//
+// A request the server shed (its type over its budget, past its deadline in
+// the queue, still queued at shutdown) is answered with the header alone and
+// StatusOverloaded, from the dispatcher (Store implements
+// dispatcher.OverloadReplier): the client can retry later or elsewhere at
+// once rather than wait for a timeout.
 //
 // # Classification
 //

@@ -28,6 +28,9 @@ const (
 	StatusOK         uint32 = 0
 	StatusNotFound   uint32 = 1
 	StatusBadRequest uint32 = 2
+	// StatusOverloaded: the server shed the request without serving it
+	// (see ReplyOverloaded); try again later or elsewhere.
+	StatusOverloaded uint32 = 3
 )
 
 // Errors returned by Parse.
@@ -168,6 +171,19 @@ func (s *Store) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 	}
 	binary.LittleEndian.PutUint32(b.Data[8:], status)
 	b.Len = n
+	return true
+}
+
+// ReplyOverloaded implements dispatcher.OverloadReplier: a request with a
+// psp header gets its header back with StatusOverloaded at offset 8;
+// shorter payloads get no reply. It allocates nothing and is safe to call
+// concurrently with Handle.
+func (s *Store) ReplyOverloaded(_ darc.Type, b *nic.Buffer) bool {
+	if b.Len < wire.HeaderLen || len(b.Data) < wire.HeaderLen {
+		return false
+	}
+	binary.LittleEndian.PutUint32(b.Data[8:], StatusOverloaded)
+	b.Len = wire.HeaderLen
 	return true
 }
 

@@ -161,3 +161,22 @@ func BenchmarkScan(b *testing.B) {
 		s.Handle(0, 11, buf)
 	}
 }
+
+func TestReplyOverloaded(t *testing.T) {
+	var s Store // ReplyOverloaded needs no database
+	b := request(Request{ID: 7, Op: wire.TypeScan, Count: 9, Key: []byte("k00001")})
+	if !s.ReplyOverloaded(11, b) {
+		t.Fatal("no overloaded reply for a well-formed request")
+	}
+	h, _ := wire.Decode(b.Payload())
+	if b.Len != wire.HeaderLen || h.ID != 7 || h.Type != wire.TypeScan || h.Reserved != StatusOverloaded {
+		t.Errorf("reply len %d header %+v", b.Len, h)
+	}
+	b.Len = 5
+	if s.ReplyOverloaded(0, b) {
+		t.Error("replied to a 5-byte runt")
+	}
+	if a := testing.AllocsPerRun(100, func() { b.Len = 16; s.ReplyOverloaded(10, b) }); a != 0 {
+		t.Errorf("ReplyOverloaded allocates %v times", a)
+	}
+}

@@ -6,6 +6,7 @@
 package spin
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/persephone-go/psp/darc"
@@ -13,25 +14,85 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
-// MaxService is the longest service time a request may ask for (the paper's
-// longest is 500µs); longer requests are refused, so a garbage header cannot
-// hold a worker for seconds.
-const MaxService = 10 * time.Millisecond
+// DefaultMaxService is the default cap on the service time one request may
+// ask for: twice the paper's longest request (500µs) and above every
+// built-in workload's longest (the rocksdb SCAN, 635µs). Longer requests
+// are refused, so a garbage or hostile header cannot hold a worker for
+// long.
+const DefaultMaxService = time.Millisecond
+
+// MaxServiceLimit is the largest cap a synthetic application accepts: the
+// header's service field is 32-bit nanoseconds.
+const MaxServiceLimit = time.Duration(1<<32 - 1)
+
+// Cap is the synthetic applications' cap on the service time a request may
+// ask for (in the header's nominal time, before any dilation). Zero means
+// DefaultMaxService.
+type Cap time.Duration
+
+// Validate reports a cap out of range.
+func (c Cap) Validate() error {
+	if c < 0 || time.Duration(c) > MaxServiceLimit {
+		return fmt.Errorf("max service %v out of range (want 0 for the default %v, up to %v)", time.Duration(c), DefaultMaxService, MaxServiceLimit)
+	}
+	return nil
+}
+
+// Over reports whether a request asking for serviceNs exceeds the cap.
+func (c Cap) Over(serviceNs uint32) bool {
+	limit := time.Duration(c)
+	if limit == 0 {
+		limit = DefaultMaxService
+	}
+	return time.Duration(serviceNs) > limit
+}
 
 // Handler spins for the header's service time and echoes the header.
-// Payloads shorter than the header and service times above MaxService are
-// refused (no reply; the dispatcher counts them).
-type Handler struct{}
+// Payloads shorter than the header are refused, and requests asking for
+// more than MaxService are refused as over the cap (no reply; the
+// dispatcher counts them).
+type Handler struct {
+	// MaxService caps the service time a request may ask for (zero:
+	// DefaultMaxService).
+	MaxService Cap
+}
 
 // Handle implements dispatcher.Handler.
-func (Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
-	h, err := wire.Decode(b.Payload())
-	if err != nil || time.Duration(h.ServiceNs) > MaxService {
-		return false
+func (h Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == nic.Answer
+}
+
+// Admit implements dispatcher.Admitter: the header and the cap are checked
+// before the request is queued, so a flood of requests over the cap costs
+// no worker anything.
+func (h Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.MaxService.Admit(b) }
+
+// Admit is the check of Handler.Admit for any synthetic application under
+// cap c: Refuse for a payload shorter than the header, RefuseOverCap for a
+// service time over the cap, Answer otherwise.
+func (c Cap) Admit(b *nic.Buffer) nic.Outcome {
+	hdr, err := wire.Decode(b.Payload())
+	switch {
+	case err != nil:
+		return nic.Refuse
+	case c.Over(hdr.ServiceNs):
+		return nic.RefuseOverCap
 	}
-	Wait(time.Duration(h.ServiceNs))
+	return nic.Answer
+}
+
+// Serve implements nic.OutcomeHandler.
+func (h Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
+	hdr, err := wire.Decode(b.Payload())
+	switch {
+	case err != nil:
+		return nic.Refuse
+	case h.MaxService.Over(hdr.ServiceNs):
+		return nic.RefuseOverCap
+	}
+	Wait(time.Duration(hdr.ServiceNs))
 	Echo(b)
-	return true
+	return nic.Answer
 }
 
 // Echo turns the request in b into its response: the request's header,

@@ -10,6 +10,7 @@
 package tpcc
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/persephone-go/psp/app/emulate"
@@ -64,16 +65,24 @@ type Config struct {
 	Dilation float64
 	// SpinTail is emulate's spin tail (dilation only).
 	SpinTail time.Duration
+	// MaxService caps the nominal service time a request may ask for;
+	// longer requests are refused as over the cap. Default
+	// spin.DefaultMaxService.
+	MaxService spin.Cap
 }
 
 // Handler runs TPC-C transactions.
 type Handler struct {
 	sleeper *emulate.Sleeper // nil: spin
+	max     spin.Cap
 }
 
 // New returns a Handler for c.
 func New(c Config) (*Handler, error) {
-	h := &Handler{}
+	if err := c.MaxService.Validate(); err != nil {
+		return nil, fmt.Errorf("tpcc: %w", err)
+	}
+	h := &Handler{max: c.MaxService}
 	if c.Dilation > 0 {
 		s, err := emulate.NewSleeper(emulate.Config{Dilation: c.Dilation, SpinTail: c.SpinTail})
 		if err != nil {
@@ -84,13 +93,25 @@ func New(c Config) (*Handler, error) {
 	return h, nil
 }
 
-// Handle implements dispatcher.Handler. Requests of other types run for
-// their header's service time; payloads shorter than the header and service
-// times above spin.MaxService are refused.
-func (h *Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
+// Handle implements dispatcher.Handler.
+func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == nic.Answer
+}
+
+// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// the cap are refused before they are queued.
+func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
+
+// Serve implements nic.OutcomeHandler. Requests of other types run
+// for their header's service time; payloads shorter than the header are
+// refused, service times above Config.MaxService refused as over the cap.
+func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 	hdr, err := wire.Decode(b.Payload())
-	if err != nil || time.Duration(hdr.ServiceNs) > spin.MaxService {
-		return false
+	switch {
+	case err != nil:
+		return nic.Refuse
+	case h.max.Over(hdr.ServiceNs):
+		return nic.RefuseOverCap
 	}
 	d := time.Duration(hdr.ServiceNs)
 	if d == 0 {
@@ -102,5 +123,5 @@ func (h *Handler) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 		spin.Wait(d)
 	}
 	spin.Echo(b)
-	return true
+	return nic.Answer
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -46,5 +47,24 @@ func TestHandleUsesNominalMeanWhenZero(t *testing.T) {
 	spinning.Handle(0, 6, b)
 	if el := time.Since(start); el < time.Microsecond {
 		t.Errorf("Payment with 1µs in the header took %v", el)
+	}
+}
+
+func TestServiceCap(t *testing.T) {
+	h, err := New(Config{MaxService: spin.Cap(50 * time.Microsecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &nic.Buffer{Data: make([]byte, 16), Len: 16}
+	wire.Header{ID: 1, Type: wire.TypeStockLevel, ServiceNs: 100_000}.Encode(b.Data)
+	if got := h.Serve(0, 9, b); got != nic.RefuseOverCap {
+		t.Errorf("100µs under a 50µs cap: %v, want RefuseOverCap", got)
+	}
+	wire.Header{ID: 2, Type: wire.TypePayment, ServiceNs: 0}.Encode(b.Data) // nominal 5.7µs
+	if got := h.Serve(0, 6, b); got != nic.Answer {
+		t.Errorf("Payment at its nominal mean: %v, want Answer", got)
+	}
+	if _, err := New(Config{MaxService: -1}); err == nil {
+		t.Error("a negative cap was accepted")
 	}
 }

@@ -116,7 +116,7 @@ func classifierCheckCommand() *cli.Command {
 			fmt.Fprintf(w, "memory:       %d pages declared, limit %d\n", info.MemoryPages, c.Uint("memory-pages"))
 			switch {
 			case info.WASI && info.Initialize:
-				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1 (_initialize runs per instance)")
+				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1 (psp's own; _initialize runs once, at load)")
 			case info.WASI:
 				fmt.Fprintln(w, "imports:      wasi_snapshot_preview1")
 			default:
@@ -127,9 +127,12 @@ func classifierCheckCommand() *cli.Command {
 			if f.CodeBytesBefore > 0 {
 				growth = 100 * float64(f.CodeBytesAfter-f.CodeBytesBefore) / float64(f.CodeBytesBefore)
 			}
-			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d function entries and %d loop back edges;\n"+
+			fmt.Fprintf(w, "fuel:         %d per call (%d for initialisation); metered %d function entries, %d loop back edges,\n"+
+				"              %d sized instructions, %d WASI calls; %d functions keep the stack account (largest charge %d bytes);\n"+
 				"              wrapped %d entry points; code %d -> %d bytes (+%.1f%%)\n",
-				f.Budget, f.InitBudget, f.Functions, f.BackEdges, f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
+				f.Budget, f.InitBudget, f.Functions, f.BackEdges, f.BulkOps, f.ImportCalls, f.StackFrames, f.MaxFrame,
+				f.Wrapped, f.CodeBytesBefore, f.CodeBytesAfter, growth)
+			fmt.Fprintf(w, "compile:      %v\n", info.Compile.Duration.Round(time.Millisecond))
 			fmt.Fprintf(w, "types:        N = %d\n", info.NumTypes)
 			for id, name := range info.TypeNames {
 				fmt.Fprintf(w, "  %5d  %s\n", id, name)

@@ -18,6 +18,7 @@ import (
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -33,8 +34,12 @@ func loadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time", DefaultText: "20 x the longest mean service time x dilation, at least 100ms"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
-		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps) or kv (GET/SCAN + key for the kv app; use the rocksdb workload)"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's UDP protocol: get, multi-get, set; use the memcached workload)"},
 		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
+		&cli.IntFlag{Name: "memcached-keys", Value: loadgen.DefaultMemcachedKeys, Usage: "--format memcached: the key space k0..k<N-1>, stored before each run (see --preload)"},
+		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
+		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached: bytes per value (SET and preload)"},
+		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
 	}
@@ -43,7 +48,7 @@ func loadFlags() []cli.Flag {
 // planFromFlags reads the shared load flags into a plan; the rate or load
 // comes later.
 func planFromFlags(c *cli.Context) (harness.Plan, error) {
-	if err := refuseZero(c, "workload", "workers", "dilation", "duration", "grace", "max-lag", "kv-keys", "format"); err != nil {
+	if err := refuseZero(c, "workload", "workers", "dilation", "duration", "grace", "max-lag", "kv-keys", "format", "memcached-keys", "multiget-keys", "value-size"); err != nil {
 		return harness.Plan{}, err
 	}
 	w, err := workload.Parse(c.String("workload"))
@@ -79,7 +84,11 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			FromActualSend: c.Bool("from-send"),
 			Format:         c.String("format"),
 			KVKeys:         c.Int("kv-keys"),
+			MemcachedKeys:  c.Int("memcached-keys"),
+			MultiGetKeys:   c.Int("multiget-keys"),
+			ValueSize:      c.Int("value-size"),
 		},
+		Preload: c.Bool("preload"),
 	}
 	p.Progress = progressWriter(c)
 	return p, nil
@@ -104,7 +113,7 @@ func progressWriter(c *cli.Context) io.Writer {
 func clientCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "client",
-		Usage: "send an open-loop Poisson load of psp-header requests to a server and report latencies",
+		Usage: "send an open-loop Poisson load of requests (psp header, kv or memcached) to a server and report latencies",
 		Description: "psp client sends requests at the times of a seeded Poisson schedule, whatever the\n" +
 			"server's replies do, and measures each latency from the request's intended send\n" +
 			"time (no coordinated omission). It prints per-type and overall p50/p99/p99.9\n" +
@@ -115,12 +124,13 @@ func clientCommand() *cli.Command {
 			"--dilation, or --admin and the client reads it from the server's status.\n\n" +
 			"Examples:\n" +
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
-			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json",
+			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json\n" +
+			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP `ADDR` (host:port)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
 			&cli.Float64Flag{Name: "load", Usage: "offered load as a fraction of the workers' capacity: rate = load x workers / (mean service time x dilation)"},
-			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy"},
+			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy, and the report adds the server's own account of the run (drops by reason, kernel drops)"},
 			&cli.StringFlag{Name: "label", Value: "server", Usage: "policy name recorded in the results (e.g. darc), for psp plot"},
 			jsonFlag(),
 			&cli.StringFlag{Name: "samples", Usage: "write every request (send time, reply time, latency, status) to this CSV `FILE`"},
@@ -147,8 +157,11 @@ func runClient(c *cli.Context) error {
 	}
 	p.Spec.Server = c.String("server")
 	label := c.String("label")
+	var admin *harness.AdminClient
+	var before *server.Status
 	if c.IsSet("admin") {
-		admin, err := harness.NewAdminClient(c.String("admin"), 0)
+		var err error
+		admin, err = harness.NewAdminClient(c.String("admin"), 0)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
@@ -160,6 +173,7 @@ func runClient(c *cli.Context) error {
 		if !c.IsSet("label") && st.Policy != "" {
 			label = st.Policy
 		}
+		before = st
 	}
 	p.Rate, p.Load = c.Float64("rate"), c.Float64("load")
 	switch {
@@ -193,6 +207,16 @@ func runClient(c *cli.Context) error {
 			return fmt.Errorf("client: %w", err)
 		}
 		printClientDetails(out, res)
+		if before != nil {
+			// Let the server publish its stats (every 100ms) for the end
+			// of the run.
+			time.Sleep(250 * time.Millisecond)
+			if after, err := admin.Status(c.Context); err != nil {
+				fmt.Fprintf(out, "server: %v\n", err)
+			} else {
+				printServerAccount(out, before, after)
+			}
+		}
 	}
 	if !res.Sustained {
 		return fmt.Errorf("client: run not sustained: %s", res.NotSustainedReason())
@@ -200,9 +224,39 @@ func runClient(c *cli.Context) error {
 	return nil
 }
 
+// printServerAccount prints the server's own account of the run (the
+// difference between two /status documents) and checks its accounting
+// identity: received = answered + dropped (by reason) + in flight, with the
+// packets dropped before the server received them beside it.
+func printServerAccount(w io.Writer, before, after *server.Status) {
+	d := after.Drops.Since(before.Drops)
+	sub := func(a, b uint64) uint64 { return a - min(a, b) }
+	received := sub(after.Received, before.Received)
+	answered := sub(after.Answered, before.Answered)
+	dropped := sub(after.Dropped, before.Dropped)
+	fmt.Fprintf(w, "server, during the run: received %d, answered %d, dropped %d", received, answered, dropped)
+	if dropped > 0 {
+		fmt.Fprintf(w, " (%s)", d)
+	}
+	if n := sub(after.OverloadReplies, before.OverloadReplies); n > 0 {
+		fmt.Fprintf(w, ", %d of them answered \"overloaded\"", n)
+	}
+	fmt.Fprintf(w, "; in flight %d now; dropped before the server (kernel socket or device) %d, send errors %d\n",
+		after.InFlight, sub(after.Net.RxDropped, before.Net.RxDropped), sub(after.Net.TxErrors, before.Net.TxErrors))
+	holds := "holds"
+	if after.Received != after.Answered+after.Dropped+after.InFlight {
+		holds = "DOES NOT HOLD"
+	}
+	fmt.Fprintf(w, "server, since start: received %d = answered %d + dropped %d + in flight %d: %s\n",
+		after.Received, after.Answered, after.Dropped, after.InFlight, holds)
+}
+
 // printClientDetails prints the client-side counters the table has no room for.
 func printClientDetails(w io.Writer, r *loadgen.Result) {
 	fmt.Fprintf(w, "sent %d of %d scheduled, answered %d in time, %d late, %d lost", r.Sent, r.Scheduled, r.Answered, r.Late, r.Lost)
+	if r.Overloaded > 0 {
+		fmt.Fprintf(w, ", %d answered \"overloaded\" (shed)", r.Overloaded)
+	}
 	if r.SendErrors+r.BadReplies+r.Duplicates+r.Refused+r.ErrorReplies > 0 {
 		fmt.Fprintf(w, ", %d send errors, %d bad replies, %d duplicates, %d refused, %d error statuses", r.SendErrors, r.BadReplies, r.Duplicates, r.Refused, r.ErrorReplies)
 	}

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // serveSetting ties a psp serve flag to its config key (its YAML path) and
@@ -42,8 +45,10 @@ func serveSettings() []serveSetting {
 			"dataplane", str(func(c *server.Config) *string { return &c.Dataplane })},
 		{&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
 			"eal", func(c *cli.Context, n string, cfg *server.Config) { cfg.EAL = strings.Fields(c.String(n)) }},
-		{&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: fmt.Sprint(server.DefaultBuffers)},
+		{&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBuffers, server.DefaultMemcachedBuffers)},
 			"buffers", num(func(c *server.Config) *int { return &c.Buffers })},
+		{&cli.IntFlag{Name: "buf-size", Usage: "packet buffer size in `BYTES`: the longest datagram accepted", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBufSize, server.DefaultMemcachedBufSize)},
+			"buf_size", num(func(c *server.Config) *int { return &c.BufSize })},
 		{&cli.StringFlag{Name: "policy", Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", "), DefaultText: server.DefaultPolicy},
 			"policy", str(func(c *server.Config) *string { return &c.Policy })},
 		{&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)", DefaultText: "0"},
@@ -59,7 +64,7 @@ func serveSettings() []serveSetting {
 		{&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: fmt.Sprint(darc.DefaultQueueCapacity)},
 			"queue_capacity", num(func(c *server.Config) *int { return &c.QueueCapacity })},
 		{&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window",
-			DefaultText: fmt.Sprintf("%d; %d with --app emulate", darc.DefaultMinSamples, server.DefaultEmulateMinSamples)},
+			DefaultText: fmt.Sprintf("%d; %d with --app emulate or memcached with --dilation", darc.DefaultMinSamples, server.DefaultEmulateMinSamples)},
 			"min_samples", num(func(c *server.Config) *int { return &c.MinSamples })},
 		{&cli.Float64Flag{Name: "delay-factor", Usage: "queuing delay, in multiples of a type's mean, that triggers a reservation check (the paper uses 10)", DefaultText: fmt.Sprint(darc.DefaultDelayFactor)},
 			"delay_factor", flt(func(c *server.Config) *float64 { return &c.DelayFactor })},
@@ -71,20 +76,32 @@ func serveSettings() []serveSetting {
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
 		{&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
 			"burst", num(func(c *server.Config) *int { return &c.Burst })},
-		{&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown (0: drop queued requests at once)", DefaultText: "5s"},
+		{&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do, what is left dropped as shutdown (0: drop queued requests at once)", DefaultText: "5s"},
 			"drain_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.DrainTimeout = c.Duration(n) }},
+		{&cli.Float64Flag{Name: "deadline-factor", Usage: "automatic queue deadlines: a request waiting longer than this x the longest mean service time that can hold up its workers (at least --deadline-floor) is dropped unserved, as expired (0: no automatic deadlines)", DefaultText: fmt.Sprint(darc.DefaultDeadlineFactor)},
+			"deadline_factor", flt(func(c *server.Config) *float64 { return &c.DeadlineFactor })},
+		{&cli.DurationFlag{Name: "deadline-floor", Usage: "least automatic queue deadline (0: none)", DefaultText: time.Duration(darc.DefaultDeadlineFloor).String()},
+			"deadline_floor", func(c *cli.Context, n string, cfg *server.Config) { cfg.DeadlineFloor = c.Duration(n) }},
 		{&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` for every port (default: the native psp-header classifier)"},
 			"classifier", func(c *cli.Context, n string, cfg *server.Config) { cfg.Classifier, cfg.Tenants = c.String(n), nil }},
-		{&cli.StringFlag{Name: "app", Usage: "application `NAME`: emulate, spin, tpcc or kv", DefaultText: server.DefaultApp},
+		{&cli.StringFlag{Name: "app", Usage: "application `NAME`: emulate, spin, tpcc, kv or memcached (memcached's protocol over UDP)", DefaultText: server.DefaultApp},
 			"app.name", str(func(c *server.Config) *string { return &c.App.Name })},
-		{&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms) and of tpcc (sleeps when set; 0 spins)", DefaultText: fmt.Sprintf("%d for emulate, 0 for tpcc", server.DefaultEmulateDilation)},
+		{&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms), of tpcc (sleeps when set; 0 spins) and of memcached's emulated costs (1µs per command and per key, slept when set)", DefaultText: fmt.Sprintf("%d for emulate, 0 for tpcc and memcached", server.DefaultEmulateDilation)},
 			"app.dilation", flt(func(c *server.Config) *float64 { return &c.App.Dilation })},
 		{&cli.DurationFlag{Name: "spin-tail", Usage: "end of each emulated service time spent spinning, on top of the learned timer overshoot (0: none)", DefaultText: "50µs"},
 			"app.spin_tail", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.SpinTail = c.Duration(n) }},
+		{&cli.DurationFlag{Name: "max-service", Usage: "spin, emulate, tpcc: the longest (nominal, undilated) service time a request may ask for; longer ones are refused and counted (service_cap)", DefaultText: server.DefaultMaxService.String()},
+			"app.max_service", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.MaxService = c.Duration(n) }},
 		{&cli.StringFlag{Name: "kv-dir", Usage: "Pebble `DIR` for the kv app (default: in memory)"},
 			"app.kv.dir", str(func(c *server.Config) *string { return &c.App.KV.Dir })},
 		{&cli.IntFlag{Name: "kv-keys", Usage: "keys preloaded by the kv app", DefaultText: "5000"},
 			"app.kv.keys", num(func(c *server.Config) *int { return &c.App.KV.Keys })},
+		{&cli.StringFlag{Name: "memcached-dir", Usage: "Pebble `DIR` for the memcached app: what is set there survives a restart (default: in memory)"},
+			"app.memcached.dir", str(func(c *server.Config) *string { return &c.App.Memcached.Dir })},
+		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
+			"app.memcached.tcp", str(func(c *server.Config) *string { return &c.App.Memcached.TCP })},
+		{&cli.IntFlag{Name: "memcached-max-item-size", Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
+			"app.memcached.max_item_size", num(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
 		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token required by PUT /tenants/{name}/classifier"},
@@ -101,6 +118,11 @@ func serveCommand() *cli.Command {
 	for _, s := range serveSettings() {
 		flags = append(flags, s.flag)
 	}
+	flags = append(flags,
+		&cli.StringSliceFlag{Name: "deadline", Usage: "per-type queue deadline `NAME=DURATION` (or NAME=off), repeatable: overrides the automatic one (config: types.NAME.deadline)"},
+		&cli.StringSliceFlag{Name: "budget", Usage: "per-type budget `NAME=N`, repeatable: the most requests of the type held at once, queued or running (config: types.NAME.budget)"},
+		&cli.StringSliceFlag{Name: "guarantee", Usage: "per-type guarantee `NAME=N`, repeatable: requests of the type always admitted, whatever the others hold (config: types.NAME.guarantee)"},
+	)
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the request dispatcher: receive requests over UDP, classify, schedule with DARC, answer",
@@ -108,8 +130,13 @@ func serveCommand() *cli.Command {
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
 			"errors) and are overridden by flags. A zero, in the file or a flag, is used where\n" +
 			"it means something (--spin 0: park at once) and refused elsewhere (--workers 0).\n" +
-			"SIGINT/SIGTERM stop it gracefully: queued requests are answered before it exits;\n" +
-			"a second signal quits at once. --print-config shows the effective config.\n\n" +
+			"SIGINT/SIGTERM stop it gracefully: queued requests are answered for at most\n" +
+			"--drain-timeout, then the process exits; a second signal quits at once.\n" +
+			"--print-config shows the effective config.\n\n" +
+			"Overload: each request type has a budget of the dataplane's buffers (a guaranteed\n" +
+			"part plus what it borrows from a shared part) and a queue deadline; requests over\n" +
+			"the budget or past the deadline are dropped and counted by reason (psp status,\n" +
+			"/metrics), answered \"overloaded\" where the protocol allows (kv).\n\n" +
 			"Example (emulated High Bimodal server on loopback, DARC after 500 samples):\n" +
 			"  psp serve --app emulate --dilation 1000 --policy darc --workers 14 --min-samples 500",
 		Flags:  flags,
@@ -146,7 +173,43 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 			return cfg, fmt.Errorf("%w (flag --%s)", err, flagOfKey(key))
 		}
 	}
+	if err := typeLimitFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, cfg.Validate()
+}
+
+// typeLimitFlags merges --deadline, --budget and --guarantee NAME=VALUE
+// into cfg.Types.
+func typeLimitFlags(c *cli.Context, cfg *server.Config) error {
+	for _, flag := range []string{"deadline", "budget", "guarantee"} {
+		for _, kv := range c.StringSlice(flag) {
+			name, value, ok := strings.Cut(kv, "=")
+			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+			if !ok || name == "" || value == "" {
+				return fmt.Errorf("--%s %q: want NAME=VALUE, e.g. --%s LONG=%s", flag, kv, flag, map[string]string{"deadline": "500ms", "budget": "2000", "guarantee": "500"}[flag])
+			}
+			if cfg.Types == nil {
+				cfg.Types = map[string]server.TypeLimits{}
+			}
+			l := cfg.Types[name]
+			if flag == "deadline" {
+				l.Deadline = value
+			} else {
+				n, err := strconv.Atoi(value)
+				if err != nil || n < 1 {
+					return fmt.Errorf("--%s %q: want a count >= 1", flag, kv)
+				}
+				if flag == "budget" {
+					l.Budget = n
+				} else {
+					l.Guarantee = n
+				}
+			}
+			cfg.Types[name] = l
+		}
+	}
+	return nil
 }
 
 // flagOfKey returns the psp serve flag of a config key.
@@ -202,7 +265,7 @@ func runServe(c *cli.Context) error {
 		<-ctx.Done()
 		stop()
 	}()
-	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter})
+	srv, err := server.New(ctx, cfg, server.Options{Log: c.App.ErrWriter, Classifiers: wasmclass.Options{CompileInChild: true}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

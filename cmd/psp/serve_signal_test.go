@@ -25,7 +25,7 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	if os.Getenv("PSP_TEST_SERVE_CHILD") == "1" {
 		app := newApp()
 		err := app.Run([]string{"psp", "serve", "--listen", os.Getenv("PSP_TEST_LISTEN"), "--admin", os.Getenv("PSP_TEST_ADMIN"),
-			"--workers", "1", "--policy", "cfcfs", "--app", "emulate", "--dilation", "1000", "--drain-timeout", "1m"})
+			"--workers", "1", "--policy", "cfcfs", "--app", "emulate", "--dilation", "10000", "--drain-timeout", "1m"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -83,14 +83,15 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	}
 	waitFor("started", func(server.Status) bool { return true })
 
-	// 10ms of service at dilation 1000: the worker is busy for 10s.
+	// 1ms of service (the app's cap) at dilation 10000: the worker is busy
+	// for 10s.
 	conn, err := net.Dial("udp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	req := make([]byte, wire.HeaderLen)
-	wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 10_000_000}.Encode(req)
+	wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 1_000_000}.Encode(req)
 	if _, err := conn.Write(req); err != nil {
 		t.Fatal(err)
 	}

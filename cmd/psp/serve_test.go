@@ -161,3 +161,45 @@ func TestServeStatusPush(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+func TestServeOverloadFlags(t *testing.T) {
+	out, err := runPSP(context.Background(), "serve", "--print-config", "--deadline-factor", "4", "--deadline-floor", "20ms",
+		"--deadline", "LONG=300ms", "--deadline", "SHORT=off", "--budget", "LONG=900", "--guarantee", "LONG=100", "--max-service", "2ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := server.ParseConfig([]byte(out))
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out)
+	}
+	long, short := cfg.Types["LONG"], cfg.Types["SHORT"]
+	if cfg.DeadlineFactor != 4 || cfg.DeadlineFloor != 20*time.Millisecond || cfg.App.MaxService != 2*time.Millisecond ||
+		long != (server.TypeLimits{Deadline: "300ms", Budget: 900, Guarantee: 100}) || short.Deadline != "off" {
+		t.Errorf("printed config %+v", cfg)
+	}
+	for _, bad := range [][]string{{"--budget", "LONG"}, {"--budget", "LONG=many"}, {"--deadline", "LONG=soon"}, {"--guarantee", "=5"}} {
+		if _, err := runPSP(context.Background(), append([]string{"serve", "--print-config"}, bad...)...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestPrintStatusOverloaded(t *testing.T) {
+	st := &server.Status{Policy: "darc", Received: 100, Answered: 60, Dropped: 40, Overloaded: true, ShedRate: 512, Pool: 8160, Shared: 4110, Borrowed: 40,
+		Types: []server.TypeStatus{
+			{ID: 2, Name: "LONG", Received: 100, Answered: 60, Dropped: 40, Budget: 4470, Held: 45, DeadlineNs: 1e9, MaxWaitNs: 9e8, ShedRate: 512},
+		}}
+	st.Drops.Budget, st.Drops.Expired = 30, 10
+	st.Types[0].Drops = st.Drops
+	st.Net.RxDropped = 7
+	var b bytes.Buffer
+	if err := printStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"OVERLOADED: shedding 512 requests/s over the last second: LONG 512/s", "received 100 = answered 60 + dropped 40 + in flight 0",
+		"drops: budget 30, expired 10", "dropped on receive 7", "45/4470", "LONG: budget 30, expired 10", "buffer pool: 8160 requests"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -54,7 +54,11 @@ func simCommand() *cli.Command {
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
 			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (0 or negative: the paper's plain rounding on every update)"},
-			&cli.IntFlag{Name: "queue-capacity", Value: darc.DefaultQueueCapacity, Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped"},
+			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped", DefaultText: "4096; each type's budget with --pool"},
+			&cli.IntFlag{Name: "pool", Usage: "requests the server may hold at once (its buffers: 8160 for psp serve's UDP default), split into per-type guarantees and a shared part as psp serve does; 0: no budgets"},
+			&cli.Float64Flag{Name: "deadline-factor", Value: darc.DefaultDeadlineFactor, Usage: "automatic queue deadlines, as psp serve's: this x the longest mean service time that can hold up a type's workers, at least --deadline-floor; negative: none"},
+			&cli.DurationFlag{Name: "deadline-floor", Value: time.Duration(darc.DefaultDeadlineFloor), Usage: "least automatic queue deadline (absolute time: see --dilation)"},
+			&cli.Float64Flag{Name: "dilation", Value: 1, Usage: "multiply service times, to simulate an emulated server with that dilation (psp serve --app emulate --dilation): absolute times such as the deadline floor then compare as they do live"},
 			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
 			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
 			&cli.DurationFlag{Name: "preempt-delay", Value: sim.DefaultPreemptDelay, Usage: "preempt: delay from a short request's wait to the preemption"},
@@ -74,7 +78,7 @@ func runSim(c *cli.Context) error {
 		return fmt.Errorf("sim: unexpected argument %q (flags only; see psp sim --help)", c.Args().First())
 	}
 	if err := refuseZero(c, "workload", "workers", "policies", "loads", "duration", "delta", "spillway",
-		"queue-capacity", "delay-factor", "quantum", "source", "out"); err != nil {
+		"queue-capacity", "delay-factor", "quantum", "source", "out", "dilation"); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	policies, err := harness.ParsePolicies(c.String("policies"), sim.PolicyNames())
@@ -109,6 +113,14 @@ func runSim(c *cli.Context) error {
 		}
 		return d
 	}
+	factor := c.Float64("deadline-factor")
+	if factor == 0 {
+		factor = -1 // explicit zero: no automatic deadlines (darc.Config's zero means the default)
+	}
+	floor := int64(c.Duration("deadline-floor"))
+	if floor == 0 {
+		floor = -1 // explicit zero (darc.Config's zero means the default)
+	}
 	sweep := sim.Sweep{
 		Base: sim.Config{
 			Workload: w,
@@ -116,8 +128,12 @@ func runSim(c *cli.Context) error {
 			Duration: c.Duration("duration"),
 			Seed:     c.Uint64("seed"),
 			Warmup:   warmup,
+			Dilation: c.Float64("dilation"),
 			Source:   c.String("source"),
 			Darc: darc.Config{
+				Pool:           c.Int("pool"),
+				DeadlineFactor: factor,
+				DeadlineFloor:  floor,
 				Delta:          c.Float64("delta"),
 				Spillway:       c.Int("spillway"),
 				StaticReserved: c.Int("static-reserved"),

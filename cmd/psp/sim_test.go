@@ -106,7 +106,7 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--loads", "0.9:0.1:0.1"}, "end 0.1 is below start 0.9"},
 		{[]string{"--loads", "0.1:0.9"}, "START:END:STEP"},
 		{[]string{"--loads", "0.5,x"}, `"x" is not a number`},
-		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, rocksdb, tpcc"},
+		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, memcached, rocksdb, tpcc"},
 		{[]string{"--workload", "missing.yaml"}, "no such file"},
 		{[]string{"--workers", "0"}, "--workers 0: zero is not a value"},
 		{[]string{"--workers", "-1"}, "want at least 1"},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,25 +71,29 @@ func printStatus(w io.Writer, st *server.Status) error {
 	}
 	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %d workers, app %s, up %.1fs\n",
 		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSeconds)
-	fmt.Fprintf(w, "requests: received %d, answered %d, dropped %d, in flight %d (queued %d, running %d)\n",
+	if st.Overloaded {
+		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
+	}
+	fmt.Fprintf(w, "requests: received %d = answered %d + dropped %d + in flight %d (queued %d, running %d)\n",
 		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy)
 	if st.Dropped > 0 {
-		d := st.Drops
-		var parts []string
-		for _, p := range []struct {
-			name string
-			n    uint64
-		}{{"runt", d.Runt}, {"truncated", d.Truncated}, {"queue full", d.QueueFull}, {"overload", d.Overload},
-			{"app", d.App}, {"panic", d.Panic}, {"tx error", d.TxError}, {"shutdown", d.Shutdown}} {
-			if p.n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", p.name, p.n))
-			}
+		fmt.Fprintf(w, "drops: %s", st.Drops.String())
+		if st.OverloadReplies > 0 {
+			fmt.Fprintf(w, "; %d answered \"overloaded\"", st.OverloadReplies)
 		}
-		fmt.Fprintf(w, "drops: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintln(w)
 	}
 	n := st.Net
-	fmt.Fprintf(w, "dataplane: received %d packets, sent %d; dropped on receive %d, truncated %d, transmit errors %d\n",
+	fmt.Fprintf(w, "dataplane: received %d packets, sent %d; dropped on receive %d (kernel socket or device full, or not requests), truncated %d, transmit errors %d",
 		n.RxPackets, n.TxPackets, n.RxDropped, n.RxTruncated, n.TxErrors)
+	if n.RxNoBuffer > 0 {
+		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
+	}
+	fmt.Fprintln(w)
+	if st.Pool > 0 {
+		fmt.Fprintf(w, "buffer pool: %d requests, %d guaranteed to types, %d shared (%d borrowed now)\n",
+			st.Pool, st.Pool-st.Shared, st.Shared, st.Borrowed)
+	}
 	fmt.Fprintf(w, "idle workers %.2f, CPU waste %.2f workers (whole run %.2f)\n", st.IdleWorkers, st.CPUWaste, st.CPUWasteTotal)
 
 	fmt.Fprintf(w, "\nreservation (computed %d times):\n", st.Reservations)
@@ -108,12 +113,24 @@ func printStatus(w io.Writer, st *server.Status) error {
 
 	fmt.Fprintln(w, "\ntypes (profile: the policy's current window; measured: every answered request since start):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ID\tNAME\tPROFILED MEAN\tSHARE\tQUEUED\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\tMEAN QUEUEING\t")
+	fmt.Fprintln(tw, "ID\tNAME\tPROFILED MEAN\tSHARE\tQUEUED\tHELD/BUDGET\tDEADLINE\tMAX WAIT\tRECEIVED\tANSWERED\tDROPPED\tMEASURED MEAN\tMEAN QUEUEING\t")
+	var dropped []string
 	for _, t := range st.Types {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.ID, t.Name, ns(t.ProfiledMeanServiceNs), t.ProfiledShare,
-			t.Queued, t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanServiceNs), ns(t.MeanQueueingNs))
+		budget := "-"
+		if t.Budget > 0 {
+			budget = fmt.Sprintf("%d/%d", t.Held, t.Budget)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t\n", t.ID, t.Name, ns(t.ProfiledMeanServiceNs), t.ProfiledShare,
+			t.Queued, budget, ns(float64(t.DeadlineNs)), ns(float64(t.MaxWaitNs)), t.Received, t.Answered, t.Dropped, ns(t.MeasuredMeanServiceNs), ns(t.MeanQueueingNs))
+		if t.Dropped > 0 {
+			dropped = append(dropped, fmt.Sprintf("  %s: %s", t.Name, t.Drops.String()))
+		}
 	}
 	tw.Flush()
+	if len(dropped) > 0 {
+		fmt.Fprintln(w, "\ndrops by type:")
+		fmt.Fprintln(w, strings.Join(dropped, "\n"))
+	}
 
 	printStages(w, st)
 
@@ -187,6 +204,29 @@ func quantileNs(v int64, count uint64) string {
 		return "0"
 	}
 	return time.Duration(v).String()
+}
+
+// shedByType lists the types shedding now, most first: ": LONG 512/s, ...".
+func shedByType(st *server.Status) string {
+	type rate struct {
+		name string
+		r    float64
+	}
+	var rs []rate
+	for _, t := range st.Types {
+		if t.ShedRate > 0 {
+			rs = append(rs, rate{t.Name, t.ShedRate})
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].r > rs[j].r })
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s %.0f/s", r.name, r.r)
+	}
+	return ": " + strings.Join(parts, ", ")
 }
 
 // ns formats nanoseconds as a duration.

@@ -6,7 +6,10 @@
 //   - c/, rust/, assemblyscript/, go/, wat/: the psp request header
 //     classifier (the type is the u32 at offset 4 of the 16-byte header of
 //     package wire), the same in all five languages.
-//   - c/memcached.c: memcached's text protocol, one type per command.
+//   - c/memcached.c: memcached's text protocol by cost: single-key GET,
+//     MULTIGET, WRITE and OTHER, as psp's memcached application
+//     (app/memcached) types them natively; a fuzz test checks that both
+//     agree.
 //   - c/resp.c: Redis RESP, one type per command name, case-insensitive.
 //   - c/kv.c: the kv application's GET and SCAN requests (package app/kv),
 //     malformed ones UNKNOWN.

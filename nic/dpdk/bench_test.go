@@ -69,7 +69,7 @@ func (p *pipeline) step(tb testing.TB) int {
 	for _, b := range p.bufs[:n] {
 		typ := darc.Type(wire.TypeOf(b.Payload()))
 		h := p.free[len(p.free)-1]
-		if !p.policy.Enqueue(darc.Request{Handle: h, Type: typ}, now) {
+		if p.policy.Enqueue(darc.Request{Handle: h, Type: typ}, now) != darc.Accepted {
 			p.dp.Release(b)
 			continue
 		}
@@ -86,6 +86,10 @@ func (p *pipeline) step(tb testing.TB) int {
 			b := p.slots[a.Request.Handle]
 			p.slots[a.Request.Handle] = nil
 			p.free = append(p.free, a.Request.Handle)
+			if a.Worker == darc.Expired {
+				p.dp.Release(b)
+				continue
+			}
 			// The worker: the reply echoes the request in place.
 			p.batches[a.Worker] = append(p.batches[a.Worker], b)
 			p.policy.Complete(a.Worker, a.Request.Type, 1000, now)

@@ -180,6 +180,10 @@ type PortStats struct {
 	PoolInUse uint64
 	// PoolSize is the pool's capacity.
 	PoolSize uint64
+	// NoBuffer counts the device's failed buffer allocations (rx_nombuf):
+	// the pool was empty when a packet arrived (they are in DeviceDrops
+	// too).
+	NoBuffer uint64
 }
 
 // Dropped is the sum of Drops and DeviceDrops.

@@ -48,12 +48,17 @@ type Dataplane struct {
 
 	rxDescs []C.struct_psp_rx_desc // C memory, burst long
 	buffers []nic.Buffer           // one per mbuf, by pool index
-	txqs    []*txQueue
+	// replyDescs are AllocReply's descriptors, by the request's pool
+	// index (only the goroutine holding a request uses its entry). C
+	// memory, freed with the pool.
+	replyDescs []C.struct_psp_rx_desc
+	txqs       []*txQueue
 
 	// mu orders the I/O paths (read-locked) against Close (write-locked).
 	mu          sync.RWMutex
 	closed      atomic.Bool
 	outstanding atomic.Int64 // buffers handed out by Recv, not yet sent or released
+	reserved    int          // buffers the device rings and bursts may hold
 	poolFreed   atomic.Bool
 	final       PortStats // the counters when Close stopped the port
 
@@ -178,6 +183,8 @@ func openPort(cfg Config, portID uint16, device string) (*Dataplane, error) {
 	d.rxDescs = unsafe.Slice(C.psp_port_rx_descs(port), d.burst)
 	d.scratch = unsafe.Slice(C.psp_port_scratch(port), d.burst)
 	d.buffers = make([]nic.Buffer, int(C.psp_port_pool_size(port)))
+	d.reserved = int(C.psp_port_reserved(port))
+	d.replyDescs = unsafe.Slice((*C.struct_psp_rx_desc)(C.calloc(C.size_t(len(d.buffers)), C.size_t(unsafe.Sizeof(C.struct_psp_rx_desc{})))), len(d.buffers))
 	// Worker w transmits on device queue w % workerQueues; workers sharing a
 	// queue share a lock.
 	var locks []*sync.Mutex
@@ -293,10 +300,11 @@ func (d *Dataplane) deliver(bufs []*nic.Buffer) {
 	d.rxPackets.Add(uint64(len(bufs)))
 }
 
-// TxQueue returns worker w's transmit queue (w in 0..Workers-1).
+// TxQueue returns worker w's transmit queue (w in 0..Workers-1), or nil
+// when w is out of range.
 func (d *Dataplane) TxQueue(w int) nic.TxQueue {
 	if w < 0 || w >= d.cfg.Workers {
-		panic(fmt.Sprintf("dpdk: tx queue %d out of range 0..%d", w, d.cfg.Workers-1))
+		return nil
 	}
 	return d.txqs[w]
 }
@@ -352,14 +360,59 @@ func (d *Dataplane) returned(n int) {
 func (d *Dataplane) freePool() {
 	if d.poolFreed.CompareAndSwap(false, true) {
 		C.psp_port_free(d.port)
+		C.free(unsafe.Pointer(unsafe.SliceData(d.replyDescs)))
+		d.replyDescs = nil
 	}
+}
+
+// RequestBuffers implements nic.BufferPool: the mbuf pool minus what the
+// device's descriptor rings and the bursts may hold.
+func (d *Dataplane) RequestBuffers() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed.Load() {
+		return int(d.final.PoolSize) - d.reserved
+	}
+	return int(C.psp_port_pool_size(d.port)) - d.reserved
+}
+
+// AllocReply implements nic.ReplyAllocator: an mbuf holding req's headers,
+// so that TxQueue.Send turns it into a further reply datagram to req's
+// peer, or nil when the pool is empty or the dataplane closed. Any worker
+// may call it for the request it holds; one call into C.
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	if req.Ref == 0 || int(req.Index) < 0 || int(req.Index) >= len(d.buffers) {
+		return nil
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed.Load() {
+		return nil
+	}
+	r := &d.replyDescs[req.Index]
+	if C.psp_alloc_reply(d.port, C.uintptr_t(req.Ref), r) != 0 {
+		return nil
+	}
+	b := &d.buffers[r.index]
+	b.Data = unsafe.Slice((*byte)(unsafe.Pointer(r.payload)), int(r.room))
+	b.Len = 0
+	b.WireLen = 0
+	b.Peer = req.Peer
+	b.DstPort = req.DstPort
+	b.RxTime = req.RxTime
+	b.Ref = uintptr(r.mbuf)
+	b.Index = int32(r.index)
+	d.outstanding.Add(1)
+	return b
 }
 
 // Stats returns the nic counters. RxDropped counts every packet the port
 // received and did not deliver (ARP requests included, answered or not) and
-// the packets the device dropped.
+// the packets the device dropped; RxNoBuffer the device's failed mbuf
+// allocations (rx_nombuf).
 func (d *Dataplane) Stats() nic.Stats {
-	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxDropped: d.PortStats().Dropped()}
+	ps := d.PortStats()
+	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxDropped: ps.Dropped(), RxNoBuffer: ps.NoBuffer}
 	for _, q := range d.txqs {
 		s.TxPackets += q.sent.Load()
 		s.TxErrors += q.errors.Load()
@@ -392,6 +445,7 @@ func (d *Dataplane) portStats() PortStats {
 	s.ARPErrors = uint64(C.psp_port_counter(d.port, C.PSP_CTR_ARP_TX_ERRORS))
 	s.PoolInUse = uint64(C.psp_pool_in_use(d.port))
 	s.PoolSize = uint64(C.psp_port_pool_size(d.port))
+	s.NoBuffer = uint64(C.psp_port_rx_nombuf(d.port))
 	return s
 }
 

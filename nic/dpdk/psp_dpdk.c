@@ -44,6 +44,7 @@ struct psp_port {
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
 	uint32_t pool_size;
+	uint32_t reserved;          /* buffers the device rings and bursts may hold */
 	uint64_t udp_ports[65536 / 64];
 
 	struct rte_mbuf **rx_pkts;
@@ -246,6 +247,7 @@ psp_port_open(struct psp_port_conf *conf, char *err, size_t errlen)
 		return ret;
 	}
 	p->pool_size = n;
+	p->reserved = need;
 	rte_mempool_obj_iter(p->pool, psp_set_index, NULL);
 
 	for (uint16_t q = 0; q < nb_rxq; q++) {
@@ -316,6 +318,7 @@ struct psp_rx_desc *psp_port_rx_descs(struct psp_port *p) { return p->rx_descs; 
 struct psp_tx_desc *psp_port_tx_descs(struct psp_port *p, uint16_t q) { return p->txqs[q].descs; }
 uintptr_t *psp_port_scratch(struct psp_port *p) { return p->scratch; }
 uint32_t psp_port_pool_size(const struct psp_port *p) { return p->pool_size; }
+uint32_t psp_port_reserved(const struct psp_port *p) { return p->reserved; }
 uint16_t psp_port_mtu(const struct psp_port *p) { return p->mtu; }
 uint16_t psp_port_rx_queues(const struct psp_port *p) { return p->nb_rxq; }
 int psp_port_id(const struct psp_port *p) { return p->port_id; }
@@ -336,6 +339,15 @@ psp_port_device_drops(const struct psp_port *p)
 	if (rte_eth_stats_get(p->port_id, &st) != 0)
 		return 0;
 	return st.imissed + st.ierrors + st.rx_nombuf;
+}
+
+uint64_t
+psp_port_rx_nombuf(const struct psp_port *p)
+{
+	struct rte_eth_stats st;
+	if (rte_eth_stats_get(p->port_id, &st) != 0)
+		return 0;
+	return st.rx_nombuf;
 }
 
 /* The one's-complement sum (not complemented) of the UDP pseudo-header and
@@ -578,6 +590,35 @@ psp_free_scratch(struct psp_port *p, uint16_t n)
 		n = p->burst;
 	for (uint16_t i = 0; i < n; i++)
 		rte_pktmbuf_free((struct rte_mbuf *)p->scratch[i]);
+}
+
+int
+psp_alloc_reply(struct psp_port *p, uintptr_t req, struct psp_rx_desc *d)
+{
+	struct rte_mbuf *r = (struct rte_mbuf *)req;
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(r, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	uint16_t ihl = (uint16_t)((ip->version_ihl & RTE_IPV4_HDR_IHL_MASK) * 4);
+	uint16_t hdr = (uint16_t)(sizeof(*eth) + ihl + sizeof(struct rte_udp_hdr));
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL)
+		return -ENOBUFS;
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	memcpy(frame, eth, hdr);
+	m->data_len = hdr;
+	m->pkt_len = hdr;
+	uint8_t *payload = frame + hdr;
+	uint8_t *end = (uint8_t *)m->buf_addr + m->buf_len;
+	uint32_t room = (uint32_t)(end - payload);
+	uint32_t mtu_room = p->mtu - ihl - sizeof(struct rte_udp_hdr);
+	if (room > mtu_room)
+		room = mtu_room;
+	d->mbuf = (uintptr_t)m;
+	d->payload = payload;
+	d->index = *(uint32_t *)rte_mbuf_to_priv(m);
+	d->len = 0;
+	d->room = (uint16_t)room;
+	return 0;
 }
 
 /* psp_alloc_append allocates an mbuf from p's pool holding len bytes of

@@ -93,6 +93,7 @@ struct psp_rx_desc *psp_port_rx_descs(struct psp_port *p);
 struct psp_tx_desc *psp_port_tx_descs(struct psp_port *p, uint16_t queue);
 uintptr_t *psp_port_scratch(struct psp_port *p);
 uint32_t psp_port_pool_size(const struct psp_port *p);
+uint32_t psp_port_reserved(const struct psp_port *p);
 uint16_t psp_port_mtu(const struct psp_port *p);
 uint16_t psp_port_rx_queues(const struct psp_port *p);
 /* The port's MAC address, byte i in bits 8*i..8*i+7. */
@@ -101,11 +102,17 @@ uint64_t psp_port_counter(const struct psp_port *p, int which);
 uint32_t psp_pool_in_use(const struct psp_port *p);
 /* Packets the device itself dropped: missed, errors, no mbuf. */
 uint64_t psp_port_device_drops(const struct psp_port *p);
+uint64_t psp_port_rx_nombuf(const struct psp_port *p);
 int psp_port_id(const struct psp_port *p);
 
 uint16_t psp_rx(struct psp_port *p, uint16_t max);
 uint16_t psp_tx(struct psp_port *p, uint16_t queue, uint16_t n);
 void psp_free_scratch(struct psp_port *p, uint16_t n);
+/* psp_alloc_reply allocates an mbuf for a further reply datagram to the
+ * request in mbuf req: it copies req's Ethernet, IPv4 and UDP headers (so
+ * psp_tx turns it into a reply like req) and fills d (len 0). It returns 0,
+ * or -ENOBUFS when the pool is empty. */
+int psp_alloc_reply(struct psp_port *p, uintptr_t req, struct psp_rx_desc *d);
 int psp_tx_raw(struct psp_port *p, const uint8_t *frame, uint16_t len);
 /* Sends payload as a UDP datagram from the port's MAC, IP and udp_port to
  * themselves. */

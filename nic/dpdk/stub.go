@@ -27,8 +27,11 @@ func Open(cfg Config) (*Dataplane, error) {
 // Recv fails: see Open.
 func (*Dataplane) Recv([]*nic.Buffer, time.Duration) (int, error) { return 0, nic.ErrNotSupported }
 
-// TxQueue panics: see Open.
-func (*Dataplane) TxQueue(int) nic.TxQueue { panic("dpdk: not built with the dpdk tag") }
+// TxQueue returns nil: see Open.
+func (*Dataplane) TxQueue(int) nic.TxQueue { return nil }
+
+// RequestBuffers returns 0: see Open.
+func (*Dataplane) RequestBuffers() int { return 0 }
 
 // Release does nothing: see Open.
 func (*Dataplane) Release(...*nic.Buffer) {}

@@ -97,6 +97,7 @@ func (g *generator) generate(d *Dataplane, bufs []*nic.Buffer, now int64) int {
 	for uint64(n) < due && n < len(bufs) {
 		b := d.pool.Get()
 		if b == nil {
+			d.rxNoBuffer.Add(1)
 			break
 		}
 		h := g.headers[g.nextType]

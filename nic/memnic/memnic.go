@@ -154,6 +154,7 @@ type Dataplane struct {
 	rxPackets   atomic.Uint64
 	rxDropped   atomic.Uint64
 	rxTruncated atomic.Uint64
+	rxNoBuffer  atomic.Uint64
 
 	tx             []txQueue
 	replies        chan Reply
@@ -235,6 +236,7 @@ func (d *Dataplane) enqueue(payload []byte, peer netip.AddrPort, port uint16) bo
 	b := d.pool.Get()
 	if b == nil {
 		d.rxDropped.Add(1)
+		d.rxNoBuffer.Add(1)
 		return false
 	}
 	b.Len = copy(b.Data, payload)
@@ -378,7 +380,27 @@ func (d *Dataplane) fill(bufs []*nic.Buffer, now int64) int {
 }
 
 // TxQueue implements nic.Dataplane.
-func (d *Dataplane) TxQueue(w int) nic.TxQueue { return &d.tx[w] }
+func (d *Dataplane) TxQueue(w int) nic.TxQueue {
+	if w < 0 || w >= len(d.tx) {
+		return nil
+	}
+	return &d.tx[w]
+}
+
+// RequestBuffers implements nic.BufferPool: the pool minus a quarter kept
+// for packets waiting to be received (as a NIC keeps its descriptor ring).
+func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Buffers/4 }
+
+// AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
+// req's peer, or nil when the pool is empty.
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	b := d.pool.Get()
+	if b == nil {
+		return nil
+	}
+	b.Peer, b.DstPort, b.RxTime = req.Peer, req.DstPort, req.RxTime
+	return b
+}
 
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
@@ -393,6 +415,7 @@ func (d *Dataplane) Stats() nic.Stats {
 		RxPackets:   d.rxPackets.Load(),
 		RxDropped:   d.rxDropped.Load(),
 		RxTruncated: d.rxTruncated.Load(),
+		RxNoBuffer:  d.rxNoBuffer.Load(),
 	}
 	for w := range d.tx {
 		s.TxPackets += d.tx[w].sent.Load()

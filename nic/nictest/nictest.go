@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("PollEmpty", func(t *testing.T) { testPollEmpty(t, start(t, open, 1)) })
 	t.Run("BurstEcho", func(t *testing.T) { testBurstEcho(t, start(t, open, echoWorkers), echoWorkers) })
 	t.Run("ReplyInPlace", func(t *testing.T) { testReplyInPlace(t, start(t, open, 1)) })
+	t.Run("ReplyAllocator", func(t *testing.T) { testReplyAllocator(t, start(t, open, 1)) })
 	t.Run("BufferReuse", func(t *testing.T) { testBufferReuse(t, start(t, open, 2)) })
 	t.Run("ConcurrentWorkers", func(t *testing.T) { testConcurrentWorkers(t, start(t, open, echoWorkers), echoWorkers) })
 	t.Run("Truncation", func(t *testing.T) { testTruncation(t, start(t, open, 1)) })
@@ -232,6 +233,58 @@ func testReplyInPlace(t *testing.T, tg Target) {
 	if !bytes.Equal(got, resp) {
 		t.Fatalf("reply %q, want %q", got, resp)
 	}
+}
+
+// testReplyAllocator sends a three-datagram reply: two extra buffers from
+// AllocReply, then the request's own buffer, in that order, and checks that
+// every buffer returns to the pool. Dataplanes without nic.ReplyAllocator
+// skip it.
+func testReplyAllocator(t *testing.T, tg Target) {
+	dp := tg.DP
+	alloc, ok := dp.(nic.ReplyAllocator)
+	if !ok {
+		t.Skipf("%T does not implement nic.ReplyAllocator", dp)
+	}
+	free := tg.FreeBuffers()
+	if err := tg.Send(request(9)); err != nil {
+		t.Fatal(err)
+	}
+	req := recvN(t, dp, 1)[0]
+	var out []*nic.Buffer
+	for i := range 2 {
+		b := alloc.AllocReply(req)
+		if b == nil {
+			t.Fatal("AllocReply = nil with free buffers")
+		}
+		if b.Len != 0 || len(b.Data) == 0 || b.Peer != req.Peer || b.DstPort != req.DstPort {
+			t.Fatalf("AllocReply: len %d, room %d, peer %v port %d; want 0, >0, %v %d", b.Len, len(b.Data), b.Peer, b.DstPort, req.Peer, req.DstPort)
+		}
+		b.Len = copy(b.Data, fmt.Sprintf("part %d", i))
+		out = append(out, b)
+	}
+	req.Len = copy(req.Data, "last")
+	out = append(out, req)
+	if n, err := dp.TxQueue(0).Send(out); n != 3 || err != nil {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	got := recvReplies(t, tg, 3)
+	for i, want := range []string{"part 0", "part 1", "last"} {
+		if string(got[i]) != want {
+			t.Errorf("datagram %d = %q, want %q", i, got[i], want)
+		}
+	}
+	waitFree(t, tg, free)
+	// A buffer taken but not needed goes back with Release.
+	if err := tg.Send(request(10)); err != nil {
+		t.Fatal(err)
+	}
+	req = recvN(t, dp, 1)[0]
+	extra := alloc.AllocReply(req)
+	if extra == nil {
+		t.Fatal("AllocReply = nil with free buffers")
+	}
+	dp.Release(extra, req)
+	waitFree(t, tg, free)
 }
 
 func testBufferReuse(t *testing.T, tg Target) {

@@ -55,6 +55,7 @@ type Dataplane struct {
 	staged      atomic.Int64
 	rxPackets   atomic.Uint64
 	rxTruncated atomic.Uint64
+	rxNoBuffer  atomic.Uint64
 
 	tx []*txQueue
 
@@ -178,6 +179,10 @@ func (d *Dataplane) Config() Config { return d.cfg }
 // Now implements nic.Dataplane: nanoseconds since Open (monotonic).
 func (d *Dataplane) Now() int64 { return int64(time.Since(d.start)) }
 
+// RequestBuffers implements nic.BufferPool: the pool minus the batch of
+// buffers Recv keeps staged for the next recvmmsg.
+func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Batch }
+
 // FreeBuffers returns how many pool buffers are not held by a caller
 // (including those staged for the next receive). It scans the pool.
 func (d *Dataplane) FreeBuffers() int { return d.pool.Free() + int(d.staged.Load()) }
@@ -192,6 +197,9 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, nic.ErrClosed
 	}
 	want := d.stage(min(len(bufs), d.cfg.Batch))
+	if want < min(len(bufs), d.cfg.Batch) {
+		d.rxNoBuffer.Add(1)
+	}
 	if want == 0 {
 		if len(bufs) > 0 && wait > 0 { // every buffer is in use: let workers return some
 			time.Sleep(min(wait, noBufferWait))
@@ -427,7 +435,26 @@ func (r *rxState) recvmmsg(fd uintptr) bool {
 }
 
 // TxQueue implements nic.Dataplane.
-func (d *Dataplane) TxQueue(w int) nic.TxQueue { return d.tx[w] }
+func (d *Dataplane) TxQueue(w int) nic.TxQueue {
+	if w < 0 || w >= len(d.tx) {
+		return nil
+	}
+	return d.tx[w]
+}
+
+// AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
+// req's peer, or nil when the pool is empty (or the dataplane is closed).
+func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
+	if d.closed.Load() {
+		return nil
+	}
+	b := d.pool.Get()
+	if b == nil {
+		return nil
+	}
+	b.Peer, b.DstPort, b.RxTime = req.Peer, req.DstPort, req.RxTime
+	return b
+}
 
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
@@ -441,7 +468,7 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 // Config.ReadBuffer and net.core.rmem_max); after Close it stays at its last
 // value.
 func (d *Dataplane) Stats() nic.Stats {
-	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxTruncated: d.rxTruncated.Load()}
+	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxTruncated: d.rxTruncated.Load(), RxNoBuffer: d.rxNoBuffer.Load()}
 	s.RxDropped = d.kernelDrops()
 	for _, q := range d.tx {
 		s.TxPackets += q.txPackets.Load()

@@ -21,7 +21,7 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o classifier.wasm .
 //
-// The host calls the module's _initialize export once per instance, which
+// The host calls the module's _initialize export once, at load, which
 // runs the package init functions (and so Register) but not main; main must
 // exist and is never called.
 //

@@ -1,0 +1,94 @@
+// Package memcached is a memcached-compatible application for psp: it
+// serves memcached's text protocol over UDP, behind the dispatcher and
+// DARC, from a Pebble store (in memory by default, in a directory when
+// given, where what was stored is there after a restart).
+//
+// # Protocol
+//
+// Requests are memcached UDP datagrams: the 8-byte frame header (request
+// id, sequence number, datagram count = 1, reserved; see FrameHeader)
+// followed by one or more command lines. The commands are memcached
+// 1.6's: get, gets, bget, gat and gats of one or many keys; set, add,
+// replace, append, prepend and cas (with noreply); delete; incr and decr;
+// touch; flush_all (immediate or delayed); version; verbosity; stats (and
+// stats reset, settings, detail); mn; quit. Replies are memcached's,
+// byte for byte, and framed as memcached frames them: one message per
+// response object (a get of several keys answers one per key, END on the
+// last), each split into datagrams of at most 1400 bytes numbered from 0
+// with their total, a header-only datagram with a total of 0 where
+// memcached sends one. Errors are memcached's: ERROR for an unknown
+// command or a wrong number of words, CLIENT_ERROR bad command line format
+// for a key longer than 250 bytes or bad numbers, CLIENT_ERROR bad data
+// chunk for a value not ending in CRLF, SERVER_ERROR object too large for
+// cache for an item over the size limit (Config.MaxItemSize, sized as
+// memcached sizes it; the set's data is skipped and the key deleted, as
+// memcached does). A storage command stores only a complete, well
+// terminated value: nothing is ever stored half-way. Conformance tests
+// (server's over UDP through the dispatcher, this package's over TCP,
+// tests/ through psp serve) send the same sequences (package memcachedtest)
+// to Debian's memcached and to psp and compare every datagram or byte.
+//
+// # Differences from memcached
+//
+//   - Every datagram stands alone. memcached keeps per-socket state
+//     between datagrams (a value cut at the end of a datagram is completed
+//     by the next datagram, header and all; after a quit, every later
+//     datagram stops at its first get); psp answers nothing to a command
+//     whose value is cut short and forgets it.
+//   - It is a store, not a cache: there is no memory limit, no LRU and no
+//     eviction; expired and flushed items are hidden at once and their
+//     space is reclaimed when they are overwritten.
+//   - A delayed flush_all hides the items stored (not, as in memcached,
+//     last accessed) before its time.
+//   - The meta commands other than mn (mg, ms, md, ma, me) and the
+//     administration commands of memcached's slab allocator, LRU, crawler
+//     and log watchers (slabs, lru, lru_crawler, watch, cache_memlimit)
+//     answer ERROR; stats reports psp's own counters.
+//   - Datagrams longer than the dataplane's buffers are dropped before
+//     they reach the application (memcached takes up to 64 KiB, and so does
+//     psp serve --app memcached, whose buffers default to 65535 bytes).
+//   - TCP connections are not scheduled by DARC (see TCP).
+//
+// # TCP
+//
+// ServeTCP serves the same protocol and store over TCP, as memcached's TCP
+// port does (replies unframed, a connection closed after quit or a line of
+// more than 2048 bytes without a line end, values up to the item size
+// limit), for clients that read only over TCP: libmemcached's get does not
+// run over UDP. TCP requests are served beside the dispatcher, one
+// goroutine per connection: they are not scheduled by DARC.
+//
+// # Types
+//
+// Classifier (and the example Wasm classifier
+// examples/classifiers/c/memcached.c, which types requests the same way)
+// separates single-key reads (GET) from multi-key reads (MULTIGET), writes
+// (WRITE) and the rest (OTHER), so that DARC can reserve workers for
+// single-key gets and keep them from waiting behind large multi-gets.
+//
+// # Emulated costs
+//
+// With Config.Emulate, each request also sleeps a dilated cost
+// proportional to its commands and keys: an experiment with many workers
+// on a machine with few cores then sees service times in proportion to
+// the work, as the emulate application does for synthetic requests.
+//
+// # Concurrency
+//
+// A Server is used by all dispatcher workers at once, each with its own
+// worker index (one session each: buffers, a Pebble batch, counters).
+// Reads take no lock; every write to a key holds that key's stripe lock
+// for its read-modify-write, so concurrent incr, append or cas on one key
+// lose no update. Open the Server before the dispatcher runs and Close it
+// after the dispatcher has stopped.
+//
+// # Performance
+//
+// Measured on the project's 2-core VM (go test -run '^$' -bench . ./app/memcached),
+// in the application, per request, with datagrams framed: get 0.58-0.65
+// µs, multi-get of 100 keys 57-67 µs (100 datagrams), set 1.9-3.9 µs (the
+// memtable's growth); no allocation per request
+// (TestRequestsAllocateNothing). Package server's
+// BenchmarkMemcachedUnderMemcaslap runs memcaslap and memcslap against psp
+// and Debian's memcached in one run.
+package memcached

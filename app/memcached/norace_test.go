@@ -1,0 +1,5 @@
+//go:build !race
+
+package memcached
+
+const raceEnabled = false

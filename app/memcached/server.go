@@ -1,0 +1,226 @@
+package memcached
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxItemSize    = 1 << 20 // memcached's -I default
+	DefaultCostPerCommand = time.Microsecond
+	DefaultCostPerKey     = time.Microsecond
+	minItemSize           = 1024
+	maxItemSize           = 1 << 30
+)
+
+// MinBufSize is the smallest packet buffer the application accepts: a
+// reply datagram is up to UDPMaxPayload bytes and is built in the
+// request's buffer.
+const MinBufSize = UDPMaxPayload
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("memcached: invalid config")
+
+// Config configures a Server. The zero value is an in-memory store serving
+// one worker.
+type Config struct {
+	// Dir is the Pebble directory; empty: in memory (lost at exit). What is
+	// stored in a directory is there after a restart.
+	Dir string
+	// Sync syncs every write to disk before answering (with Dir). Without
+	// it a write survives a restart of the process but not a crash of the
+	// machine.
+	Sync bool
+	// MaxItemSize is memcached's item size limit (-I): key, value and
+	// memcached's per-item overhead. Default 1 MiB.
+	MaxItemSize int
+	// Workers is the number of dispatcher workers that call the handler.
+	// Default 1.
+	Workers int
+	// Emulate, when its Dilation is set, adds an emulated service time to
+	// every request (see Emulation).
+	Emulate Emulation
+}
+
+// Emulation adds an emulated cost to every request, so that experiments
+// with many workers on a machine with few cores see service times in
+// proportion to the work: after serving a request for real, the worker
+// sleeps Dilation x (CostPerCommand x commands + CostPerKey x keys read or
+// written). A multi-get of 100 keys then costs about 50 times a get.
+type Emulation struct {
+	// Dilation multiplies the nominal costs; 0 disables the emulation.
+	Dilation float64
+	// CostPerCommand and CostPerKey are the nominal costs (defaults 1µs).
+	CostPerCommand time.Duration
+	CostPerKey     time.Duration
+	// SpinTail: see emulate.Config.
+	SpinTail time.Duration
+}
+
+// Validate reports the first problem with c.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.MaxItemSize < minItemSize || c.MaxItemSize > maxItemSize:
+		return fmt.Errorf("%w: max item size %d, want %d..%d", ErrConfig, c.MaxItemSize, minItemSize, maxItemSize)
+	case c.Workers < 1 || c.Workers > 1<<16:
+		return fmt.Errorf("%w: workers %d, want 1..65536", ErrConfig, c.Workers)
+	case c.Emulate.Dilation < 0 || c.Emulate.CostPerCommand < 0 || c.Emulate.CostPerKey < 0:
+		return fmt.Errorf("%w: emulation %+v: want non-negative dilation and costs", ErrConfig, c.Emulate)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxItemSize == 0 {
+		c.MaxItemSize = DefaultMaxItemSize
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Emulate.Dilation > 0 {
+		if c.Emulate.CostPerCommand == 0 {
+			c.Emulate.CostPerCommand = DefaultCostPerCommand
+		}
+		if c.Emulate.CostPerKey == 0 {
+			c.Emulate.CostPerKey = DefaultCostPerKey
+		}
+	}
+	return c
+}
+
+// Server is the memcached application: a dispatcher.MultiHandler (the
+// dispatcher gives it a nic.Reply for replies of several datagrams) serving
+// memcached's text protocol over UDP from a Pebble store. Open it before the
+// dispatcher starts and Close it after the dispatcher has stopped.
+type Server struct {
+	cfg      Config
+	st       *store
+	sessions []*session
+	sleeper  *emulate.Sleeper
+	started  time.Time
+	clock    func() int64 // unix seconds; tests move it
+	tcpStats counters     // every TCP connection's
+	tcp      tcpState
+}
+
+// Open opens the store and returns the application.
+func Open(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	st, err := openStore(cfg.Dir, cfg.Sync)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, st: st, started: time.Now(), clock: unixNow}
+	if cfg.Emulate.Dilation > 0 {
+		s.sleeper, err = emulate.NewSleeper(emulate.Config{Dilation: cfg.Emulate.Dilation, SpinTail: cfg.Emulate.SpinTail})
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	for range cfg.Workers {
+		s.sessions = append(s.sessions, newSession(s, new(counters)))
+	}
+	return s, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (s *Server) Config() Config { return s.cfg }
+
+// Close stops the TCP service (see ServeTCP) and closes the store. The
+// dispatcher's workers must have stopped.
+func (s *Server) Close() error {
+	s.closeTCP()
+	for _, ss := range s.sessions {
+		ss.batch.Close()
+	}
+	if err := s.st.close(); err != nil {
+		return fmt.Errorf("memcached: close: %w", err)
+	}
+	return nil
+}
+
+// Handle implements dispatcher.Handler for dispatchers that cannot send
+// more than one datagram per request: a reply longer than one datagram
+// loses every datagram but the last.
+func (s *Server) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	return s.HandleMulti(w, typ, b, nil)
+}
+
+// HandleMulti implements dispatcher.MultiHandler: it runs the commands of
+// one UDP request and answers with memcached's datagrams, the last one in
+// b. Requests of 8 bytes or less and requests announcing more than one
+// datagram get no reply, as from memcached, and count as dropped; requests
+// that ask for no reply (noreply) count as answered.
+func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) bool {
+	if w < 0 || w >= len(s.sessions) || len(b.Data) < MinBufSize {
+		return false
+	}
+	p := b.Payload()
+	h, ok := ParseFrameHeader(p)
+	if !ok || len(p) == UDPHeaderLen || h.Total != 1 {
+		return false
+	}
+	ss := s.sessions[w]
+	if r != nil {
+		ss.dg.reset(h.RequestID, r)
+	} else {
+		ss.dg.reset(h.RequestID, nil)
+	}
+	ss.serve(p[UDPHeaderLen:])
+	if s.sleeper != nil {
+		e := &s.cfg.Emulate
+		cost := e.CostPerCommand*time.Duration(ss.cmds) + e.CostPerKey*time.Duration(ss.keys)
+		s.sleeper.Wait(cost)
+	}
+	if ss.dg.lost > 0 {
+		ss.stats.lostDatagrams.Add(uint64(ss.dg.lost))
+	}
+	if ss.dg.n == 0 {
+		if r != nil {
+			r.NoReply() // served: noreply commands answer nothing
+		}
+		return false
+	}
+	b.Len = copy(b.Data, ss.dg.held[:ss.dg.n])
+	return true
+}
+
+func unixNow() int64 { return time.Now().Unix() }
+
+// fits reports whether an item of this key, flags and value length is
+// within the item size limit, sized the way memcached sizes it.
+func (s *Server) fits(keyLen int, flags uint32, valueLen int) bool {
+	n := itemOverhead + keyLen + valueLen
+	if flags != 0 {
+		n += 4
+	}
+	return n <= s.cfg.MaxItemSize
+}
+
+// sumStats adds up every worker's counters.
+func (s *Server) sumStats() total {
+	var t total
+	for _, ss := range s.sessions {
+		t.add(ss.stats)
+	}
+	t.add(&s.tcpStats)
+	return t
+}
+
+func (s *Server) resetStats() {
+	for _, ss := range s.sessions {
+		ss.stats.reset()
+	}
+	s.tcpStats.reset()
+}

@@ -1,0 +1,227 @@
+package memcached
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Keys in Pebble: an item's key is itemPrefix followed by the memcached
+// key; the store's own records use metaPrefix.
+const (
+	itemPrefix = 'i'
+	metaPrefix = 'm'
+)
+
+// Meta records.
+var (
+	metaCasLimit = []byte{metaPrefix, 'c'} // u64: every CAS id ever handed out is below it
+	metaFlush    = []byte{metaPrefix, 'f'} // u64 flush CAS, i64 flush time (see flushState)
+)
+
+// casBlock is how many CAS ids an on-disk store reserves at a time: the
+// reservation is written (synced) before any id of the block is used, so a
+// restarted store never reuses one.
+const casBlock = 1 << 20
+
+// Item header layout (little-endian), followed by the value:
+//
+//	0  u32 client flags
+//	4  i64 expiry, unix seconds (0: never)
+//	12 u64 CAS id
+//	20 i64 when it was stored, unix seconds (for delayed flush_all)
+const (
+	offFlags  = 0
+	offExp    = 4
+	offCas    = 12
+	offStored = 20
+	headerLen = 28
+)
+
+// item is a decoded item header and a view of its value.
+type item struct {
+	flags  uint32
+	exp    int64
+	cas    uint64
+	stored int64
+	value  []byte
+}
+
+func decodeItem(v []byte) (item, bool) {
+	if len(v) < headerLen {
+		return item{}, false
+	}
+	return item{
+		flags:  binary.LittleEndian.Uint32(v[offFlags:]),
+		exp:    int64(binary.LittleEndian.Uint64(v[offExp:])),
+		cas:    binary.LittleEndian.Uint64(v[offCas:]),
+		stored: int64(binary.LittleEndian.Uint64(v[offStored:])),
+		value:  v[headerLen:],
+	}, true
+}
+
+func putHeader(b []byte, it *item) {
+	binary.LittleEndian.PutUint32(b[offFlags:], it.flags)
+	binary.LittleEndian.PutUint64(b[offExp:], uint64(it.exp))
+	binary.LittleEndian.PutUint64(b[offCas:], it.cas)
+	binary.LittleEndian.PutUint64(b[offStored:], uint64(it.stored))
+}
+
+// numStripes is the number of key locks serialising writes to a key.
+const numStripes = 256
+
+// store is the Pebble database behind the protocol. Reads take no lock;
+// every write to a key holds that key's stripe lock for its whole
+// read-modify-write, so concurrent workers never interleave on one key.
+type store struct {
+	db    *pebble.DB
+	disk  bool
+	sync  *pebble.WriteOptions
+	seed  maphash.Seed
+	locks [numStripes]sync.Mutex
+
+	cas      atomic.Uint64 // last CAS id handed out
+	casMu    sync.Mutex
+	casLimit atomic.Uint64 // ids below it are reserved (on disk)
+
+	// flush_all state: items with a CAS id below flushCas are gone; items
+	// stored at or before flushLive are gone once flushLive has passed.
+	flushCas  atomic.Uint64
+	flushLive atomic.Int64
+	flushMu   sync.Mutex
+}
+
+// openStore opens the Pebble database in dir (in memory when dir is "").
+func openStore(dir string, sync bool) (*store, error) {
+	opts := &pebble.Options{Logger: quietLogger{}}
+	if dir == "" {
+		opts.FS = vfs.NewMem()
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
+	}
+	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed()}
+	if sync {
+		s.sync = pebble.Sync
+	}
+	if err := s.loadMeta(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// quietLogger drops Pebble's informational messages (WAL replay, ...) and
+// keeps its fatal ones.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
+
+// loadMeta restores the CAS reservation and the flush state.
+func (s *store) loadMeta() error {
+	if v, closer, err := s.db.Get(metaCasLimit); err == nil {
+		if len(v) == 8 {
+			limit := binary.LittleEndian.Uint64(v)
+			s.cas.Store(limit - 1)
+			s.casLimit.Store(limit)
+		}
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("memcached: read cas reservation: %w", err)
+	}
+	if v, closer, err := s.db.Get(metaFlush); err == nil {
+		if len(v) == 16 {
+			s.flushCas.Store(binary.LittleEndian.Uint64(v))
+			s.flushLive.Store(int64(binary.LittleEndian.Uint64(v[8:])))
+		}
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("memcached: read flush state: %w", err)
+	}
+	return nil
+}
+
+func (s *store) close() error {
+	if s.db == nil {
+		return errors.New("memcached: store closed")
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// lock locks key's stripe and returns it.
+func (s *store) lock(key []byte) *sync.Mutex {
+	m := &s.locks[maphash.Bytes(s.seed, key)%numStripes]
+	m.Lock()
+	return m
+}
+
+// nextCas hands out the next CAS id. An on-disk store first reserves a
+// block of ids durably, so a restart never reuses one.
+func (s *store) nextCas() (uint64, error) {
+	id := s.cas.Add(1)
+	if !s.disk || id < s.casLimit.Load() {
+		return id, nil
+	}
+	s.casMu.Lock()
+	defer s.casMu.Unlock()
+	if id < s.casLimit.Load() {
+		return id, nil
+	}
+	limit := id + casBlock
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], limit)
+	if err := s.db.Set(metaCasLimit, v[:], pebble.Sync); err != nil {
+		return 0, fmt.Errorf("memcached: reserve cas ids: %w", err)
+	}
+	s.casLimit.Store(limit)
+	return id, nil
+}
+
+// live reports whether it is visible at time now (unix seconds): not
+// expired and not flushed.
+func (s *store) live(it *item, now int64) bool {
+	if it.exp != 0 && it.exp <= now {
+		return false
+	}
+	if fc := s.flushCas.Load(); fc != 0 && it.cas < fc {
+		return false
+	}
+	if fl := s.flushLive.Load(); fl != 0 && fl <= now && it.stored <= fl {
+		return false
+	}
+	return true
+}
+
+// flush records a flush_all: immediate (at <= now: every item stored so far
+// is gone; memcached spends a CAS id on it) or delayed to time at.
+func (s *store) flush(at, now int64) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	live := at - 1 // memcached's oldest_live = new_oldest - 1
+	if live <= now {
+		id, err := s.nextCas()
+		if err != nil {
+			return err
+		}
+		s.flushCas.Store(id)
+	}
+	s.flushLive.Store(live)
+	var v [16]byte
+	binary.LittleEndian.PutUint64(v[:], s.flushCas.Load())
+	binary.LittleEndian.PutUint64(v[8:], uint64(live))
+	if err := s.db.Set(metaFlush, v[:], s.sync); err != nil {
+		return fmt.Errorf("memcached: record flush: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package memcached
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+)
+
+// serveTCP serves srv over TCP on a free port.
+func serveTCP(t testing.TB, srv *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.ServeTCP(ln)
+	return ln.Addr().String()
+}
+
+// TestTCPConformanceWithMemcached sends the conformance sequences over TCP
+// (one connection per request) to memcached and to psp and compares the
+// byte streams.
+func TestTCPConformanceWithMemcached(t *testing.T) {
+	mc := memcachedtest.StartMemcached(t, false)
+	psp := serveTCP(t, openServer(t, Config{}))
+	for _, c := range memcachedtest.Cases {
+		for i, r := range c.Requests {
+			if r.Raw != nil || (r.Total != 0 && r.Total != 1) || !strings.HasSuffix(r.Body, "\n") {
+				continue // about UDP framing, or a datagram cut mid-line
+			}
+			want, err := memcachedtest.ExchangeTCP(mc, r.Body, 5*time.Second)
+			if err != nil {
+				t.Fatalf("%s, request %d: memcached: %v", c.Name, i, err)
+			}
+			got, err := memcachedtest.ExchangeTCP(psp, r.Body, 5*time.Second)
+			if err != nil {
+				t.Fatalf("%s, request %d: psp: %v", c.Name, i, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s, request %d %.80q:\npsp:       %.300q\nmemcached: %.300q", c.Name, i, r.Body, got, want)
+			}
+		}
+	}
+}
+
+// TestTCPLargeValuesAndLimits: over TCP, values up to the item size limit
+// go through; a larger one is refused, its data skipped, and the
+// connection goes on.
+func TestTCPLargeValuesAndLimits(t *testing.T) {
+	srv := openServer(t, Config{})
+	addr := serveTCP(t, srv)
+	big := strings.Repeat("b", 1048516)
+	got, err := memcachedtest.ExchangeTCP(addr, "set a 0 0 1048516\r\n"+big+"\r\nget a\r\n", 10*time.Second)
+	if err != nil || string(got) != "STORED\r\nVALUE a 0 1048516\r\n"+big+"\r\nEND\r\n" {
+		t.Fatalf("1 MiB value: %v, %d bytes back", err, len(got))
+	}
+	huge := strings.Repeat("h", 3<<20)
+	got, err = memcachedtest.ExchangeTCP(addr, "set a 0 0 "+strconv.Itoa(len(huge))+"\r\n"+huge+"\r\nget a\r\n", 10*time.Second)
+	if err != nil || string(got) != "SERVER_ERROR object too large for cache\r\nEND\r\n" {
+		t.Fatalf("3 MiB value: %v, %.100q", err, got)
+	}
+	// A line of more than 2048 bytes without a line end closes the
+	// connection, as memcached does; a long get does not.
+	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 40000)+"\r\n", 10*time.Second)
+	if err != nil || string(got) != "END\r\n" {
+		t.Fatalf("80 kB get line: %v, %.100q", err, got)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(strings.Repeat("x", 100000)))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 10)); err == nil {
+		t.Errorf("connection open after 100 kB without a line end (%d bytes read)", n)
+	}
+}

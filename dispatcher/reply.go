@@ -1,0 +1,125 @@
+package dispatcher
+
+import (
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+)
+
+// MultiHandler is a Handler that may answer a request with more than one
+// datagram. Workers call HandleMulti instead of Handle when the application
+// implements it.
+//
+// HandleMulti processes the request in b like Handle, sends the reply's
+// leading datagrams, in order, with r.Send, and writes the last datagram in
+// place into b (setting b.Len), returning true to transmit it. Returning
+// false sends no final datagram; the request then counts as answered if r
+// sent anything or called r.NoReply, and as dropped for reason "app"
+// otherwise. The datagrams go out in the order they were sent, b last.
+//
+// The nic.Reply is the worker's own, reused for every request; it is valid
+// only during the call.
+type MultiHandler interface {
+	Handler
+	HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply) bool
+}
+
+// reply is a worker's nic.Reply: it queues the leading datagrams of a
+// multi-datagram reply and transmits them in batches on the worker's TX
+// queue, the request's buffer last.
+type reply struct {
+	req     *nic.Buffer
+	alloc   nic.ReplyAllocator // nil: the dataplane cannot allocate
+	dp      nic.Dataplane
+	tx      nic.TxQueue
+	pending []*nic.Buffer // queued, not yet transmitted; at most cap
+	sent    int           // datagrams accepted by Send for this request
+	txFail  bool          // a transmission failed
+	noReply bool          // served without a reply
+}
+
+// newReply returns worker w's Reply, flushing every batch datagrams.
+func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *reply {
+	alloc, _ := dp.(nic.ReplyAllocator)
+	return &reply{alloc: alloc, dp: dp, tx: tx, pending: make([]*nic.Buffer, 0, max(batch, 1))}
+}
+
+// reset prepares r for the request in req.
+func (r *reply) reset(req *nic.Buffer) {
+	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
+}
+
+// NoReply implements nic.Reply: the request counts as answered, not as
+// dropped, when the handler returns false.
+func (r *reply) NoReply() { r.noReply = true }
+
+// Send implements nic.Reply. Queued datagrams are transmitted in batches on
+// the worker's TX queue, and the rest, with the request's buffer last, when
+// the handler returns; earlier datagrams stay queued when Send fails.
+func (r *reply) Send(p []byte) error {
+	if r.alloc == nil {
+		return nic.ErrNoReplyBuffer
+	}
+	if len(p) > len(r.req.Data) {
+		return nic.ErrReplyTooLong
+	}
+	if len(r.pending) == cap(r.pending) {
+		r.flush()
+	}
+	b := r.alloc.AllocReply(r.req)
+	if b == nil {
+		return nic.ErrNoReplyBuffer
+	}
+	if len(p) > len(b.Data) {
+		r.dp.Release(b)
+		return nic.ErrReplyTooLong
+	}
+	b.Len = copy(b.Data, p)
+	r.pending = append(r.pending, b)
+	r.sent++
+	return nil
+}
+
+// Room implements nic.Reply: a buffer's payload room.
+func (r *reply) Room() int { return len(r.req.Data) }
+
+// Sent returns how many datagrams Send accepted for the current request.
+func (r *reply) Sent() int { return r.sent }
+
+// flush transmits the queued datagrams.
+func (r *reply) flush() {
+	if len(r.pending) == 0 {
+		return
+	}
+	if n, _ := r.tx.Send(r.pending); n != len(r.pending) {
+		r.txFail = true
+	}
+	clear(r.pending)
+	r.pending = r.pending[:0]
+}
+
+// finish transmits what is queued, then the request's buffer when answer is
+// set (otherwise it releases it). It reports whether every datagram went out.
+func (r *reply) finish(answer bool) bool {
+	if answer {
+		if len(r.pending) == cap(r.pending) {
+			r.flush()
+		}
+		r.pending = append(r.pending, r.req)
+		r.flush()
+	} else {
+		r.flush()
+		r.dp.Release(r.req)
+	}
+	r.req = nil
+	return !r.txFail
+}
+
+// discard releases what is queued and the request's buffer (the handler
+// panicked).
+func (r *reply) discard() {
+	r.dp.Release(r.pending...)
+	clear(r.pending)
+	r.pending = r.pending[:0]
+	r.dp.Release(r.req)
+	r.req = nil
+}

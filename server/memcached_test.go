@@ -1,0 +1,84 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+	"github.com/persephone-go/psp/dispatcher"
+)
+
+// The memcached application answers with several datagrams.
+var _ dispatcher.MultiHandler = (*memcached.Server)(nil)
+
+// startMemcachedServer runs the memcached application over the UDP
+// dataplane on a free port (admin off) until the test ends.
+func startMemcachedServer(t testing.TB, workers int, policy string) *Server {
+	t.Helper()
+	cfg := Config{Listen: "127.0.0.1:0", Workers: workers, Policy: policy, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, Buffers: 512}
+	srv, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return srv
+}
+
+// TestMemcachedConformance sends the same command sequences to Debian's
+// memcached and to psp's memcached application behind the UDP dataplane,
+// the dispatcher and the native classifier, and compares every reply
+// datagram byte for byte (frame headers included).
+func TestMemcachedConformance(t *testing.T) {
+	mcAddr := memcachedtest.StartMemcached(t, true)
+	srv := startMemcachedServer(t, 1, "cfcfs") // one worker: replies in order
+	mc, err := memcachedtest.Dial(mcAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	ps, err := memcachedtest.Dial(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	id := uint16(100)
+	for _, c := range memcachedtest.Cases {
+		for i, r := range c.Requests {
+			id++
+			d := r.Datagram(id)
+			want, err := mc.Exchange(d)
+			if err != nil {
+				t.Fatalf("%s, request %d: memcached: %v", c.Name, i, err)
+			}
+			got, err := ps.Exchange(d)
+			if err != nil {
+				t.Fatalf("%s, request %d: psp: %v", c.Name, i, err)
+			}
+			if !sameDatagrams(got, want) {
+				t.Errorf("%s, request %d %.80q:\npsp:%s\nmemcached:%s", c.Name, i, d, memcachedtest.Describe(got), memcachedtest.Describe(want))
+			}
+		}
+	}
+}
+
+func sameDatagrams(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
