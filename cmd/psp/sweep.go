@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	json "github.com/goccy/go-json"
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
@@ -127,7 +129,25 @@ func runSweep(c *cli.Context) error {
 func printSweep(c *cli.Context, res *harness.SweepResult) error {
 	out := c.App.Writer
 	if c.Bool("json") {
-		return report.WriteJSON(out, res.Points, res.Summaries)
+		if len(res.Tails) == 0 {
+			return report.WriteJSON(out, res.Points, res.Summaries)
+		}
+		// The report's document plus the tail comparisons.
+		var b bytes.Buffer
+		if err := report.WriteJSON(&b, res.Points, res.Summaries); err != nil {
+			return err
+		}
+		doc := map[string]any{}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		doc["tails"] = res.Tails
+		enc, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		_, err = out.Write(append(enc, '\n'))
+		return err
 	}
 	if err := report.WriteTable(out, res.Points); err != nil {
 		return err
