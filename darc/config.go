@@ -16,6 +16,9 @@ const (
 	DefaultDelayFactor     = 1.0
 	DefaultDemandDeviation = 0.1
 	DefaultHysteresis      = 0.25
+	// DefaultMaxWindowFactor sets the default MaxWindow: this many times
+	// MinSamples.
+	DefaultMaxWindowFactor = 2
 	DefaultGuaranteed      = 0.5
 	DefaultDeadlineFactor  = 10.0
 	DefaultDeadlineFloor   = int64(200e6) // 200 ms
@@ -116,6 +119,16 @@ type Config struct {
 	// checks less often but can miss a change of workload that produces no
 	// long queue (the phase experiment in tests/).
 	DelayFactor float64
+	// MaxWindow is the most completions of known types a profiling window
+	// collects before the update check runs anyway, backlog or not (a new
+	// window starts after every check). The queuing-delay trigger alone
+	// misses a change of workload that builds no long queue, and at a few
+	// hundred requests per second it lets one window span a whole phase,
+	// so that a change is seen late and through a window mixing before and
+	// after. Default DefaultMaxWindowFactor x MinSamples; negative: no
+	// limit (the prototype's: checks on queuing delay only); at least
+	// MinSamples.
+	MaxWindow int
 	// DemandDeviation: a check re-reserves only if some group's demand moved
 	// from the demand it was reserved for by more than DemandDeviation times
 	// its current allocation (in workers),
@@ -179,6 +192,9 @@ func (c Config) withDefaults() Config {
 	if c.Hysteresis == 0 {
 		c.Hysteresis = DefaultHysteresis
 	}
+	if c.MaxWindow == 0 && c.MinSamples <= math.MaxInt/DefaultMaxWindowFactor {
+		c.MaxWindow = DefaultMaxWindowFactor * c.MinSamples
+	}
 	return c
 }
 
@@ -210,6 +226,8 @@ func (c Config) Validate() error {
 		return bad("min samples = %d (must be > 0)", c.MinSamples)
 	case !(c.DelayFactor > 0) || math.IsInf(c.DelayFactor, 0):
 		return bad("delay factor = %v (must be > 0)", c.DelayFactor)
+	case c.MaxWindow > 0 && c.MaxWindow < c.MinSamples:
+		return bad("max window = %d (must be at least min samples = %d, or negative for no limit)", c.MaxWindow, c.MinSamples)
 	case !(c.DemandDeviation > 0) || math.IsInf(c.DemandDeviation, 0):
 		return bad("demand deviation = %v (must be > 0)", c.DemandDeviation)
 	case math.IsNaN(c.Hysteresis) || c.Hysteresis > 0.5:
@@ -276,8 +294,8 @@ func validateProfiles(ps []TypeProfile, numTypes int) error {
 func (c Config) String() string {
 	c = c.withDefaults()
 	var b strings.Builder
-	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
-		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
+	fmt.Fprintf(&b, "workers=%d types=%d queue=%d delta=%g spillway=%d min-samples=%d max-window=%d delay-factor=%g demand-deviation=%g hysteresis=%g static-reserved=%d",
+		c.Workers, c.NumTypes, c.QueueCapacity, c.Delta, c.Spillway, c.MinSamples, c.MaxWindow, c.DelayFactor, c.DemandDeviation, c.Hysteresis, c.StaticReserved)
 	fmt.Fprintf(&b, " pool=%d guaranteed=%g deadline-factor=%g deadline-floor=%dns", c.Pool, c.Guaranteed, c.DeadlineFactor, c.DeadlineFloor)
 	if len(c.Guarantees) > 0 {
 		fmt.Fprintf(&b, " guarantees=%v", c.Guarantees)

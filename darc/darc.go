@@ -15,7 +15,8 @@ package darc
 // completions, DARC looks for a type whose second-oldest queued request has
 // waited more than DelayFactor times the type's profiled mean (the
 // prototype's trigger: one queued request is the normal state of a type whose
-// workers just became busy, two show a backlog). It then computes the window's
+// workers just became busy, two show a backlog); a window that reaches
+// MaxWindow completions is checked without one. It then computes the window's
 // reservation and adopts it if the set of active types or their grouping
 // changed, or if some group's demand moved by more than DemandDeviation times
 // its current allocation. In the latter case a group keeps its worker count
@@ -56,6 +57,7 @@ type DARC struct {
 	mean      []float64 // current profile, per type (0: never profiled)
 	ratio     []float64
 	order     []Type   // known types, dispatch order
+	runEnd    []int    // per index in order: end of its run of types sharing workers
 	res       []bitset // per type: Algorithm 1's reserved set
 	steal     []bitset // per type: Algorithm 1's stealable set
 	threshold []int64  // per type: queuing delay that triggers a check
@@ -64,6 +66,7 @@ type DARC struct {
 	all       bitset
 
 	minSamples   uint64
+	maxWindow    uint64 // 0: no limit
 	reservations uint64
 	checks       uint64
 }
@@ -95,6 +98,7 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 		mean:       make([]float64, n),
 		ratio:      make([]float64, n),
 		order:      make([]Type, 0, n-1),
+		runEnd:     make([]int, n-1),
 		res:        make([]bitset, n),
 		steal:      make([]bitset, n),
 		threshold:  make([]int64, n),
@@ -102,6 +106,9 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 		winRatio:   make([]float64, n),
 		all:        make(bitset, words(w)),
 		minSamples: uint64(c.cfg.MinSamples),
+	}
+	if c.cfg.MaxWindow > 0 {
+		p.maxWindow = uint64(c.cfg.MaxWindow)
 	}
 	p.all.setRange(0, w)
 	for t := 1; t < n; t++ {
@@ -154,7 +161,7 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 	n := 0
 	// A reservation update may shorten deadlines: check first, then expire
 	// with the deadlines the dispatch below runs under.
-	if !p.startup && p.pending() >= 2 && p.win.total >= p.minSamples && p.backlogged(now) {
+	if !p.startup && p.checkDue(now) {
 		p.check()
 	}
 	if now >= p.nextExpiry {
@@ -176,18 +183,31 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 		}
 		return p.dispatchUnknown(out, n)
 	}
-	for _, t := range p.order {
+	for i := 0; i < len(p.order); i = p.runEnd[i] {
 		if p.pending() == 0 {
 			break
 		}
-		q := &p.queues[t]
-		for q.n > 0 {
+		// Types of one group share their workers and are served as one
+		// class: oldest head first, so grouping similar types (or a
+		// classifier that cannot tell them apart) costs them nothing
+		// against c-FCFS.
+		run := p.order[i:p.runEnd[i]]
+		res, steal := p.res[run[0]], p.steal[run[0]]
+		one := &p.queues[run[0]]
+		for {
+			q := one
+			if len(run) > 1 {
+				q = p.oldestHead(run)
+			}
+			if q == nil || q.n == 0 {
+				break
+			}
 			if n == len(out) || p.idleCount == 0 {
 				return n
 			}
-			w := firstAnd(p.idle, p.res[t])
+			w := firstAnd(p.idle, res)
 			if w < 0 {
-				if w = firstAnd(p.idle, p.steal[t]); w < 0 {
+				if w = firstAnd(p.idle, steal); w < 0 {
 					break
 				}
 			}
@@ -196,6 +216,18 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 		}
 	}
 	return p.dispatchUnknown(out, n)
+}
+
+// oldestHead returns the queue, among run's types, whose head has waited
+// longest; nil when they are all empty.
+func (p *DARC) oldestHead(run []Type) *ring {
+	var best *ring
+	for _, t := range run {
+		if q := &p.queues[t]; q.n > 0 && (best == nil || q.at(0).enq < best.at(0).enq) {
+			best = q
+		}
+	}
+	return best
 }
 
 // expireAll drops the queued requests past their deadline into out. In the
@@ -245,6 +277,18 @@ func (p *DARC) dispatchUnknown(out []Assignment, n int) int {
 		n++
 	}
 	return n
+}
+
+// checkDue reports whether the update check is due: the window holds
+// MinSamples completions and a type is backlogged, or it holds MaxWindow.
+func (p *DARC) checkDue(now int64) bool {
+	if p.win.total < p.minSamples {
+		return false
+	}
+	if p.maxWindow > 0 && p.win.total >= p.maxWindow {
+		return true
+	}
+	return p.pending() >= 2 && p.backlogged(now)
 }
 
 // backlogged reports whether some type's second-oldest queued request has
@@ -320,6 +364,16 @@ func (p *DARC) adopt() {
 		}
 		p.res[t], p.steal[t] = p.cur.resOf(g), p.cur.stealOf(g)
 	}
+	// A group's types are consecutive in the order: each run of them is
+	// dispatched together. A type without a group of its own (absent from
+	// the window) keeps its place and is served alone.
+	for i := len(p.order) - 1; i >= 0; i-- {
+		p.runEnd[i] = i + 1
+		g := p.cur.groupOf[p.order[i]]
+		if i+1 < len(p.order) && g >= 0 && p.cur.groupOf[p.order[i+1]] == g {
+			p.runEnd[i] = p.runEnd[i+1]
+		}
+	}
 	p.groupScales()
 }
 
@@ -365,3 +419,8 @@ func (p *DARC) Snapshot(s *Snapshot) {
 	}
 	s.Groups = p.cur.appendGroups(s.Groups)
 }
+
+// Reservations returns how many times the reservation was (re)computed, as
+// Snapshot's Reservations does, without copying the state: a driver can
+// poll it on every event to notice a new reservation.
+func (p *DARC) Reservations() uint64 { return p.reservations }

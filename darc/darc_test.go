@@ -370,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewDARC accepted it", tt.name)
 		}
 	}
-	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0 pool=0 guaranteed=0.5 deadline-factor=10 deadline-floor=200000000ns" {
+	if got := (Config{Workers: 4, NumTypes: 3}).String(); got != "workers=4 types=3 queue=4096 delta=0.2 spillway=1 min-samples=50000 max-window=100000 delay-factor=1 demand-deviation=0.1 hysteresis=0.25 static-reserved=0 pool=0 guaranteed=0.5 deadline-factor=10 deadline-floor=200000000ns" {
 		t.Errorf("String() = %q", got)
 	}
 }
@@ -517,5 +517,37 @@ func TestDARCHysteresisFollowsRealMoves(t *testing.T) {
 		if got := shortDemandWindow(t, p, int64(i+1)*1e7, step.demand); got != step.want {
 			t.Fatalf("step %d: demand %v: SHORT has %d workers, want %d", i, step.demand, got, step.want)
 		}
+	}
+}
+
+// Types of one group share their workers and are served as one class, in
+// arrival order: a group of similar types (or types a classifier cannot
+// tell apart) is c-FCFS among themselves, not a priority order.
+func TestDARCGroupServedOldestFirst(t *testing.T) {
+	// Types 1 and 2 within Delta of each other: one group; type 3 alone.
+	alike := []TypeProfile{{Type: 1, MeanNs: 10000, Ratio: 0.45}, {Type: 2, MeanNs: 11000, Ratio: 0.45}, {Type: 3, MeanNs: 500000, Ratio: 0.1}}
+	p := newTestDARC(t, Config{Workers: 4, NumTypes: 4, MinSamples: 1 << 20, Profile: alike})
+	var s Snapshot
+	p.Snapshot(&s)
+	if len(s.Groups) != 2 || !slices.Equal(s.Groups[0].Types, []Type{1, 2}) {
+		t.Fatalf("groups %+v, want {1,2} then {3}", s.Groups)
+	}
+	// Keep every worker busy, queue type 2 before type 1, then free the
+	// workers one by one: the older requests go first, whatever the type.
+	for h := range uint64(4) {
+		p.Enqueue(req(h, 3), 0)
+	}
+	dispatchAll(t, p, 0)
+	p.Enqueue(req(10, 2), 1)
+	p.Enqueue(req(11, 1), 2)
+	p.Enqueue(req(12, 2), 3)
+	p.Enqueue(req(13, 1), 4)
+	var got []uint64
+	for w := range 4 {
+		p.Complete(w, 3, 500000, 10)
+		got = append(got, handlesOf(dispatchAll(t, p, 10))...)
+	}
+	if !slices.Equal(got, []uint64{10, 11, 12, 13}) {
+		t.Fatalf("dispatch order %v, want arrival order 10 11 12 13", got)
 	}
 }

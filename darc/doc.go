@@ -71,6 +71,27 @@
 //     as the prototype does, with a threshold of DelayFactor times the type's
 //     mean (default 1, the prototype's; the paper uses 10: see
 //     Config.DelayFactor).
+//   - A profiling window is also checked when it reaches Config.MaxWindow
+//     completions (default 2 x MinSamples), backlog or not (neither the
+//     paper nor the prototype limit it): at a few hundred requests per
+//     second a window closed only by a backlog can span a whole phase of
+//     the workload, so a change was seen late, through a window mixing
+//     before and after, and half-way reservations stayed. Measured with
+//     psp experiment darc-defaults (RATIONALE.md): after High Bimodal's
+//     service times swap at ~110 requests/s with 50-sample profiles, DARC
+//     reached the new reservation in 0.9-1.9 s for 8 seeds out of 8 (1 of 8
+//     never within 8 s without the limit, 4 of 8 with the paper's factor of
+//     10), with no change at the paper's scale. A limit of 1 x MinSamples
+//     re-reserves faster still, but then every window is checked as soon as
+//     it may be, and a type absent from one (a burst's tail) loses its group.
+//   - Algorithm 1 walks types; DARC walks groups, and serves the types of a
+//     group as one class, oldest queue head first. The paper groups types
+//     because they are alike; served type by type, the shorter of two alike
+//     types became a priority class, and a random classifier (two types
+//     with the same mean, one group) made DARC worse than c-FCFS (SHORT
+//     p99.9 slowdown 166 against 101 at load 0.8 of High Bimodal, psp
+//     experiment fig9). Oldest-first within a group gives 100.8 against
+//     100.8: no worse than c-FCFS, as the paper reports.
 //   - The deviation rule works per group: a group's new demand is compared
 //     with the demand it was reserved for, and the move must exceed
 //     DemandDeviation times the group's allocation in workers (the prototype
@@ -89,10 +110,7 @@
 //     (0.8 with seed 5, 0.9 with seed 2), against 0.9 with the hysteresis
 //     for all six seeds, as DARC-static with 3 reserved workers does
 //     (psp sim --workload extreme-bimodal --workers 16 --loads 0.7,0.8,0.9
-//     --duration 1s --slo 10 --slo-per-type [--hysteresis -1]). Raising
-//     DelayFactor to the paper's 10 also hid the noise, by checking rarely,
-//     but then missed the phase change of tests/ (no queue grows past 10x a
-//     stale mean). With the
+//     --duration 1s --slo 10 --slo-per-type [--hysteresis -1]). With the
 //     band, a count one worker off the demand is still left as soon as one
 //     window's demand crosses the band's far edge, which noise does often
 //     from the wrong side and almost never from the right one.

@@ -36,7 +36,13 @@
 //     not the host's. tests/TestLiveTailsMatchSimulator checks it.
 //   - AdminClient: a running server's GET /status (the server's own
 //     server.Status) and classifier hot swaps.
-//   - WriteCharts: the charts of a set of points.
+//   - WriteCharts, WriteTimelines: the charts of a set of points.
+//   - Experiments: the paper's figures and tables (psp experiment NAME),
+//     each a simulation of the paper's testbed (TestbedRTT,
+//     TestbedDispatcherRate) over seeds, or a time-dilated live run with
+//     the simulator at the same scale; Experiment.Run prints nothing and
+//     returns an ExperimentResult (tables with the spread over seeds, a
+//     one-line summary, the points) after writing its files and charts.
 //
 // # Concurrency
 //

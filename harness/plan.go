@@ -45,6 +45,62 @@ type Plan struct {
 	// space on the server before each run (loadgen.PreloadMemcached), so
 	// that its reads hit.
 	Preload bool
+	// Phases, when it has phases, is played instead of Workload: each
+	// phase's mix for its duration, at its own load or at Load (Rate must
+	// be zero), one schedule after the other. Duration is then the phases'
+	// total: leave it zero.
+	Phases workload.Phases
+}
+
+// phased reports whether the plan plays phases.
+func (p *Plan) phased() bool { return len(p.Phases.Phases) > 0 }
+
+// length is the length of the schedule.
+func (p *Plan) length() time.Duration {
+	if p.phased() {
+		return p.Phases.Total()
+	}
+	return p.Duration
+}
+
+// WorkloadName names what the plan plays.
+func (p *Plan) WorkloadName() string {
+	if p.phased() {
+		return p.Phases.Name
+	}
+	return p.Workload.Name
+}
+
+// phaseRate is the rate of phase i: its load (or the plan's) of its mix.
+func (p *Plan) phaseRate(i int) float64 {
+	load := p.Phases.Phases[i].Load
+	if load == 0 {
+		load = p.Load
+	}
+	mix := p.Phases.Mix(i)
+	return loadgen.RateForLoad(&mix, load, p.Workers, p.dilation())
+}
+
+// schedule draws the plan's schedule: its workload's, or its phases' one
+// after the other (phase i seeded with Seed+i).
+func (p *Plan) schedule() (*loadgen.Schedule, error) {
+	if !p.phased() {
+		return loadgen.NewSchedule(&p.Workload, p.OfferedRate(), p.Duration, p.Seed)
+	}
+	var sched *loadgen.Schedule
+	for i, ph := range p.Phases.Phases {
+		mix := p.Phases.Mix(i)
+		s, err := loadgen.NewSchedule(&mix, p.phaseRate(i), time.Duration(ph.Duration), p.Seed+uint64(i))
+		if err != nil {
+			return nil, fmt.Errorf("phase %q: %w", ph.Name, err)
+		}
+		if sched == nil {
+			sched = s
+		} else {
+			sched = sched.Then(s)
+		}
+	}
+	return sched, nil
 }
 
 // UseStatus takes the settings the plan left unset from a running
@@ -63,10 +119,18 @@ func (p *Plan) dilation() float64 {
 	return p.Spec.Dilation
 }
 
-// OfferedRate is the rate the plan sends at, requests per second.
+// OfferedRate is the rate the plan sends at, requests per second (with
+// phases, the mean over them).
 func (p *Plan) OfferedRate() float64 {
-	if p.Rate > 0 {
+	switch {
+	case p.Rate > 0:
 		return p.Rate
+	case p.phased():
+		n := 0.0
+		for i, ph := range p.Phases.Phases {
+			n += p.phaseRate(i) * time.Duration(ph.Duration).Seconds()
+		}
+		return n / p.length().Seconds()
 	}
 	return loadgen.RateForLoad(&p.Workload, p.Load, p.Workers, p.dilation())
 }
@@ -106,8 +170,30 @@ func (p *Plan) DurationFor(n int, typ string) time.Duration {
 	return time.Duration(math.Ceil(secs*10)) * time.Second / 10
 }
 
-// Validate reports the first problem with p.
+// Validate reports the first problem with p. With phases it resolves
+// their mixes (workload.Phases.Validate).
 func (p *Plan) Validate() error {
+	if p.phased() {
+		if err := p.Phases.Validate(""); err != nil {
+			return err
+		}
+		switch {
+		case p.Workers < 1:
+			return fmt.Errorf("workers %d, want at least 1", p.Workers)
+		case p.Duration != 0:
+			return fmt.Errorf("duration %v with phases: the phases give it (leave it zero)", p.Duration)
+		case p.Rate != 0:
+			return errors.New("a rate with phases: give a load (each phase's rate follows from its mix)")
+		case p.Spec.Dilation < 0:
+			return fmt.Errorf("dilation %v, want > 0", p.Spec.Dilation)
+		}
+		for _, ph := range p.Phases.Phases {
+			if ph.Load == 0 && !(p.Load > 0) {
+				return fmt.Errorf("phase %q has no load of its own: give the plan a load", ph.Name)
+			}
+		}
+		return nil
+	}
 	switch {
 	case p.Workers < 1:
 		return fmt.Errorf("workers %d, want at least 1", p.Workers)
@@ -135,7 +221,7 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	sched, err := loadgen.NewSchedule(&p.Workload, p.OfferedRate(), p.Duration, p.Seed)
+	sched, err := p.schedule()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +239,7 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 		}
 	}
 	var bar *progressbar.ProgressBar
-	if p.Progress != nil && p.Duration >= 2*time.Second {
+	if p.Progress != nil && p.length() >= 2*time.Second {
 		bar = progressbar.NewOptions(len(sched.Requests),
 			progressbar.OptionSetWriter(p.Progress),
 			progressbar.OptionSetDescription(desc),
@@ -171,9 +257,10 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 }
 
 // Point turns a result of the plan into a report point labelled with
-// policy; meanIdle is the server's mean idle workers during the run (NaN
-// when unknown).
-func (p *Plan) Point(res *loadgen.Result, policy string, meanIdle float64) report.Point {
-	return res.Point(loadgen.PointSpec{Policy: policy, Workload: p.Workload.Name, Workers: p.Workers,
-		Load: p.OfferedLoad(), MeanIdleWorkers: meanIdle})
+// policy; meanIdle and wasted are the server's mean idle workers and CPU
+// waste (idle workers while requests waited) during the run, NaN when
+// unknown.
+func (p *Plan) Point(res *loadgen.Result, policy string, meanIdle, wasted float64) report.Point {
+	return res.Point(loadgen.PointSpec{Policy: policy, Workload: p.WorkloadName(), Workers: p.Workers,
+		Load: p.OfferedLoad(), MeanIdleWorkers: meanIdle, WastedWorkers: wasted})
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -17,6 +19,7 @@ import (
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/sim"
+	"github.com/persephone-go/psp/workload"
 )
 
 // Sweep measures psp servers at a range of loads under each policy: for
@@ -61,6 +64,12 @@ type Sweep struct {
 	// (the requests the load generator sent, at the undilated times it
 	// sent them) to compare the shortest type's tails (CompareTails).
 	Simulate time.Duration
+	// Timeline, when > 0 and the server has an admin endpoint, records
+	// each point over time (report.Point.Timeline): the per-type p99.9 per
+	// bucket of this width (loadgen.Result.Timeline), the phases of a
+	// phased plan and the reservations the server adopted, polled every
+	// 100 ms; the sweep then also draws timeline-<policy>-<load>.png.
+	Timeline time.Duration
 	// Log receives one line per point (and per pre-warm); nil discards.
 	Log io.Writer
 }
@@ -107,6 +116,8 @@ func (s *Sweep) Validate() error {
 		return fmt.Errorf("sweep: prewarm %v, want >= 0", s.Prewarm)
 	case s.Samples < 0:
 		return fmt.Errorf("sweep: samples %d, want >= 0", s.Samples)
+	case s.Timeline < 0:
+		return fmt.Errorf("sweep: timeline bucket %v, want >= 0", s.Timeline)
 	}
 	for _, l := range s.Loads {
 		if !(l > 0) || l > MaxLoad {
@@ -115,7 +126,7 @@ func (s *Sweep) Validate() error {
 	}
 	p := s.Plan
 	p.Load = s.Loads[0]
-	if s.Samples > 0 && p.Duration == 0 {
+	if s.Samples > 0 && p.Duration == 0 && !p.phased() {
 		p.Duration = time.Second // set per point
 	}
 	if err := p.Validate(); err != nil {
@@ -196,6 +207,13 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
+	if sw.Timeline > 0 {
+		tls, err := WriteTimelines(sw.Out, res.Points)
+		res.Files = append(res.Files, tls...)
+		if err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("sweep: interrupted: the files hold the %d points measured so far: %w", len(res.Points), ctx.Err())
 	}
@@ -230,8 +248,12 @@ func (s *Sweep) resolveDilation(ctx context.Context) error {
 // simulate runs the simulator on the sweep's workload, workers, policies
 // and loads.
 func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
+	base := sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed}
+	if s.Plan.phased() {
+		base.Phases, base.Duration = s.Plan.Phases.Scaled(float64(s.Simulate)/float64(s.Plan.Phases.Total())), 0
+	}
 	pts, err := sim.RunSweep(ctx, sim.Sweep{
-		Base:     sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed},
+		Base:     base,
 		Policies: s.Policies,
 		Loads:    s.Loads,
 	})
@@ -276,20 +298,35 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 		warm := plan
 		warm.Duration = s.Prewarm
 		warm.Load = s.Loads[len(s.Loads)/2]
+		if plan.phased() {
+			// The first phase's mix: the run starts with it.
+			if err := plan.Validate(); err != nil {
+				return nil, nil, err
+			}
+			warm.Workload, warm.Phases = plan.Phases.Mix(0), workload.Phases{}
+		}
 		fmt.Fprintf(s.Log, "%s: pre-warming for %v at load %.2g\n", policy, s.Prewarm, warm.Load)
 		if _, err := warm.Run(ctx, policy+" prewarm"); err != nil {
 			return nil, nil, err
 		}
 	}
-	replay := s.Simulate > 0 && slices.Contains(sim.PolicyNames(), policy)
+	replay := s.Simulate > 0 && slices.Contains(sim.PolicyNames(), policy) && !plan.phased()
 	for _, load := range s.Loads {
 		plan.Load = load
-		if s.Samples > 0 {
+		if s.Samples > 0 && !plan.phased() {
 			plan.Duration = plan.DurationFor(s.Samples, ShortestType(&plan.Workload))
 		}
 		idle := startIdleSampler(ctx, admin)
+		var reservations func() []report.Reservation
+		if s.Timeline > 0 && admin != nil {
+			reservations = startReservationPoller(ctx, admin)
+		}
 		res, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
-		meanIdle := idle()
+		meanIdle, wasted := idle()
+		var adopted []report.Reservation
+		if reservations != nil {
+			adopted = reservations()
+		}
 		if err != nil {
 			return points, replays, err
 		}
@@ -301,7 +338,17 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 				}
 			}
 		}
-		pt := plan.Point(res, policy, meanIdle)
+		pt := plan.Point(res, policy, meanIdle, wasted)
+		if s.Timeline > 0 {
+			tl := res.Timeline(s.Timeline)
+			at := 0.0
+			for _, ph := range plan.Phases.Phases {
+				tl.Phases = append(tl.Phases, report.PhaseMark{StartSec: at, Name: ph.Name})
+				at += time.Duration(ph.Duration).Seconds()
+			}
+			tl.Reservations = adopted
+			pt.Timeline = tl
+		}
 		points = append(points, pt)
 		if replay {
 			rp, err := s.replay(&plan, res, policy)
@@ -369,38 +416,80 @@ func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (report.P
 	return pt, nil
 }
 
-// startIdleSampler polls the server's /status every 250 ms (idle_workers is
-// a mean over the server's last stats interval) until the returned function
-// is called; that function returns the mean of the samples (NaN, shown as
-// unknown, without an admin client or samples).
-func startIdleSampler(ctx context.Context, admin *AdminClient) func() float64 {
+// startIdleSampler polls the server's /status every 250 ms (idle_workers
+// and cpu_waste are means over the server's last stats interval) until
+// the returned function is called; that function returns the means of the
+// samples (NaN, shown as unknown, without an admin client or samples).
+func startIdleSampler(ctx context.Context, admin *AdminClient) func() (idle, wasted float64) {
 	if admin == nil {
-		return func() float64 { return math.NaN() }
+		return func() (float64, float64) { return math.NaN(), math.NaN() }
 	}
 	stop := make(chan struct{})
-	result := make(chan float64, 1)
+	result := make(chan [2]float64, 1)
 	go func() {
-		sum, n := 0.0, 0
+		idle, wasted, n := 0.0, 0.0, 0
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
 				if n == 0 {
-					result <- math.NaN()
+					result <- [2]float64{math.NaN(), math.NaN()}
 				} else {
-					result <- sum / float64(n)
+					result <- [2]float64{idle / float64(n), wasted / float64(n)}
 				}
 				return
 			case <-t.C:
 				if st, err := admin.Status(ctx); err == nil {
-					sum += st.IdleWorkers
+					idle += st.IdleWorkers
+					wasted += st.CPUWaste
 					n++
 				}
 			}
 		}
 	}()
-	return func() float64 {
+	return func() (float64, float64) {
+		close(stop)
+		r := <-result
+		return r[0], r[1]
+	}
+}
+
+// startReservationPoller polls the server's /status every 100 ms and
+// keeps every reservation it sees adopted (times from the call) until the
+// returned function is called, which returns them.
+func startReservationPoller(ctx context.Context, admin *AdminClient) func() []report.Reservation {
+	stop := make(chan struct{})
+	result := make(chan []report.Reservation, 1)
+	start := time.Now()
+	go func() {
+		var out []report.Reservation
+		last := ""
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if st, err := admin.Status(ctx); err == nil && len(st.Groups) > 0 {
+				r := report.Reservation{AtSec: time.Since(start).Seconds()}
+				for _, g := range st.Groups {
+					r.Groups = append(r.Groups, report.ReservedGroup{Types: g.Types, Workers: len(g.Reserved), Spillway: g.Spillway})
+				}
+				if k := r.String(); k != last {
+					last = k
+					out = append(out, r)
+				}
+			}
+			select {
+			case <-stop:
+				result <- out
+				return
+			case <-ctx.Done():
+				result <- out
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() []report.Reservation {
 		close(stop)
 		return <-result
 	}
@@ -440,4 +529,38 @@ func WriteCharts(dir string, points, slowdownOnly []report.Point, opt report.Plo
 	}
 	lat, err := report.PlotLatencies(points, filepath.Join(dir, "latency-"), report.PlotOptions{Width: opt.Width, Height: opt.Height})
 	return append(paths, lat...), err
+}
+
+// WriteTimelines draws, for every point that has a timeline,
+// timeline-<policy>-<load>.png into dir (the p99.9 latency of each type and
+// the reserved workers over time) and returns the paths written.
+func WriteTimelines(dir string, points []report.Point) ([]string, error) {
+	var paths []string
+	for i := range points {
+		p := &points[i]
+		if p.Timeline == nil || len(p.Timeline.Buckets) == 0 {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return paths, fmt.Errorf("charts: create output directory: %w", err)
+		}
+		name := fmt.Sprintf("timeline-%s-%s.png", safeName(p.Label(false)), strconv.FormatFloat(p.Load, 'f', -1, 64))
+		path := filepath.Join(dir, name)
+		title := fmt.Sprintf("%s under %s at load %.3g: p99.9 latency per %s", p.Workload, p.Policy, p.Load, report.FormatNs(p.Timeline.BucketSec*1e9))
+		if err := report.PlotTimeline(p.Timeline, title, path, report.PlotOptions{}); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// safeName replaces the characters of s that do not belong in a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == '(' || r == ')' {
+			return '_'
+		}
+		return r
+	}, s)
 }

@@ -22,7 +22,10 @@ import (
 // "k<Keys-1>", drawn from the request id. A request is answered when the
 // datagram that ends its reply arrives (END for reads, the reply line
 // otherwise); error lines (ERROR, CLIENT_ERROR, SERVER_ERROR) count as
-// ErrorReplies.
+// ErrorReplies, except memcached's lines for a request it could not carry
+// out for want of memory ("SERVER_ERROR out of memory ...", which psp
+// serve --app memcached sends for every request it sheds): those count as
+// Overloaded, neither answered nor lost.
 const FormatMemcached = "memcached"
 
 // Defaults of the memcached format.
@@ -103,28 +106,45 @@ var (
 	mcEnd    = []byte("END\r\n")
 	mcValue  = []byte("VALUE ")
 	mcErrors = [][]byte{[]byte("ERROR"), []byte("CLIENT_ERROR"), []byte("SERVER_ERROR")}
+	// mcOutOfMemory are the starts of memcached 1.6's lines for a request
+	// it did not carry out for want of memory ("SERVER_ERROR out of memory
+	// storing object", "... writing get response", "SERVER_ERROR Out of
+	// memory allocating item", ...): the server shed the request.
+	mcOutOfMemory = [][]byte{[]byte("SERVER_ERROR out of memory"), []byte("SERVER_ERROR Out of memory")}
 )
 
-// memcachedReplyEnd reports whether datagram p ends a reply, and whether
-// that reply is an error line.
-func memcachedReplyEnd(p []byte) (end, isErr bool) {
+// What a reply datagram does to its request (memcachedReplyEnd).
+const (
+	mcMore       = iota // not the end of the reply
+	mcAnswer            // ends the reply
+	mcError             // ends the reply with an error line
+	mcOverloaded        // ends the reply: the server shed the request
+)
+
+// memcachedReplyEnd tells whether datagram p ends a reply, and how.
+func memcachedReplyEnd(p []byte) int {
 	seq := binary.BigEndian.Uint16(p[2:])
 	total := binary.BigEndian.Uint16(p[4:])
 	body := p[8:]
 	switch {
 	case total == 0 || seq != total-1:
-		return false, false // empty, or not the last datagram of its message
+		return mcMore // empty, or not the last datagram of its message
 	case bytes.HasSuffix(body, mcEnd):
-		return true, false
+		return mcAnswer
 	case total == 1 && bytes.HasPrefix(body, mcValue):
-		return false, false // one value of a multi-get: more follows
+		return mcMore // one value of a multi-get: more follows
+	}
+	for _, o := range mcOutOfMemory {
+		if bytes.HasPrefix(body, o) {
+			return mcOverloaded
+		}
 	}
 	for _, e := range mcErrors {
 		if bytes.HasPrefix(body, e) {
-			return true, true
+			return mcError
 		}
 	}
-	return true, false
+	return mcAnswer
 }
 
 // handleMemcachedReply matches a memcached reply datagram to the latest
@@ -135,8 +155,8 @@ func (r *run) handleMemcachedReply(p []byte, now int64) {
 		r.badReplies++
 		return
 	}
-	end, isErr := memcachedReplyEnd(p)
-	if !end {
+	end := memcachedReplyEnd(p)
+	if end == mcMore {
 		return
 	}
 	reqs := r.sched.Requests
@@ -151,8 +171,13 @@ func (r *run) handleMemcachedReply(p []byte, now int64) {
 		r.duplicates++
 		return
 	}
-	if isErr {
+	switch end {
+	case mcError:
 		r.errorReplies++
+	case mcOverloaded:
+		// The server shed the request unserved and said so: not an
+		// answer, not lost either.
+		r.shed[i] = true
 	}
 	r.recv[i] = max(now, 1)
 	r.answered.Add(1)

@@ -197,3 +197,90 @@ func TestPreloadMemcached(t *testing.T) {
 		t.Error("preload to a closed port succeeded")
 	}
 }
+
+// A memcached server that sheds every third request with memcached's out
+// of memory line (as psp serve --app memcached does) and answers some
+// others with another server error: the shed ones count as Overloaded
+// (dropped in the statistics), neither answered nor lost, the others as
+// answered error replies.
+func TestMemcachedOverloadedReplies(t *testing.T) {
+	sched, err := NewSchedule(memcachedWorkload(t), 2000, 150*time.Millisecond, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	shed, failed := 0, 0
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			n, peer, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			id := binary.BigEndian.Uint16(buf)
+			reply := "END\r\n"
+			if bytes.HasPrefix(buf[8:n], []byte("set ")) {
+				reply = "STORED\r\n"
+			}
+			switch {
+			case id%3 == 0:
+				reply = "SERVER_ERROR out of memory storing object\r\n"
+				shed++
+			case id%5 == 1:
+				reply = "SERVER_ERROR object too large for cache\r\n"
+				failed++
+			}
+			out := binary.BigEndian.AppendUint16(nil, id)
+			out = append(out, 0, 0, 0, 1, 0, 0)
+			_, _ = conn.WriteToUDP(append(out, reply...), peer)
+		}
+	}()
+	res, err := Run(context.Background(), Spec{Server: conn.LocalAddr().String(), Format: FormatMemcached, MaxLag: time.Second, Warmup: -1}, sched)
+	conn.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Overloaded != int64(shed) || res.ErrorReplies != int64(failed) || res.Answered+res.Overloaded != int64(len(sched.Requests)) || res.Lost != 0 || res.Sustained {
+		t.Errorf("overloaded %d (server shed %d), error replies %d (server %d), answered %d, lost %d of %d, sustained %v",
+			res.Overloaded, shed, res.ErrorReplies, failed, res.Answered, res.Lost, len(sched.Requests), res.Sustained)
+	}
+	if res.Overall.Dropped != uint64(shed) || !strings.Contains(res.NotSustainedReason(), "overloaded") {
+		t.Errorf("dropped %d in the statistics, reason %q", res.Overall.Dropped, res.NotSustainedReason())
+	}
+}
+
+// TestMemcachedReplyEnd: how each last datagram of a reply ends its request.
+func TestMemcachedReplyEnd(t *testing.T) {
+	dgram := func(seq, total uint16, body string) []byte {
+		p := make([]byte, 8, 8+len(body))
+		binary.BigEndian.PutUint16(p[2:], seq)
+		binary.BigEndian.PutUint16(p[4:], total)
+		return append(p, body...)
+	}
+	for _, c := range []struct {
+		p    []byte
+		want int
+	}{
+		{dgram(0, 1, "END\r\n"), mcAnswer},
+		{dgram(0, 1, "STORED\r\n"), mcAnswer},
+		{dgram(0, 1, "VALUE k 0 1\r\nx\r\n"), mcMore},
+		{dgram(0, 2, "VALUE k 0 2000\r\n"), mcMore},
+		{dgram(0, 0, ""), mcMore},
+		{dgram(0, 1, "SERVER_ERROR out of memory storing object\r\n"), mcOverloaded},
+		{dgram(0, 1, "SERVER_ERROR out of memory writing get response\r\n"), mcOverloaded},
+		{dgram(0, 1, "SERVER_ERROR Out of memory allocating item\r\n"), mcOverloaded},
+		{dgram(0, 1, "SERVER_ERROR object too large for cache\r\n"), mcError},
+		{dgram(0, 1, "CLIENT_ERROR bad data chunk\r\n"), mcError},
+		{dgram(0, 1, "ERROR\r\n"), mcError},
+	} {
+		if got := memcachedReplyEnd(c.p); got != c.want {
+			t.Errorf("%q: %d, want %d", c.p[8:], got, c.want)
+		}
+	}
+}

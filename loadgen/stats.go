@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,12 +53,13 @@ type Result struct {
 	// request and replies that match no request (short, unknown id, wrong
 	// type, received before the request was due).
 	Duplicates, BadReplies int64
-	// ErrorReplies counts kv replies carrying an error status (included in
-	// Answered).
+	// ErrorReplies counts kv replies carrying an error status and
+	// memcached error lines (included in Answered).
 	ErrorReplies int64
 	// Overloaded counts requests the server answered "overloaded" (kv's
-	// StatusOverloaded): shed unserved. They are neither answered nor
-	// lost, and count as dropped in the statistics.
+	// StatusOverloaded, memcached's "SERVER_ERROR out of memory ..."):
+	// shed unserved. They are neither answered nor lost, and count as
+	// dropped in the statistics.
 	Overloaded int64
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
@@ -287,8 +290,10 @@ type PointSpec struct {
 	// Load is the offered load the run was configured for (a fraction of the
 	// workers' capacity).
 	Load float64
-	// MeanIdleWorkers is the server's CPU waste, if known.
-	MeanIdleWorkers float64
+	// MeanIdleWorkers is the server's mean number of idle workers, and
+	// WastedWorkers the mean number idle while requests waited (the CPU
+	// waste); NaN when unknown.
+	MeanIdleWorkers, WastedWorkers float64
 }
 
 // Point returns the result as a report point, the format shared with the
@@ -307,8 +312,45 @@ func (r *Result) Point(ps PointSpec) report.Point {
 		AchievedRate:    r.AchievedRate,
 		Sustained:       r.Sustained,
 		MeanIdleWorkers: ps.MeanIdleWorkers,
+		WastedWorkers:   ps.WastedWorkers,
 		DurationSec:     r.Duration.Seconds() * (1 - float64(r.Warmup)/max(float64(r.Scheduled), 1)),
 		Overall:         r.Overall,
 		Types:           append([]report.TypeStats(nil), r.Types...),
 	}
+}
+
+// Timeline returns the run's per-type p99.9 latency and slowdown over time
+// (report.Timeline) in buckets of the given width, requests counted in the
+// bucket of their reply, warm-up included. Times are since the run's start;
+// latencies are nominal (divided by the dilation) so that they compare
+// with the workload's service times and with simulations; slowdowns are
+// unchanged. Lost requests are left out.
+func (r *Result) Timeline(bucket time.Duration) *report.Timeline {
+	if bucket <= 0 {
+		bucket = time.Second
+	}
+	names := make([]string, len(r.sched.Types))
+	for i, t := range r.sched.Types {
+		names[i] = t.Name
+	}
+	dil := r.Dilation
+	if !(dil > 0) {
+		dil = 1
+	}
+	ids := make([]int, 0, r.Answered+r.Late)
+	for id := 0; id < int(r.Sent) && id < len(r.recv); id++ {
+		if r.recv[id] != 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int) int { return cmp.Compare(r.recv[a], r.recv[b]) })
+	tl := report.NewTimelineRecorder(names, int64(bucket))
+	end := int64(r.Duration)
+	for _, id := range ids {
+		q := &r.sched.Requests[id]
+		got := r.recv[id]
+		tl.Record(int(q.Type), got, int64(float64(got-q.At)/dil), int64(q.ServiceNs))
+		end = max(end, got)
+	}
+	return tl.Finish(end)
 }

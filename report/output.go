@@ -67,29 +67,35 @@ func WriteTable(w io.Writer, points []Point) error {
 		}
 		fmt.Fprintf(w, "load %.3g: %s req/s offered, %s, %d workers\n", load, formatRate(first.OfferedRate), first.Workload, first.Workers)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "policy\ttype\trequests\tachieved\tdrop/lost\tidle\tp50\tp99\tp99.9\tslow p50\tslow p99\tslow p99.9\t")
+		fmt.Fprintln(tw, "policy\ttype\trequests\tachieved\tdrop/lost\tidle\twaste\tp50\tp99\tp99.9\tslow p50\tslow p99\tslow p99.9\t")
 		for _, i := range idx {
 			p := &points[i]
 			name := p.Label(withSource)
 			if !p.Sustained {
 				name += " !"
 			}
-			row := func(policy, typ string, s Stats, achieved, idle string) {
+			row := func(policy, typ string, s Stats, achieved, idle, waste string) {
 				q := [6]string{"-", "-", "-", "-", "-", "-"} // no samples: no quantiles (not 0ns)
 				if s.Count > 0 {
 					q = [6]string{FormatNs(float64(s.P50Latency)), FormatNs(float64(s.P99Latency)), FormatNs(float64(s.P999Latency)),
 						formatSlowdown(s.P50Slowdown), formatSlowdown(s.P99Slowdown), formatSlowdown(s.P999Slowdown)}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-					policy, typ, s.Count, achieved, s.Dropped+s.Lost, idle, q[0], q[1], q[2], q[3], q[4], q[5])
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+					policy, typ, s.Count, achieved, s.Dropped+s.Lost, idle, waste, q[0], q[1], q[2], q[3], q[4], q[5])
 			}
-			idle := "-" // unknown (a client without the server's admin address)
-			if !math.IsNaN(p.MeanIdleWorkers) {
-				idle = strconv.FormatFloat(p.MeanIdleWorkers, 'f', 2, 64)
+			workers := func(v float64) string {
+				if math.IsNaN(v) {
+					return "-" // unknown (a client without the server's admin address)
+				}
+				return strconv.FormatFloat(v, 'f', 2, 64)
 			}
-			row(name, "all", p.Overall, formatRate(p.AchievedRate), idle)
+			row(name, "all", p.Overall, formatRate(p.AchievedRate), workers(p.MeanIdleWorkers), workers(p.WastedWorkers))
 			for _, t := range p.Types {
-				row("", t.Name, t.Stats, "", "")
+				typ := t.Name
+				if t.NotSustained != "" {
+					typ += " !"
+				}
+				row("", typ, t.Stats, "", "", "")
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -97,8 +103,9 @@ func WriteTable(w io.Writer, points []Point) error {
 		}
 	}
 	if len(points) > 0 {
-		_, err := fmt.Fprintln(w, "(! = not sustained: achieved < 99.9% of offered, drops, or the client behind its schedule; drop/lost = dropped by the server or never answered;\n"+
-			" latencies from arrival (the intended send time) to completion; idle = mean idle workers, - when unknown)")
+		_, err := fmt.Fprintln(w, "(! = not sustained: achieved < 99.9% of offered, drops, a type's backlog growing, or the client behind its schedule;\n"+
+			" drop/lost = dropped by the server or never answered; latencies from arrival (the intended send time) to completion;\n"+
+			" idle = mean idle workers; waste = mean workers idle while requests waited; - when unknown)")
 		return err
 	}
 	return nil
@@ -146,7 +153,7 @@ func WriteJSON(w io.Writer, points []Point, sums []Summary) error {
 
 func (p *Point) sanitize() {
 	p.Load, p.OfferedRate, p.AchievedRate = finite(p.Load), finite(p.OfferedRate), finite(p.AchievedRate)
-	p.MeanIdleWorkers, p.DurationSec = finite(p.MeanIdleWorkers), finite(p.DurationSec)
+	p.MeanIdleWorkers, p.WastedWorkers, p.DurationSec = finite(p.MeanIdleWorkers), finite(p.WastedWorkers), finite(p.DurationSec)
 	types := make([]TypeStats, len(p.Types))
 	copy(types, p.Types)
 	p.Types = types
@@ -192,6 +199,10 @@ var csvHeader = []string{
 	"mean_slowdown", "p50_slowdown", "p99_slowdown", "p999_slowdown",
 }
 
+// csvOptional are CSV columns added later: written always, read when
+// present.
+var csvOptional = []string{"wasted_workers", "seed", "not_sustained"}
+
 // AllTypes is the type name of the rows standing for all requests in CSV
 // output.
 const AllTypes = "all"
@@ -202,26 +213,27 @@ func fstr(v float64) string { return strconv.FormatFloat(finite(v), 'g', -1, 64)
 // ("all") and one per type for every point.
 func WriteCSV(w io.Writer, points []Point) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	if err := cw.Write(append(csvHeader[:len(csvHeader):len(csvHeader)], csvOptional...)); err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	for _, p := range points {
 		head := []string{p.Source, p.Policy, p.Workload, strconv.Itoa(p.Workers), fstr(p.Load),
 			fstr(p.OfferedRate), fstr(p.AchievedRate), strconv.FormatBool(p.Sustained),
 			fstr(p.MeanIdleWorkers), fstr(p.DurationSec)}
-		row := func(name string, id uint32, s Stats) error {
+		row := func(name string, id uint32, s Stats, notSustained string) error {
 			rec := append(head[:len(head):len(head)], name, strconv.FormatUint(uint64(id), 10),
 				strconv.FormatUint(s.Count, 10), strconv.FormatUint(s.Dropped, 10), strconv.FormatUint(s.Lost, 10),
 				fstr(s.MeanLatency), strconv.FormatInt(s.P50Latency, 10), strconv.FormatInt(s.P99Latency, 10),
 				strconv.FormatInt(s.P999Latency, 10), strconv.FormatInt(s.MaxLatency, 10),
-				fstr(s.MeanSlowdown), fstr(s.P50Slowdown), fstr(s.P99Slowdown), fstr(s.P999Slowdown))
+				fstr(s.MeanSlowdown), fstr(s.P50Slowdown), fstr(s.P99Slowdown), fstr(s.P999Slowdown),
+				fstr(p.WastedWorkers), strconv.FormatUint(p.Seed, 10), notSustained)
 			return cw.Write(rec)
 		}
-		if err := row(AllTypes, 0, p.Overall); err != nil {
+		if err := row(AllTypes, 0, p.Overall, ""); err != nil {
 			return fmt.Errorf("write csv: %w", err)
 		}
 		for _, t := range p.Types {
-			if err := row(t.Name, t.ID, t.Stats); err != nil {
+			if err := row(t.Name, t.ID, t.Stats, t.NotSustained); err != nil {
 				return fmt.Errorf("write csv: %w", err)
 			}
 		}
@@ -270,18 +282,25 @@ func ReadCSV(r io.Reader) ([]Point, error) {
 		s.P99Slowdown, s.P999Slowdown = p.f64("p99_slowdown"), p.f64("p999_slowdown")
 		typ := p.str("type")
 		if typ == AllTypes {
-			pts = append(pts, Point{
+			pt := Point{
 				Source: p.str("source"), Policy: p.str("policy"), Workload: p.str("workload"),
 				Workers: int(p.i64("workers")), Load: p.f64("load"), OfferedRate: p.f64("offered_rps"),
 				AchievedRate: p.f64("achieved_rps"), Sustained: p.str("sustained") == "true",
 				MeanIdleWorkers: p.f64("mean_idle_workers"), DurationSec: p.f64("duration_s"), Overall: s,
-			})
+			}
+			if p.has("wasted_workers") {
+				pt.WastedWorkers = p.f64("wasted_workers")
+			}
+			if p.has("seed") {
+				pt.Seed = p.u64("seed")
+			}
+			pts = append(pts, pt)
 		} else {
 			if len(pts) == 0 {
 				return nil, fmt.Errorf("read csv line %d: %w: type row %q before any %q row", line, ErrFormat, typ, AllTypes)
 			}
 			last := &pts[len(pts)-1]
-			last.Types = append(last.Types, TypeStats{Name: typ, ID: uint32(p.u64("type_id")), Stats: s})
+			last.Types = append(last.Types, TypeStats{Name: typ, ID: uint32(p.u64("type_id")), NotSustained: p.str("not_sustained"), Stats: s})
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("read csv line %d: %w: %w", line, ErrFormat, p.err)
@@ -297,12 +316,15 @@ type csvRow struct {
 }
 
 func (c *csvRow) str(name string) string {
-	i := c.col[name]
-	if i >= len(c.rec) {
+	i, ok := c.col[name]
+	if !ok || i >= len(c.rec) {
 		return ""
 	}
 	return c.rec[i]
 }
+
+// has reports whether the optional column name is present and not empty.
+func (c *csvRow) has(name string) bool { return c.str(name) != "" }
 
 func (c *csvRow) f64(name string) float64 {
 	v, err := strconv.ParseFloat(c.str(name), 64)
@@ -369,4 +391,11 @@ func WriteFile(path string, points []Point, sums []Summary) error {
 		err = fmt.Errorf("write results %s: %w", path, cerr)
 	}
 	return err
+}
+
+// Finite returns p with its non-finite numbers (NaN for unknown idle
+// workers, for instance) replaced by 0, as WriteJSON writes them.
+func Finite(p Point) Point {
+	p.sanitize()
+	return p
 }

@@ -206,6 +206,11 @@ func save(c *chart, opt PlotOptions, path string) error {
 	if err != nil {
 		return fmt.Errorf("save plot %s: %w", path, err)
 	}
+	return writeCanvas(wt, path)
+}
+
+// writeCanvas writes a rendered canvas to path.
+func writeCanvas(wt vg.CanvasWriterTo, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("save plot: %w", err)

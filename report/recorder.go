@@ -47,14 +47,14 @@ func clamp(v, lo, hi int64) int64 {
 	return v
 }
 
-func (s *series) record(latencyNs, serviceNs int64) {
+func (s *series) record(latencyNs, serverNs, serviceNs int64) {
 	if serviceNs < 1 {
 		serviceNs = 1
 	}
 	if latencyNs < 0 {
 		latencyNs = 0
 	}
-	slow := float64(latencyNs) / float64(serviceNs)
+	slow := float64(max(serverNs, 0)) / float64(serviceNs)
 	s.count++
 	s.sumLatency += float64(latencyNs)
 	s.sumSlo += slow
@@ -167,9 +167,18 @@ func NewRecorder(names []string, ids []uint32) *Recorder {
 	return r
 }
 
-// Record adds one completed request of type index typ.
+// Record adds one completed request of type index typ: its latency and
+// its slowdown, latency over service time.
 func (r *Recorder) Record(typ int, latencyNs, serviceNs int64) {
-	r.types[typ].record(latencyNs, serviceNs)
+	r.types[typ].record(latencyNs, latencyNs, serviceNs)
+}
+
+// RecordEndToEnd adds one completed request of type index typ that spent
+// serverNs in the server and networkNs on the network: its latency is the
+// sum, its slowdown serverNs over its service time (the paper's slowdown
+// counts the time in the server only).
+func (r *Recorder) RecordEndToEnd(typ int, serverNs, networkNs, serviceNs int64) {
+	r.types[typ].record(serverNs+networkNs, serverNs, serviceNs)
 }
 
 // Drop counts one request of type index typ dropped by the server.

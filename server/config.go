@@ -89,14 +89,16 @@ type Config struct {
 	// CPUs pins threads: a CPU list such as "0-14" (first the dispatcher,
 	// then the workers; see dispatcher.Spec.CPUs). Empty: no pinning.
 	CPUs string `yaml:"cpus,omitempty"`
-	// Delta, Spillway, QueueCapacity, MinSamples, DelayFactor, Hysteresis: DARC's
-	// parameters (see darc.Config; zero takes darc's default). QueueCapacity
-	// defaults to each type's budget; an explicit one must fit the pool
-	// (capacity x types <= the buffers the dataplane lends).
+	// Delta, Spillway, QueueCapacity, MinSamples, MaxWindow, DelayFactor,
+	// Hysteresis: DARC's parameters (see darc.Config; zero takes darc's
+	// default; max_window 0 given explicitly: no limit, stored as -1).
+	// QueueCapacity defaults to each type's budget; an explicit one must fit
+	// the pool (capacity x types <= the buffers the dataplane lends).
 	Delta         float64 `yaml:"delta,omitempty"`
 	Spillway      int     `yaml:"spillway,omitempty"`
 	QueueCapacity int     `yaml:"queue_capacity,omitempty"`
 	MinSamples    int     `yaml:"min_samples,omitempty"`
+	MaxWindow     int     `yaml:"max_window,omitempty"`
 	DelayFactor   float64 `yaml:"delay_factor,omitempty"`
 	Hysteresis    float64 `yaml:"hysteresis,omitempty"`
 
@@ -329,6 +331,7 @@ var zeroRules = map[string]zeroRule{
 	"queue_capacity":                 refuse("want >= 1"),
 	"min_samples":                    refuse("want >= 1"),
 	"delay_factor":                   refuse("want > 0"),
+	"max_window":                     func(c *Config) error { c.MaxWindow = -1; return nil },  // no limit: checks on queuing delay only
 	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
 	"idle":                           refuse("want spin-then-park or busy-poll"),
 	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
@@ -662,6 +665,7 @@ func (c Config) policyConfig(typeNames []string, pool int) (darc.Config, error) 
 		Delta:          c.Delta,
 		Spillway:       c.Spillway,
 		MinSamples:     c.MinSamples,
+		MaxWindow:      c.MaxWindow,
 		DelayFactor:    c.DelayFactor,
 		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,

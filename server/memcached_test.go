@@ -10,8 +10,12 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 )
 
-// The memcached application answers with several datagrams.
-var _ dispatcher.MultiHandler = (*memcached.Server)(nil)
+// The memcached application answers with several datagrams, and answers
+// shed requests "overloaded".
+var (
+	_ dispatcher.MultiHandler    = (*memcached.Server)(nil)
+	_ dispatcher.OverloadReplier = (*memcached.Server)(nil)
+)
 
 // startMemcachedServer runs the memcached application over the UDP
 // dataplane on a free port (admin off) until the test ends.

@@ -23,6 +23,14 @@ const (
 	// mean service time; preempted requests go back to the tail of their
 	// type's queue.
 	PolicyTSMultiQueue = "ts-mq"
+	// PolicyShinjuku is Shinjuku's own discipline (its prototype's
+	// dispatcher): one queue per type; a free worker takes the head of the
+	// queue whose head has waited longest relative to its type's mean
+	// service time (Shinjuku's per-type SLOs, BVT-style); every slice that
+	// reaches the quantum is preempted, whether or not anything waits,
+	// paying PreemptCost, and the request goes back to the tail of its
+	// type's queue keeping its arrival time.
+	PolicyShinjuku = "shinjuku"
 	// PolicyPreempt is a single FIFO queue without time slicing, where a
 	// short request that waits while long ones run preempts one of them
 	// PreemptDelay later (paying PreemptCost); the preempted request goes
@@ -52,18 +60,18 @@ var (
 // PolicyNames lists every policy the simulator runs: the darc package's and
 // its own preemptive ones.
 func PolicyNames() []string {
-	return append(darc.PolicyNames(), PolicyTS, PolicyTSMultiQueue, PolicyPreempt)
+	return append(darc.PolicyNames(), PolicyTS, PolicyTSMultiQueue, PolicyShinjuku, PolicyPreempt)
 }
 
 func isPreemptive(policy string) bool {
-	return policy == PolicyTS || policy == PolicyTSMultiQueue || policy == PolicyPreempt
+	return policy == PolicyTS || policy == PolicyTSMultiQueue || policy == PolicyShinjuku || policy == PolicyPreempt
 }
 
-// TSConfig configures the preemptive policies. Zero values take the
+// TSConfig configures the preemptive policies (ts, ts-mq, shinjuku, preempt). Zero values take the
 // defaults; a negative duration means zero (e.g. PreemptCost: -1 for free
 // preemptions).
 type TSConfig struct {
-	Quantum      time.Duration // time slice of ts and ts-mq; default 5us
+	Quantum      time.Duration // time slice of ts, ts-mq and shinjuku; default 5us
 	PreemptCost  time.Duration // worker time lost per preemption; default 1us
 	PreemptDelay time.Duration // preempt: from a short request's arrival to the preemption; default 1us
 }
@@ -80,9 +88,14 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // Config describes one simulated run: a workload offered at one load to
 // Workers workers under one policy. The zero value of every field except
-// Workload and Load (or Rate) is a sensible default.
+// Workload (or Phases) and Load (or Rate) is a sensible default.
 type Config struct {
 	Workload workload.Workload
+	// Phases, when it has phases, is played instead of Workload: each
+	// phase's mix for its duration, at its own load or at Load. Duration
+	// is then the phases' total (leave it zero), Rate must be zero and the
+	// point's Workload names the phase list.
+	Phases workload.Phases
 	// Workers is the number of application workers; default 16.
 	Workers int
 	// Policy is one of PolicyNames(); default "darc".
@@ -117,16 +130,39 @@ type Config struct {
 	// ends inside the warm-up. QueueCapacity also bounds the preemptive
 	// policies' per-type queues.
 	Darc darc.Config
-	// TS configures ts, ts-mq and preempt.
+	// TS configures ts, ts-mq, shinjuku and preempt.
 	TS TSConfig
+	// NetworkRTT is added to every latency, not to slowdowns (which count
+	// the time spent in the server): the network round trip between the
+	// clients and the server (the paper's testbed: about 10us). Default 0.
+	NetworkRTT time.Duration
+	// DispatcherRate, when > 0, is the dispatcher's throughput in requests
+	// per second: each request occupies the one dispatcher for
+	// 1/DispatcherRate before it reaches its queue (receive, classify,
+	// enqueue, dispatch and completion, charged at once), in arrival
+	// order, so a faster arrival rate piles up in front of it. The wait
+	// counts in latency and slowdown. Default 0: an infinitely fast
+	// dispatcher (the paper's: up to 7 million requests/s).
+	DispatcherRate float64
+	// Misclassify is the fraction of requests the classifier labels with
+	// another type, drawn uniformly among the other types: the policy
+	// queues, dispatches and profiles them under that type, while results
+	// keep their true type. With two types, 0.5 is a classifier answering
+	// at random. Default 0; at most 1.
+	Misclassify float64
+	// Timeline, when > 0, records the run over time (Point.Timeline):
+	// per-type p99.9 latency and slowdown in buckets of this width, the
+	// reservations DARC adopts and the phases.
+	Timeline time.Duration
 	// Source labels the resulting point; default "sim".
 	Source string
 	// Trace, when not empty, is the run's arrivals instead of a Poisson
 	// process at Rate drawn from Seed: to replay the requests a live run
-	// actually sent, at the times it sent them. Times must not decrease;
-	// Duration defaults to just after the last arrival, Rate (for the
-	// report) to the trace's mean rate over Duration, and Warmup is the
-	// fraction of the trace's first requests not recorded.
+	// actually sent, at the times it sent them. Times must not decrease
+	// and are taken as they are (no Phases, no Dilation); Duration
+	// defaults to just after the last arrival, Rate (for the report) to
+	// the trace's mean rate over Duration, and Warmup is the fraction of
+	// the trace's first requests not recorded.
 	Trace []Arrival
 }
 
@@ -153,7 +189,7 @@ func (c Config) withDefaults() Config {
 	if c.Duration == 0 && len(c.Trace) > 0 {
 		c.Duration = time.Duration(c.Trace[len(c.Trace)-1].At + 1)
 	}
-	if c.Duration == 0 {
+	if c.Duration == 0 && len(c.Phases.Phases) == 0 {
 		c.Duration = DefaultDuration
 	}
 	if len(c.Trace) > 0 && c.Rate == 0 && c.Duration > 0 {
@@ -170,20 +206,51 @@ func (c Config) withDefaults() Config {
 	if c.Dilation == 0 {
 		c.Dilation = 1
 	}
-	if c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0) {
+	dilate := c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0)
+	if len(c.Phases.Phases) > 0 && c.Phases.Validate("") == nil {
+		if dilate {
+			c.Phases = c.Phases.Dilated(c.Dilation)
+		}
+		c.Workload = c.Phases.Union()
+		if c.Duration == 0 {
+			c.Duration = c.Phases.Total()
+		}
+	} else if dilate {
 		c.Workload = c.Workload.Dilated(c.Dilation)
+	}
+	if dilate {
 		c.Dilation = 1 // applied
 	}
 	c.TS.Quantum = orDefault(c.TS.Quantum, DefaultQuantum)
 	c.TS.PreemptCost = orDefault(c.TS.PreemptCost, DefaultPreemptCost)
 	c.TS.PreemptDelay = orDefault(c.TS.PreemptDelay, DefaultPreemptDelay)
 	switch {
+	case len(c.Phases.Phases) > 0:
+		if c.Workers > 0 && c.Duration > 0 && c.Phases.Total() == c.Duration {
+			// The mean rate over the phases.
+			n := 0.0
+			for i, ph := range c.Phases.Phases {
+				n += c.phaseRate(i) * time.Duration(ph.Duration).Seconds()
+			}
+			c.Rate = n / c.Duration.Seconds()
+		}
 	case c.Rate > 0 && c.Workers > 0:
 		c.Load = c.Workload.LoadForRate(c.Rate, c.Workers)
 	case c.Load > 0 && c.Workers > 0:
 		c.Rate = c.Workload.RateForLoad(c.Load, c.Workers)
 	}
 	return c
+}
+
+// phaseRate is the arrival rate of phase i: its load (or the run's) of
+// its mix on the workers.
+func (c *Config) phaseRate(i int) float64 {
+	load := c.Phases.Phases[i].Load
+	if load == 0 {
+		load = c.Load
+	}
+	w := c.Phases.Mix(i)
+	return w.RateForLoad(load, c.Workers)
 }
 
 // Validate reports the first problem with c (after defaults), wrapping
@@ -195,6 +262,7 @@ func (c Config) Validate() error {
 	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
 		return bad("dilation = %g, want > 0", c.Dilation)
 	}
+	rate := c.Rate // as given: with phases, withDefaults sets it
 	c = c.withDefaults()
 	switch {
 	case c.Workers < 1:
@@ -207,25 +275,63 @@ func (c Config) Validate() error {
 		return bad("quantum = %v, want > 0", c.TS.Quantum)
 	case !slices.Contains(PolicyNames(), c.Policy):
 		return fmt.Errorf("policy %q: %w (valid: %s)", c.Policy, ErrUnknownPolicy, strings.Join(PolicyNames(), ", "))
+	case c.NetworkRTT < 0:
+		return bad("network round trip = %v, want >= 0", c.NetworkRTT)
+	case !(c.DispatcherRate >= 0) || math.IsInf(c.DispatcherRate, 0):
+		return bad("dispatcher rate = %v, want >= 0 requests/s (0: unbounded)", c.DispatcherRate)
+	case !(c.Misclassify >= 0 && c.Misclassify <= 1):
+		return bad("misclassify = %v, want a fraction in [0, 1]", c.Misclassify)
+	case c.Timeline < 0:
+		return bad("timeline bucket = %v, want >= 0", c.Timeline)
+	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:
+		return bad("timeline bucket %v: %d buckets over %v, at most %d", c.Timeline, c.Duration/c.Timeline, c.Duration, maxTimelineBuckets)
+	}
+	if len(c.Trace) > 0 {
+		switch {
+		case len(c.Phases.Phases) > 0:
+			return bad("a trace and phases: give one")
+		case c.Dilation != 1:
+			return bad("dilation %g with a trace: give the trace's times and service times as they are", c.Dilation)
+		}
+		for i, a := range c.Trace {
+			switch {
+			case a.Type < 0 || a.Type >= len(c.Workload.Types):
+				return bad("trace request %d has type %d, want 0..%d", i, a.Type, len(c.Workload.Types)-1)
+			case a.ServiceNs < 0 || a.At < 0:
+				return bad("trace request %d: negative time or service time", i)
+			case i > 0 && a.At < c.Trace[i-1].At:
+				return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
+			}
+		}
+	}
+	if len(c.Phases.Phases) > 0 {
+		if err := c.Phases.Validate(""); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		switch {
+		case rate > 0:
+			return bad("rate = %g with phases: give a load (each phase's rate follows from its mix)", c.Rate)
+		case c.Duration != c.Phases.Total():
+			return bad("duration = %v with phases lasting %v: leave the duration out", c.Duration, c.Phases.Total())
+		}
+		for _, ph := range c.Phases.Phases {
+			if ph.Load == 0 && !(c.Load > 0) {
+				return bad("phase %q has no load and the run's load is %g, want > 0", ph.Name, c.Load)
+			}
+		}
+		return nil
 	}
 	if err := c.Workload.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	for i, a := range c.Trace {
-		switch {
-		case a.Type < 0 || a.Type >= len(c.Workload.Types):
-			return bad("trace request %d has type %d, want 0..%d", i, a.Type, len(c.Workload.Types)-1)
-		case a.ServiceNs < 0 || a.At < 0:
-			return bad("trace request %d: negative time or service time", i)
-		case i > 0 && a.At < c.Trace[i-1].At:
-			return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
-		}
 	}
 	if c.Rate <= 0 && !(c.Load > 0) {
 		return bad("load = %g, want > 0 (or give a rate)", c.Load)
 	}
 	return nil
 }
+
+// maxTimelineBuckets bounds a timeline's length.
+const maxTimelineBuckets = 1_000_000
 
 // darcConfig builds the darc.Config for the run's policy.
 func (c *Config) darcConfig() darc.Config {

@@ -8,20 +8,47 @@
 // or expires are dropped and counted (report.Stats.Dropped, Expired), so an
 // overloaded run predicts what a live server sheds; Config.Dilation runs the
 // workload on an emulated server's time scale, where the deadline floor
-// compares as it does live. It also simulates three preemptive policies of
+// compares as it does live. It also simulates four preemptive policies of
 // its own, without budgets or deadlines:
 //
 //   - ts: time sharing on one queue: a request runs for at most a quantum
 //     (default 5us) while others wait; each preemption costs the worker
 //     PreemptCost (default 1us) and the request goes back to the queue's
-//     tail. With nobody waiting, a request keeps its worker at no cost.
+//     tail. With nobody waiting, a request keeps its worker at no cost. This
+//     is a simplification of Shinjuku, not Shinjuku's discipline.
 //   - ts-mq: the same with one queue per type, a worker taking from the
 //     non-empty queue of the type with the shortest mean service time.
+//   - shinjuku: Shinjuku's own discipline, as its prototype's dispatcher
+//     runs it: one queue per type; a free worker takes the head of the
+//     queue whose head has waited longest relative to its type's target
+//     (its nominal mean service time: Shinjuku's per-type SLOs, BVT-style
+//     selection); a slice that reaches the quantum is always preempted,
+//     even with nothing waiting, and pays PreemptCost; the request returns
+//     to the tail of its type's queue, keeping its arrival time, once the
+//     switch is paid (another idle worker may then take it).
 //   - preempt: one FIFO queue and no time slicing; when a short request (a
 //     type of the shortest DARC group) has to wait, PreemptDelay later
 //     (default 1us) a worker running a long request is preempted (the most
 //     recently started one), pays PreemptCost, and takes the oldest short
 //     request; the long request goes back to the tail.
+//
+// # The testbed
+//
+// Beyond the policy, a Config models what the paper's testbed adds:
+//
+//   - Phases: a workload that changes over time (workload.Phases), each
+//     phase its own mix for its duration, at its own load or the run's;
+//     the built-in "phase-change" is the paper's Figure 7.
+//   - NetworkRTT: the network's round trip, added to latencies but not to
+//     slowdowns (time in the server over service time).
+//   - DispatcherRate: the one dispatcher's throughput; requests wait for it
+//     in arrival order before reaching their queue.
+//   - Misclassify: a classifier that gives a fraction of the requests
+//     another type; the policy sees that type, the results the true one.
+//   - Timeline: per-type p99.9 latency and slowdown over time, with the
+//     reservations DARC adopts (report.Timeline); PhaseReservations tells
+//     how long DARC took to reach each phase's nominal reservation
+//     (NominalReservation).
 //
 // # Measurement
 //

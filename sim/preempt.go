@@ -13,15 +13,17 @@ const (
 
 type tsWorker struct {
 	handle      int32
+	requeue     int32 // shinjuku: the preempted request, queued once the switch is paid
 	phase       uint8
 	preferShort bool // preempt: take the oldest short request next
 	version     uint32
 	sliceStart  int64
 }
 
-// preemptive runs ts, ts-mq and preempt. Each busy worker has one pending
-// event (end of slice or end of a preemption's cost); an interrupted slice's
-// event is invalidated by bumping the worker's version.
+// preemptive runs ts, ts-mq, shinjuku and preempt. Each busy worker has
+// one pending event (end of slice or end of a preemption's cost); an
+// interrupted slice's event is invalidated by bumping the worker's version.
+// Queues hold requests by the type the classifier gave them.
 type preemptive struct {
 	*run
 	policy        string
@@ -29,11 +31,11 @@ type preemptive struct {
 	delay         int64
 	capacity      int
 	workers       []tsWorker
-	idle          int
 	events        eventHeap
-	queues        []fifo // ts: 1; ts-mq: one per type; preempt: [short, long]
-	order         []int  // ts-mq: type indexes, shortest mean first
-	short         []bool // preempt: type index is short
+	queues        []fifo    // ts: 1; ts-mq, shinjuku: one per type; preempt: [short, long]
+	order         []int     // ts-mq: type indexes, shortest mean first
+	short         []bool    // preempt: type index is short
+	slo           []float64 // shinjuku: per type, the target its waits are divided by (ns)
 	queuedByType  []int
 	timers        fifo // preempt: pending preemption deadlines
 	seq           int64
@@ -54,12 +56,11 @@ func newPreemptive(cfg Config) *preemptive {
 		delay:        int64(cfg.TS.PreemptDelay),
 		capacity:     capacity,
 		workers:      make([]tsWorker, cfg.Workers),
-		idle:         cfg.Workers,
 		events:       eventHeap{items: make([]event, 0, cfg.Workers)},
 		queuedByType: make([]int, len(w.Types)),
 	}
 	for i := range e.workers {
-		e.workers[i].handle = -1
+		e.workers[i].handle, e.workers[i].requeue = -1, -1
 	}
 	means := make([]float64, len(w.Types))
 	for i, t := range w.Types {
@@ -68,6 +69,9 @@ func newPreemptive(cfg Config) *preemptive {
 	switch cfg.Policy {
 	case PolicyTS:
 		e.queues = make([]fifo, 1)
+	case PolicyShinjuku:
+		e.queues = make([]fifo, len(w.Types))
+		e.slo = means
 	case PolicyTSMultiQueue:
 		e.queues = make([]fifo, len(w.Types))
 		for i := range w.Types {
@@ -99,10 +103,10 @@ func newPreemptive(cfg Config) *preemptive {
 
 func (e *preemptive) queueOf(h int32) int {
 	switch e.policy {
-	case PolicyTSMultiQueue:
-		return int(e.reqs[h].typ)
+	case PolicyTSMultiQueue, PolicyShinjuku:
+		return int(e.reqs[h].seen)
 	case PolicyPreempt:
-		if e.short[e.reqs[h].typ] {
+		if e.short[e.reqs[h].seen] {
 			return 0
 		}
 		return 1
@@ -114,7 +118,8 @@ func (e *preemptive) push(h int32) {
 	e.seq++
 	e.reqs[h].seq = e.seq
 	e.queues[e.queueOf(h)].push(int64(h))
-	e.queuedByType[e.reqs[h].typ]++
+	e.queuedByType[e.reqs[h].seen]++
+	e.queuedN++
 }
 
 func (e *preemptive) queued() bool {
@@ -126,10 +131,23 @@ func (e *preemptive) queued() bool {
 	return false
 }
 
-// pop takes the next request to run, or -1.
-func (e *preemptive) pop(preferShort bool) int32 {
+// pop takes the next request to run at now, or -1.
+func (e *preemptive) pop(preferShort bool, now int64) int32 {
 	q := -1
 	switch e.policy {
+	case PolicyShinjuku:
+		// The queue whose head waited longest for its type's target
+		// (Shinjuku's smart_tskq_dequeue); ties to the lowest index.
+		best := 0.0
+		for t := range e.queues {
+			if e.queues[t].len() == 0 {
+				continue
+			}
+			ratio := float64(now-e.reqs[e.queues[t].peek()].arrival) / e.slo[t]
+			if q < 0 || ratio > best {
+				q, best = t, ratio
+			}
+		}
 	case PolicyTS:
 		if e.queues[0].len() > 0 {
 			q = 0
@@ -154,7 +172,8 @@ func (e *preemptive) pop(preferShort bool) int32 {
 		return -1
 	}
 	h := int32(e.queues[q].pop())
-	e.queuedByType[e.reqs[h].typ]--
+	e.queuedByType[e.reqs[h].seen]--
+	e.queuedN--
 	return h
 }
 
@@ -166,7 +185,7 @@ func (e *preemptive) schedule(w int, at int64) {
 func (e *preemptive) start(w int, h int32, now int64) {
 	wk := &e.workers[w]
 	if wk.phase == phaseIdle {
-		e.idle--
+		e.idleW--
 	}
 	wk.handle, wk.phase, wk.sliceStart = h, phaseRunning, now
 	slice := e.reqs[h].remaining
@@ -179,14 +198,14 @@ func (e *preemptive) start(w int, h int32, now int64) {
 // next gives worker w the next queued request, or makes it idle.
 func (e *preemptive) next(w int, now int64) {
 	wk := &e.workers[w]
-	h := e.pop(wk.preferShort)
+	h := e.pop(wk.preferShort, now)
 	wk.preferShort = false
 	if h >= 0 {
 		e.start(w, h, now)
 		return
 	}
 	if wk.phase != phaseIdle {
-		e.idle++
+		e.idleW++
 	}
 	wk.handle, wk.phase = -1, phaseIdle
 }
@@ -216,6 +235,13 @@ func (e *preemptive) stopSlice(w int, now int64) int32 {
 func (e *preemptive) onWorkerEvent(w int, now int64) {
 	wk := &e.workers[w]
 	if wk.phase == phaseSwitching {
+		if h := wk.requeue; h >= 0 {
+			wk.requeue = -1
+			e.push(h)
+			e.next(w, now)
+			e.dispatchIdle(now)
+			return
+		}
 		e.next(w, now)
 		return
 	}
@@ -224,6 +250,17 @@ func (e *preemptive) onWorkerEvent(w int, now int64) {
 	case e.reqs[h].remaining <= 0:
 		e.complete(h, now)
 		e.next(w, now)
+	case e.policy == PolicyShinjuku:
+		// Preempted at every quantum; the request is back in its queue
+		// once the switch is paid (at once when it is free).
+		if e.cost == 0 {
+			e.push(h)
+			e.switchOut(w, now)
+			e.dispatchIdle(now)
+		} else {
+			e.workers[w].requeue = h
+			e.switchOut(w, now)
+		}
 	case e.queued():
 		e.push(h)
 		e.switchOut(w, now)
@@ -232,9 +269,19 @@ func (e *preemptive) onWorkerEvent(w int, now int64) {
 	}
 }
 
+// dispatchIdle gives queued requests to idle workers (after a preemption
+// under shinjuku, which preempts even when workers are idle).
+func (e *preemptive) dispatchIdle(now int64) {
+	for w := 0; e.idleW > 0 && e.queuedN > 0 && w < len(e.workers); w++ {
+		if e.workers[w].phase == phaseIdle {
+			e.start(w, e.pop(false, now), now)
+		}
+	}
+}
+
 func (e *preemptive) onArrival(now int64) {
 	h := e.arrive(now)
-	if e.idle > 0 {
+	if e.idleW > 0 {
 		for w := range e.workers {
 			if e.workers[w].phase == phaseIdle {
 				e.start(w, h, now)
@@ -242,12 +289,12 @@ func (e *preemptive) onArrival(now int64) {
 			}
 		}
 	}
-	if e.queuedByType[e.reqs[h].typ] >= e.capacity {
-		e.drop(h, now)
+	if e.queuedByType[e.reqs[h].seen] >= e.capacity {
+		e.drop(h)
 		return
 	}
 	e.push(h)
-	if e.policy == PolicyPreempt && e.short[e.reqs[h].typ] {
+	if e.policy == PolicyPreempt && e.short[e.reqs[h].seen] {
 		e.timers.push(now + e.delay)
 	}
 }
@@ -260,7 +307,7 @@ func (e *preemptive) onTimer(now int64) {
 	victim := -1
 	for w := range e.workers {
 		wk := &e.workers[w]
-		if wk.phase == phaseRunning && !e.short[e.reqs[wk.handle].typ] {
+		if wk.phase == phaseRunning && !e.short[e.reqs[wk.handle].seen] {
 			if victim < 0 || wk.sliceStart > e.workers[victim].sliceStart {
 				victim = w // the most recent start loses the least progress
 			}
@@ -298,11 +345,14 @@ func (e *preemptive) loop() {
 			return
 		case tw <= tt && tw <= ta:
 			ev := e.events.pop()
+			e.account(ev.at)
 			e.onWorkerEvent(int(ev.worker), ev.at)
 		case tt <= ta:
 			e.timers.pop()
+			e.account(tt)
 			e.onTimer(tt)
 		default:
+			e.account(ta)
 			e.onArrival(ta)
 		}
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/report"
@@ -17,26 +18,52 @@ type request struct {
 	service   int64
 	remaining int64 // preemptive policies: service time still to run
 	seq       int64 // preempt: FIFO order across its two queues
-	typ       int32 // workload type index
+	typ       int32 // workload type index (the true type)
+	seen      int32 // type index the classifier gave it (Config.Misclassify)
+}
+
+// phaseRun is one phase of the arrival process: its own Poisson process and
+// mix, whose type indexes map to the run's.
+type phaseRun struct {
+	start, end int64
+	sampler    *workload.Sampler
+	arrivals   *workload.Arrivals
+	index      []int32 // phase type index -> run type index
 }
 
 // run is the state shared by both engines.
 type run struct {
-	cfg      Config
-	rec      *report.Recorder
-	sampler  *workload.Sampler
-	arrivals *workload.Arrivals
+	cfg     Config
+	rec     *report.Recorder
+	tl      *report.TimelineRecorder
+	phases  []phaseRun
+	phase   int
+	misrng  *rand.Rand
+	ntypes  int32
+	rttNs   int64
+	costNs  float64 // dispatcher time per request
+	dispEnd float64 // when the dispatcher is next free
 
 	reqs []request
 	free []int32
 
-	nextArrival int64
-	warm, end   int64
-	next        int // Config.Trace: the next arrival
+	// nextArrival is when the next request reaches its queue (its arrival
+	// plus any wait for the dispatcher); pendingArrival is its arrival.
+	nextArrival, pendingArrival int64
+	warm, end                   int64
+	next                        int // Config.Trace: the next arrival
 
 	// measurement window [warm, end]
 	arrived, completed, dropped uint64
+	typeArrived, typeCompleted  []uint64
+	typeDropped                 []uint64
 	busyNs                      float64
+
+	// idle workers and queued requests, for the CPU waste: the time
+	// integral of idle workers while a request waits.
+	idleW, queuedN int
+	lastAcct       int64
+	wasteNs        float64
 }
 
 func newRun(cfg Config) *run {
@@ -45,12 +72,50 @@ func newRun(cfg Config) *run {
 	for i, t := range w.Types {
 		ids[i] = t.ID
 	}
+	n := len(w.Types)
 	r := &run{
-		cfg:      cfg,
-		rec:      report.NewRecorder(w.TypeNames(), ids),
-		sampler:  w.NewSampler(cfg.Seed),
-		arrivals: workload.NewArrivals(cfg.Rate, cfg.Seed),
-		end:      int64(cfg.Duration),
+		cfg:           cfg,
+		rec:           report.NewRecorder(w.TypeNames(), ids),
+		ntypes:        int32(n),
+		rttNs:         int64(cfg.NetworkRTT),
+		end:           int64(cfg.Duration),
+		typeArrived:   make([]uint64, n),
+		typeCompleted: make([]uint64, n),
+		typeDropped:   make([]uint64, n),
+		idleW:         cfg.Workers,
+	}
+	if cfg.DispatcherRate > 0 {
+		r.costNs = 1e9 / cfg.DispatcherRate
+	}
+	if cfg.Misclassify > 0 {
+		r.misrng = rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc909, cfg.Seed+7))
+	}
+	if cfg.Timeline > 0 {
+		r.tl = report.NewTimelineRecorder(w.TypeNames(), int64(cfg.Timeline))
+	}
+	if len(cfg.Phases.Phases) == 0 {
+		index := make([]int32, n)
+		for i := range index {
+			index[i] = int32(i)
+		}
+		r.phases = []phaseRun{{start: 0, end: r.end, sampler: w.NewSampler(cfg.Seed),
+			arrivals: workload.NewArrivals(cfg.Rate, cfg.Seed), index: index}}
+	} else {
+		start := int64(0)
+		for i, ph := range cfg.Phases.Phases {
+			mix := cfg.Phases.Mix(i)
+			seed := cfg.Seed + uint64(i)*0x9e3779b97f4a7c15
+			pr := phaseRun{start: start, end: start + int64(ph.Duration), sampler: mix.NewSampler(seed),
+				arrivals: workload.NewArrivals(cfg.phaseRate(i), seed)}
+			for _, k := range cfg.Phases.Indexes(i) {
+				pr.index = append(pr.index, int32(k))
+			}
+			r.phases = append(r.phases, pr)
+			if r.tl != nil {
+				r.tl.Phase(start, ph.Name)
+			}
+			start = pr.end
+		}
 	}
 	r.warm = int64(cfg.Warmup * float64(cfg.Duration))
 	if n := len(cfg.Trace); n > 0 {
@@ -66,32 +131,58 @@ func newRun(cfg Config) *run {
 	return r
 }
 
+// advanceArrival draws the next arrival, moving on to the next phase when
+// the current one is over, and the time it reaches its queue.
 func (r *run) advanceArrival() {
-	var t int64
-	switch {
-	case len(r.cfg.Trace) == 0:
-		t = r.arrivals.Next()
-	case r.next < len(r.cfg.Trace):
-		t = r.cfg.Trace[r.next].At
-	default:
-		t = never
+	if tr := r.cfg.Trace; len(tr) > 0 {
+		if r.next >= len(tr) || tr[r.next].At >= r.end {
+			r.nextArrival = never
+			return
+		}
+		t := tr[r.next].At
+		r.pendingArrival, r.nextArrival = t, t
+		if r.costNs > 0 {
+			r.dispEnd = max(float64(t), r.dispEnd) + r.costNs
+			r.nextArrival = int64(r.dispEnd)
+		}
+		return
 	}
-	if t >= r.end {
-		t = never
+	for r.phase < len(r.phases) {
+		ph := &r.phases[r.phase]
+		t := ph.start + ph.arrivals.Next()
+		if t < ph.end {
+			r.pendingArrival, r.nextArrival = t, t
+			if r.costNs > 0 {
+				r.dispEnd = max(float64(t), r.dispEnd) + r.costNs
+				r.nextArrival = int64(r.dispEnd)
+			}
+			return
+		}
+		r.phase++
 	}
-	r.nextArrival = t
+	r.nextArrival = never
 }
 
-// arrive creates the request arriving now and returns its handle.
+// arrive creates the request reaching its queue now and returns its
+// handle.
 func (r *run) arrive(now int64) int32 {
-	var typ int
+	var typ int32
 	var svc int64
-	if len(r.cfg.Trace) > 0 {
-		a := r.cfg.Trace[r.next]
-		typ, svc = a.Type, a.ServiceNs
+	if tr := r.cfg.Trace; len(tr) > 0 {
+		typ, svc = int32(tr[r.next].Type), tr[r.next].ServiceNs
 		r.next++
 	} else {
-		typ, svc = r.sampler.Next()
+		ph := &r.phases[r.phase]
+		var pt int
+		pt, svc = ph.sampler.Next()
+		typ = ph.index[pt]
+	}
+	seen := typ
+	if r.misrng != nil && r.ntypes > 1 && r.misrng.Float64() < r.cfg.Misclassify {
+		seen = int32(r.misrng.IntN(int(r.ntypes) - 1))
+		if seen >= typ {
+			seen++
+		}
 	}
 	var h int32
 	if n := len(r.free); n > 0 {
@@ -101,18 +192,22 @@ func (r *run) arrive(now int64) int32 {
 		h = int32(len(r.reqs))
 		r.reqs = append(r.reqs, request{})
 	}
-	r.reqs[h] = request{arrival: now, service: svc, remaining: svc, typ: int32(typ)}
-	if now >= r.warm {
+	a := r.pendingArrival
+	r.reqs[h] = request{arrival: a, service: svc, remaining: svc, typ: typ, seen: seen}
+	if a >= r.warm {
 		r.arrived++
+		r.typeArrived[typ]++
 	}
 	r.advanceArrival()
 	return h
 }
 
-func (r *run) drop(h int32, now int64) {
-	if now >= r.warm {
+func (r *run) drop(h int32) {
+	q := &r.reqs[h]
+	if q.arrival >= r.warm {
 		r.dropped++
-		r.rec.Drop(int(r.reqs[h].typ))
+		r.typeDropped[q.typ]++
+		r.rec.Drop(int(q.typ))
 	}
 	r.free = append(r.free, h)
 }
@@ -122,6 +217,7 @@ func (r *run) drop(h int32, now int64) {
 func (r *run) expire(h int32) {
 	if q := &r.reqs[h]; q.arrival >= r.warm {
 		r.dropped++
+		r.typeDropped[q.typ]++
 		r.rec.Expire(int(q.typ))
 	}
 	r.free = append(r.free, h)
@@ -129,11 +225,16 @@ func (r *run) expire(h int32) {
 
 func (r *run) complete(h int32, now int64) {
 	q := &r.reqs[h]
+	server := now - q.arrival
 	if q.arrival >= r.warm {
-		r.rec.Record(int(q.typ), now-q.arrival, q.service)
+		r.rec.RecordEndToEnd(int(q.typ), server, r.rttNs, q.service)
 	}
 	if now >= r.warm && now <= r.end {
 		r.completed++
+		r.typeCompleted[q.typ]++
+	}
+	if r.tl != nil {
+		r.tl.Record(int(q.typ), now, server+r.rttNs, q.service)
 	}
 	r.free = append(r.free, h)
 }
@@ -146,28 +247,64 @@ func (r *run) busy(from, to int64) {
 	}
 }
 
+// account adds the CPU waste since the last event: idle workers while a
+// request waited. Engines call it at every event, before changing state.
+func (r *run) account(now int64) {
+	if r.queuedN > 0 && r.idleW > 0 {
+		from, to := max(r.lastAcct, r.warm), min(now, r.end)
+		if to > from {
+			r.wasteNs += float64(r.idleW) * float64(to-from)
+		}
+	}
+	r.lastAcct = now
+}
+
 // point builds the result.
 func (r *run) point() report.Point {
 	c := &r.cfg
 	window := float64(r.end - r.warm)
+	name := c.Workload.Name
+	if len(c.Phases.Phases) > 0 {
+		name = c.Phases.Name
+	}
 	p := report.Point{
 		Source:      c.Source,
 		Policy:      c.Policy,
-		Workload:    c.Workload.Name,
+		Workload:    name,
 		Workers:     c.Workers,
 		Load:        c.Load,
 		OfferedRate: c.Rate,
 		DurationSec: window / 1e9,
+		Seed:        c.Seed,
 	}
 	if window > 0 {
 		p.AchievedRate = float64(r.completed) / window * 1e9
 		p.MeanIdleWorkers = float64(c.Workers) - r.busyNs/window
+		p.WastedWorkers = r.wasteNs / window
 	}
-	// Requests in the system grew by arrived - dropped - completed over
-	// the window; a sustained load keeps that growth negligible.
-	growth := float64(r.arrived) - float64(r.dropped) - float64(r.completed)
-	p.Sustained = r.dropped == 0 && growth <= max(0.001*float64(r.arrived), float64(c.Workers))
 	r.rec.Fill(&p)
+	// Requests in the system grew by arrived - dropped - completed over
+	// the window; a sustained load keeps that growth negligible, overall
+	// and for every type.
+	slack := float64(c.Workers)
+	growth := float64(r.arrived) - float64(r.dropped) - float64(r.completed)
+	p.Sustained = r.dropped == 0 && growth <= max(0.001*float64(r.arrived), slack)
+	for i := range p.Types {
+		arrived, dropped := float64(r.typeArrived[i]), r.typeDropped[i]
+		g := arrived - float64(dropped) - float64(r.typeCompleted[i])
+		switch {
+		case dropped > 0:
+			p.Types[i].NotSustained = fmt.Sprintf("%d dropped (%.2g%% of its arrivals)", dropped, 100*float64(dropped)/max(arrived, 1))
+		case g > max(0.001*arrived, 2*slack):
+			p.Types[i].NotSustained = fmt.Sprintf("backlog grew by %.0f requests (%.2g%% of its arrivals)", g, 100*g/max(arrived, 1))
+		}
+		if p.Types[i].NotSustained != "" {
+			p.Sustained = false
+		}
+	}
+	if r.tl != nil {
+		p.Timeline = r.tl.Finish(r.lastAcct)
+	}
 	return p
 }
 
@@ -204,16 +341,50 @@ type nonPreemptive struct {
 	out     []darc.Assignment
 	running []int32 // handle per worker
 	events  eventHeap
+
+	// timeline: the reservations the policy adopts
+	reserving interface{ Reservations() uint64 }
+	lastRes   uint64
+	snap      darc.Snapshot
+	groups    []report.ReservedGroup
 }
 
 func newNonPreemptive(cfg Config, pol darc.Policy) *nonPreemptive {
-	return &nonPreemptive{
+	e := &nonPreemptive{
 		run:     newRun(cfg),
 		pol:     pol,
 		out:     make([]darc.Assignment, cfg.Workers),
 		running: make([]int32, cfg.Workers),
 		events:  eventHeap{items: make([]event, 0, cfg.Workers)},
 	}
+	if e.tl != nil {
+		e.reserving, _ = pol.(interface{ Reservations() uint64 })
+		e.noteReservation(0)
+	}
+	return e
+}
+
+// noteReservation records the policy's reservation on the timeline when it
+// changed.
+func (e *nonPreemptive) noteReservation(now int64) {
+	if e.reserving == nil {
+		return
+	}
+	n := e.reserving.Reservations()
+	if n == e.lastRes {
+		return
+	}
+	e.lastRes = n
+	e.pol.Snapshot(&e.snap)
+	e.groups = e.groups[:0]
+	for _, g := range e.snap.Groups {
+		rg := report.ReservedGroup{Workers: len(g.Reserved), Spillway: g.Spillway}
+		for _, t := range g.Types {
+			rg.Types = append(rg.Types, e.snap.Types[t].Name)
+		}
+		e.groups = append(e.groups, rg)
+	}
+	e.tl.Reserve(now, e.groups)
 }
 
 func (e *nonPreemptive) loop() {
@@ -230,15 +401,20 @@ func (e *nonPreemptive) loop() {
 		case tc <= ta:
 			ev := e.events.pop()
 			now = ev.at
+			e.account(now)
 			h := e.running[ev.worker]
 			q := &e.reqs[h]
-			e.pol.Complete(int(ev.worker), darc.Type(q.typ+1), q.service, now)
+			e.pol.Complete(int(ev.worker), darc.Type(q.seen+1), q.service, now)
+			e.idleW++
 			e.complete(h, now)
 		default:
 			now = ta
+			e.account(now)
 			h := e.arrive(now)
-			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].typ + 1)}, now) != darc.Accepted {
-				e.drop(h, now)
+			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: darc.Type(e.reqs[h].seen + 1)}, now) == darc.Accepted {
+				e.queuedN++
+			} else {
+				e.drop(h)
 			}
 		}
 		n := e.pol.Dispatch(now, e.out)
@@ -246,12 +422,18 @@ func (e *nonPreemptive) loop() {
 			h := int32(a.Request.Handle)
 			if a.Worker == darc.Expired {
 				e.expire(h)
+				e.queuedN--
 				continue
 			}
 			done := now + e.reqs[h].service
 			e.running[a.Worker] = h
 			e.events.push(event{at: done, worker: int32(a.Worker)})
 			e.busy(now, done)
+			e.idleW--
+			e.queuedN--
+		}
+		if e.tl != nil {
+			e.noteReservation(now)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func erlangC(c int, a float64) float64 {
 func TestMM1(t *testing.T) {
 	const meanNs, rho = 1000.0, 0.6
 	want := meanNs / (1 - rho)
-	for _, pol := range []string{"cfcfs", "fp", "darc", "dfcfs", "ts", "ts-mq", "preempt"} {
+	for _, pol := range []string{"cfcfs", "fp", "darc", "dfcfs", "ts", "ts-mq", "shinjuku", "preempt"} {
 		p := mustRun(t, Config{
 			Workload: single(workload.Exponential, time.Microsecond), Workers: 1, Policy: pol,
 			Load: rho, Duration: 400 * time.Millisecond, Seed: 11,
@@ -188,7 +188,7 @@ func TestOverloadIsNotSustained(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	w, _ := workload.Builtin("tpcc")
-	for _, pol := range []string{"darc", "ts", "preempt"} {
+	for _, pol := range []string{"darc", "ts", "shinjuku", "preempt"} {
 		c := Config{Workload: w, Workers: 8, Policy: pol, Load: 0.7, Duration: 20 * time.Millisecond, Seed: 4}
 		a, b := mustRun(t, c), mustRun(t, c)
 		if !reflect.DeepEqual(a, b) {
@@ -225,7 +225,7 @@ func TestConfigErrors(t *testing.T) {
 // (they happen at setup and when buffers grow).
 func TestNoAllocPerEvent(t *testing.T) {
 	w, _ := workload.Builtin("extreme-bimodal")
-	for _, pol := range []string{"cfcfs", "darc", "ts", "preempt"} {
+	for _, pol := range []string{"cfcfs", "darc", "ts", "shinjuku", "preempt"} {
 		allocs := func(d time.Duration) float64 {
 			c := Config{Workload: w, Workers: 16, Policy: pol, Load: 0.5, Duration: d, Seed: 1}
 			return testing.AllocsPerRun(1, func() { mustRun(t, c) })

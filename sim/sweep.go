@@ -43,11 +43,25 @@ func RunSweep(ctx context.Context, s Sweep) ([]report.Point, error) {
 			configs[li*len(s.Policies)+pi] = c
 		}
 	}
-	par := s.Parallel
+	points, err := RunAll(ctx, configs, s.Parallel, s.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	return points, nil
+}
+
+// RunAll simulates every configuration, parallel at once (0: GOMAXPROCS),
+// and returns their points in the order of configs. progress, when set, is
+// called after each run with the number done, the total and the run's
+// point; calls are serialised. It stops early, returning ctx's error, when
+// ctx is cancelled, and returns the first error of a run otherwise.
+func RunAll(ctx context.Context, configs []Config, parallel int, progress func(done, total int, p report.Point)) ([]report.Point, error) {
+	total := len(configs)
+	par := parallel
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	par = min(par, total)
+	par = max(1, min(par, total))
 	points := make([]report.Point, total)
 	errs := make([]error, total)
 	jobs := make(chan int)
@@ -64,8 +78,8 @@ func RunSweep(ctx context.Context, s Sweep) ([]report.Point, error) {
 				points[i], errs[i] = Run(configs[i])
 				mu.Lock()
 				done++
-				if s.Progress != nil && errs[i] == nil {
-					s.Progress(done, total, points[i])
+				if progress != nil && errs[i] == nil {
+					progress(done, total, points[i])
 				}
 				mu.Unlock()
 			}
@@ -84,11 +98,11 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if ctxErr != nil {
-		return nil, fmt.Errorf("sweep: %w", ctxErr)
+		return nil, ctxErr
 	}
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("sweep %s at load %g: %w", configs[i].Policy, configs[i].Load, err)
+			return nil, fmt.Errorf("%s at load %g: %w", configs[i].Policy, configs[i].Load, err)
 		}
 	}
 	return points, nil

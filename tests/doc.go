@@ -6,7 +6,9 @@
 // hot swaps without loss, robustness to killed clients, garbage and a
 // flooded request type, and overload (overload_test.go): a flood of
 // well-formed requests of unused types, five times the capacity of LONG for
-// ten seconds, the accounting after both, and a drain that is a bound.
+// ten seconds, the accounting after both, and a drain that is a bound; the
+// memcached application's "overloaded" replies to what it sheds, as psp
+// client counts them (memcached_overload_test.go).
 //
 // The emulate application sleeps each request's service time multiplied by
 // a dilation factor, so 14 emulated workers show realistic queueing on a

@@ -348,8 +348,8 @@ func typeP999Slowdown(t testing.TB, res *loadgen.Result, name string) float64 {
 // summary is one line describing a result, for test logs.
 func summary(res *loadgen.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%.0f req/s offered, %.0f achieved, sent %d, answered %d, late %d, lost %d, lag p99 %v",
-		res.OfferedRate, res.AchievedRate, res.Sent, res.Answered, res.Late, res.Lost, res.LagP99)
+	fmt.Fprintf(&b, "%.0f req/s offered, %.0f achieved, sent %d, answered %d, late %d, lost %d, overloaded %d, lag p99 %v",
+		res.OfferedRate, res.AchievedRate, res.Sent, res.Answered, res.Late, res.Lost, res.Overloaded, res.LagP99)
 	for _, ts := range res.Types {
 		fmt.Fprintf(&b, "; %s n=%d p99.9 %.3gms slowdown p50 %.3g p99.9 %.3g", ts.Name, ts.Count, float64(ts.P999Latency)/1e6, ts.P50Slowdown, ts.P999Slowdown)
 	}

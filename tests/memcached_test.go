@@ -59,8 +59,12 @@ func TestMemcachedDARCProtectsGets(t *testing.T) {
 		t.Logf("attempt %d, darc: %s", attempt, summary(darcRes))
 		t.Logf("attempt %d, cfcfs: %s", attempt, summary(cfcfsRes))
 		for _, r := range []*loadgen.Result{darcRes, cfcfsRes} {
-			if r.BadReplies != 0 || r.ErrorReplies != 0 || r.Lost > r.Sent/1000 {
-				t.Errorf("%d bad replies, %d error replies, %d lost of %d", r.BadReplies, r.ErrorReplies, r.Lost, r.Sent)
+			// A request past its queue deadline (200 ms) is shed and
+			// answered "overloaded": a few are when the shared machine
+			// stalls the workers (7 of 3584 in one full-suite run). Up
+			// to 1% may be; nothing may be lost.
+			if r.BadReplies != 0 || r.ErrorReplies != 0 || r.Lost > r.Sent/1000 || r.Overloaded > r.Sent/100 {
+				t.Errorf("%d bad replies, %d error replies, %d lost and %d shed of %d", r.BadReplies, r.ErrorReplies, r.Lost, r.Overloaded, r.Sent)
 			}
 		}
 		darcGet := typeP999Slowdown(t, darcRes, "GET")

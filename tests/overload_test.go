@@ -132,7 +132,9 @@ type fullStatus struct {
 	Dropped  uint64            `json:"dropped"`
 	InFlight uint64            `json:"in_flight"`
 	Drops    map[string]uint64 `json:"drops"`
-	Net      struct {
+	// OverloadReplies counts shed requests answered "overloaded".
+	OverloadReplies uint64 `json:"overload_replies"`
+	Net             struct {
 		RxPackets uint64 `json:"rx_packets"`
 		RxDropped uint64 `json:"rx_dropped"`
 	} `json:"net"`

@@ -399,7 +399,10 @@ func (i *Instance) trapped(err error, n int) {
 	var exit *sys.ExitError
 	i.killMu.Lock()
 	switch {
-	case i.killed.Swap(false):
+	case i.killed.Swap(false) && i.g.tank != nil && int64(i.g.tank.Get()) < killedBelow:
+		// The watchdog emptied the tank of this very call (a call that
+		// ended before it could trap left the flag; the next call's
+		// refill undid the write).
 		kind = FaultTime
 	case !errors.As(err, &exit) && i.g.tank != nil && int64(i.g.tank.Get()) < 0:
 		kind = FaultFuel

@@ -10,8 +10,8 @@ import (
 // wrappers increment) and spends fuel while it runs (the tank global). A
 // goroutine per module samples both for every instance every TimeLimit/2:
 // a call is over the limit when the call count stayed the same over three
-// samples (the call began before the first) while the tank went down
-// between the last two (it was still running after the second). It is
+// samples (the call began before the first) while the tank went down in
+// each of the last two intervals (it ran through them). It is
 // then stopped by emptying its tank: it traps at its next fuel check
 // (every loop iteration and call has one), and the instance counts a
 // FaultTime and disables the module.
@@ -27,7 +27,9 @@ import (
 //
 // An idle instance keeps both values, so it is never taken for a running
 // call; a thread descheduled for a whole interval shows no fuel spent in
-// it, so preemption alone does not trip the watchdog.
+// it, so preemption alone does not trip the watchdog, and an interval in
+// which the watchdog's own tick came late (the host starves the process)
+// judges nobody.
 type watchdog struct {
 	m      *Module
 	period time.Duration
@@ -44,7 +46,7 @@ type sample struct {
 	calls   uint64
 	tank    int64
 	samples int // consecutive samples with the same call count
-	running bool
+	running int // consecutive intervals in which the call spent fuel
 }
 
 func newWatchdog(m *Module, limit time.Duration) *watchdog {
@@ -86,14 +88,25 @@ func (w *watchdog) run(quit chan struct{}) {
 	defer w.wg.Done()
 	t := time.NewTicker(w.period)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-quit:
 			return
 		case <-t.C:
 		}
+		now := time.Now()
+		// A tick that comes late means the host is not giving this
+		// process the CPU: a call that spans the interval may have been
+		// descheduled rather than slow. Judge nobody on such an interval.
+		starved := now.Sub(last) > w.period+w.period/2
+		last = now
 		w.mu.Lock()
 		for i, s := range w.insts {
+			if starved {
+				*s = sample{}
+				continue
+			}
 			w.check(i, s)
 		}
 		w.mu.Unlock()
@@ -103,6 +116,10 @@ func (w *watchdog) run(quit chan struct{}) {
 // killedTank is what the watchdog writes to a tank: negative, and far from
 // overflowing when the guest subtracts its next charge.
 const killedTank = uint64(1<<64 - 1<<62)
+
+// killedBelow tells a tank the watchdog emptied from one a guest overdrew
+// by its own charges.
+const killedBelow = -(int64(1) << 61)
 
 // check samples one instance and stops a call over the limit.
 func (w *watchdog) check(i *Instance, s *sample) {
@@ -116,19 +133,25 @@ func (w *watchdog) check(i *Instance, s *sample) {
 		*s = sample{g: g, calls: calls, tank: tank, samples: 1}
 		return
 	}
-	spent := tank < s.tank
+	if tank < s.tank {
+		s.running++
+	} else {
+		s.running = 0
+	}
 	s.tank = tank
 	s.samples++
-	if !spent || s.samples < 3 {
+	if s.running < 2 || s.samples < 3 {
 		return
 	}
-	// Over the limit: stop it (repeatedly, until the call ends: the guest's
-	// own update of the tank may overwrite one write).
+	// Over the limit, and it ran (spent fuel) in each of the last two
+	// intervals: stop it (repeatedly, until the call ends: the guest's own
+	// update of the tank may overwrite one write). The instance disables
+	// the module when the call traps on the emptied tank; a call that
+	// ended first is let be.
 	i.killMu.Lock()
 	if i.cur.Load() == g && g.calls.Get() == calls {
 		i.killed.Store(true)
 		g.tank.Set(killedTank)
 	}
 	i.killMu.Unlock()
-	w.m.breaker.disable()
 }

@@ -520,7 +520,7 @@ func (s *session) get(withCas, touch bool) after {
 	}
 	// memcached stops at the first key that is too long and answers only
 	// an error, discarding every response not yet sent: look first.
-	if s.anyLongKey(first) {
+	if anyLongKey(t, first) {
 		s.cull()
 		s.begin()
 		s.outString(msgBadFormat)
@@ -552,10 +552,9 @@ func (s *session) get(withCas, touch bool) after {
 	return flushNext
 }
 
-// anyLongKey reports whether a key of the get from token first on (and in
-// the rest of the line) is longer than KeyMaxLength.
-func (s *session) anyLongKey(first int) bool {
-	t := &s.tok
+// anyLongKey reports whether a key of the get in t from token first on
+// (and in the rest of the line) is longer than KeyMaxLength.
+func anyLongKey(t *tokens, first int) bool {
 	for i := first; i < t.n-1; i++ {
 		if len(t.w[i]) > KeyMaxLength {
 			return true

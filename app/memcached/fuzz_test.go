@@ -11,8 +11,10 @@ import (
 )
 
 // FuzzServe feeds arbitrary request bodies to a worker: it must never
-// panic, every datagram must be well framed, and the store must keep
-// working afterwards.
+// panic, every datagram must be well framed, the store must keep working
+// afterwards, and the request, shed, must get an "overloaded" reply
+// exactly when serving it answered something (within what wantsReply
+// reads).
 func FuzzServe(f *testing.F) {
 	for _, c := range memcachedtest.Cases {
 		for _, r := range c.Requests {
@@ -24,6 +26,11 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte("get " + strings.Repeat("k ", 40) + "\r\n"))
 	f.Add([]byte("set a 0 0 5\r\nab"))
 	f.Add([]byte("incr a 1\r\ndecr a 99999999999999999999\r\n"))
+	for _, c := range shedCases {
+		if len(c.datagram) > UDPHeaderLen {
+			f.Add(c.datagram[UDPHeaderLen:])
+		}
+	}
 	srv, err := Open(Config{MaxItemSize: 4096})
 	if err != nil {
 		f.Fatal(err)
@@ -37,7 +44,11 @@ func FuzzServe(f *testing.F) {
 	srv.clock = func() int64 { return now }
 	f.Fuzz(func(t *testing.T, body []byte) {
 		now += 31 * 86400
-		for i, d := range exchange(srv, 0, string(body)) {
+		dgs := exchange(srv, 0, string(body))
+		if shed := wantsReply(body); len(body) <= shedScan && shed != answered(dgs) {
+			t.Fatalf("%q: shed reply %v, served reply %v", body, shed, answered(dgs))
+		}
+		for i, d := range dgs {
 			h, ok := ParseFrameHeader(d)
 			switch {
 			case !ok || len(d) > UDPMaxPayload:

@@ -97,7 +97,8 @@ func (c Config) withDefaults() Config {
 
 // Server is the memcached application: a dispatcher.MultiHandler (the
 // dispatcher gives it a nic.Reply for replies of several datagrams) serving
-// memcached's text protocol over UDP from a Pebble store. Open it before the
+// memcached's text protocol over UDP from a Pebble store, and a
+// dispatcher.OverloadReplier (see ReplyOverloaded). Open it before the
 // dispatcher starts and Close it after the dispatcher has stopped.
 type Server struct {
 	cfg      Config

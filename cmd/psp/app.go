@@ -45,6 +45,7 @@ func newApp() *app {
 			clientCommand(),
 			sweepCommand(),
 			simCommand(),
+			experimentCommand(),
 			plotCommand(),
 			classifierCommand(),
 			completionCommand(),

@@ -196,7 +196,7 @@ func runClient(c *cli.Context) error {
 		}
 	}
 	// The client does not know how many of the server's workers were idle.
-	pt := p.Point(res, label, math.NaN())
+	pt := p.Point(res, label, math.NaN(), math.NaN())
 	out := c.App.Writer
 	if c.Bool("json") {
 		if err := report.WriteJSON(out, []report.Point{pt}, nil); err != nil {

@@ -112,6 +112,8 @@ func TestExplicitZeros(t *testing.T) {
 		{"demo", "--workers", "0"},
 		{"demo", "--duration", "0s"},
 		{"sim", "--spillway", "0"},
+		{"sim", "--latency-slo", "0s"},
+		{"experiment", "fig1", "--seeds", "0"},
 		{"classifier", "check", "x.wasm", "--fuel", "0"},
 		{"status", "--timeout", "0s"},
 	}
@@ -121,11 +123,11 @@ func TestExplicitZeros(t *testing.T) {
 		}
 	}
 	// Zeros that mean something are kept with that meaning.
-	out, err := runApp(t, "serve", "--print-config", "--spin", "0", "--drain-timeout", "0s", "--spin-tail", "0", "--hysteresis", "0", "--reserved", "0")
+	out, err := runApp(t, "serve", "--print-config", "--spin", "0", "--drain-timeout", "0s", "--spin-tail", "0", "--hysteresis", "0", "--reserved", "0", "--max-window", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"spin: -1ns", "drain_timeout: -1ns", "spin_tail: -1ns", "hysteresis: -1"} {
+	for _, want := range []string{"spin: -1ns", "drain_timeout: -1ns", "spin_tail: -1ns", "hysteresis: -1", "max_window: -1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--print-config lacks %q:\n%s", want, out)
 		}

@@ -29,14 +29,23 @@ func simCommand() *cli.Command {
 			"at which the p99.9 slowdown stays within --slo.\n\n" +
 			"Policies: " + strings.Join(sim.PolicyNames(), ", ") + ".\n" +
 			"  cfcfs, dfcfs, fp, darc-static and darc are the darc package's (the dispatcher's);\n" +
-			"  ts (time sharing, one queue), ts-mq (time sharing, one queue per type) and\n" +
-			"  preempt (a waiting short request preempts a long one) exist only here.\n\n" +
+			"  ts (time sharing, one queue, a preempted request to the tail), ts-mq (the same\n" +
+			"  with one queue per type, shortest type first), shinjuku (Shinjuku's own\n" +
+			"  discipline: per-type queues picked by the head's wait over its type's mean,\n" +
+			"  every quantum preempted) and preempt (a waiting short request preempts a long\n" +
+			"  one) exist only here.\n\n" +
+			"The testbed: --network-rtt adds the network's round trip to latencies (not to\n" +
+			"slowdowns), --dispatcher-rate bounds the dispatcher's throughput; --phases plays a\n" +
+			"workload that changes over time (--timeline draws it); --misclassify models a\n" +
+			"classifier that errs. Summaries bound the p99.9 slowdown (--slo) or latency\n" +
+			"(--latency-slo) of all requests, every type (--slo-per-type) or some (--slo-types).\n\n" +
 			"Example (the paper's Extreme Bimodal experiment):\n" +
 			"  psp sim --workload extreme-bimodal --workers 16 --policies cfcfs,ts,dfcfs,darc \\\n" +
 			"      --loads 0.1:0.9:0.1 --slo 10 --slo-per-type --out extreme",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "workload", Value: "high-bimodal",
 				Usage: "`WORKLOAD`: a built-in one (" + strings.Join(workload.Names(), ", ") + ") or a .yaml/.json workload file"},
+			&cli.StringFlag{Name: "phases", Usage: "`PHASES`: play a workload that changes over time instead of --workload: a built-in list (" + strings.Join(workload.PhaseNames(), ", ") + ") or a .yaml/.json file (see go doc workload.ParsePhases); --duration is then the phases' total"},
 			&cli.IntFlag{Name: "workers", Value: sim.DefaultWorkers, Usage: "number of application workers"},
 			&cli.StringFlag{Name: "policies", Value: "cfcfs,darc",
 				Usage: "comma-separated policies: " + strings.Join(sim.PolicyNames(), ", ")},
@@ -47,11 +56,14 @@ func simCommand() *cli.Command {
 			&cli.Float64Flag{Name: "warmup", Value: sim.DefaultWarmup, Usage: "fraction of the duration whose arrivals are not recorded"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed; a seed gives the same arrivals to every policy"},
 			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown bound for the summary lines (0: no summary)"},
-			&cli.BoolFlag{Name: "slo-per-type", Usage: "apply --slo to every request type instead of to all requests"},
+			&cli.DurationFlag{Name: "latency-slo", Usage: "p99.9 latency bound for the summary lines instead of --slo (e.g. 20us; end to end, --network-rtt included)"},
+			&cli.BoolFlag{Name: "slo-per-type", Usage: "apply the SLO to every request type instead of to all requests"},
+			&cli.StringFlag{Name: "slo-types", Usage: "apply the SLO to these comma-separated types only (e.g. SHORT)"},
 			&cli.Float64Flag{Name: "delta", Value: darc.DefaultDelta, Usage: "DARC grouping factor: types within (1+delta) of a group's shortest mean share reservations"},
 			&cli.IntFlag{Name: "spillway", Value: darc.DefaultSpillway, Usage: "DARC spillway workers (the last worker ids)"},
 			&cli.IntFlag{Name: "static-reserved", Value: 1, Usage: "workers darc-static reserves for the shortest type"},
 			&cli.IntFlag{Name: "min-samples", Usage: "completions before DARC's first reservation and between updates (0: 5% of the expected arrivals, 100 to 50000)"},
+			&cli.IntFlag{Name: "max-window", Usage: "completions after which DARC checks its profiling window even without a backlog (default " + fmt.Sprint(darc.DefaultMaxWindowFactor) + " x min-samples; 0: no limit)"},
 			&cli.Float64Flag{Name: "delay-factor", Value: darc.DefaultDelayFactor, Usage: "DARC checks its reservation when a type's queuing delay exceeds this multiple of its mean service time (paper: 10)"},
 			&cli.Float64Flag{Name: "hysteresis", Value: darc.DefaultHysteresis, Usage: "DARC keeps a group's worker count w while its demand stays within w±(0.5+hysteresis) workers (0 or negative: the paper's plain rounding on every update)"},
 			&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed (or per-worker) queue; arrivals beyond it are dropped", DefaultText: "4096; each type's budget with --pool"},
@@ -62,6 +74,10 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "quantum", Value: sim.DefaultQuantum, Usage: "ts, ts-mq: time slice before a waiting request preempts"},
 			&cli.DurationFlag{Name: "preempt-cost", Value: sim.DefaultPreemptCost, Usage: "ts, ts-mq, preempt: worker time lost per preemption"},
 			&cli.DurationFlag{Name: "preempt-delay", Value: sim.DefaultPreemptDelay, Usage: "preempt: delay from a short request's wait to the preemption"},
+			&cli.DurationFlag{Name: "network-rtt", Usage: "network round trip added to every latency (not to slowdowns); the paper's testbed: about 10us"},
+			&cli.Float64Flag{Name: "dispatcher-rate", Usage: "dispatcher throughput in requests/s (e.g. 7e6, the paper's): requests wait for the one dispatcher; 0: unbounded"},
+			&cli.Float64Flag{Name: "misclassify", Usage: "fraction of requests the classifier gives another type (0.5 with two types: a random classifier)"},
+			&cli.DurationFlag{Name: "timeline", Usage: "record each run over time in buckets of this width (with --out: timeline-<policy>-<load>.png and the JSON's timeline)"},
 			&cli.StringFlag{Name: "out", Usage: "also write, in this `DIR`, results.csv, results.json, slowdown.png and latency-<type>.png"},
 			jsonFlag(),
 			&cli.StringFlag{Name: "source", Value: sim.DefaultSource, Usage: "source label of the points (for charts mixing sources)"},
@@ -77,8 +93,8 @@ func runSim(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected argument %q (flags only; see psp sim --help)", c.Args().First())
 	}
-	if err := refuseZero(c, "workload", "workers", "policies", "loads", "duration", "delta", "spillway",
-		"queue-capacity", "delay-factor", "quantum", "source", "out", "dilation"); err != nil {
+	if err := refuseZero(c, "workload", "phases", "workers", "policies", "loads", "duration", "delta", "spillway",
+		"queue-capacity", "delay-factor", "quantum", "source", "out", "latency-slo", "slo-types", "timeline", "dilation"); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	policies, err := harness.ParsePolicies(c.String("policies"), sim.PolicyNames())
@@ -89,15 +105,40 @@ func runSim(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("sim: --%w", err)
 	}
-	w, err := workload.Parse(c.String("workload"))
-	if err != nil {
+	var (
+		w      workload.Workload
+		phases workload.Phases
+	)
+	if c.IsSet("phases") {
+		if c.IsSet("workload") {
+			return fmt.Errorf("sim: give --workload or --phases, not both")
+		}
+		if c.IsSet("duration") {
+			return fmt.Errorf("sim: --duration with --phases: the phases give the duration")
+		}
+		if phases, err = workload.ParsePhases(c.String("phases")); err != nil {
+			return fmt.Errorf("sim: --phases: %w", err)
+		}
+		w = phases.Union()
+	} else if w, err = workload.Parse(c.String("workload")); err != nil {
 		return fmt.Errorf("sim: --workload: %w", err)
+	}
+	slo, err := sloFromFlags(c)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
 	}
 	if c.Int("workers") < 1 {
 		return fmt.Errorf("sim: --workers %d: want at least 1", c.Int("workers"))
 	}
-	if c.Duration("duration") <= 0 {
-		return fmt.Errorf("sim: --duration %v: want > 0", c.Duration("duration"))
+	duration := c.Duration("duration")
+	if len(phases.Phases) > 0 {
+		duration = 0
+	} else if duration <= 0 {
+		return fmt.Errorf("sim: --duration %v: want > 0", duration)
+	}
+	maxWindow := c.Int("max-window")
+	if c.IsSet("max-window") && maxWindow == 0 {
+		maxWindow = -1 // no limit (darc.Config's zero is the default)
 	}
 	hysteresis := c.Float64("hysteresis")
 	if hysteresis == 0 {
@@ -123,13 +164,18 @@ func runSim(c *cli.Context) error {
 	}
 	sweep := sim.Sweep{
 		Base: sim.Config{
-			Workload: w,
-			Workers:  c.Int("workers"),
-			Duration: c.Duration("duration"),
-			Seed:     c.Uint64("seed"),
-			Warmup:   warmup,
-			Dilation: c.Float64("dilation"),
-			Source:   c.String("source"),
+			Workload:       w,
+			Phases:         phases,
+			Workers:        c.Int("workers"),
+			Duration:       duration,
+			Seed:           c.Uint64("seed"),
+			Warmup:         warmup,
+			Dilation:       c.Float64("dilation"),
+			Source:         c.String("source"),
+			NetworkRTT:     c.Duration("network-rtt"),
+			DispatcherRate: c.Float64("dispatcher-rate"),
+			Misclassify:    c.Float64("misclassify"),
+			Timeline:       c.Duration("timeline"),
 			Darc: darc.Config{
 				Pool:           c.Int("pool"),
 				DeadlineFactor: factor,
@@ -138,6 +184,7 @@ func runSim(c *cli.Context) error {
 				Spillway:       c.Int("spillway"),
 				StaticReserved: c.Int("static-reserved"),
 				MinSamples:     c.Int("min-samples"),
+				MaxWindow:      maxWindow,
 				DelayFactor:    c.Float64("delay-factor"),
 				Hysteresis:     hysteresis,
 				QueueCapacity:  c.Int("queue-capacity"),
@@ -168,17 +215,51 @@ func runSim(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	return writeSimResults(c, points)
+	return writeSimResults(c, points, slo)
 }
 
-func writeSimResults(c *cli.Context, points []report.Point) error {
+// sloFromFlags reads --slo, --latency-slo, --slo-per-type and --slo-types;
+// a zero SLO means no summary.
+func sloFromFlags(c *cli.Context) (report.SLO, error) {
+	slo := report.SLO{Slowdown: c.Float64("slo"), PerType: c.Bool("slo-per-type")}
+	if c.IsSet("latency-slo") {
+		if c.IsSet("slo") {
+			return report.SLO{}, fmt.Errorf("give --slo (slowdown) or --latency-slo, not both")
+		}
+		if c.Duration("latency-slo") < 0 {
+			return report.SLO{}, fmt.Errorf("--latency-slo %v: want > 0", c.Duration("latency-slo"))
+		}
+		slo.Slowdown, slo.LatencyNs = 0, float64(c.Duration("latency-slo"))
+	}
+	if slo.Slowdown < 0 {
+		return report.SLO{}, fmt.Errorf("--slo %v: want > 0 (0: no summary)", slo.Slowdown)
+	}
+	for _, t := range strings.Split(c.String("slo-types"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			slo.Types = append(slo.Types, t)
+		}
+	}
+	if slo.Slowdown == 0 && slo.LatencyNs == 0 {
+		return report.SLO{}, nil
+	}
+	return slo, slo.Validate()
+}
+
+func writeSimResults(c *cli.Context, points []report.Point, slo report.SLO) error {
 	out := c.App.Writer
 	if out == nil {
 		out = os.Stdout
 	}
 	var sums []report.Summary
-	if slo := c.Float64("slo"); slo > 0 {
-		sums = report.Summarize(points, slo, c.Bool("slo-per-type"))
+	if slo.Slowdown > 0 || slo.LatencyNs > 0 {
+		for _, name := range slo.Types {
+			if len(points) > 0 {
+				if _, ok := points[0].TypeStat(name); !ok {
+					return fmt.Errorf("sim: --slo-types: no type %q in the workload (types: %s)", name, strings.Join(report.TypeNames(points), ", "))
+				}
+			}
+		}
+		sums = report.SummarizeSLO(points, slo)
 	}
 	var files []string
 	if dir := c.String("out"); dir != "" {
@@ -192,8 +273,13 @@ func writeSimResults(c *cli.Context, points []report.Point) error {
 			}
 			files = append(files, f)
 		}
-		charts, err := harness.WriteCharts(dir, points, nil, report.PlotOptions{SLO: c.Float64("slo")})
+		charts, err := harness.WriteCharts(dir, points, nil, report.PlotOptions{SLO: slo.Slowdown})
 		files = append(files, charts...)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		tls, err := harness.WriteTimelines(dir, points)
+		files = append(files, tls...)
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	json "github.com/goccy/go-json"
+
 	"github.com/persephone-go/psp/report"
 )
 
@@ -113,6 +115,16 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--duration", "0s"}, "--duration 0s: zero is not a value"},
 		{[]string{"--duration", "-1s"}, "want > 0"},
 		{[]string{"--policies", "darc-static", "--static-reserved", "40", "--loads", "0.5", "--duration", "1ms"}, "invalid darc config"},
+		{[]string{"--phases", "phase-change", "--workload", "tpcc"}, "not both"},
+		{[]string{"--phases", "phase-change", "--duration", "1s"}, "the phases give the duration"},
+		{[]string{"--phases", "nope"}, "built-in: phase-change"},
+		{[]string{"--latency-slo", "20us", "--slo", "5"}, "not both"},
+		{[]string{"--latency-slo", "0s"}, "zero is not a value"},
+		{[]string{"--latency-slo", "20us", "--slo-types", "NOPE", "--loads", "0.5", "--duration", "1ms"}, `no type "NOPE"`},
+		{[]string{"--network-rtt", "-1us", "--loads", "0.5", "--duration", "1ms"}, "network round trip"},
+		{[]string{"--dispatcher-rate", "-5", "--loads", "0.5", "--duration", "1ms"}, "dispatcher rate"},
+		{[]string{"--misclassify", "2", "--loads", "0.5", "--duration", "1ms"}, "misclassify"},
+		{[]string{"--max-window", "10", "--min-samples", "100", "--loads", "0.5", "--duration", "1ms"}, "max window"},
 	}
 	for _, c := range cases {
 		out, stderr, err := runSimApp(t, c.args...)
@@ -131,5 +143,53 @@ func TestSimHelp(t *testing.T) {
 		if !strings.Contains(out, f) {
 			t.Errorf("help lacks %s", f)
 		}
+	}
+}
+
+// TestSimTestbedFlags: the round trip, the dispatcher, a latency SLO for
+// some types, phases with a timeline, a classifier that errs and the
+// profiling window limit.
+func TestSimTestbedFlags(t *testing.T) {
+	out, _, err := runSimApp(t, "--workload", "high-bimodal", "-w", "14", "--policies", "darc,cfcfs", "--loads", "0.3,0.9",
+		"--duration", "30ms", "--network-rtt", "10us", "--dispatcher-rate", "7e6", "--latency-slo", "20us", "--slo-types", "SHORT", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var f report.File
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Summaries) != 2 || f.Summaries[0].Metric != "latency" || f.Summaries[0].SLO != 20e3 || f.Summaries[0].Types[0] != "SHORT" ||
+		f.Summaries[0].MaxLoad != 0.9 || f.Summaries[1].MaxLoad != 0.3 {
+		t.Errorf("summaries %+v", f.Summaries)
+	}
+	if s, _ := f.Points[0].TypeStat("SHORT"); s.P50Latency < 11000 {
+		t.Errorf("SHORT p50 latency %d ns: no round trip", s.P50Latency)
+	}
+	dir := t.TempDir()
+	phases := filepath.Join(dir, "swap.yaml")
+	os.WriteFile(phases, []byte(`phases:
+  - {name: before, duration: 100ms, use: high-bimodal}
+  - name: after
+    duration: 100ms
+    types:
+      - {name: SHORT, id: 1, share: 0.5, service: {kind: fixed, value: 100us}}
+      - {name: LONG, id: 2, share: 0.5, service: {kind: fixed, value: 1us}}
+`), 0o644)
+	out, _, err = runSimApp(t, "--phases", phases, "-w", "14", "--policies", "darc", "--loads", "0.8", "--timeline", "10ms",
+		"--misclassify", "0.01", "--max-window", "0", "--min-samples", "2000", "--out", dir, "-q")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	pts, err := report.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil || len(pts) != 1 || pts[0].Workload != "swap" || pts[0].Timeline == nil || len(pts[0].Timeline.Buckets) < 20 ||
+		len(pts[0].Timeline.Phases) != 2 || len(pts[0].Timeline.Reservations) < 2 {
+		t.Fatalf("phases: %v %+v", err, pts)
+	}
+	if r := pts[0].Timeline.Reservations; r[len(r)-1].Groups[0].Types[0] != "LONG" {
+		t.Errorf("after the swap DARC reserves %s", r[len(r)-1].String())
+	}
+	if st, err := os.Stat(filepath.Join(dir, "timeline-darc-0.8.png")); err != nil || st.Size() < 5000 {
+		t.Errorf("timeline chart: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/workload"
 )
 
 func sweepCommand() *cli.Command {
@@ -47,6 +48,8 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output `DIR` (created if missing)"},
 			&cli.BoolFlag{Name: "with-sim", Usage: "also simulate the same policies and loads (1s each) and draw them on slowdown.png as \"policy (sim)\"; written to sim.json"},
 			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown SLO for the summary lines and the charts' dashed line (0: none)"},
+			&cli.StringFlag{Name: "phases", Usage: "`PHASES`: play a workload that changes over time instead of --workload (built-in: " + strings.Join(workload.PhaseNames(), ", ") + ", or a .yaml/.json file); --loads apply to the phases without a load of their own"},
+			&cli.DurationFlag{Name: "timeline", Usage: "record each point over time in buckets of this width: p99.9 per type and the server's reservations, polled (results.json, timeline-<policy>-<load>.png)"},
 			jsonFlag(),
 			&cli.BoolFlag{Name: "quiet", Usage: "no per-point progress lines on stderr"},
 		}, loadFlags()...),
@@ -58,12 +61,24 @@ func runSweep(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("sweep: unexpected argument %q (flags only; see psp sweep --help)", c.Args().First())
 	}
-	if err := refuseZero(c, "policies", "loads", "app", "min-samples", "server", "admin", "out"); err != nil {
+	if err := refuseZero(c, "policies", "loads", "app", "min-samples", "server", "admin", "out", "phases", "timeline"); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	plan, err := planFromFlags(c)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	if c.IsSet("phases") {
+		if c.IsSet("workload") || c.IsSet("duration") {
+			return errors.New("sweep: --phases replaces --workload and --duration (the phases give both)")
+		}
+		if plan.Phases, err = workload.ParsePhases(c.String("phases")); err != nil {
+			return fmt.Errorf("sweep: --phases: %w", err)
+		}
+		plan.Workload, plan.Duration = plan.Phases.Union(), 0
+	}
+	if c.Duration("timeline") < 0 {
+		return fmt.Errorf("sweep: --timeline %v: want > 0", c.Duration("timeline"))
 	}
 	loads, err := harness.ParseLoads(c.String("loads"))
 	if err != nil {
@@ -78,10 +93,11 @@ func runSweep(c *cli.Context) error {
 			MinSamples: c.Int("min-samples"),
 			Args:       c.StringSlice("serve-arg"),
 		},
-		Prewarm: c.Duration("prewarm"),
-		Out:     c.String("out"),
-		SLO:     c.Float64("slo"),
-		Log:     c.App.ErrWriter,
+		Prewarm:  c.Duration("prewarm"),
+		Out:      c.String("out"),
+		SLO:      c.Float64("slo"),
+		Timeline: c.Duration("timeline"),
+		Log:      c.App.ErrWriter,
 	}
 	if c.Bool("quiet") {
 		sw.Log = io.Discard
