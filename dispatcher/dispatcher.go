@@ -16,18 +16,37 @@ import (
 )
 
 // What the dispatcher does once it has been idle for Spec.Spin under
-// IdleSpinThenPark. While requests wait in a queue it must notice
-// completions soon (a freed worker can take one), but Go's timers cannot wait
-// for less than about a millisecond, so it polls: non-blocking Recv, then a
-// precise nanosleep of pollInterval. When no request waits, only an arrival
-// can create work to dispatch: it blocks in Recv, which an arrival ends at
-// once, for at most recvWaitIdle (completions, which only update the
-// profile and free workers that nobody waits for, are collected when it
-// wakes, before the arrival is dispatched).
+// IdleSpinThenPark. When no request waits, only an arrival can create work
+// to dispatch: it blocks in Recv, which an arrival ends at once, for at
+// most recvWaitIdle (completions, which only update the profile and free
+// workers that nobody waits for, are collected when it wakes, before the
+// arrival is dispatched). While requests wait in a queue it must also
+// notice completions at once (a freed worker can take one): with a
+// dataplane whose waiting Recv can be ended from another thread (a
+// recvWaker: the UDP dataplane waiting in the kernel), it blocks in Recv
+// the same way and the worker that completes a request ends the wait;
+// with any other dataplane it polls: non-blocking Recv, then a precise
+// nanosleep of pollInterval (Go's timers cannot wait for less than about a
+// millisecond).
 const (
 	pollInterval = 20 * time.Microsecond
-	recvWaitIdle = 10 * time.Millisecond
+	recvWaitIdle = 5 * time.Millisecond
+	// yieldEvery: under spin-then-park the dispatcher goroutine, which
+	// otherwise never goes through the Go scheduler (it waits in system
+	// calls), yields at least this often, so that the runtime's monitor
+	// never finds it unscheduled for 10ms (see lockThread).
+	yieldEvery = 5 * time.Millisecond
 )
+
+// recvWaker is a dataplane whose waiting Recv another goroutine can end.
+type recvWaker interface {
+	// RecvWakeable reports whether WakeRecv works in the dataplane's
+	// configuration.
+	RecvWakeable() bool
+	// WakeRecv ends a waiting Recv at once, or makes the next one return
+	// at once.
+	WakeRecv()
+}
 
 // stopGrace is how long Run waits, once the drain is over, for the workers
 // to return: idle workers return at once, a worker still in its handler
@@ -42,10 +61,12 @@ const (
 	shedSlots  = 64
 )
 
-// task is what the dispatcher pushes to a worker.
+// task is what the dispatcher pushes to a worker: the request and when it
+// was accepted and dispatched (dataplane clock), for its stage times.
 type task struct {
-	buf *nic.Buffer
-	typ darc.Type
+	buf                  *nic.Buffer
+	typ                  darc.Type
+	accepted, dispatched int64
 }
 
 // Outcomes a worker reports in a completion.
@@ -74,6 +95,7 @@ type worker struct {
 	tx     nic.TxQueue
 	parked atomic.Bool
 	wake   chan struct{}
+	stages *stageRecorder // written by the worker goroutine only
 }
 
 // Dispatcher is a running request pipeline; see the package documentation.
@@ -95,6 +117,16 @@ type Dispatcher struct {
 	ran      atomic.Bool
 	stop     atomic.Bool
 	stopCh   chan struct{}
+	// waker, when not nil, lets workers end the dispatcher's wait in Recv;
+	// sleeping is set while it waits there with requests queued (a
+	// completion then matters at once), on a cache line of its own.
+	waker    recvWaker
+	_        [64]byte
+	sleeping atomic.Bool
+	// stageTypes is numTypes for readers on other goroutines (Stages):
+	// a multi-tenant dispatcher's type space grows as tenants are added.
+	stageTypes atomic.Int64
+	_          [64]byte
 
 	// Multi-tenant dispatchers only (nil otherwise): tenants, their lanes
 	// and the lifecycle commands the loop applies.
@@ -223,15 +255,20 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 			return nil, fmt.Errorf("%w: dataplane has no TX queue for worker %d (opened with fewer workers?)", ErrSpec, w)
 		}
 		d.workers = append(d.workers, &worker{
-			id:   w,
-			cpu:  spec.workerCPU(w),
-			in:   ring.New[task](spec.RingCapacity),
-			out:  ring.New[completion](spec.RingCapacity),
-			tx:   tx,
-			wake: make(chan struct{}, 1),
+			id:     w,
+			cpu:    spec.workerCPU(w),
+			in:     ring.New[task](spec.RingCapacity),
+			out:    ring.New[completion](spec.RingCapacity),
+			tx:     tx,
+			wake:   make(chan struct{}, 1),
+			stages: newStageRecorder(numTypes),
 		})
 	}
+	if w, ok := dp.(recvWaker); ok && w.RecvWakeable() && spec.Idle == IdleSpinThenPark {
+		d.waker = w
+	}
 	d.snapshotBuffer = snap
+	d.stageTypes.Store(int64(numTypes))
 	if multi {
 		mt, err := newMultiTenant(d, policy, spec.Tenants)
 		if err != nil {
@@ -317,6 +354,8 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	done := ctx.Done()
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
+	yields := parking && len(d.spec.CPUs) == 0
+	lastYield := now
 
 	for {
 		if !d.draining {
@@ -332,10 +371,28 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		}
 		var wait time.Duration
 		idle := parking && d.lastNow-lastWork > spin
-		if idle && d.queued == 0 && !d.draining && d.classifying() == 0 {
+		announced := false
+		switch {
+		case !idle || d.draining:
+		case d.classifying() > 0:
+			// Lanes hold packets: keep collecting their verdicts.
+		case d.queued == 0:
 			wait = recvWaitIdle
+		case d.waker != nil:
+			// Announce the wait, then look at the completion rings
+			// once more: either a worker that completes from now on
+			// sees the announcement and wakes us, or we see its
+			// completion here and do not wait.
+			d.sleeping.Store(true)
+			announced = true
+			if !d.completionsPending() {
+				wait = recvWaitIdle
+			}
 		}
 		worked, err := d.step(wait)
+		if announced {
+			d.sleeping.Store(false)
+		}
 		now = d.lastNow
 		if err != nil && !d.draining {
 			if !errors.Is(err, nic.ErrClosed) {
@@ -350,12 +407,16 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if d.draining && ((d.queued == 0 && d.busy == 0 && d.classifying() == 0) || now >= drainDeadline) {
 			break
 		}
-		if !worked && idle && wait == 0 {
+		if !worked && idle && wait == 0 && !announced {
 			preciseSleep(pollInterval)
 		}
 		if now >= nextStats {
 			d.publish(now)
 			nextStats = now + int64(d.spec.StatsInterval)
+		}
+		if yields && now-lastYield >= int64(yieldEvery) {
+			runtime.Gosched()
+			lastYield = now
 		}
 	}
 
@@ -551,6 +612,17 @@ func (d *Dispatcher) flush() {
 	}
 }
 
+// completionsPending reports whether a worker's completion ring holds a
+// completion.
+func (d *Dispatcher) completionsPending() bool {
+	for _, w := range d.workers {
+		if w.out.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // collect drains every worker's completion ring into the policy.
 func (d *Dispatcher) collect(now int64) int {
 	n := 0
@@ -625,7 +697,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 		c.running++
 		d.busy++
 		w := d.workers[a.Worker]
-		if !w.in.Push(task{buf: b, typ: t}) {
+		if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
 			// A policy dispatches to idle workers only, and a worker holds
 			// at most one request: a full ring is a policy bug.
 			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -726,10 +798,14 @@ func (d *Dispatcher) stopWorkers(wg *sync.WaitGroup) {
 // thread exits with the goroutine, so no other goroutine inherits its
 // affinity or timer slack), when threads are pinned or busy-poll: the
 // paper's one-thread-per-core model. Under spin-then-park without pinning
-// the goroutines stay unlocked: waking a parked locked goroutine hands its
-// P over to its own thread, which measured twice as slow (idle round trip
-// through the in-memory dataplane: ~220µs locked, ~120µs unlocked on a
-// 2-core machine) and brings nothing without pinning.
+// the goroutines stay unlocked, and park and sleep through the Go
+// scheduler rather than in system calls of their own: waking a parked
+// locked goroutine hands its processor to its own thread (two thread
+// wake-ups instead of one), and the runtime's monitor (sysmon) preempts,
+// and takes the processor of, any goroutine it has not seen go through
+// the scheduler for 10ms, which for a locked goroutine costs two thread
+// switches each time and, with a thread per worker sleeping in futex or
+// nanosleep, kept sysmon polling every 20µs (a sixth of a core).
 func (d *Dispatcher) lockThread() {
 	if len(d.spec.CPUs) == 0 && d.spec.Idle == IdleSpinThenPark {
 		return
@@ -758,6 +834,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
+	defer func() { w.stages.publish(d.dp.Now()) }()
 	for {
 		t, ok := w.in.Pop()
 		if !ok {
@@ -767,17 +844,16 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 				}
 				continue
 			}
-			if !parking {
-				continue
-			}
 			now := d.dp.Now()
+			w.stages.maybePublish(now)
 			if idleSince < 0 {
 				idleSince = now
 				continue
 			}
-			if now-idleSince < spin {
+			if !parking || now-idleSince < spin {
 				continue
 			}
+			w.stages.publish(now)
 			w.parked.Store(true)
 			if w.in.Len() == 0 && !d.stop.Load() {
 				select {
@@ -799,18 +875,18 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			}
 			continue
 		}
-		var start, end int64
+		st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
 		var outcome uint8
 		if multi != nil {
 			reply.reset(t.buf)
-			start = d.dp.Now()
+			st.started = d.dp.Now()
 			answer, panicked := d.handleMulti(multi, w.id, t.typ, t.buf, reply)
-			end = d.dp.Now()
+			st.finished = d.dp.Now()
 			outcome = multiOutcome(reply, answer, panicked)
 		} else {
-			start = d.dp.Now()
+			st.started = d.dp.Now()
 			outcome = d.handle(w.id, t.typ, t.buf)
-			end = d.dp.Now()
+			st.finished = d.dp.Now()
 			one[0] = t.buf
 			if outcome == outcomeAnswered {
 				if n, _ := w.tx.Send(one); n != 1 {
@@ -821,8 +897,15 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			}
 			one[0] = nil
 		}
-		for !w.out.Push(completion{typ: t.typ, start: start, end: end, outcome: outcome}) {
+		if outcome == outcomeAnswered {
+			st.sent = d.dp.Now()
+		}
+		w.stages.record(int(t.typ), &st)
+		for !w.out.Push(completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
+		}
+		if d.sleeping.Load() && d.sleeping.CompareAndSwap(true, false) {
+			d.waker.WakeRecv()
 		}
 	}
 }

@@ -166,7 +166,50 @@ func TestRunAnswersEveryRequestAndCountsDrops(t *testing.T) {
 			if got := dp.poolSize(); got != 512 {
 				t.Errorf("pool holds %d buffers after shutdown, want 512 (leak)", got)
 			}
+			checkStages(t, d, s)
 		})
+	}
+}
+
+// checkStages checks the workers' stage histograms against the final
+// stats: every request a worker ran has its stages up to service, every
+// answered one its transmit and latency, and a request's latency is the sum
+// of its stages.
+func checkStages(t *testing.T, d *Dispatcher, s *Stats) {
+	t.Helper()
+	stages := d.Stages()
+	for typ, ts := range s.Types {
+		h := stages[typ]
+		if ts.Completed == 0 {
+			if h != nil {
+				t.Errorf("type %d: stages %+v for a type no worker ran", typ, h[StageService])
+			}
+			continue
+		}
+		if h == nil {
+			t.Errorf("type %d: no stages, %d completed", typ, ts.Completed)
+			continue
+		}
+		for _, st := range []Stage{StageReceive, StageQueueing, StageHandoff, StageService} {
+			if h[st].Count != ts.Completed {
+				t.Errorf("type %d %v: count %d, want %d completed", typ, st, h[st].Count, ts.Completed)
+			}
+		}
+		if h[StageService].SumNs != ts.ServiceNsSum {
+			t.Errorf("type %d: service sum %d, want the dispatcher's %d", typ, h[StageService].SumNs, ts.ServiceNsSum)
+		}
+		if h[StageTransmit].Count != ts.Answered || h[StageLatency].Count != ts.Answered {
+			t.Errorf("type %d: transmit %d latency %d, want %d answered", typ, h[StageTransmit].Count, h[StageLatency].Count, ts.Answered)
+		}
+		if ts.Answered == ts.Completed {
+			var sum uint64
+			for st := StageReceive; st < StageLatency; st++ {
+				sum += h[st].SumNs
+			}
+			if sum != h[StageLatency].SumNs {
+				t.Errorf("type %d: stages sum to %d ns, latency %d ns", typ, sum, h[StageLatency].SumNs)
+			}
+		}
 	}
 }
 

@@ -17,11 +17,26 @@
 // Run owns the policy: only the dispatcher goroutine calls it. The
 // dispatcher and each worker are one goroutine each, locked to their own OS
 // thread when Spec.CPUs pins them (then each is pinned) or under busy-poll;
-// under spin-then-park without pinning they stay unlocked, which halves the
-// cost of waking a parked worker (see lockThread). Stats may be called from any
+// under spin-then-park without pinning they stay unlocked and wait through
+// the Go scheduler, which then needs a processor per thread that may sleep
+// in the kernel (Spec.Procs: the server raises GOMAXPROCS to it; see
+// lockThread for why not locked threads). Stats may be called from any
 // goroutine: it returns the latest snapshot that the dispatcher goroutine
-// publishes every Spec.StatsInterval through an atomic pointer, so status pages
-// never touch the policy.
+// publishes every Spec.StatsInterval through an atomic pointer, so status
+// pages never touch the policy.
+//
+// # Where a request's time goes
+//
+// Each worker records, per request type, how long its requests spent in
+// each Stage (receive, queueing, handoff, service, transmit, and the whole
+// latency in the server) from timestamps the pipeline takes anyway: the
+// dataplane's receive time, the dispatcher's clock at accept and dispatch
+// (carried in the task), and the worker's own at start, end and after the
+// send (one clock read more per request, on the worker). It records into
+// plain histograms of its own and publishes them every millisecond and
+// whenever it goes idle (BenchmarkStageRecord: 20 ns per request, against
+// 87 ns with atomic adds and 220-250 ns with Prometheus histograms); Stages
+// sums them at scrape time. The dispatcher's own loop is unchanged.
 //
 // # Ownership
 //

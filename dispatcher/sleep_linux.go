@@ -8,12 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// preciseSleep blocks the calling OS thread for d with nanosleep(2). Go's
+// preciseSleep blocks the calling OS thread for d with nanosleep(2), at a
+// timer slack of 1µs (the dispatcher goroutine is not always locked to its
+// thread, so it sets the slack of whichever thread it runs on). Go's
 // timers round short sleeps up to about a millisecond when the process is
 // otherwise idle (measured: a 20µs Recv wait or time.Sleep takes ~1.08ms);
-// a blocking nanosleep on the dispatcher's locked thread wakes within tens of
-// microseconds.
+// nanosleep wakes within tens of microseconds.
 func preciseSleep(d time.Duration) {
+	lowerTimerSlack()
 	ts := unix.NsecToTimespec(int64(d))
 	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}

@@ -194,6 +194,25 @@ func (s Spec) String() string {
 	return b.String()
 }
 
+// Procs returns the GOMAXPROCS a process running a dispatcher for s needs
+// so that no goroutine ready to run waits for a Go processor. Under
+// spin-then-park that is one per worker and one for the dispatcher, since
+// each may keep its processor while its thread sleeps in the kernel (the
+// dispatcher waiting for packets, a worker in the last part of an
+// emulated service time), plus one for everything else (admin, garbage
+// collection): with fewer, a woken worker waits until the runtime's
+// monitor takes a processor back from a sleeping thread, 20µs to 10ms
+// later. Under busy-poll, where each of those threads spins on a core of
+// its own, the machine's cores are the limit and Procs returns 0 (leave
+// GOMAXPROCS alone).
+func (s Spec) Procs() int {
+	s = s.withDefaults()
+	if s.Idle == IdleBusyPoll {
+		return 0
+	}
+	return s.Workers + 2
+}
+
 // dispatcherCPU returns the CPU the dispatcher is pinned to, or -1.
 func (s Spec) dispatcherCPU() int {
 	if len(s.CPUs) == 0 {

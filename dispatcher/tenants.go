@@ -572,6 +572,9 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 	c := command{apply: apply, done: make(chan error, 1)}
 	select {
 	case d.mt.cmds <- c:
+		if d.waker != nil {
+			d.waker.WakeRecv() // do not wait out an idle receive
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-d.loopDone:
@@ -707,6 +710,7 @@ func (d *Dispatcher) growTypes() {
 	d.policy.Snapshot(&snap)
 	d.names = typeNames(d.spec.TypeNames, snap, n)
 	d.numTypes = n
+	d.stageTypes.Store(int64(n))
 	d.shedRing = make([]uint64, shedSlots*(n+1))
 	d.shedCount, d.shedNext = 0, 0
 	d.snapshotBuffer = snap

@@ -240,6 +240,10 @@ func TestTenantLifecycle(t *testing.T) {
 	if len(s.Types) != 3*HeaderNumTypes+1 || s.Types[base+1].Name != "c/SHORT" {
 		t.Fatalf("%d types; c's SHORT named %q", len(s.Types), s.Types[base+1].Name)
 	}
+	// The workers' stage histograms grew with the type space.
+	if st := d.Stages(); len(st) != 3*HeaderNumTypes+1 || st[base+1] == nil || st[base+1][StageService].Count != 30 {
+		t.Fatalf("stages of %d types; c's SHORT: %v", len(st), st[min(int(base)+1, len(st)-1)])
+	}
 	if err := d.RemoveTenant(ctx, "a"); !errors.Is(err, ErrStopped) {
 		t.Fatalf("a lifecycle change after Run: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/examples/classifiers"
+	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
 )
@@ -15,10 +16,14 @@ import (
 // DemoOptions are the settings of psp demo. The zero value of a field takes
 // the default in its comment (see DefaultDemo).
 type DemoOptions struct {
-	Out        string        // output directory; "psp-demo"
-	Loads      []float64     // offered loads; 0.6, 0.8, 0.9
-	Duration   time.Duration // per load point; 7s
-	Dilation   float64       // emulated time dilation; 2000
+	Out   string    // output directory; "psp-demo"
+	Loads []float64 // offered loads; 0.5, 0.8, 0.9
+	// Samples sets each point's length: SHORT requests measured per point;
+	// 1200 (over 1000, so the p99.9 is not the maximum). Duration, when
+	// set, fixes the length instead.
+	Samples    int
+	Duration   time.Duration // per load point; from Samples
+	Dilation   float64       // emulated time dilation; 1000
 	Workers    int           // emulated workers; 14
 	Seed       uint64        // arrival schedules; 1
 	Classifier string        // Wasm classifier file; "": the embedded C psp-header module
@@ -26,16 +31,20 @@ type DemoOptions struct {
 }
 
 // DefaultDemo is psp demo's default setup: DARC against c-FCFS on 14
-// emulated workers, High Bimodal dilated 2000x, at loads 0.6, 0.8 and 0.9
-// for 7 s each.
+// emulated workers, High Bimodal dilated 1000x, at loads 0.5, 0.8 and 0.9,
+// each point long enough for about 1200 SHORT requests (11 to 19 s).
 var DefaultDemo = DemoOptions{
 	Out:      "psp-demo",
-	Loads:    []float64{0.6, 0.8, 0.9},
-	Duration: 7 * time.Second,
-	Dilation: 2000,
+	Loads:    []float64{0.5, 0.8, 0.9},
+	Samples:  1200,
+	Dilation: 1000,
 	Workers:  14,
 	Seed:     1,
 }
+
+// demoSimulated is how long the demo simulates each point (nominal time):
+// about 200,000 SHORT requests at load 0.5.
+const demoSimulated = 3 * time.Second
 
 // withDefaults returns o with zero fields set from DefaultDemo.
 func (o DemoOptions) withDefaults() DemoOptions {
@@ -46,8 +55,8 @@ func (o DemoOptions) withDefaults() DemoOptions {
 	if len(o.Loads) == 0 {
 		o.Loads = d.Loads
 	}
-	if o.Duration == 0 {
-		o.Duration = d.Duration
+	if o.Samples == 0 && o.Duration == 0 {
+		o.Samples = d.Samples
 	}
 	if o.Dilation == 0 {
 		o.Dilation = d.Dilation
@@ -69,7 +78,10 @@ const DemoClassifierFile = "pspheader.wasm"
 // For DARC and c-FCFS it starts a server with the emulate application (each
 // request sleeps its service time x dilation, so 14 workers fit on two
 // cores) and the Wasm psp-header classifier, plays High Bimodal at each
-// load after a 2 s pre-warm, and simulates the same setup for the chart.
+// load after a 2 s pre-warm, and simulates the same setup for the chart
+// and for CompareTails. Latencies run from each request's actual send to
+// its reply's arrival (the kernel's receive timestamp): what the server
+// and the network did, without the client's own scheduling delays.
 // Unless o.Classifier is set, the embedded module is written to the output
 // directory for the servers to load, so the demo runs anywhere.
 func Demo(o DemoOptions) (*Sweep, error) {
@@ -81,6 +93,12 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		return nil, fmt.Errorf("demo: %d workers, want at least 2 (one reserved for SHORT, one spillway)", o.Workers)
 	case o.Duration < 0:
 		return nil, fmt.Errorf("demo: duration %v, want > 0", o.Duration)
+	case o.Samples < 0:
+		return nil, fmt.Errorf("demo: samples %d, want > 0", o.Samples)
+	}
+	samples := o.Samples
+	if o.Duration > 0 {
+		samples = 0
 	}
 	w, err := workload.Builtin("high-bimodal")
 	if err != nil {
@@ -107,7 +125,9 @@ func Demo(o DemoOptions) (*Sweep, error) {
 			Workers:  o.Workers,
 			Duration: o.Duration,
 			Seed:     o.Seed,
+			Spec:     loadgen.Spec{FromActualSend: true},
 		},
+		Samples:  samples,
 		Policies: []string{"darc", "cfcfs"},
 		Loads:    o.Loads,
 		Server: ServerSpec{
@@ -120,6 +140,6 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		Prewarm:  2 * time.Second,
 		Out:      o.Out,
 		SLO:      10,
-		Simulate: 500 * time.Millisecond,
+		Simulate: demoSimulated,
 	}, nil
 }

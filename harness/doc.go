@@ -23,8 +23,17 @@
 //     policy lists.
 //   - Plan: one load-generator run (workload, rate or load, duration, seed).
 //   - Launcher (Exec, InProcess) and ServerSpec: psp servers to measure.
-//   - Sweep: every policy at every load, with optional simulation; Demo
-//     builds the sweep psp demo runs.
+//   - Sweep: every policy at every load, points of a fixed length or long
+//     enough for Samples requests of the shortest type, with optional
+//     simulation; Demo builds the sweep psp demo runs.
+//   - CompareTails: whether a live server shows its policy. With Simulate,
+//     a sweep replays each measured point in the simulator (the requests
+//     the load generator actually sent, at the times it sent them,
+//     undilated: sim.Config.Trace) and compares the shortest type's p99 and
+//     p99.9 slowdowns with the replay's plus the server's fixed overhead
+//     (the live median minus the replayed one at the policy's lowest load);
+//     within DefaultTailBound either way, the live tail is the policy's,
+//     not the host's. tests/TestLiveTailsMatchSimulator checks it.
 //   - AdminClient: a running server's GET /status (the server's own
 //     server.Status) and classifier hot swaps.
 //   - WriteCharts, WriteTimelines: the charts of a set of points.

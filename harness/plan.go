@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -141,6 +142,32 @@ func (p *Plan) OfferedLoad() float64 {
 		return p.Workload.LoadForRate(p.Rate*p.dilation(), p.Workers)
 	}
 	return p.Load
+}
+
+// DurationFor returns how long the plan must run, at its rate, for type typ
+// to get about n measured requests (after the load generator's warm-up
+// share), rounded up to a tenth of a second; Plan.Duration when typ is not
+// in the workload.
+func (p *Plan) DurationFor(n int, typ string) time.Duration {
+	share := 0.0
+	for _, t := range p.Workload.Types {
+		if t.Name == typ {
+			share = t.Share
+		}
+	}
+	rate := p.OfferedRate()
+	if share <= 0 || rate <= 0 {
+		return p.Duration
+	}
+	warm := p.Spec.Warmup
+	switch {
+	case warm == 0:
+		warm = loadgen.DefaultWarmup
+	case warm < 0:
+		warm = 0
+	}
+	secs := float64(n) / (rate * share) / (1 - warm)
+	return time.Duration(math.Ceil(secs*10)) * time.Second / 10
 }
 
 // Validate reports the first problem with p. With phases it resolves

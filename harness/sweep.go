@@ -8,10 +8,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	json "github.com/goccy/go-json"
+
+	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/sim"
@@ -40,6 +44,12 @@ type Sweep struct {
 	Launcher Launcher
 	// Target, when set, is a running server to measure instead.
 	Target *Target
+	// Samples, when > 0, sets the duration of each point instead of
+	// Plan.Duration: long enough for the workload's shortest type (the one
+	// whose tail shows the policy) to get about this many measured
+	// requests at that load, so that its p99.9 rests on enough of them
+	// (over 1000: the p99.9 is then not the sample's maximum).
+	Samples int
 	// Prewarm is traffic sent at the middle load before each policy's first
 	// point and not measured, so that DARC finishes profiling; zero: none.
 	Prewarm time.Duration
@@ -50,7 +60,9 @@ type Sweep struct {
 	SLO float64
 	// Simulate, when > 0, also simulates the same policies and loads for
 	// this simulated duration (nominal, undilated times) and draws them on
-	// slowdown.png.
+	// slowdown.png; and it replays each measured point in the simulator
+	// (the requests the load generator sent, at the undilated times it
+	// sent them) to compare the shortest type's tails (CompareTails).
 	Simulate time.Duration
 	// Timeline, when > 0 and the server has an admin endpoint, records
 	// each point over time (report.Point.Timeline): the per-type p99.9 per
@@ -64,10 +76,16 @@ type Sweep struct {
 
 // SweepResult is what a sweep measured and wrote.
 type SweepResult struct {
-	Points    []report.Point   // measured, in policy then load order
-	SimPoints []report.Point   // simulated (Sweep.Simulate)
+	Points    []report.Point // measured, in policy then load order
+	SimPoints []report.Point // simulated (Sweep.Simulate)
+	// Replays are the measured points replayed in the simulator
+	// (Sweep.Simulate), in the same order, written to replays.json.
+	Replays   []report.Point
 	Summaries []report.Summary // per policy, with Sweep.SLO
-	Files     []string         // every file written, results first
+	// Tails compares the shortest type's measured tails with the
+	// replayed ones (Sweep.Simulate), written to tails.json.
+	Tails []TailComparison
+	Files []string // every file written, results first
 }
 
 // withDefaults returns s with zero fields set to their defaults.
@@ -96,6 +114,8 @@ func (s *Sweep) Validate() error {
 		return errors.New("sweep: the running server's UDP address is missing")
 	case s.Prewarm < 0:
 		return fmt.Errorf("sweep: prewarm %v, want >= 0", s.Prewarm)
+	case s.Samples < 0:
+		return fmt.Errorf("sweep: samples %d, want >= 0", s.Samples)
 	case s.Timeline < 0:
 		return fmt.Errorf("sweep: timeline bucket %v, want >= 0", s.Timeline)
 	}
@@ -106,6 +126,9 @@ func (s *Sweep) Validate() error {
 	}
 	p := s.Plan
 	p.Load = s.Loads[0]
+	if s.Samples > 0 && p.Duration == 0 && !p.phased() {
+		p.Duration = time.Second // set per point
+	}
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -128,8 +151,9 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 	}
 	res := &SweepResult{}
 	for _, policy := range sw.Policies {
-		pts, err := sw.runPolicy(ctx, policy)
+		pts, replays, err := sw.runPolicy(ctx, policy)
 		res.Points = append(res.Points, pts...)
+		res.Replays = append(res.Replays, replays...)
 		if ctx.Err() != nil {
 			break
 		}
@@ -161,6 +185,22 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
 		res.Files = append(res.Files, f)
+		if len(res.Replays) > 0 {
+			f = filepath.Join(sw.Out, "replays.json")
+			if err := report.WriteFile(f, res.Replays, nil); err != nil {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			res.Files = append(res.Files, f)
+			w := &sw.Plan.Workload
+			if res.Tails, err = CompareTails(res.Points, res.Replays, w, ShortestType(w), sw.Plan.dilation()); err != nil {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			f = filepath.Join(sw.Out, "tails.json")
+			if err := writeJSONFile(f, res.Tails); err != nil {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			res.Files = append(res.Files, f)
+		}
 	}
 	charts, err := WriteCharts(sw.Out, res.Points, res.SimPoints, report.PlotOptions{SLO: sw.SLO})
 	res.Files = append(res.Files, charts...)
@@ -224,8 +264,9 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 }
 
 // runPolicy starts a server for policy (unless one is targeted), pre-warms
-// it and measures each load.
-func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, error) {
+// it and measures each load; with Simulate, it replays each point's
+// schedule in the simulator.
+func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays []report.Point, err error) {
 	target := s.Target
 	if target == nil {
 		spec := s.Server
@@ -234,7 +275,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 		spec.LogPath = filepath.Join(s.Out, "server-"+policy+".log")
 		srv, err := s.Launcher.Launch(ctx, spec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer func() {
 			if err := srv.Stop(); err != nil {
@@ -247,7 +288,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 	if target.Admin != "" {
 		var err error
 		if admin, err = NewAdminClient(target.Admin, 2*time.Second); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	plan := s.Plan
@@ -260,18 +301,21 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 		if plan.phased() {
 			// The first phase's mix: the run starts with it.
 			if err := plan.Validate(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			warm.Workload, warm.Phases = plan.Phases.Mix(0), workload.Phases{}
 		}
 		fmt.Fprintf(s.Log, "%s: pre-warming for %v at load %.2g\n", policy, s.Prewarm, warm.Load)
 		if _, err := warm.Run(ctx, policy+" prewarm"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	var points []report.Point
+	replay := s.Simulate > 0 && slices.Contains(sim.PolicyNames(), policy) && !plan.phased()
 	for _, load := range s.Loads {
 		plan.Load = load
+		if s.Samples > 0 && !plan.phased() {
+			plan.Duration = plan.DurationFor(s.Samples, ShortestType(&plan.Workload))
+		}
 		idle := startIdleSampler(ctx, admin)
 		var reservations func() []report.Reservation
 		if s.Timeline > 0 && admin != nil {
@@ -284,7 +328,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 			adopted = reservations()
 		}
 		if err != nil {
-			return points, err
+			return points, replays, err
 		}
 		reservation := ""
 		if admin != nil {
@@ -306,6 +350,13 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 			pt.Timeline = tl
 		}
 		points = append(points, pt)
+		if replay {
+			rp, err := s.replay(&plan, res, policy)
+			if err != nil {
+				return points, replays, err
+			}
+			replays = append(replays, rp)
+		}
 		note := "sustained"
 		if !res.Sustained {
 			note = "NOT sustained: " + res.NotSustainedReason()
@@ -315,7 +366,54 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) ([]report.Point, e
 			break
 		}
 	}
-	return points, nil
+	return points, replays, nil
+}
+
+// ReplaySource labels simulated replays of measured points.
+const ReplaySource = "sim (same schedule)"
+
+// replay simulates what the load generator sent in res under policy: the
+// same requests, arriving at the (undilated) times they were actually sent,
+// so that the simulator sees the very arrivals the server saw, bursts left
+// by a late sender included, and the same warm-up share.
+func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (report.Point, error) {
+	d := plan.dilation()
+	warm := plan.Spec.Warmup
+	switch {
+	case warm == 0:
+		warm = loadgen.DefaultWarmup
+	case warm < 0:
+		warm = -1
+	}
+	sched := res.Schedule()
+	trace := make([]sim.Arrival, 0, res.Sent)
+	for i := range int(res.Sent) {
+		at, ok := res.SentAt(i)
+		if !ok {
+			continue
+		}
+		q := &sched.Requests[i]
+		trace = append(trace, sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)})
+	}
+	if len(trace) == 0 {
+		return report.Point{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
+	}
+	pt, err := sim.Run(sim.Config{
+		Workload: plan.Workload,
+		Workers:  plan.Workers,
+		Policy:   policy,
+		Rate:     plan.OfferedRate() * d,
+		Duration: time.Duration(float64(plan.Duration) / d),
+		Seed:     plan.Seed,
+		Warmup:   warm,
+		Source:   ReplaySource,
+		Trace:    trace,
+	})
+	if err != nil {
+		return report.Point{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
+	}
+	pt.Load = plan.OfferedLoad()
+	return pt, nil
 }
 
 // startIdleSampler polls the server's /status every 250 ms (idle_workers
@@ -395,6 +493,18 @@ func startReservationPoller(ctx context.Context, admin *AdminClient) func() []re
 		close(stop)
 		return <-result
 	}
+}
+
+// writeJSONFile writes v as indented JSON into path.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // WriteCharts draws slowdown.png (points and slowdownOnly) and one

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -283,6 +282,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	// kernel caps them at net.core.rmem_max).
 	_ = conn.SetReadBuffer(4 << 20)
 	_ = conn.SetWriteBuffer(4 << 20)
+	enableRxStamps(conn)
 
 	r := newRun(spec, sched, conn)
 
@@ -357,10 +357,6 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
-	// The sender sleeps with nanosleep on its own OS thread (see
-	// sleepPrecise).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	i := 0
 	defer func() {
 		r.sentUpTo = i
@@ -376,9 +372,9 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 			}
 			if wait > spin {
 				sleepPrecise(time.Duration(wait - max(spin, 0)))
-			} else {
-				runtime.Gosched()
 			}
+			// Within the spin window: spin without yielding, so that
+			// the send leaves on time.
 			continue
 		}
 		k := r.fillBatch(msgs, i, now)
@@ -489,12 +485,22 @@ func mix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// receive records reply times until the socket is closed.
+// receive records reply times until the socket is closed: the kernel's
+// receive timestamp of each reply where the socket provides one (Linux),
+// so that the time the receiver waited to run is not counted, else the
+// time it read the reply.
 func (r *run) receive() {
 	var buf [2048]byte
+	var oob [stampRoom]byte
 	for {
-		n, err := r.conn.Read(buf[:])
-		now := r.now()
+		n, oobn, _, _, err := r.conn.ReadMsgUDPAddrPort(buf[:], oob[:])
+		t := time.Now()
+		now := int64(t.Sub(r.start))
+		if stamp, ok := rxStamp(oob[:oobn]); ok && err == nil {
+			if wall := t.UnixNano(); stamp <= wall {
+				now -= wall - stamp
+			}
+		}
 		if err != nil {
 			switch {
 			case errors.Is(err, net.ErrClosed):

@@ -2,7 +2,11 @@
 // requests over UDP at the times of a precomputed, seeded Poisson schedule,
 // whatever the server's replies do, and measures each request's latency from
 // its intended send time, so a slow server cannot slow the client down and
-// hide its own queueing (no coordinated omission).
+// hide its own queueing (no coordinated omission), to the reply's arrival:
+// the kernel's receive timestamp where the socket provides one (Linux), so
+// that the time the receiving goroutine waited to run is not counted.
+// Spec.FromActualSend measures from the actual send instead, leaving out the
+// sender's own lag behind its schedule.
 //
 // # Schedule
 //
@@ -43,11 +47,13 @@
 //
 // # Concurrency
 //
-// Run uses one connected UDP socket. The sender is the calling goroutine,
-// locked to its OS thread for the run: between sends it sleeps with
-// nanosleep(2), which on Linux wakes within the kernel's timer slack (about
-// 50 µs) where the Go runtime's timers can be a millisecond late, then spins
-// the last Spec.SpinWindow. Datagrams due together leave in one sendmmsg(2)
+// Run uses one connected UDP socket. The sender is the calling goroutine:
+// between sends it sleeps in the Go runtime's timer until 2 ms before the
+// next send (the timer can be a millisecond late), then with nanosleep(2)
+// at a 1 µs timer slack, then spins the last Spec.SpinWindow without
+// yielding. It is not locked to its thread: a locked goroutine that
+// sleeps in system calls gets preempted by the runtime every 10 ms, which
+// hands its processor to another thread and back. Datagrams due together leave in one sendmmsg(2)
 // (golang.org/x/net's WriteBatch). One receiver goroutine records reply
 // times into a table preallocated per request id; a third goroutine calls
 // Spec.Progress. Run closes the socket and joins its goroutines before it

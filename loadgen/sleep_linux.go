@@ -6,13 +6,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sleepPrecise blocks the calling OS thread for d with nanosleep(2). The
-// Go runtime's timers wake up to a millisecond late on some kernels (its
-// poller waits in whole milliseconds); nanosleep is accurate to the
-// kernel's timer slack (50 µs by default). The caller should hold its OS
-// thread (runtime.LockOSThread) so the sleep does not stall other
-// goroutines.
+// sleepPrecise waits for d: the bulk in the Go runtime's timer, which gives
+// the processor up but wakes up to a millisecond late on some kernels (its
+// poller waits in whole milliseconds), and the last timerMargin in
+// nanosleep(2) with the thread's timer slack lowered to 1µs, which keeps
+// the Go processor but wakes on time. The sender is not locked to its
+// thread: a locked goroutine that sleeps in system calls and never goes
+// through the scheduler gets preempted by the runtime's monitor every
+// 10ms, each time handing its processor to another thread and back.
 func sleepPrecise(d time.Duration) {
+	if d > timerMargin {
+		time.Sleep(d - timerMargin)
+		return // the caller looks at the clock again
+	}
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	ts := unix.NsecToTimespec(d.Nanoseconds())
 	for {
 		var rem unix.Timespec
@@ -23,3 +30,6 @@ func sleepPrecise(d time.Duration) {
 		ts = rem
 	}
 }
+
+// timerMargin is the part of a wait left to nanosleep.
+const timerMargin = 2 * time.Millisecond

@@ -172,6 +172,18 @@ func (r *run) result(inTime int64) *Result {
 	return res
 }
 
+// Schedule returns the schedule the run played.
+func (r *Result) Schedule() *Schedule { return r.sched }
+
+// SentAt returns when request i of the schedule was actually sent (ns since
+// the run's start) and whether it left without error.
+func (r *Result) SentAt(i int) (int64, bool) {
+	if i < 0 || i >= int(r.Sent) {
+		return 0, false
+	}
+	return r.sentAt[i], r.sentOK[i]
+}
+
 // NotSustainedReason explains in a few words why a run is not sustained
 // (every reason that applies, the most fundamental first), or returns ""
 // for a sustained run.

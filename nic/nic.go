@@ -34,8 +34,9 @@ type Buffer struct {
 	// DstPort is the UDP destination port the request arrived on (tenant
 	// selection).
 	DstPort uint16
-	// RxTime is when the net worker received the packet (ns on the
-	// dataplane's clock, see Dataplane.Now).
+	// RxTime is when the packet arrived (ns on the dataplane's clock, see
+	// Dataplane.Now): the kernel's receive timestamp on the UDP dataplane,
+	// the poll that returned it on DPDK and in memory.
 	RxTime int64
 	// Ref is private to the dataplane that owns the buffer (e.g. an mbuf
 	// address).

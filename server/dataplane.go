@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/dpdk"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -42,7 +43,10 @@ func openUDP(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
 	if ports == nil {
 		ports = tenantPorts(cfg)
 	}
-	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Ports: ports, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst})
+	// Under spin-then-park the dispatcher waits for requests in the
+	// kernel (see dispatcher.Spec.Procs).
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Ports: ports, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst,
+		KernelWait: cfg.Idle == dispatcher.IdleSpinThenPark})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
 	}

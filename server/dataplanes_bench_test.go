@@ -103,3 +103,102 @@ func runDispatcher(b *testing.B, dp nic.Dataplane, workers int) {
 	cancel()
 	<-done
 }
+
+// BenchmarkStages shows where a request's time goes when it is alone in the
+// server: one request circulating (its reply comes back as the next
+// request), so nothing queues and every stage but service is the
+// dataplane's and the host's share. It reports the stage histograms'
+// p50 and p99 (bucket upper bounds) over DPDK on net_ring with busy-poll,
+// the paper's setup, and over UDP loopback with spin-then-park, in one run.
+// b.N counts answered requests.
+//
+//	sudo go test -tags dpdk -run '^$' -bench Stages -benchtime 200000x ./server
+func BenchmarkStages(b *testing.B) {
+	payload := make([]byte, wire.HeaderLen)
+	wire.Header{ID: 1, Type: wire.TypeShort}.Encode(payload)
+	b.Run("dpdk-net_ring/busy-poll", func(b *testing.B) {
+		dp, err := dpdk.Open(dpdk.Config{Device: "net_ring_stages", IP: netip.MustParseAddr("10.0.0.2"), Workers: 1})
+		if err != nil {
+			b.Skipf("dpdk: %v", err)
+		}
+		defer dp.Close()
+		if err := dp.Circulate([][]byte{payload}); err != nil {
+			b.Fatal(err)
+		}
+		reportStages(b, runStages(b, dp, dispatcher.IdleBusyPoll))
+	})
+	b.Run("udp-loopback/spin-then-park", func(b *testing.B) {
+		dp, err := udp.Open(udp.Config{Addr: "127.0.0.1:0", Workers: 1, KernelWait: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dp.Close()
+		conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(dp.Addr()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		conn.Write(payload)
+		go func() { // every reply goes back as a request
+			buf := make([]byte, 2048)
+			for {
+				n, err := conn.Read(buf)
+				if err != nil {
+					return
+				}
+				conn.Write(buf[:n])
+			}
+		}()
+		reportStages(b, runStages(b, dp, dispatcher.IdleSpinThenPark))
+	})
+}
+
+// runStages runs a one-worker dispatcher with an echo application on dp
+// until b.N more requests are answered and returns SHORT's stages.
+func runStages(b *testing.B, dp nic.Dataplane, idle string) *dispatcher.TypeStages {
+	policy, err := darc.New(darc.NameCFCFS, darc.Config{Workers: 1, NumTypes: dispatcher.HeaderNumTypes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	echo := dispatcher.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { return true })
+	d, err := dispatcher.New(dispatcher.Spec{Workers: 1, Idle: idle, StatsInterval: time.Millisecond}, dp, dispatcher.HeaderClassifier{}, policy, echo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	answered := func() uint64 {
+		if s := d.Stats(); s != nil {
+			return s.Answered
+		}
+		return 0
+	}
+	for answered() < 1000 { // warm up
+		time.Sleep(time.Millisecond)
+	}
+	b.ResetTimer()
+	base := answered()
+	for answered()-base < uint64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+	st := d.Stages()[wire.TypeShort]
+	if st == nil {
+		b.Fatal("no SHORT request ran")
+	}
+	return st
+}
+
+// reportStages reports each stage's p50 and p99 in ns.
+func reportStages(b *testing.B, st *dispatcher.TypeStages) {
+	for _, s := range dispatcher.Stages() {
+		h := &st[s]
+		b.ReportMetric(float64(h.QuantileNs(0.5)), s.String()+"-p50-ns")
+		b.ReportMetric(float64(h.QuantileNs(0.99)), s.String()+"-p99-ns")
+		b.ReportMetric(float64(h.QuantileNs(0.999)), s.String()+"-p99.9-ns")
+	}
+	b.ReportMetric(st[dispatcher.StageLatency].MeanNs(), "latency-mean-ns")
+}

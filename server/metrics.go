@@ -18,17 +18,19 @@ import (
 // Conventions: one name per quantity, base units in names (seconds,
 // packets), counters end in _total and partition what they count (a label
 // never mixes "received" with "answered": summing a counter over its labels
-// is meaningful), and per-stage request times are exported as _sum and
-// _count pairs (psp_request_<stage>_seconds) that rate() can aggregate
-// across types and servers. Per-type series exist for the types the
-// classifiers declare and for those that have seen requests.
+// is meaningful), and per-stage request times are histograms named by
+// stage (psp_request_<stage>_seconds, see dispatcher.Stage) whose buckets,
+// _sum and _count rate() can aggregate across types and servers. Per-type
+// series exist for the types the classifiers declare and for those that
+// have seen requests.
 type collector struct {
 	s *Server
 
 	received, droppedByReason                                *prometheus.Desc
 	receivedByType, answeredByType, droppedByType            *prometheus.Desc
 	queue, busy, idleSeconds, wasteSeconds                   *prometheus.Desc
-	service, queueing                                        *prometheus.Desc
+	stages                                                   [dispatcher.NumStages]*prometheus.Desc
+	bounds                                                   []int64 // bucket bounds exported, ns
 	reservations, groupReserved, profiledMean, profiledShare *prometheus.Desc
 	classifierVersion, classifierFaults, classifierRestarts  *prometheus.Desc
 	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
@@ -55,8 +57,15 @@ func newCollector(s *Server) *collector {
 		idleSeconds:  d("worker_idle_seconds_total", "Idle time summed over workers (its rate is the mean number of idle workers)."),
 		wasteSeconds: d("worker_waste_seconds_total", "Idle time summed over workers while requests waited in a queue (its rate is the CPU waste, in workers)."),
 
-		service:  d("request_service_seconds", "Service time measured by the worker, per request type (every request a worker ran).", "type"),
-		queueing: d("request_queueing_seconds", "Time from enqueue to dispatch to a worker, per request type.", "type"),
+		stages: [dispatcher.NumStages]*prometheus.Desc{
+			dispatcher.StageReceive:  d("request_receive_seconds", "Time from a request's arrival (the kernel's or NIC's receive) until the dispatcher read it, per request type.", "type"),
+			dispatcher.StageQueueing: d("request_queueing_seconds", "Time from classification and enqueue until dispatch to a worker, per request type.", "type"),
+			dispatcher.StageHandoff:  d("request_handoff_seconds", "Time from dispatch until the worker started the request (including waking a parked worker), per request type.", "type"),
+			dispatcher.StageService:  d("request_service_seconds", "Service time measured by the worker, per request type (every request a worker ran).", "type"),
+			dispatcher.StageTransmit: d("request_transmit_seconds", "Time from the end of service until the dataplane took the reply, per request type.", "type"),
+			dispatcher.StageLatency:  d("request_latency_seconds", "Time in the server from arrival to reply (the sum of the other stages), per request type (answered requests).", "type"),
+		},
+		bounds: dispatcher.PromBounds(),
 
 		reservations:  d("reservations_total", "Reservation (re)computations by the policy."),
 		groupReserved: d("group_reserved_workers", "Workers reserved per group of the current reservation.", "group", "types"),
@@ -89,7 +98,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.received, c.droppedByReason, c.receivedByType, c.answeredByType, c.droppedByType,
 		c.queue, c.busy, c.idleSeconds, c.wasteSeconds,
-		c.service, c.queueing,
 		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
@@ -97,11 +105,15 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	} {
 		ch <- d
 	}
+	for _, d := range c.stages {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.disp.Stats()
+	stages := c.s.disp.Stages()
 	var declared []bool
 	var tenants []TenantInfo
 	if t := c.s.tenantsOrNil(); t != nil {
@@ -113,7 +125,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	seconds := func(ns uint64) float64 { return float64(ns) / 1e9 }
 
 	counter(c.received, float64(st.Received))
 	for _, r := range dispatcher.Reasons() {
@@ -154,8 +165,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.held, float64(p.Held), name)
 		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)
 		gauge(c.queueingMax, float64(t.MaxWaitNs)/1e9, name)
-		ch <- prometheus.MustNewConstSummary(c.service, t.Completed, seconds(t.ServiceNsSum), nil, name)
-		ch <- prometheus.MustNewConstSummary(c.queueing, t.Dispatched, seconds(t.QueueingNsSum), nil, name)
+		var h *dispatcher.TypeStages
+		if int(t.Type) < len(stages) {
+			h = stages[t.Type]
+		}
+		if h == nil {
+			h = new(dispatcher.TypeStages)
+		}
+		for s, d := range c.stages {
+			ch <- c.histogram(d, &h[s], name)
+		}
 		gauge(c.profiledMean, p.MeanService/1e9, name)
 		gauge(c.profiledShare, p.Ratio, name)
 	}
@@ -186,12 +205,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
 }
 
+// histogram exports one stage histogram with the 1-2-5 bucket bounds.
+func (c *collector) histogram(d *prometheus.Desc, h *dispatcher.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(c.bounds))
+	for _, b := range c.bounds {
+		n, _ := h.Cumulative(b)
+		buckets[float64(b)/1e9] = n
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, float64(h.SumNs)/1e9, buckets, labels...)
+}
+
 // registerMetrics fills the server's own registry (never the global one).
 func (s *Server) registerMetrics() error {
 	for _, col := range []prometheus.Collector{
 		newCollector(s),
 		newTenantCollector(s),
-		collectors.NewGoCollector(),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := s.registry.Register(col); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -201,6 +202,9 @@ func (s *Server) Run(ctx context.Context) error {
 		fmt.Fprintf(s.log, "psp serve: warning: busy-poll with %d workers and a dispatcher on %d usable cores: threads will starve each other (use --idle spin-then-park or fewer workers)\n", s.cfg.Workers, n)
 	}
 
+	if restore := s.sizeProcs(); restore != nil {
+		defer restore()
+	}
 	dispCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dispErr := make(chan error, 1)
@@ -234,6 +238,26 @@ wait:
 		err = cerr
 	}
 	return err
+}
+
+// sizeProcs raises GOMAXPROCS to what the dispatcher needs (see
+// dispatcher.Spec.Procs) unless the GOMAXPROCS environment variable sets
+// it, and returns a function restoring the previous value (nil when it
+// left it alone).
+func (s *Server) sizeProcs() (restore func()) {
+	need := s.disp.Spec().Procs()
+	have := runtime.GOMAXPROCS(0)
+	if need <= have {
+		return nil
+	}
+	if env := os.Getenv("GOMAXPROCS"); env != "" {
+		fmt.Fprintf(s.log, "psp serve: warning: GOMAXPROCS=%s from the environment, but %d workers under %s need %d: workers that sleep in the kernel will hold every Go processor and delay the others\n",
+			env, s.cfg.Workers, s.cfg.Idle, need)
+		return nil
+	}
+	runtime.GOMAXPROCS(need)
+	fmt.Fprintf(s.log, "psp serve: GOMAXPROCS %d (was %d): one per worker and dispatcher thread, which keep theirs while they sleep in the kernel, and one spare\n", need, have)
+	return func() { runtime.GOMAXPROCS(have) }
 }
 
 // describe is the startup line.
@@ -311,7 +335,8 @@ func (s *Server) Status() Status {
 	} else if s.mt != nil {
 		declared = s.mt.declared(ds)
 	}
-	st := buildStatus(ds, declared)
+	st := buildStatus(ds, s.disp.Stages(), declared)
+	st.Runtime = runtimeStatus()
 	st.App = s.cfg.App.Name
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr

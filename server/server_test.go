@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -188,6 +189,7 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 	if got := sumMetric(body, "psp_request_service_seconds_count"); got != float64(st.Answered) {
 		t.Errorf("sum of psp_request_service_seconds_count = %v, want %d", got, st.Answered)
 	}
+	checkStages(t, body, st, n/2)
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -393,5 +395,58 @@ func TestMemServerTenantsByPort(t *testing.T) {
 	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkStages checks the per-type stage breakdown in a server's /metrics
+// and /status after short requests of type SHORT were answered.
+func checkStages(t *testing.T, body string, st Status, short int) {
+	t.Helper()
+	for _, stage := range StageNames() {
+		name := "psp_request_" + stage + "_seconds"
+		for _, want := range []string{
+			"# TYPE " + name + " histogram",
+			fmt.Sprintf(`%s_count{type="SHORT"} %d`, name, short),
+			fmt.Sprintf(`%s_bucket{type="SHORT",le="+Inf"} %d`, name, short),
+			name + `_bucket{type="SHORT",le="0.001"} `,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	}
+	var ts *TypeStatus
+	for i := range st.Types {
+		if st.Types[i].Name == "SHORT" {
+			ts = &st.Types[i]
+		}
+	}
+	if ts == nil || ts.Stages == nil {
+		t.Fatalf("status has no stage breakdown for SHORT: %+v", ts)
+	}
+	b := ts.Stages
+	sum := 0.0
+	for _, stage := range StageNames() {
+		l := b.ByName(stage)
+		if l.Count != uint64(short) {
+			t.Errorf("status stage %s: count %d, want %d", stage, l.Count, short)
+		}
+		if stage != "latency" {
+			sum += l.MeanNs
+		}
+		if l.P50Ns > l.P99Ns || l.P99Ns > l.P999Ns {
+			t.Errorf("status stage %s: quantiles %d %d %d not in order", stage, l.P50Ns, l.P99Ns, l.P999Ns)
+		}
+	}
+	// Every request went through every stage: the means add up.
+	if d := sum - b.Latency.MeanNs; d > 1 || d < -1 {
+		t.Errorf("stage means add up to %.0f ns, mean latency %.0f ns", sum, b.Latency.MeanNs)
+	}
+	// SHORT's service is 1µs x 100 = 100µs, emulated.
+	if b.Service.MeanNs < 100e3 || b.Service.P50Ns < 100e3 {
+		t.Errorf("SHORT service mean %.0f ns, p50 %d ns: want at least the emulated 100µs", b.Service.MeanNs, b.Service.P50Ns)
+	}
+	if st.Runtime.GOMAXPROCS < 1 || st.Runtime.SchedLatency.Count == 0 {
+		t.Errorf("runtime status %+v, want GOMAXPROCS and scheduling latencies", st.Runtime)
 	}
 }

@@ -66,6 +66,91 @@ type Status struct {
 	Classifying uint64 `json:"classifying,omitempty"`
 	// Net holds the dataplane's counters.
 	Net nic.Stats `json:"net"`
+	// Runtime describes the Go runtime under the server.
+	Runtime RuntimeStatus `json:"runtime"`
+}
+
+// RuntimeStatus shows the Go runtime's share of the requests' time: how
+// long goroutines waited for a processor (P) once runnable.
+type RuntimeStatus struct {
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// SchedLatency is the runtime's /sched/latencies:seconds since start:
+	// how long goroutines waited, runnable, before running (quantiles are
+	// upper bounds of the runtime's buckets).
+	SchedLatency LatencySummary `json:"sched_latency"`
+}
+
+// LatencySummary summarizes a distribution of durations. Quantiles are
+// upper bounds of the histogram bucket holding them (at most 26% above
+// for stage histograms); -1 means above the histogram's last bound.
+type LatencySummary struct {
+	Count  uint64  `json:"count"`
+	MeanNs float64 `json:"mean_ns"`
+	P50Ns  int64   `json:"p50_ns"`
+	P99Ns  int64   `json:"p99_ns"`
+	P999Ns int64   `json:"p999_ns"`
+}
+
+// StageBreakdown is where one type's requests spent their time in the
+// server, stage by stage (see dispatcher.Stage): receive, queueing,
+// handoff and service cover every request a worker ran, transmit and
+// latency the answered ones. Means add up to the mean latency.
+type StageBreakdown struct {
+	Receive  LatencySummary `json:"receive"`
+	Queueing LatencySummary `json:"queueing"`
+	Handoff  LatencySummary `json:"handoff"`
+	Service  LatencySummary `json:"service"`
+	Transmit LatencySummary `json:"transmit"`
+	Latency  LatencySummary `json:"latency"`
+}
+
+// Stage returns the summary of stage s.
+func (b *StageBreakdown) Stage(s dispatcher.Stage) *LatencySummary {
+	switch s {
+	case dispatcher.StageReceive:
+		return &b.Receive
+	case dispatcher.StageQueueing:
+		return &b.Queueing
+	case dispatcher.StageHandoff:
+		return &b.Handoff
+	case dispatcher.StageService:
+		return &b.Service
+	case dispatcher.StageTransmit:
+		return &b.Transmit
+	default:
+		return &b.Latency
+	}
+}
+
+// ByName returns the summary of the named stage (see StageNames), or nil.
+func (b *StageBreakdown) ByName(name string) *LatencySummary {
+	for _, s := range dispatcher.Stages() {
+		if s.String() == name {
+			return b.Stage(s)
+		}
+	}
+	return nil
+}
+
+// StageNames lists the stages in the order a request goes through them,
+// named as in the JSON and the metrics (psp_request_<name>_seconds).
+func StageNames() []string {
+	var names []string
+	for _, s := range dispatcher.Stages() {
+		names = append(names, s.String())
+	}
+	return names
+}
+
+// newStageBreakdown summarizes a type's stage histograms.
+func newStageBreakdown(h *dispatcher.TypeStages) *StageBreakdown {
+	b := &StageBreakdown{}
+	for s := range h {
+		hs := &h[s]
+		*b.Stage(dispatcher.Stage(s)) = LatencySummary{Count: hs.Count, MeanNs: hs.MeanNs(),
+			P50Ns: hs.QuantileNs(0.5), P99Ns: hs.QuantileNs(0.99), P999Ns: hs.QuantileNs(0.999)}
+	}
+	return b
 }
 
 // GroupStatus is one group of the current reservation.
@@ -115,6 +200,9 @@ type TypeStatus struct {
 	MaxWaitNs  int64 `json:"max_wait_ns"`
 	// ShedRate is the type's shed drops per second over the last second.
 	ShedRate float64 `json:"shed_rate"`
+	// Stages is where the type's requests spent their time, stage by
+	// stage, since start; absent before a worker ran one.
+	Stages *StageBreakdown `json:"stages,omitempty"`
 }
 
 // TenantInfo is one tenant: its classifier and, on a multi-tenant server,
@@ -194,10 +282,10 @@ func typeExists(t *dispatcher.TypeStats, declared []bool) bool {
 		t.Received > 0 || t.Queued > 0 || t.Completed > 0 || t.Dropped > 0
 }
 
-// buildStatus assembles a Status from the dispatcher's latest stats; types
-// not declared by a classifier (declared, by id) and never seen are left
-// out.
-func buildStatus(s *dispatcher.Stats, declared []bool) Status {
+// buildStatus assembles a Status from the dispatcher's latest stats and
+// the workers' stage histograms (by type id); types not declared by a
+// classifier (declared, by id) and never seen are left out.
+func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared []bool) Status {
 	st := Status{
 		Policy:          s.Policy.Policy,
 		Phase:           s.Policy.Phase,
@@ -254,12 +342,16 @@ func buildStatus(s *dispatcher.Stats, declared []bool) Status {
 		if !typeExists(ts, declared) && p.Count == 0 {
 			continue
 		}
-		st.Types = append(st.Types, TypeStatus{ID: ts.Type, Name: ts.Name,
+		tst := TypeStatus{ID: ts.Type, Name: ts.Name,
 			ProfiledMeanServiceNs: p.MeanService, ProfiledSamples: p.Count, ProfiledShare: p.Ratio,
 			Queued: ts.Queued, Running: ts.Running, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
 			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs(),
 			Budget: p.Budget, Guarantee: p.Guarantee, Held: p.Held, Capacity: p.Capacity, DeadlineNs: p.DeadlineNs,
-			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate})
+			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate}
+		if int(ts.Type) < len(stages) && stages[ts.Type] != nil {
+			tst.Stages = newStageBreakdown(stages[ts.Type])
+		}
+		st.Types = append(st.Types, tst)
 	}
 	return st
 }

@@ -156,6 +156,14 @@ type Config struct {
 	Timeline time.Duration
 	// Source labels the resulting point; default "sim".
 	Source string
+	// Trace, when not empty, is the run's arrivals instead of a Poisson
+	// process at Rate drawn from Seed: to replay the requests a live run
+	// actually sent, at the times it sent them. Times must not decrease
+	// and are taken as they are (no Phases, no Dilation); Duration
+	// defaults to just after the last arrival, Rate (for the report) to
+	// the trace's mean rate over Duration, and Warmup is the fraction of
+	// the trace's first requests not recorded.
+	Trace []Arrival
 	// Tenants, when not empty, simulates a multi-tenant server (policies
 	// darc and darc-static): each tenant offers its own workload at its own
 	// load and has its own share of the workers and the pool, scheduled by
@@ -169,6 +177,16 @@ type Config struct {
 	merged bool // Tenants merged into Workload and Rate
 }
 
+// Arrival is one request of a trace (Config.Trace).
+type Arrival struct {
+	// At is the arrival time, ns from the start.
+	At int64
+	// Type is the request's type, an index into the workload's types.
+	Type int
+	// ServiceNs is the request's service time.
+	ServiceNs int64
+}
+
 // withDefaults returns c with zero fields set to their defaults (negative
 // Warmup and TS durations to zero) and the offered rate and load derived
 // from each other.
@@ -179,8 +197,14 @@ func (c Config) withDefaults() Config {
 	if c.Policy == "" {
 		c.Policy = darc.NameDARC
 	}
+	if c.Duration == 0 && len(c.Trace) > 0 {
+		c.Duration = time.Duration(c.Trace[len(c.Trace)-1].At + 1)
+	}
 	if c.Duration == 0 && len(c.Phases.Phases) == 0 {
 		c.Duration = DefaultDuration
+	}
+	if len(c.Trace) > 0 && c.Rate == 0 && c.Duration > 0 {
+		c.Rate = float64(len(c.Trace)) / c.Duration.Seconds()
 	}
 	if c.Warmup == 0 {
 		c.Warmup = DefaultWarmup
@@ -260,8 +284,8 @@ func (c Config) Validate() error {
 	}
 	rate := c.Rate // as given: with phases, withDefaults sets it
 	if len(c.Tenants) > 0 {
-		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 {
-			return bad("tenants with phases or misclassification are not simulated")
+		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 || len(c.Trace) > 0 {
+			return bad("tenants with phases, a trace or misclassification are not simulated")
 		}
 		if err := c.validateTenants(); err != nil {
 			return err
@@ -289,6 +313,24 @@ func (c Config) Validate() error {
 		return bad("timeline bucket = %v, want >= 0", c.Timeline)
 	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:
 		return bad("timeline bucket %v: %d buckets over %v, at most %d", c.Timeline, c.Duration/c.Timeline, c.Duration, maxTimelineBuckets)
+	}
+	if len(c.Trace) > 0 {
+		switch {
+		case len(c.Phases.Phases) > 0:
+			return bad("a trace and phases: give one")
+		case c.Dilation != 1:
+			return bad("dilation %g with a trace: give the trace's times and service times as they are", c.Dilation)
+		}
+		for i, a := range c.Trace {
+			switch {
+			case a.Type < 0 || a.Type >= len(c.Workload.Types):
+				return bad("trace request %d has type %d, want 0..%d", i, a.Type, len(c.Workload.Types)-1)
+			case a.ServiceNs < 0 || a.At < 0:
+				return bad("trace request %d: negative time or service time", i)
+			case i > 0 && a.At < c.Trace[i-1].At:
+				return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
+			}
+		}
 	}
 	if len(c.Phases.Phases) > 0 {
 		if err := c.Phases.Validate(""); err != nil {

@@ -51,6 +51,7 @@ type run struct {
 	// plus any wait for the dispatcher); pendingArrival is its arrival.
 	nextArrival, pendingArrival int64
 	warm, end                   int64
+	next                        int // Config.Trace: the next arrival
 
 	// measurement window [warm, end]
 	arrived, completed, dropped uint64
@@ -119,6 +120,12 @@ func newRun(cfg Config) *run {
 		}
 	}
 	r.warm = int64(cfg.Warmup * float64(cfg.Duration))
+	if n := len(cfg.Trace); n > 0 {
+		r.warm = 0
+		if i := int(cfg.Warmup * float64(n)); i > 0 {
+			r.warm = cfg.Trace[min(i, n-1)].At
+		}
+	}
 	expectedInFlight := 4 * cfg.Workers
 	r.reqs = make([]request, 0, expectedInFlight)
 	r.free = make([]int32, 0, expectedInFlight)
@@ -129,6 +136,19 @@ func newRun(cfg Config) *run {
 // advanceArrival draws the next arrival, moving on to the next phase when
 // the current one is over, and the time it reaches its queue.
 func (r *run) advanceArrival() {
+	if tr := r.cfg.Trace; len(tr) > 0 {
+		if r.next >= len(tr) || tr[r.next].At >= r.end {
+			r.nextArrival = never
+			return
+		}
+		t := tr[r.next].At
+		r.pendingArrival, r.nextArrival = t, t
+		if r.costNs > 0 {
+			r.dispEnd = max(float64(t), r.dispEnd) + r.costNs
+			r.nextArrival = int64(r.dispEnd)
+		}
+		return
+	}
 	for r.phase < len(r.phases) {
 		ph := &r.phases[r.phase]
 		t := ph.start + ph.arrivals.Next()
@@ -148,9 +168,17 @@ func (r *run) advanceArrival() {
 // arrive creates the request reaching its queue now and returns its
 // handle.
 func (r *run) arrive(now int64) int32 {
-	ph := &r.phases[r.phase]
-	pt, svc := ph.sampler.Next()
-	typ := ph.index[pt]
+	var typ int32
+	var svc int64
+	if tr := r.cfg.Trace; len(tr) > 0 {
+		typ, svc = int32(tr[r.next].Type), tr[r.next].ServiceNs
+		r.next++
+	} else {
+		ph := &r.phases[r.phase]
+		var pt int
+		pt, svc = ph.sampler.Next()
+		typ = ph.index[pt]
+	}
 	seen := typ
 	if r.misrng != nil && r.ntypes > 1 && r.misrng.Float64() < r.cfg.Misclassify {
 		seen = int32(r.misrng.IntN(int(r.ntypes) - 1))

@@ -300,3 +300,47 @@ func BenchmarkSimulate5Mrps(b *testing.B) {
 		})
 	}
 }
+
+// TestTraceReplaysPoissonRun checks that a trace holding the very arrivals
+// a seeded run draws gives that run's results, and that bad traces are
+// refused.
+func TestTraceReplaysPoissonRun(t *testing.T) {
+	w, err := workload.Builtin("high-bimodal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Workload: w, Workers: 14, Policy: "darc", Load: 0.8, Duration: 200 * time.Millisecond, Seed: 3, Warmup: -1}
+	cfg := base.withDefaults()
+	sampler, arrivals := w.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
+	var trace []Arrival
+	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
+		typ, svc := sampler.Next()
+		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
+	}
+	want, err := Run(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := base
+	replay.Trace, replay.Rate, replay.Load = trace, cfg.Rate, 0
+	got, err := Run(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Types {
+		if got.Types[i].Stats != want.Types[i].Stats {
+			t.Errorf("%s: replay %+v, run %+v", want.Types[i].Name, got.Types[i].Stats, want.Types[i].Stats)
+		}
+	}
+	for name, tr := range map[string][]Arrival{
+		"unordered":    {{At: 5, Type: 0}, {At: 4, Type: 0}},
+		"bad type":     {{At: 5, Type: 2}},
+		"negative svc": {{At: 5, Type: 0, ServiceNs: -1}},
+	} {
+		c := base
+		c.Trace = tr
+		if _, err := Run(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s trace: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}

@@ -7,8 +7,10 @@
 // Sleeping is imprecise (Go's time.Sleep rounds sub-millisecond sleeps up to
 // about a millisecond; nanosleep(2), used here on Linux, overshoots by the
 // thread's timer slack plus scheduling delay; see BenchmarkSleep), so the
-// worker sleeps for the duration minus the overshoot it has learned and
-// busy-spins the rest (see Sleeper).
+// worker sleeps in Go's timer until 2ms before the end, then in nanosleep
+// (which keeps the worker's Go processor, so never long) until the end
+// minus the overshoot it has learned, and busy-spins the rest (see
+// Sleeper).
 //
 // A Handler is safe for concurrent use by all workers.
 package emulate
@@ -16,7 +18,6 @@ package emulate
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -35,13 +36,24 @@ const (
 // minSleep is the shortest sleep worth taking; shorter waits spin.
 const minSleep = 100 * time.Microsecond
 
+// timerMargin is the part of a long sleep left to nanosleep after Go's
+// timer (see WaitExactly): more than the timer's lateness.
+const timerMargin = 2 * time.Millisecond
+
 // initialOvershoot is the overshoot assumed before any sleep was measured
 // (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
 const initialOvershoot = 100 * time.Microsecond
 
-// maxOvershoot caps the learned overshoot, so one stall (a descheduled
-// thread) cannot make every later wait spin for long.
-const maxOvershoot = 2 * time.Millisecond
+// maxOvershoot caps the learned overshoot, so that stalls (a descheduled
+// thread on a busy machine) cannot make every later wait spin for long:
+// spinning threads would take the cores the other workers and the
+// dispatcher need to wake up on time.
+const maxOvershoot = 500 * time.Microsecond
+
+// overshootStep is the learning step of the overshoot's 90th percentile:
+// the estimate rises by 9 steps after a sleep that overshot it and falls
+// by one after a sleep that did not.
+const overshootStep = 2 * time.Microsecond
 
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("emulate: invalid config")
@@ -75,11 +87,16 @@ func (c Config) Validate() error {
 
 // Sleeper waits for dilated durations precisely without burning a core for
 // the whole wait: it sleeps for the duration minus the timer overshoot it has
-// learned  and the spin
-// tail, then busy-spins the rest. The estimate tracks a high quantile of the
-// overshoot (it rises fast and decays slowly), capped at 2ms. Waits too short to sleep (under about a
-// millisecond plus the overshoot) spin entirely. It is safe for concurrent
-// use.
+// learned and the spin tail, then busy-spins the rest. The estimate tracks
+// the overshoot's 90th percentile, capped at 500µs, so nine waits in ten
+// end on time and the tenth, woken late, ends late rather than making
+// every wait spin longer. Waits too short to sleep (under 100µs plus the
+// overshoot and the tail) spin entirely. It is safe for concurrent use.
+//
+// The spin does not yield to the Go scheduler: the dispatcher's workers
+// run on threads of their own, each with its own Go processor, and a
+// goroutine locked to its thread that yields hands its processor to
+// another thread and back (two thread switches per turn).
 type Sleeper struct {
 	dilation  float64
 	tail      time.Duration
@@ -124,23 +141,28 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 	start := time.Now()
 	over := time.Duration(s.overshoot.Load())
 	if sleep := total - over - s.tail; sleep >= minSleep {
-		threadSleep(sleep)
-		measured := time.Since(start) - sleep
-		// Track a high quantile rather than the mean: rise fast on a late
-		// wake-up, decay slowly. Racy read-modify-write across workers is
-		// fine for an estimate.
-		if measured > over {
-			over += (measured - over) / 2
-		} else {
-			over -= (over - measured) / 32
+		// The bulk in Go's timer, which gives the processor up while
+		// it waits but wakes up to about a millisecond late; the last
+		// timerMargin in nanosleep.
+		if bulk := sleep - timerMargin; bulk > 0 {
+			time.Sleep(bulk)
 		}
-		s.overshoot.Store(int64(min(over, maxOvershoot)))
+		if rest := sleep - time.Since(start); rest > 0 {
+			t := time.Now()
+			threadSleep(rest)
+			measured := time.Since(t) - rest
+			// A stochastic estimate of the 90th percentile. Racy
+			// read-modify-write across workers is fine for an
+			// estimate.
+			if measured > over {
+				over += 9 * overshootStep
+			} else {
+				over -= overshootStep
+			}
+			s.overshoot.Store(int64(min(max(over, 0), maxOvershoot)))
+		}
 	}
-	// Spin the rest, yielding the processor at each turn: emulated workers
-	// share few cores, and a worker spinning its tail must not keep the
-	// dispatcher or a worker that just woke up from running.
 	for time.Since(start) < total {
-		runtime.Gosched()
 	}
 }
 

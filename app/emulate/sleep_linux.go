@@ -8,11 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadSleep blocks the calling OS thread for d with nanosleep(2): unlike
-// time.Sleep, whose wake-ups are rounded to about a millisecond when the
-// process is otherwise idle, it wakes within the thread's timer slack (the
-// dispatcher's workers lower it to 1µs) plus scheduling delay.
+// threadSleep blocks the calling OS thread for d with nanosleep(2), after
+// lowering the thread's timer slack to 1µs (workers that are not locked
+// to a thread may run on any thread): unlike time.Sleep, whose wake-ups
+// are rounded to about a millisecond when the process is otherwise idle,
+// it wakes within the timer slack plus scheduling delay. The thread keeps
+// its Go processor while it sleeps: callers keep d short (see
+// WaitExactly).
 func threadSleep(d time.Duration) {
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	ts := unix.NsecToTimespec(int64(d))
 	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}

@@ -136,6 +136,21 @@ func TestServeStatusPush(t *testing.T) {
 	if st.Tenants[0].Version != 2 || st.Answered != 1 {
 		t.Errorf("status after push: version %d answered %d, want 2 and 1", st.Tenants[0].Version, st.Answered)
 	}
+	// Where the request's time went: a row for SHORT with every stage.
+	out, err = runPSP(context.Background(), "status", "--admin", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && strings.HasSuffix(f[0], "SHORT") && f[1] == "1" {
+			row = line
+		}
+	}
+	if !strings.Contains(out, "where the time went") || !strings.Contains(out, "HANDOFF") || strings.Count(row, " / ") != 6 ||
+		!strings.Contains(out, "Go runtime: GOMAXPROCS") {
+		t.Errorf("psp status shows no stage breakdown for the SHORT request:\n%s", out)
+	}
 	cancel()
 	select {
 	case err := <-served:

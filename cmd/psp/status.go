@@ -132,6 +132,8 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w, strings.Join(dropped, "\n"))
 	}
 
+	printStages(w, st)
+
 	if st.MultiTenant {
 		fmt.Fprintf(w, "\ntenants (multi-tenant; %d packets being classified):\n", st.Classifying)
 		printTenants(w, st.Tenants)
@@ -186,6 +188,52 @@ func printFaults(w io.Writer, t server.TenantInfo) {
 	if t.Disabled {
 		fmt.Fprint(w, ", DISABLED (over its time limit: push a new classifier)")
 	}
+}
+
+// printStages shows where each type's requests spent their time in the
+// server, and the Go runtime's scheduling latency.
+func printStages(w io.Writer, st *server.Status) {
+	fmt.Fprintln(w, "\nwhere the time went, per stage since start (mean / p99; p99 is a bucket's upper bound, <=26% high):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "NAME\tRAN\t")
+	for _, s := range server.StageNames() {
+		fmt.Fprintf(tw, "%s\t", strings.ToUpper(s))
+	}
+	fmt.Fprintln(tw)
+	rows := 0
+	for _, t := range st.Types {
+		if t.Stages == nil {
+			continue
+		}
+		rows++
+		fmt.Fprintf(tw, "%s\t%d\t", t.Name, t.Stages.Service.Count)
+		for _, s := range server.StageNames() {
+			l := t.Stages.ByName(s)
+			fmt.Fprintf(tw, "%s / %s\t", ns(l.MeanNs), quantileNs(l.P99Ns, l.Count))
+		}
+		fmt.Fprintln(tw)
+	}
+	if rows == 0 {
+		fmt.Fprintln(tw, "(no request ran yet)\t\t")
+	}
+	tw.Flush()
+	r := st.Runtime.SchedLatency
+	fmt.Fprintf(w, "Go runtime: GOMAXPROCS %d; goroutines waited for a processor %d times, p50 %s, p99 %s, p99.9 %s\n",
+		st.Runtime.GOMAXPROCS, r.Count, quantileNs(r.P50Ns, r.Count), quantileNs(r.P99Ns, r.Count), quantileNs(r.P999Ns, r.Count))
+}
+
+// quantileNs formats a quantile of a histogram with count samples (-1: above
+// the last bucket).
+func quantileNs(v int64, count uint64) string {
+	switch {
+	case count == 0:
+		return "-"
+	case v < 0:
+		return "over 100s"
+	case v == 0:
+		return "0"
+	}
+	return time.Duration(v).String()
 }
 
 // shedByType lists the types shedding now, most first: ": LONG 512/s, ...".

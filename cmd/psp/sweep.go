@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
+	json "github.com/goccy/go-json"
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
@@ -142,10 +145,31 @@ func runSweep(c *cli.Context) error {
 func printSweep(c *cli.Context, res *harness.SweepResult) error {
 	out := c.App.Writer
 	if c.Bool("json") {
-		return report.WriteJSON(out, res.Points, res.Summaries)
+		if len(res.Tails) == 0 {
+			return report.WriteJSON(out, res.Points, res.Summaries)
+		}
+		// The report's document plus the tail comparisons.
+		var b bytes.Buffer
+		if err := report.WriteJSON(&b, res.Points, res.Summaries); err != nil {
+			return err
+		}
+		doc := map[string]any{}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		doc["tails"] = res.Tails
+		enc, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		_, err = out.Write(append(enc, '\n'))
+		return err
 	}
 	if err := report.WriteTable(out, res.Points); err != nil {
 		return err
+	}
+	if !c.Bool("json") && c.Command.Name == "sweep" {
+		printTails(out, res.Tails)
 	}
 	if len(res.Summaries) > 0 {
 		fmt.Fprintln(out)
@@ -156,6 +180,35 @@ func printSweep(c *cli.Context, res *harness.SweepResult) error {
 	fmt.Fprintln(out)
 	printWrittenFiles(out, res.Files)
 	return nil
+}
+
+// printTails prints the live-against-simulated tail comparison of a sweep
+// that simulated its points.
+func printTails(w io.Writer, tails []harness.TailComparison) {
+	if len(tails) == 0 {
+		return
+	}
+	t0 := tails[0]
+	fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
+		"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
+	bad := 0
+	for _, t := range tails {
+		note := ""
+		if p := t.Problem(harness.DefaultTailBound); p != "" {
+			note, bad = "  ! "+p, bad+1
+		}
+		fmt.Fprintf(tw, "%s\t%.2g\t%d\t%v\t%.3g\t%.3g\t%.2f\t%.3g\t%.3g\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
+			time.Duration(t.OverheadNs).Round(time.Microsecond), t.LiveP99, t.ExpectedP99, t.RatioP99,
+			t.LiveP999, t.ExpectedP999, t.RatioP999, note)
+	}
+	tw.Flush()
+	if bad == 0 {
+		fmt.Fprintf(w, "every point within %gx of the simulator: the live server shows the policy.\n", harness.DefaultTailBound)
+	} else {
+		fmt.Fprintf(w, "%d of %d points outside %gx of the simulator or too short (see psp status for where requests' time went).\n", bad, len(tails), harness.DefaultTailBound)
+	}
 }
 
 func printWrittenFiles(w io.Writer, paths []string) {

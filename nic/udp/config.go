@@ -41,6 +41,15 @@ type Config struct {
 	// ReadBuffer is the receive socket's SO_RCVBUF in bytes (default
 	// DefaultReadBuffer; the kernel caps it at net.core.rmem_max).
 	ReadBuffer int
+	// KernelWait makes a waiting Recv block its calling thread in ppoll(2)
+	// instead of parking its goroutine in Go's network poller. A caller
+	// locked to its thread (the dispatcher) is then woken by the kernel
+	// directly when a datagram arrives: one thread wake-up instead of two
+	// (the poller's thread, then the locked one), and no timer. The thread
+	// holds its Go processor while it waits, so the process needs a spare
+	// one (GOMAXPROCS) for everything else; Close waits for a pending Recv
+	// to time out.
+	KernelWait bool
 }
 
 // Validate reports the first invalid field of c.

@@ -43,6 +43,17 @@
 // does the waiting: a bounded Recv is a read deadline, and Close wakes it.
 // BenchmarkReadBatchXNet keeps the comparison.
 //
+// # Receive timestamps and waiting in the kernel
+//
+// The socket has SO_TIMESTAMPNS: each buffer's RxTime is when the kernel
+// received the datagram (converted to the dataplane's clock), so a request's
+// time waiting for the net worker to read it is measured
+// (dispatcher.StageReceive). With Config.KernelWait a waiting Recv blocks
+// its thread in ppoll(2) on the socket and an eventfd instead of the Go
+// poller: the kernel then wakes the dispatcher's thread directly when a
+// datagram arrives, and WakeRecv (a worker that completes a request while
+// requests wait) ends the wait from any goroutine.
+//
 // # Concurrency and closing
 //
 // Recv is for the net worker goroutine only; TxQueue(w).Send for worker w's

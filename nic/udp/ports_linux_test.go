@@ -163,3 +163,55 @@ func TestPortsAllocateNothing(t *testing.T) {
 		t.Fatalf("%v allocations per round trip", n)
 	}
 }
+
+// TestPortsWakeAndStamp: with several ports and KernelWait, WakeRecv ends a
+// waiting Recv (and one called before the wait makes it return at once),
+// and packets on an added port carry the kernel's receive stamp.
+func TestPortsWakeAndStamp(t *testing.T) {
+	extra := freeUDPPort(t)
+	dp := open(t, udp.Config{Ports: []uint16{extra}, Workers: 1, Buffers: 64, BufSize: 512, KernelWait: true})
+	if !dp.RecvWakeable() {
+		t.Fatal("not wakeable with KernelWait")
+	}
+	bufs := make([]*nic.Buffer, 32)
+	dp.WakeRecv() // before the wait
+	start := time.Now()
+	if n, err := dp.Recv(bufs, 2*time.Second); n != 0 || err != nil {
+		t.Fatalf("recv: %d, %v", n, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a wake-up before the wait was lost: waited %v", d)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		dp.WakeRecv()
+	}()
+	start = time.Now()
+	if n, err := dp.Recv(bufs, 5*time.Second); n != 0 || err != nil {
+		t.Fatalf("recv: %d, %v", n, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("WakeRecv did not end the wait: waited %v", d)
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dp.Addr().Addr(), extra)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // let it wait in the socket
+	n, err := dp.Recv(bufs, time.Second)
+	if n != 1 || err != nil {
+		t.Fatalf("recv: %d, %v", n, err)
+	}
+	b := bufs[0]
+	defer dp.Release(b)
+	if b.DstPort != extra {
+		t.Fatalf("port %d, want %d", b.DstPort, extra)
+	}
+	if waited := dp.Now() - b.RxTime; waited < int64(10*time.Millisecond) {
+		t.Fatalf("RxTime %d is %v before now: not the kernel's stamp", b.RxTime, time.Duration(waited))
+	}
+}

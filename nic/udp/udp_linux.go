@@ -26,6 +26,17 @@ import (
 // families).
 const sockaddrLen = unix.SizeofSockaddrInet6
 
+// Identifiers of the epoll set's eventfds (Recv with several ports): the
+// sockets' are their ports.
+const (
+	epollClose = -1 // written by Close
+	epollWake  = -2 // Dataplane.wake, written by WakeRecv
+)
+
+// cmsgRoom is the room for one control message: the kernel's receive
+// timestamp (SCM_TIMESTAMPNS, a struct timespec).
+const cmsgRoom = unix.SizeofCmsghdr + 16
+
 // noBufferWait is how long a waiting Recv sleeps when every buffer is in use
 // (buffer returns do not wake it).
 const noBufferWait = 50 * time.Microsecond
@@ -57,7 +68,11 @@ type Dataplane struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	rx          rxState // net worker only
+	rx rxState // net worker only
+	// wake is an eventfd that a waiting Recv polls besides the socket
+	// (Config.KernelWait): WakeRecv ends the wait.
+	wake        *os.File
+	wakeBuf     [8]byte
 	staged      atomic.Int64
 	rxPackets   atomic.Uint64
 	rxTruncated atomic.Uint64
@@ -127,6 +142,12 @@ func (d *Dataplane) setup() error {
 		if sa, err = unix.Getsockname(int(fd)); err != nil {
 			return
 		}
+		// The kernel stamps each datagram when it arrives, so RxTime
+		// covers the time it waited for the net worker to read it.
+		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+			return
+		}
 		for range d.cfg.Workers {
 			var dup int
 			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
@@ -165,6 +186,15 @@ func (d *Dataplane) setup() error {
 	}
 	d.pool = bufpool.New(d.cfg.Buffers, d.cfg.BufSize)
 	d.rx.init(d.cfg.Batch)
+	if d.cfg.KernelWait {
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("udp: eventfd: %w", err)
+		}
+		d.wake = os.NewFile(uintptr(efd), "psp-recv-wake")
+		binary.NativeEndian.PutUint64(d.wakeBuf[:], 1)
+		d.rx.pollFds = append(d.rx.pollFds, unix.PollFd{Fd: int32(efd), Events: unix.POLLIN})
+	}
 	d.meminfo.call = d.meminfo.read
 	d.socks.Store(&[]*rxSock{{port: d.addr.Port(), conn: d.conn, raw: d.raw, fd: -1}})
 	return nil
@@ -212,7 +242,10 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 	}
 	d.rx.off, d.rx.want, d.rx.block = 0, want, false
 	err := d.raw.Read(d.rx.call)
-	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
+	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 && d.cfg.KernelWait {
+		d.rx.timeout = unix.NsecToTimespec(int64(wait))
+		err = d.raw.Read(d.rx.pollCall)
+	} else if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 {
 		d.rx.block = true
 		if err = d.conn.SetReadDeadline(time.Now().Add(wait)); err == nil {
 			err = d.raw.Read(d.rx.call)
@@ -234,12 +267,22 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, fmt.Errorf("udp: receive: %w", err)
 	}
 	n := d.rx.got
-	d.fill(bufs, 0, n, d.addr.Port(), d.Now())
+	now, wall := d.clocks()
+	d.fill(bufs, 0, n, d.addr.Port(), now, wall)
 	return d.received(n), nil
 }
 
-// fill hands over staged slots from..from+n-1, received on port, in bufs.
-func (d *Dataplane) fill(bufs []*nic.Buffer, from, n int, port uint16, now int64) {
+// clocks reads the time once as both the dataplane's monotonic clock and
+// the wall clock, to turn the kernel's wall-clock receive stamps into the
+// former.
+func (d *Dataplane) clocks() (now, wall int64) {
+	t := time.Now()
+	return int64(t.Sub(d.start)), t.UnixNano()
+}
+
+// fill hands over staged slots from..from+n-1, received on port at now
+// (wall: the same instant on the wall clock), in bufs.
+func (d *Dataplane) fill(bufs []*nic.Buffer, from, n int, port uint16, now, wall int64) {
 	truncated := 0
 	for i := from; i < from+n; i++ {
 		b := d.rx.bufs[i]
@@ -252,6 +295,9 @@ func (d *Dataplane) fill(bufs []*nic.Buffer, from, n int, port uint16, now int64
 		b.Peer = parseSockaddr(d.rx.names[i][:h.Hdr.Namelen])
 		b.DstPort = port
 		b.RxTime = now
+		if stamp, ok := d.rx.stamp(i); ok && stamp <= wall {
+			b.RxTime = now - (wall - stamp)
+		}
 		bufs[i] = b
 		d.rx.bufs[i] = nil
 	}
@@ -285,8 +331,8 @@ func (d *Dataplane) recvPorts(bufs []*nic.Buffer, socks []*rxSock, want int, wai
 		d.unstage()
 		return 0, nic.ErrClosed
 	}
-	got := 0
-	for round := 0; round < 2 && got == 0; round++ {
+	got, woken := 0, false
+	for round := 0; round < 2 && got == 0 && !woken; round++ {
 		ms := 0
 		if round == 1 {
 			if wait <= 0 {
@@ -312,8 +358,13 @@ func (d *Dataplane) recvPorts(bufs []*nic.Buffer, socks []*rxSock, want int, wai
 		d.rr++
 		for k := range n {
 			e := &d.events[(k+d.rr)%n]
+			if e.Fd == epollWake { // WakeRecv: reset the eventfd
+				var buf [8]byte
+				_, _, _ = unix.Syscall(unix.SYS_READ, uintptr(d.rx.pollFds[1].Fd), uintptr(unsafe.Pointer(&buf[0])), 8)
+				woken = true // a wake-up before the wait ends the next wait
+			}
 			if e.Fd < 0 {
-				continue // the wake-up at Close
+				continue // a wake-up: WakeRecv's or Close's
 			}
 			port := uint16(e.Fd)
 			var s *rxSock
@@ -339,7 +390,8 @@ func (d *Dataplane) recvPorts(bufs []*nic.Buffer, socks []*rxSock, want int, wai
 			case err != nil:
 				return d.received(got), fmt.Errorf("udp: receive on port %d: %w", port, err)
 			}
-			d.fill(bufs, got, d.rx.got, port, d.Now())
+			now, wall := d.clocks()
+			d.fill(bufs, got, d.rx.got, port, now, wall)
 			got += d.rx.got
 		}
 	}
@@ -404,8 +456,13 @@ type rxState struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names [][sockaddrLen]byte
+	ctrl  [][cmsgRoom]byte
 	bufs  []*nic.Buffer // staged buffers, one per slot
 	call  func(fd uintptr) bool
+	// pollCall and its state: Config.KernelWait.
+	pollCall func(fd uintptr) bool
+	pollFds  []unix.PollFd
+	timeout  unix.Timespec
 
 	off   int // first slot of this call
 	want  int
@@ -418,13 +475,73 @@ func (r *rxState) init(batch int) {
 	r.hdrs = make([]unix.Mmsghdr, batch)
 	r.iovs = make([]unix.Iovec, batch)
 	r.names = make([][sockaddrLen]byte, batch)
+	r.ctrl = make([][cmsgRoom]byte, batch)
 	r.bufs = make([]*nic.Buffer, batch)
 	for i := range r.hdrs {
 		r.hdrs[i].Hdr.Iov = &r.iovs[i]
 		r.hdrs[i].Hdr.SetIovlen(1)
 		r.hdrs[i].Hdr.Name = &r.names[i][0]
+		r.hdrs[i].Hdr.Control = &r.ctrl[i][0]
 	}
 	r.call = r.recvmmsg // bound once: passing it to RawConn.Read allocates nothing
+	r.pollCall = r.pollRecvmmsg
+	r.pollFds = make([]unix.PollFd, 1, 2)
+}
+
+// pollRecvmmsg runs inside RawConn.Read (Config.KernelWait): it waits in
+// ppoll(2) on this thread for up to r.timeout, then receives.
+func (r *rxState) pollRecvmmsg(fd uintptr) bool {
+	r.pollFds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&r.pollFds[0])), uintptr(len(r.pollFds)),
+			uintptr(unsafe.Pointer(&r.timeout)), 0, 0, 0)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			r.got, r.errno = 0, e
+			return true
+		case n == 0: // timed out
+			r.got, r.errno = 0, 0
+			return true
+		}
+		if len(r.pollFds) > 1 && r.pollFds[1].Revents != 0 { // WakeRecv: reset the eventfd
+			var buf [8]byte
+			_, _, _ = unix.Syscall(unix.SYS_READ, uintptr(r.pollFds[1].Fd), uintptr(unsafe.Pointer(&buf[0])), 8)
+		}
+		r.block = false
+		r.recvmmsg(fd)
+		return true
+	}
+}
+
+// RecvWakeable reports whether WakeRecv can end a waiting Recv: with
+// Config.KernelWait.
+func (d *Dataplane) RecvWakeable() bool { return d.wake != nil }
+
+// WakeRecv ends a Recv waiting in the kernel (Config.KernelWait) at once,
+// or makes the next waiting Recv return at once; it may be called from any
+// goroutine and costs one write(2). Without KernelWait it does nothing.
+func (d *Dataplane) WakeRecv() {
+	if d.wake != nil {
+		_, _ = d.wake.Write(d.wakeBuf[:])
+	}
+}
+
+// stamp returns the kernel's receive timestamp of message i (ns since the
+// Unix epoch), if the kernel attached one.
+func (r *rxState) stamp(i int) (int64, bool) {
+	h := &r.hdrs[i].Hdr
+	c := r.ctrl[i][:]
+	if h.Controllen < cmsgRoom || h.Flags&unix.MSG_CTRUNC != 0 {
+		return 0, false
+	}
+	hdr := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+	if hdr.Level != unix.SOL_SOCKET || hdr.Type != unix.SCM_TIMESTAMPNS || hdr.Len < cmsgRoom {
+		return 0, false
+	}
+	ts := (*unix.Timespec)(unsafe.Pointer(&c[unix.SizeofCmsghdr]))
+	return ts.Nano(), true
 }
 
 // recvmmsg runs inside RawConn.Read; returning false asks the poller to wait
@@ -432,6 +549,7 @@ func (r *rxState) init(batch int) {
 func (r *rxState) recvmmsg(fd uintptr) bool {
 	for i := range r.want {
 		r.hdrs[r.off+i].Hdr.Namelen = sockaddrLen
+		r.hdrs[r.off+i].Hdr.SetControllen(cmsgRoom)
 	}
 	for {
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[r.off])), uintptr(r.want),
@@ -530,6 +648,9 @@ func (d *Dataplane) Close() error {
 			for _, s := range (*p)[1:] {
 				errs = append(errs, s.conn.Close())
 			}
+		}
+		if d.wake != nil { // after the socket: no Recv polls it any more
+			errs = append(errs, d.wake.Close())
 		}
 		for _, q := range d.tx {
 			errs = append(errs, q.conn.Close())
@@ -820,6 +941,10 @@ func (d *Dataplane) AddPort(port uint16) error {
 	// Dups: one for epoll, one per transmit queue.
 	var dups []int
 	cerr := s.raw.Control(func(fd uintptr) {
+		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+			return
+		}
 		for range 1 + len(d.tx) {
 			var dup int
 			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
@@ -957,7 +1082,10 @@ func (d *Dataplane) initEpoll() error {
 		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, main, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.addr.Port())})
 	}
 	if err == nil {
-		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1})
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: epollClose})
+	}
+	if err == nil && d.wake != nil { // WakeRecv (Config.KernelWait) ends the wait too
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, int(d.rx.pollFds[1].Fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: epollWake})
 	}
 	if err != nil {
 		unix.Close(ep)

@@ -469,3 +469,28 @@ func TestIdleRecvAllocations(t *testing.T) {
 		t.Fatalf("idle bounded wait allocated %.1f times, want at most 1", a)
 	}
 }
+
+// TestRxTimeIsKernelArrival checks that a datagram's RxTime is when the
+// kernel received it, not when Recv read it: a datagram left unread for a
+// while shows that wait.
+func TestRxTimeIsKernelArrival(t *testing.T) {
+	dp := open(t, udp.Config{Buffers: 8, Batch: 4})
+	c := dialClient(t, dp)
+	before := dp.Now()
+	if _, err := c.Write(make([]byte, wire.HeaderLen)); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 30 * time.Millisecond
+	time.Sleep(wait)
+	bufs := make([]*nic.Buffer, 4)
+	n, err := dp.Recv(bufs, time.Second)
+	after := dp.Now()
+	if err != nil || n != 1 {
+		t.Fatalf("Recv = %d, %v", n, err)
+	}
+	rx := bufs[0].RxTime
+	if rx < before-int64(time.Millisecond) || after-rx < int64(wait) {
+		t.Errorf("RxTime %v: sent after %v, read at %v: want it at least %v before the read", time.Duration(rx), time.Duration(before), time.Duration(after), wait)
+	}
+	dp.Release(bufs[:n]...)
+}

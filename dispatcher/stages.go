@@ -1,0 +1,382 @@
+package dispatcher
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// Stage is one part of a request's time in the server. The stages of a
+// request follow each other without gaps, so a request's Latency is the sum
+// of the others:
+//
+//	received --receive--> accepted --queueing--> dispatched --handoff-->
+//	started --service--> finished --transmit--> sent
+type Stage int
+
+// The stages, in the order a request goes through them.
+const (
+	// StageReceive runs from the packet's arrival (Buffer.RxTime: the
+	// kernel's receive timestamp on the UDP dataplane, the poll that
+	// returned it on DPDK) until the dispatcher accepted it from the
+	// dataplane: the time a request waited for the dispatcher to wake up
+	// and read it.
+	StageReceive Stage = iota
+	// StageQueueing runs from acceptance (classification and enqueue in
+	// the policy) until the policy dispatched the request to a worker.
+	StageQueueing
+	// StageHandoff runs from dispatch until the worker started running the
+	// request: the ring transfer and, for a parked worker, its wake-up.
+	StageHandoff
+	// StageService is the application's run time, measured by the worker.
+	StageService
+	// StageTransmit runs from the end of the application's run until the
+	// dataplane accepted the reply.
+	StageTransmit
+	// StageLatency is the whole time in the server, from arrival to reply:
+	// the sum of the stages above.
+	StageLatency
+	// NumStages is the number of stages.
+	NumStages
+)
+
+var stageNames = [NumStages]string{"receive", "queueing", "handoff", "service", "transmit", "latency"}
+
+// String returns the stage's name as used in metrics and status
+// ("receive", "queueing", "handoff", "service", "transmit", "latency").
+func (s Stage) String() string {
+	if s < 0 || s >= NumStages {
+		return "stage?"
+	}
+	return stageNames[s]
+}
+
+// Stages lists every stage in order.
+func Stages() []Stage {
+	s := make([]Stage, NumStages)
+	for i := range s {
+		s[i] = Stage(i)
+	}
+	return s
+}
+
+// Histogram buckets: ten per decade on the R10 preferred numbers (1, 1.25,
+// 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8: each about 1.26 times the previous one),
+// from 100ns to 100s, plus one bucket above. Each bound is a bucket's
+// inclusive upper end. The 1-2-5 bounds among them are the ones exported to
+// Prometheus (PromBounds).
+const (
+	bucketsPerDecade = 10
+	firstBoundNs     = 100
+	decades          = 9 // 100ns .. 100s
+	numBounds        = decades*bucketsPerDecade + 1
+	// NumBuckets is the number of histogram buckets: one per bound and one
+	// for larger values.
+	NumBuckets = numBounds + 1
+)
+
+var r10 = [bucketsPerDecade]int64{100, 125, 160, 200, 250, 315, 400, 500, 630, 800}
+
+// bucketBounds are the buckets' upper bounds in ns; bucketStart[n] is the
+// first bucket that can hold a value of bit length n.
+var bucketBounds, bucketStart = makeBounds()
+
+func makeBounds() ([numBounds]int64, [65]uint8) {
+	var b [numBounds]int64
+	scale := int64(firstBoundNs / r10[0])
+	for d := 0; d < decades; d++ {
+		for i, v := range r10 {
+			b[d*bucketsPerDecade+i] = v * scale
+		}
+		scale *= 10
+	}
+	b[numBounds-1] = r10[0] * scale
+	var start [65]uint8
+	for n := range start {
+		// The smallest value of bit length n is 1<<(n-1) (0 for n = 0).
+		lo := int64(0)
+		if n > 0 && n < 64 {
+			lo = 1 << (n - 1)
+		} else if n == 64 {
+			lo = 1<<63 - 1
+		}
+		i := 0
+		for i < numBounds && b[i] < lo {
+			i++
+		}
+		start[n] = uint8(i)
+	}
+	return b, start
+}
+
+// BucketBound returns bucket i's inclusive upper bound in ns (i <
+// NumBuckets-1); the last bucket has no bound.
+func BucketBound(i int) int64 { return bucketBounds[i] }
+
+// bucketOf returns the bucket of a duration in ns (negative counts as 0).
+func bucketOf(ns int64) int {
+	if ns < 0 {
+		ns = 0
+	}
+	i := int(bucketStart[bits.Len64(uint64(ns))])
+	for i < numBounds && ns > bucketBounds[i] {
+		i++
+	}
+	return i
+}
+
+// Histogram is a distribution of one stage's durations (ns).
+type Histogram struct {
+	// Buckets[i] counts the durations in (BucketBound(i-1), BucketBound(i)];
+	// the last bucket those above the last bound.
+	Buckets [NumBuckets]uint64
+	// Count is the number of durations (the sum of Buckets), SumNs their
+	// sum.
+	Count uint64
+	SumNs uint64
+}
+
+// record adds one duration.
+func (h *Histogram) record(ns int64) {
+	if ns < 0 {
+		ns = 0
+	}
+	h.Buckets[bucketOf(ns)]++
+	h.Count++
+	h.SumNs += uint64(ns)
+}
+
+// add adds o's counts to h.
+func (h *Histogram) add(o *Histogram) {
+	for i, v := range o.Buckets {
+		h.Buckets[i] += v
+	}
+	h.Count += o.Count
+	h.SumNs += o.SumNs
+}
+
+// MeanNs is the mean duration (0 without samples).
+func (h *Histogram) MeanNs() float64 {
+	if h.Count == 0 {
+		return 0
+	}
+	return float64(h.SumNs) / float64(h.Count)
+}
+
+// QuantileNs returns an upper bound of the q-quantile (0 < q <= 1): the upper
+// bound of the bucket holding the ceil(q x Count)-th smallest duration,
+// at most 26% above it. A quantile in the last, unbounded bucket returns
+// -1; without samples it returns 0.
+func (h *Histogram) QuantileNs(q float64) int64 {
+	if h.Count == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(h.Count) + 0.999999)
+	rank = min(max(rank, 1), h.Count)
+	var seen uint64
+	for i, v := range h.Buckets {
+		seen += v
+		if seen >= rank {
+			if i >= numBounds {
+				return -1
+			}
+			return bucketBounds[i]
+		}
+	}
+	return -1
+}
+
+// Cumulative returns the number of durations at or below bound ns, which
+// must be one of the buckets' bounds (e.g. a PromBounds value); ok is false
+// for any other value.
+func (h *Histogram) Cumulative(boundNs int64) (n uint64, ok bool) {
+	for i, b := range bucketBounds {
+		n += h.Buckets[i]
+		if b == boundNs {
+			return n, true
+		}
+		if b > boundNs {
+			break
+		}
+	}
+	return 0, false
+}
+
+// PromBounds returns the 1-2-5 bucket bounds (ns) from 100ns to 100s that
+// Prometheus histograms export: a subset of the buckets' bounds.
+func PromBounds() []int64 {
+	var out []int64
+	for _, b := range bucketBounds {
+		m := b
+		for m >= 10 && m%10 == 0 {
+			m /= 10
+		}
+		if m == 1 || m == 2 || m == 5 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// TypeStages are one request type's stage histograms.
+type TypeStages [NumStages]Histogram
+
+// stageRecorder is one worker's stage histograms. The worker records into
+// plain per-type histograms (a few ns per request) and publishes them into
+// atomic copies that other goroutines read (Dispatcher.Stages): at most
+// every publishEvery while it works, and whenever it goes idle, so that a
+// request's stages are visible before the worker waits for its next
+// request, and at most publishEvery after it finished otherwise.
+// Publishing a type costs about a microsecond; atomic adds on every record
+// would cost ~100ns per request (BenchmarkStageRecord).
+//
+// The type space grows when a multi-tenant dispatcher adds a tenant: the
+// worker then extends its own tables on the first request of a new type,
+// and replaces the table of published copies (by type, set once per type)
+// with a longer one, so that readers never see it change under them.
+type stageRecorder struct {
+	local       []*TypeStages             // by type, allocated on first use
+	shared      atomic.Pointer[[]*shared] // by type, published copies; copy on write
+	dirty       []uint32                  // types recorded since the last publish
+	isDirty     []bool
+	lastPublish int64
+}
+
+// shared is the published copy of one type's stage histograms.
+type shared [NumStages]struct {
+	buckets [NumBuckets]atomic.Uint64
+	sum     atomic.Uint64
+}
+
+// publishEvery bounds how stale a busy worker's published stages are.
+const publishEvery = int64(1e6) // 1ms
+
+func newStageRecorder(numTypes int) *stageRecorder {
+	r := &stageRecorder{
+		local:   make([]*TypeStages, numTypes),
+		isDirty: make([]bool, numTypes),
+	}
+	tab := make([]*shared, numTypes)
+	r.shared.Store(&tab)
+	return r
+}
+
+// first sets up type t on its first request, growing the tables when t
+// is a type added since the worker started.
+func (r *stageRecorder) first(t int) *TypeStages {
+	if t >= len(r.local) {
+		n := max(t+1, 2*len(r.local))
+		r.local = append(r.local, make([]*TypeStages, n-len(r.local))...)
+		r.isDirty = append(r.isDirty, make([]bool, n-len(r.isDirty))...)
+	}
+	h := new(TypeStages)
+	r.local[t] = h
+	old := *r.shared.Load()
+	tab := make([]*shared, max(len(old), t+1))
+	copy(tab, old)
+	tab[t] = new(shared)
+	r.shared.Store(&tab)
+	return h
+}
+
+// stamps are a request's timestamps (ns, dataplane clock); a zero sent means
+// no reply left (the application refused it, panicked, or transmission
+// failed): only the stages up to service are recorded then.
+type stamps struct {
+	received, accepted, dispatched, started, finished, sent int64
+}
+
+// record adds one request of type t.
+func (r *stageRecorder) record(t int, s *stamps) {
+	var h *TypeStages
+	if t < len(r.local) {
+		h = r.local[t]
+	}
+	if h == nil {
+		h = r.first(t)
+	}
+	h[StageReceive].record(s.accepted - s.received)
+	h[StageQueueing].record(s.dispatched - s.accepted)
+	h[StageHandoff].record(s.started - s.dispatched)
+	h[StageService].record(s.finished - s.started)
+	if s.sent != 0 {
+		h[StageTransmit].record(s.sent - s.finished)
+		h[StageLatency].record(s.sent - s.received)
+	}
+	if !r.isDirty[t] {
+		r.isDirty[t] = true
+		r.dirty = append(r.dirty, uint32(t))
+	}
+}
+
+// maybePublish publishes when the last publication is publishEvery old.
+func (r *stageRecorder) maybePublish(now int64) {
+	if len(r.dirty) > 0 && now-r.lastPublish >= publishEvery {
+		r.publish(now)
+	}
+}
+
+// publish copies the types recorded since the last publication into their
+// shared copies.
+func (r *stageRecorder) publish(now int64) {
+	tab := *r.shared.Load()
+	for _, t := range r.dirty {
+		h, p := r.local[t], tab[t]
+		for s := range h {
+			for i, v := range h[s].Buckets {
+				if v != 0 {
+					p[s].buckets[i].Store(v)
+				}
+			}
+			p[s].sum.Store(h[s].SumNs)
+		}
+		r.isDirty[t] = false
+	}
+	r.dirty = r.dirty[:0]
+	r.lastPublish = now
+}
+
+// addTo adds the published histograms of type t to h; it reports whether
+// this worker ran a request of type t.
+func (r *stageRecorder) addTo(t int, h *TypeStages) bool {
+	tab := *r.shared.Load()
+	if t >= len(tab) || tab[t] == nil {
+		return false
+	}
+	p := tab[t]
+	for s := range p {
+		var n uint64
+		for i := range p[s].buckets {
+			v := p[s].buckets[i].Load()
+			h[s].Buckets[i] += v
+			n += v
+		}
+		h[s].Count += n
+		h[s].SumNs += p[s].sum.Load()
+	}
+	return true
+}
+
+// Stages returns each type's stage histograms (index = type id), summed
+// over the workers: what the workers published, at most a millisecond
+// behind the requests they finished (and never behind once they are idle).
+// Types no worker ran are nil. Safe from any goroutine; it allocates and
+// reads every worker's histograms, so call it at scrape time, not per
+// request.
+func (d *Dispatcher) Stages() []*TypeStages {
+	out := make([]*TypeStages, d.stageTypes.Load())
+	var h TypeStages
+	for t := range out {
+		ran := false
+		for _, w := range d.workers {
+			if w.stages.addTo(t, &h) {
+				ran = true
+			}
+		}
+		if ran {
+			c := h
+			out[t] = &c
+			h = TypeStages{}
+		}
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/persephone-go/psp/loadgen"
+	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/workload"
+)
+
+// DefaultTailBound is how far live tail slowdowns may be from the
+// simulator's (plus the fixed overhead) for a server to show its policy
+// rather than its host: within 1.5x either way.
+const DefaultTailBound = 1.5
+
+// TailComparison compares one request type's live tail slowdowns at one
+// load point with the simulator's replay of the same requests (see
+// Sweep.Simulate) plus the live server's fixed overhead: what every request
+// pays that the simulator does not model (the network and the dispatcher's
+// and emulation's fixed costs). The overhead is measured, per policy, as
+// the live median latency of the type minus the simulated median at the
+// policy's lowest load (where a median request does not queue), and added
+// to every simulated latency: the expected slowdown at a quantile is the
+// simulated one plus overhead / the type's mean service time.
+type TailComparison struct {
+	Policy string  `json:"policy"`
+	Load   float64 `json:"load"`
+	Type   string  `json:"type"`
+	// Samples is the number of live requests of the type measured; the live
+	// p99.9 is the sample's maximum unless P999BelowMax.
+	Samples      uint64 `json:"samples"`
+	P999BelowMax bool   `json:"p999_below_max"`
+	// Answered reports that the server answered the requests sent (at
+	// least loadgen.SustainedFraction of them). A sender that fell behind
+	// its schedule does not spoil the comparison: the simulator replays the
+	// times requests were actually sent.
+	Answered bool `json:"answered"`
+	// ServiceNs is the type's mean (dilated) service time, OverheadNs the
+	// fixed overhead added to the simulated latencies.
+	ServiceNs  float64 `json:"service_ns"`
+	OverheadNs float64 `json:"overhead_ns"`
+	// Slowdowns: live, simulated, expected (simulated + overhead) and the
+	// ratios live / expected.
+	LiveP99      float64 `json:"live_p99_slowdown"`
+	LiveP999     float64 `json:"live_p999_slowdown"`
+	SimP99       float64 `json:"sim_p99_slowdown"`
+	SimP999      float64 `json:"sim_p999_slowdown"`
+	ExpectedP99  float64 `json:"expected_p99_slowdown"`
+	ExpectedP999 float64 `json:"expected_p999_slowdown"`
+	RatioP99     float64 `json:"ratio_p99"`
+	RatioP999    float64 `json:"ratio_p999"`
+}
+
+// Within reports whether both ratios are within bound either way (between
+// 1/bound and bound).
+func (c *TailComparison) Within(bound float64) bool {
+	in := func(r float64) bool { return r >= 1/bound && r <= bound }
+	return in(c.RatioP99) && in(c.RatioP999)
+}
+
+// Problem explains why c does not make a valid check at bound ("" when it
+// does): too few samples for a p99.9 that is not the maximum, an
+// unsustained run, or a ratio outside the bound.
+func (c *TailComparison) Problem(bound float64) string {
+	switch {
+	case !c.Answered:
+		return "requests lost or late"
+	case !c.P999BelowMax:
+		return fmt.Sprintf("only %d samples: p99.9 is the sample's maximum", c.Samples)
+	case c.OverheadNs > c.ServiceNs:
+		return fmt.Sprintf("fixed overhead %v exceeds the type's service time %v: the server is not keeping up",
+			time.Duration(c.OverheadNs).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
+	case !c.Within(bound):
+		return fmt.Sprintf("live/sim %.2f (p99), %.2f (p99.9), want within %gx", c.RatioP99, c.RatioP999, bound)
+	}
+	return ""
+}
+
+// ShortestType returns the name of the workload's type with the shortest
+// mean service time: the one DARC protects, whose tail shows the policy.
+func ShortestType(w *workload.Workload) string {
+	best, name := math.Inf(1), ""
+	for _, t := range w.Types {
+		if m := t.Service.MeanNs(); m < best {
+			best, name = m, t.Name
+		}
+	}
+	return name
+}
+
+// CompareTails compares type typ's tails in the live points with the
+// simulated points of the same policy and load (see TailComparison).
+// dilation is the live server's time dilation (simulated times are
+// nominal). Live points without a simulated twin are left out; the result
+// is in policy then load order.
+func CompareTails(live, sim []report.Point, w *workload.Workload, typ string, dilation float64) ([]TailComparison, error) {
+	if dilation <= 0 {
+		dilation = 1
+	}
+	mean := -1.0
+	for _, t := range w.Types {
+		if t.Name == typ {
+			mean = t.Service.MeanNs() * dilation
+		}
+	}
+	if mean <= 0 {
+		return nil, fmt.Errorf("compare tails: workload %s has no type %q with a positive service time", w.Name, typ)
+	}
+	type key struct {
+		policy string
+		load   float64
+	}
+	sims := map[key]report.Stats{}
+	for _, p := range sim {
+		if st, ok := p.TypeStat(typ); ok {
+			sims[key{p.Policy, round(p.Load)}] = st
+		}
+	}
+	pts := append([]report.Point(nil), live...)
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].Load < pts[j].Load })
+	overhead := map[string]float64{}
+	var out []TailComparison
+	for _, p := range pts {
+		lv, ok := p.TypeStat(typ)
+		sv, ok2 := sims[key{p.Policy, round(p.Load)}]
+		if !ok || !ok2 || lv.Count == 0 || sv.Count == 0 {
+			continue
+		}
+		oh, seen := overhead[p.Policy]
+		if !seen { // the policy's lowest load
+			oh = max(0, float64(lv.P50Latency)-float64(sv.P50Latency)*dilation)
+			overhead[p.Policy] = oh
+		}
+		c := TailComparison{
+			Policy: p.Policy, Load: p.Load, Type: typ,
+			Samples:      lv.Count,
+			P999BelowMax: lv.Count > 1000 && lv.P999Latency < lv.MaxLatency,
+			Answered:     p.AchievedRate >= loadgen.SustainedFraction*p.OfferedRate,
+			ServiceNs:    mean,
+			OverheadNs:   oh,
+			LiveP99:      lv.P99Slowdown,
+			LiveP999:     lv.P999Slowdown,
+			SimP99:       sv.P99Slowdown,
+			SimP999:      sv.P999Slowdown,
+			ExpectedP99:  sv.P99Slowdown + oh/mean,
+			ExpectedP999: sv.P999Slowdown + oh/mean,
+		}
+		c.RatioP99 = ratio(c.LiveP99, c.ExpectedP99)
+		c.RatioP999 = ratio(c.LiveP999, c.ExpectedP999)
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return policyRank(live, out[i].Policy) < policyRank(live, out[j].Policy) })
+	return out, nil
+}
+
+// round makes loads comparable as map keys.
+func round(l float64) float64 { return math.Round(l*1e6) / 1e6 }
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+// policyRank is the position of policy's first point in pts.
+func policyRank(pts []report.Point, policy string) int {
+	for i, p := range pts {
+		if p.Policy == policy {
+			return i
+		}
+	}
+	return len(pts)
+}

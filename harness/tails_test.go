@@ -1,0 +1,122 @@
+package harness
+
+import (
+	"context"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/loadgen"
+	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/workload"
+)
+
+func point(source, policy string, load float64, short report.Stats) report.Point {
+	return report.Point{Source: source, Policy: policy, Load: load, Sustained: true, OfferedRate: 100, AchievedRate: 100,
+		Types: []report.TypeStats{{Name: "SHORT", ID: 1, Stats: short}, {Name: "LONG", ID: 2, Stats: report.Stats{Count: 10}}}}
+}
+
+func TestCompareTailsAddsTheMeasuredOverhead(t *testing.T) {
+	w, _ := workload.Builtin("high-bimodal")
+	const dilation = 1000 // SHORT: 1ms
+	ms := int64(time.Millisecond)
+	live := []report.Point{
+		// Out of order on purpose: the lowest load sets the overhead.
+		point("measured", "darc", 0.8, report.Stats{Count: 3000, P50Latency: ms + 300e3, P99Latency: 3 * ms, P999Latency: 4 * ms, MaxLatency: 9 * ms, P99Slowdown: 3, P999Slowdown: 4}),
+		point("measured", "darc", 0.5, report.Stats{Count: 3000, P50Latency: ms + 200e3, P99Latency: 2 * ms, P999Latency: 3 * ms, MaxLatency: 3 * ms, P99Slowdown: 2, P999Slowdown: 3}),
+		point("measured", "cfcfs", 0.5, report.Stats{Count: 900, P50Latency: ms + 100e3, P999Latency: 50 * ms, MaxLatency: 60 * ms, P99Slowdown: 40, P999Slowdown: 50}),
+		point("measured", "fp", 0.5, report.Stats{Count: 10}), // no simulated twin
+	}
+	simulated := []report.Point{
+		point("sim", "darc", 0.5, report.Stats{Count: 1e5, P50Latency: 1000, P99Slowdown: 1.8, P999Slowdown: 2.2}),
+		point("sim", "darc", 0.8, report.Stats{Count: 1e5, P50Latency: 1000, P99Slowdown: 2, P999Slowdown: 2.5}),
+		point("sim", "cfcfs", 0.5, report.Stats{Count: 1e5, P50Latency: 1000, P99Slowdown: 40, P999Slowdown: 100}),
+	}
+	got, err := CompareTails(live, simulated, &w, "SHORT", dilation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d comparisons, want 3 (darc 0.5, 0.8, cfcfs 0.5): %+v", len(got), got)
+	}
+	d5, d8, c5 := got[0], got[1], got[2]
+	if d5.Policy != "darc" || d5.Load != 0.5 || d8.Load != 0.8 || c5.Policy != "cfcfs" {
+		t.Fatalf("order %s %v, %s %v, %s %v", d5.Policy, d5.Load, d8.Policy, d8.Load, c5.Policy, c5.Load)
+	}
+	// darc's overhead: live p50 1.2ms - simulated 1µs x 1000 = 200µs,
+	// i.e. 0.2 of SHORT's 1ms, at every load.
+	if d5.OverheadNs != 200e3 || d8.OverheadNs != 200e3 || d8.ServiceNs != 1e6 {
+		t.Errorf("overheads %v %v, service %v; want 200µs and 1ms", d5.OverheadNs, d8.OverheadNs, d8.ServiceNs)
+	}
+	if math.Abs(d8.ExpectedP999-2.7) > 1e-9 || math.Abs(d8.RatioP999-4/2.7) > 1e-9 || math.Abs(d8.RatioP99-3/2.2) > 1e-9 {
+		t.Errorf("darc 0.8: expected p99.9 %v ratios %v %v", d8.ExpectedP999, d8.RatioP99, d8.RatioP999)
+	}
+	if !d8.Within(1.5) || d8.Problem(1.5) != "" {
+		t.Errorf("darc 0.8 (ratios %.2f, %.2f) not within 1.5: %s", d8.RatioP99, d8.RatioP999, d8.Problem(1.5))
+	}
+	if d5.P999BelowMax || d5.Problem(1.5) == "" {
+		t.Errorf("darc 0.5: a p99.9 equal to the maximum passed")
+	}
+	// cfcfs: live far better than the simulator is no more faithful than
+	// far worse; and 900 samples are too few.
+	if c5.Within(1.5) || c5.P999BelowMax {
+		t.Errorf("cfcfs 0.5: ratio %.2f passed, or 900 samples make a p99.9 below the maximum", c5.RatioP999)
+	}
+	if _, err := CompareTails(live, simulated, &w, "NOPE", dilation); err == nil {
+		t.Error("an unknown type was accepted")
+	}
+}
+
+func TestDurationForSamples(t *testing.T) {
+	w, _ := workload.Builtin("high-bimodal")
+	p := Plan{Workload: w, Workers: 14, Load: 0.5, Spec: loadgen.Spec{Dilation: 1000}}
+	// 0.5 x 14 / 50.5ms = 138.6 req/s, half SHORT; 10% warm-up.
+	want := 1000 / (p.OfferedRate() * 0.5) / 0.9
+	got := p.DurationFor(1000, "SHORT").Seconds()
+	if got < want || got > want+0.1 {
+		t.Errorf("DurationFor(1000, SHORT) = %vs, want %.2fs rounded up to 0.1s", got, want)
+	}
+	if d := p.DurationFor(1000, "NOPE"); d != p.Duration {
+		t.Errorf("unknown type: %v, want the plan's duration", d)
+	}
+}
+
+// TestReplayIsWhatWasSent checks that a sweep's replay simulates the very
+// requests the load generator sent, at the times it sent them: against a
+// server that never answers, every sent request is in the replay.
+func TestReplayIsWhatWasSent(t *testing.T) {
+	w, _ := workload.Builtin("high-bimodal")
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := Plan{Workload: w, Workers: 14, Load: 0.8, Duration: 300 * time.Millisecond, Seed: 7,
+		Spec: loadgen.Spec{Dilation: 1000, Server: c.LocalAddr().String(), Warmup: -1, Grace: time.Millisecond}}
+	res, err := p.Run(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := Sweep{Plan: p}
+	rp, err := sw.replay(&p, res, "cfcfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[int]uint64{}
+	sched := res.Schedule()
+	for i := range int(res.Sent) {
+		if _, ok := res.SentAt(i); ok {
+			n[int(sched.Requests[i].Type)]++
+		}
+	}
+	for i, name := range w.TypeNames() {
+		st, _ := rp.TypeStat(name)
+		if st.Count != n[i] || n[i] == 0 {
+			t.Errorf("%s: replay has %d requests, the load generator sent %d", name, st.Count, n[i])
+		}
+	}
+	if rp.Source != ReplaySource || rp.Load != 0.8 {
+		t.Errorf("replay labelled %q at load %v", rp.Source, rp.Load)
+	}
+}
