@@ -21,25 +21,29 @@ type DemoOptions struct {
 	// Samples sets each point's length: SHORT requests measured per point;
 	// 1200 (over 1000, so the p99.9 is not the maximum). Duration, when
 	// set, fixes the length instead.
-	Samples    int
-	Duration   time.Duration // per load point; from Samples
-	Dilation   float64       // emulated time dilation; 1000
-	Workers    int           // emulated workers; 14
-	Seed       uint64        // arrival schedules; 1
-	Classifier string        // Wasm classifier file; "": the embedded C psp-header module
-	Launcher   Launcher      // default Exec{}
+	Samples  int
+	Duration time.Duration // per load point; from Samples
+	// Calibrate is the number of SHORT requests of each server's overhead
+	// calibration (Sweep.Calibrate); 2000.
+	Calibrate  int
+	Dilation   float64  // emulated time dilation; 1000
+	Workers    int      // emulated workers; 14
+	Seed       uint64   // arrival schedules; 1
+	Classifier string   // Wasm classifier file; "": the embedded C psp-header module
+	Launcher   Launcher // default Exec{}
 }
 
 // DefaultDemo is psp demo's default setup: DARC against c-FCFS on 14
 // emulated workers, High Bimodal dilated 1000x, at loads 0.5, 0.8 and 0.9,
 // each point long enough for about 1200 SHORT requests (11 to 19 s).
 var DefaultDemo = DemoOptions{
-	Out:      "psp-demo",
-	Loads:    []float64{0.5, 0.8, 0.9},
-	Samples:  1200,
-	Dilation: 1000,
-	Workers:  14,
-	Seed:     1,
+	Out:       "psp-demo",
+	Loads:     []float64{0.5, 0.8, 0.9},
+	Samples:   1200,
+	Calibrate: 2000,
+	Dilation:  1000,
+	Workers:   14,
+	Seed:      1,
 }
 
 // demoSimulated is how long the demo simulates each point (nominal time):
@@ -57,6 +61,9 @@ func (o DemoOptions) withDefaults() DemoOptions {
 	}
 	if o.Samples == 0 && o.Duration == 0 {
 		o.Samples = d.Samples
+	}
+	if o.Calibrate == 0 {
+		o.Calibrate = d.Calibrate
 	}
 	if o.Dilation == 0 {
 		o.Dilation = d.Dilation
@@ -79,7 +86,9 @@ const DemoClassifierFile = "pspheader.wasm"
 // request sleeps its service time x dilation, so 14 workers fit on two
 // cores) and the Wasm psp-header classifier, plays High Bimodal at each
 // load after a 2 s pre-warm, and simulates the same setup for the chart
-// and for CompareTails. Latencies run from each request's actual send to
+// and for CompareTails: each server's overhead is calibrated first
+// (Sweep.Calibrate), and each point is replayed under its own policy and,
+// as a contrast, under the other. Latencies run from each request's actual send to
 // its reply's arrival (the kernel's receive timestamp): what the server
 // and the network did, without the client's own scheduling delays.
 // Unless o.Classifier is set, the embedded module is written to the output
@@ -95,6 +104,8 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		return nil, fmt.Errorf("demo: duration %v, want > 0", o.Duration)
 	case o.Samples < 0:
 		return nil, fmt.Errorf("demo: samples %d, want > 0", o.Samples)
+	case o.Calibrate < 0:
+		return nil, fmt.Errorf("demo: calibration samples %d, want > 0", o.Calibrate)
 	}
 	samples := o.Samples
 	if o.Duration > 0 {
@@ -136,10 +147,12 @@ func Demo(o DemoOptions) (*Sweep, error) {
 			Classifier: cls,
 			MinSamples: 200,
 		},
-		Launcher: o.Launcher,
-		Prewarm:  2 * time.Second,
-		Out:      o.Out,
-		SLO:      10,
-		Simulate: demoSimulated,
+		Launcher:  o.Launcher,
+		Prewarm:   2 * time.Second,
+		Out:       o.Out,
+		SLO:       10,
+		Simulate:  demoSimulated,
+		Calibrate: o.Calibrate,
+		Contrast:  map[string]string{"darc": "cfcfs", "cfcfs": "darc"},
 	}, nil
 }

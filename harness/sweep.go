@@ -64,6 +64,21 @@ type Sweep struct {
 	// (the requests the load generator sent, at the undilated times it
 	// sent them) to compare the shortest type's tails (CompareTails).
 	Simulate time.Duration
+	// Calibrate, when > 0 with Simulate, measures each server's overhead
+	// distribution for CompareTails (TailComparison.ExpectWithOverhead):
+	// before each policy's pre-warm and points, it plays the workload's
+	// shortest type alone at CalibrationLoad of the workers' capacity, so
+	// that requests almost never find the workers busy and cannot queue,
+	// for about Calibrate measured requests; each request's overhead is its
+	// latency minus its service time (OverheadDist). Over 1000, so that
+	// the overhead's p99.9 is not its maximum.
+	Calibrate int
+	// Contrast maps a policy to another whose replay of the policy's
+	// measured points is also compared with them (SweepResult.Contrasts,
+	// contrasts.json): the check's negative control. A live server showing
+	// its policy must be far from another policy's replay of the very same
+	// requests, or the comparison could not tell policies apart.
+	Contrast map[string]string
 	// Timeline, when > 0 and the server has an admin endpoint, records
 	// each point over time (report.Point.Timeline): the per-type p99.9 per
 	// bucket of this width (loadgen.Result.Timeline), the phases of a
@@ -85,8 +100,33 @@ type SweepResult struct {
 	// Tails compares the shortest type's measured tails with the
 	// replayed ones (Sweep.Simulate), written to tails.json.
 	Tails []TailComparison
-	Files []string // every file written, results first
+	// Overheads are, per policy, the server's overhead distribution
+	// measured by the calibration (Sweep.Calibrate).
+	Overheads map[string]OverheadDist
+	// Contrasts compare the measured points with their replays under
+	// another policy (Sweep.Contrast), written to contrasts.json.
+	Contrasts []TailComparison
+	Files     []string // every file written, results first
+
+	// replayed are Replays with their requests of the shortest type;
+	// contrasted the replays under the contrast policies.
+	replayed, contrasted []replayed
 }
+
+// replayed is one measured point replayed in the simulator.
+type replayed struct {
+	point     report.Point // labelled with the measured point's policy
+	simPolicy string       // the policy the simulator ran
+	// times are the shortest type's replayed requests, latencies and
+	// service times on the live server's scale.
+	times []RequestTime
+}
+
+// CalibrationLoad is the load, as a fraction of the workers' capacity, at
+// which a sweep's calibration (Sweep.Calibrate) plays the shortest type
+// alone: with 14 workers and 1 ms requests, 560 requests a second keep 0.56
+// workers busy on average, so a request finds all 14 busy almost never.
+const CalibrationLoad = 0.04
 
 // withDefaults returns s with zero fields set to their defaults.
 func (s Sweep) withDefaults() Sweep {
@@ -116,6 +156,8 @@ func (s *Sweep) Validate() error {
 		return fmt.Errorf("sweep: prewarm %v, want >= 0", s.Prewarm)
 	case s.Samples < 0:
 		return fmt.Errorf("sweep: samples %d, want >= 0", s.Samples)
+	case s.Calibrate < 0:
+		return fmt.Errorf("sweep: calibration samples %d, want >= 0", s.Calibrate)
 	case s.Timeline < 0:
 		return fmt.Errorf("sweep: timeline bucket %v, want >= 0", s.Timeline)
 	}
@@ -151,9 +193,7 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 	}
 	res := &SweepResult{}
 	for _, policy := range sw.Policies {
-		pts, replays, err := sw.runPolicy(ctx, policy)
-		res.Points = append(res.Points, pts...)
-		res.Replays = append(res.Replays, replays...)
+		err := sw.runPolicy(ctx, policy, res)
 		if ctx.Err() != nil {
 			break
 		}
@@ -191,12 +231,21 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 				return res, fmt.Errorf("sweep: %w", err)
 			}
 			res.Files = append(res.Files, f)
-			w := &sw.Plan.Workload
-			if res.Tails, err = CompareTails(res.Points, res.Replays, w, ShortestType(w), sw.Plan.dilation()); err != nil {
+			if res.Tails, err = sw.compareTails(res, res.replayed); err != nil {
 				return res, fmt.Errorf("sweep: %w", err)
 			}
 			f = filepath.Join(sw.Out, "tails.json")
 			if err := writeJSONFile(f, res.Tails); err != nil {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			res.Files = append(res.Files, f)
+		}
+		if len(res.contrasted) > 0 {
+			if res.Contrasts, err = sw.compareTails(res, res.contrasted); err != nil {
+				return res, fmt.Errorf("sweep: contrasts: %w", err)
+			}
+			f = filepath.Join(sw.Out, "contrasts.json")
+			if err := writeJSONFile(f, res.Contrasts); err != nil {
 				return res, fmt.Errorf("sweep: %w", err)
 			}
 			res.Files = append(res.Files, f)
@@ -245,6 +294,37 @@ func (s *Sweep) resolveDilation(ctx context.Context) error {
 	return nil
 }
 
+// compareTails compares the shortest type's measured tails with replays
+// of them, under the constant overhead model and, where the policy's
+// server was calibrated, the distribution model.
+func (s *Sweep) compareTails(res *SweepResult, replays []replayed) ([]TailComparison, error) {
+	w := &s.Plan.Workload
+	pts := make([]report.Point, len(replays))
+	for i := range replays {
+		pts[i] = replays[i].point
+	}
+	tails, err := CompareTails(res.Points, pts, w, ShortestType(w), s.Plan.dilation())
+	if err != nil {
+		return nil, err
+	}
+	for i := range tails {
+		c := &tails[i]
+		for _, rp := range replays {
+			if rp.point.Policy != c.Policy || round(rp.point.Load) != round(c.Load) {
+				continue
+			}
+			if rp.simPolicy != c.Policy {
+				c.SimPolicy = rp.simPolicy
+			}
+			if o, ok := res.Overheads[c.Policy]; ok {
+				c.ExpectWithOverhead(rp.times, &o)
+			}
+			break
+		}
+	}
+	return tails, nil
+}
+
 // simulate runs the simulator on the sweep's workload, workers, policies
 // and loads.
 func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
@@ -263,10 +343,11 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 	return pts, nil
 }
 
-// runPolicy starts a server for policy (unless one is targeted), pre-warms
-// it and measures each load; with Simulate, it replays each point's
-// schedule in the simulator.
-func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays []report.Point, err error) {
+// runPolicy starts a server for policy (unless one is targeted),
+// calibrates its overhead (Calibrate), pre-warms it and measures each load
+// into res; with Simulate, it replays each point's schedule in the
+// simulator (under the policy, and under its Contrast).
+func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) error {
 	target := s.Target
 	if target == nil {
 		spec := s.Server
@@ -275,7 +356,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 		spec.LogPath = filepath.Join(s.Out, "server-"+policy+".log")
 		srv, err := s.Launcher.Launch(ctx, spec)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		defer func() {
 			if err := srv.Stop(); err != nil {
@@ -288,12 +369,30 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 	if target.Admin != "" {
 		var err error
 		if admin, err = NewAdminClient(target.Admin, 2*time.Second); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	plan := s.Plan
 	plan.Spec.Server = target.Listen
 	plan.Rate = 0
+	replay := s.Simulate > 0 && slices.Contains(sim.PolicyNames(), policy) && !plan.phased()
+	contrast := s.Contrast[policy]
+	if !slices.Contains(sim.PolicyNames(), contrast) {
+		contrast = ""
+	}
+	if replay && s.Calibrate > 0 {
+		// Before the pre-warm: a policy that profiles its workload (DARC)
+		// sees the calibration's single type, and the pre-warm's mix then
+		// makes it reserve for the mix again.
+		o, err := s.calibrate(ctx, plan, policy)
+		if err != nil {
+			return err
+		}
+		if res.Overheads == nil {
+			res.Overheads = map[string]OverheadDist{}
+		}
+		res.Overheads[policy] = o
+	}
 	if s.Prewarm > 0 {
 		warm := plan
 		warm.Duration = s.Prewarm
@@ -301,16 +400,15 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 		if plan.phased() {
 			// The first phase's mix: the run starts with it.
 			if err := plan.Validate(); err != nil {
-				return nil, nil, err
+				return err
 			}
 			warm.Workload, warm.Phases = plan.Phases.Mix(0), workload.Phases{}
 		}
 		fmt.Fprintf(s.Log, "%s: pre-warming for %v at load %.2g\n", policy, s.Prewarm, warm.Load)
 		if _, err := warm.Run(ctx, policy+" prewarm"); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	replay := s.Simulate > 0 && slices.Contains(sim.PolicyNames(), policy) && !plan.phased()
 	for _, load := range s.Loads {
 		plan.Load = load
 		if s.Samples > 0 && !plan.phased() {
@@ -321,14 +419,14 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 		if s.Timeline > 0 && admin != nil {
 			reservations = startReservationPoller(ctx, admin)
 		}
-		res, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
+		lg, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
 		meanIdle, wasted := idle()
 		var adopted []report.Reservation
 		if reservations != nil {
 			adopted = reservations()
 		}
 		if err != nil {
-			return points, replays, err
+			return err
 		}
 		reservation := ""
 		if admin != nil {
@@ -338,9 +436,9 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 				}
 			}
 		}
-		pt := plan.Point(res, policy, meanIdle, wasted)
+		pt := plan.Point(lg, policy, meanIdle, wasted)
 		if s.Timeline > 0 {
-			tl := res.Timeline(s.Timeline)
+			tl := lg.Timeline(s.Timeline)
 			at := 0.0
 			for _, ph := range plan.Phases.Phases {
 				tl.Phases = append(tl.Phases, report.PhaseMark{StartSec: at, Name: ph.Name})
@@ -349,24 +447,64 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string) (points, replays [
 			tl.Reservations = adopted
 			pt.Timeline = tl
 		}
-		points = append(points, pt)
+		res.Points = append(res.Points, pt)
 		if replay {
-			rp, err := s.replay(&plan, res, policy)
+			rp, err := s.replay(&plan, lg, policy)
 			if err != nil {
-				return points, replays, err
+				return err
 			}
-			replays = append(replays, rp)
+			rp.point.Policy = policy
+			res.Replays = append(res.Replays, rp.point)
+			res.replayed = append(res.replayed, rp)
+			if contrast != "" {
+				cp, err := s.replay(&plan, lg, contrast)
+				if err != nil {
+					return err
+				}
+				cp.point.Policy, cp.point.Source = policy, fmt.Sprintf("%s under %s", ReplaySource, contrast)
+				res.contrasted = append(res.contrasted, cp)
+			}
 		}
 		note := "sustained"
-		if !res.Sustained {
-			note = "NOT sustained: " + res.NotSustainedReason()
+		if !lg.Sustained {
+			note = "NOT sustained: " + lg.NotSustainedReason()
 		}
-		fmt.Fprintf(s.Log, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s%s\n", policy, load, res.OfferedRate, pt.Overall.P999Slowdown, note, reservation)
-		if res.Interrupted {
+		fmt.Fprintf(s.Log, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s%s\n", policy, load, lg.OfferedRate, pt.Overall.P999Slowdown, note, reservation)
+		if lg.Interrupted {
 			break
 		}
 	}
-	return points, replays, nil
+	return nil
+}
+
+// calibrate measures the overhead distribution of the server plan
+// targets (see Sweep.Calibrate).
+func (s *Sweep) calibrate(ctx context.Context, plan Plan, policy string) (OverheadDist, error) {
+	w := &plan.Workload
+	name := ShortestType(w)
+	cal := plan
+	for _, t := range w.Types {
+		if t.Name == name {
+			t.Share = 1
+			cal.Workload = workload.Workload{Name: w.Name + " (" + name + " only)", Types: []workload.TypeSpec{t}}
+		}
+	}
+	cal.Load, cal.Rate = CalibrationLoad, 0
+	cal.Duration = cal.DurationFor(s.Calibrate, name)
+	lg, err := cal.Run(ctx, policy+" calibration")
+	if err != nil {
+		return OverheadDist{}, fmt.Errorf("calibration: %w", err)
+	}
+	var reqs []RequestTime
+	for _, q := range lg.AppendSamples(nil, 0) {
+		reqs = append(reqs, RequestTime{LatencyNs: q.LatencyNs, ServiceNs: q.ServiceNs})
+	}
+	o := NewOverheadDist(reqs)
+	o.Sent, o.Lost = lg.Sent, lg.Lost
+	ms := func(v int64) string { return time.Duration(v).Round(time.Microsecond).String() }
+	fmt.Fprintf(s.Log, "%s: overhead calibration, %d %s requests at %.0f req/s: p50 %s, p99 %s, p99.9 %s, max %s (%d lost)\n",
+		policy, len(o.Ns), name, lg.OfferedRate, ms(o.Quantile(0.5)), ms(o.Quantile(0.99)), ms(o.Quantile(0.999)), ms(o.Quantile(1)), o.Lost)
+	return o, nil
 }
 
 // ReplaySource labels simulated replays of measured points.
@@ -375,8 +513,9 @@ const ReplaySource = "sim (same schedule)"
 // replay simulates what the load generator sent in res under policy: the
 // same requests, arriving at the (undilated) times they were actually sent,
 // so that the simulator sees the very arrivals the server saw, bursts left
-// by a late sender included, and the same warm-up share.
-func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (report.Point, error) {
+// by a late sender included, and the same warm-up share. It returns the
+// point with the shortest type's replayed requests on the live scale.
+func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (replayed, error) {
 	d := plan.dilation()
 	warm := plan.Spec.Warmup
 	switch {
@@ -396,8 +535,9 @@ func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (report.P
 		trace = append(trace, sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)})
 	}
 	if len(trace) == 0 {
-		return report.Point{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
+		return replayed{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
 	}
+	latencies := make([]int64, len(trace))
 	pt, err := sim.Run(sim.Config{
 		Workload: plan.Workload,
 		Workers:  plan.Workers,
@@ -408,12 +548,21 @@ func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (report.P
 		Warmup:   warm,
 		Source:   ReplaySource,
 		Trace:    trace,
+
+		TraceLatencies: latencies,
 	})
 	if err != nil {
-		return report.Point{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
+		return replayed{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
 	}
 	pt.Load = plan.OfferedLoad()
-	return pt, nil
+	short := slices.Index(plan.Workload.TypeNames(), ShortestType(&plan.Workload))
+	var times []RequestTime
+	for i, l := range latencies {
+		if l >= 0 && trace[i].Type == short {
+			times = append(times, RequestTime{LatencyNs: int64(float64(l) * d), ServiceNs: int64(float64(trace[i].ServiceNs) * d)})
+		}
+	}
+	return replayed{point: pt, simPolicy: policy, times: times}, nil
 }
 
 // startIdleSampler polls the server's /status every 250 ms (idle_workers

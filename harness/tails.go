@@ -18,13 +18,24 @@ const DefaultTailBound = 1.5
 
 // TailComparison compares one request type's live tail slowdowns at one
 // load point with the simulator's replay of the same requests (see
-// Sweep.Simulate) plus the live server's fixed overhead: what every request
-// pays that the simulator does not model (the network and the dispatcher's
-// and emulation's fixed costs). The overhead is measured, per policy, as
-// the live median latency of the type minus the simulated median at the
-// policy's lowest load (where a median request does not queue), and added
-// to every simulated latency: the expected slowdown at a quantile is the
-// simulated one plus overhead / the type's mean service time.
+// Sweep.Simulate) plus what the live server adds to every request that the
+// simulator does not model: the network, the dispatcher's and emulation's
+// costs, and the host's stalls in any of its wake-ups. It holds that
+// expectation under two models of the overhead:
+//
+//   - A distribution (when the sweep calibrated, Sweep.Calibrate): each
+//     request's overhead measured in a calibration run against the same
+//     server where requests cannot queue (OverheadDist). The expected
+//     latency of a request is its replayed latency plus an independent
+//     draw of that overhead, and the expected quantiles are those of the
+//     sum, computed exactly (SumSlowdownQuantile). This is the model the
+//     check judges by.
+//   - A constant, for comparison: the live median latency of the type
+//     minus the simulated median at the policy's lowest load (where a
+//     median request does not queue), added to every simulated latency:
+//     the expected slowdown at a quantile is the simulated one plus
+//     overhead / the type's mean service time. A median cannot carry the
+//     host's rare millisecond stalls, which a short type's p99.9 shows.
 type TailComparison struct {
 	Policy string  `json:"policy"`
 	Load   float64 `json:"load"`
@@ -52,29 +63,99 @@ type TailComparison struct {
 	ExpectedP999 float64 `json:"expected_p999_slowdown"`
 	RatioP99     float64 `json:"ratio_p99"`
 	RatioP999    float64 `json:"ratio_p999"`
+
+	// SimPolicy, when set, is the policy the replay ran instead of Policy:
+	// a contrast (SweepResult.Contrasts), the check's negative control.
+	SimPolicy string `json:"sim_policy,omitempty"`
+
+	// The overhead-distribution model (zero OverheadSamples: not
+	// calibrated, and the constant model judges). OverheadSamples
+	// overheads were measured (OverheadLost calibration requests went
+	// unanswered); their quantiles, in ns, are OverheadP50Ns...
+	// OverheadMaxNs. ExpectedDist* are the expected slowdowns (replay plus
+	// an independent overhead), RatioDist* the ratios live / expected.
+	OverheadSamples  int     `json:"overhead_samples,omitempty"`
+	OverheadLost     int64   `json:"overhead_lost,omitempty"`
+	OverheadP50Ns    int64   `json:"overhead_p50_ns,omitempty"`
+	OverheadP99Ns    int64   `json:"overhead_p99_ns,omitempty"`
+	OverheadP999Ns   int64   `json:"overhead_p999_ns,omitempty"`
+	OverheadMaxNs    int64   `json:"overhead_max_ns,omitempty"`
+	ExpectedDistP99  float64 `json:"expected_dist_p99_slowdown,omitempty"`
+	ExpectedDistP999 float64 `json:"expected_dist_p999_slowdown,omitempty"`
+	RatioDistP99     float64 `json:"ratio_dist_p99,omitempty"`
+	RatioDistP999    float64 `json:"ratio_dist_p999,omitempty"`
 }
 
-// Within reports whether both ratios are within bound either way (between
-// 1/bound and bound).
+// Distribution reports whether the overhead-distribution model is set (and
+// judges the comparison).
+func (c *TailComparison) Distribution() bool { return c.OverheadSamples > 0 }
+
+// Ratios returns the ratios the comparison is judged by: the
+// distribution model's when it is set, else the constant model's.
+func (c *TailComparison) Ratios() (p99, p999 float64) {
+	if c.Distribution() {
+		return c.RatioDistP99, c.RatioDistP999
+	}
+	return c.RatioP99, c.RatioP999
+}
+
+// Expected returns the expected slowdowns the comparison is judged by
+// (see Ratios).
+func (c *TailComparison) Expected() (p99, p999 float64) {
+	if c.Distribution() {
+		return c.ExpectedDistP99, c.ExpectedDistP999
+	}
+	return c.ExpectedP99, c.ExpectedP999
+}
+
+// ExpectWithOverhead sets the overhead-distribution model: replay holds
+// the replayed requests of the type (latency and service time on the live
+// server's scale) and o the server's calibrated overheads.
+func (c *TailComparison) ExpectWithOverhead(replay []RequestTime, o *OverheadDist) {
+	if len(o.Ns) == 0 || len(replay) == 0 {
+		return
+	}
+	c.OverheadSamples, c.OverheadLost = len(o.Ns), o.Lost
+	c.OverheadP50Ns, c.OverheadP99Ns, c.OverheadP999Ns = o.Quantile(0.5), o.Quantile(0.99), o.Quantile(0.999)
+	c.OverheadMaxNs = o.Ns[len(o.Ns)-1]
+	c.ExpectedDistP99 = SumSlowdownQuantile(replay, o, 0.99)
+	c.ExpectedDistP999 = SumSlowdownQuantile(replay, o, 0.999)
+	c.RatioDistP99 = ratio(c.LiveP99, c.ExpectedDistP99)
+	c.RatioDistP999 = ratio(c.LiveP999, c.ExpectedDistP999)
+}
+
+// Within reports whether both judged ratios (Ratios) are within bound
+// either way (between 1/bound and bound).
 func (c *TailComparison) Within(bound float64) bool {
 	in := func(r float64) bool { return r >= 1/bound && r <= bound }
-	return in(c.RatioP99) && in(c.RatioP999)
+	p99, p999 := c.Ratios()
+	return in(p99) && in(p999)
 }
 
 // Problem explains why c does not make a valid check at bound ("" when it
-// does): too few samples for a p99.9 that is not the maximum, an
-// unsustained run, or a ratio outside the bound.
+// does): too few samples for a p99.9 that is not the maximum (live or in
+// the calibration), an unsustained run or calibration, or a judged ratio
+// outside the bound.
 func (c *TailComparison) Problem(bound float64) string {
+	oh := c.OverheadNs
+	if c.Distribution() {
+		oh = float64(c.OverheadP50Ns)
+	}
+	p99, p999 := c.Ratios()
 	switch {
 	case !c.Answered:
 		return "requests lost or late"
 	case !c.P999BelowMax:
 		return fmt.Sprintf("only %d samples: p99.9 is the sample's maximum", c.Samples)
-	case c.OverheadNs > c.ServiceNs:
+	case c.Distribution() && c.OverheadSamples <= 1000:
+		return fmt.Sprintf("only %d overhead samples: the overhead's p99.9 is their maximum", c.OverheadSamples)
+	case c.Distribution() && float64(c.OverheadLost) > (1-loadgen.SustainedFraction)*float64(int64(c.OverheadSamples)+c.OverheadLost):
+		return fmt.Sprintf("%d calibration requests lost", c.OverheadLost)
+	case oh > c.ServiceNs:
 		return fmt.Sprintf("fixed overhead %v exceeds the type's service time %v: the server is not keeping up",
-			time.Duration(c.OverheadNs).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
+			time.Duration(oh).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
 	case !c.Within(bound):
-		return fmt.Sprintf("live/sim %.2f (p99), %.2f (p99.9), want within %gx", c.RatioP99, c.RatioP999, bound)
+		return fmt.Sprintf("live/expected %.2f (p99), %.2f (p99.9), want within %gx", p99, p999, bound)
 	}
 	return ""
 }

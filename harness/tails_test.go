@@ -99,10 +99,11 @@ func TestReplayIsWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := Sweep{Plan: p}
-	rp, err := sw.replay(&p, res, "cfcfs")
+	r, err := sw.replay(&p, res, "cfcfs")
 	if err != nil {
 		t.Fatal(err)
 	}
+	rp := r.point
 	n := map[int]uint64{}
 	sched := res.Schedule()
 	for i := range int(res.Sent) {
@@ -116,7 +117,18 @@ func TestReplayIsWhatWasSent(t *testing.T) {
 			t.Errorf("%s: replay has %d requests, the load generator sent %d", name, st.Count, n[i])
 		}
 	}
-	if rp.Source != ReplaySource || rp.Load != 0.8 {
-		t.Errorf("replay labelled %q at load %v", rp.Source, rp.Load)
+	if rp.Source != ReplaySource || rp.Load != 0.8 || r.simPolicy != "cfcfs" {
+		t.Errorf("replay labelled %q at load %v under %s", rp.Source, rp.Load, r.simPolicy)
+	}
+	// The shortest type's replayed requests, on the live (dilated) scale:
+	// as many as the replay's statistics count, none faster than its
+	// service time.
+	if st, _ := rp.TypeStat("SHORT"); uint64(len(r.times)) != st.Count {
+		t.Errorf("%d SHORT request times, the replay counts %d", len(r.times), st.Count)
+	}
+	for _, q := range r.times {
+		if q.ServiceNs != 1e6 || q.LatencyNs < q.ServiceNs {
+			t.Fatalf("replayed SHORT request %+v: want 1ms of service, no less latency", q)
+		}
 	}
 }

@@ -379,12 +379,38 @@ func TestResultAccounting(t *testing.T) {
 		}
 		// Slowdown against service time x dilation: the SHORT type's is
 		// latency / (1µs x 10).
-		for _, ts := range res.Types {
+		for ti, ts := range res.Types {
 			if ts.Name == "SHORT" {
 				if s := ts.P50Slowdown; s < want/1e4*0.99 || s > want/1e4*1.01 {
 					t.Errorf("fromSend=%v: SHORT p50 slowdown %v, want %v", fromSend, s, want/1e4)
 				}
 			}
+			// The samples are the requests the statistics count: late ones
+			// in, lost and warm-up ones out.
+			samples := res.AppendSamples(nil, ti)
+			if uint64(len(samples)) != ts.Count || ts.Count == 0 {
+				t.Fatalf("fromSend=%v %s: %d samples, statistics count %d", fromSend, ts.Name, len(samples), ts.Count)
+			}
+			late := 0
+			for _, s := range samples {
+				q := &sched.Requests[s.ID]
+				switch {
+				case s.ID < n/10 || s.ID%100 == 7 || int(q.Type) != ti:
+					t.Fatalf("fromSend=%v: sample %+v is a warm-up, lost or other type's request", fromSend, s)
+				case s.ServiceNs != int64(float64(q.ServiceNs)*10):
+					t.Fatalf("fromSend=%v: sample %+v, service %d x 10", fromSend, s, q.ServiceNs)
+				case s.ID%100 == 9:
+					late++
+				case float64(s.LatencyNs) != want:
+					t.Fatalf("fromSend=%v: sample %+v, latency want %v", fromSend, s, want)
+				}
+			}
+			if late == 0 {
+				t.Errorf("fromSend=%v %s: no late request among the samples", fromSend, ts.Name)
+			}
+		}
+		if all := res.AppendSamples(nil, -1); uint64(len(all)) != res.Overall.Count {
+			t.Errorf("fromSend=%v: %d samples of every type, statistics count %d", fromSend, len(all), res.Overall.Count)
 		}
 	}
 }

@@ -88,13 +88,14 @@ type Result struct {
 	Overall report.Stats
 	Types   []report.TypeStats
 
-	sched   *Schedule
-	recv    []int64
-	sentAt  []int64
-	sentOK  []bool
-	shed    []bool
-	inTime  int64
-	warmIdx int
+	sched    *Schedule
+	recv     []int64
+	sentAt   []int64
+	sentOK   []bool
+	shed     []bool
+	inTime   int64
+	warmIdx  int
+	fromSend bool
 }
 
 // SustainedFraction is the share of the offered requests that must be
@@ -128,6 +129,7 @@ func (r *run) result(inTime int64) *Result {
 		shed:         r.shed,
 		inTime:       inTime,
 		warmIdx:      warm,
+		fromSend:     r.spec.FromActualSend,
 	}
 	names := make([]string, len(sched.Types))
 	ids := make([]uint32, len(sched.Types))
@@ -153,11 +155,7 @@ func (r *run) result(inTime int64) *Result {
 			res.Answered++
 		}
 		if id >= warm {
-			from := q.At
-			if r.spec.FromActualSend {
-				from = r.sentAt[id]
-			}
-			rec.Record(int(q.Type), got-from, int64(float64(q.ServiceNs)*r.spec.Dilation))
+			rec.Record(int(q.Type), res.latency(id), res.serviceNs(id))
 		}
 	}
 	var p report.Point
@@ -170,6 +168,43 @@ func (r *run) result(inTime int64) *Result {
 	res.Sustained = !res.SenderBehind && res.Sent == res.Scheduled &&
 		float64(res.Answered) >= SustainedFraction*float64(res.Sent)
 	return res
+}
+
+// latency is request id's latency as the statistics count it: from its
+// intended (or, with Spec.FromActualSend, actual) send to its reply.
+func (r *Result) latency(id int) int64 {
+	from := r.sched.Requests[id].At
+	if r.fromSend {
+		from = r.sentAt[id]
+	}
+	return r.recv[id] - from
+}
+
+// serviceNs is request id's service time on the server's scale: nominal x
+// Dilation.
+func (r *Result) serviceNs(id int) int64 {
+	return int64(float64(r.sched.Requests[id].ServiceNs) * r.Dilation)
+}
+
+// Sample is one measured request.
+type Sample struct {
+	ID        int   // index in the schedule
+	LatencyNs int64 // as the statistics count it (see Result.Overall)
+	ServiceNs int64 // nominal service time x Dilation
+}
+
+// AppendSamples appends to dst, in schedule order, the requests of type
+// index typ (every type when typ < 0) that the statistics count: answered
+// (in time or late) after the warm-up, not shed. Their latencies are the
+// exact distribution behind Types[typ]'s quantiles.
+func (r *Result) AppendSamples(dst []Sample, typ int) []Sample {
+	for id := r.warmIdx; id < int(r.Sent) && id < len(r.recv); id++ {
+		if r.recv[id] == 0 || r.shed[id] || (typ >= 0 && int(r.sched.Requests[id].Type) != typ) {
+			continue
+		}
+		dst = append(dst, Sample{ID: id, LatencyNs: r.latency(id), ServiceNs: r.serviceNs(id)})
+	}
+	return dst
 }
 
 // Schedule returns the schedule the run played.

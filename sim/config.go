@@ -164,6 +164,14 @@ type Config struct {
 	// the trace's mean rate over Duration, and Warmup is the fraction of
 	// the trace's first requests not recorded.
 	Trace []Arrival
+	// TraceLatencies, when not nil, must have Trace's length: the run
+	// writes each traced request's recorded latency into it, at the
+	// request's index in Trace (ns from its arrival to its completion,
+	// NetworkRTT included, as the point's statistics count it), and -1 for
+	// the requests the statistics leave out (arrived in the warm-up,
+	// dropped, expired). It gives the exact distribution behind the
+	// point's quantiles; the run allocates nothing for it.
+	TraceLatencies []int64
 	// Tenants, when not empty, simulates a multi-tenant server (policies
 	// darc and darc-static): each tenant offers its own workload at its own
 	// load and has its own share of the workers and the pool, scheduled by
@@ -314,12 +322,19 @@ func (c Config) Validate() error {
 	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:
 		return bad("timeline bucket %v: %d buckets over %v, at most %d", c.Timeline, c.Duration/c.Timeline, c.Duration, maxTimelineBuckets)
 	}
+	if len(c.Trace) == 0 && len(c.TraceLatencies) > 0 {
+		return bad("%d trace latencies without a trace", len(c.TraceLatencies))
+	}
 	if len(c.Trace) > 0 {
 		switch {
 		case len(c.Phases.Phases) > 0:
 			return bad("a trace and phases: give one")
 		case c.Dilation != 1:
 			return bad("dilation %g with a trace: give the trace's times and service times as they are", c.Dilation)
+		case len(c.Trace) > math.MaxInt32:
+			return bad("%d traced requests, at most %d", len(c.Trace), math.MaxInt32)
+		case c.TraceLatencies != nil && len(c.TraceLatencies) != len(c.Trace):
+			return bad("%d trace latencies for %d traced requests, want one each", len(c.TraceLatencies), len(c.Trace))
 		}
 		for i, a := range c.Trace {
 			switch {

@@ -20,6 +20,7 @@ type request struct {
 	seq       int64 // preempt: FIFO order across its two queues
 	typ       int32 // workload type index (the true type)
 	seen      int32 // type index the classifier gave it (Config.Misclassify)
+	trace     int32 // index in Config.Trace (traced runs)
 }
 
 // phaseRun is one phase of the arrival process: its own Poisson process and
@@ -120,6 +121,9 @@ func newRun(cfg Config) *run {
 		}
 	}
 	r.warm = int64(cfg.Warmup * float64(cfg.Duration))
+	for i := range cfg.TraceLatencies {
+		cfg.TraceLatencies[i] = -1
+	}
 	if n := len(cfg.Trace); n > 0 {
 		r.warm = 0
 		if i := int(cfg.Warmup * float64(n)); i > 0 {
@@ -168,10 +172,10 @@ func (r *run) advanceArrival() {
 // arrive creates the request reaching its queue now and returns its
 // handle.
 func (r *run) arrive(now int64) int32 {
-	var typ int32
+	var typ, idx int32
 	var svc int64
 	if tr := r.cfg.Trace; len(tr) > 0 {
-		typ, svc = int32(tr[r.next].Type), tr[r.next].ServiceNs
+		typ, svc, idx = int32(tr[r.next].Type), tr[r.next].ServiceNs, int32(r.next)
 		r.next++
 	} else {
 		ph := &r.phases[r.phase]
@@ -195,7 +199,7 @@ func (r *run) arrive(now int64) int32 {
 		r.reqs = append(r.reqs, request{})
 	}
 	a := r.pendingArrival
-	r.reqs[h] = request{arrival: a, service: svc, remaining: svc, typ: typ, seen: seen}
+	r.reqs[h] = request{arrival: a, service: svc, remaining: svc, typ: typ, seen: seen, trace: idx}
 	if a >= r.warm {
 		r.arrived++
 		r.typeArrived[typ]++
@@ -243,6 +247,9 @@ func (r *run) complete(h int32, now int64) {
 	server := now - q.arrival
 	if q.arrival >= r.warm {
 		r.rec.RecordEndToEnd(int(q.typ), server, r.rttNs, q.service)
+		if r.cfg.TraceLatencies != nil {
+			r.cfg.TraceLatencies[q.trace] = server + r.rttNs
+		}
 		if tr := r.tenants; tr != nil {
 			tr.rec[tr.types.tenant[q.typ]].RecordEndToEnd(int(tr.types.local[q.typ]), server, r.rttNs, q.service)
 		}

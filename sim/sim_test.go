@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -342,5 +343,75 @@ func TestTraceReplaysPoissonRun(t *testing.T) {
 		if _, err := Run(c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s trace: %v, want ErrInvalidConfig", name, err)
 		}
+	}
+}
+
+// TestTraceLatenciesAreTheRecordedOnes checks that Config.TraceLatencies
+// holds, request by request, the latencies behind the point's statistics
+// (same count, same quantiles to the histograms' precision, the warm-up
+// left out), under a non-preemptive and a preemptive policy, and that it
+// costs the run no allocation.
+func TestTraceLatenciesAreTheRecordedOnes(t *testing.T) {
+	w, err := workload.Builtin("high-bimodal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Workload: w, Workers: 14, Load: 0.9, Duration: 300 * time.Millisecond, Seed: 5, Warmup: 0.1}
+	cfg := base.withDefaults()
+	sampler, arrivals := w.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
+	var trace []Arrival
+	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
+		typ, svc := sampler.Next()
+		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
+	}
+	for _, pol := range []string{"cfcfs", "darc", "ts"} {
+		c := base
+		c.Policy, c.Trace, c.Rate, c.Load, c.Duration = pol, trace, cfg.Rate, 0, 0
+		c.TraceLatencies = make([]int64, len(trace))
+		p, err := Run(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm := trace[int(0.1*float64(len(trace)))].At
+		for ti, ts := range p.Types {
+			var lat []int64
+			for i, l := range c.TraceLatencies {
+				switch {
+				case trace[i].At < warm && l != -1:
+					t.Fatalf("%s: request %d arrived in the warm-up and has latency %d", pol, i, l)
+				case trace[i].Type == ti && l >= 0:
+					if l < trace[i].ServiceNs {
+						t.Fatalf("%s: request %d took %d, less than its service time %d", pol, i, l, trace[i].ServiceNs)
+					}
+					lat = append(lat, l)
+				}
+			}
+			if uint64(len(lat)) != ts.Count || ts.Count == 0 {
+				t.Fatalf("%s %s: %d latencies, the statistics count %d", pol, ts.Name, len(lat), ts.Count)
+			}
+			slices.Sort(lat)
+			for _, q := range []struct {
+				q    float64
+				want int64
+			}{{0.5, ts.P50Latency}, {0.99, ts.P99Latency}, {0.999, ts.P999Latency}, {1, ts.MaxLatency}} {
+				got := lat[int(math.Ceil(q.q*float64(len(lat))))-1]
+				if math.Abs(float64(got-q.want)) > 0.001*float64(q.want)+1 {
+					t.Errorf("%s %s: p%g of the latencies %d, statistics %d", pol, ts.Name, 100*q.q, got, q.want)
+				}
+			}
+		}
+		without := c
+		without.TraceLatencies = nil
+		// Tens of thousands of requests: one allocation per request would
+		// show; the runs' own allocations vary by one or two.
+		if a, b := testing.AllocsPerRun(3, func() { _, _ = Run(c) }), testing.AllocsPerRun(3, func() { _, _ = Run(without) }); a > b+2 {
+			t.Errorf("%s: %v allocations with trace latencies, %v without (%d requests)", pol, a, b, len(trace))
+		}
+	}
+	c := base
+	c.Trace, c.Rate, c.Load, c.Duration = trace, cfg.Rate, 0, 0
+	c.TraceLatencies = make([]int64, len(trace)-1)
+	if _, err := Run(c); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("trace latencies of the wrong length: %v, want ErrInvalidConfig", err)
 	}
 }

@@ -21,17 +21,22 @@ func demoCommand() *cli.Command {
 			"the Wasm psp-header classifier (built in), plays the High Bimodal workload (50% 1µs,\n" +
 			"50% 100µs) at a few loads with the open-loop client, prints the table and writes\n" +
 			"the results and charts into --out. It runs anywhere: no checkout needed.\n\n" +
-			"It also simulates the same setup and prints, per point, SHORT's live p99 and p99.9\n" +
-			"slowdowns against the simulator's plus the server's fixed overhead (the live median\n" +
-			"minus the simulated one at the lowest load): a ratio near 1 means the live server\n" +
-			"shows the policy, not its host. Each point lasts long enough for --samples SHORT\n" +
-			"requests (over 1000: the p99.9 is then not the sample's maximum); latencies run from\n" +
-			"each request's actual send to the kernel's receive of its reply.",
+			"It also replays each point's requests in the simulator and prints, per point, SHORT's\n" +
+			"live p99 and p99.9 slowdowns against the replay's plus the server's overhead: each\n" +
+			"server first serves --calibrate SHORT requests alone, at a rate where they cannot\n" +
+			"queue, and each one's latency minus its service time is a draw of what the network,\n" +
+			"the emulation and the host add; the expected tail is that of a replayed latency plus\n" +
+			"an independent draw. A ratio near 1 means the live server shows the policy, not its\n" +
+			"host; the same points against the other policy's replay show how far apart the two\n" +
+			"policies are. Each point lasts long enough for --samples SHORT requests (over 1000:\n" +
+			"the p99.9 is then not the sample's maximum); latencies run from each request's\n" +
+			"actual send to the kernel's receive of its reply.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: d.Out, Usage: "output `DIR`"},
 			&cli.StringFlag{Name: "loads", Value: "0.5,0.8,0.9", Usage: "offered loads: START:END:STEP or a comma-separated list"},
 			&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "SHORT requests measured per load point (sets each point's length)"},
 			&cli.DurationFlag{Name: "duration", Usage: "length of each load point, instead of --samples", DefaultText: "from --samples"},
+			&cli.IntFlag{Name: "calibrate", Value: d.Calibrate, Usage: "SHORT requests of each server's overhead calibration (over 1000)"},
 			&cli.Float64Flag{Name: "dilation", Value: d.Dilation, Usage: "time dilation of the emulated server (1µs of service = dilation µs of sleep)"},
 			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "emulated workers"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` (default: the built-in C psp-header module)"},
@@ -48,7 +53,7 @@ func runDemo(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("demo: unexpected argument %q (flags only; see psp demo --help)", c.Args().First())
 	}
-	if err := refuseZero(c, "out", "loads", "samples", "duration", "dilation", "workers", "classifier"); err != nil {
+	if err := refuseZero(c, "out", "loads", "samples", "calibrate", "duration", "dilation", "workers", "classifier"); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	loads, err := harness.ParseLoads(c.String("loads"))
@@ -59,6 +64,7 @@ func runDemo(c *cli.Context) error {
 		Out:        c.String("out"),
 		Loads:      loads,
 		Samples:    c.Int("samples"),
+		Calibrate:  c.Int("calibrate"),
 		Duration:   c.Duration("duration"),
 		Dilation:   c.Float64("dilation"),
 		Workers:    c.Int("workers"),
@@ -73,6 +79,9 @@ func runDemo(c *cli.Context) error {
 	}
 	if o.Samples < 0 {
 		return fmt.Errorf("demo: --samples %d: want > 0", o.Samples)
+	}
+	if o.Calibrate < 0 {
+		return fmt.Errorf("demo: --calibrate %d: want > 0", o.Calibrate)
 	}
 	sw, err := harness.Demo(o)
 	if err != nil {
@@ -118,6 +127,7 @@ func runDemo(c *cli.Context) error {
 		}
 	}
 	printTails(out, res.Tails)
+	printContrasts(out, res.Contrasts)
 	fmt.Fprintln(out, "\nslowdown.png also shows the simulator's curves for the same setup (\"policy (sim)\").")
 	abs, _ := filepath.Abs(sw.Out)
 	fmt.Fprintf(out, "\ndone in %v; results and charts are in %s (redraw with: psp plot %s)\n",

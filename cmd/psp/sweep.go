@@ -47,6 +47,7 @@ func sweepCommand() *cli.Command {
 			&cli.DurationFlag{Name: "prewarm", Value: 2 * time.Second, Usage: "traffic sent at the middle load before each policy's first point, not measured (0: none)"},
 			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output `DIR` (created if missing)"},
 			&cli.BoolFlag{Name: "with-sim", Usage: "also simulate the same policies and loads (1s each) and draw them on slowdown.png as \"policy (sim)\"; written to sim.json"},
+			&cli.IntFlag{Name: "calibrate", Usage: "with --with-sim: before each policy's points, measure the server's overhead with this many requests of the shortest type alone (where they cannot queue), and compare the live tails with the replay plus that overhead distribution (over 1000; 0: the median overhead only)"},
 			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown SLO for the summary lines and the charts' dashed line (0: none)"},
 			&cli.StringFlag{Name: "phases", Usage: "`PHASES`: play a workload that changes over time instead of --workload (built-in: " + strings.Join(workload.PhaseNames(), ", ") + ", or a .yaml/.json file); --loads apply to the phases without a load of their own"},
 			&cli.DurationFlag{Name: "timeline", Usage: "record each point over time in buckets of this width: p99.9 per type and the server's reservations, polled (results.json, timeline-<policy>-<load>.png)"},
@@ -105,6 +106,14 @@ func runSweep(c *cli.Context) error {
 	if c.Bool("with-sim") {
 		sw.Simulate = time.Second
 	}
+	switch n := c.Int("calibrate"); {
+	case n < 0:
+		return fmt.Errorf("sweep: --calibrate %d: want > 0 (0: none)", n)
+	case n > 0 && !c.Bool("with-sim"):
+		return errors.New("sweep: --calibrate needs --with-sim (the overhead is added to the simulator's replay)")
+	default:
+		sw.Calibrate = n
+	}
 	if c.Bool("in-process") {
 		sw.Launcher = harness.InProcess{}
 	}
@@ -158,6 +167,9 @@ func printSweep(c *cli.Context, res *harness.SweepResult) error {
 			return fmt.Errorf("json: %w", err)
 		}
 		doc["tails"] = res.Tails
+		if len(res.Contrasts) > 0 {
+			doc["contrasts"] = res.Contrasts
+		}
 		enc, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return fmt.Errorf("json: %w", err)
@@ -170,6 +182,7 @@ func printSweep(c *cli.Context, res *harness.SweepResult) error {
 	}
 	if !c.Bool("json") && c.Command.Name == "sweep" {
 		printTails(out, res.Tails)
+		printContrasts(out, res.Contrasts)
 	}
 	if len(res.Summaries) > 0 {
 		fmt.Fprintln(out)
@@ -183,25 +196,42 @@ func printSweep(c *cli.Context, res *harness.SweepResult) error {
 }
 
 // printTails prints the live-against-simulated tail comparison of a sweep
-// that simulated its points.
+// that simulated its points: under the overhead distribution when the
+// sweep calibrated it (and the constant median overhead beside it), else
+// under the constant overhead alone.
 func printTails(w io.Writer, tails []harness.TailComparison) {
 	if len(tails) == 0 {
 		return
 	}
 	t0 := tails[0]
-	fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
-		"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
+	us := func(ns float64) string { return time.Duration(ns).Round(10 * time.Microsecond).String() }
+	if t0.Distribution() {
+		fmt.Fprintf(w, "\n%s tail slowdowns, live against the simulator's replay of the same requests plus the\n"+
+			"server's overhead, measured request by request where requests cannot queue (calibration:\n"+
+			"network, emulation, the host's stalls); ratio = live / expected. const: the same with the\n"+
+			"median overhead added to every request instead (live median minus simulated median at\n"+
+			"the lowest load), for comparison:\n", t0.Type)
+		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead p50/p99.9\tp99 live\texpected\tratio\tconst\tp99.9 live\texpected\tratio\tconst\t")
+	} else {
+		fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
+			"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
+		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
+	}
 	bad := 0
 	for _, t := range tails {
 		note := ""
 		if p := t.Problem(harness.DefaultTailBound); p != "" {
 			note, bad = "  ! "+p, bad+1
 		}
-		fmt.Fprintf(tw, "%s\t%.2g\t%d\t%v\t%.3g\t%.3g\t%.2f\t%.3g\t%.3g\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
-			time.Duration(t.OverheadNs).Round(time.Microsecond), t.LiveP99, t.ExpectedP99, t.RatioP99,
-			t.LiveP999, t.ExpectedP999, t.RatioP999, note)
+		if t.Distribution() {
+			fmt.Fprintf(tw, "%s\t%.2g\t%d\t%s\t%.3g\t%.3g\t%.2f\t%.2f\t%.3g\t%.3g\t%.2f\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
+				us(float64(t.OverheadP50Ns))+"/"+us(float64(t.OverheadP999Ns)), t.LiveP99, t.ExpectedDistP99, t.RatioDistP99, t.RatioP99,
+				t.LiveP999, t.ExpectedDistP999, t.RatioDistP999, t.RatioP999, note)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.2g\t%d\t%s\t%.3g\t%.3g\t%.2f\t%.3g\t%.3g\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
+			us(t.OverheadNs), t.LiveP99, t.ExpectedP99, t.RatioP99, t.LiveP999, t.ExpectedP999, t.RatioP999, note)
 	}
 	tw.Flush()
 	if bad == 0 {
@@ -209,6 +239,23 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 	} else {
 		fmt.Fprintf(w, "%d of %d points outside %gx of the simulator or too short (see psp status for where requests' time went).\n", bad, len(tails), harness.DefaultTailBound)
 	}
+}
+
+// printContrasts prints the check's negative control: the live points
+// against the other policy's replay of the same requests.
+func printContrasts(w io.Writer, contrasts []harness.TailComparison) {
+	if len(contrasts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nThe same live points against the other policy's replay of their requests (the check must\n"+
+		"tell the policies apart: these ratios should be far from 1):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "live\treplayed as\tload\tp99 ratio\tp99.9 ratio\t")
+	for _, c := range contrasts {
+		p99, p999 := c.Ratios()
+		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t\n", c.Policy, c.SimPolicy, c.Load, p99, p999)
+	}
+	tw.Flush()
 }
 
 func printWrittenFiles(w io.Writer, paths []string) {
