@@ -469,7 +469,8 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		if !lg.Sustained {
 			note = "NOT sustained: " + lg.NotSustainedReason()
 		}
-		fmt.Fprintf(s.Log, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s%s\n", policy, load, lg.OfferedRate, pt.Overall.P999Slowdown, note, reservation)
+		fmt.Fprintf(s.Log, "%s load %.2g: %.0f req/s, p99.9 slowdown %.4g, %s (sender lag p99 %v, max %v)%s\n", policy, load, lg.OfferedRate, pt.Overall.P999Slowdown, note,
+			lg.LagP99.Round(time.Microsecond), lg.LagMax.Round(time.Microsecond), reservation)
 		if lg.Interrupted {
 			break
 		}
@@ -502,8 +503,9 @@ func (s *Sweep) calibrate(ctx context.Context, plan Plan, policy string) (Overhe
 	o := NewOverheadDist(reqs)
 	o.Sent, o.Lost = lg.Sent, lg.Lost
 	ms := func(v int64) string { return time.Duration(v).Round(time.Microsecond).String() }
-	fmt.Fprintf(s.Log, "%s: overhead calibration, %d %s requests at %.0f req/s: p50 %s, p99 %s, p99.9 %s, max %s (%d lost)\n",
-		policy, len(o.Ns), name, lg.OfferedRate, ms(o.Quantile(0.5)), ms(o.Quantile(0.99)), ms(o.Quantile(0.999)), ms(o.Quantile(1)), o.Lost)
+	fmt.Fprintf(s.Log, "%s: overhead calibration, %d %s requests at %.0f req/s: p50 %s, p99 %s, p99.9 %s, max %s (%d lost; sender lag p99 %s, max %s)\n",
+		policy, len(o.Ns), name, lg.OfferedRate, ms(o.Quantile(0.5)), ms(o.Quantile(0.99)), ms(o.Quantile(0.999)), ms(o.Quantile(1)), o.Lost,
+		ms(int64(lg.LagP99)), ms(int64(lg.LagMax)))
 	return o, nil
 }
 
