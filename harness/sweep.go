@@ -128,6 +128,18 @@ type replayed struct {
 // workers busy on average, so a request finds all 14 busy almost never.
 const CalibrationLoad = 0.04
 
+// A calibration whose sender's p99 lag exceeds calibrationQuietLag ran
+// while the host was busy elsewhere: the load generator itself missed its
+// send times by milliseconds, and so did the server's threads. Its
+// overheads would hold the host's burst, not the server's usual cost, and
+// make any live tail look within the bound. It is measured again, up to
+// calibrationAttempts times in all, and the quietest one kept. Seen here:
+// quiet calibrations lag 0.3 to 0.9 ms at p99, busy ones 1.4 to 10 ms.
+const (
+	calibrationQuietLag = time.Millisecond
+	calibrationAttempts = 3
+)
+
 // withDefaults returns s with zero fields set to their defaults.
 func (s Sweep) withDefaults() Sweep {
 	if s.Launcher == nil {
@@ -492,9 +504,20 @@ func (s *Sweep) calibrate(ctx context.Context, plan Plan, policy string) (Overhe
 	}
 	cal.Load, cal.Rate = CalibrationLoad, 0
 	cal.Duration = cal.DurationFor(s.Calibrate, name)
-	lg, err := cal.Run(ctx, policy+" calibration")
-	if err != nil {
-		return OverheadDist{}, fmt.Errorf("calibration: %w", err)
+	var lg *loadgen.Result
+	for attempt := 1; ; attempt++ {
+		r, err := cal.Run(ctx, policy+" calibration")
+		if err != nil {
+			return OverheadDist{}, fmt.Errorf("calibration: %w", err)
+		}
+		if lg == nil || r.LagP99 < lg.LagP99 {
+			lg = r
+		}
+		if r.LagP99 <= calibrationQuietLag || attempt == calibrationAttempts {
+			break
+		}
+		fmt.Fprintf(s.Log, "%s: calibration %d of %d ran while the host was busy (sender lag p99 %v, over %v): calibrating again\n",
+			policy, attempt, calibrationAttempts, r.LagP99.Round(time.Microsecond), calibrationQuietLag)
 	}
 	var reqs []RequestTime
 	for _, q := range lg.AppendSamples(nil, 0) {

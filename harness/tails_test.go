@@ -63,6 +63,19 @@ func TestCompareTailsAddsTheMeasuredOverhead(t *testing.T) {
 	if c5.Within(1.5) || c5.P999BelowMax {
 		t.Errorf("cfcfs 0.5: ratio %.2f passed, or 900 samples make a p99.9 below the maximum", c5.RatioP999)
 	}
+	// The one-sided judgement: far better than expected passes, worse
+	// than 1.5x does not.
+	if !c5.AtMost(1.5) || c5.Within(1.5) {
+		t.Errorf("cfcfs 0.5 (ratios %.2f, %.2f): a live tail under the expected one is not at most 1.5x", c5.RatioP99, c5.RatioP999)
+	}
+	if d8.UpperProblem(1.5) != "" {
+		t.Errorf("darc 0.8: %s", d8.UpperProblem(1.5))
+	}
+	worse := d8
+	worse.LiveP999, worse.RatioP999 = 5, 5/2.7
+	if worse.AtMost(1.5) || worse.UpperProblem(1.5) == "" {
+		t.Errorf("darc 0.8 with a live p99.9 1.85x the expected one passed the one-sided judgement")
+	}
 	if _, err := CompareTails(live, simulated, &w, "NOPE", dilation); err == nil {
 		t.Error("an unknown type was accepted")
 	}
