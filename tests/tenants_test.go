@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,8 +49,9 @@ type tenantServer struct {
 }
 
 // startTenantServer starts a multi-tenant server with tenants a and b
-// (dilation 0: tenantDilation).
-func startTenantServer(t testing.TB, dilation float64) *tenantServer {
+// (dilation 0: tenantDilation); aMaxWorkers > 0 is a's ceiling
+// (max_workers).
+func startTenantServer(t testing.TB, dilation float64, aMaxWorkers int) *tenantServer {
 	t.Helper()
 	if dilation == 0 {
 		dilation = tenantDilation
@@ -75,10 +78,10 @@ min_samples: 50
 app: {name: emulate, dilation: %g}
 admin: {addr: %s, token_file: %s, audit_log: %s}
 tenants:
-  - {name: a, ports: [%d], classifier: %s, workers: %d, token_file: %s}
+  - {name: a, ports: [%d], classifier: %s, workers: %d, max_workers: %d, token_file: %s}
   - {name: b, ports: [%d], classifier: %s, workers: %d, token_file: %s}
 `, ts.listen, dilation, ts.admin, ts.tokenFiles["operator"], ts.audit,
-		ts.portA, wasm, aWorkers, ts.tokenFiles["a"], ts.portB, wasm, bWorkers, ts.tokenFiles["b"])
+		ts.portA, wasm, aWorkers, aMaxWorkers, ts.tokenFiles["a"], ts.portB, wasm, bWorkers, ts.tokenFiles["b"])
 	cfgFile := filepath.Join(dir, "psp.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,6 +122,24 @@ func (ts *tenantServer) tenantStatus(t testing.TB) *pspserver.Status {
 	return st
 }
 
+// pooledP999Slowdown is the p99.9 slowdown (nearest rank) of every
+// measured request of the runs together.
+func pooledP999Slowdown(runs []*loadgen.Result) float64 {
+	var slow []float64
+	for _, r := range runs {
+		for _, q := range r.AppendSamples(nil, -1) {
+			slow = append(slow, float64(q.LatencyNs)/float64(max(q.ServiceNs, 1)))
+		}
+	}
+	if len(slow) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(slow)
+	k := int(math.Ceil(0.999*float64(len(slow)))) - 1
+	return slow[min(max(k, 0), len(slow)-1)]
+}
+
+// tenantInfo returns the live tenant called name in st.
 func tenantInfo(t testing.TB, st *pspserver.Status, name string) pspserver.TenantInfo {
 	t.Helper()
 	for _, ti := range st.Tenants {
@@ -167,17 +188,25 @@ func cheap(t testing.TB) *workload.Workload {
 
 // TestNoisyNeighbour: tenant b offers three times its share of cheap
 // requests; tenant a, at load 0.5 of its share, keeps its p99.9 slowdown
-// within its SLO (10) and within 20% of its twin's: the same server where
-// b sends nothing, measured at the same time (the same machine noise). b
-// gets more than its share: a's idle workers are lent. psp sim, driving
-// the same policy code, predicts b's throughput beside a, calibrated by the
-// live per-request cost of a run of b alone.
+// within its SLO (10) and within 20% of running alone on its share: its
+// twin is the same server, measured at the same time (the same machine
+// noise) with the same schedule, where b sends nothing and a's ceiling is
+// its share (max_workers 10). Alone on the whole server a would also run
+// on b's idle workers, which no share promises: psp sim puts a's p99.9
+// slowdown at 1.0 there, 2.2 alone on its 10 workers and 2.5 beside b's
+// flood (60 s runs), the difference being what the isolation bound allows,
+// a's requests waiting at most one of b's service times for a lent worker
+// to come back. The p99.9 is taken over the three runs' requests together
+// (about 3000): over one run's thousand it is the run's one or two
+// slowest. b gets more than its share: a's idle workers are lent. psp sim,
+// driving the same policy code, predicts b's throughput beside a,
+// calibrated by the live per-request cost of a run of b alone.
 func TestNoisyNeighbour(t *testing.T) {
 	// a: SHORT 5 ms (80%), LONG 150 ms: SHORT far above the machine's
-	// scheduling noise, ~150 requests/s for a p99.9, and a's DARC reserves
-	// one worker for SHORT, nine for LONG, whose idle ones it lends.
+	// scheduling noise, ~150 requests/s, and a's DARC reserves one worker
+	// for SHORT, nine for LONG, whose idle ones it lends.
 	const dilation = 5000
-	noisy, twin := startTenantServer(t, dilation), startTenantServer(t, dilation)
+	noisy, twin := startTenantServer(t, dilation, 0), startTenantServer(t, dilation, aWorkers)
 	hb := &workload.Workload{Name: "a-mix", Types: []workload.TypeSpec{
 		{Name: "SHORT", ID: 1, Share: 0.8, Service: workload.Dist{Kind: workload.Fixed, Value: workload.Duration(time.Microsecond)}},
 		{Name: "LONG", ID: 2, Share: 0.2, Service: workload.Dist{Kind: workload.Fixed, Value: workload.Duration(30 * time.Microsecond)}},
@@ -188,40 +217,40 @@ func TestNoisyNeighbour(t *testing.T) {
 	aRate := loadgen.RateForLoad(hb, 0.5, aWorkers, dilation)
 	bRate := loadgen.RateForLoad(cheap(t), 3, bWorkers, dilation)
 	const runFor = 8 * time.Second
-	var aNoisy, aTwin, b *loadgen.Result
-	const attempts = 3
-	for attempt := 1; attempt <= attempts; attempt++ {
-		waitB := noisy.playPort(t, noisy.portB, cheap(t), bRate, runFor, uint64(100+attempt))
-		waitA := noisy.playPort(t, noisy.portA, hb, aRate, runFor, uint64(attempt))
-		waitTwin := twin.playPort(t, twin.portA, hb, aRate, runFor, uint64(attempt))
-		var err error
-		if aNoisy, err = waitA(); err != nil {
+	var aNoisy, aTwin []*loadgen.Result
+	var b *loadgen.Result
+	for run := 1; run <= 3; run++ {
+		waitB := noisy.playPort(t, noisy.portB, cheap(t), bRate, runFor, uint64(100+run))
+		waitA := noisy.playPort(t, noisy.portA, hb, aRate, runFor, uint64(run))
+		waitTwin := twin.playPort(t, twin.portA, hb, aRate, runFor, uint64(run))
+		a, err := waitA()
+		if err != nil {
 			t.Fatal(err)
 		}
-		if aTwin, err = waitTwin(); err != nil {
+		at, err := waitTwin()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if b, err = waitB(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("attempt %d: a beside b: %s", attempt, summary(aNoisy))
-		t.Logf("attempt %d: a alone (twin): %s", attempt, summary(aTwin))
-		t.Logf("attempt %d: b: %.0f req/s offered, %.0f answered/s (%d of %d)", attempt, b.OfferedRate, b.AchievedRate, b.Answered, b.Sent)
-		if s := aNoisy.Overall.P999Slowdown; (s <= 1.2*aTwin.Overall.P999Slowdown && s <= max(10, aTwin.Overall.P999Slowdown)) || attempt == attempts {
-			break
+		aNoisy, aTwin = append(aNoisy, a), append(aTwin, at)
+		t.Logf("run %d: a beside b: %s", run, summary(a))
+		t.Logf("run %d: a alone on its share (twin): %s", run, summary(at))
+		t.Logf("run %d: b: %.0f req/s offered, %.0f answered/s (%d of %d)", run, b.OfferedRate, b.AchievedRate, b.Answered, b.Sent)
+		if a.Lost > 0 || a.Answered != a.Sent {
+			t.Errorf("run %d: a lost %d of %d requests beside b", run, a.Sent-a.Answered, a.Sent)
 		}
-	}
-	if aNoisy.Lost > 0 || aNoisy.Answered != aNoisy.Sent {
-		t.Errorf("a lost %d of %d requests beside b", aNoisy.Sent-aNoisy.Answered, aNoisy.Sent)
 	}
 	// a's SLO: p99.9 slowdown 10. When the machine's own noise already
 	// breaks it on the twin, only the comparison with the twin says
 	// anything about b.
 	const slo = 10
-	noisyS, twinS := aNoisy.Overall.P999Slowdown, aTwin.Overall.P999Slowdown
+	noisyS, twinS := pooledP999Slowdown(aNoisy), pooledP999Slowdown(aTwin)
+	t.Logf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share", noisyS, twinS)
 	switch {
 	case noisyS > 1.2*twinS:
-		t.Errorf("a's p99.9 slowdown %.3g beside b's flood, %.3g alone: want within 20%% of alone", noisyS, twinS)
+		t.Errorf("a's p99.9 slowdown %.3g beside b's flood, %.3g alone on its share: want within 20%%", noisyS, twinS)
 	case twinS <= slo && noisyS > slo:
 		t.Errorf("a's p99.9 slowdown %.3g beside b's flood: over its SLO of %d (alone: %.3g)", noisyS, slo, twinS)
 	case twinS > slo:
@@ -278,7 +307,7 @@ func TestNoisyNeighbour(t *testing.T) {
 // faulting); a's p99.9 latency stays within 10% of its twin's at the same
 // time, nothing of a's is lost, b's faults are b's alone.
 func TestHostileNeighbour(t *testing.T) {
-	s, twin := startTenantServer(t, 0), startTenantServer(t, 0)
+	s, twin := startTenantServer(t, 0, 0), startTenantServer(t, 0, 0)
 	hb := builtin(t, "high-bimodal")
 	rate := loadgen.RateForLoad(hb, 0.5, aWorkers, tenantDilation)
 	hostile, err := filepath.Glob(filepath.Join(repoRoot, "examples", "classifiers", "hostile", "*.wasm"))
@@ -384,7 +413,7 @@ func auditLog(t testing.TB, path string) []map[string]any {
 // the tenant, the module's hash and size, the version, the remote address
 // and the outcome.
 func TestTenantCredentials(t *testing.T) {
-	s := startTenantServer(t, 0)
+	s := startTenantServer(t, 0, 0)
 	random, err := os.ReadFile(filepath.Join(repoRoot, "examples", "classifiers", "c", "random.wasm"))
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +499,7 @@ func runCLI(t testing.TB, args ...string) (string, error) {
 // and checks that every request is accounted for, per tenant and in all:
 // received = answered + dropped (by reason) + in flight.
 func TestTenantLifecycleUnderLoad(t *testing.T) {
-	s := startTenantServer(t, 0)
+	s := startTenantServer(t, 0, 0)
 	hb := builtin(t, "high-bimodal")
 	rate := loadgen.RateForLoad(hb, 0.3, aWorkers, tenantDilation)
 	const runFor = 8 * time.Second
