@@ -522,36 +522,47 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		if int(t) >= d.numTypes {
 			t = darc.Unknown
 		}
-		c := &d.counters[t]
-		c.received++
-		if d.admit != nil {
-			if r, ok := d.admitted(t, b); !ok {
-				d.drops.add(r)
-				c.drops.add(r)
-				d.release = append(d.release, b)
-				continue
-			}
-		}
-		if len(d.free) == 0 {
-			d.shed(b, t, ReasonOverload)
-			continue
-		}
-		h := d.free[len(d.free)-1]
-		switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: t}, now) {
-		case darc.Accepted:
-			d.free = d.free[:len(d.free)-1]
-			d.table[h] = b
-			d.tableTyp[h] = t
-			d.queued++
-			c.queued++
-		case darc.OverBudget:
-			d.shed(b, t, ReasonBudget)
-		default:
-			d.shed(b, t, ReasonQueueFull)
-		}
+		d.enqueue(b, t, now)
 	}
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
+	}
+}
+
+// enqueue admits b, of global type typ, into the policy's typed queues,
+// or drops it counted by reason: the path every classified request takes,
+// single- or multi-tenant.
+func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
+	c := &d.counters[typ]
+	c.received++
+	if d.admit != nil {
+		if r, ok := d.admitted(typ, b); !ok {
+			d.drops.add(r)
+			c.drops.add(r)
+			d.release = append(d.release, b)
+			return
+		}
+	}
+	if len(d.free) == 0 {
+		d.shed(b, typ, ReasonOverload)
+		return
+	}
+	h := d.free[len(d.free)-1]
+	switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: typ}, now) {
+	case darc.Accepted:
+		d.free = d.free[:len(d.free)-1]
+		d.table[h] = b
+		d.tableTyp[h] = typ
+		d.queued++
+		c.queued++
+	case darc.OverBudget:
+		d.shed(b, typ, ReasonBudget)
+	case darc.NoTenant:
+		d.drops.add(ReasonRemoved)
+		c.drops.add(ReasonRemoved)
+		d.release = append(d.release, b)
+	default:
+		d.shed(b, typ, ReasonQueueFull)
 	}
 }
 

@@ -422,43 +422,15 @@ func (d *Dispatcher) enqueueTenant(t *tenantRT, b *nic.Buffer, local darc.Type, 
 		local = darc.Unknown
 	}
 	typ := t.base + local
-	c := &d.counters[typ]
-	c.received++
 	if t.removed {
+		c := &d.counters[typ]
+		c.received++
 		d.drops.add(ReasonRemoved)
 		c.drops.add(ReasonRemoved)
 		d.release = append(d.release, b)
 		return
 	}
-	if d.admit != nil {
-		if r, ok := d.admitted(typ, b); !ok {
-			d.drops.add(r)
-			c.drops.add(r)
-			d.release = append(d.release, b)
-			return
-		}
-	}
-	if len(d.free) == 0 {
-		d.shed(b, typ, ReasonOverload)
-		return
-	}
-	h := d.free[len(d.free)-1]
-	switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: typ}, now) {
-	case darc.Accepted:
-		d.free = d.free[:len(d.free)-1]
-		d.table[h] = b
-		d.tableTyp[h] = typ
-		d.queued++
-		c.queued++
-	case darc.OverBudget:
-		d.shed(b, typ, ReasonBudget)
-	case darc.NoTenant:
-		d.drops.add(ReasonRemoved)
-		c.drops.add(ReasonRemoved)
-		d.release = append(d.release, b)
-	default:
-		d.shed(b, typ, ReasonQueueFull)
-	}
+	d.enqueue(b, typ, now)
 }
 
 // startLanes starts every lane (Run).
