@@ -37,7 +37,7 @@ var fidelitySizes = map[string]struct {
 // milliseconds, more often than the calibration saw, which shows in a
 // p99.9 of a thousand requests. A point passes when one attempt's
 // measurement of it does; the bound itself never changes.
-const fidelityRetries = 2
+const fidelityRetries = 3
 
 // TestLiveTailsMatchSimulator checks that a live server shows its policy,
 // not its host: with High Bimodal on 14 emulated workers (dilation 1000,
