@@ -23,8 +23,10 @@ type DemoOptions struct {
 	// set, fixes the length instead.
 	Samples  int
 	Duration time.Duration // per load point; from Samples
-	// Calibrate is the number of SHORT requests of each server's overhead
-	// calibration (Sweep.Calibrate); 2000.
+	// Calibrate, when > 0, measures each server's overhead once, with this
+	// many SHORT requests, before its points (Sweep.Calibrate); 0 (the
+	// default): during every point, on a twin server beside it
+	// (Sweep.CalibrateAlongside).
 	Calibrate  int
 	Dilation   float64  // emulated time dilation; 1000
 	Workers    int      // emulated workers; 14
@@ -37,13 +39,12 @@ type DemoOptions struct {
 // emulated workers, High Bimodal dilated 1000x, at loads 0.5, 0.8 and 0.9,
 // each point long enough for about 1200 SHORT requests (11 to 19 s).
 var DefaultDemo = DemoOptions{
-	Out:       "psp-demo",
-	Loads:     []float64{0.5, 0.8, 0.9},
-	Samples:   1200,
-	Calibrate: 2000,
-	Dilation:  1000,
-	Workers:   14,
-	Seed:      1,
+	Out:      "psp-demo",
+	Loads:    []float64{0.5, 0.8, 0.9},
+	Samples:  1200,
+	Dilation: 1000,
+	Workers:  14,
+	Seed:     1,
 }
 
 // demoSimulated is how long the demo simulates each point (nominal time):
@@ -61,9 +62,6 @@ func (o DemoOptions) withDefaults() DemoOptions {
 	}
 	if o.Samples == 0 && o.Duration == 0 {
 		o.Samples = d.Samples
-	}
-	if o.Calibrate == 0 {
-		o.Calibrate = d.Calibrate
 	}
 	if o.Dilation == 0 {
 		o.Dilation = d.Dilation
@@ -86,8 +84,9 @@ const DemoClassifierFile = "pspheader.wasm"
 // request sleeps its service time x dilation, so 14 workers fit on two
 // cores) and the Wasm psp-header classifier, plays High Bimodal at each
 // load after a 2 s pre-warm, and simulates the same setup for the chart
-// and for CompareTails: each server's overhead is calibrated first
-// (Sweep.Calibrate), and each point is replayed under its own policy and,
+// and for CompareTails: each server's overhead is measured during every
+// point on a twin server (Sweep.CalibrateAlongside; or once before them,
+// DemoOptions.Calibrate), and each point is replayed under its own policy and,
 // as a contrast, under the other. Latencies run from each request's actual send to
 // its reply's arrival (the kernel's receive timestamp): what the server
 // and the network did, without the client's own scheduling delays.
@@ -105,7 +104,7 @@ func Demo(o DemoOptions) (*Sweep, error) {
 	case o.Samples < 0:
 		return nil, fmt.Errorf("demo: samples %d, want > 0", o.Samples)
 	case o.Calibrate < 0:
-		return nil, fmt.Errorf("demo: calibration samples %d, want > 0", o.Calibrate)
+		return nil, fmt.Errorf("demo: calibration samples %d, want > 0 (0: alongside every point)", o.Calibrate)
 	}
 	samples := o.Samples
 	if o.Duration > 0 {
@@ -147,12 +146,13 @@ func Demo(o DemoOptions) (*Sweep, error) {
 			Classifier: cls,
 			MinSamples: 200,
 		},
-		Launcher:  o.Launcher,
-		Prewarm:   2 * time.Second,
-		Out:       o.Out,
-		SLO:       10,
-		Simulate:  demoSimulated,
-		Calibrate: o.Calibrate,
-		Contrast:  map[string]string{"darc": "cfcfs", "cfcfs": "darc"},
+		Launcher:           o.Launcher,
+		Prewarm:            2 * time.Second,
+		Out:                o.Out,
+		SLO:                10,
+		Simulate:           demoSimulated,
+		Calibrate:          o.Calibrate,
+		CalibrateAlongside: o.Calibrate == 0,
+		Contrast:           map[string]string{"darc": "cfcfs", "cfcfs": "darc"},
 	}, nil
 }

@@ -73,6 +73,14 @@ type Sweep struct {
 	// latency minus its service time (OverheadDist). Over 1000, so that
 	// the overhead's p99.9 is not its maximum.
 	Calibrate int
+	// CalibrateAlongside, with Simulate and servers the sweep launches,
+	// measures the overhead during each point instead of before them: a
+	// twin of the policy's server (same spec) runs beside it, and during
+	// each point it is played the calibration's traffic (the shortest type
+	// alone at CalibrationLoad) for the point's length. The host's bursts
+	// during the point then fall in both, and each point is compared with
+	// the overhead of its own time. Calibrate is then not used.
+	CalibrateAlongside bool
 	// Contrast maps a policy to another whose replay of the policy's
 	// measured points is also compared with them (SweepResult.Contrasts,
 	// contrasts.json): the check's negative control. A live server showing
@@ -120,6 +128,9 @@ type replayed struct {
 	// times are the shortest type's replayed requests, latencies and
 	// service times on the live server's scale.
 	times []RequestTime
+	// overhead, when set, is the overhead measured during the point
+	// (Sweep.CalibrateAlongside); else the policy's calibration counts.
+	overhead *OverheadDist
 }
 
 // CalibrationLoad is the load, as a fraction of the workers' capacity, at
@@ -328,7 +339,9 @@ func (s *Sweep) compareTails(res *SweepResult, replays []replayed) ([]TailCompar
 			if rp.simPolicy != c.Policy {
 				c.SimPolicy = rp.simPolicy
 			}
-			if o, ok := res.Overheads[c.Policy]; ok {
+			if rp.overhead != nil {
+				c.ExpectWithOverhead(rp.times, rp.overhead)
+			} else if o, ok := res.Overheads[c.Policy]; ok {
 				c.ExpectWithOverhead(rp.times, &o)
 			}
 			break
@@ -392,7 +405,24 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 	if !slices.Contains(sim.PolicyNames(), contrast) {
 		contrast = ""
 	}
-	if replay && s.Calibrate > 0 {
+	var twin *Target // the calibration's twin (CalibrateAlongside)
+	if replay && s.CalibrateAlongside && s.Target == nil {
+		spec := s.Server
+		spec.Policy = policy
+		spec.Workers = s.Plan.Workers
+		spec.LogPath = filepath.Join(s.Out, "server-"+policy+"-twin.log")
+		tw, err := s.Launcher.Launch(ctx, spec)
+		if err != nil {
+			return fmt.Errorf("calibration twin: %w", err)
+		}
+		defer func() {
+			if err := tw.Stop(); err != nil {
+				fmt.Fprintf(s.Log, "%s: calibration twin stop: %v\n", policy, err)
+			}
+		}()
+		twin = &tw.Target
+	}
+	if replay && s.Calibrate > 0 && twin == nil {
 		// Before the pre-warm: a policy that profiles its workload (DARC)
 		// sees the calibration's single type, and the pre-warm's mix then
 		// makes it reserve for the mix again.
@@ -431,7 +461,19 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		if s.Timeline > 0 && admin != nil {
 			reservations = startReservationPoller(ctx, admin)
 		}
+		var alongside func() (*OverheadDist, error)
+		if twin != nil {
+			alongside = s.calibrateAlongside(ctx, plan, *twin, policy)
+		}
 		lg, err := plan.Run(ctx, fmt.Sprintf("%s load %.2g", policy, load))
+		var overhead *OverheadDist
+		if alongside != nil {
+			o, aerr := alongside()
+			if err == nil && aerr != nil {
+				err = aerr
+			}
+			overhead = o
+		}
 		meanIdle, wasted := idle()
 		var adopted []report.Reservation
 		if reservations != nil {
@@ -465,7 +507,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 			if err != nil {
 				return err
 			}
-			rp.point.Policy = policy
+			rp.point.Policy, rp.overhead = policy, overhead
 			res.Replays = append(res.Replays, rp.point)
 			res.replayed = append(res.replayed, rp)
 			if contrast != "" {
@@ -474,6 +516,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 					return err
 				}
 				cp.point.Policy, cp.point.Source = policy, fmt.Sprintf("%s under %s", ReplaySource, contrast)
+				cp.overhead = overhead
 				res.contrasted = append(res.contrasted, cp)
 			}
 		}
@@ -493,16 +536,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 // calibrate measures the overhead distribution of the server plan
 // targets (see Sweep.Calibrate).
 func (s *Sweep) calibrate(ctx context.Context, plan Plan, policy string) (OverheadDist, error) {
-	w := &plan.Workload
-	name := ShortestType(w)
-	cal := plan
-	for _, t := range w.Types {
-		if t.Name == name {
-			t.Share = 1
-			cal.Workload = workload.Workload{Name: w.Name + " (" + name + " only)", Types: []workload.TypeSpec{t}}
-		}
-	}
-	cal.Load, cal.Rate = CalibrationLoad, 0
+	cal, name := calibrationPlan(plan)
 	cal.Duration = cal.DurationFor(s.Calibrate, name)
 	var lg *loadgen.Result
 	for attempt := 1; ; attempt++ {
@@ -519,17 +553,72 @@ func (s *Sweep) calibrate(ctx context.Context, plan Plan, policy string) (Overhe
 		fmt.Fprintf(s.Log, "%s: calibration %d of %d ran while the host was busy (sender lag p99 %v, over %v): calibrating again\n",
 			policy, attempt, calibrationAttempts, r.LagP99.Round(time.Microsecond), calibrationQuietLag)
 	}
+	o := overheadOf(lg)
+	fmt.Fprintf(s.Log, "%s: overhead calibration, %d %s requests at %.0f req/s: %s\n", policy, len(o.Ns), name, lg.OfferedRate, describeOverhead(&o, lg))
+	return o, nil
+}
+
+// calibrateAlongside starts playing the calibration's traffic at twin for
+// plan's length, beside plan's own run; the function it returns waits for
+// the result (see Sweep.CalibrateAlongside).
+func (s *Sweep) calibrateAlongside(ctx context.Context, plan Plan, twin Target, policy string) func() (*OverheadDist, error) {
+	cal, name := calibrationPlan(plan)
+	cal.Spec.Server, cal.Duration, cal.Progress = twin.Listen, plan.Duration, nil
+	done := make(chan struct{})
+	var o OverheadDist
+	var err error
+	go func() {
+		defer close(done)
+		lg, rerr := cal.Run(ctx, policy+" calibration alongside")
+		if rerr != nil {
+			err = fmt.Errorf("calibration alongside: %w", rerr)
+			return
+		}
+		o = overheadOf(lg)
+		fmt.Fprintf(s.Log, "%s load %.2g: overhead alongside, %d %s requests: %s\n", policy, plan.Load, len(o.Ns), name, describeOverhead(&o, lg))
+	}()
+	return func() (*OverheadDist, error) {
+		<-done
+		if err != nil {
+			return nil, err
+		}
+		return &o, nil
+	}
+}
+
+// calibrationPlan returns plan turned into its calibration (the shortest
+// type alone at CalibrationLoad) and that type's name.
+func calibrationPlan(plan Plan) (Plan, string) {
+	w := &plan.Workload
+	name := ShortestType(w)
+	cal := plan
+	for _, t := range w.Types {
+		if t.Name == name {
+			t.Share = 1
+			cal.Workload = workload.Workload{Name: w.Name + " (" + name + " only)", Types: []workload.TypeSpec{t}}
+		}
+	}
+	cal.Load, cal.Rate = CalibrationLoad, 0
+	return cal, name
+}
+
+// overheadOf returns the overheads of a calibration run's requests.
+func overheadOf(lg *loadgen.Result) OverheadDist {
 	var reqs []RequestTime
 	for _, q := range lg.AppendSamples(nil, 0) {
 		reqs = append(reqs, RequestTime{LatencyNs: q.LatencyNs, ServiceNs: q.ServiceNs})
 	}
 	o := NewOverheadDist(reqs)
 	o.Sent, o.Lost = lg.Sent, lg.Lost
+	return o
+}
+
+// describeOverhead summarises o, measured by the run lg, for a log line.
+func describeOverhead(o *OverheadDist, lg *loadgen.Result) string {
 	ms := func(v int64) string { return time.Duration(v).Round(time.Microsecond).String() }
-	fmt.Fprintf(s.Log, "%s: overhead calibration, %d %s requests at %.0f req/s: p50 %s, p99 %s, p99.9 %s, max %s (%d lost; sender lag p99 %s, max %s)\n",
-		policy, len(o.Ns), name, lg.OfferedRate, ms(o.Quantile(0.5)), ms(o.Quantile(0.99)), ms(o.Quantile(0.999)), ms(o.Quantile(1)), o.Lost,
+	return fmt.Sprintf("p50 %s, p99 %s, p99.9 %s, max %s (%d lost; sender lag p99 %s, max %s)",
+		ms(o.Quantile(0.5)), ms(o.Quantile(0.99)), ms(o.Quantile(0.999)), ms(o.Quantile(1)), o.Lost,
 		ms(int64(lg.LagP99)), ms(int64(lg.LagMax)))
-	return o, nil
 }
 
 // ReplaySource labels simulated replays of measured points.

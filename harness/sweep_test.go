@@ -85,3 +85,59 @@ func TestSweepAgainstRunningServer(t *testing.T) {
 		t.Errorf("files %v", res.Files)
 	}
 }
+
+// countingLauncher counts the servers it launches.
+type countingLauncher struct {
+	InProcess
+	n int
+}
+
+func (l *countingLauncher) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, error) {
+	l.n++
+	return l.InProcess.Launch(ctx, spec)
+}
+
+// TestSweepCalibratesAlongside: with CalibrateAlongside, each policy runs
+// a twin server beside its own, each point is judged against the overhead
+// measured on the twin during that point, and no calibration runs before.
+func TestSweepCalibratesAlongside(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	w, _ := workload.Builtin("high-bimodal")
+	launcher := &countingLauncher{}
+	sw := &Sweep{
+		Plan:               Plan{Workload: w, Workers: 4, Duration: 2 * time.Second, Seed: 1},
+		Server:             ServerSpec{App: "emulate", Dilation: 2000},
+		Policies:           []string{"cfcfs"},
+		Loads:              []float64{0.3, 0.5},
+		Launcher:           launcher,
+		Out:                t.TempDir(),
+		Simulate:           50 * time.Millisecond,
+		Calibrate:          1100,
+		CalibrateAlongside: true,
+	}
+	res, err := sw.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launcher.n != 2 {
+		t.Errorf("%d servers launched, want 2 (the policy's and its twin)", launcher.n)
+	}
+	if _, ok := res.Overheads["cfcfs"]; ok {
+		t.Errorf("a calibration ran before the points: %+v", res.Overheads)
+	}
+	if len(res.Tails) != 2 {
+		t.Fatalf("%d comparisons, want 2: %+v", len(res.Tails), res.Tails)
+	}
+	// 4% of 4 workers' capacity for SHORT alone (2 ms): 80 requests/s,
+	// about 160 in each 2 s point, 10% of them warm-up.
+	for _, c := range res.Tails {
+		if !c.Distribution() || c.OverheadSamples < 100 || c.OverheadSamples > 250 {
+			t.Errorf("load %.2g: %d overhead samples, want the twin's 140 or so during the point", c.Load, c.OverheadSamples)
+		}
+		if c.OverheadP50Ns <= 0 || c.ExpectedDistP99 < c.SimP99 {
+			t.Errorf("load %.2g: overhead p50 %dns, expected p99 %.3g below the replay's %.3g", c.Load, c.OverheadP50Ns, c.ExpectedDistP99, c.SimP99)
+		}
+	}
+}

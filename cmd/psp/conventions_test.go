@@ -241,3 +241,23 @@ func TestDemoOutsideRepository(t *testing.T) {
 		t.Errorf("output:\n%s", out.String())
 	}
 }
+
+// TestSweepCalibrationFlags: the two ways of measuring the overhead are
+// refused where they cannot apply, with the reason.
+func TestSweepCalibrationFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", "--calibrate-alongside"}, "needs --with-sim"},
+		{[]string{"sweep", "--with-sim", "--calibrate-alongside", "--server", "127.0.0.1:1", "--policies", "mine"}, "not --server"},
+		{[]string{"sweep", "--with-sim", "--calibrate-alongside", "--calibrate", "2000"}, "give one"},
+		{[]string{"sweep", "--calibrate", "2000"}, "needs --with-sim"},
+		{[]string{"demo", "--calibrate", "-1"}, "want > 0"},
+	} {
+		out, err := runApp(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("psp %v: %v, want an error saying %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}

@@ -22,11 +22,12 @@ func demoCommand() *cli.Command {
 			"50% 100µs) at a few loads with the open-loop client, prints the table and writes\n" +
 			"the results and charts into --out. It runs anywhere: no checkout needed.\n\n" +
 			"It also replays each point's requests in the simulator and prints, per point, SHORT's\n" +
-			"live p99 and p99.9 slowdowns against the replay's plus the server's overhead: each\n" +
-			"server first serves --calibrate SHORT requests alone, at a rate where they cannot\n" +
-			"queue, and each one's latency minus its service time is a draw of what the network,\n" +
-			"the emulation and the host add; the expected tail is that of a replayed latency plus\n" +
-			"an independent draw. A ratio near 1 means the live server shows the policy, not its\n" +
+			"live p99 and p99.9 slowdowns against the replay's plus the server's overhead: during\n" +
+			"every point a twin of the server beside it serves SHORT requests alone, at a rate\n" +
+			"where they cannot queue, and each one's latency minus its service time is a draw of\n" +
+			"what the network, the emulation and the host add at that time (with --calibrate N,\n" +
+			"N such requests on the server itself, once, before its points); the expected tail is\n" +
+			"that of a replayed latency plus an independent draw. A ratio near 1 means the live server shows the policy, not its\n" +
 			"host; the same points against the other policy's replay show how far apart the two\n" +
 			"policies are. Each point lasts long enough for --samples SHORT requests (over 1000:\n" +
 			"the p99.9 is then not the sample's maximum); latencies run from each request's\n" +
@@ -36,7 +37,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "loads", Value: "0.5,0.8,0.9", Usage: "offered loads: START:END:STEP or a comma-separated list"},
 			&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "SHORT requests measured per load point (sets each point's length)"},
 			&cli.DurationFlag{Name: "duration", Usage: "length of each load point, instead of --samples", DefaultText: "from --samples"},
-			&cli.IntFlag{Name: "calibrate", Value: d.Calibrate, Usage: "SHORT requests of each server's overhead calibration (over 1000)"},
+			&cli.IntFlag{Name: "calibrate", Usage: "measure each server's overhead once, with N SHORT requests before its points (over 1000), instead of during every point on a twin server", DefaultText: "during every point"},
 			&cli.Float64Flag{Name: "dilation", Value: d.Dilation, Usage: "time dilation of the emulated server (1µs of service = dilation µs of sleep)"},
 			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "emulated workers"},
 			&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier `FILE` (default: the built-in C psp-header module)"},
@@ -81,7 +82,7 @@ func runDemo(c *cli.Context) error {
 		return fmt.Errorf("demo: --samples %d: want > 0", o.Samples)
 	}
 	if o.Calibrate < 0 {
-		return fmt.Errorf("demo: --calibrate %d: want > 0", o.Calibrate)
+		return fmt.Errorf("demo: --calibrate %d: want > 0 (without it: during every point)", o.Calibrate)
 	}
 	sw, err := harness.Demo(o)
 	if err != nil {

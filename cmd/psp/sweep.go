@@ -48,6 +48,7 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output `DIR` (created if missing)"},
 			&cli.BoolFlag{Name: "with-sim", Usage: "also simulate the same policies and loads (1s each) and draw them on slowdown.png as \"policy (sim)\"; written to sim.json"},
 			&cli.IntFlag{Name: "calibrate", Usage: "with --with-sim: before each policy's points, measure the server's overhead with this many requests of the shortest type alone (where they cannot queue), and compare the live tails with the replay plus that overhead distribution (over 1000; 0: the median overhead only)"},
+			&cli.BoolFlag{Name: "calibrate-alongside", Usage: "with --with-sim: measure the overhead during every point instead, on a twin of each started server that serves the shortest type alone beside it, so that the host's bursts fall in both (not with --server or --calibrate)"},
 			&cli.Float64Flag{Name: "slo", Value: 10, Usage: "p99.9 slowdown SLO for the summary lines and the charts' dashed line (0: none)"},
 			&cli.StringFlag{Name: "phases", Usage: "`PHASES`: play a workload that changes over time instead of --workload (built-in: " + strings.Join(workload.PhaseNames(), ", ") + ", or a .yaml/.json file); --loads apply to the phases without a load of their own"},
 			&cli.DurationFlag{Name: "timeline", Usage: "record each point over time in buckets of this width: p99.9 per type and the server's reservations, polled (results.json, timeline-<policy>-<load>.png)"},
@@ -113,6 +114,17 @@ func runSweep(c *cli.Context) error {
 		return errors.New("sweep: --calibrate needs --with-sim (the overhead is added to the simulator's replay)")
 	default:
 		sw.Calibrate = n
+	}
+	if c.Bool("calibrate-alongside") {
+		switch {
+		case !c.Bool("with-sim"):
+			return errors.New("sweep: --calibrate-alongside needs --with-sim (the overhead is added to the simulator's replay)")
+		case c.IsSet("server"):
+			return errors.New("sweep: --calibrate-alongside needs servers psp sweep starts (it starts a twin of each), not --server")
+		case c.Int("calibrate") > 0:
+			return errors.New("sweep: --calibrate and --calibrate-alongside are two ways of measuring the same overhead: give one")
+		}
+		sw.CalibrateAlongside = true
 	}
 	if c.Bool("in-process") {
 		sw.Launcher = harness.InProcess{}
