@@ -30,11 +30,12 @@
 //     a sweep replays each measured point in the simulator (the requests
 //     the load generator actually sent, at the times it sent them,
 //     undilated: sim.Config.Trace) and compares the shortest type's p99 and
-//     p99.9 slowdowns with the replay's plus the server's overhead: with
-//     Calibrate, its distribution, measured on the same server with the
-//     shortest type alone at a load where nothing queues (OverheadDist);
-//     else a constant, the live median minus the replayed one at the
-//     policy's lowest load. Within DefaultTailBound either way (Problem),
+//     p99.9 slowdowns with the replay's plus the server's overhead: its
+//     distribution, measured with the shortest type alone at a load where
+//     nothing queues (OverheadDist), during each point on a twin server
+//     (CalibrateAlongside) or once before the points (Calibrate); else a
+//     constant, the live median minus the replayed one at the policy's
+//     lowest load. Within DefaultTailBound either way (Problem),
 //     or at most it (UpperProblem), the live tail is the policy's, not the
 //     host's; Contrasts, the other policy's replay of the same requests,
 //     show the comparison tells policies apart.

@@ -220,8 +220,9 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 	us := func(ns float64) string { return time.Duration(ns).Round(10 * time.Microsecond).String() }
 	if t0.Distribution() {
 		fmt.Fprintf(w, "\n%s tail slowdowns, live against the simulator's replay of the same requests plus the\n"+
-			"server's overhead, measured request by request where requests cannot queue (calibration:\n"+
-			"network, emulation, the host's stalls); ratio = live / expected. const: the same with the\n"+
+			"server's overhead, measured request by request where requests cannot queue (network,\n"+
+			"emulation, the host's stalls; during each point on a twin server, or once before the\n"+
+			"points with --calibrate); ratio = live / expected. const: the same with the\n"+
 			"median overhead added to every request instead (live median minus simulated median at\n"+
 			"the lowest load), for comparison:\n", t0.Type)
 		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead p50/p99.9\tp99 live\texpected\tratio\tconst\tp99.9 live\texpected\tratio\tconst\t")
