@@ -196,9 +196,12 @@ func cheap(t testing.TB) *workload.Workload {
 // slowdown at 1.0 there, 2.2 alone on its 10 workers and 2.5 beside b's
 // flood (60 s runs), the difference being what the isolation bound allows,
 // a's requests waiting at most one of b's service times for a lent worker
-// to come back. The p99.9 is taken over the three runs' requests together
-// (about 3000): over one run's thousand it is the run's one or two
-// slowest. b gets more than its share: a's idle workers are lent. psp sim,
+// to come back. Each run's a and twin run at the same time, so they share
+// the machine's noise, except for a burst that stalls one server's
+// threads more than the other's: with one run's p99.9 being its one or
+// two slowest requests, such a burst doubles it. The bound is judged on
+// the median of the three runs' ratios (a run whose pair the host split
+// does not decide), the SLO on the three runs' requests together. b gets more than its share: a's idle workers are lent. psp sim,
 // driving the same policy code, predicts b's throughput beside a,
 // calibrated by the live per-request cost of a run of b alone.
 func TestNoisyNeighbour(t *testing.T) {
@@ -247,10 +250,17 @@ func TestNoisyNeighbour(t *testing.T) {
 	// anything about b.
 	const slo = 10
 	noisyS, twinS := pooledP999Slowdown(aNoisy), pooledP999Slowdown(aTwin)
-	t.Logf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share", noisyS, twinS)
+	var ratios []float64
+	for i := range aNoisy {
+		ratios = append(ratios, aNoisy[i].Overall.P999Slowdown/aTwin[i].Overall.P999Slowdown)
+	}
+	sort.Float64s(ratios)
+	ratio := ratios[len(ratios)/2]
+	t.Logf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share; per run, beside / alone: %.3g (median %.3g)",
+		noisyS, twinS, ratios, ratio)
 	switch {
-	case noisyS > 1.2*twinS:
-		t.Errorf("a's p99.9 slowdown %.3g beside b's flood, %.3g alone on its share: want within 20%%", noisyS, twinS)
+	case ratio > 1.2:
+		t.Errorf("a's p99.9 slowdown beside b's flood over alone on its share, per run: %.3g, median %.3g: want within 20%%", ratios, ratio)
 	case twinS <= slo && noisyS > slo:
 		t.Errorf("a's p99.9 slowdown %.3g beside b's flood: over its SLO of %d (alone: %.3g)", noisyS, slo, twinS)
 	case twinS > slo:
