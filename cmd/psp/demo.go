@@ -14,7 +14,7 @@ func demoCommand() *cli.Command {
 	d := harness.DefaultDemo
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run DARC against c-FCFS on an emulated 14-worker server and chart the difference (about a minute)",
+		Usage: "run DARC against c-FCFS on an emulated 14-worker server and chart the difference (about a minute and a half)",
 		Description: "psp demo reproduces the shape of the paper's Figure 3 on this machine: for DARC and\n" +
 			"c-FCFS it starts a psp server on loopback with the emulate application (each\n" +
 			"request sleeps its service time x --dilation, so 14 workers fit on a laptop) and\n" +
