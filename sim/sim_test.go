@@ -403,8 +403,9 @@ func TestTraceLatenciesAreTheRecordedOnes(t *testing.T) {
 		without := c
 		without.TraceLatencies = nil
 		// Tens of thousands of requests: one allocation per request would
-		// show; the runs' own allocations vary by one or two.
-		if a, b := testing.AllocsPerRun(3, func() { _, _ = Run(c) }), testing.AllocsPerRun(3, func() { _, _ = Run(without) }); a > b+2 {
+		// show; the runs' own allocations vary by a few (more under the
+		// race detector: 82 against 79 seen), far under one per thousand.
+		if a, b := testing.AllocsPerRun(3, func() { _, _ = Run(c) }), testing.AllocsPerRun(3, func() { _, _ = Run(without) }); a > b+float64(len(trace))/1000 {
 			t.Errorf("%s: %v allocations with trace latencies, %v without (%d requests)", pol, a, b, len(trace))
 		}
 	}
