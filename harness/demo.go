@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -54,24 +55,14 @@ const demoSimulated = 3 * time.Second
 // withDefaults returns o with zero fields set from DefaultDemo.
 func (o DemoOptions) withDefaults() DemoOptions {
 	d := DefaultDemo
-	if o.Out == "" {
-		o.Out = d.Out
-	}
 	if len(o.Loads) == 0 {
 		o.Loads = d.Loads
 	}
 	if o.Samples == 0 && o.Duration == 0 {
 		o.Samples = d.Samples
 	}
-	if o.Dilation == 0 {
-		o.Dilation = d.Dilation
-	}
-	if o.Workers == 0 {
-		o.Workers = d.Workers
-	}
-	if o.Seed == 0 {
-		o.Seed = d.Seed
-	}
+	o.Out, o.Dilation = cmp.Or(o.Out, d.Out), cmp.Or(o.Dilation, d.Dilation)
+	o.Workers, o.Seed = cmp.Or(o.Workers, d.Workers), cmp.Or(o.Seed, d.Seed)
 	return o
 }
 

@@ -1,6 +1,7 @@
 package wasmclass
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -120,52 +121,22 @@ type Options struct {
 // Merge returns o with every zero field replaced by base's: a tenant's
 // options over the host's.
 func (o Options) Merge(base Options) Options {
-	if o.MemoryLimitPages == 0 {
-		o.MemoryLimitPages = base.MemoryLimitPages
-	}
-	if o.MaxModuleSize == 0 {
-		o.MaxModuleSize = base.MaxModuleSize
-	}
-	if o.Bounds == (Bounds{}) {
-		o.Bounds = base.Bounds
-	}
-	if o.Fuel == 0 {
-		o.Fuel = base.Fuel
-	}
-	if o.InitFuel == 0 {
-		o.InitFuel = base.InitFuel
-	}
-	if o.TimeLimit == 0 {
-		o.TimeLimit = base.TimeLimit
-	}
-	if o.StackLimit == 0 {
-		o.StackLimit = base.StackLimit
-	}
-	if o.CacheDir == "" {
-		o.CacheDir = base.CacheDir
-	}
-	if o.Cache == nil {
-		o.Cache = base.Cache
-	}
+	o.MemoryLimitPages = cmp.Or(o.MemoryLimitPages, base.MemoryLimitPages)
+	o.MaxModuleSize = cmp.Or(o.MaxModuleSize, base.MaxModuleSize)
+	o.Bounds = cmp.Or(o.Bounds, base.Bounds)
+	o.Fuel = cmp.Or(o.Fuel, base.Fuel)
+	o.InitFuel = cmp.Or(o.InitFuel, base.InitFuel)
+	o.TimeLimit = cmp.Or(o.TimeLimit, base.TimeLimit)
+	o.StackLimit = cmp.Or(o.StackLimit, base.StackLimit)
+	o.CacheDir = cmp.Or(o.CacheDir, base.CacheDir)
+	o.Cache = cmp.Or(o.Cache, base.Cache)
 	o.CompileInChild = o.CompileInChild || base.CompileInChild
-	if o.CompileTimeout == 0 {
-		o.CompileTimeout = base.CompileTimeout
-	}
-	if o.CompileMemory == 0 {
-		o.CompileMemory = base.CompileMemory
-	}
-	if o.BreakerThreshold == 0 {
-		o.BreakerThreshold = base.BreakerThreshold
-	}
-	if o.BreakerWindow == 0 {
-		o.BreakerWindow = base.BreakerWindow
-	}
-	if o.BreakerBackoff == 0 {
-		o.BreakerBackoff = base.BreakerBackoff
-	}
-	if o.BreakerMaxBackoff == 0 {
-		o.BreakerMaxBackoff = base.BreakerMaxBackoff
-	}
+	o.CompileTimeout = cmp.Or(o.CompileTimeout, base.CompileTimeout)
+	o.CompileMemory = cmp.Or(o.CompileMemory, base.CompileMemory)
+	o.BreakerThreshold = cmp.Or(o.BreakerThreshold, base.BreakerThreshold)
+	o.BreakerWindow = cmp.Or(o.BreakerWindow, base.BreakerWindow)
+	o.BreakerBackoff = cmp.Or(o.BreakerBackoff, base.BreakerBackoff)
+	o.BreakerMaxBackoff = cmp.Or(o.BreakerMaxBackoff, base.BreakerMaxBackoff)
 	o.noFuel = o.noFuel || base.noFuel
 	o.syncSpares = o.syncSpares || base.syncSpares
 	return o
