@@ -35,10 +35,11 @@
 //     nothing queues (OverheadDist), during each point on a twin server
 //     (CalibrateAlongside) or once before the points (Calibrate); else a
 //     constant, the live median minus the replayed one at the policy's
-//     lowest load. Within DefaultTailBound either way (Problem),
-//     or at most it (UpperProblem), the live tail is the policy's, not the
-//     host's; Contrasts, the other policy's replay of the same requests,
-//     show the comparison tells policies apart.
+//     lowest load. Within DefaultTailBound either way of the range a
+//     sample of the live tail's size would show (Problem), the live tail
+//     is the policy's, not the host's; Contrasts, the other policy's
+//     replay of the same requests, show the comparison tells policies
+//     apart.
 //     tests/TestLiveTailsMatchSimulator checks it.
 //   - AdminClient: a running server's GET /status (the server's own
 //     server.Status) and classifier hot swaps.

@@ -9,6 +9,7 @@ import (
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/workload"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // DefaultTailBound is how far live tail slowdowns may be from the
@@ -84,13 +85,46 @@ type TailComparison struct {
 	ExpectedDistP999 float64 `json:"expected_dist_p999_slowdown,omitempty"`
 	RatioDistP99     float64 `json:"ratio_dist_p99,omitempty"`
 	RatioDistP999    float64 `json:"ratio_dist_p999,omitempty"`
+
+	// The sample's precision, under the distribution model: the live p99
+	// of Samples requests drawn from the expected distribution falls in
+	// ExpectedRangeP99 with probability SampleConfidence (likewise p99.9);
+	// Deviation* is how far the live tail lies outside that range (live /
+	// the range's top above it, live / its bottom below it, 1 inside).
+	// The judgement is on the deviations: a p99.9 of a thousand requests is
+	// the second slowest of them, which can read anywhere from the expected
+	// distribution's p99.3 to its p99.99, and a ratio of point estimates
+	// would blame the server for the sample's size.
+	ExpectedRangeP99  [2]float64 `json:"expected_range_p99,omitempty"`
+	ExpectedRangeP999 [2]float64 `json:"expected_range_p999,omitempty"`
+	DeviationP99      float64    `json:"deviation_p99,omitempty"`
+	DeviationP999     float64    `json:"deviation_p999,omitempty"`
+}
+
+// SampleConfidence is the probability with which a live tail drawn from
+// the expected distribution falls in the comparison's expected range
+// (TailComparison.ExpectedRangeP99): 99%, so that a check of a dozen
+// tails rarely fails one by chance.
+const SampleConfidence = 0.99
+
+// QuantileLevels returns the levels [lo, hi] between which the
+// nearest-rank q-quantile of n independent draws from a continuous
+// distribution F lies with probability conf: it is the k-th smallest draw
+// (k = ceil(q n)), whose level F(X_(k)) is Beta(k, n-k+1) distributed, so
+// lo and hi are that Beta's (1-conf)/2 and (1+conf)/2 quantiles. The
+// sample's q-quantile is then between F's lo- and hi-quantiles with
+// probability conf, whatever F is.
+func QuantileLevels(q float64, n int64, conf float64) (lo, hi float64) {
+	k := float64(rank(q, n))
+	b := distuv.Beta{Alpha: k, Beta: float64(n) - k + 1}
+	return b.Quantile((1 - conf) / 2), b.Quantile((1 + conf) / 2)
 }
 
 // Distribution reports whether the overhead-distribution model is set (and
 // judges the comparison).
 func (c *TailComparison) Distribution() bool { return c.OverheadSamples > 0 }
 
-// Ratios returns the ratios the comparison is judged by: the
+// Ratios returns the ratios of the live tails to the expected ones: the
 // distribution model's when it is set, else the constant model's.
 func (c *TailComparison) Ratios() (p99, p999 float64) {
 	if c.Distribution() {
@@ -99,8 +133,18 @@ func (c *TailComparison) Ratios() (p99, p999 float64) {
 	return c.RatioP99, c.RatioP999
 }
 
-// Expected returns the expected slowdowns the comparison is judged by
-// (see Ratios).
+// Deviations returns what the comparison is judged by: under the
+// distribution model, how far the live tails are outside the range a
+// sample of their size would show (DeviationP99, DeviationP999); else the
+// constant model's ratios.
+func (c *TailComparison) Deviations() (p99, p999 float64) {
+	if c.Distribution() {
+		return c.DeviationP99, c.DeviationP999
+	}
+	return c.RatioP99, c.RatioP999
+}
+
+// Expected returns the expected slowdowns (see Ratios).
 func (c *TailComparison) Expected() (p99, p999 float64) {
 	if c.Distribution() {
 		return c.ExpectedDistP99, c.ExpectedDistP999
@@ -110,7 +154,8 @@ func (c *TailComparison) Expected() (p99, p999 float64) {
 
 // ExpectWithOverhead sets the overhead-distribution model: replay holds
 // the replayed requests of the type (latency and service time on the live
-// server's scale) and o the server's calibrated overheads.
+// server's scale) and o the server's calibrated overheads. c.Samples
+// must be set: the expected ranges are those of a sample of that size.
 func (c *TailComparison) ExpectWithOverhead(replay []RequestTime, o *OverheadDist) {
 	if len(o.Ns) == 0 || len(replay) == 0 {
 		return
@@ -122,39 +167,37 @@ func (c *TailComparison) ExpectWithOverhead(replay []RequestTime, o *OverheadDis
 	c.ExpectedDistP999 = SumSlowdownQuantile(replay, o, 0.999)
 	c.RatioDistP99 = ratio(c.LiveP99, c.ExpectedDistP99)
 	c.RatioDistP999 = ratio(c.LiveP999, c.ExpectedDistP999)
+	n := max(int64(c.Samples), 1)
+	expectRange := func(q, live float64) (r [2]float64, deviation float64) {
+		lo, hi := QuantileLevels(q, n, SampleConfidence)
+		r = [2]float64{SumSlowdownQuantile(replay, o, lo), SumSlowdownQuantile(replay, o, hi)}
+		switch {
+		case live > r[1]:
+			return r, ratio(live, r[1])
+		case live < r[0]:
+			return r, ratio(live, r[0])
+		}
+		return r, 1
+	}
+	c.ExpectedRangeP99, c.DeviationP99 = expectRange(0.99, c.LiveP99)
+	c.ExpectedRangeP999, c.DeviationP999 = expectRange(0.999, c.LiveP999)
 }
 
-// Within reports whether both judged ratios (Ratios) are within bound
+// Within reports whether both judged tails (Deviations) are within bound
 // either way (between 1/bound and bound).
 func (c *TailComparison) Within(bound float64) bool {
 	in := func(r float64) bool { return r >= 1/bound && r <= bound }
-	p99, p999 := c.Ratios()
+	p99, p999 := c.Deviations()
 	return in(p99) && in(p999)
-}
-
-// AtMost reports whether both judged ratios (Ratios) are at most bound:
-// the live tail is no worse than the policy's plus the host's calibrated
-// overhead, which a server showing a policy with a heavier tail (or a
-// host adding more than the calibration saw) is not.
-func (c *TailComparison) AtMost(bound float64) bool {
-	p99, p999 := c.Ratios()
-	return p99 <= bound && p999 <= bound
 }
 
 // Problem explains why c does not make a valid check at bound ("" when it
 // does): too few samples for a p99.9 that is not the maximum (live or in
-// the calibration), an unsustained run or calibration, or a judged ratio
-// outside the bound (Within).
+// the calibration), an unsustained run or calibration, or a live tail
+// outside the bound (Within): under the distribution model, more than
+// bound outside the range a sample of its size would show.
 func (c *TailComparison) Problem(bound float64) string {
 	return c.problem(bound, c.Within, "within %gx either way")
-}
-
-// UpperProblem is Problem with the one-sided judgement (AtMost): a live
-// tail below the expected one passes. On a shared host the calibration's
-// few slowest requests may hold more of the host's stalls than the run
-// does, which makes the expected tail high, not the live one wrong.
-func (c *TailComparison) UpperProblem(bound float64) string {
-	return c.problem(bound, c.AtMost, "at most %gx")
 }
 
 func (c *TailComparison) problem(bound float64, judge func(float64) bool, want string) string {
@@ -175,6 +218,10 @@ func (c *TailComparison) problem(bound float64, judge func(float64) bool, want s
 	case oh > c.ServiceNs:
 		return fmt.Sprintf("fixed overhead %v exceeds the type's service time %v: the server is not keeping up",
 			time.Duration(oh).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
+	case !judge(bound) && c.Distribution():
+		return fmt.Sprintf("live p99 %.3g, p99.9 %.3g against %.3g-%.3g and %.3g-%.3g for %d samples (%.2f, %.2f outside), want "+want,
+			c.LiveP99, c.LiveP999, c.ExpectedRangeP99[0], c.ExpectedRangeP99[1], c.ExpectedRangeP999[0], c.ExpectedRangeP999[1],
+			c.Samples, c.DeviationP99, c.DeviationP999, bound)
 	case !judge(bound):
 		return fmt.Sprintf("live/expected %.2f (p99), %.2f (p99.9), want "+want, p99, p999, bound)
 	}

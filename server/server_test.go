@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,7 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 	// SHORT 100 µs and LONG 2 ms: far enough apart that timer jitter on a
 	// loaded machine cannot make DARC group them together.
 	cfg.App.Dilation = 100
+	procs := runtime.GOMAXPROCS(0)
 	r := start(t, cfg)
 	dp := r.srv.Dataplane().(*memnic.Dataplane)
 	peer := netip.MustParseAddrPort("10.0.0.1:5000")
@@ -190,8 +192,18 @@ func TestMemServerAnswersAndReports(t *testing.T) {
 		t.Errorf("sum of psp_request_service_seconds_count = %v, want %d", got, st.Answered)
 	}
 	checkStages(t, body, st, n/2)
+	// Under spin-then-park each worker and the dispatcher keep their Go
+	// processor while they sleep in the kernel: the server raises
+	// GOMAXPROCS to one each plus a spare while it runs (the live tail's
+	// fix; see RATIONALE.md), and puts it back when it stops.
+	if os.Getenv("GOMAXPROCS") == "" && st.Runtime.GOMAXPROCS < cfg.Workers+2 {
+		t.Errorf("GOMAXPROCS %d while serving with %d spin-then-park workers, want at least %d", st.Runtime.GOMAXPROCS, cfg.Workers, cfg.Workers+2)
+	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
+	}
+	if after := runtime.GOMAXPROCS(0); after != procs {
+		t.Errorf("GOMAXPROCS %d after the server stopped (%d while it ran), want %d as before it started", after, st.Runtime.GOMAXPROCS, procs)
 	}
 }
 

@@ -222,25 +222,28 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 		fmt.Fprintf(w, "\n%s tail slowdowns, live against the simulator's replay of the same requests plus the\n"+
 			"server's overhead, measured request by request where requests cannot queue (network,\n"+
 			"emulation, the host's stalls; during each point on a twin server, or once before the\n"+
-			"points with --calibrate); ratio = live / expected. const: the same with the\n"+
-			"median overhead added to every request instead (live median minus simulated median at\n"+
-			"the lowest load), for comparison:\n", t0.Type)
-		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead p50/p99.9\tp99 live\texpected\tratio\tconst\tp99.9 live\texpected\tratio\tconst\t")
+			"points with --calibrate). ratio = live / expected; range = where a sample of that many\n"+
+			"requests would put the tail with %g%% probability (a p99.9 of a thousand requests is their\n"+
+			"second slowest): a point is judged by how far it lies outside its range. const: live\n"+
+			"over the simulator plus the median overhead for every request, for comparison:\n", t0.Type, 100*harness.SampleConfidence)
+		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead p50/p99.9\tp99 live\texpected\trange\tratio\tconst\tp99.9 live\texpected\trange\tratio\tconst\t")
 	} else {
 		fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
 			"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
 		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
 	}
 	bad := 0
+	span := func(r [2]float64) string { return fmt.Sprintf("%.3g-%.3g", r[0], r[1]) }
 	for _, t := range tails {
 		note := ""
 		if p := t.Problem(harness.DefaultTailBound); p != "" {
 			note, bad = "  ! "+p, bad+1
 		}
 		if t.Distribution() {
-			fmt.Fprintf(tw, "%s\t%.2g\t%d\t%s\t%.3g\t%.3g\t%.2f\t%.2f\t%.3g\t%.3g\t%.2f\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
-				us(float64(t.OverheadP50Ns))+"/"+us(float64(t.OverheadP999Ns)), t.LiveP99, t.ExpectedDistP99, t.RatioDistP99, t.RatioP99,
-				t.LiveP999, t.ExpectedDistP999, t.RatioDistP999, t.RatioP999, note)
+			fmt.Fprintf(tw, "%s\t%.2g\t%d\t%s\t%.3g\t%.3g\t%s\t%.2f\t%.2f\t%.3g\t%.3g\t%s\t%.2f\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
+				us(float64(t.OverheadP50Ns))+"/"+us(float64(t.OverheadP999Ns)),
+				t.LiveP99, t.ExpectedDistP99, span(t.ExpectedRangeP99), t.RatioDistP99, t.RatioP99,
+				t.LiveP999, t.ExpectedDistP999, span(t.ExpectedRangeP999), t.RatioDistP999, t.RatioP999, note)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%.2g\t%d\t%s\t%.3g\t%.3g\t%.2f\t%.3g\t%.3g\t%.2f\t%s\n", t.Policy, t.Load, t.Samples,
@@ -248,7 +251,7 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 	}
 	tw.Flush()
 	if bad == 0 {
-		fmt.Fprintf(w, "every point within %gx of the simulator: the live server shows the policy.\n", harness.DefaultTailBound)
+		fmt.Fprintf(w, "every point within %gx of the simulator's range: the live server shows the policy.\n", harness.DefaultTailBound)
 	} else {
 		fmt.Fprintf(w, "%d of %d points outside %gx of the simulator or too short (see psp status for where requests' time went).\n", bad, len(tails), harness.DefaultTailBound)
 	}
@@ -261,12 +264,13 @@ func printContrasts(w io.Writer, contrasts []harness.TailComparison) {
 		return
 	}
 	fmt.Fprintf(w, "\nThe same live points against the other policy's replay of their requests (the check must\n"+
-		"tell the policies apart: these ratios should be far from 1):\n")
+		"tell the policies apart: these ratios, and how far outside the range, should be far from 1):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "live\treplayed as\tload\tp99 ratio\tp99.9 ratio\t")
+	fmt.Fprintln(tw, "live\treplayed as\tload\tp99 ratio\toutside\tp99.9 ratio\toutside\t")
 	for _, c := range contrasts {
 		p99, p999 := c.Ratios()
-		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t\n", c.Policy, c.SimPolicy, c.Load, p99, p999)
+		d99, d999 := c.Deviations()
+		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Policy, c.SimPolicy, c.Load, p99, d99, p999, d999)
 	}
 	tw.Flush()
 }
