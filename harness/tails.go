@@ -6,10 +6,11 @@ import (
 	"sort"
 	"time"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/workload"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // DefaultTailBound is how far live tail slowdowns may be from the
@@ -197,10 +198,7 @@ func (c *TailComparison) Within(bound float64) bool {
 // outside the bound (Within): under the distribution model, more than
 // bound outside the range a sample of its size would show.
 func (c *TailComparison) Problem(bound float64) string {
-	return c.problem(bound, c.Within, "within %gx either way")
-}
-
-func (c *TailComparison) problem(bound float64, judge func(float64) bool, want string) string {
+	const want = "within %gx either way"
 	oh := c.OverheadNs
 	if c.Distribution() {
 		oh = float64(c.OverheadP50Ns)
@@ -218,11 +216,11 @@ func (c *TailComparison) problem(bound float64, judge func(float64) bool, want s
 	case oh > c.ServiceNs:
 		return fmt.Sprintf("fixed overhead %v exceeds the type's service time %v: the server is not keeping up",
 			time.Duration(oh).Round(time.Microsecond), time.Duration(c.ServiceNs).Round(time.Microsecond))
-	case !judge(bound) && c.Distribution():
+	case !c.Within(bound) && c.Distribution():
 		return fmt.Sprintf("live p99 %.3g, p99.9 %.3g against %.3g-%.3g and %.3g-%.3g for %d samples (%.2f, %.2f outside), want "+want,
 			c.LiveP99, c.LiveP999, c.ExpectedRangeP99[0], c.ExpectedRangeP99[1], c.ExpectedRangeP999[0], c.ExpectedRangeP999[1],
 			c.Samples, c.DeviationP99, c.DeviationP999, bound)
-	case !judge(bound):
+	case !c.Within(bound):
 		return fmt.Sprintf("live/expected %.2f (p99), %.2f (p99.9), want "+want, p99, p999, bound)
 	}
 	return ""
