@@ -128,6 +128,7 @@ func runDemo(c *cli.Context) error {
 		}
 	}
 	printTails(out, res.Tails)
+	printHostMisses(out, res.Tails, sw.SLO)
 	printContrasts(out, res.Contrasts)
 	fmt.Fprintln(out, "\nslowdown.png also shows the simulator's curves for the same setup (\"policy (sim)\").")
 	abs, _ := filepath.Abs(sw.Out)

@@ -194,6 +194,7 @@ func printSweep(c *cli.Context, res *harness.SweepResult) error {
 	}
 	if !c.Bool("json") && c.Command.Name == "sweep" {
 		printTails(out, res.Tails)
+		printHostMisses(out, res.Tails, c.Float64("slo"))
 		printContrasts(out, res.Contrasts)
 	}
 	if len(res.Summaries) > 0 {
@@ -254,6 +255,36 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 		fmt.Fprintf(w, "every point within %gx of the simulator's range: the live server shows the policy.\n", harness.DefaultTailBound)
 	} else {
 		fmt.Fprintf(w, "%d of %d points outside %gx of the simulator or too short (see psp status for where requests' time went).\n", bad, len(tails), harness.DefaultTailBound)
+	}
+}
+
+// printHostMisses explains the summary's SLO misses that are the host's:
+// points whose shortest type's live p99.9 slowdown exceeds slo while the
+// simulator's replay of the same requests meets it. Within the bound of
+// the replay plus the host's overhead in the same seconds, the miss is the
+// host's, not the policy's; outside it, neither explains it.
+func printHostMisses(w io.Writer, tails []harness.TailComparison, slo float64) {
+	if slo <= 0 {
+		return
+	}
+	header := false
+	for _, t := range tails {
+		if !t.Distribution() || t.LiveP999 <= slo || t.SimP999 > slo {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nSLO misses the simulator does not make (p99.9 slowdown over %g):\n", slo)
+			header = true
+		}
+		verdict := "the host's stalls, not the policy"
+		if p := t.Problem(harness.DefaultTailBound); !t.Within(harness.DefaultTailBound) {
+			verdict = "more than the host's overhead explains: see psp status for where the time went"
+		} else if p != "" {
+			verdict = "not judged: " + p
+		}
+		fmt.Fprintf(w, "  %s at load %.2g: %s p99.9 %.3g live, %.3g in the simulator's replay, %.3g (%.3g-%.3g) with the\n"+
+			"  host's overhead of the same seconds added: %s.\n",
+			t.Policy, t.Load, t.Type, t.LiveP999, t.SimP999, t.ExpectedDistP999, t.ExpectedRangeP999[0], t.ExpectedRangeP999[1], verdict)
 	}
 }
 
