@@ -136,6 +136,14 @@ type Dispatcher struct {
 	stopped  bool
 	loopDone chan struct{}
 
+	// Serving in place (see inplace.go): the limit (<= 0: off), the
+	// dispatcher's own TX queue (nil: the chosen worker's), how it runs
+	// requests and records their stages.
+	inPlaceLimit  int64
+	ownTx         nic.TxQueue
+	inPlaceRunner *runner
+	inPlaceStages *stageRecorder
+
 	// Everything below belongs to the dispatcher goroutine.
 	rx       []*nic.Buffer
 	payloads [][]byte
@@ -267,6 +275,12 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if w, ok := dp.(recvWaker); ok && w.RecvWakeable() && spec.Idle == IdleSpinThenPark {
 		d.waker = w
 	}
+	if spec.Idle == IdleSpinThenPark && spec.InPlaceLimit > 0 {
+		d.inPlaceLimit = int64(spec.InPlaceLimit)
+	}
+	d.ownTx = dp.TxQueue(spec.Workers)
+	d.inPlaceStages = newStageRecorder(numTypes)
+	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages)
 	d.snapshotBuffer = snap
 	d.stageTypes.Store(int64(numTypes))
 	if multi {
@@ -644,86 +658,111 @@ func (d *Dispatcher) collect(now int64) int {
 				break
 			}
 			n++
-			d.busy--
-			service := c.end - c.start
-			if service < 0 {
-				service = 0
-			}
-			d.policy.Complete(w.id, c.typ, service, now)
-			tc := &d.counters[c.typ]
-			tc.running--
-			tc.completed++
-			tc.serviceNs += uint64(service)
-			r := ReasonTxError
-			switch c.outcome {
-			case outcomeAnswered:
-				d.answered++
-				tc.answered++
-				continue
-			case outcomeApp:
-				r = ReasonApp
-			case outcomeServiceCap:
-				r = ReasonServiceCap
-			case outcomePanic:
-				r = ReasonPanic
-			case outcomeShutdown:
-				r = ReasonShutdown
-			}
-			d.drops.add(r)
-			tc.drops.add(r)
+			d.complete(w.id, c, now)
 		}
 	}
 	return n
 }
 
-// dispatch asks the policy for assignments and pushes them to the workers;
-// requests the policy expired are dropped.
+// complete gives worker w's completion c to the policy and counts it.
+func (d *Dispatcher) complete(w int, c completion, now int64) {
+	d.busy--
+	service := c.end - c.start
+	if service < 0 {
+		service = 0
+	}
+	d.policy.Complete(w, c.typ, service, now)
+	tc := &d.counters[c.typ]
+	tc.running--
+	tc.completed++
+	tc.serviceNs += uint64(service)
+	if c.outcome != outcomeShutdown {
+		tc.expect(service)
+	}
+	r := ReasonTxError
+	switch c.outcome {
+	case outcomeAnswered:
+		d.answered++
+		tc.answered++
+		return
+	case outcomeApp:
+		r = ReasonApp
+	case outcomeServiceCap:
+		r = ReasonServiceCap
+	case outcomePanic:
+		r = ReasonPanic
+	case outcomeShutdown:
+		r = ReasonShutdown
+	}
+	d.drops.add(r)
+	tc.drops.add(r)
+}
+
+// dispatch asks the policy for assignments and pushes them to the workers,
+// or serves them in place (see inplace.go), asking again while it served
+// some in place and the round has time left; requests the policy expired
+// are dropped.
 func (d *Dispatcher) dispatch(now int64) int {
-	k := d.policy.Dispatch(now, d.assign)
-	for _, a := range d.assign[:k] {
-		h := uint32(a.Request.Handle)
-		b := d.table[h]
-		d.table[h] = nil
-		d.free = append(d.free, h)
-		d.queued--
-		t := a.Request.Type
-		c := &d.counters[t]
-		c.queued--
-		if a.Worker < 0 {
-			r := ReasonExpired
-			if a.Worker == darc.Removed {
-				r = ReasonRemoved
+	total := 0
+	round := inPlaceRounds * d.inPlaceLimit // expected service left to serve in place
+	for {
+		k := d.policy.Dispatch(now, d.assign)
+		total += k
+		served := 0
+		for _, a := range d.assign[:k] {
+			h := uint32(a.Request.Handle)
+			b := d.table[h]
+			d.table[h] = nil
+			d.free = append(d.free, h)
+			d.queued--
+			t := a.Request.Type
+			c := &d.counters[t]
+			c.queued--
+			if a.Worker < 0 {
+				r := ReasonExpired
+				if a.Worker == darc.Removed {
+					r = ReasonRemoved
+				}
+				d.shed(b, t, r)
+				continue
 			}
-			d.shed(b, t, r)
-			continue
-		}
-		wait := now - a.Enqueued
-		if wait > c.maxWait {
-			c.maxWait = wait
-		}
-		c.dispatched++
-		if wait > 0 {
-			c.queueingNs += uint64(wait)
-		}
-		c.running++
-		d.busy++
-		w := d.workers[a.Worker]
-		if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
-			// A policy dispatches to idle workers only, and a worker holds
-			// at most one request: a full ring is a policy bug.
-			panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
-		}
-		if w.parked.Load() {
-			select {
-			case w.wake <- struct{}{}:
-			default:
+			wait := now - a.Enqueued
+			if wait > c.maxWait {
+				c.maxWait = wait
+			}
+			c.dispatched++
+			if wait > 0 {
+				c.queueingNs += uint64(wait)
+			}
+			c.running++
+			d.busy++
+			w := d.workers[a.Worker]
+			if d.inPlace(w, c, &round) {
+				d.serveInPlace(w, task{buf: b, typ: t, accepted: a.Enqueued, dispatched: d.lastNow})
+				served++
+				continue
+			}
+			if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
+				// A policy dispatches to idle workers only, and a worker holds
+				// at most one request: a full ring is a policy bug.
+				panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
+			}
+			if w.parked.Load() {
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
 			}
 		}
+		if served == 0 || d.queued == 0 || round <= 0 {
+			break
+		}
+		now = d.lastNow
 	}
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
 	}
-	return k
+	return total
 }
 
 // dropQueued drops the requests still queued in the policy after the
@@ -837,11 +876,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	ready <- nil
 
 	one := make([]*nic.Buffer, 1)
-	multi, _ := d.app.(MultiHandler)
-	var reply *reply
-	if multi != nil {
-		reply = newReply(d.dp, w.tx, d.spec.Burst)
-	}
+	run := d.newRunner(w.tx, w.stages)
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1
@@ -886,33 +921,8 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			}
 			continue
 		}
-		st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
-		var outcome uint8
-		if multi != nil {
-			reply.reset(t.buf)
-			st.started = d.dp.Now()
-			answer, panicked := d.handleMulti(multi, w.id, t.typ, t.buf, reply)
-			st.finished = d.dp.Now()
-			outcome = multiOutcome(reply, answer, panicked)
-		} else {
-			st.started = d.dp.Now()
-			outcome = d.handle(w.id, t.typ, t.buf)
-			st.finished = d.dp.Now()
-			one[0] = t.buf
-			if outcome == outcomeAnswered {
-				if n, _ := w.tx.Send(one); n != 1 {
-					outcome = outcomeTxError
-				}
-			} else {
-				d.dp.Release(one...)
-			}
-			one[0] = nil
-		}
-		if outcome == outcomeAnswered {
-			st.sent = d.dp.Now()
-		}
-		w.stages.record(int(t.typ), &st)
-		for !w.out.Push(completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}) {
+		c := d.run(run, w.id, w.tx, t)
+		for !w.out.Push(c) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
 		}
 		if d.sleeping.Load() && d.sleeping.CompareAndSwap(true, false) {
@@ -977,7 +987,9 @@ func (d *Dispatcher) handleMulti(m MultiHandler, w int, typ darc.Type, b *nic.Bu
 func (d *Dispatcher) publish(now int64) {
 	snap := &d.snapshotBuffer
 	d.policy.Snapshot(snap)
+	d.inPlaceStages.publish(now)
 	s := &Stats{
+		InPlaceLimitNs:  d.inPlaceLimit,
 		At:              now,
 		Workers:         len(d.workers),
 		Running:         d.ran.Load() && !d.stop.Load(),
@@ -1010,7 +1022,8 @@ func (d *Dispatcher) publish(now int64) {
 		c := &d.counters[t]
 		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
 			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
-			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs}
+			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs,
+			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expectNs}
 		c.maxWait = 0
 		s.Types[t] = ts
 	}

@@ -31,6 +31,7 @@ const (
 	DefaultLaneBuffers   = 2048
 	DefaultInlineLimit   = 100 * time.Microsecond
 	DefaultLaneProbation = 64
+	DefaultInPlaceLimit  = 20 * time.Microsecond
 )
 
 // Spec configures a Dispatcher. It is plain data: copy it freely. The zero
@@ -92,6 +93,13 @@ type Spec struct {
 	// keeps faulting never comes back (its calls, refused by its open
 	// breaker, count as faults), one a machine stall slowed down does.
 	LaneProbation int
+	// InPlaceLimit is the longest expected service time of a request the
+	// dispatcher serves itself, on the chosen worker's behalf, when that
+	// worker is parked (see "Serving in place" in the package
+	// documentation): waking a parked thread costs more than such a
+	// request. Only under IdleSpinThenPark. Default 20µs; negative: never
+	// (every request is handed to its worker's thread).
+	InPlaceLimit time.Duration
 }
 
 // Errors returned by New and Run.
@@ -142,6 +150,9 @@ func (s Spec) withDefaults() Spec {
 	}
 	if s.LaneProbation == 0 {
 		s.LaneProbation = DefaultLaneProbation
+	}
+	if s.InPlaceLimit == 0 {
+		s.InPlaceLimit = DefaultInPlaceLimit
 	}
 	return s
 }

@@ -366,7 +366,7 @@ func (d *Dispatcher) Stages() []*TypeStages {
 	out := make([]*TypeStages, d.stageTypes.Load())
 	var h TypeStages
 	for t := range out {
-		ran := false
+		ran := d.inPlaceStages.addTo(t, &h)
 		for _, w := range d.workers {
 			if w.stages.addTo(t, &h) {
 				ran = true

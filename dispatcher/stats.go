@@ -194,6 +194,15 @@ type TypeStats struct {
 	// clock).
 	Completed    uint64 `json:"completed"`
 	ServiceNsSum uint64 `json:"service_ns_sum"`
+	// InPlace counts the requests the dispatcher served itself, on the
+	// chosen worker's behalf, because that worker was parked and the
+	// type's expected service (ExpectedServiceNs, smoothed over its
+	// recent services) was under Stats.InPlaceLimitNs; HandOffs counts
+	// the others handed to a worker thread while serving in place is on,
+	// by why.
+	InPlace           uint64   `json:"in_place"`
+	HandOffs          HandOffs `json:"hand_offs"`
+	ExpectedServiceNs int64    `json:"expected_service_ns"`
 }
 
 // MeasuredMeanServiceNs is the mean measured service time of the
@@ -221,6 +230,9 @@ type Stats struct {
 	At int64 `json:"at_ns"`
 	// Workers is the number of application workers.
 	Workers int `json:"workers"`
+	// InPlaceLimitNs is the longest expected service of a request the
+	// dispatcher serves in place (0: it never does; see Spec.InPlaceLimit).
+	InPlaceLimitNs int64 `json:"in_place_limit_ns"`
 	// Running reports whether Run is in progress; Draining whether it is
 	// shutting down.
 	Running  bool `json:"running"`
@@ -287,4 +299,11 @@ type typeCounters struct {
 	queueingNs uint64 // sum over dispatched requests
 	completed  uint64
 	serviceNs  uint64 // sum over completed requests
+	inPlace    uint64 // served by the dispatcher itself
+	handOffs   HandOffs
+	expectNs   int64  // expected service, smoothed
+	expectN    uint32 // services measured, up to inPlaceSamples
+	// firstServices are the first inPlaceSamples services, whose median
+	// starts expectNs.
+	firstServices [inPlaceSamples]int64
 }

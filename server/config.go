@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,9 +44,12 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultListen    = "127.0.0.1:6789"
-	DefaultAdmin     = "127.0.0.1:9090"
-	DefaultWorkers   = 14
+	DefaultListen = "127.0.0.1:6789"
+	DefaultAdmin  = "127.0.0.1:9090"
+	// MinAutoWorkers is the fewest workers Workers' automatic default
+	// gives: DARC needs two to keep a short type's worker apart from the
+	// long types'.
+	MinAutoWorkers   = 2
 	DefaultPolicy    = "darc"
 	DefaultApp       = AppEmulate
 	DefaultBuffers   = 8192
@@ -85,7 +89,9 @@ type Config struct {
 	// Reserved is the number of workers darc-static reserves for the
 	// shortest type.
 	Reserved int `yaml:"reserved,omitempty"`
-	// Workers is the number of application workers. Default 14.
+	// Workers is the number of application workers. Default (0, or
+	// --workers auto): one per CPU the process may use (its affinity
+	// mask), at least MinAutoWorkers; see AutoWorkers.
 	Workers int `yaml:"workers"`
 	// CPUs pins threads: a CPU list such as "0-14" (first the dispatcher,
 	// then the workers; see dispatcher.Spec.CPUs). Empty: no pinning.
@@ -119,6 +125,12 @@ type Config struct {
 	// Spin is how long idle threads spin before parking. Default 50µs;
 	// negative: park at once.
 	Spin time.Duration `yaml:"spin,omitempty"`
+	// InPlace is the longest expected service time of a request the
+	// dispatcher serves itself, on the chosen worker's behalf, when that
+	// worker's thread is parked (waking it costs more than such a request;
+	// see dispatcher.Spec.InPlaceLimit). Default 20µs; 0 given explicitly:
+	// never (stored as -1), every request is handed to its worker's thread.
+	InPlace time.Duration `yaml:"in_place,omitempty"`
 	// Burst is the receive burst size. Default 32.
 	Burst int `yaml:"burst,omitempty"`
 	// DrainTimeout bounds the graceful shutdown. Default 5s; negative: drop
@@ -502,7 +514,8 @@ var zeroRules = map[string]zeroRule{
 	"max_window":                     func(c *Config) error { c.MaxWindow = -1; return nil },  // no limit: checks on queuing delay only
 	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
 	"idle":                           refuse("want spin-then-park or busy-poll"),
-	"spin":                           func(c *Config) error { c.Spin = -1; return nil }, // park at once
+	"spin":                           func(c *Config) error { c.Spin = -1; return nil },    // park at once
+	"in_place":                       func(c *Config) error { c.InPlace = -1; return nil }, // never serve in place
 	"burst":                          refuse("want 1..4096"),
 	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once
 	"deadline_factor":                func(c *Config) error { c.DeadlineFactor = -1; return nil }, // no automatic deadlines
@@ -619,13 +632,16 @@ func (c Config) withDefaults() Config {
 		c.Policy = DefaultPolicy
 	}
 	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
+		c.Workers = AutoWorkers()
 	}
 	if c.Idle == "" {
 		c.Idle = dispatcher.IdleSpinThenPark
 	}
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
+	}
+	if c.InPlace == 0 {
+		c.InPlace = dispatcher.DefaultInPlaceLimit
 	}
 	if c.Burst == 0 {
 		c.Burst = dispatcher.DefaultBurst
@@ -661,6 +677,19 @@ func (c Config) withDefaults() Config {
 		c.Admin.Addr = DefaultAdmin
 	}
 	return c
+}
+
+// AutoWorkers is the default worker count: one per CPU this process may
+// use (its affinity mask: taskset, cgroup cpusets), at least
+// MinAutoWorkers. Threads beyond the cores only wait for them, and the
+// dispatcher serves short requests itself (dispatcher.Spec.InPlaceLimit),
+// so a worker per core keeps every core busy without oversubscribing.
+func AutoWorkers() int {
+	n := runtime.NumCPU()
+	if cpus, err := affinity.Available(); err == nil && len(cpus) > 0 {
+		n = len(cpus)
+	}
+	return max(n, MinAutoWorkers)
 }
 
 // multiTenant reports whether c (with defaults) makes a multi-tenant
@@ -859,6 +888,7 @@ func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Sp
 		CPUs:         c.cpuList(),
 		Idle:         c.Idle,
 		Spin:         c.Spin,
+		InPlaceLimit: c.InPlace,
 		Burst:        c.Burst,
 		MinPayload:   minPayload,
 		DrainTimeout: c.DrainTimeout,

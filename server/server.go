@@ -63,6 +63,8 @@ type Server struct {
 	describeTenants string
 	ran             bool
 	mu              sync.Mutex
+	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
+	workersAuto bool
 }
 
 // New opens a server for cfg. The caller must call Run (which closes
@@ -81,8 +83,9 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if err := cfg.validate(custom); err != nil {
 		return nil, err
 	}
+	workersAuto := cfg.Workers == 0
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers}
+	s := &Server{cfg: cfg, log: opts.Log, started: time.Now(), classifierOpts: opts.Classifiers, workersAuto: workersAuto}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -200,6 +203,9 @@ func (s *Server) Run(ctx context.Context) error {
 	fmt.Fprintf(s.log, "psp serve: %s\n", s.describe())
 	if n := runtime.GOMAXPROCS(0); s.cfg.Idle == dispatcher.IdleBusyPoll && s.cfg.Workers+1 > n {
 		fmt.Fprintf(s.log, "psp serve: warning: busy-poll with %d workers and a dispatcher on %d usable cores: threads will starve each other (use --idle spin-then-park or fewer workers)\n", s.cfg.Workers, n)
+	} else if cores := AutoWorkers(); !s.workersAuto && s.cfg.Workers > cores {
+		fmt.Fprintf(s.log, "psp serve: note: %d workers on %d usable CPUs: threads outnumber cores, so a request handed to a worker may wait for a core (fine for workers that sleep, as emulated ones do; --workers auto gives %d)\n",
+			s.cfg.Workers, cores, cores)
 	}
 
 	if restore := s.sizeProcs(); restore != nil {
@@ -260,11 +266,22 @@ func (s *Server) sizeProcs() (restore func()) {
 	return func() { runtime.GOMAXPROCS(have) }
 }
 
+// workersText says how many workers serve and where the count came from.
+func (s *Server) workersText() string {
+	if s.workersAuto {
+		return fmt.Sprintf("%d workers (auto: one per usable CPU, at least %d)", s.cfg.Workers, MinAutoWorkers)
+	}
+	return fmt.Sprintf("%d workers", s.cfg.Workers)
+}
+
 // describe is the startup line.
 func (s *Server) describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %d workers (%s), app %s",
-		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.cfg.Workers, s.cfg.Idle, s.cfg.App.Name)
+	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %s (%s), app %s",
+		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
+	if s.cfg.InPlace > 0 && s.cfg.Idle == dispatcher.IdleSpinThenPark {
+		fmt.Fprintf(&b, ", in place under %v", s.cfg.InPlace)
+	}
 	if s.cfg.App.Dilation != 0 {
 		fmt.Fprintf(&b, " (dilation %g)", s.cfg.App.Dilation)
 	}
@@ -337,6 +354,7 @@ func (s *Server) Status() Status {
 	}
 	st := buildStatus(ds, s.disp.Stages(), declared)
 	st.Runtime = runtimeStatus()
+	st.WorkersAuto = s.workersAuto
 	st.App = s.cfg.App.Name
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr

@@ -9,11 +9,14 @@ import (
 // Status is the JSON document GET /status returns. Every JSON name is
 // snake_case; durations carry their unit in the name.
 type Status struct {
-	Policy        string  `json:"policy"`
-	Phase         string  `json:"phase"` // "startup" while DARC profiles, then "darc"; baselines: their name
-	App           string  `json:"app"`
-	Dilation      float64 `json:"dilation,omitempty"`
-	Workers       int     `json:"workers"`
+	Policy   string  `json:"policy"`
+	Phase    string  `json:"phase"` // "startup" while DARC profiles, then "darc"; baselines: their name
+	App      string  `json:"app"`
+	Dilation float64 `json:"dilation,omitempty"`
+	Workers  int     `json:"workers"`
+	// WorkersAuto: Workers followed the usable CPUs (--workers auto, the
+	// default).
+	WorkersAuto   bool    `json:"workers_auto"`
 	Listen        string  `json:"listen"`
 	Dataplane     string  `json:"dataplane"`
 	UptimeSeconds float64 `json:"uptime_seconds"`
@@ -45,6 +48,10 @@ type Status struct {
 	// Abandoned counts requests still running at the drain timeout.
 	Abandoned int `json:"abandoned,omitempty"`
 
+	// InPlaceLimitNs is the longest expected service of a request the
+	// dispatcher serves itself when its worker's thread is parked (0:
+	// never; --in-place).
+	InPlaceLimitNs int64 `json:"in_place_limit_ns"`
 	// IdleWorkers and CPUWaste are means over the last stats interval (about
 	// 100ms); CPUWaste counts idle workers while requests waited.
 	IdleWorkers   float64 `json:"idle_workers"`
@@ -200,6 +207,14 @@ type TypeStatus struct {
 	MaxWaitNs  int64 `json:"max_wait_ns"`
 	// ShedRate is the type's shed drops per second over the last second.
 	ShedRate float64 `json:"shed_rate"`
+	// InPlace counts the requests the dispatcher served itself because
+	// their worker's thread was parked and the type's expected service
+	// (ExpectedServiceNs) was under Status.InPlaceLimitNs; HandOffs the
+	// others, handed to a worker's thread, by why (see
+	// dispatcher.HandOffs).
+	InPlace           uint64              `json:"in_place"`
+	HandOffs          dispatcher.HandOffs `json:"hand_offs"`
+	ExpectedServiceNs int64               `json:"expected_service_ns"`
 	// Stages is where the type's requests spent their time, stage by
 	// stage, since start; absent before a worker ran one.
 	Stages *StageBreakdown `json:"stages,omitempty"`
@@ -306,6 +321,7 @@ func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared 
 		Shared:          s.Policy.Shared,
 		Borrowed:        s.Policy.Borrowed,
 		Abandoned:       s.Abandoned,
+		InPlaceLimitNs:  s.InPlaceLimitNs,
 		IdleWorkers:     s.IdleWorkers,
 		CPUWaste:        s.CPUWaste,
 		CPUWasteTotal:   s.CPUWasteTotal,
@@ -347,7 +363,8 @@ func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared 
 			Queued: ts.Queued, Running: ts.Running, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
 			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs(),
 			Budget: p.Budget, Guarantee: p.Guarantee, Held: p.Held, Capacity: p.Capacity, DeadlineNs: p.DeadlineNs,
-			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate}
+			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate,
+			InPlace: ts.InPlace, HandOffs: ts.HandOffs, ExpectedServiceNs: ts.ExpectedServiceNs}
 		if int(ts.Type) < len(stages) && stages[ts.Type] != nil {
 			tst.Stages = newStageBreakdown(stages[ts.Type])
 		}

@@ -101,7 +101,13 @@ type store struct {
 func openStore(dir string, sync bool) (*store, error) {
 	opts := &pebble.Options{Logger: quietLogger{}}
 	if dir == "" {
+		// In memory nothing survives the process: a write-ahead log would
+		// only grow a file in memory (copied as it grows) on every write.
+		// Larger memtables flush (into files in memory, copied as they
+		// grow) less often.
 		opts.FS = vfs.NewMem()
+		opts.DisableWAL = true
+		opts.MemTableSize = 64 << 20
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {

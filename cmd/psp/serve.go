@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -53,8 +54,8 @@ func serveSettings() []serveSetting {
 			"policy", str(func(c *server.Config) *string { return &c.Policy })},
 		{&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)", DefaultText: "0"},
 			"reserved", num(func(c *server.Config) *int { return &c.Reserved })},
-		{&cli.IntFlag{Name: "workers", Usage: "number of application workers `N`", DefaultText: fmt.Sprint(server.DefaultWorkers)},
-			"workers", num(func(c *server.Config) *int { return &c.Workers })},
+		{&cli.StringFlag{Name: "workers", Usage: "number of application workers `N`, or auto: one per CPU this process may use, at least 2", DefaultText: fmt.Sprintf("auto (%d here)", server.AutoWorkers())},
+			"workers", func(c *cli.Context, n string, cfg *server.Config) { cfg.Workers, _ = parseWorkers(c.String(n)) }},
 		{&cli.StringFlag{Name: "cpus", Usage: "pin threads to a CPU `LIST` like 0-14: the dispatcher first, then the workers (default: no pinning)"},
 			"cpus", str(func(c *server.Config) *string { return &c.CPUs })},
 		{&cli.Float64Flag{Name: "delta", Usage: "DARC grouping factor", DefaultText: fmt.Sprint(darc.DefaultDelta)},
@@ -77,6 +78,8 @@ func serveSettings() []serveSetting {
 			"idle", str(func(c *server.Config) *string { return &c.Idle })},
 		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs"},
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
+		{&cli.DurationFlag{Name: "in-place", Usage: "the dispatcher serves a request itself, on its worker's behalf, when that worker's thread is parked and the request's type is profiled shorter than this: waking a thread costs more (0: never, every request goes to its worker's thread; psp status shows which were served in place and why the others were not)", DefaultText: dispatcher.DefaultInPlaceLimit.String()},
+			"in_place", func(c *cli.Context, n string, cfg *server.Config) { cfg.InPlace = c.Duration(n) }},
 		{&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
 			"burst", num(func(c *server.Config) *int { return &c.Burst })},
 		{&cli.DurationFlag{Name: "drain-timeout", Usage: "bound on the graceful shutdown: the process exits within it (plus a fraction of a second) whatever the handlers do, what is left dropped as shutdown (0: drop queued requests at once)", DefaultText: "5s"},
@@ -164,6 +167,11 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 	} else if c.IsSet("config") {
 		return cfg, fmt.Errorf("--config: empty file name")
 	}
+	if c.IsSet("workers") {
+		if _, err := parseWorkers(c.String("workers")); err != nil {
+			return cfg, err
+		}
+	}
 	var zeros []string
 	for _, s := range serveSettings() {
 		name := s.flag.Names()[0]
@@ -186,6 +194,24 @@ func serveConfig(c *cli.Context) (server.Config, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// parseWorkers parses --workers: a count, or auto (0: the server's
+// automatic default).
+func parseWorkers(v string) (int, error) {
+	if strings.TrimSpace(v) == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("--workers %q: want a count or auto", v)
+	case n == 0:
+		return 0, fmt.Errorf("--workers 0: zero is not a value (want a count >= 1, or auto)")
+	case n < 0:
+		return 0, fmt.Errorf("--workers %d: want a count >= 1, or auto", n)
+	}
+	return n, nil
 }
 
 // typeLimitFlags merges --deadline, --budget and --guarantee NAME=VALUE

@@ -69,8 +69,12 @@ func printStatus(w io.Writer, st *server.Status) error {
 	if st.Dilation != 0 {
 		app += fmt.Sprintf(" (dilation %g)", st.Dilation)
 	}
-	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %d workers, app %s, up %.1fs\n",
-		state, st.Listen, st.Dataplane, st.Policy, st.Phase, st.Workers, app, st.UptimeSeconds)
+	workers := fmt.Sprintf("%d workers", st.Workers)
+	if st.WorkersAuto {
+		workers += " (auto)"
+	}
+	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %s, app %s, up %.1fs\n",
+		state, st.Listen, st.Dataplane, st.Policy, st.Phase, workers, app, st.UptimeSeconds)
 	if st.Overloaded {
 		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
 	}
@@ -132,6 +136,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w, strings.Join(dropped, "\n"))
 	}
 
+	printInPlace(w, st)
 	printStages(w, st)
 
 	if st.MultiTenant {
@@ -171,6 +176,26 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// printInPlace says which requests the dispatcher served itself and why
+// the others went to a worker's thread.
+func printInPlace(w io.Writer, st *server.Status) {
+	if st.InPlaceLimitNs <= 0 {
+		fmt.Fprintln(w, "\nserved in place: off (every request is handed to its worker's thread)")
+		return
+	}
+	fmt.Fprintf(w, "\nserved in place (by the dispatcher, for a parked worker, when the type's expected service is under %s):\n", ns(float64(st.InPlaceLimitNs)))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NAME\tEXPECTED\tIN PLACE\tHANDED OFF\tWORKER AWAKE\tLONG\tUNPROFILED\tBURST\t")
+	for _, t := range st.Types {
+		h := t.HandOffs
+		if t.InPlace+h.Total() == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Name, ns(float64(t.ExpectedServiceNs)), t.InPlace, h.Total(), h.Awake, h.Long, h.Unprofiled, h.Burst)
+	}
+	tw.Flush()
 }
 
 // printFaults appends a tenant's classifier faults and breaker state.

@@ -44,7 +44,7 @@ const noBufferWait = 50 * time.Microsecond
 // Dataplane is a batched UDP-socket nic.Dataplane. Create it with Open.
 type Dataplane struct {
 	cfg    Config
-	conn   *net.UDPConn
+	conn   socket
 	raw    syscall.RawConn
 	family int
 	addr   netip.AddrPort
@@ -111,7 +111,14 @@ func Open(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("udp: listen on %s: %w", cfg.Addr, err)
 	}
 	conn := pc.(*net.UDPConn)
-	d := &Dataplane{cfg: cfg, conn: conn, start: time.Now(), epfd: -1, wakeFd: -1}
+	if err := conn.SetReadBuffer(cfg.ReadBuffer); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("udp: set SO_RCVBUF to %d: %w", cfg.ReadBuffer, err)
+	}
+	d := &Dataplane{cfg: cfg, start: time.Now(), epfd: -1, wakeFd: -1}
+	if d.conn, err = d.adopt(conn); err != nil {
+		return nil, err
+	}
 	if err := d.setup(); err != nil {
 		d.Close()
 		return nil, err
@@ -130,9 +137,6 @@ func Open(cfg Config) (*Dataplane, error) {
 
 func (d *Dataplane) setup() error {
 	var err error
-	if err = d.conn.SetReadBuffer(d.cfg.ReadBuffer); err != nil {
-		return fmt.Errorf("udp: set SO_RCVBUF to %d: %w", d.cfg.ReadBuffer, err)
-	}
 	if d.raw, err = d.conn.SyscallConn(); err != nil {
 		return fmt.Errorf("udp: raw socket: %w", err)
 	}
@@ -198,6 +202,15 @@ func (d *Dataplane) setup() error {
 	d.meminfo.call = d.meminfo.read
 	d.socks.Store(&[]*rxSock{{port: d.addr.Port(), conn: d.conn, raw: d.raw, fd: -1}})
 	return nil
+}
+
+// adopt returns c as the dataplane's socket: c itself, or, under
+// Config.KernelWait, its descriptor out of Go's poller (see unpolled).
+func (d *Dataplane) adopt(c *net.UDPConn) (socket, error) {
+	if !d.cfg.KernelWait {
+		return c, nil
+	}
+	return unpoll(c)
 }
 
 // Addr returns the address the dataplane is bound to (with the port the
@@ -671,7 +684,7 @@ func (d *Dataplane) Close() error {
 // port: a reply leaves from the port its request came to).
 type txQueue struct {
 	d     *Dataplane
-	conn  *net.UDPConn
+	conn  socket
 	raw   syscall.RawConn
 	socks atomic.Pointer[[]*txSock] // every port's, Addr's first
 	hdrs  []unix.Mmsghdr
@@ -688,13 +701,11 @@ type txQueue struct {
 }
 
 func newTxQueue(d *Dataplane, fd int) (*txQueue, error) {
-	f := os.NewFile(uintptr(fd), "udp-tx")
-	pc, err := net.FilePacketConn(f) // dups fd again
-	f.Close()
+	conn, err := d.txSocket(fd)
 	if err != nil {
 		return nil, err
 	}
-	q := &txQueue{d: d, conn: pc.(*net.UDPConn)}
+	q := &txQueue{d: d, conn: conn}
 	if q.raw, err = q.conn.SyscallConn(); err != nil {
 		q.conn.Close()
 		return nil, err
@@ -711,6 +722,21 @@ func newTxQueue(d *Dataplane, fd int) (*txQueue, error) {
 	}
 	q.call = q.sendmmsg
 	return q, nil
+}
+
+// txSocket turns fd, a duplicate of a receive socket's descriptor that
+// the caller hands over, into a transmit queue's socket.
+func (d *Dataplane) txSocket(fd int) (socket, error) {
+	if d.cfg.KernelWait {
+		return &unpolled{fd: fd}, nil
+	}
+	f := os.NewFile(uintptr(fd), "udp-tx")
+	pc, err := net.FilePacketConn(f) // dups fd again
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
 }
 
 // Send implements nic.TxQueue. Datagrams that cannot be sent (an address
@@ -881,7 +907,7 @@ func encodeSockaddr(family int, peer netip.AddrPort, b *[sockaddrLen]byte) int {
 // rxSock is one port's receive socket.
 type rxSock struct {
 	port uint16
-	conn *net.UDPConn
+	conn socket
 	raw  syscall.RawConn
 	fd   int // for epoll: a descriptor of the socket, kept open with conn
 }
@@ -889,7 +915,7 @@ type rxSock struct {
 // txSock is one port's transmit descriptor of a txQueue.
 type txSock struct {
 	port uint16
-	conn *net.UDPConn
+	conn socket
 	raw  syscall.RawConn
 }
 
@@ -926,14 +952,19 @@ func (d *Dataplane) AddPort(port uint16) error {
 	if err != nil {
 		return fmt.Errorf("udp: listen on %s: %w", addr, err)
 	}
-	conn := pc.(*net.UDPConn)
+	uc := pc.(*net.UDPConn)
+	if err := uc.SetReadBuffer(d.cfg.ReadBuffer); err != nil {
+		uc.Close()
+		return fmt.Errorf("udp: port %d: set SO_RCVBUF: %w", port, err)
+	}
+	conn, err := d.adopt(uc)
+	if err != nil {
+		return fmt.Errorf("udp: port %d: %w", port, err)
+	}
 	s := &rxSock{port: port, conn: conn, fd: -1}
 	fail := func(err error) error {
 		conn.Close()
 		return err
-	}
-	if err := conn.SetReadBuffer(d.cfg.ReadBuffer); err != nil {
-		return fail(fmt.Errorf("udp: port %d: set SO_RCVBUF: %w", port, err))
 	}
 	if s.raw, err = conn.SyscallConn(); err != nil {
 		return fail(fmt.Errorf("udp: port %d: %w", port, err))
@@ -978,11 +1009,8 @@ func (d *Dataplane) AddPort(port uint16) error {
 	}
 	var txs []*txSock
 	for i, q := range d.tx {
-		f := os.NewFile(uintptr(dups[1+i]), "udp-tx")
-		tpc, err := net.FilePacketConn(f) // dups again
-		f.Close()
+		tc, err := d.txSocket(dups[1+i])
 		if err == nil {
-			tc := tpc.(*net.UDPConn)
 			var raw syscall.RawConn
 			if raw, err = tc.SyscallConn(); err == nil {
 				txs = append(txs, &txSock{port: port, conn: tc, raw: raw})

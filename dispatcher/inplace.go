@@ -1,0 +1,175 @@
+package dispatcher
+
+import (
+	"slices"
+
+	"github.com/persephone-go/psp/nic"
+)
+
+// Serving in place.
+//
+// The policy decides which worker runs a request; the dispatcher decides
+// how the request gets there. Handing a request to a worker parked in the
+// Go scheduler costs a thread wake-up (tens of microseconds on a VM, the
+// StageHandoff histogram measures it live), far more than a short request's
+// service. So when the worker the policy chose is parked and the request's
+// type is profiled as shorter than Spec.InPlaceLimit, the dispatcher runs
+// the request itself, on that worker's behalf: same worker id for the
+// application, same completion for the policy, reply on the dispatcher's
+// own TX queue. The policy's semantics are unchanged (a request runs only
+// on a worker the policy chose, and the policy sees that worker busy for
+// exactly the request's service); only the thread differs. On two cores
+// this maps DARC onto the machine: the dispatcher's core serves the
+// short types' reserved workers, the other core the long types.
+//
+// Bounds: a type is served in place only once it has inPlaceSamples
+// measured services and an expected service (a running median) under the
+// limit,
+// and one dispatch round serves in place for at most inPlaceRounds times
+// the limit before it hands off what is left, so receiving is never held
+// for long by a burst or by a request that turns out long.
+
+// inPlaceSamples is how many services of a type are measured before the
+// type may be served in place.
+const inPlaceSamples = 4
+
+// inPlaceRounds: one dispatch round serves in place at most this many
+// times Spec.InPlaceLimit of expected service.
+const inPlaceRounds = 4
+
+// expectShift sets how fast a type's expected service follows its
+// services: each moves it 1/2^expectShift of its value towards itself.
+const expectShift = 4
+
+// HandOffs counts the requests of a type handed to a worker thread rather
+// than served in place, by why (only while serving in place is on).
+type HandOffs struct {
+	// Awake: the worker was spinning or polling, so the hand-off was a
+	// ring push.
+	Awake uint64 `json:"awake"`
+	// Long: the type's expected service exceeded Spec.InPlaceLimit.
+	Long uint64 `json:"long"`
+	// Unprofiled: fewer than a few services of the type were measured.
+	Unprofiled uint64 `json:"unprofiled"`
+	// Burst: the dispatch round had used its time for serving in place.
+	Burst uint64 `json:"burst"`
+}
+
+// Total is the sum of all reasons.
+func (h HandOffs) Total() uint64 { return h.Awake + h.Long + h.Unprofiled + h.Burst }
+
+// runner runs requests and records their stages: a worker goroutine's, or
+// the dispatcher's for the requests it serves in place.
+type runner struct {
+	one    []*nic.Buffer
+	multi  MultiHandler
+	reply  *reply // MultiHandler applications only
+	stages *stageRecorder
+}
+
+func (d *Dispatcher) newRunner(tx nic.TxQueue, stages *stageRecorder) *runner {
+	r := &runner{one: make([]*nic.Buffer, 1), stages: stages}
+	r.multi, _ = d.app.(MultiHandler)
+	if r.multi != nil {
+		r.reply = newReply(d.dp, tx, d.spec.Burst)
+	}
+	return r
+}
+
+// run runs t as worker w, transmits its reply on tx and records its
+// stages; it returns the request's completion.
+func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
+	st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
+	var outcome uint8
+	if r.multi != nil {
+		r.reply.tx = tx
+		r.reply.reset(t.buf)
+		st.started = d.dp.Now()
+		answer, panicked := d.handleMulti(r.multi, w, t.typ, t.buf, r.reply)
+		st.finished = d.dp.Now()
+		outcome = multiOutcome(r.reply, answer, panicked)
+	} else {
+		st.started = d.dp.Now()
+		outcome = d.handle(w, t.typ, t.buf)
+		st.finished = d.dp.Now()
+		r.one[0] = t.buf
+		if outcome == outcomeAnswered {
+			if n, _ := tx.Send(r.one); n != 1 {
+				outcome = outcomeTxError
+			}
+		} else {
+			d.dp.Release(r.one...)
+		}
+		r.one[0] = nil
+	}
+	if outcome == outcomeAnswered {
+		st.sent = d.dp.Now()
+	}
+	r.stages.record(int(t.typ), &st)
+	return completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}
+}
+
+// inPlace reports whether the request of type c's counters, assigned to
+// w, is to be served in place; when not, it counts why.
+func (d *Dispatcher) inPlace(w *worker, c *typeCounters, round *int64) bool {
+	if d.inPlaceLimit <= 0 {
+		return false
+	}
+	switch {
+	case !w.parked.Load():
+		c.handOffs.Awake++
+	case c.expectN < inPlaceSamples:
+		c.handOffs.Unprofiled++
+	case c.expectNs > d.inPlaceLimit:
+		c.handOffs.Long++
+	case *round <= 0:
+		c.handOffs.Burst++
+	default:
+		*round -= c.expectNs
+		return true
+	}
+	return false
+}
+
+// serveInPlace runs t on the dispatcher goroutine as worker w and
+// completes it in the policy at once.
+func (d *Dispatcher) serveInPlace(w *worker, t task) {
+	tx := d.ownTx
+	if tx == nil {
+		// The policy holds w idle: its worker goroutine touches neither
+		// its TX queue nor its reply until it is handed a request.
+		tx = w.tx
+	}
+	c := d.run(d.inPlaceRunner, w.id, tx, t)
+	d.counters[t.typ].inPlace++
+	now := d.dp.Now()
+	d.advance(now)
+	d.complete(w.id, c, now)
+	d.inPlaceStages.maybePublish(now)
+}
+
+// expect folds one measured service into type c's expected service: a
+// running estimate of the median, which starts at the median of the
+// first inPlaceSamples services and then moves by a fixed fraction of
+// itself towards each one, so that a service stretched by a descheduled
+// thread (hundreds of microseconds on a shared VM) moves it as little as
+// any other sample above it.
+func (c *typeCounters) expect(service int64) {
+	if c.expectN < inPlaceSamples {
+		c.firstServices[c.expectN] = service
+		c.expectN++
+		if c.expectN == inPlaceSamples {
+			f := c.firstServices
+			slices.Sort(f[:])
+			c.expectNs = (f[inPlaceSamples/2-1] + f[inPlaceSamples/2]) / 2
+		}
+		return
+	}
+	step := max(c.expectNs>>expectShift, 1)
+	switch {
+	case service > c.expectNs:
+		c.expectNs += min(step, service-c.expectNs)
+	case service < c.expectNs:
+		c.expectNs -= min(step, c.expectNs-service)
+	}
+}

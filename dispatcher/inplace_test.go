@@ -1,0 +1,192 @@
+package dispatcher
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
+)
+
+// spinFor keeps the calling thread busy for d.
+func spinFor(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// inPlaceApp answers every request; type 2 (LONG) takes longLen. It
+// counts the requests it ran on the worker ids the policy chose.
+type inPlaceApp struct {
+	longLen time.Duration
+	badID   atomic.Int64 // requests run with a worker id out of range
+	workers int
+}
+
+func (a *inPlaceApp) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+	if w < 0 || w >= a.workers {
+		a.badID.Add(1)
+	}
+	if typ == 2 {
+		spinFor(a.longLen)
+	}
+	return true
+}
+
+// oneByOne sends n requests of type typ, each once the previous one was
+// answered and the workers had time to park.
+func oneByOne(t *testing.T, dp *fakeDataplane, typ uint32, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		before := dp.replyCount()
+		for !dp.inject(header(uint32(i), typ, 0), 6789) {
+			time.Sleep(10 * time.Microsecond)
+		}
+		waitFor(t, "a reply", func() bool { return dp.replyCount() > before })
+		time.Sleep(200 * time.Microsecond) // the workers park (Spin is negative)
+	}
+}
+
+func TestInPlaceServesShortTypesOfParkedWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit time.Duration
+	}{{"on", 50 * time.Microsecond}, {"off", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const workers, n = 2, 40
+			dp := newFakeDataplane(workers+1, 64, 64)
+			app := &inPlaceApp{longLen: 400 * time.Microsecond, workers: workers}
+			d, err := New(Spec{Workers: workers, Spin: -1, InPlaceLimit: tc.limit, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
+				dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, d)
+			oneByOne(t, dp, 1, n) // SHORT
+			oneByOne(t, dp, 2, n) // LONG: 400µs, over the limit
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			s := d.Stats()
+			checkAccounting(t, s)
+			checkStages(t, d, s)
+			if s.Answered != 2*n {
+				t.Fatalf("answered %d, want %d", s.Answered, 2*n)
+			}
+			if app.badID.Load() != 0 {
+				t.Errorf("%d requests ran with a worker id the policy does not have", app.badID.Load())
+			}
+			short, long := s.Types[1], s.Types[2]
+			if long.InPlace != 0 {
+				t.Errorf("%d LONG requests (400µs, limit %v) served in place, want 0", long.InPlace, tc.limit)
+			}
+			if tc.limit < 0 {
+				if short.InPlace != 0 || short.HandOffs.Total() != 0 || s.InPlaceLimitNs != 0 {
+					t.Errorf("off: SHORT in place %d, hand-offs %+v, limit %d; want none", short.InPlace, short.HandOffs, s.InPlaceLimitNs)
+				}
+				return
+			}
+			// Each type's first services are measured on a worker thread;
+			// from then on a SHORT request to a parked worker runs in place.
+			if short.InPlace < n-inPlaceSamples-5 {
+				t.Errorf("SHORT served in place %d of %d (hand-offs %+v), want >= %d", short.InPlace, n, short.HandOffs, n-inPlaceSamples-5)
+			}
+			if long.HandOffs.Long < n-inPlaceSamples-5 {
+				t.Errorf("LONG handed off as long %d of %d (hand-offs %+v, expected %v)", long.HandOffs.Long, n, long.HandOffs, time.Duration(long.ExpectedServiceNs))
+			}
+			if long.ExpectedServiceNs < int64(300*time.Microsecond) {
+				t.Errorf("LONG expected service %v, want about 400µs", time.Duration(long.ExpectedServiceNs))
+			}
+		})
+	}
+}
+
+// TestInPlaceNotForAwakeWorkers: under busy-poll no worker parks, so no
+// request is served in place.
+func TestInPlaceNotForAwakeWorkers(t *testing.T) {
+	const workers = 2
+	dp := newFakeDataplane(workers, 64, 64)
+	d, err := New(Spec{Workers: workers, Idle: IdleBusyPoll, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
+		dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	oneByOne(t, dp, 1, 20)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Stats(); s.Types[1].InPlace != 0 || s.InPlaceLimitNs != 0 {
+		t.Errorf("busy-poll: %d served in place (limit %d), want 0", s.Types[1].InPlace, s.InPlaceLimitNs)
+	}
+}
+
+// TestExpectedServiceIsRobust: the expected service follows the median,
+// so that rare stretched services (a descheduled thread) do not move it
+// far, while a type that becomes long is followed.
+func TestExpectedServiceIsRobust(t *testing.T) {
+	var c typeCounters
+	for i := 0; i < 400; i++ {
+		s := int64(2000)
+		if i%10 == 9 {
+			s = 500_000 // one in ten stretched 250x
+		}
+		c.expect(s)
+	}
+	if c.expectNs > 4000 {
+		t.Errorf("expected %dns after 2µs services with 10%% stretched to 500µs, want about 2µs", c.expectNs)
+	}
+	for i := 0; i < 200; i++ {
+		c.expect(400_000)
+	}
+	if c.expectNs < 300_000 {
+		t.Errorf("expected %dns after 200 services of 400µs, want about 400µs", c.expectNs)
+	}
+}
+
+func TestInPlaceStepNoAlloc(t *testing.T) {
+	const workers = 4
+	dp := newFakeDataplane(workers+1, 256, 64)
+	dp.keep = false
+	d, err := New(Spec{Workers: workers}, dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 256), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range d.workers {
+		w.parked.Store(true) // no worker goroutine runs: every worker is parked
+	}
+	pkts := [][]byte{header(1, 1, 0), header(2, 2, 0), header(3, 0, 0)}
+	one := make([]*nic.Buffer, 1)
+	iteration := func() {
+		for i := 0; i < 32; i++ {
+			dp.inject(pkts[i%len(pkts)], 1)
+		}
+		for k := 0; k < 16; k++ {
+			if _, err := d.step(0); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range d.workers { // the hand-offs of unprofiled types
+				if tk, ok := w.in.Pop(); ok {
+					one[0] = tk.buf
+					w.tx.Send(one)
+					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
+				}
+			}
+		}
+	}
+	iteration() // warm up: profiles the types
+	if allocs := testing.AllocsPerRun(50, iteration); allocs != 0 {
+		t.Errorf("per-burst step serving in place allocates %.1f times, want 0", allocs)
+	}
+	var inPlace uint64
+	for i := range d.counters {
+		inPlace += d.counters[i].inPlace
+	}
+	if inPlace < 50*32/2 {
+		t.Errorf("served in place %d of %d, want most", inPlace, 50*32)
+	}
+	if d.queued != 0 || d.busy != 0 {
+		t.Errorf("after the bursts: queued %d busy %d, want 0 0", d.queued, d.busy)
+	}
+}
