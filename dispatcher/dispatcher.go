@@ -677,7 +677,7 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 	tc.completed++
 	tc.serviceNs += uint64(service)
 	if c.outcome != outcomeShutdown {
-		tc.expect(service)
+		tc.expect.Add(service)
 	}
 	r := ReasonTxError
 	switch c.outcome {
@@ -1023,7 +1023,7 @@ func (d *Dispatcher) publish(now int64) {
 		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
 			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
 			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs,
-			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expectNs}
+			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expect.Ns()}
 		c.maxWait = 0
 		s.Types[t] = ts
 	}

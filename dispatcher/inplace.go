@@ -1,8 +1,6 @@
 package dispatcher
 
 import (
-	"slices"
-
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -22,24 +20,16 @@ import (
 // this maps DARC onto the machine: the dispatcher's core serves the
 // short types' reserved workers, the other core the long types.
 //
-// Bounds: a type is served in place only once it has inPlaceSamples
-// measured services and an expected service (a running median) under the
-// limit,
+// Bounds: a type is served in place only once it has an expected service
+// (darc.ServiceEstimate: a running median of its measured services) under
+// the limit,
 // and one dispatch round serves in place for at most inPlaceRounds times
 // the limit before it hands off what is left, so receiving is never held
 // for long by a burst or by a request that turns out long.
 
-// inPlaceSamples is how many services of a type are measured before the
-// type may be served in place.
-const inPlaceSamples = 4
-
 // inPlaceRounds: one dispatch round serves in place at most this many
 // times Spec.InPlaceLimit of expected service.
 const inPlaceRounds = 4
-
-// expectShift sets how fast a type's expected service follows its
-// services: each moves it 1/2^expectShift of its value towards itself.
-const expectShift = 4
 
 // HandOffs counts the requests of a type handed to a worker thread rather
 // than served in place, by why (only while serving in place is on).
@@ -118,14 +108,14 @@ func (d *Dispatcher) inPlace(w *worker, c *typeCounters, round *int64) bool {
 	switch {
 	case !w.parked.Load():
 		c.handOffs.Awake++
-	case c.expectN < inPlaceSamples:
+	case !c.expect.Ready():
 		c.handOffs.Unprofiled++
-	case c.expectNs > d.inPlaceLimit:
+	case c.expect.Ns() > d.inPlaceLimit:
 		c.handOffs.Long++
 	case *round <= 0:
 		c.handOffs.Burst++
 	default:
-		*round -= c.expectNs
+		*round -= c.expect.Ns()
 		return true
 	}
 	return false
@@ -146,30 +136,4 @@ func (d *Dispatcher) serveInPlace(w *worker, t task) {
 	d.advance(now)
 	d.complete(w.id, c, now)
 	d.inPlaceStages.maybePublish(now)
-}
-
-// expect folds one measured service into type c's expected service: a
-// running estimate of the median, which starts at the median of the
-// first inPlaceSamples services and then moves by a fixed fraction of
-// itself towards each one, so that a service stretched by a descheduled
-// thread (hundreds of microseconds on a shared VM) moves it as little as
-// any other sample above it.
-func (c *typeCounters) expect(service int64) {
-	if c.expectN < inPlaceSamples {
-		c.firstServices[c.expectN] = service
-		c.expectN++
-		if c.expectN == inPlaceSamples {
-			f := c.firstServices
-			slices.Sort(f[:])
-			c.expectNs = (f[inPlaceSamples/2-1] + f[inPlaceSamples/2]) / 2
-		}
-		return
-	}
-	step := max(c.expectNs>>expectShift, 1)
-	switch {
-	case service > c.expectNs:
-		c.expectNs += min(step, service-c.expectNs)
-	case service < c.expectNs:
-		c.expectNs -= min(step, c.expectNs-service)
-	}
 }

@@ -301,9 +301,5 @@ type typeCounters struct {
 	serviceNs  uint64 // sum over completed requests
 	inPlace    uint64 // served by the dispatcher itself
 	handOffs   HandOffs
-	expectNs   int64  // expected service, smoothed
-	expectN    uint32 // services measured, up to inPlaceSamples
-	// firstServices are the first inPlaceSamples services, whose median
-	// starts expectNs.
-	firstServices [inPlaceSamples]int64
+	expect     darc.ServiceEstimate
 }

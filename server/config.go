@@ -122,8 +122,11 @@ type Config struct {
 
 	// Idle is the idle strategy: spin-then-park (default) or busy-poll.
 	Idle string `yaml:"idle"`
-	// Spin is how long idle threads spin before parking. Default 50µs;
-	// negative: park at once.
+	// Spin is how long idle threads spin before parking. Default 50µs,
+	// except that an undilated application whose threads (workers and
+	// the dispatcher) outnumber the usable CPUs parks at once: a spinning
+	// thread would take a core from the one it waits for. Negative: park
+	// at once.
 	Spin time.Duration `yaml:"spin,omitempty"`
 	// InPlace is the longest expected service time of a request the
 	// dispatcher serves itself, on the chosen worker's behalf, when that
@@ -639,6 +642,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
+		if c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers() {
+			// Threads outnumber cores: a spinning thread takes a core
+			// from the one it waits for (the client's, on a small
+			// machine; the worker's). Emulated servers keep spinning:
+			// their figures were calibrated with it, and their workers
+			// sleep most of the time anyway.
+			c.Spin = -1
+		}
 	}
 	if c.InPlace == 0 {
 		c.InPlace = dispatcher.DefaultInPlaceLimit

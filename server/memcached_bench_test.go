@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -56,16 +57,19 @@ func memcslapSets(tb testing.TB, addr string, n int) float64 {
 	return keys / max(secs, 1e-6)
 }
 
-// BenchmarkMemcachedUnderMemcaslap drives psp's memcached application (UDP
-// dataplane, dispatcher, c-FCFS, two workers) and Debian's memcached (two
+// BenchmarkMemcachedUnderMemcaslap drives psp's memcached application as
+// `psp serve --app memcached` runs it with its defaults (UDP dataplane,
+// DARC, workers auto, serving in place) and Debian's memcached (two
 // threads) with the same clients, one after the other in the same run:
 // memcaslap's get/set mix (closed loop, 8 requests in flight) and
-// memcslap's UDP sets. Run it alone, with -benchtime 1x:
+// memcslap's UDP sets. It reports both throughputs and their ratio
+// (psp/memcached: 1 or more is psp at least as fast). Run it alone, with
+// -benchtime 1x (or -count N for several pairs):
 //
 //	go test -run '^$' -bench MemcachedUnderMemcaslap -benchtime 1x ./server
 func BenchmarkMemcachedUnderMemcaslap(b *testing.B) {
 	mc := memcachedtest.StartMemcached(b, true, "-t", "2")
-	psp := startMemcachedServer(b, 2, "cfcfs").Addr()
+	psp := startMemcachedDefaults(b).Addr()
 	for range b.N {
 		pspOps, pspAvg := memcaslapRun(b, psp, 5*time.Second)
 		mcOps, mcAvg := memcaslapRun(b, mc, 5*time.Second)
@@ -73,9 +77,30 @@ func BenchmarkMemcachedUnderMemcaslap(b *testing.B) {
 		mcSets := memcslapSets(b, mc, 20000)
 		b.ReportMetric(pspOps, "psp-ops/s")
 		b.ReportMetric(mcOps, "memcached-ops/s")
+		b.ReportMetric(pspOps/mcOps, "psp/memcached")
 		b.ReportMetric(pspAvg, "psp-µs/op")
 		b.ReportMetric(mcAvg, "memcached-µs/op")
 		b.ReportMetric(pspSets, "psp-sets/s")
 		b.ReportMetric(mcSets, "memcached-sets/s")
 	}
+}
+
+// startMemcachedDefaults starts the memcached application with psp serve's
+// defaults, on a free loopback port.
+func startMemcachedDefaults(tb testing.TB) *Server {
+	tb.Helper()
+	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Run: %v", err)
+		}
+	})
+	return srv
 }

@@ -144,6 +144,18 @@ type Config struct {
 	// counts in latency and slowdown. Default 0: an infinitely fast
 	// dispatcher (the paper's: up to 7 million requests/s).
 	DispatcherRate float64
+	// InPlaceLimit, when > 0, models psp serve's serving in place
+	// (dispatcher.Spec.InPlaceLimit): a request the policy dispatches to
+	// an idle worker runs on the dispatcher itself, as that worker, when
+	// its type's expected service (darc.ServiceEstimate over the type's
+	// services so far) is under the limit. The dispatcher then receives
+	// and dispatches nothing until it is done: arrivals in the meantime
+	// wait for it (the wait counts in latency), and freed workers are
+	// noticed when it is done. Idle workers are taken to be parked (psp
+	// serve on a machine whose threads outnumber its cores parks them at
+	// once). Non-preemptive policies only. Default 0: off (every request
+	// goes to its worker, the paper's dispatcher).
+	InPlaceLimit time.Duration
 	// Misclassify is the fraction of requests the classifier labels with
 	// another type, drawn uniformly among the other types: the policy
 	// queues, dispatches and profiles them under that type, while results
@@ -313,6 +325,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("policy %q: %w (valid: %s)", c.Policy, ErrUnknownPolicy, strings.Join(PolicyNames(), ", "))
 	case c.NetworkRTT < 0:
 		return bad("network round trip = %v, want >= 0", c.NetworkRTT)
+	case c.InPlaceLimit < 0:
+		return bad("in-place limit = %v, want >= 0 (0: off)", c.InPlaceLimit)
+	case c.InPlaceLimit > 0 && isPreemptive(c.Policy):
+		return bad("in-place limit with preemptive policy %q: modelled for non-preemptive policies only", c.Policy)
 	case !(c.DispatcherRate >= 0) || math.IsInf(c.DispatcherRate, 0):
 		return bad("dispatcher rate = %v, want >= 0 requests/s (0: unbounded)", c.DispatcherRate)
 	case !(c.Misclassify >= 0 && c.Misclassify <= 1):

@@ -379,6 +379,15 @@ type nonPreemptive struct {
 	darcType []darc.Type // workload type index -> the policy's type
 	events   eventHeap
 
+	// Serving in place (Config.InPlaceLimit): the limit, each classified
+	// type's expected service, and when the dispatcher is done with what
+	// it serves in place.
+	inPlace  int64
+	expect   []darc.ServiceEstimate
+	dispBusy int64
+	// InPlace counts the requests served in place (in the window or not).
+	inPlaceServed uint64
+
 	// timeline: the reservations the policy adopts
 	reserving interface{ Reservations() uint64 }
 	lastRes   uint64
@@ -394,6 +403,8 @@ func newNonPreemptive(cfg Config, pol darc.Policy) *nonPreemptive {
 		running:  make([]int32, cfg.Workers),
 		darcType: make([]darc.Type, len(cfg.Workload.Types)),
 		events:   eventHeap{items: make([]event, 0, cfg.Workers)},
+		inPlace:  int64(cfg.InPlaceLimit),
+		expect:   make([]darc.ServiceEstimate, len(cfg.Workload.Types)),
 	}
 	for i := range e.darcType {
 		e.darcType[i] = darc.Type(i + 1)
@@ -435,19 +446,25 @@ func (e *nonPreemptive) loop() {
 			tc = e.events.top().at
 		}
 		ta := e.nextArrival
+		if ta != never {
+			ta = max(ta, e.dispBusy) // the dispatcher reads it once free
+		}
 		var now int64
 		switch {
 		case tc == never && ta == never:
 			return
 		case tc <= ta:
 			ev := e.events.pop()
-			now = ev.at
+			now = max(ev.at, e.dispBusy) // noticed once the dispatcher is free
 			e.account(now)
 			h := e.running[ev.worker]
 			q := &e.reqs[h]
 			e.pol.Complete(int(ev.worker), e.darcType[q.seen], q.service, now)
+			if e.inPlace > 0 {
+				e.expect[q.seen].Add(q.service)
+			}
 			e.idleW++
-			e.complete(h, now)
+			e.complete(h, ev.at)
 		default:
 			now = ta
 			e.account(now)
@@ -466,10 +483,20 @@ func (e *nonPreemptive) loop() {
 				e.queuedN--
 				continue
 			}
-			done := now + e.reqs[h].service
+			start := now
+			if e.inPlace > 0 {
+				if x := &e.expect[e.reqs[h].seen]; x.Ready() && x.Ns() <= e.inPlace {
+					// Served in place: after what the dispatcher already
+					// serves, and holding it until done.
+					start = max(now, e.dispBusy)
+					e.dispBusy = start + e.reqs[h].service
+					e.inPlaceServed++
+				}
+			}
+			done := start + e.reqs[h].service
 			e.running[a.Worker] = h
 			e.events.push(event{at: done, worker: int32(a.Worker)})
-			e.busy(now, done)
+			e.busy(start, done)
 			e.idleW--
 			e.queuedN--
 		}

@@ -76,7 +76,7 @@ func serveSettings() []serveSetting {
 			"hysteresis", flt(func(c *server.Config) *float64 { return &c.Hysteresis })},
 		{&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (shares cores) or busy-poll (the paper's; one core per thread)", DefaultText: "spin-then-park"},
 			"idle", str(func(c *server.Config) *string { return &c.Idle })},
-		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs"},
+		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs; 0 for an undilated app whose threads outnumber the CPUs"},
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
 		{&cli.DurationFlag{Name: "in-place", Usage: "the dispatcher serves a request itself, on its worker's behalf, when that worker's thread is parked and the request's type is profiled shorter than this: waking a thread costs more (0: never, every request goes to its worker's thread; psp status shows which were served in place and why the others were not)", DefaultText: dispatcher.DefaultInPlaceLimit.String()},
 			"in_place", func(c *cli.Context, n string, cfg *server.Config) { cfg.InPlace = c.Duration(n) }},
