@@ -231,6 +231,9 @@ func SaveStacked(path string, charts []*Chart, opt PlotOptions) error {
 		lw = max(lw, ch.legendWidth())
 	}
 	w, h := opt.size()
+	for _, ch := range built {
+		w = max(w, ch.minWidth()-ch.legendWidth()+lw)
+	}
 	total := h * vg.Length(len(charts))
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	cw, err := draw.NewFormattedCanvas(w, total, format)

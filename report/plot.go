@@ -175,6 +175,7 @@ func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotO
 // legend in a column right of the plot.
 func (c *chart) render(opt PlotOptions, format string) (vg.CanvasWriterTo, error) {
 	w, h := opt.size()
+	w = max(w, c.minWidth())
 	cw, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, fmt.Errorf("render plot: %w", err)
@@ -186,6 +187,20 @@ func (c *chart) render(opt PlotOptions, format string) (vg.CanvasWriterTo, error
 	legendArea := draw.Crop(dc, w-lw+vg.Points(8), 0, 0, -vg.Points(40))
 	c.legend.Draw(legendArea)
 	return cw, nil
+}
+
+// minWidth is the narrowest figure whose plot area (beside the legend)
+// holds the title's widest line: gonum/plot centres the title over the
+// plot area and cuts what does not fit on both sides.
+func (c *chart) minWidth() vg.Length {
+	var widest vg.Length
+	for _, line := range strings.Split(c.p.Title.Text, "\n") {
+		widest = max(widest, c.p.Title.TextStyle.Width(line))
+	}
+	if widest == 0 {
+		return 0
+	}
+	return widest + c.legendWidth() + vg.Points(24)
 }
 
 // legendWidth is the room the legend column takes.

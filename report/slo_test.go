@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -144,5 +145,43 @@ func TestChartBands(t *testing.T) {
 	empty := &Chart{Title: "none", Lines: []Line{{Label: "a", X: []float64{1}, Y: []float64{math.NaN()}}}}
 	if err := empty.Save(path, PlotOptions{}); err == nil {
 		t.Error("a chart without points saved")
+	}
+}
+
+// TestChartWidensForItsTitle: a title wider than the default figure's
+// plot area widens the figure instead of being cut off (gonum/plot
+// centres it over the plot area).
+func TestChartWidensForItsTitle(t *testing.T) {
+	width := func(title string) int {
+		t.Helper()
+		c := &Chart{Title: title, XLabel: "x", YLabel: "y", Lines: []Line{{Label: "a line with a long legend label", X: []float64{1, 2}, Y: []float64{1, 2}}}}
+		path := filepath.Join(t.TempDir(), "c.png")
+		if err := c.Save(path, PlotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cfg, err := png.DecodeConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Width
+	}
+	short := width("short")
+	long := strings.Repeat("a title much longer than the figure is wide ", 4)
+	wide := width(long + "\nsecond line")
+	if wide <= short {
+		t.Errorf("a %d-character title: figure %d px wide, as wide as with a short title (%d px): the title is cut", len(long), wide, short)
+	}
+	c := &Chart{Title: long}
+	ch, err := (&Chart{Title: c.Title, Lines: []Line{{Label: "a", X: []float64{1}, Y: []float64{1}}}}).build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need := ch.p.Title.TextStyle.Width(long); float64(wide) < float64(need.Dots(96)) {
+		t.Errorf("figure %d px narrower than its title (%.0f px)", wide, need.Dots(96))
 	}
 }
