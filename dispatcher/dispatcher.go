@@ -280,7 +280,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	}
 	d.ownTx = dp.TxQueue(spec.Workers)
 	d.inPlaceStages = newStageRecorder(numTypes)
-	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages)
+	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages, true)
 	d.snapshotBuffer = snap
 	d.stageTypes.Store(int64(numTypes))
 	if multi {
@@ -759,6 +759,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 		}
 		now = d.lastNow
 	}
+	d.flushInPlace()
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
 	}
@@ -876,7 +877,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	ready <- nil
 
 	one := make([]*nic.Buffer, 1)
-	run := d.newRunner(w.tx, w.stages)
+	run := d.newRunner(w.tx, w.stages, false)
 	parking := d.spec.Idle == IdleSpinThenPark
 	spin := int64(d.spec.Spin)
 	var idleSince int64 = -1

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type fakeDataplane struct {
 	tx       []fakeTx
 	keep     bool // keep reply payloads (off for benchmarks)
 	sent     int
+	failTx   bool // Send fails: sends nothing, returns the buffers to the pool
 }
 
 type fakeTx struct{ dp *fakeDataplane }
@@ -120,6 +122,11 @@ func (dp *fakeDataplane) Close() error {
 func (t *fakeTx) Send(bufs []*nic.Buffer) (int, error) {
 	dp := t.dp
 	dp.mu.Lock()
+	if dp.failTx {
+		dp.pool = append(dp.pool, bufs...)
+		dp.mu.Unlock()
+		return 0, errors.New("fake: transmit failed")
+	}
 	for _, b := range bufs {
 		if dp.keep {
 			dp.replies = append(dp.replies, append([]byte(nil), b.Payload()...))

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -49,36 +50,69 @@ type HandOffs struct {
 func (h HandOffs) Total() uint64 { return h.Awake + h.Long + h.Unprofiled + h.Burst }
 
 // runner runs requests and records their stages: a worker goroutine's, or
-// the dispatcher's for the requests it serves in place.
+// the dispatcher's for the requests it serves in place, which holds their
+// replies until the end of the dispatch round (held, with their stamps)
+// and sends them together.
 type runner struct {
 	one    []*nic.Buffer
 	multi  MultiHandler
-	reply  *reply // MultiHandler applications only
+	reply  *reply // MultiHandler applications, and the dispatcher's runner
 	stages *stageRecorder
+	held   []heldRequest
 }
 
-func (d *Dispatcher) newRunner(tx nic.TxQueue, stages *stageRecorder) *runner {
+// heldRequest is a request served in place whose reply waits for the end of
+// the dispatch round.
+type heldRequest struct {
+	typ darc.Type
+	st  stamps
+}
+
+func (d *Dispatcher) newRunner(tx nic.TxQueue, stages *stageRecorder, hold bool) *runner {
 	r := &runner{one: make([]*nic.Buffer, 1), stages: stages}
 	r.multi, _ = d.app.(MultiHandler)
-	if r.multi != nil {
-		r.reply = newReply(d.dp, tx, d.spec.Burst)
+	if r.multi != nil || hold {
+		// A multi-datagram reply may take several slots: room for a
+		// round's replies without a flush in the middle, in the common
+		// case.
+		room := d.spec.Burst
+		if hold {
+			room = 2 * max(d.spec.Burst, d.spec.Workers)
+		}
+		r.reply = newReply(d.dp, tx, room)
+		r.reply.hold = hold
+	}
+	if hold {
+		r.held = make([]heldRequest, 0, 2*max(d.spec.Burst, d.spec.Workers))
 	}
 	return r
 }
 
-// run runs t as worker w, transmits its reply on tx and records its
-// stages; it returns the request's completion.
+// run runs t as worker w and transmits its reply on tx (or, holding,
+// queues it); it records the request's stages (holding: once sent) and
+// returns its completion.
 func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
 	st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
 	var outcome uint8
-	if r.multi != nil {
-		r.reply.tx = tx
+	switch {
+	case r.reply != nil:
+		if r.reply.tx != tx {
+			r.reply.flush()
+			r.reply.tx = tx
+		}
 		r.reply.reset(t.buf)
+		var answer, panicked bool
 		st.started = d.dp.Now()
-		answer, panicked := d.handleMulti(r.multi, w, t.typ, t.buf, r.reply)
-		st.finished = d.dp.Now()
-		outcome = multiOutcome(r.reply, answer, panicked)
-	} else {
+		if r.multi != nil {
+			answer, panicked = d.handleMulti(r.multi, w, t.typ, t.buf, r.reply)
+			st.finished = d.dp.Now()
+			outcome = multiOutcome(r.reply, answer, panicked)
+		} else {
+			outcome = d.handle(w, t.typ, t.buf)
+			st.finished = d.dp.Now()
+			r.reply.finish(outcome == outcomeAnswered)
+		}
+	default:
 		st.started = d.dp.Now()
 		outcome = d.handle(w, t.typ, t.buf)
 		st.finished = d.dp.Now()
@@ -92,11 +126,50 @@ func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
 		}
 		r.one[0] = nil
 	}
-	if outcome == outcomeAnswered {
-		st.sent = d.dp.Now()
+	switch {
+	case r.held != nil && outcome == outcomeAnswered:
+		r.held = append(r.held, heldRequest{typ: t.typ, st: st})
+		if len(r.held) == cap(r.held) {
+			d.flushInPlace()
+		}
+	default:
+		if outcome == outcomeAnswered {
+			st.sent = d.dp.Now()
+		}
+		r.stages.record(int(t.typ), &st)
 	}
-	r.stages.record(int(t.typ), &st)
 	return completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}
+}
+
+// flushInPlace sends the replies of the requests served in place this
+// round, in one batch, and records their stages. The requests were counted
+// answered when they completed; datagrams the dataplane could not send are
+// counted against the batch's last requests (a TxQueue reports how many
+// failed, not which), as transmit errors instead.
+func (d *Dispatcher) flushInPlace() {
+	r := d.inPlaceRunner
+	if len(r.held) == 0 && len(r.reply.pending) == 0 {
+		return
+	}
+	r.reply.flush()
+	now := d.dp.Now()
+	failed := min(r.reply.failed, len(r.held))
+	r.reply.failed, r.reply.txFail = 0, false
+	for i := range r.held {
+		h := &r.held[i]
+		if i >= len(r.held)-failed {
+			c := &d.counters[h.typ]
+			d.answered--
+			c.answered--
+			d.drops.TxError++
+			c.drops.TxError++
+		} else {
+			h.st.sent = now
+		}
+		r.stages.record(int(h.typ), &h.st)
+	}
+	r.held = r.held[:0]
+	r.stages.maybePublish(now)
 }
 
 // inPlace reports whether the request of type c's counters, assigned to

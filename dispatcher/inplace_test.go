@@ -167,3 +167,47 @@ func TestInPlaceStepNoAlloc(t *testing.T) {
 		t.Errorf("after the bursts: queued %d busy %d, want 0 0", d.queued, d.busy)
 	}
 }
+
+// TestInPlaceTransmitFailures: replies of requests served in place are
+// sent together at the end of the dispatch round; when the dataplane
+// cannot send them, the requests count as transmit errors, not answers,
+// and every buffer goes back to the pool.
+func TestInPlaceTransmitFailures(t *testing.T) {
+	const workers, n = 2, 30
+	dp := newFakeDataplane(workers+1, 64, 64)
+	d, err := New(Spec{Workers: workers, Spin: -1, InPlaceLimit: time.Millisecond, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
+		dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	oneByOne(t, dp, 1, n) // profiled, then served in place
+	dp.mu.Lock()
+	dp.failTx = true
+	dp.mu.Unlock()
+	for i := 0; i < n; i++ {
+		for !dp.inject(header(uint32(i), 1, 0), 6789) {
+			time.Sleep(10 * time.Microsecond)
+		}
+		waitFor(t, "the request's completion", func() bool {
+			s := d.Stats()
+			return s.Received == uint64(n+i+1) && s.InFlight == 0
+		})
+		time.Sleep(200 * time.Microsecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := d.Stats()
+	checkAccounting(t, s)
+	short := s.Types[1]
+	if short.InPlace < n {
+		t.Fatalf("served in place %d, want >= %d", short.InPlace, n)
+	}
+	if s.Answered != n || s.Drops.TxError != n || short.Drops.TxError != n {
+		t.Errorf("answered %d, transmit errors %d (SHORT %d); want %d and %d", s.Answered, s.Drops.TxError, short.Drops.TxError, n, n)
+	}
+	if got := dp.poolSize(); got != 64 {
+		t.Errorf("pool holds %d buffers after shutdown, want 64", got)
+	}
+}

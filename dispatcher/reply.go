@@ -35,6 +35,13 @@ type reply struct {
 	sent    int           // datagrams accepted by Send for this request
 	txFail  bool          // a transmission failed
 	noReply bool          // served without a reply
+	// hold keeps a finished request's datagrams queued for the next
+	// flush (the dispatcher's, for the requests it serves in place: one
+	// sendmmsg per dispatch round instead of one per request); failed
+	// counts the datagrams flushes could not send since it was last
+	// cleared, which the dispatcher settles after its flush.
+	hold   bool
+	failed int
 }
 
 // newReply returns worker w's Reply, flushing every batch datagrams.
@@ -92,14 +99,29 @@ func (r *reply) flush() {
 	}
 	if n, _ := r.tx.Send(r.pending); n != len(r.pending) {
 		r.txFail = true
+		r.failed += len(r.pending) - max(n, 0)
 	}
 	clear(r.pending)
 	r.pending = r.pending[:0]
 }
 
 // finish transmits what is queued, then the request's buffer when answer is
-// set (otherwise it releases it). It reports whether every datagram went out.
+// set (otherwise it releases it). It reports whether every datagram went out;
+// with hold set it queues them instead and reports true (the flush that
+// sends them settles failures).
 func (r *reply) finish(answer bool) bool {
+	if r.hold {
+		if answer {
+			if len(r.pending) == cap(r.pending) {
+				r.flush()
+			}
+			r.pending = append(r.pending, r.req)
+		} else {
+			r.dp.Release(r.req)
+		}
+		r.req = nil
+		return true
+	}
 	if answer {
 		if len(r.pending) == cap(r.pending) {
 			r.flush()
