@@ -254,7 +254,12 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return d.recvPorts(bufs, socks, want, wait)
 	}
 	d.rx.off, d.rx.want, d.rx.block = 0, want, false
-	err := d.raw.Read(d.rx.call)
+	var err error
+	if wait > 0 && d.cfg.KernelWait && d.rx.drained {
+		d.rx.got, d.rx.errno = 0, 0
+	} else {
+		err = d.raw.Read(d.rx.call)
+	}
 	if err == nil && d.rx.errno == 0 && d.rx.got == 0 && wait > 0 && d.cfg.KernelWait {
 		d.rx.timeout = unix.NsecToTimespec(int64(wait))
 		err = d.raw.Read(d.rx.pollCall)
@@ -280,6 +285,10 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, fmt.Errorf("udp: receive: %w", err)
 	}
 	n := d.rx.got
+	d.rx.drained = n < want
+	if n == 0 {
+		return 0, nil
+	}
 	now, wall := d.clocks()
 	d.fill(bufs, 0, n, d.addr.Port(), now, wall)
 	return d.received(n), nil
@@ -482,6 +491,11 @@ type rxState struct {
 	block bool
 	got   int
 	errno syscall.Errno
+	// drained: the last receive on the main socket took fewer datagrams
+	// than it asked for, so the socket was empty then; a waiting Recv
+	// under KernelWait then goes straight to ppoll (which returns at once
+	// if a datagram came since), one system call fewer per wake-up.
+	drained bool
 }
 
 func (r *rxState) init(batch int) {
