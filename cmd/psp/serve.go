@@ -65,7 +65,7 @@ func serveSettings() []serveSetting {
 		{&cli.IntFlag{Name: "queue-capacity", Usage: "capacity of each typed queue", DefaultText: fmt.Sprint(darc.DefaultQueueCapacity)},
 			"queue_capacity", num(func(c *server.Config) *int { return &c.QueueCapacity })},
 		{&cli.IntFlag{Name: "min-samples", Usage: "completions DARC profiles before reserving, and per profiling window",
-			DefaultText: fmt.Sprintf("%d; %d with --app emulate or memcached with --dilation", darc.DefaultMinSamples, server.DefaultEmulateMinSamples)},
+			DefaultText: fmt.Sprintf("%d; %d with --app emulate or memcached with --dilation, %d with --app memcached", darc.DefaultMinSamples, server.DefaultEmulateMinSamples, server.DefaultMemcachedMinSamples)},
 			"min_samples", num(func(c *server.Config) *int { return &c.MinSamples })},
 		{&cli.IntFlag{Name: "max-window", Usage: "completions after which a profiling window is checked even without a backlog (0: no limit, checks on queuing delay only)",
 			DefaultText: fmt.Sprintf("%d x --min-samples", darc.DefaultMaxWindowFactor)},
