@@ -26,10 +26,14 @@
 //     blocks are bounded here;
 //  4. encode: element and data sections are written back byte for byte,
 //     so every Wasm 2.0 segment form and table index survives;
-//  5. compile: with Options.CompileInChild, in a child process (the running
-//     executable, see RunCompileChild) under an address-space limit
-//     (Options.CompileMemory) and a timeout (Options.CompileTimeout); the
-//     parent then loads the child's work from a file compilation cache;
+//  5. compile: at most SetCompileConcurrency compilations at once in the
+//     process (all Hosts together); with Options.CompileInChild, in a child
+//     process (the running executable, see RunCompileChild) under limits
+//     the parent sets before sending it the module: address space
+//     (Options.CompileMemory), CPU time (Options.CompileTimeout, rounded up
+//     to a second) and 32 open files, a timeout (Options.CompileTimeout)
+//     and a parent-death signal; the parent then loads the child's work
+//     from a file compilation cache;
 //  6. initialise: one instance runs the start function and _initialize
 //     once, under Options.InitFuel, and reads the ABI constants; its memory
 //     and globals become the snapshot every later instance starts from.

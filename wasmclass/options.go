@@ -92,7 +92,8 @@ type Options struct {
 	// code from a file cache the child fills. Without it compilation runs
 	// in-process: CompileTimeout then only stops waiting for it.
 	CompileInChild bool
-	// CompileTimeout bounds compilation (default 30 s).
+	// CompileTimeout bounds compilation (default 30 s); in a child, it is
+	// also the child's CPU-time limit, rounded up to a second.
 	CompileTimeout time.Duration
 	// CompileMemory bounds the child's address space, in bytes (default
 	// 2 GiB).
