@@ -72,7 +72,7 @@ func (s Sized) units(x uint32) int64 {
 // pages at most and tables of tableElements elements at most.
 func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	c := &Costs{
-		BackEdge: 16,
+		BackEdge:  16,
 		Entry:     24,
 		PerLocal:  1,
 		Leaf:      320,
