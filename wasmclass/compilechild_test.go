@@ -150,7 +150,7 @@ func readLimits(pid int) map[string]string {
 func TestCompileChildLimits(t *testing.T) {
 	w := watchChildren(t)
 	ctx := context.Background()
-	opts := Options{CompileInChild: true, CompileMemory: 1 << 30, CompileTimeout: 7 * time.Second}
+	opts := Options{CompileInChild: true, CompileMemory: DefaultCompileMemory + 1<<20, CompileTimeout: 7 * time.Second}
 	for range 3 {
 		m, err := Load(ctx, fixture(t, "good"), opts)
 		if err != nil {
@@ -163,7 +163,7 @@ func TestCompileChildLimits(t *testing.T) {
 		t.Fatal("no compile child seen")
 	}
 	want := map[string]string{
-		"Max address space": strconv.Itoa(1 << 30),
+		"Max address space": strconv.Itoa(DefaultCompileMemory + 1<<20),
 		"Max cpu time":      "7",
 		"Max open files":    strconv.Itoa(childFiles),
 	}

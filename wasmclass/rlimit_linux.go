@@ -18,6 +18,9 @@ func childSysProcAttr() *syscall.SysProcAttr {
 // work.
 func limitChild(pid int, l childLimits) error {
 	for _, r := range l.rlimits() {
+		if raceBuild && r.resource == unix.RLIMIT_AS {
+			continue // see raceBuild: the child sets it (limitSelf)
+		}
 		lim := unix.Rlimit{Cur: r.max, Max: r.max}
 		if err := unix.Prlimit(pid, r.resource, &lim, nil); err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
