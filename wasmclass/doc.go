@@ -65,9 +65,18 @@
 // (it traps at its next check), counts a FaultTime and disables the
 // module until it is replaced. Calls pay nothing for it.
 //
-// The call stack is bounded too: functions whose depth cannot be known at
-// load (recursion, indirect calls) keep an account of estimated frames and
-// trap past Options.StackLimit (wazero's own limit is far larger).
+// The call stack is priced and bounded too. A call pays for the values its
+// caller may keep live across it (the compiled code spills them to the
+// stack and reloads them). Functions whose depth cannot be known at load
+// (recursion, indirect calls) keep an account of estimated frames, pay two
+// units of fuel per byte of their frame at entry (a deep call grows the
+// stack: on an instance's first deep call, and after every trap, wazero
+// allocates, zeroes and copies it, and keeps it until the instance
+// closes), and trap past Options.StackLimit or the bytes the budget buys,
+// whichever is smaller (wazero's own limit is far larger).
+// BenchmarkStackCalls compares the deepest calls of recursive modules of
+// every shape (many live values, none, mutual, indirect, many parameters,
+// many locals, v128) with a loop that spends the whole budget.
 //
 // # Faults
 //
@@ -81,7 +90,11 @@
 // module version: Options.BreakerThreshold faulting calls within
 // Options.BreakerWindow, all instances together, open it, whatever good
 // calls came in between; it then refuses calls for a backoff that doubles
-// at each failed half-open call.
+// at each opening (a failed half-open call, or a new run of faults after
+// it closed), up to Options.BreakerMaxBackoff, and starts over only after
+// the breaker has stayed closed for Options.BreakerReset: a module that
+// keeps faulting spends ever longer off the hot path (a crash-loop backoff,
+// as Envoy's).
 //
 // # Tenants and hot swap
 //

@@ -79,7 +79,9 @@ type Options struct {
 	// TimeLimit/2; calls pay nothing for it.
 	TimeLimit time.Duration
 	// StackLimit bounds a call's stack, in bytes of estimated frames
-	// (default 4 MiB): deeper calls trap.
+	// (default 4 MiB): deeper calls trap. The fuel bounds it too: a byte
+	// of frame in a recursive or indirect-calling function costs two units
+	// (Fuel/2 bytes at most: 500 KB with the default budget).
 	StackLimit uint32
 	// CacheDir, if set, keeps compiled code on disk there so that restarts
 	// skip compilation. Ignored when Cache is set.
