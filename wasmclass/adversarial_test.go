@@ -211,6 +211,12 @@ func advModules() []advModule {
 	add(advModule{name: "deep frames (recursion)", extra: []advFunc{{params: []byte{wasmbin.I32}, locals: l(wasmbin.I64, 200),
 		body: cat(lget(0), []byte{0x04, 0x40}, lget(0), i32c(1), []byte{0x6b, 0x10, 7, 0x0b})}},
 		body: cat(i32c(1000), []byte{0x10, 7})})
+	// Warm stacks: a recursion repeated within one call, its frames
+	// spilling live values (see stack_test.go for cold stacks).
+	add(advModule{name: "recursion keeping 1000 i64 live, repeated", extra: []advFunc{{params: dx, results: []byte{wasmbin.I64}, body: recurse(1000, []byte{0x10, 7})}},
+		body: cat(i32c(50), i64c(1), []byte{0x10, 7, 0x1a})})
+	add(advModule{name: "recursion keeping 8 i64 live, repeated", extra: []advFunc{{params: dx, results: []byte{wasmbin.I64}, body: recurse(8, []byte{0x10, 7})}},
+		body: cat(i32c(200), i64c(1), []byte{0x10, 7, 0x1a})})
 	add(advModule{name: "br_table", locals: l(wasmbin.I32, 1),
 		body: rep(n, cat([]byte{0x02, 0x40, 0x02, 0x40}, lget(0), []byte{0x0e, 0x02, 0x00, 0x01, 0x00, 0x0b, 0x0b})...)})
 	add(advModule{name: "memory.grow(0)", body: rep(n, cat(i32c(0), []byte{0x40, 0x00, 0x1a})...)})

@@ -12,6 +12,11 @@ import (
 // cannot keep it closed) and opens at Options.BreakerThreshold: calls are
 // then refused for a backoff, after which one instance makes a half-open
 // call; a fault reopens it for twice the backoff, a success closes it.
+// The backoff is a crash-loop backoff (as Envoy's): it keeps growing from
+// one opening to the next, doubling up to Options.BreakerMaxBackoff, and
+// goes back to Options.BreakerBackoff only once the breaker has stayed
+// closed for Options.BreakerReset; so a module that keeps faulting spends
+// ever longer off the hot path, not a fixed probation.
 // Exceeding Options.TimeLimit disables the module for good.
 //
 // The hot path reads state once per call; a clock is read only on fault
@@ -28,7 +33,9 @@ type breaker struct {
 	window      time.Duration
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
-	backoff     time.Duration
+	reset       time.Duration // closed this long, the backoff is back to minBackoff
+	backoff     time.Duration // of the next opening
+	closedAt    time.Duration // when a half-open call last closed it; 0: never opened
 	windowStart time.Duration
 	count       int
 	trips       atomic.Uint64
@@ -39,6 +46,7 @@ const stateDisabled = -1
 func (b *breaker) init(o Options) {
 	b.threshold, b.window = o.BreakerThreshold, o.BreakerWindow
 	b.minBackoff, b.maxBackoff, b.backoff = o.BreakerBackoff, o.BreakerMaxBackoff, o.BreakerBackoff
+	b.reset = o.BreakerReset
 	b.epoch = time.Now()
 }
 
@@ -84,7 +92,6 @@ func (b *breaker) fault(probing bool) {
 	defer b.mu.Unlock()
 	now := b.now()
 	if probing {
-		b.backoff = min(2*b.backoff, b.maxBackoff)
 		b.open(now)
 		b.probing.Store(false)
 		return
@@ -93,17 +100,32 @@ func (b *breaker) fault(probing bool) {
 		b.windowStart, b.count = now, 0
 	}
 	if b.count++; b.count >= b.threshold && b.state.Load() == 0 {
+		if b.closedAt != 0 && now-b.closedAt >= b.reset {
+			b.backoff = b.minBackoff // a clean period since it last closed
+		}
 		b.open(now)
 	}
 }
 
+// open opens the breaker for the current backoff and doubles the next
+// one (up to the cap).
 func (b *breaker) open(now time.Duration) {
 	if b.state.Load() == stateDisabled {
 		return
 	}
 	b.state.Store(int64(now + b.backoff))
+	b.backoff = min(2*b.backoff, b.maxBackoff)
 	b.count = 0
 	b.trips.Add(1)
+}
+
+// openFor returns how much longer the breaker stays open (0 if closed).
+func (b *breaker) openFor() time.Duration {
+	s := b.state.Load()
+	if s <= 0 {
+		return 0
+	}
+	return max(0, time.Duration(s)-b.now())
 }
 
 // succeeded closes the breaker after a good half-open call.
@@ -113,7 +135,8 @@ func (b *breaker) succeeded() {
 	if b.state.Load() != stateDisabled {
 		b.state.Store(0)
 	}
-	b.backoff = b.minBackoff
-	b.windowStart, b.count = b.now(), 0
+	// The backoff stays: it resets only after a clean period (fault).
+	b.closedAt = b.now()
+	b.windowStart, b.count = b.closedAt, 0
 	b.probing.Store(false)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -28,7 +29,10 @@ type compiledModule struct {
 // CompileStats describe a module's compilation.
 type CompileStats struct {
 	Duration time.Duration // compile stage, child included
-	InChild  bool
+	// Queued is the time spent waiting for a compile slot (see
+	// SetCompileConcurrency), before Duration.
+	Queued  time.Duration
+	InChild bool
 	// ChildMaxRSS is the child's peak resident memory, in bytes.
 	ChildMaxRSS int64
 }
@@ -45,10 +49,20 @@ func runtimeConfig(memoryPages uint32) wazero.RuntimeConfig {
 // runtime of the module's own, with psp's WASI, within
 // Options.CompileTimeout (and, in a child process, Options.CompileMemory).
 func compile(ctx context.Context, bin []byte, opts Options) (*compiledModule, error) {
+	queued := time.Now()
+	release, err := compileSlots.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wasmclass: compile: waiting %v for one of the process's %d compile slots: %w: %w (SetCompileConcurrency)",
+			time.Since(queued).Round(time.Millisecond), compileSlots.size(), err, ErrCompile)
+	}
+	// An in-process compilation that is abandoned keeps its slot until the
+	// compiler returns; compileBounded takes the release over then.
+	defer func() { release() }()
 	ctx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
 	defer cancel()
 	start := time.Now()
 	c := &compiledModule{cleanup: func() {}}
+	c.stats.Queued = start.Sub(queued)
 	defer func() { c.stats.Duration = time.Since(start) }()
 	cache := opts.Cache
 	if opts.CompileInChild && cache == nil && opts.CacheDir == "" {
@@ -92,8 +106,7 @@ func compile(ctx context.Context, bin []byte, opts Options) (*compiledModule, er
 		c.close()
 		return nil, fmt.Errorf("wasmclass: instantiate WASI: %w", err)
 	}
-	var err error
-	if c.compiled, err = compileBounded(ctx, c.rt, bin); err != nil {
+	if c.compiled, err = compileBounded(ctx, c.rt, bin, &release); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			c.cleanup() // compileBounded closes c.rt when the compiler returns
 			return nil, fmt.Errorf("wasmclass: compile: %w: %w (Options.CompileTimeout is %v)", err, ErrCompile, opts.CompileTimeout)
@@ -113,8 +126,10 @@ func (c *compiledModule) close() {
 
 // compileBounded compiles in a goroutine and stops waiting when ctx is
 // done: wazero's compiler cannot be interrupted, so an abandoned
-// compilation finishes in the background and its runtime is closed then.
-func compileBounded(ctx context.Context, rt wazero.Runtime, bin []byte) (wazero.CompiledModule, error) {
+// compilation finishes in the background and its runtime is closed then,
+// and its compile slot released (*release is taken over, replaced by a
+// no-op).
+func compileBounded(ctx context.Context, rt wazero.Runtime, bin []byte, release *func()) (wazero.CompiledModule, error) {
 	type result struct {
 		cm  wazero.CompiledModule
 		err error
@@ -128,9 +143,12 @@ func compileBounded(ctx context.Context, rt wazero.Runtime, bin []byte) (wazero.
 	case r := <-done:
 		return r.cm, r.err
 	case <-ctx.Done():
+		rel := *release
+		*release = func() {}
 		go func() {
 			<-done
 			_ = rt.Close(context.Background())
+			rel()
 		}()
 		return nil, ctx.Err()
 	}
@@ -141,28 +159,88 @@ const (
 	childEnv       = "PSP_WASMCLASS_COMPILE_CACHE" // the file cache directory
 	childMemoryEnv = "PSP_WASMCLASS_COMPILE_MEMORY"
 	childPagesEnv  = "PSP_WASMCLASS_COMPILE_PAGES"
+	childCPUEnv    = "PSP_WASMCLASS_COMPILE_CPU"    // seconds of CPU time
+	childFilesEnv  = "PSP_WASMCLASS_COMPILE_FILES"  // open files
+	childParentEnv = "PSP_WASMCLASS_COMPILE_PARENT" // the parent's pid
 	childExitError = 3
+	// childFiles bounds the compile child's open file descriptors: its
+	// standard streams, the Go runtime's poller and the cache files it
+	// writes one at a time.
+	childFiles = 32
 )
 
-// compileInChild runs the current executable as a compile child: it reads
-// the module on stdin, compiles it into the file cache dir under an
-// address-space limit, and exits. It is killed when ctx is done.
-func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) (maxRSS int64, _ error) {
+// childLimits are the resource limits of a compile child.
+type childLimits struct {
+	addressSpace uint64 // bytes; 0: none
+	cpuSeconds   uint64
+	files        uint64
+}
+
+func limitsFor(opts Options) childLimits {
+	cpu := uint64((opts.CompileTimeout + time.Second - 1) / time.Second)
+	return childLimits{addressSpace: opts.CompileMemory, cpuSeconds: max(cpu, 1), files: childFiles}
+}
+
+// startCompileChild starts the current executable as a compile child,
+// under the limits l, and returns it with its standard input, to which
+// the module is to be written. The parent sets l on the child (prlimit,
+// where the system has it) before returning, so the child has its limits
+// before it reads a byte of the module; the child checks them, and sets
+// them itself where the parent cannot. The child is killed if the thread
+// that started it (locked by the caller for the child's life) exits.
+func startCompileChild(ctx context.Context, dir string, pages uint32, l childLimits, stderr io.Writer) (*exec.Cmd, io.WriteCloser, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, fmt.Errorf("wasmclass: compile child: %w: %w", err, ErrCompile)
+		return nil, nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(),
 		childEnv+"="+dir,
-		childMemoryEnv+"="+strconv.FormatUint(opts.CompileMemory, 10),
-		childPagesEnv+"="+strconv.FormatUint(uint64(opts.MemoryLimitPages), 10))
-	cmd.Stdin = bytes.NewReader(bin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+		childMemoryEnv+"="+strconv.FormatUint(l.addressSpace, 10),
+		childPagesEnv+"="+strconv.FormatUint(uint64(pages), 10),
+		childCPUEnv+"="+strconv.FormatUint(l.cpuSeconds, 10),
+		childFilesEnv+"="+strconv.FormatUint(l.files, 10),
+		childParentEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.SysProcAttr = childSysProcAttr()
+	cmd.Stderr = &limitedWriter{w: stderr, n: 4096}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
 	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	if err := limitChild(cmd.Process.Pid, l); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, nil, fmt.Errorf("limit the child: %w", err)
+	}
+	return cmd, stdin, nil
+}
+
+// compileInChild runs the current executable as a compile child: it reads
+// the module on stdin, compiles it into the file cache dir under limits of
+// address space, CPU time and open files, and exits. It is killed when ctx
+// is done, and when the thread that started it exits (the parent died).
+func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) (maxRSS int64, _ error) {
+	// Pdeathsig fires when the thread that forked the child exits: keep
+	// this one for the child's life.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
-	err = cmd.Run()
+	var stderr bytes.Buffer
+	cmd, stdin, err := startCompileChild(ctx, dir, opts.MemoryLimitPages, limitsFor(opts), &stderr)
+	if err != nil {
+		return 0, fmt.Errorf("wasmclass: compile child: %w: %w", err, ErrCompile)
+	}
+	// The module goes in only now, under the limits. A child that dies
+	// early fails the write (EPIPE), which Wait reports better.
+	go func() {
+		_, _ = stdin.Write(bin)
+		_ = stdin.Close()
+	}()
+	err = cmd.Wait()
 	if cmd.ProcessState != nil {
 		maxRSS = childMaxRSS(cmd.ProcessState)
 	}
@@ -181,7 +259,8 @@ func compileInChild(ctx context.Context, bin []byte, dir string, opts Options) (
 	if msg == "" {
 		msg = err.Error()
 	}
-	return maxRSS, fmt.Errorf("wasmclass: compile child: %s: %w (out of memory? Options.CompileMemory is %d bytes)", firstLine(msg), ErrCompile, opts.CompileMemory)
+	return maxRSS, fmt.Errorf("wasmclass: compile child: %s: %w (out of memory or CPU time? Options.CompileMemory is %d bytes, the CPU limit %d s)",
+		firstLine(msg), ErrCompile, opts.CompileMemory, limitsFor(opts).cpuSeconds)
 }
 
 func firstLine(s string) string {
@@ -227,14 +306,26 @@ func RunCompileChild() {
 }
 
 func compileChild(dir string) int {
-	memLimit, _ := strconv.ParseUint(os.Getenv(childMemoryEnv), 10, 64)
-	pages, _ := strconv.ParseUint(os.Getenv(childPagesEnv), 10, 32)
-	if memLimit > 0 {
-		if err := limitAddressSpace(memLimit); err != nil {
-			fmt.Fprintf(os.Stderr, "address space limit: %v\n", err)
-			return 1
-		}
-		debug.SetMemoryLimit(int64(memLimit / 2))
+	env := func(name string) uint64 {
+		v, _ := strconv.ParseUint(os.Getenv(name), 10, 64)
+		return v
+	}
+	pages := env(childPagesEnv)
+	l := childLimits{addressSpace: env(childMemoryEnv), cpuSeconds: env(childCPUEnv), files: env(childFilesEnv)}
+	// The parent may have died between starting the child and the death
+	// signal taking effect: then nobody waits for the compilation.
+	if parent := env(childParentEnv); parent != 0 && uint64(os.Getppid()) != parent {
+		fmt.Fprintf(os.Stderr, "parent %d is gone\n", parent)
+		return 1
+	}
+	// The parent set the limits before sending the module (where it can);
+	// set them again (lowering never fails) and fail if they are not there.
+	if err := limitSelf(l); err != nil {
+		fmt.Fprintf(os.Stderr, "resource limits: %v\n", err)
+		return 1
+	}
+	if l.addressSpace > 0 {
+		debug.SetMemoryLimit(int64(l.addressSpace / 2))
 	}
 	bin, err := io.ReadAll(io.LimitReader(os.Stdin, 1<<30))
 	if err != nil {

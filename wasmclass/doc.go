@@ -26,10 +26,14 @@
 //     blocks are bounded here;
 //  4. encode: element and data sections are written back byte for byte,
 //     so every Wasm 2.0 segment form and table index survives;
-//  5. compile: with Options.CompileInChild, in a child process (the running
-//     executable, see RunCompileChild) under an address-space limit
-//     (Options.CompileMemory) and a timeout (Options.CompileTimeout); the
-//     parent then loads the child's work from a file compilation cache;
+//  5. compile: at most SetCompileConcurrency compilations at once in the
+//     process (all Hosts together); with Options.CompileInChild, in a child
+//     process (the running executable, see RunCompileChild) under limits
+//     the parent sets before sending it the module: address space
+//     (Options.CompileMemory), CPU time (Options.CompileTimeout, rounded up
+//     to a second) and 32 open files, a timeout (Options.CompileTimeout)
+//     and a parent-death signal; the parent then loads the child's work
+//     from a file compilation cache;
 //  6. initialise: one instance runs the start function and _initialize
 //     once, under Options.InitFuel, and reads the ABI constants; its memory
 //     and globals become the snapshot every later instance starts from.
@@ -61,9 +65,18 @@
 // (it traps at its next check), counts a FaultTime and disables the
 // module until it is replaced. Calls pay nothing for it.
 //
-// The call stack is bounded too: functions whose depth cannot be known at
-// load (recursion, indirect calls) keep an account of estimated frames and
-// trap past Options.StackLimit (wazero's own limit is far larger).
+// The call stack is priced and bounded too. A call pays for the values its
+// caller may keep live across it (the compiled code spills them to the
+// stack and reloads them). Functions whose depth cannot be known at load
+// (recursion, indirect calls) keep an account of estimated frames, pay two
+// units of fuel per byte of their frame at entry (a deep call grows the
+// stack: on an instance's first deep call, and after every trap, wazero
+// allocates, zeroes and copies it, and keeps it until the instance
+// closes), and trap past Options.StackLimit or the bytes the budget buys,
+// whichever is smaller (wazero's own limit is far larger).
+// BenchmarkStackCalls compares the deepest calls of recursive modules of
+// every shape (many live values, none, mutual, indirect, many parameters,
+// many locals, v128) with a loop that spends the whole budget.
 //
 // # Faults
 //
@@ -77,7 +90,11 @@
 // module version: Options.BreakerThreshold faulting calls within
 // Options.BreakerWindow, all instances together, open it, whatever good
 // calls came in between; it then refuses calls for a backoff that doubles
-// at each failed half-open call.
+// at each opening (a failed half-open call, or a new run of faults after
+// it closed), up to Options.BreakerMaxBackoff, and starts over only after
+// the breaker has stayed closed for Options.BreakerReset: a module that
+// keeps faulting spends ever longer off the hot path (a crash-loop backoff,
+// as Envoy's).
 //
 // # Tenants and hot swap
 //

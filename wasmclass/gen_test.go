@@ -3,6 +3,7 @@ package wasmclass
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -197,11 +198,22 @@ func exportEntry(name string, kind, index byte) []byte {
 	return cat(u32(uint32(len(name))), []byte(name), []byte{kind, index})
 }
 
+// fuzzOptions load generated modules cheaply: a small memory limit (every
+// instance allocates its whole limit), and no time-limit watchdog, whose
+// samples would add coverage that depends on timing, not on the input
+// (fuzzInputBound bounds a call instead).
+var fuzzOptions = Options{Fuel: 20_000, InitFuel: 200_000, MemoryLimitPages: 8, TimeLimit: time.Hour, CompileTimeout: 10 * time.Second, syncSpares: true}
+
+// fuzzInputBound is the most one fuzz input may take (two loads and their
+// calls): past it the input fails, as a module that stalls a load would
+// stall a hot swap. Its loads take milliseconds.
+const fuzzInputBound = 20 * time.Second
+
 // checkLoadNeverPanics loads bin and, if it loads, classifies with it:
 // nothing may panic or hang, and results stay in range.
 func checkLoadNeverPanics(t *testing.T, bin []byte) {
 	ctx := context.Background()
-	m, err := Load(ctx, bin, Options{Fuel: 20_000, InitFuel: 200_000, syncSpares: true})
+	m, err := Load(ctx, bin, fuzzOptions)
 	if err != nil {
 		return
 	}
@@ -233,9 +245,31 @@ func FuzzLoad(f *testing.F) {
 		f.Add(bytes.Repeat([]byte{byte(k * 37), byte(k*11 + 1), 3, byte(k)}, 16))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkLoadNeverPanics(t, data)
-		checkLoadNeverPanics(t, genModule(data))
+		withinBound(t, fuzzInputBound, func(t *testing.T) {
+			checkLoadNeverPanics(t, data)
+			checkLoadNeverPanics(t, genModule(data))
+		})
 	})
+}
+
+// withinBound runs f and fails t, with every goroutine's stack, if f runs
+// past bound (then f is left running: the process is about to end).
+func withinBound(t *testing.T, bound time.Duration, f func(t *testing.T)) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done) // also when f fails t (Goexit)
+		f(t)
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("one input ran for more than %v (a load or a call that does not end):\n%s", bound, buf)
+	}
 }
 
 // TestGeneratedModules runs a few hundred generated modules (the fuzz

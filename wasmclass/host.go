@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,7 +205,7 @@ func (h *Host) Types() []string {
 	for _, t := range h.tenants {
 		local := t.current.Load().mod.info.TypeNames
 		for l := 1; l < t.maxTypes; l++ {
-			n := "type" + strconv.Itoa(l)
+			n := defaultTypeName(l)
 			if l < len(local) {
 				n = local[l]
 			}

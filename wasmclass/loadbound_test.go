@@ -62,7 +62,16 @@ func worstModules() map[string][]byte {
 		lb = append(lb, 0x0b)
 	}
 	out["locals x blocks"] = advModule{extra: copies(b.BlocksSquared/(blocks*blocks), advFunc{locals: []wasmbin.LocalDecl{{Count: uint32(nl), Type: wasmbin.I32}}, body: lb})}.build()
-	// br_tables at the bound, into 64 blocks.
+	out["br_tables"] = brTablesModule(b.BrTableTotal / b.BrTable)
+	return out
+}
+
+// brTablesModule has n functions, each a br_table of the most targets the
+// default bounds allow, into 64 blocks: the slowest shape to compile per
+// byte (past n = BrTableTotal/BrTable, over the bounds: for the compile
+// child alone).
+func brTablesModule(n int) []byte {
+	b := DefaultBounds
 	const depth = 64
 	var bt []byte
 	bt = append(bt, bytes.Repeat([]byte{0x02, 0x40}, depth)...)
@@ -74,8 +83,11 @@ func worstModules() map[string][]byte {
 	}
 	bt = append(bt, 0)
 	bt = append(bt, bytes.Repeat([]byte{0x0b}, depth)...)
-	out["br_tables"] = advModule{extra: copies(b.BrTableTotal/b.BrTable, advFunc{body: bt})}.build()
-	return out
+	fs := make([]advFunc, n)
+	for k := range fs {
+		fs[k] = advFunc{body: bt}
+	}
+	return advModule{extra: fs}.build()
 }
 
 // BenchmarkLoadWorst loads the worst modules within the default bounds in

@@ -617,7 +617,8 @@ func readNames(ctx context.Context, mod api.Module) ([]byte, error) {
 
 // parseTypeNames splits newline-separated names; missing or empty names
 // get a default ("UNKNOWN" for 0, "type<i>" otherwise). Each name is at
-// most MaxTypeName bytes of UTF-8 text without control characters.
+// most MaxTypeName bytes of UTF-8 text without control characters, and
+// unique: no two types share a name, and no type takes another's default.
 func parseTypeNames(b []byte, n int) ([]string, error) {
 	names := make([]string, n)
 	text := strings.TrimRight(string(b), "\n\x00") // tolerate a final newline or C string terminator
@@ -637,11 +638,54 @@ func parseTypeNames(b []byte, n int) ([]string, error) {
 	}
 	for i, s := range names {
 		if s == "" {
-			names[i] = "type" + strconv.Itoa(i)
+			names[i] = defaultTypeName(i)
 		}
 	}
 	if names[0] == "type0" {
 		names[0] = "UNKNOWN"
 	}
+	// Names are label values (metrics, status) and keys: each must be
+	// unique, defaults included, and a default name ("type<k>",
+	// "UNKNOWN") may only be given to the type that would get it anyway,
+	// since a Host names the ids of a tenant's range past N that way.
+	seen := make(map[string]int, n)
+	for i, s := range names {
+		if j, dup := seen[s]; dup {
+			return nil, fmt.Errorf("wasmclass: type names %d and %d are both %q: %w (type names must be unique)", j, i, s, ErrBadABI)
+		}
+		seen[s] = i
+		if k, ok := defaultTypeIndex(s); ok && k != i {
+			return nil, fmt.Errorf("wasmclass: type name %d is %q, the name reserved for type %d: %w (type names must be unique; leave a name empty for its default)",
+				i, s, k, ErrBadABI)
+		}
+	}
 	return names, nil
+}
+
+// defaultTypeName is the name of type i when the module gives none.
+func defaultTypeName(i int) string {
+	if i == 0 {
+		return "UNKNOWN"
+	}
+	return "type" + strconv.Itoa(i)
+}
+
+// defaultTypeIndex reports whether s is the default name of a type id,
+// and which ("type7": 7; "UNKNOWN" and "type0": 0).
+func defaultTypeIndex(s string) (int, bool) {
+	if s == "UNKNOWN" {
+		return 0, true
+	}
+	digits, ok := strings.CutPrefix(s, "type")
+	if !ok || digits == "" || len(digits) > 6 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	k := 0
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		k = 10*k + int(c-'0')
+	}
+	return k, true
 }

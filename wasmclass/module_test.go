@@ -148,3 +148,39 @@ func TestWASIInitialize(t *testing.T) {
 		t.Errorf("Classify = %d, want 2 (_initialize must run)", got)
 	}
 }
+
+// TestDuplicateTypeNamesRefused: type names are keys (metrics labels,
+// status): a module whose names repeat, or that gives a type another
+// type's default name, is refused at load, whatever the section or export
+// it names them with.
+func TestDuplicateTypeNamesRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ names, msg string }{
+		{"UNKNOWN\nSHORT\nSHORT", `type names 1 and 2 are both "SHORT"`},
+		{"UNKNOWN\nSHORT\nLONG\nSHORT", `type names 1 and 3 are both "SHORT"`},
+		{"\nUNKNOWN", `type names 0 and 1 are both "UNKNOWN"`},
+		{"UNKNOWN\n\ntype1", `type names 1 and 2 are both "type1"`},                  // default then explicit
+		{"UNKNOWN\ntype3\n", `type name 1 is "type3", the name reserved for type 3`}, // a later default
+		{"UNKNOWN\ntype0", `type name 1 is "type0", the name reserved for type 0`},
+		{"x\nUNKNOWN", `type name 1 is "UNKNOWN", the name reserved for type 0`},
+	} {
+		m, err := Load(ctx, withCustomSection(fixture(t, "good"), "psp.types", tc.names), Options{})
+		if err == nil {
+			t.Errorf("%q: loaded with types %q", tc.names, m.Types())
+			_ = m.Close(ctx)
+			continue
+		}
+		if !errors.Is(err, ErrBadABI) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: err = %v, want ErrBadABI and %q", tc.names, err, tc.msg)
+		}
+	}
+	// Names that only look like defaults, and defaults at their own index, load.
+	for _, names := range []string{"UNKNOWN\ntype1\ntype02\ntypeX", "type0\nA\n\ntype3", "UNKNOWN\nshort\nSHORT"} {
+		m, err := Load(ctx, withCustomSection(fixture(t, "good"), "psp.types", names), Options{})
+		if err != nil {
+			t.Errorf("%q: %v", names, err)
+			continue
+		}
+		_ = m.Close(ctx)
+	}
+}

@@ -28,6 +28,7 @@ const (
 	DefaultBreakerWindow     = time.Second
 	DefaultBreakerBackoff    = 100 * time.Millisecond
 	DefaultBreakerMaxBackoff = 30 * time.Second
+	DefaultBreakerReset      = time.Minute
 	DefaultCompileTimeout    = 30 * time.Second
 	DefaultCompileMemory     = 2 << 30 // bytes of address space for a compiling child
 	// MaxTypeName and MaxTypeNames bound the type names a module declares:
@@ -78,7 +79,9 @@ type Options struct {
 	// TimeLimit/2; calls pay nothing for it.
 	TimeLimit time.Duration
 	// StackLimit bounds a call's stack, in bytes of estimated frames
-	// (default 4 MiB): deeper calls trap.
+	// (default 4 MiB): deeper calls trap. The fuel bounds it too: a byte
+	// of frame in a recursive or indirect-calling function costs two units
+	// (Fuel/2 bytes at most: 500 KB with the default budget).
 	StackLimit uint32
 	// CacheDir, if set, keeps compiled code on disk there so that restarts
 	// skip compilation. Ignored when Cache is set.
@@ -92,7 +95,8 @@ type Options struct {
 	// code from a file cache the child fills. Without it compilation runs
 	// in-process: CompileTimeout then only stops waiting for it.
 	CompileInChild bool
-	// CompileTimeout bounds compilation (default 30 s).
+	// CompileTimeout bounds compilation (default 30 s); in a child, it is
+	// also the child's CPU-time limit, rounded up to a second.
 	CompileTimeout time.Duration
 	// CompileMemory bounds the child's address space, in bytes (default
 	// 2 GiB).
@@ -100,14 +104,18 @@ type Options struct {
 	// BreakerThreshold is the number of faulting calls of a module version,
 	// all instances together, within BreakerWindow (default 8 per second)
 	// that opens its circuit breaker: its packets then go to UNKNOWN
-	// without calling it for BreakerBackoff (default 100 ms), after which
-	// one call is tried; a fault doubles the backoff (up to
-	// BreakerMaxBackoff, default 30 s), a success closes the breaker.
-	// Successful calls in between do not reset the count.
+	// without calling it for a backoff, after which one call is tried; a
+	// fault reopens it, a success closes it. Successful calls in between do
+	// not reset the count. The backoff is BreakerBackoff (default 100 ms)
+	// the first time and doubles at every opening (a failed half-open call
+	// or a new run of faults), up to BreakerMaxBackoff (default 30 s); it
+	// goes back to BreakerBackoff once the breaker has stayed closed for
+	// BreakerReset (default a minute).
 	BreakerThreshold  int
 	BreakerWindow     time.Duration
 	BreakerBackoff    time.Duration
 	BreakerMaxBackoff time.Duration
+	BreakerReset      time.Duration
 
 	// noFuel skips the instrumentation; only for the benchmark that
 	// measures its cost (an uninstrumented guest can stall the process).
@@ -137,6 +145,7 @@ func (o Options) Merge(base Options) Options {
 	o.BreakerWindow = cmp.Or(o.BreakerWindow, base.BreakerWindow)
 	o.BreakerBackoff = cmp.Or(o.BreakerBackoff, base.BreakerBackoff)
 	o.BreakerMaxBackoff = cmp.Or(o.BreakerMaxBackoff, base.BreakerMaxBackoff)
+	o.BreakerReset = cmp.Or(o.BreakerReset, base.BreakerReset)
 	o.noFuel = o.noFuel || base.noFuel
 	o.syncSpares = o.syncSpares || base.syncSpares
 	return o
@@ -150,6 +159,7 @@ func (o Options) withDefaults() (Options, error) {
 		CompileTimeout: DefaultCompileTimeout, CompileMemory: DefaultCompileMemory,
 		BreakerThreshold: DefaultBreakerThreshold, BreakerWindow: DefaultBreakerWindow,
 		BreakerBackoff: DefaultBreakerBackoff, BreakerMaxBackoff: DefaultBreakerMaxBackoff,
+		BreakerReset: DefaultBreakerReset,
 	})
 	o.Bounds = o.Bounds.WithDefaults()
 	if o.MemoryLimitPages > 65536 {
@@ -173,7 +183,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.StackLimit > 1<<30 {
 		return o, fmt.Errorf("%w: StackLimit %d is over 1 GiB", ErrBadSpec, o.StackLimit)
 	}
-	if o.BreakerThreshold < 0 || o.BreakerWindow < 0 || o.BreakerBackoff < 0 || o.BreakerMaxBackoff < o.BreakerBackoff {
+	if o.BreakerThreshold < 0 || o.BreakerWindow < 0 || o.BreakerBackoff < 0 || o.BreakerMaxBackoff < o.BreakerBackoff || o.BreakerReset < 0 {
 		return o, fmt.Errorf("%w: breaker settings (threshold %d, window %v, backoff %v, max backoff %v) must be positive with max >= backoff",
 			ErrBadSpec, o.BreakerThreshold, o.BreakerWindow, o.BreakerBackoff, o.BreakerMaxBackoff)
 	}

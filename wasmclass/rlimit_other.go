@@ -5,12 +5,17 @@ package wasmclass
 import (
 	"errors"
 	"os"
+	"syscall"
 )
 
 func childMaxRSS(*os.ProcessState) int64 { return 0 }
 
-// limitAddressSpace is not available: the compile child would run
-// unbounded, so it refuses.
-func limitAddressSpace(uint64) error {
-	return errors.New("address space limits are not supported on this system")
+// limitSelf is not available: the compile child would run unbounded, so
+// it refuses.
+func limitSelf(childLimits) error {
+	return errors.New("resource limits are not supported on this system")
 }
+
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+func limitChild(int, childLimits) error { return nil }

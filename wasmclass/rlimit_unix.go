@@ -3,6 +3,7 @@
 package wasmclass
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 
@@ -17,7 +18,42 @@ func childMaxRSS(ps *os.ProcessState) int64 {
 	return 0
 }
 
-// limitAddressSpace caps the process's address space (RLIMIT_AS).
-func limitAddressSpace(bytes uint64) error {
-	return unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: bytes, Max: bytes})
+// limitSelf sets l on the calling process (a compile child) and checks
+// that the limits in force are at most l's: address space (RLIMIT_AS),
+// CPU time (RLIMIT_CPU, whose hard limit kills) and open files
+// (RLIMIT_NOFILE).
+func limitSelf(l childLimits) error {
+	for _, r := range l.rlimits() {
+		lim := unix.Rlimit{Cur: r.max, Max: r.max}
+		if err := unix.Setrlimit(r.resource, &lim); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		if err := unix.Getrlimit(r.resource, &lim); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		if lim.Max > r.max || lim.Cur > r.max {
+			return fmt.Errorf("%s is %d, want at most %d", r.name, lim.Max, r.max)
+		}
+	}
+	return nil
+}
+
+type rlimit struct {
+	name     string
+	resource int
+	max      uint64
+}
+
+func (l childLimits) rlimits() []rlimit {
+	var rs []rlimit
+	if l.addressSpace > 0 {
+		rs = append(rs, rlimit{"address space", unix.RLIMIT_AS, l.addressSpace})
+	}
+	if l.cpuSeconds > 0 {
+		rs = append(rs, rlimit{"CPU time", unix.RLIMIT_CPU, l.cpuSeconds})
+	}
+	if l.files > 0 {
+		rs = append(rs, rlimit{"open files", unix.RLIMIT_NOFILE, l.files})
+	}
+	return rs
 }

@@ -23,6 +23,18 @@ type Costs struct {
 	// Entry is a function entry beyond its instructions; PerLocal is added
 	// per declared local (the engine zeroes them).
 	Entry, PerLocal int64
+	// SpillSlot is what a call costs per value its caller may keep live
+	// across it (parameters, locals and the operand stack below the
+	// arguments): the compiled code stores each to the stack and loads it
+	// back.
+	SpillSlot int64
+	// StackByte is what a function that keeps the call-stack account pays
+	// at entry per byte of its frame estimate (and of the chain of frames
+	// below it that it answers for): a deep call grows the stack, which on
+	// an instance's first deep call means allocating, zeroing and copying
+	// it. It also bounds the stack account: a budget buys at most
+	// Budget*TicksPerUnit/StackByte bytes of estimated frames.
+	StackByte int64
 	// Leaf is the largest weight of a function that calls nothing and is
 	// not metered at entry: its callers pay for it at the call site.
 	// call_indirect is charged as a call to such a leaf.
@@ -60,10 +72,12 @@ func (s Sized) units(x uint32) int64 {
 // pages at most and tables of tableElements elements at most.
 func DefaultCosts(memoryPages, tableElements uint32) *Costs {
 	c := &Costs{
-		BackEdge: 16,
-		Entry:    24,
-		PerLocal: 1,
-		Leaf:     320,
+		BackEdge:  16,
+		Entry:     24,
+		PerLocal:  1,
+		Leaf:      320,
+		SpillSlot: 10,
+		StackByte: 32,
 	}
 	// Everything not listed: a register or stack-slot operation.
 	for i := range c.Op {

@@ -153,6 +153,15 @@ func Instrument(m *wasmbin.Module, cfg Config) (Stats, error) {
 	if cfg.StackLimit == 0 {
 		cfg.StackLimit = DefaultStackLimit
 	}
+	// The stack a call's budget buys (see Costs.StackByte): frames
+	// outside the account (chains of known depth, up to half the limit)
+	// are bounded by it too.
+	if sb := cfg.Costs.StackByte; sb > 0 {
+		budget := max(cfg.Budget, 1)
+		if bytes := budget / uint64(sb) * TicksPerUnit; budget < 1<<40 && bytes < uint64(cfg.StackLimit) {
+			cfg.StackLimit = uint32(max(bytes, 1024))
+		}
+	}
 	cfg.Bounds = cfg.Bounds.WithDefaults()
 	if err := checkExportNames(m); err != nil {
 		return st, err
@@ -317,7 +326,7 @@ func analyzeFunctions(m *wasmbin.Module, sc *scope) ([]function, error) {
 			}
 			code := &m.Code[i]
 			ft := m.Types[m.Functions[i]]
-			a, err := walk(code.Body, len(ft.Params), sc)
+			a, err := walk(code.Body, len(ft.Params), int(min(code.NumLocals(), 1<<24)), sc)
 			if err != nil {
 				return nil, fmt.Errorf("function %d: %w", imported+uint32(i), err)
 			}
@@ -480,7 +489,11 @@ func rewriteBodies(m *wasmbin.Module, sc *scope, cfg Config, lay layout, funcs [
 		spills := map[uint32]uint32{} // charged import -> first of its spill locals
 		body := make([]byte, 0, len(code.Body)+(len(edits)+2)*40)
 		if f.entry {
-			units := ticksToUnits(sc.costs.Entry + sc.costs.PerLocal*int64(f.locals) + f.weight)
+			ticks := sc.costs.Entry + sc.costs.PerLocal*int64(f.locals) + f.weight
+			if f.account {
+				ticks += sc.costs.StackByte * int64(f.charge)
+			}
+			units := ticksToUnits(ticks)
 			body = appendCheck(body, lay, loc.s64, units)
 			if f.account {
 				body = appendYieldCheck(body, lay)

@@ -244,9 +244,10 @@ func TestWalker(t *testing.T) {
 			0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x0a, 0x00, 0x00,
 			0xd0, 0x70, 0x41, 0x00, 0xfc, 0x0f, 0x00, 0x1a, 0xfc, 0x09, 0x00,
 			0x41, 0x00, 0x40, 0x00, 0x1a, 0x0b}, 0, []editKind{editSized, editSized, editSized, editGrow}, 0, false, ""},
-		// loop call 0 call 0 br 0: each call counts its callee's weight.
+		// loop call 0 call 0 br 0: each call counts its callee's weight, and
+		// the spill of the caller's one parameter.
 		{"call weight", []byte{0x03, 0x40, 0x41, 0x00, 0x10, 0x00, 0x41, 0x00, 0x10, 0x00, 0x0c, 0x00, 0x0b, 0x0b}, 1000,
-			[]editKind{editCheck}, ticksToUnits(2000 + costs.BackEdge + 2*costs.Op[0x10] + 2*costs.Op[0x41] + costs.Op[0x0c]), true, ""},
+			[]editKind{editCheck}, ticksToUnits(2000 + costs.BackEdge + 2*costs.Op[0x10] + 2*costs.SpillSlot + 2*costs.Op[0x41] + costs.Op[0x0c]), true, ""},
 		// return_call 0 is a call; return is an edit (for the stack account).
 		{"return_call", []byte{0x41, 0x00, 0x12, 0x00, 0x0b}, 0, nil, 0, true, ""},
 		{"return", []byte{0x0f, 0x0b}, 0, []editKind{editReturn}, 0, false, ""},
@@ -267,7 +268,7 @@ func TestWalker(t *testing.T) {
 		{"global ok", []byte{0x23, 0x00, 0x1a, 0x0b}, 0, nil, 0, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := walk(tc.body, 1, sc(tc.leaf))
+			a, err := walk(tc.body, 1, 0, sc(tc.leaf))
 			if tc.errMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errMsg) {
 					t.Fatalf("err = %v, want %q", err, tc.errMsg)

@@ -115,7 +115,7 @@ type analysis struct {
 // outside the module's index spaces (which after instrumentation could name
 // the fuel globals or the wrappers) and on bodies over the nesting and
 // br_table bounds.
-func walk(body []byte, params int, sc *scope) (a analysis, err error) {
+func walk(body []byte, params, locals int, sc *scope) (a analysis, err error) {
 	r := &wasmbin.Reader{B: body}
 	var pos int64 // weighted position: ticks of the instructions so far
 	height := 0
@@ -262,6 +262,7 @@ func walk(body []byte, params int, sc *scope) (a analysis, err error) {
 			a.callees = append(a.callees, fn)
 			ft, _ := sc.m.FuncType(fn)
 			pop(len(ft.Params))
+			pos += sc.costs.SpillSlot * int64(params+locals+height)
 			push(len(ft.Results))
 			pos += sc.leafWeight(fn) + sc.importTicks(fn)
 			if _, ok := sc.imports[fn]; ok {
@@ -282,6 +283,7 @@ func walk(body []byte, params int, sc *scope) (a analysis, err error) {
 			a.calls, a.indirect = true, true
 			pos += sc.costs.Leaf // the dearest callee not metered at entry
 			pop(len(sc.m.Types[t].Params) + 1)
+			pos += sc.costs.SpillSlot * int64(params+locals+height)
 			push(len(sc.m.Types[t].Results))
 			continue
 		case opGlobalGet, opGlobalSet:

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wasmclass
+
+const raceBuild = false
