@@ -9,20 +9,26 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 )
 
-// TCP limits.
+// TCP buffers. A connection holds a reader and a writer of tcpBufSize
+// (memcached's read buffer is 16 KiB), a command buffer that grows to the
+// longest line (Config.MaxLine) and a value being read, and a small reply
+// buffer (a get's values go to the writer as they are). Values of more than
+// smallValue bytes are read into memory taken from Config.TCPMemory,
+// shared by all connections, and given back once the command has run;
+// command and reply buffers grown past keepBuf are dropped after the
+// command.
 const (
-	// MaxConns is the most TCP connections served at once (memcached's -c
-	// default); more are closed at once.
-	MaxConns = 1024
-	// maxGetLine bounds a retrieval command line (memcached's is unbounded).
-	maxGetLine = 8 << 20
-	tcpBufSize = 64 << 10
-	// idleBufMax: a connection with no input pending gives back command and
-	// reply buffers larger than this.
-	idleBufMax = 256 << 10
+	tcpBufSize = 16 << 10
+	smallValue = 16 << 10
+	keepBuf    = 64 << 10
 )
+
+// msgTooManyConns answers a connection over Config.MaxConns (memcached's
+// line).
+var msgTooManyConns = []byte("ERROR Too many open connections\r\n")
 
 // tcpState tracks the TCP listeners and connections of a Server.
 type tcpState struct {
@@ -74,12 +80,19 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 			return fmt.Errorf("memcached: accept: %w", err)
 		}
 		t.mu.Lock()
-		if t.closed || len(t.conns) >= MaxConns {
+		if t.closed || len(t.conns) >= s.cfg.MaxConns {
+			closed := t.closed
 			t.mu.Unlock()
+			if !closed {
+				s.guards.connsRefused.Add(1)
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				c.Write(msgTooManyConns)
+			}
 			c.Close()
 			continue
 		}
 		t.conns[c] = struct{}{}
+		s.guards.conns.Add(1)
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go func() {
@@ -87,6 +100,7 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 			s.serveConn(c)
 			t.mu.Lock()
 			delete(t.conns, c)
+			s.guards.conns.Add(-1)
 			t.mu.Unlock()
 			c.Close()
 		}()
@@ -111,7 +125,9 @@ func (s *Server) closeTCP() {
 
 // serveConn serves one connection: it reads one command at a time (its
 // line, and the data block of a storage command), runs it, and writes the
-// responses, flushing when no more input is waiting.
+// responses, flushing when no more input is waiting. A command (and the
+// replies before it) must complete within Config.IdleTimeout of the moment
+// the connection had no input left.
 func (s *Server) serveConn(c net.Conn) {
 	ss := newSession(s, &s.tcpStats)
 	defer ss.batch.Close()
@@ -120,20 +136,56 @@ func (s *Server) serveConn(c net.Conn) {
 	w := bufio.NewWriterSize(c, tcpBufSize)
 	ss.stream = w
 	var cmd []byte
+	held := int64(0) // bytes of Config.TCPMemory this connection holds
+	defer func() { s.release(held) }()
+	var set time.Time // when the deadline was last set
 	for {
+		// The deadline is renewed before a read may wait, and every
+		// quarter of the timeout while the input is pipelined.
+		if now := time.Now(); r.Buffered() == 0 || now.Sub(set) > s.cfg.IdleTimeout/4 {
+			c.SetDeadline(now.Add(s.cfg.IdleTimeout))
+			set = now
+		}
 		var err error
-		cmd, err = readCommand(r, cmd[:0], s.cfg.MaxItemSize)
+		cmd, held, err = s.readCommand(r, cmd[:0], held)
 		if err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, errLineTooLong):
+				s.guards.longLines.Add(1)
+				w.Write(msgLineTooLong)
+				w.Write(crlf)
+			case errors.Is(err, errCloseConn):
+				s.guards.longLines.Add(1)
+			case errors.As(err, &ne) && ne.Timeout():
+				s.guards.timeouts.Add(1)
+				return
+			}
 			w.Flush()
 			return // the client went away, or memcached would close
 		}
+		ss.dataRefused = held < 0
+		if held < 0 {
+			held = 0
+		}
 		a := ss.serveStream(cmd)
+		ss.dataRefused = false
 		if ss.swallow > 0 {
 			if _, err := io.CopyN(io.Discard, r, ss.swallow); err != nil {
 				ss.flush()
 				w.Flush()
 				return
 			}
+		}
+		// The value's memory goes back at once, and a buffer grown past
+		// keepBuf is not kept.
+		s.release(held)
+		held = 0
+		if cap(cmd) > keepBuf {
+			cmd = nil
+		}
+		if cap(ss.out) > keepBuf {
+			ss.out = make([]byte, 0, 4096)
 		}
 		switch a {
 		case closeConn:
@@ -147,15 +199,11 @@ func (s *Server) serveConn(c net.Conn) {
 		if r.Buffered() == 0 {
 			ss.flush()
 			if err := w.Flush(); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.guards.timeouts.Add(1)
+				}
 				return
-			}
-			// An idle connection does not keep the buffers of its
-			// largest value.
-			if cap(cmd) > idleBufMax {
-				cmd = nil
-			}
-			if cap(ss.out) > idleBufMax {
-				ss.out = make([]byte, 0, 4096)
 			}
 		}
 	}
@@ -165,33 +213,69 @@ func (s *Server) serveConn(c net.Conn) {
 // bytes without a line end, unless it is a retrieval command.
 var errCloseConn = errors.New("memcached: line too long")
 
+// errLineTooLong: a retrieval command line longer than Config.MaxLine.
+var errLineTooLong = errors.New("memcached: retrieval line too long")
+
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
-// limit, the value's data block.
-func readCommand(r *bufio.Reader, dst []byte, maxItem int) ([]byte, error) {
+// limit, the value's data block. A value of more than smallValue bytes
+// takes its bytes from Config.TCPMemory, added to held; when they are not
+// there, the data block is left unread and held returned as -1 (the
+// command refuses the value and the caller skips it).
+func (s *Server) readCommand(r *bufio.Reader, dst []byte, held int64) ([]byte, int64, error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		dst = append(dst, chunk...)
 		if err == nil {
+			if len(dst) > s.cfg.MaxLine+2 && largeGet(dst) {
+				return dst, held, errLineTooLong
+			}
 			break
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return dst, err
+			return dst, held, err
 		}
-		if len(dst) > maxLineScan && !largeGet(dst) || len(dst) > maxGetLine {
-			return dst, errCloseConn
+		if len(dst) > maxLineScan && !largeGet(dst) {
+			return dst, held, errCloseConn
+		}
+		if len(dst) > s.cfg.MaxLine {
+			return dst, held, errLineTooLong
 		}
 	}
 	need := storageDataLen(dst)
-	if need < 0 || need > int64(maxItem)+2 {
-		return dst, nil // no data block, or one the command refuses (skipped by the caller)
+	if need < 0 || need > int64(s.cfg.MaxItemSize)+2 {
+		return dst, held, nil // no data block, or one the command refuses (skipped by the caller)
+	}
+	if need > smallValue {
+		if !s.reserve(need) {
+			s.guards.memRefused.Add(1)
+			return dst, -1, nil
+		}
+		held += need
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(need))[:n+int(need)]
 	if _, err := io.ReadFull(r, dst[n:]); err != nil {
-		return dst, err
+		return dst, held, err
 	}
-	return dst, nil
+	return dst, held, nil
+}
+
+// reserve takes n bytes of Config.TCPMemory, if they are there.
+func (s *Server) reserve(n int64) bool {
+	g := &s.guards
+	if g.memHeld.Add(n) > int64(s.cfg.TCPMemory) {
+		g.memHeld.Add(-n)
+		return false
+	}
+	return true
+}
+
+// release gives back n bytes of Config.TCPMemory.
+func (s *Server) release(n int64) {
+	if n > 0 {
+		s.guards.memHeld.Add(-n)
+	}
 }
 
 // storageDataLen returns the length of the data block (value and CRLF)

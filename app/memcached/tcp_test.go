@@ -65,10 +65,20 @@ func TestTCPLargeValuesAndLimits(t *testing.T) {
 		t.Fatalf("3 MiB value: %v, %.100q", err, got)
 	}
 	// A line of more than 2048 bytes without a line end closes the
-	// connection, as memcached does; a long get does not.
-	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 40000)+"\r\n", 10*time.Second)
+	// connection, as memcached does; a long get does not, up to
+	// Config.MaxLine (64 KiB by default).
+	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 30000)+"\r\n", 10*time.Second)
 	if err != nil || string(got) != "END\r\n" {
+		t.Fatalf("60 kB get line: %v, %.100q", err, got)
+	}
+	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 40000)+"\r\nget k\r\n", 10*time.Second)
+	if err != nil || string(got) != "CLIENT_ERROR line too long\r\n" {
 		t.Fatalf("80 kB get line: %v, %.100q", err, got)
+	}
+	wide := openServer(t, Config{MaxLine: 1 << 20})
+	got, err = memcachedtest.ExchangeTCP(serveTCP(t, wide), "get "+strings.Repeat("k ", 400000)+"\r\n", 10*time.Second)
+	if err != nil || string(got) != "END\r\n" {
+		t.Fatalf("800 kB get line, max line 1 MiB: %v, %.100q", err, got)
 	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
