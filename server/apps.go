@@ -147,6 +147,7 @@ func openMemcached(cfg Config) (*Application, error) {
 		MaxItemSize:   m.MaxItemSize,
 		Workers:       cfg.Workers,
 		UDPReplyRatio: m.UDPReplyRatio,
+		UDPReplyFloor: m.UDPReplyFloor,
 		MaxConns:      m.MaxConns,
 		MaxLine:       m.MaxLine,
 		IdleTimeout:   m.IdleTimeout,
@@ -184,6 +185,7 @@ const DefaultMemcachedMaxItemSize = memcached.DefaultMaxItemSize
 // Defaults of the memcached application's bounds (see Memcached).
 const (
 	DefaultMemcachedUDPReplyRatio = memcached.DefaultUDPReplyRatio
+	DefaultMemcachedUDPReplyFloor = memcached.DefaultUDPReplyFloor
 	DefaultMemcachedMaxConns      = memcached.DefaultMaxConns
 	DefaultMemcachedMaxLine       = memcached.DefaultMaxLine
 	DefaultMemcachedIdleTimeout   = memcached.DefaultIdleTimeout
@@ -210,12 +212,14 @@ type Memcached struct {
 	CostPerCommand time.Duration `yaml:"cost_per_command,omitempty"`
 	CostPerKey     time.Duration `yaml:"cost_per_key,omitempty"`
 
-	// UDPReplyRatio bounds the bytes one UDP request may cause to be sent
-	// to this many times its own bytes (at least one full datagram); a
-	// reply cut there ends with "SERVER_ERROR reply too large for UDP".
-	// Default 100; negative: unbounded, as memcached (an amplifier for
+	// UDPReplyRatio and UDPReplyFloor bound the bytes one UDP request may
+	// cause to be sent to UDPReplyRatio times its own bytes, or
+	// UDPReplyFloor bytes when that is more; a reply cut there ends with
+	// "SERVER_ERROR reply too large for UDP". Defaults 100 and 16 KiB; a
+	// negative ratio: unbounded, as memcached (an amplifier for
 	// reflection attacks).
 	UDPReplyRatio int `yaml:"udp_reply_ratio,omitempty"`
+	UDPReplyFloor int `yaml:"udp_reply_floor,omitempty"`
 	// MaxConns is the most TCP connections served at once. Default 1024
 	// (memcached's -c).
 	MaxConns int `yaml:"max_conns,omitempty"`

@@ -517,6 +517,7 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.cost_per_command": refuse("want > 0 (leave out the dilation for no emulated cost)"),
 	"app.memcached.cost_per_key":     refuse("want > 0 (leave out the dilation for no emulated cost)"),
 	"app.memcached.udp_reply_ratio":  refuse("want >= 1 (negative: unbounded, as memcached)"),
+	"app.memcached.udp_reply_floor":  refuse("want 1400..67108864"),
 	"app.memcached.max_conns":        refuse("want >= 1"),
 	"app.memcached.max_line":         refuse("want 2048..1073741824"),
 	"app.memcached.idle_timeout":     refuse("want 100ms..24h"),
@@ -828,7 +829,7 @@ func (c Config) validateApp() error {
 		m := c.App.Memcached
 		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
 			Emulate:       memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey},
-			UDPReplyRatio: m.UDPReplyRatio, MaxConns: m.MaxConns, MaxLine: m.MaxLine, IdleTimeout: m.IdleTimeout, TCPMemory: m.TCPMemory,
+			UDPReplyRatio: m.UDPReplyRatio, UDPReplyFloor: m.UDPReplyFloor, MaxConns: m.MaxConns, MaxLine: m.MaxLine, IdleTimeout: m.IdleTimeout, TCPMemory: m.TCPMemory,
 		}).Validate(); err != nil {
 			return bad("%v", err)
 		}

@@ -79,8 +79,9 @@ func TestUDPReplyBounded(t *testing.T) {
 	for i := range 200 {
 		fmt.Fprintf(&sets, "set s%d 0 0 64\r\n%s\r\n", i, strings.Repeat("s", 64))
 	}
-	fmt.Fprintf(&sets, "set mid 0 0 1000\r\n%s\r\n", strings.Repeat("z", 1000))
-	if err := tcpExchange(addr, sets.String(), 251); err != nil {
+	fmt.Fprintf(&sets, "set mid 0 0 10000\r\n%s\r\n", strings.Repeat("z", 10000))
+	fmt.Fprintf(&sets, "set twenty 0 0 20000\r\n%s\r\n", strings.Repeat("t", 20000))
+	if err := tcpExchange(addr, sets.String(), 252); err != nil {
 		t.Fatal(err)
 	}
 	many := func(cmd, key string, n int) string {
@@ -110,7 +111,8 @@ func TestUDPReplyBounded(t *testing.T) {
 		{"version many times", strings.Repeat("version\r\n", 7000), false},
 		{"mn many times", strings.Repeat("mn\r\n", 16000), false},
 		{"small multi-get", many("get", "s1", 100), false},
-		{"single mid-size get", "get mid\r\n", false},
+		{"single get of 10 kB", "get mid\r\n", false},
+		{"single get of 20 kB", "get twenty\r\n", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := AppendRequest(nil, 7, []byte(c.body))
@@ -118,7 +120,7 @@ func TestUDPReplyBounded(t *testing.T) {
 			cutBefore := srv.guards.udpCut.Load()
 			dgs := handle(srv, req)
 			got := replyBytes(dgs)
-			limit := max(UDPMaxPayload, DefaultUDPReplyRatio*len(req))
+			limit := max(DefaultUDPReplyFloor, DefaultUDPReplyRatio*len(req))
 			t.Logf("request %d bytes: %d datagrams, %d bytes (%.1fx)", len(req), len(dgs), got, float64(got)/float64(len(req)))
 			if got > limit {
 				t.Errorf("%d bytes sent for a request of %d, want at most %d", got, len(req), limit)
@@ -146,6 +148,12 @@ func TestUDPReplyBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A floor of one datagram: a get of 10 kB is cut, the cut line fits.
+	srv1 := openServer(t, Config{UDPReplyFloor: UDPMaxPayload})
+	preload(t, srv1, 1, 10000)
+	if dgs := handle(srv1, AppendRequest(nil, 1, []byte("get k0\r\n"))); len(dgs) != 1 || string(dgs[0][UDPHeaderLen:]) != string(msgUDPCut)+"\r\n" {
+		t.Errorf("floor of one datagram: %d datagrams, %.60q", len(dgs), dgs[0])
 	}
 	// Negative: unbounded, as memcached.
 	srv2 := openServer(t, Config{UDPReplyRatio: -1})

@@ -18,10 +18,11 @@ const (
 	minItemSize           = 1024
 	maxItemSize           = 1 << 30
 
-	// DefaultUDPReplyRatio bounds the bytes one UDP request may cause to
-	// be sent to 100 times its own bytes (at least one full datagram):
-	// see Config.UDPReplyRatio.
+	// DefaultUDPReplyRatio and DefaultUDPReplyFloor bound the bytes one
+	// UDP request may cause to be sent to 100 times its own bytes, or 16
+	// KiB (12 datagrams) for a smaller request: see Config.UDPReplyRatio.
 	DefaultUDPReplyRatio = 100
+	DefaultUDPReplyFloor = 16 << 10
 	// DefaultMaxConns is memcached's -c default.
 	DefaultMaxConns = 1024
 	// DefaultMaxLine bounds a TCP retrieval command line: the longest
@@ -35,6 +36,7 @@ const (
 	DefaultTCPMemory = 64 << 20
 
 	maxUDPReplyRatio = 1 << 20
+	maxUDPReplyFloor = 64 << 20
 	maxIdleTimeout   = 24 * time.Hour
 	minIdleTimeout   = 100 * time.Millisecond
 )
@@ -67,14 +69,16 @@ type Config struct {
 	// every request (see Emulation).
 	Emulate Emulation
 
-	// UDPReplyRatio bounds the bytes (datagrams, headers included) one
-	// UDP request may cause to be sent: UDPReplyRatio times the request's
-	// own bytes, and at least one full datagram (UDPMaxPayload). A reply
-	// that would go past it is cut after its last whole response object
-	// and ends with "SERVER_ERROR reply too large for UDP"; the rest of
-	// the request is not run. Default DefaultUDPReplyRatio; negative:
+	// UDPReplyRatio and UDPReplyFloor bound the bytes (datagrams, headers
+	// included) one UDP request may cause to be sent: UDPReplyRatio times
+	// the request's own bytes (frame header included), or UDPReplyFloor
+	// when that is more. A reply that would go past the bound is cut after
+	// its last whole response object and ends with "SERVER_ERROR reply too
+	// large for UDP"; the rest of the request is not run. Defaults
+	// DefaultUDPReplyRatio and DefaultUDPReplyFloor; a negative ratio:
 	// unbounded, as memcached (a reflection amplifier).
 	UDPReplyRatio int
+	UDPReplyFloor int
 	// MaxConns is the most TCP connections served at once; more are
 	// answered "ERROR Too many open connections" and closed, as by
 	// memcached. Default DefaultMaxConns.
@@ -121,6 +125,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: emulation %+v: want non-negative dilation and costs", ErrConfig, c.Emulate)
 	case c.UDPReplyRatio > maxUDPReplyRatio:
 		return fmt.Errorf("%w: udp reply ratio %d, want 1..%d (negative: unbounded)", ErrConfig, c.UDPReplyRatio, maxUDPReplyRatio)
+	case c.UDPReplyFloor < UDPMaxPayload || c.UDPReplyFloor > maxUDPReplyFloor:
+		return fmt.Errorf("%w: udp reply floor %d, want %d..%d", ErrConfig, c.UDPReplyFloor, UDPMaxPayload, maxUDPReplyFloor)
 	case c.MaxConns < 1 || c.MaxConns > 1<<20:
 		return fmt.Errorf("%w: max conns %d, want 1..%d", ErrConfig, c.MaxConns, 1<<20)
 	case c.MaxLine < maxLineScan || c.MaxLine > maxItemSize:
@@ -142,6 +148,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UDPReplyRatio == 0 {
 		c.UDPReplyRatio = DefaultUDPReplyRatio
+	}
+	if c.UDPReplyFloor == 0 {
+		c.UDPReplyFloor = DefaultUDPReplyFloor
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
@@ -282,7 +291,7 @@ func (s *Server) udpLimit(n int) int {
 	if s.cfg.UDPReplyRatio < 0 {
 		return 0
 	}
-	return max(UDPMaxPayload, n*s.cfg.UDPReplyRatio)
+	return max(s.cfg.UDPReplyFloor, n*s.cfg.UDPReplyRatio)
 }
 
 // fits reports whether an item of this key, flags and value length is
