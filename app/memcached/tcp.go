@@ -15,7 +15,8 @@ import (
 // TCP buffers. A connection holds a reader and a writer of tcpBufSize
 // (memcached's read buffer is 16 KiB), a command buffer that grows to the
 // longest line (Config.MaxLine) and a value being read, and a small reply
-// buffer (a get's values go to the writer as they are). Values of more than
+// buffer (a get's values go to the writer as they are), and a Pebble batch
+// dropped after a command that wrote a large value. Values of more than
 // smallValue bytes are read into memory taken from Config.TCPMemory,
 // shared by all connections, and given back once the command has run;
 // command and reply buffers grown past keepBuf are dropped after the
@@ -130,7 +131,7 @@ func (s *Server) closeTCP() {
 // the connection had no input left.
 func (s *Server) serveConn(c net.Conn) {
 	ss := newSession(s, &s.tcpStats)
-	defer ss.batch.Close()
+	defer func() { ss.batch.Close() }() // the batch in use at the end (see below)
 	ss.out, ss.resps, ss.open, ss.head = ss.out[:0], ss.resps[:0], -1, true
 	r := bufio.NewReaderSize(c, tcpBufSize)
 	w := bufio.NewWriterSize(c, tcpBufSize)
@@ -186,6 +187,13 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		if cap(ss.out) > keepBuf {
 			ss.out = make([]byte, 0, 4096)
+		}
+		if ss.batch.Len() > keepBuf {
+			// The batch keeps a copy of the last value written (a set, an
+			// append, a gat of a large item): not while the connection
+			// waits.
+			ss.batch.Close()
+			ss.batch = s.st.db.NewBatch()
 		}
 		switch a {
 		case closeConn:
