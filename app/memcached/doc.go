@@ -78,7 +78,7 @@
 // Config.MaxConns (1024) a connection is answered "ERROR Too many open
 // connections" and closed, as by memcached. A connection's buffers are 16
 // KiB for reading and for writing (memcached's read buffer size), a get's
-// values go to the writer without a copy, and buffers grown past 64 KiB
+// values go to the writer without a copy, and buffers grown past 16 KiB
 // are dropped after the command.
 //
 // # Overload

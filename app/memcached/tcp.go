@@ -19,12 +19,12 @@ import (
 // dropped after a command that wrote a large value. Values of more than
 // smallValue bytes are read into memory taken from Config.TCPMemory,
 // shared by all connections, and given back once the command has run;
-// command and reply buffers grown past keepBuf are dropped after the
-// command.
+// command and reply buffers and batches grown past keepBuf are dropped
+// after the command.
 const (
 	tcpBufSize = 16 << 10
 	smallValue = 16 << 10
-	keepBuf    = 64 << 10
+	keepBuf    = 16 << 10
 )
 
 // msgTooManyConns answers a connection over Config.MaxConns (memcached's
