@@ -615,6 +615,10 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		defer m.Unlock()
 	}
 	it, closer, ok := s.lookup(key)
+	if ok && s.stream == nil && s.dg.limit > 0 && !s.dg.fits(len(s.out)-s.open+len(valuePrefix)+len(key)+len(" 0 0\r\n\r\n")+len(it.value)) {
+		closer.Close() // past the reply's byte limit: neither touched nor copied
+		return
+	}
 	if ok && touch {
 		// The item is answered as it was read; its new expiry applies
 		// from now on (a gat with a past expiry returns it once).
@@ -637,10 +641,6 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		s.stats.touchHits.Add(1)
 	} else {
 		s.stats.getHits.Add(1)
-	}
-	if s.stream == nil && s.dg.limit > 0 && !s.dg.fits(len(s.out)-s.open+len(valuePrefix)+len(key)+len(" 0 0\r\n\r\n")+len(it.value)) {
-		closer.Close() // past the reply's byte limit: not even copied
-		return
 	}
 	s.out = append(s.out, valuePrefix...)
 	s.out = append(s.out, key...)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 )
 
 // recorder is a nic.Reply that keeps the datagrams.
@@ -148,6 +150,14 @@ func TestUDPReplyBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A gat cut before its value is sent does not touch the item (here:
+	// expire it).
+	if dgs := handle(srv, AppendRequest(nil, 1, []byte("gat -1 m5\r\n"))); len(dgs) != 1 {
+		t.Errorf("gat past the bound: %d datagrams", len(dgs))
+	}
+	if got, err := memcachedtest.ExchangeTCP(addr, "get m5\r\n", 10*time.Second); err != nil || !strings.HasPrefix(string(got), "VALUE m5 ") {
+		t.Errorf("gat past the bound touched the item: %.40q, %v", got, err)
 	}
 	// A floor of one datagram: a get of 10 kB is cut, the cut line fits.
 	srv1 := openServer(t, Config{UDPReplyFloor: UDPMaxPayload})
