@@ -148,12 +148,14 @@ func (s *Server) serveConn(c net.Conn) {
 			set = now
 		}
 		var err error
-		cmd, held, err = s.readCommand(r, cmd[:0], held)
+		var refused bool
+		cmd, held, refused, err = s.readCommand(r, cmd[:0])
 		if err != nil {
 			var ne net.Error
 			switch {
 			case errors.Is(err, errLineTooLong):
 				s.guards.longLines.Add(1)
+				ss.flush() // what the commands before it answered
 				w.Write(msgLineTooLong)
 				w.Write(crlf)
 			case errors.Is(err, errCloseConn):
@@ -165,10 +167,7 @@ func (s *Server) serveConn(c net.Conn) {
 			w.Flush()
 			return // the client went away, or memcached would close
 		}
-		ss.dataRefused = held < 0
-		if held < 0 {
-			held = 0
-		}
+		ss.dataRefused = refused
 		a := ss.serveStream(cmd)
 		ss.dataRefused = false
 		if ss.swallow > 0 {
@@ -227,46 +226,47 @@ var errLineTooLong = errors.New("memcached: retrieval line too long")
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
 // limit, the value's data block. A value of more than smallValue bytes
-// takes its bytes from Config.TCPMemory, added to held; when they are not
-// there, the data block is left unread and held returned as -1 (the
-// command refuses the value and the caller skips it).
-func (s *Server) readCommand(r *bufio.Reader, dst []byte, held int64) ([]byte, int64, error) {
+// takes its bytes from Config.TCPMemory (held, to be released once the
+// command has run); when they are not there, the data block is left unread
+// and refused returned (the command refuses the value and the caller skips
+// it).
+func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64, refused bool, _ error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		dst = append(dst, chunk...)
 		if err == nil {
 			if len(dst) > s.cfg.MaxLine+2 && largeGet(dst) {
-				return dst, held, errLineTooLong
+				return dst, 0, false, errLineTooLong
 			}
 			break
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return dst, held, err
+			return dst, 0, false, err
 		}
 		if len(dst) > maxLineScan && !largeGet(dst) {
-			return dst, held, errCloseConn
+			return dst, 0, false, errCloseConn
 		}
 		if len(dst) > s.cfg.MaxLine {
-			return dst, held, errLineTooLong
+			return dst, 0, false, errLineTooLong
 		}
 	}
 	need := storageDataLen(dst)
 	if need < 0 || need > int64(s.cfg.MaxItemSize)+2 {
-		return dst, held, nil // no data block, or one the command refuses (skipped by the caller)
+		return dst, 0, false, nil // no data block, or one the command refuses (skipped by the caller)
 	}
 	if need > smallValue {
 		if !s.reserve(need) {
 			s.guards.memRefused.Add(1)
-			return dst, -1, nil
+			return dst, 0, true, nil
 		}
-		held += need
+		held = need
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(need))[:n+int(need)]
 	if _, err := io.ReadFull(r, dst[n:]); err != nil {
-		return dst, held, err
+		return dst, held, false, err
 	}
-	return dst, held, nil
+	return dst, held, false, nil
 }
 
 // reserve takes n bytes of Config.TCPMemory, if they are there.
