@@ -45,6 +45,20 @@ type Application struct {
 	MinPayload int
 	// Close, when set, is called once the workers have stopped.
 	Close func() error
+	// Counters, when set, returns the application's own figures, always
+	// the same names in the same order: exported in /metrics (psp_ and
+	// the name) and in the status (AppCounters).
+	Counters func() []AppCounter
+}
+
+// AppCounter is one of an application's own figures.
+type AppCounter struct {
+	// Name is a Prometheus metric name, without psp_.
+	Name string `json:"name"`
+	Help string `json:"-"`
+	// Gauge: the value goes up and down; otherwise it only grows.
+	Gauge bool    `json:"gauge,omitempty"`
+	Value float64 `json:"value"`
 }
 
 // validate checks what New needs.
@@ -128,10 +142,16 @@ func openKV(cfg Config) (*Application, error) {
 func openMemcached(cfg Config) (*Application, error) {
 	m := cfg.App.Memcached
 	s, err := memcached.Open(memcached.Config{
-		Dir:         m.Dir,
-		Sync:        m.Sync,
-		MaxItemSize: m.MaxItemSize,
-		Workers:     cfg.Workers,
+		Dir:           m.Dir,
+		Sync:          m.Sync,
+		MaxItemSize:   m.MaxItemSize,
+		Workers:       cfg.Workers,
+		UDPReplyRatio: m.UDPReplyRatio,
+		UDPReplyFloor: m.UDPReplyFloor,
+		MaxConns:      m.MaxConns,
+		MaxLine:       m.MaxLine,
+		IdleTimeout:   m.IdleTimeout,
+		TCPMemory:     m.TCPMemory,
 		Emulate: memcached.Emulation{Dilation: cfg.App.Dilation, CostPerCommand: m.CostPerCommand,
 			CostPerKey: m.CostPerKey, SpinTail: cfg.App.SpinTail},
 	})
@@ -147,12 +167,30 @@ func openMemcached(cfg Config) (*Application, error) {
 		go s.ServeTCP(ln) // ends when s closes
 	}
 	return &Application{Name: AppMemcached, Handler: s, Classifier: memcached.Classifier{},
-		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close}, nil
+		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close,
+		Counters: func() []AppCounter {
+			cs := s.Counters()
+			out := make([]AppCounter, len(cs))
+			for i, c := range cs {
+				out[i] = AppCounter(c)
+			}
+			return out
+		}}, nil
 }
 
 // DefaultMemcachedMaxItemSize is the memcached application's item size
 // limit when none is configured (memcached's -I default).
 const DefaultMemcachedMaxItemSize = memcached.DefaultMaxItemSize
+
+// Defaults of the memcached application's bounds (see Memcached).
+const (
+	DefaultMemcachedUDPReplyRatio = memcached.DefaultUDPReplyRatio
+	DefaultMemcachedUDPReplyFloor = memcached.DefaultUDPReplyFloor
+	DefaultMemcachedMaxConns      = memcached.DefaultMaxConns
+	DefaultMemcachedMaxLine       = memcached.DefaultMaxLine
+	DefaultMemcachedIdleTimeout   = memcached.DefaultIdleTimeout
+	DefaultMemcachedTCPMemory     = memcached.DefaultTCPMemory
+)
 
 // Memcached configures the memcached application.
 type Memcached struct {
@@ -173,4 +211,25 @@ type Memcached struct {
 	// experiments with more workers than cores. Defaults 1µs each.
 	CostPerCommand time.Duration `yaml:"cost_per_command,omitempty"`
 	CostPerKey     time.Duration `yaml:"cost_per_key,omitempty"`
+
+	// UDPReplyRatio and UDPReplyFloor bound the bytes one UDP request may
+	// cause to be sent to UDPReplyRatio times its own bytes, or
+	// UDPReplyFloor bytes when that is more; a reply cut there ends with
+	// "SERVER_ERROR reply too large for UDP". Defaults 100 and 16 KiB; a
+	// negative ratio: unbounded, as memcached (an amplifier for
+	// reflection attacks).
+	UDPReplyRatio int `yaml:"udp_reply_ratio,omitempty"`
+	UDPReplyFloor int `yaml:"udp_reply_floor,omitempty"`
+	// MaxConns is the most TCP connections served at once. Default 1024
+	// (memcached's -c).
+	MaxConns int `yaml:"max_conns,omitempty"`
+	// MaxLine bounds a TCP get line (other lines: 2048 bytes, as
+	// memcached). Default 64 KiB.
+	MaxLine int `yaml:"max_line,omitempty"`
+	// IdleTimeout closes a TCP connection that completes no command (or
+	// takes no reply) within it. Default 5m.
+	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
+	// TCPMemory bounds the bytes of values being read by all TCP
+	// connections at once. Default 64 MiB.
+	TCPMemory int `yaml:"tcp_memory,omitempty"`
 }

@@ -532,6 +532,12 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.max_item_size":    refuse("want 1024..1073741824"),
 	"app.memcached.cost_per_command": refuse("want > 0 (leave out the dilation for no emulated cost)"),
 	"app.memcached.cost_per_key":     refuse("want > 0 (leave out the dilation for no emulated cost)"),
+	"app.memcached.udp_reply_ratio":  refuse("want >= 1 (negative: unbounded, as memcached)"),
+	"app.memcached.udp_reply_floor":  refuse("want 1400..67108864"),
+	"app.memcached.max_conns":        refuse("want >= 1"),
+	"app.memcached.max_line":         refuse("want 2048..1073741824"),
+	"app.memcached.idle_timeout":     refuse("want 100ms..24h"),
+	"app.memcached.tcp_memory":       refuse("want > 0"),
 	"admin.addr":                     refuse("want IP:PORT or off"),
 }
 
@@ -872,7 +878,9 @@ func (c Config) validateApp() error {
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
 		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
-			Emulate: memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey}}).Validate(); err != nil {
+			Emulate:       memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey},
+			UDPReplyRatio: m.UDPReplyRatio, UDPReplyFloor: m.UDPReplyFloor, MaxConns: m.MaxConns, MaxLine: m.MaxLine, IdleTimeout: m.IdleTimeout, TCPMemory: m.TCPMemory,
+		}).Validate(); err != nil {
 			return bad("%v", err)
 		}
 		if m.TCP != "" {

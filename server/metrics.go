@@ -220,6 +220,7 @@ func (s *Server) registerMetrics() error {
 	for _, col := range []prometheus.Collector{
 		newCollector(s),
 		newTenantCollector(s),
+		newAppCollector(s.app),
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -360,6 +360,9 @@ func (s *Server) Status() Status {
 	st.Listen = s.addr
 	st.Dataplane = s.cfg.Dataplane
 	st.UptimeSeconds = time.Since(s.started).Seconds()
+	if s.app != nil && s.app.Counters != nil {
+		st.AppCounters = s.app.Counters()
+	}
 	if t := s.tenantsOrNil(); t != nil {
 		st.Tenants = t.status()
 	} else if s.mt != nil {

@@ -73,6 +73,8 @@ type Status struct {
 	Classifying uint64 `json:"classifying,omitempty"`
 	// Net holds the dataplane's counters.
 	Net nic.Stats `json:"net"`
+	// AppCounters are the application's own figures (Application.Counters).
+	AppCounters []AppCounter `json:"app_counters,omitempty"`
 	// Runtime describes the Go runtime under the server.
 	Runtime RuntimeStatus `json:"runtime"`
 }

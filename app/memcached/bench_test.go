@@ -23,10 +23,12 @@ func preload(tb testing.TB, srv *Server, n, size int) {
 	}
 }
 
-// run serves body on worker 0 with the datagrams discarded.
+// run serves body on worker 0 with the datagrams discarded, under the
+// reply limit HandleMulti sets.
 func run(srv *Server, body []byte) {
 	ss := srv.sessions[0]
 	ss.dg.reset(1, discard{})
+	ss.dg.limit = srv.udpLimit(UDPHeaderLen + len(body))
 	ss.serve(body)
 }
 

@@ -48,6 +48,16 @@
 //     they reach the application (memcached takes up to 64 KiB, and so does
 //     psp serve --app memcached, whose buffers default to 65535 bytes).
 //   - TCP connections are not scheduled by DARC (see TCP).
+//   - A UDP request may cause at most Config.UDPReplyRatio times its own
+//     bytes to be sent (100 by default), or Config.UDPReplyFloor (16 KiB)
+//     for a smaller request; memcached sends whatever the commands ask
+//     for, which makes it a reflection amplifier (a 1,409-byte get of one
+//     1 MB value 698 times sends 736 MB to the request's source address).
+//     A reply that would go past the bound is cut after its last whole
+//     response object (no message is sent in part) and ends with a
+//     datagram of its own, "SERVER_ERROR reply too large for UDP"; the
+//     rest of the request is not run. Cut replies are counted
+//     (Counters, stats udp_replies_cut).
 //
 // # TCP
 //
@@ -57,6 +67,19 @@
 // limit), for clients that read only over TCP: libmemcached's get does not
 // run over UDP. TCP requests are served beside the dispatcher, one
 // goroutine per connection: they are not scheduled by DARC.
+//
+// What a connection can make the server hold is bounded, where memcached's
+// is not: a get line longer than Config.MaxLine (64 KiB; memcached reads a
+// get line of any length) is answered "CLIENT_ERROR line too long" and the
+// connection closed; values being read share Config.TCPMemory (64 MiB),
+// past which a storage command is answered memcached's "SERVER_ERROR out
+// of memory storing object" and its data skipped; a connection completes
+// a command within Config.IdleTimeout (5 minutes) or is closed; past
+// Config.MaxConns (1024) a connection is answered "ERROR Too many open
+// connections" and closed, as by memcached. A connection's buffers are 16
+// KiB for reading and for writing (memcached's read buffer size), a get's
+// values go to the writer without a copy, and buffers grown past 16 KiB
+// are dropped after the command.
 //
 // # Overload
 //

@@ -50,9 +50,14 @@ var (
 	msgStoreFailed    = []byte("SERVER_ERROR out of memory storing object")
 	msgVersion        = []byte("VERSION " + Version)
 	msgStatsDetailUse = []byte("CLIENT_ERROR usage: stats detail on|off|dump")
-	crlf              = []byte("\r\n")
-	endLine           = []byte("END\r\n")
-	valuePrefix       = []byte("VALUE ")
+	// msgUDPCut ends a UDP reply cut at its byte limit (Config.UDPReplyRatio).
+	msgUDPCut = []byte("SERVER_ERROR reply too large for UDP")
+	// msgLineTooLong answers a TCP retrieval line longer than Config.MaxLine
+	// before the connection is closed.
+	msgLineTooLong = []byte("CLIENT_ERROR line too long")
+	crlf           = []byte("\r\n")
+	endLine        = []byte("END\r\n")
+	valuePrefix    = []byte("VALUE ")
 )
 
 // store commands.
@@ -105,8 +110,11 @@ type session struct {
 	// swallow is how many bytes of the stream the caller must skip after
 	// the command (the data of a value refused as too large).
 	swallow int64
-	keys    int // keys looked up or written in this request (emulated cost)
-	cmds    int // commands in this request (emulated cost)
+	// dataRefused: the TCP stream's data block of this storage command was
+	// not read for want of memory (Config.TCPMemory).
+	dataRefused bool
+	keys        int // keys looked up or written in this request (emulated cost)
+	cmds        int // commands in this request (emulated cost)
 
 	stats *counters
 }
@@ -164,6 +172,17 @@ func (s *session) serve(body []byte) {
 		case closeConn:
 			s.cull()
 			return
+		}
+		if s.dg.limit > 0 {
+			// Output pending past the reply's byte limit is cut for sure:
+			// frame it now (it cuts) rather than pile it up.
+			if s.dg.bytes+len(s.out) > s.dg.limit {
+				s.frame()
+			}
+			if s.dg.cut {
+				s.cull() // nothing more of the request is run
+				return
+			}
 		}
 	}
 	s.flush()
@@ -536,6 +555,9 @@ func (s *session) get(withCas, touch bool) after {
 			if i+1 < t.n-1 {
 				s.end()
 				s.frame()
+				if s.dg.cut {
+					return next // the reply is cut: no more lookups
+				}
 				s.begin()
 			}
 		}
@@ -546,6 +568,9 @@ func (s *session) get(withCas, touch bool) after {
 		first = 0
 		s.end()
 		s.frame()
+		if s.dg.cut {
+			return next
+		}
 		s.begin()
 	}
 	s.out = append(s.out, endLine...)
@@ -590,6 +615,10 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		defer m.Unlock()
 	}
 	it, closer, ok := s.lookup(key)
+	if ok && s.stream == nil && s.dg.limit > 0 && !s.dg.fits(len(s.out)-s.open+len(valuePrefix)+len(key)+len(" 0 0\r\n\r\n")+len(it.value)) {
+		closer.Close() // past the reply's byte limit: neither touched nor copied
+		return
+	}
 	if ok && touch {
 		// The item is answered as it was read; its new expiry applies
 		// from now on (a gat with a past expiry returns it once).
@@ -624,6 +653,16 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		s.out = strconv.AppendUint(s.out, it.cas, 10)
 	}
 	s.out = append(s.out, crlf...)
+	if s.stream != nil {
+		// TCP: the value goes to the stream as it is, not through out
+		// (get flushed every response before this one).
+		s.stream.Write(s.out[s.open:])
+		s.stream.Write(it.value)
+		s.stream.Write(crlf)
+		s.out = s.out[:s.open]
+		closer.Close()
+		return
+	}
 	s.out = append(s.out, it.value...)
 	s.out = append(s.out, crlf...)
 	closer.Close()
@@ -684,8 +723,12 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 	need := int(vlen) + 2
 	s.stats.setCmds.Add(1)
 	s.keys++
-	if !s.app.fits(len(key), flags, int(vlen)) {
-		s.outString(msgTooLarge)
+	if tooLarge := !s.app.fits(len(key), flags, int(vlen)); tooLarge || s.dataRefused {
+		if tooLarge {
+			s.outString(msgTooLarge)
+		} else {
+			s.outString(msgStoreFailed) // memcached's line when its memory is full
+		}
 		if op == cmdSet {
 			// memcached does not keep a stale value after a failed set.
 			s.removeLocked(key)

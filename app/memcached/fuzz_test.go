@@ -36,6 +36,13 @@ func FuzzServe(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { srv.Close() })
+	// A server with a tight reply bound: every reply stays within it, in
+	// whole messages.
+	tight, err := Open(Config{MaxItemSize: 4096, UDPReplyRatio: 2, UDPReplyFloor: UDPMaxPayload})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { tight.Close() })
 	// Every exchange happens 31 days after the previous one, so that a
 	// flush_all of the input (delayed by at most 30 days, or to a date)
 	// is either in force or not when the probe runs, never in the same
@@ -60,6 +67,11 @@ func FuzzServe(f *testing.F) {
 			case h.Total != 0 && h.Seq >= h.Total:
 				t.Fatalf("datagram %d: seq %d of %d", i, h.Seq, h.Total)
 			}
+		}
+		req := AppendRequest(nil, 42, body)
+		cut := handle(tight, req)
+		if n, limit := replyBytes(cut), tight.udpLimit(len(req)); n > limit || !wholeMessages(cut) {
+			t.Fatalf("%q: %d bytes in %d datagrams (whole messages: %v), bound %d", body, n, len(cut), wholeMessages(cut), limit)
 		}
 		now += 31 * 86400
 		if got := text(exchange(srv, 0, "set __probe 0 0 2\r\nok\r\nget __probe\r\n")); got != "STORED\r\nVALUE __probe 0 2\r\nok\r\nEND\r\n" {

@@ -17,6 +17,28 @@ const (
 	DefaultCostPerKey     = time.Microsecond
 	minItemSize           = 1024
 	maxItemSize           = 1 << 30
+
+	// DefaultUDPReplyRatio and DefaultUDPReplyFloor bound the bytes one
+	// UDP request may cause to be sent to 100 times its own bytes, or 16
+	// KiB (12 datagrams) for a smaller request: see Config.UDPReplyRatio.
+	DefaultUDPReplyRatio = 100
+	DefaultUDPReplyFloor = 16 << 10
+	// DefaultMaxConns is memcached's -c default.
+	DefaultMaxConns = 1024
+	// DefaultMaxLine bounds a TCP retrieval command line: the longest
+	// datagram memcached (and psp) take over UDP.
+	DefaultMaxLine = 64 << 10
+	// DefaultIdleTimeout closes a TCP connection that sends no complete
+	// command (or does not read its replies) for this long.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultTCPMemory bounds the values being read over all TCP
+	// connections at once (memcached's -m default).
+	DefaultTCPMemory = 64 << 20
+
+	maxUDPReplyRatio = 1 << 20
+	maxUDPReplyFloor = 64 << 20
+	maxIdleTimeout   = 24 * time.Hour
+	minIdleTimeout   = 100 * time.Millisecond
 )
 
 // MinBufSize is the smallest packet buffer the application accepts: a
@@ -46,6 +68,34 @@ type Config struct {
 	// Emulate, when its Dilation is set, adds an emulated service time to
 	// every request (see Emulation).
 	Emulate Emulation
+
+	// UDPReplyRatio and UDPReplyFloor bound the bytes (datagrams, headers
+	// included) one UDP request may cause to be sent: UDPReplyRatio times
+	// the request's own bytes (frame header included), or UDPReplyFloor
+	// when that is more. A reply that would go past the bound is cut after
+	// its last whole response object and ends with "SERVER_ERROR reply too
+	// large for UDP"; the rest of the request is not run. Defaults
+	// DefaultUDPReplyRatio and DefaultUDPReplyFloor; a negative ratio:
+	// unbounded, as memcached (a reflection amplifier).
+	UDPReplyRatio int
+	UDPReplyFloor int
+	// MaxConns is the most TCP connections served at once; more are
+	// answered "ERROR Too many open connections" and closed, as by
+	// memcached. Default DefaultMaxConns.
+	MaxConns int
+	// MaxLine is the longest retrieval command line (get, gets, gat, gats
+	// of many keys) taken over TCP; a longer one is answered "CLIENT_ERROR
+	// line too long" and the connection closed. Other lines are bounded
+	// at 2048 bytes, as by memcached. Default DefaultMaxLine.
+	MaxLine int
+	// IdleTimeout closes a TCP connection that does not complete a command
+	// (or take its replies) within it. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// TCPMemory bounds the bytes of values being read by all TCP
+	// connections at once; a storage command past it is answered
+	// "SERVER_ERROR out of memory storing object" (its data skipped), as
+	// by memcached when its memory is full. Default DefaultTCPMemory.
+	TCPMemory int
 }
 
 // Emulation adds an emulated cost to every request, so that experiments
@@ -73,6 +123,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: workers %d, want 1..65536", ErrConfig, c.Workers)
 	case c.Emulate.Dilation < 0 || c.Emulate.CostPerCommand < 0 || c.Emulate.CostPerKey < 0:
 		return fmt.Errorf("%w: emulation %+v: want non-negative dilation and costs", ErrConfig, c.Emulate)
+	case c.UDPReplyRatio > maxUDPReplyRatio:
+		return fmt.Errorf("%w: udp reply ratio %d, want 1..%d (negative: unbounded)", ErrConfig, c.UDPReplyRatio, maxUDPReplyRatio)
+	case c.UDPReplyFloor < UDPMaxPayload || c.UDPReplyFloor > maxUDPReplyFloor:
+		return fmt.Errorf("%w: udp reply floor %d, want %d..%d", ErrConfig, c.UDPReplyFloor, UDPMaxPayload, maxUDPReplyFloor)
+	case c.MaxConns < 1 || c.MaxConns > 1<<20:
+		return fmt.Errorf("%w: max conns %d, want 1..%d", ErrConfig, c.MaxConns, 1<<20)
+	case c.MaxLine < maxLineScan || c.MaxLine > maxItemSize:
+		return fmt.Errorf("%w: max line %d, want %d..%d", ErrConfig, c.MaxLine, maxLineScan, maxItemSize)
+	case c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout:
+		return fmt.Errorf("%w: idle timeout %v, want %v..%v", ErrConfig, c.IdleTimeout, minIdleTimeout, maxIdleTimeout)
+	case c.TCPMemory < 0 || c.TCPMemory > 1<<40:
+		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
 	}
 	return nil
 }
@@ -83,6 +145,24 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers == 0 {
 		c.Workers = 1
+	}
+	if c.UDPReplyRatio == 0 {
+		c.UDPReplyRatio = DefaultUDPReplyRatio
+	}
+	if c.UDPReplyFloor == 0 {
+		c.UDPReplyFloor = DefaultUDPReplyFloor
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxLine == 0 {
+		c.MaxLine = DefaultMaxLine
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.TCPMemory == 0 {
+		c.TCPMemory = DefaultTCPMemory
 	}
 	if c.Emulate.Dilation > 0 {
 		if c.Emulate.CostPerCommand == 0 {
@@ -108,6 +188,7 @@ type Server struct {
 	started  time.Time
 	clock    func() int64 // unix seconds; tests move it
 	tcpStats counters     // every TCP connection's
+	guards   guards
 	tcp      tcpState
 }
 
@@ -178,7 +259,12 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) boo
 	} else {
 		ss.dg.reset(h.RequestID, nil)
 	}
+	ss.dg.limit = s.udpLimit(len(p))
 	ss.serve(p[UDPHeaderLen:])
+	if ss.dg.cut {
+		ss.dg.cutLine()
+		s.guards.udpCut.Add(1)
+	}
 	if s.sleeper != nil {
 		e := &s.cfg.Emulate
 		cost := e.CostPerCommand*time.Duration(ss.cmds) + e.CostPerKey*time.Duration(ss.keys)
@@ -198,6 +284,15 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) boo
 }
 
 func unixNow() int64 { return time.Now().Unix() }
+
+// udpLimit is the most bytes a UDP request of n bytes (its frame header
+// included) may cause to be sent; 0: unbounded.
+func (s *Server) udpLimit(n int) int {
+	if s.cfg.UDPReplyRatio < 0 {
+		return 0
+	}
+	return max(s.cfg.UDPReplyFloor, n*s.cfg.UDPReplyRatio)
+}
 
 // fits reports whether an item of this key, flags and value length is
 // within the item size limit, sized the way memcached sizes it.

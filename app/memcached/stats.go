@@ -32,6 +32,45 @@ type counters struct {
 	lostDatagrams atomic.Uint64
 }
 
+// guards count what the server's bounds refused (Config.UDPReplyRatio,
+// MaxConns, MaxLine, IdleTimeout, TCPMemory). Unlike the counters, stats
+// reset leaves them: they are exported as monotonic metrics (Counters).
+type guards struct {
+	udpCut       atomic.Uint64 // UDP replies cut at their byte limit
+	connsRefused atomic.Uint64 // TCP connections over MaxConns
+	timeouts     atomic.Uint64 // TCP connections closed by IdleTimeout
+	longLines    atomic.Uint64 // TCP connections closed for a long line
+	memRefused   atomic.Uint64 // values refused for want of TCPMemory
+	conns        atomic.Int64  // TCP connections open
+	memHeld      atomic.Int64  // bytes of TCPMemory held
+}
+
+// Counter is one of the application's own figures, for the server's
+// metrics and status.
+type Counter struct {
+	// Name is a Prometheus metric name without the server's prefix.
+	Name string
+	Help string
+	// Gauge: the value goes up and down; otherwise it only grows.
+	Gauge bool
+	Value float64
+}
+
+// Counters returns what the server's bounds refused and the TCP
+// connections and memory in use, in a fixed order.
+func (s *Server) Counters() []Counter {
+	g := &s.guards
+	return []Counter{
+		{Name: "memcached_udp_replies_cut_total", Help: "UDP replies cut at their byte limit (udp reply ratio x the request's bytes) and ended with SERVER_ERROR.", Value: float64(g.udpCut.Load())},
+		{Name: "memcached_tcp_connections_refused_total", Help: "TCP connections refused over the connection cap.", Value: float64(g.connsRefused.Load())},
+		{Name: "memcached_tcp_idle_timeouts_total", Help: "TCP connections closed for completing no command (or taking no reply) within the idle timeout.", Value: float64(g.timeouts.Load())},
+		{Name: "memcached_tcp_long_lines_total", Help: "TCP connections closed for a command line over its bound (2048 bytes, or the max line for a get).", Value: float64(g.longLines.Load())},
+		{Name: "memcached_tcp_memory_refusals_total", Help: "Values refused over TCP (SERVER_ERROR out of memory storing object) because the connections' read memory was in use.", Value: float64(g.memRefused.Load())},
+		{Name: "memcached_tcp_connections", Help: "TCP connections open.", Gauge: true, Value: float64(g.conns.Load())},
+		{Name: "memcached_tcp_read_memory_bytes", Help: "Bytes of values being read over TCP, out of the tcp memory bound.", Gauge: true, Value: float64(g.memHeld.Load())},
+	}
+}
+
 // total is a plain sum of counters.
 type total struct {
 	commands      uint64
@@ -182,5 +221,6 @@ func (s *session) writeStats() {
 	s.stat("touch_misses", c.touchMisses)
 	s.stat("store_errors", c.storeErrors)
 	s.stat("udp_datagrams_lost", c.lostDatagrams)
+	s.stat("udp_replies_cut", s.app.guards.udpCut.Load())
 	s.out = append(s.out, endLine...)
 }

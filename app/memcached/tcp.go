@@ -9,20 +9,27 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 )
 
-// TCP limits.
+// TCP buffers. A connection holds a reader and a writer of tcpBufSize
+// (memcached's read buffer is 16 KiB), a command buffer that grows to the
+// longest line (Config.MaxLine) and a value being read, and a small reply
+// buffer (a get's values go to the writer as they are), and a Pebble batch
+// dropped after a command that wrote a large value. Values of more than
+// smallValue bytes are read into memory taken from Config.TCPMemory,
+// shared by all connections, and given back once the command has run;
+// command and reply buffers and batches grown past keepBuf are dropped
+// after the command.
 const (
-	// MaxConns is the most TCP connections served at once (memcached's -c
-	// default); more are closed at once.
-	MaxConns = 1024
-	// maxGetLine bounds a retrieval command line (memcached's is unbounded).
-	maxGetLine = 8 << 20
-	tcpBufSize = 64 << 10
-	// idleBufMax: a connection with no input pending gives back command and
-	// reply buffers larger than this.
-	idleBufMax = 256 << 10
+	tcpBufSize = 16 << 10
+	smallValue = 16 << 10
+	keepBuf    = 16 << 10
 )
+
+// msgTooManyConns answers a connection over Config.MaxConns (memcached's
+// line).
+var msgTooManyConns = []byte("ERROR Too many open connections\r\n")
 
 // tcpState tracks the TCP listeners and connections of a Server.
 type tcpState struct {
@@ -74,12 +81,19 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 			return fmt.Errorf("memcached: accept: %w", err)
 		}
 		t.mu.Lock()
-		if t.closed || len(t.conns) >= MaxConns {
+		if t.closed || len(t.conns) >= s.cfg.MaxConns {
+			closed := t.closed
 			t.mu.Unlock()
+			if !closed {
+				s.guards.connsRefused.Add(1)
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				c.Write(msgTooManyConns)
+			}
 			c.Close()
 			continue
 		}
 		t.conns[c] = struct{}{}
+		s.guards.conns.Add(1)
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go func() {
@@ -87,6 +101,7 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 			s.serveConn(c)
 			t.mu.Lock()
 			delete(t.conns, c)
+			s.guards.conns.Add(-1)
 			t.mu.Unlock()
 			c.Close()
 		}()
@@ -111,29 +126,73 @@ func (s *Server) closeTCP() {
 
 // serveConn serves one connection: it reads one command at a time (its
 // line, and the data block of a storage command), runs it, and writes the
-// responses, flushing when no more input is waiting.
+// responses, flushing when no more input is waiting. A command (and the
+// replies before it) must complete within Config.IdleTimeout of the moment
+// the connection had no input left.
 func (s *Server) serveConn(c net.Conn) {
 	ss := newSession(s, &s.tcpStats)
-	defer ss.batch.Close()
+	defer func() { ss.batch.Close() }() // the batch in use at the end (see below)
 	ss.out, ss.resps, ss.open, ss.head = ss.out[:0], ss.resps[:0], -1, true
 	r := bufio.NewReaderSize(c, tcpBufSize)
 	w := bufio.NewWriterSize(c, tcpBufSize)
 	ss.stream = w
 	var cmd []byte
+	held := int64(0) // bytes of Config.TCPMemory this connection holds
+	defer func() { s.release(held) }()
+	var set time.Time // when the deadline was last set
 	for {
+		// The deadline is renewed before a read may wait, and every
+		// quarter of the timeout while the input is pipelined.
+		if now := time.Now(); r.Buffered() == 0 || now.Sub(set) > s.cfg.IdleTimeout/4 {
+			c.SetDeadline(now.Add(s.cfg.IdleTimeout))
+			set = now
+		}
 		var err error
-		cmd, err = readCommand(r, cmd[:0], s.cfg.MaxItemSize)
+		var refused bool
+		cmd, held, refused, err = s.readCommand(r, cmd[:0])
 		if err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, errLineTooLong):
+				s.guards.longLines.Add(1)
+				ss.flush() // what the commands before it answered
+				w.Write(msgLineTooLong)
+				w.Write(crlf)
+			case errors.Is(err, errCloseConn):
+				s.guards.longLines.Add(1)
+			case errors.As(err, &ne) && ne.Timeout():
+				s.guards.timeouts.Add(1)
+				return
+			}
 			w.Flush()
 			return // the client went away, or memcached would close
 		}
+		ss.dataRefused = refused
 		a := ss.serveStream(cmd)
+		ss.dataRefused = false
 		if ss.swallow > 0 {
 			if _, err := io.CopyN(io.Discard, r, ss.swallow); err != nil {
 				ss.flush()
 				w.Flush()
 				return
 			}
+		}
+		// The value's memory goes back at once, and a buffer grown past
+		// keepBuf is not kept.
+		s.release(held)
+		held = 0
+		if cap(cmd) > keepBuf {
+			cmd = nil
+		}
+		if cap(ss.out) > keepBuf {
+			ss.out = make([]byte, 0, 4096)
+		}
+		if ss.batch.Len() > keepBuf {
+			// The batch keeps a copy of the last value written (a set, an
+			// append, a gat of a large item): not while the connection
+			// waits.
+			ss.batch.Close()
+			ss.batch = s.st.db.NewBatch()
 		}
 		switch a {
 		case closeConn:
@@ -147,15 +206,11 @@ func (s *Server) serveConn(c net.Conn) {
 		if r.Buffered() == 0 {
 			ss.flush()
 			if err := w.Flush(); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.guards.timeouts.Add(1)
+				}
 				return
-			}
-			// An idle connection does not keep the buffers of its
-			// largest value.
-			if cap(cmd) > idleBufMax {
-				cmd = nil
-			}
-			if cap(ss.out) > idleBufMax {
-				ss.out = make([]byte, 0, 4096)
 			}
 		}
 	}
@@ -165,33 +220,70 @@ func (s *Server) serveConn(c net.Conn) {
 // bytes without a line end, unless it is a retrieval command.
 var errCloseConn = errors.New("memcached: line too long")
 
+// errLineTooLong: a retrieval command line longer than Config.MaxLine.
+var errLineTooLong = errors.New("memcached: retrieval line too long")
+
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
-// limit, the value's data block.
-func readCommand(r *bufio.Reader, dst []byte, maxItem int) ([]byte, error) {
+// limit, the value's data block. A value of more than smallValue bytes
+// takes its bytes from Config.TCPMemory (held, to be released once the
+// command has run); when they are not there, the data block is left unread
+// and refused returned (the command refuses the value and the caller skips
+// it).
+func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64, refused bool, _ error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		dst = append(dst, chunk...)
 		if err == nil {
+			if len(dst) > s.cfg.MaxLine+2 && largeGet(dst) {
+				return dst, 0, false, errLineTooLong
+			}
 			break
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return dst, err
+			return dst, 0, false, err
 		}
-		if len(dst) > maxLineScan && !largeGet(dst) || len(dst) > maxGetLine {
-			return dst, errCloseConn
+		if len(dst) > maxLineScan && !largeGet(dst) {
+			return dst, 0, false, errCloseConn
+		}
+		if len(dst) > s.cfg.MaxLine {
+			return dst, 0, false, errLineTooLong
 		}
 	}
 	need := storageDataLen(dst)
-	if need < 0 || need > int64(maxItem)+2 {
-		return dst, nil // no data block, or one the command refuses (skipped by the caller)
+	if need < 0 || need > int64(s.cfg.MaxItemSize)+2 {
+		return dst, 0, false, nil // no data block, or one the command refuses (skipped by the caller)
+	}
+	if need > smallValue {
+		if !s.reserve(need) {
+			s.guards.memRefused.Add(1)
+			return dst, 0, true, nil
+		}
+		held = need
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(need))[:n+int(need)]
 	if _, err := io.ReadFull(r, dst[n:]); err != nil {
-		return dst, err
+		return dst, held, false, err
 	}
-	return dst, nil
+	return dst, held, false, nil
+}
+
+// reserve takes n bytes of Config.TCPMemory, if they are there.
+func (s *Server) reserve(n int64) bool {
+	g := &s.guards
+	if g.memHeld.Add(n) > int64(s.cfg.TCPMemory) {
+		g.memHeld.Add(-n)
+		return false
+	}
+	return true
+}
+
+// release gives back n bytes of Config.TCPMemory.
+func (s *Server) release(n int64) {
+	if n > 0 {
+		s.guards.memHeld.Add(-n)
+	}
 }
 
 // storageDataLen returns the length of the data block (value and CRLF)

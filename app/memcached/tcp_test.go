@@ -65,10 +65,24 @@ func TestTCPLargeValuesAndLimits(t *testing.T) {
 		t.Fatalf("3 MiB value: %v, %.100q", err, got)
 	}
 	// A line of more than 2048 bytes without a line end closes the
-	// connection, as memcached does; a long get does not.
-	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 40000)+"\r\n", 10*time.Second)
+	// connection, as memcached does; a long get does not, up to
+	// Config.MaxLine (64 KiB by default).
+	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 30000)+"\r\n", 10*time.Second)
 	if err != nil || string(got) != "END\r\n" {
+		t.Fatalf("60 kB get line: %v, %.100q", err, got)
+	}
+	got, err = memcachedtest.ExchangeTCP(addr, "get "+strings.Repeat("k ", 40000)+"\r\nget k\r\n", 10*time.Second)
+	if err != nil || string(got) != "CLIENT_ERROR line too long\r\n" {
 		t.Fatalf("80 kB get line: %v, %.100q", err, got)
+	}
+	got, err = memcachedtest.ExchangeTCP(addr, "set p 0 0 1\r\nx\r\nget "+strings.Repeat("k ", 40000)+"\r\n", 10*time.Second)
+	if err != nil || string(got) != "STORED\r\nCLIENT_ERROR line too long\r\n" {
+		t.Fatalf("a set, then an 80 kB get line: %v, %.100q", err, got)
+	}
+	wide := openServer(t, Config{MaxLine: 1 << 20})
+	got, err = memcachedtest.ExchangeTCP(serveTCP(t, wide), "get "+strings.Repeat("k ", 400000)+"\r\n", 10*time.Second)
+	if err != nil || string(got) != "END\r\n" {
+		t.Fatalf("800 kB get line, max line 1 MiB: %v, %.100q", err, got)
 	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -79,5 +93,29 @@ func TestTCPLargeValuesAndLimits(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := c.Read(make([]byte, 10)); err == nil {
 		t.Errorf("connection open after 100 kB without a line end (%d bytes read)", n)
+	}
+}
+
+// TestTCPMemoryBound: a value past Config.TCPMemory is answered
+// memcached's out of memory line, its data skipped (the connection goes
+// on), and a set's old value deleted, as memcached does; one within it is
+// stored, and the memory is given back after each command.
+func TestTCPMemoryBound(t *testing.T) {
+	srv := openServer(t, Config{TCPMemory: 40000})
+	addr := serveTCP(t, srv)
+	v30 := strings.Repeat("a", 30000)
+	v50 := strings.Repeat("b", 50000)
+	got, err := memcachedtest.ExchangeTCP(addr, "set k 0 0 30000\r\n"+v30+"\r\nset k 0 0 30000\r\n"+v30+"\r\nget k\r\n"+
+		"set k 0 0 50000\r\n"+v50+"\r\nget k\r\nset small 0 0 3\r\nabc\r\nget small\r\n", 10*time.Second)
+	want := "STORED\r\nSTORED\r\nVALUE k 0 30000\r\n" + v30 + "\r\nEND\r\n" +
+		"SERVER_ERROR out of memory storing object\r\nEND\r\nSTORED\r\nVALUE small 0 3\r\nabc\r\nEND\r\n"
+	if err != nil || string(got) != want {
+		t.Fatalf("%v: %.200q", err, got)
+	}
+	if n := srv.guards.memRefused.Load(); n != 1 {
+		t.Errorf("memory refusals %d, want 1", n)
+	}
+	if n := srv.guards.memHeld.Load(); n != 0 {
+		t.Errorf("%d bytes of TCP memory held after the commands", n)
 	}
 }

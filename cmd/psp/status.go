@@ -94,6 +94,17 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
 	}
 	fmt.Fprintln(w)
+	if len(st.AppCounters) > 0 {
+		fmt.Fprintf(w, "app %s:", st.App)
+		for i, c := range st.AppCounters {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %g", sep, strings.TrimSuffix(strings.TrimPrefix(c.Name, st.App+"_"), "_total"), c.Value)
+		}
+		fmt.Fprintln(w)
+	}
 	if st.Pool > 0 {
 		fmt.Fprintf(w, "buffer pool: %d requests, %d guaranteed to types, %d shared (%d borrowed now)\n",
 			st.Pool, st.Pool-st.Shared, st.Shared, st.Borrowed)
