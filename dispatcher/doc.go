@@ -25,6 +25,24 @@
 // publishes every Spec.StatsInterval through an atomic pointer, so status
 // pages never touch the policy.
 //
+// # Serving in place
+//
+// Under IdleSpinThenPark, when the worker the policy chose for a request
+// is parked and the request's type is expected (darc.ServiceEstimate over
+// its measured services) to take less than Spec.InPlaceLimit, the
+// dispatcher goroutine runs the request itself, as that worker: the
+// application sees the chosen worker's id, the policy the same completion,
+// and the worker's thread is never woken. Waking a parked thread costs
+// tens of microseconds on a VM; a short request, one. Long and unprofiled
+// types go to their worker's thread, and one dispatch round serves at
+// most four limits' worth of expected service in place before handing
+// off the rest, so receiving is never held for long. The replies of the
+// requests served in one round leave in one batch on the dispatcher's own
+// TX queue (the chosen worker's when the dataplane has none). Per type,
+// TypeStats.InPlace counts them and TypeStats.HandOffs says why the others
+// were handed off; their stages are recorded like any other's (handoff
+// about zero, transmit including the wait for the round's batch).
+//
 // # Where a request's time goes
 //
 // Each worker records, per request type, how long its requests spent in
