@@ -601,6 +601,9 @@ const (
 	// application (and memcached with emulated costs) when none is
 	// configured.
 	DefaultEmulateMinSamples = 500
+	// DefaultInPlace is Config.InPlace's default (see
+	// dispatcher.Spec.InPlaceLimit).
+	DefaultInPlace = dispatcher.DefaultInPlaceLimit
 	// DefaultMemcachedMinSamples is DARC's MinSamples for the memcached
 	// application without emulated costs when none is configured: darc's
 	// own default (50,000) keeps DARC in its startup phase (any worker
@@ -665,7 +668,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.InPlace == 0 {
-		c.InPlace = dispatcher.DefaultInPlaceLimit
+		c.InPlace = DefaultInPlace
 	}
 	if c.Burst == 0 {
 		c.Burst = dispatcher.DefaultBurst

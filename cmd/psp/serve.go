@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -78,7 +77,7 @@ func serveSettings() []serveSetting {
 			"idle", str(func(c *server.Config) *string { return &c.Idle })},
 		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs; 0 for an undilated app whose threads outnumber the CPUs"},
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
-		{&cli.DurationFlag{Name: "in-place", Usage: "the dispatcher serves a request itself, on its worker's behalf, when that worker's thread is parked and the request's type is profiled shorter than this: waking a thread costs more (0: never, every request goes to its worker's thread; psp status shows which were served in place and why the others were not)", DefaultText: dispatcher.DefaultInPlaceLimit.String()},
+		{&cli.DurationFlag{Name: "in-place", Usage: "the dispatcher serves a request itself, on its worker's behalf, when that worker's thread is parked and the request's type is profiled shorter than this: waking a thread costs more (0: never, every request goes to its worker's thread; psp status shows which were served in place and why the others were not)", DefaultText: server.DefaultInPlace.String()},
 			"in_place", func(c *cli.Context, n string, cfg *server.Config) { cfg.InPlace = c.Duration(n) }},
 		{&cli.IntFlag{Name: "burst", Usage: "receive burst size", DefaultText: "32"},
 			"burst", num(func(c *server.Config) *int { return &c.Burst })},
