@@ -113,7 +113,7 @@ type Wave struct {
 	Pass       bool
 	// Err is why the wave could not be judged (a swap refused, a server
 	// unreachable), if so.
-	Err error
+	Err  error
 	Bake time.Duration
 }
 

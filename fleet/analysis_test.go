@@ -1,0 +1,99 @@
+package fleet
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func hist(bounds []float64, perBucket ...uint64) histogram {
+	h := histogram{bounds: append(append([]float64{}, bounds...), math.Inf(1))}
+	var c uint64
+	for _, n := range perBucket {
+		c += n
+		h.counts = append(h.counts, c)
+	}
+	return h
+}
+
+func TestHistogramQuantileAndWindow(t *testing.T) {
+	b := []float64{0.001, 0.002, 0.004}
+	h := hist(b, 990, 9, 1, 0)
+	if q := h.quantile(0.999); q != 0.002 {
+		t.Errorf("p99.9 = %v, want 0.002", q)
+	}
+	if q := h.quantile(0.5); q != 0.001 {
+		t.Errorf("p50 = %v", q)
+	}
+	later := hist(b, 990, 9, 1, 1000)
+	w := later.sub(h)
+	if w.count() != 1000 || w.quantile(0.999) != math.Inf(1) {
+		t.Errorf("window: %d samples, p99.9 %v", w.count(), w.quantile(0.999))
+	}
+	if !math.IsNaN(histogram{}.quantile(0.999)) {
+		t.Error("empty histogram has a quantile")
+	}
+	if s := h.add(h); s.count() != 2000 {
+		t.Errorf("sum of two: %d", s.count())
+	}
+}
+
+func TestJudge(t *testing.T) {
+	b := Bounds{}.WithDefaults()
+	bounds := []float64{0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01}
+	fast := hist(bounds, 1500, 500, 0, 0, 0, 0, 0, 0)
+	slow := hist(bounds, 1000, 500, 0, 0, 0, 0, 500, 0)
+	base := window{received: 10000, unknown: 10, faults: 0, errors: 0, latency: map[string]histogram{"default/SHORT": fast}}
+	good := window{received: 5000, unknown: 6, latency: map[string]histogram{"default/SHORT": fast}}
+	for _, tc := range []struct {
+		name string
+		w    window
+		pass bool
+		why  string
+	}{
+		{"as good", good, true, "faults +0.00%"},
+		{"faults", window{received: 5000, faults: 10, unknown: 6}, false, "classifier faults 0.20%"},
+		{"unknown", window{received: 5000, unknown: 500}, false, "UNKNOWN 10.00%"},
+		{"errors", window{received: 5000, errors: 50}, false, "errors 1.00%"},
+		{"idle", window{received: 10}, false, "fewer than the 100"},
+		{"slow", window{received: 5000, latency: map[string]histogram{"default/SHORT": slow}}, false, "default/SHORT p99.9 10ms"},
+		{"slow but few samples", window{received: 5000, latency: map[string]histogram{"default/SHORT": hist(bounds, 10, 0, 0, 0, 0, 0, 0, 5)}}, true, "p99.9 of 0 type(s)"},
+	} {
+		j := judge("s", tc.w, base, b)
+		if j.Pass != tc.pass || !strings.Contains(strings.Join(j.Reasons, "; "), tc.why) {
+			t.Errorf("%s: pass %v, reasons %q; want pass %v and %q", tc.name, j.Pass, j.Reasons, tc.pass, tc.why)
+		}
+	}
+	// Within the ratio plus the slack: 2x a 200µs p99.9 + 1ms.
+	ok := hist(bounds, 1000, 0, 0, 999, 1, 0, 0, 0)
+	if j := judge("s", window{received: 5000, latency: map[string]histogram{"default/SHORT": ok}}, base, b); !j.Pass || j.Worst != "default/SHORT" {
+		t.Errorf("p99.9 1ms against 200µs (limit 1.4ms): %+v", j)
+	}
+}
+
+func TestWaves(t *testing.T) {
+	p := Plan{Servers: []string{"a", "b", "c", "d", "e"}, Tenant: "t", Bake: time.Second}
+	got := func(p Plan) string {
+		var s []string
+		for _, w := range p.Waves() {
+			s = append(s, strings.Join(w, ""))
+		}
+		return strings.Join(s, "|")
+	}
+	if g := got(p); g != "a|bcde" {
+		t.Errorf("default: %s", g)
+	}
+	p.Canary, p.Wave = 2, 2
+	if g := got(p); g != "ab|cd|e" {
+		t.Errorf("canary 2 wave 2: %s", g)
+	}
+	p.Canary = 9
+	if g := got(p); g != "abcde" {
+		t.Errorf("canary 9: %s", g)
+	}
+	p.Servers = []string{"a", "a"}
+	if err := p.Validate(); err == nil {
+		t.Error("a server twice accepted")
+	}
+}
