@@ -72,20 +72,37 @@ func (h histogram) count() uint64 {
 	return h.counts[len(h.counts)-1]
 }
 
-// quantile is the upper bound of the bucket holding quantile q (+Inf past
-// the last finite bound), NaN when empty.
+// quantile estimates quantile q as Prometheus's histogram_quantile does:
+// linearly within the bucket holding it (from 0 in the first bucket; the
+// last finite bound past it), NaN when empty. The servers export 1-2-5
+// buckets: the bucket's upper bound alone would be up to 2.5x off.
 func (h histogram) quantile(q float64) float64 {
 	n := h.count()
 	if n == 0 {
 		return math.NaN()
 	}
-	rank := uint64(math.Ceil(q * float64(n)))
+	rank := q * float64(n)
 	for i, c := range h.counts {
-		if c >= rank {
+		if float64(c) < rank {
+			continue
+		}
+		if math.IsInf(h.bounds[i], 1) {
+			if i == 0 {
+				return math.Inf(1)
+			}
+			return h.bounds[i-1]
+		}
+		lo, below := 0.0, uint64(0)
+		if i > 0 {
+			lo, below = h.bounds[i-1], h.counts[i-1]
+		}
+		in := c - below
+		if in == 0 {
 			return h.bounds[i]
 		}
+		return lo + (h.bounds[i]-lo)*(rank-float64(below))/float64(in)
 	}
-	return math.Inf(1)
+	return h.bounds[len(h.bounds)-1]
 }
 
 // take reads a server's status and metrics for tenant.

@@ -508,4 +508,19 @@ func printTenants(w io.Writer, ts []server.TenantInfo) {
 			home, busy, borrowed, lent, t.Received, t.Answered, t.Dropped, t.Queued, t.Classifying, faults)
 	}
 	tw.Flush()
+	for _, t := range ts {
+		if t.Removed || t.Native {
+			continue
+		}
+		if t.Reference != "" || t.Fail == "closed" {
+			line := t.Name + ":"
+			if t.Reference != "" {
+				line += " module from " + t.Reference
+			}
+			if t.Fail == "closed" {
+				line += " (fails closed)"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 }
