@@ -169,7 +169,7 @@ func (c *AdminClient) PushClassifierIf(ctx context.Context, tenant string, wasm 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode == http.StatusConflict && o.expects() {
-		return server.SwapResult{}, fmt.Errorf("classifier push: %w: %s", ErrConflict, errorMessage(body))
+		return server.SwapResult{}, fmt.Errorf("classifier push: %w (%s): %s", ErrConflict, resp.Status, errorMessage(body))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return server.SwapResult{}, fmt.Errorf("classifier push: %s: %s", resp.Status, errorMessage(body))

@@ -14,7 +14,7 @@ import (
 
 // ErrConflict: a compare-and-swap found another module running than the
 // one it expected (HTTP 409).
-var ErrConflict = errors.New("conflict: another module runs than the one expected")
+var ErrConflict = errors.New("conflict")
 
 // SwapOptions make a swap or a rollback conditional and say where a
 // module came from.
@@ -62,7 +62,7 @@ func (c *AdminClient) RollbackIf(ctx context.Context, name, token string, o Swap
 	err = c.call(ctx, http.MethodPost, "/tenants/"+url.PathEscape(name)+"/rollback"+o.query(), token, nil, http.StatusOK, &res)
 	if err != nil {
 		if se := (*statusError)(nil); o.expects() && errors.As(err, &se) && se.code == http.StatusConflict {
-			return res, fmt.Errorf("tenant rollback %s: %w: %v", name, ErrConflict, err)
+			return res, fmt.Errorf("tenant rollback %s: %w (%v)", name, ErrConflict, err)
 		}
 		return res, fmt.Errorf("tenant rollback %s: %w", name, err)
 	}

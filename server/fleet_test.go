@@ -168,6 +168,15 @@ func TestServeFromRegistry(t *testing.T) {
 		r.stop()
 	}
 	check("registry up")
+	// A tenant's classifier: in the config, by tag.
+	mcfg := memConfig()
+	mcfg.OCI.CacheDir = "off"
+	mcfg.Tenants = []Tenant{{Name: "t", Ports: []uint16{portA}, Classifier: tag.String(), Fail: "closed"}}
+	mr, _ := startLogged(t, mcfg)
+	if ti := tenantOf(t, getStatus(t, mr.srv.Handler()), "t"); ti.SHA256 != sum || ti.Reference != pinned.String() || ti.Fail != "closed" {
+		t.Fatalf("tenant from the registry: sha256 %s reference %q fail %q", ti.SHA256, ti.Reference, ti.Fail)
+	}
+	mr.stop()
 	reg.Stop()
 	check("registry down, from the cache")
 	cfg.OCI.CacheDir = "off"

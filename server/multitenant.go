@@ -537,6 +537,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 		ti := TenantInfo{Name: name, Version: 1, Native: true}
 		if lt.host != nil {
 			ti = classifierInfo(lt.host.Status()[0])
+			ti.Fail = failName(lt.cfg.Fail)
 		}
 		ti.Types, ti.Ports = lt.typeNames, lt.cfg.Ports
 		out = append(out, ti)
