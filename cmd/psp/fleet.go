@@ -67,7 +67,7 @@ func classifierPublishCommand() *cli.Command {
 		Description: "Pushes FILE.wasm in the Wasm image format Istio and Envoy read (config\n" +
 			"application/vnd.module.wasm.config.v1+json, one layer application/vnd.module.wasm.content.layer.v1+wasm),\n" +
 			"tagged TAG (default latest). The last line of stdout is the reference pinned by digest,\n" +
-			"oci://HOST/REPO:TAG@sha256:..., for psp serve --classifier, a tenant's classifier:,\n" +
+			"oci://HOST/REPO@sha256:..., for psp serve --classifier, a tenant's classifier:,\n" +
 			"psp tenant add --classifier, psp classifier push and psp rollout. Publishing the same\n" +
 			"bytes again gives the same digest. Credentials come from the Docker config file; a\n" +
 			"registry off loopback is spoken to over HTTPS unless --plain-http.",
@@ -95,7 +95,8 @@ func classifierPublishCommand() *cli.Command {
 				return err
 			}
 			fmt.Fprintf(c.App.ErrWriter, "published %s (%d bytes, module sha256 %s)\n", file, len(wasm), sha256Hex(wasm))
-			fmt.Fprintln(c.App.Writer, pinned)
+			fmt.Fprintf(c.App.Writer, "tag: %s\n", pinned)
+			fmt.Fprintln(c.App.Writer, pinned.Pinned())
 			return nil
 		},
 	}

@@ -46,7 +46,7 @@ func TestRegistryCommands(t *testing.T) {
 	v1 := lines[len(lines)-1]
 	lines = strings.Split(strings.TrimSpace(run("classifier", "publish", wat, "oci://"+reg.Addr+"/psp/h:v2")), "\n")
 	v2 := lines[len(lines)-1]
-	if !strings.HasPrefix(v1, "oci://"+reg.Addr+"/psp/h:v1@sha256:") || v1 == v2 {
+	if !strings.HasPrefix(v1, "oci://"+reg.Addr+"/psp/h@sha256:") || v1 == v2 {
 		t.Fatalf("publish printed %q and %q", v1, v2)
 	}
 	run(append([]string{"tenant", "add", "hdr", "--admin", admin, "--token-file", operator, "--ports", "7005", "--classifier", "oci://" + reg.Addr + "/psp/h:v1", "--fail", "closed"}, cache...)...)

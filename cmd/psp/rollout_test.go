@@ -189,7 +189,7 @@ func TestRolloutFleet(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		ref := lines[len(lines)-1]
-		if !strings.HasPrefix(ref, "oci://"+reg.Addr+"/psp/header:"+tag+"@sha256:") {
+		if !strings.HasPrefix(ref, "oci://"+reg.Addr+"/psp/header@sha256:") || !strings.Contains(out, "tag: oci://"+reg.Addr+"/psp/header:"+tag+"@sha256:") {
 			t.Fatalf("publish printed %q", out)
 		}
 		return ref
@@ -207,8 +207,10 @@ func TestRolloutFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, sha256Hex(v1Bytes)) || !strings.Contains(out, "from "+v1) {
-			t.Fatalf("%s: psp status does not show sha256 %s from %s:\n%s", s.admin, sha256Hex(v1Bytes), v1, out)
+		// The tag the servers started from, pinned by the digest publish printed.
+		want := "oci://" + reg.Addr + "/psp/header:v1@" + strings.TrimPrefix(v1, "oci://"+reg.Addr+"/psp/header@")
+		if !strings.Contains(out, sha256Hex(v1Bytes)) || !strings.Contains(out, "from "+want) {
+			t.Fatalf("%s: psp status does not show sha256 %s from %s:\n%s", s.admin, sha256Hex(v1Bytes), want, out)
 		}
 	}
 	stop := load(t, fs, 400)
