@@ -25,6 +25,9 @@ type Bounds struct {
 	// LatencyRatio and LatencySlack: each type's p99.9 may be at most
 	// LatencyRatio times the baseline's plus LatencySlack. Defaults 2 and
 	// 1ms (the server's histograms resolve quantiles to their buckets).
+	// The baseline's p99.9 is the highest of its servers' own, so the
+	// spread the old module shows across servers in the same window is
+	// allowed for.
 	LatencyRatio float64
 	LatencySlack time.Duration
 	// MinRequests: a server must see at least this many requests of the
@@ -108,12 +111,13 @@ func judge(name string, w, base window, b Bounds) Judgement {
 	sort.Strings(types)
 	worst := math.Inf(-1)
 	for _, typ := range types {
-		h, bh := w.latency[typ], base.latency[typ]
-		if h.count() < b.MinLatencySamples || bh.count() < b.MinLatencySamples {
+		h := w.latency[typ]
+		bp, ok := base.p999(typ, b.MinLatencySamples)
+		if h.count() < b.MinLatencySamples || !ok {
 			continue
 		}
 		j.LatencyCompared++
-		p, bp := h.quantile(0.999), bh.quantile(0.999)
+		p := h.quantile(0.999)
 		excess := p - bp
 		if excess > worst {
 			worst, j.Worst, j.P999, j.BaseP999 = excess, typ, p, bp

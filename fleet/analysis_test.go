@@ -72,6 +72,36 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestBaselineSpread: the baseline's p99.9 is the highest of its servers'
+// own, so a canary within the spread the old module shows passes.
+func TestBaselineSpread(t *testing.T) {
+	b := Bounds{}.WithDefaults()
+	bounds := []float64{0.001, 0.002, 0.004, 0.008, 0.016}
+	at := func(bucket int) histogram { // 2000 answers, the top 0.5% in bucket
+		per := make([]uint64, len(bounds)+1)
+		per[0], per[bucket] = 1990, 10
+		return hist(bounds, per...)
+	}
+	quiet := window{received: 5000, latency: map[string]histogram{"t/SHORT": hist(bounds, 2000, 0, 0, 0, 0, 0)}}
+	noisy := window{received: 5000, latency: map[string]histogram{"t/SHORT": at(2)}}
+	var base window
+	base = base.plus(quiet).plus(noisy)
+	if len(base.parts) != 2 {
+		t.Fatalf("%d parts", len(base.parts))
+	}
+	p, ok := base.p999("t/SHORT", b.MinLatencySamples)
+	if !ok || p != noisy.latency["t/SHORT"].quantile(0.999) {
+		t.Fatalf("baseline p99.9 %v (%v), want the noisy server's %v", p, ok, noisy.latency["t/SHORT"].quantile(0.999))
+	}
+	canary := window{received: 5000, latency: map[string]histogram{"t/SHORT": at(3)}} // ~2x the noisy one
+	if j := judge("c", canary, base, b); !j.Pass {
+		t.Errorf("canary within 2x of the noisiest baseline server failed: %v", j.Reasons)
+	}
+	if j := judge("c", canary, quiet, b); j.Pass {
+		t.Errorf("the same canary against the quiet server alone passed")
+	}
+}
+
 func TestWaves(t *testing.T) {
 	p := Plan{Servers: []string{"a", "b", "c", "d", "e"}, Tenant: "t", Bake: time.Second}
 	got := func(p Plan) string {

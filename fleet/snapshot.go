@@ -222,11 +222,32 @@ func latencies(text []byte, types map[string]bool) (map[string]histogram, error)
 	return out, nil
 }
 
-// window is what a server counted between two snapshots.
+// window is what a server counted between two snapshots, or several
+// servers (parts holds each one's).
 type window struct {
 	received, unknown, faults, errors uint64
 	latency                           map[string]histogram
 	dur                               time.Duration
+	parts                             []window
+}
+
+// p999 is the baseline's p99.9 of typ: the highest of its servers' own
+// (each with at least min answers), so that a server is judged against
+// the spread the old module shows across the fleet in the same window;
+// the pooled one when it is one server. ok is false without samples
+// enough.
+func (w window) p999(typ string, min uint64) (float64, bool) {
+	if len(w.parts) == 0 {
+		h := w.latency[typ]
+		return h.quantile(0.999), h.count() >= min
+	}
+	best, ok := math.Inf(-1), false
+	for _, p := range w.parts {
+		if h := p.latency[typ]; h.count() >= min {
+			best, ok = math.Max(best, h.quantile(0.999)), true
+		}
+	}
+	return best, ok
 }
 
 func between(a, b snapshot) window {
@@ -249,7 +270,18 @@ func (w window) plus(o window) window {
 	for typ, h := range o.latency {
 		out.latency[typ] = out.latency[typ].add(h)
 	}
+	out.parts = append(append(out.parts, w.partsOrSelf()...), o.partsOrSelf()...)
 	return out
+}
+
+func (w window) partsOrSelf() []window {
+	if len(w.parts) > 0 {
+		return w.parts
+	}
+	if w.latency == nil {
+		return nil // the empty window plus starts from
+	}
+	return []window{w}
 }
 
 func ratio(n, of uint64) float64 {

@@ -127,7 +127,9 @@ func rolloutCommand() *cli.Command {
 			"            --min-latency-samples answers on both sides\n" +
 			"The baseline is the servers still on the old module over the same window (a last wave:\n" +
 			"each server's own window on the old module during the previous bake; a plan of one wave\n" +
-			"first observes every server for --bake). A server fails when it saw fewer than\n" +
+			"first observes every server for --bake); its p99.9 is the highest of those servers' own,\n" +
+			"so the spread the old module shows across the fleet in the same window is allowed for.\n" +
+			"A server fails when it saw fewer than\n" +
 			"--min-requests requests (nothing to judge), or when its faults, UNKNOWN share or errors\n" +
 			"exceed the baseline's by more than --max-fault-rate, --max-unknown-increase or\n" +
 			"--max-error-rate, or a type's p99.9 exceeds --max-latency-ratio x the baseline's plus\n" +
