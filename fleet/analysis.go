@@ -35,7 +35,9 @@ type Bounds struct {
 	// wave fails. Default 100.
 	MinRequests uint64
 	// MinLatencySamples: a type's p99.9 is compared only when both sides
-	// answered at least this many of it. Default 1000.
+	// answered at least this many of it. Default 10000: ten answers above
+	// the p99.9 (with 1000, the p99.9 is one request's luck, and on a
+	// shared host good modules failed).
 	MinLatencySamples uint64
 }
 
@@ -60,7 +62,7 @@ func (b Bounds) WithDefaults() Bounds {
 		b.MinRequests = 100
 	}
 	if b.MinLatencySamples == 0 {
-		b.MinLatencySamples = 1000
+		b.MinLatencySamples = 10000
 	}
 	return b
 }

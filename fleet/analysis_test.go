@@ -40,7 +40,7 @@ func TestHistogramQuantileAndWindow(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	b := Bounds{}.WithDefaults()
+	b := Bounds{MinLatencySamples: 1000}.WithDefaults()
 	bounds := []float64{0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01}
 	fast := hist(bounds, 1500, 500, 0, 0, 0, 0, 0, 0)
 	slow := hist(bounds, 1000, 500, 0, 0, 0, 0, 500, 0)
@@ -75,7 +75,7 @@ func TestJudge(t *testing.T) {
 // TestBaselineSpread: the baseline's p99.9 is the highest of its servers'
 // own, so a canary within the spread the old module shows passes.
 func TestBaselineSpread(t *testing.T) {
-	b := Bounds{}.WithDefaults()
+	b := Bounds{MinLatencySamples: 1000}.WithDefaults()
 	bounds := []float64{0.001, 0.002, 0.004, 0.008, 0.016}
 	at := func(bucket int) histogram { // 2000 answers, the top 0.5% in bucket
 		per := make([]uint64, len(bounds)+1)

@@ -10,9 +10,10 @@
 // counters' growth over the bake), and each type's p99.9 latency over the
 // bake (from the psp_request_latency_seconds histograms of GET /metrics,
 // their buckets' growth). The baseline is the servers still on the old
-// module over the same window (its p99.9 the highest of theirs), or, for
-// a last wave, each server's own window on the old module during the
-// previous bake. A server worse than
+// module over the same window (its p99.9 the highest of theirs); for a
+// last wave, the servers that passed on the new module in earlier waves,
+// same window; for a plan of one wave, each server's own window on the
+// old module, observed first. A server worse than
 // the baseline by more than Bounds, or with too few requests to judge,
 // fails its wave: the rollout stops and every server it swapped is rolled
 // back, each only if it still runs the module rolled out.

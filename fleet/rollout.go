@@ -147,6 +147,8 @@ type member struct {
 	// on: runs the new module (swapped by this rollout, or already).
 	on      bool
 	swapped bool
+	// promoted: swapped in a wave that passed.
+	promoted bool
 	// lastOld is the server's last window on the old module.
 	lastOld *window
 }
@@ -222,6 +224,15 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 		}
 		m.on = m.orig.SHA256 == mod.SHA256
 	}
+	all := true
+	for _, m := range ms {
+		all = all && m.on
+	}
+	if all {
+		progress("every server already runs %.12s: nothing to do\n", mod.SHA256)
+		rep.Completed = true
+		return rep, nil
+	}
 	byAddr := map[string]*member{}
 	for _, m := range ms {
 		byAddr[m.addr] = m
@@ -242,12 +253,19 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 			wave = append(wave, byAddr[a])
 		}
 		w.Err = swapWave(ctx, wave, p, mod, &w, progress)
-		if w.Err == nil {
+		switch {
+		case w.Err != nil:
+		case len(w.Swapped) == 0:
+			w.Pass, w.Baseline = true, "none: every server of the wave already ran the module"
+		default:
 			w.Err = bake(ctx, ms, wave, p, mod, &w, progress)
 		}
 		rep.Waves = append(rep.Waves, w)
 		if w.Err != nil || !w.Pass {
 			return rep, rollback(ctx, ms, p, mod, rep, progress)
+		}
+		for _, m := range wave {
+			m.promoted = m.swapped
 		}
 	}
 	rep.Completed = true
@@ -284,7 +302,7 @@ func isRef(s string) bool { return len(s) > 6 && s[:6] == "oci://" }
 func snapAll(ctx context.Context, ms []*member, tenant string) (map[*member]snapshot, error) {
 	out := map[*member]snapshot{}
 	for _, m := range ms {
-		s, err := take(ctx, m, tenant)
+		s, err := take(ctx, m, tenant, true)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.addr, err)
 		}
@@ -338,14 +356,22 @@ func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, 
 	if err != nil {
 		return err
 	}
+	inWave := map[*member]bool{}
+	for _, m := range wave {
+		inWave[m] = true
+	}
 	err = sleep(ctx, p.Bake, func(el time.Duration) {
-		var got uint64
-		for _, m := range wave {
-			if s, err := take(ctx, m, p.Tenant); err == nil {
+		// Every server is asked, not only the wave's: reading a server
+		// costs it a little, and the comparison must not charge one side.
+		var got, faults uint64
+		for _, m := range ms {
+			s, err := take(ctx, m, p.Tenant, false)
+			if err == nil && inWave[m] {
 				got += s.received - min(s.received, a[m].received)
+				faults += s.faults - min(s.faults, a[m].faults)
 			}
 		}
-		progress("wave %d: baking %v/%v: %d requests on the new module so far\n", w.Number, el.Round(time.Second), p.Bake, got)
+		progress("wave %d: baking %v/%v: %d requests on the new module so far, %d classifier faults\n", w.Number, el.Round(time.Second), p.Bake, got, faults)
 	})
 	if err != nil {
 		return err
@@ -354,26 +380,41 @@ func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, 
 	if err != nil {
 		return err
 	}
-	var base window
-	old := 0
+	var base, promoted window
+	old, prom := 0, 0
 	for _, m := range ms {
-		if b[m].sha != mod.SHA256 && !m.on {
+		switch {
+		case b[m].sha != mod.SHA256 && !m.on:
 			wn := between(a[m], b[m])
 			m.lastOld = &wn
 			base = base.plus(wn)
 			old++
+		case m.promoted && b[m].sha == mod.SHA256:
+			promoted = promoted.plus(between(a[m], b[m]))
+			prom++
 		}
 	}
-	own := old == 0
-	if own {
-		w.Baseline = "each server's own last window on the old module"
-	} else {
+	own := false
+	switch {
+	case old > 0:
 		w.Baseline = fmt.Sprintf("%d server(s) on the old module, same window", old)
+	case prom > 0:
+		// Nobody is left on the old module: the servers that already
+		// passed on the new one, in the same window, so that the host's
+		// noise over time is not blamed on this wave.
+		base, old = promoted, prom
+		w.Baseline = fmt.Sprintf("%d server(s) that passed on the new module in earlier waves, same window", prom)
+	default:
+		own = true
+		w.Baseline = "each server's own last window on the old module"
 	}
 	w.Pass = true
 	for _, m := range wave {
 		if b[m].sha != mod.SHA256 {
 			return fmt.Errorf("%s: tenant %s runs %.12s now, not the module rolled out: changed by someone else during the bake", m.addr, p.Tenant, b[m].sha)
+		}
+		if !m.swapped {
+			continue // already ran the module: not this rollout's to judge
 		}
 		bw := base
 		if own {

@@ -105,8 +105,9 @@ func (h histogram) quantile(q float64) float64 {
 	return h.bounds[len(h.bounds)-1]
 }
 
-// take reads a server's status and metrics for tenant.
-func take(ctx context.Context, s *member, tenant string) (snapshot, error) {
+// take reads a server's status for tenant, and its metrics (the latency
+// histograms) when withLatency.
+func take(ctx context.Context, s *member, tenant string, withLatency bool) (snapshot, error) {
 	st, err := s.admin.Status(ctx)
 	if err != nil {
 		return snapshot{}, err
@@ -134,6 +135,9 @@ func take(ctx context.Context, s *member, tenant string) (snapshot, error) {
 		}
 		d := ts.Drops
 		snap.errors += d.App + d.Panic + d.TxError + d.ClassifierFault
+	}
+	if !withLatency {
+		return snap, nil
 	}
 	text, err := s.admin.Metrics(ctx)
 	if err != nil {

@@ -126,8 +126,9 @@ func rolloutCommand() *cli.Command {
 			"            psp_request_latency_seconds (GET /metrics); compared only for types with\n" +
 			"            --min-latency-samples answers on both sides\n" +
 			"The baseline is the servers still on the old module over the same window (a last wave:\n" +
-			"each server's own window on the old module during the previous bake; a plan of one wave\n" +
-			"first observes every server for --bake); its p99.9 is the highest of those servers' own,\n" +
+			"the servers that passed on the new module in earlier waves, same window; a plan of one\n" +
+			"wave first observes every server on the old module for --bake); its p99.9 is the highest\n" +
+			"of those servers' own,\n" +
 			"so the spread the old module shows across the fleet in the same window is allowed for.\n" +
 			"A server fails when it saw fewer than\n" +
 			"--min-requests requests (nothing to judge), or when its faults, UNKNOWN share or errors\n" +
@@ -154,7 +155,7 @@ func rolloutCommand() *cli.Command {
 			&cli.Float64Flag{Name: "max-latency-ratio", Value: 2, Usage: "most p99.9 of a type, in multiples of the baseline's (plus --latency-slack)"},
 			&cli.DurationFlag{Name: "latency-slack", Value: time.Millisecond, Usage: "p99.9 allowance on top of the ratio (the histograms resolve to their buckets)"},
 			&cli.Uint64Flag{Name: "min-requests", Value: 100, Usage: "least requests of the tenant a server must see during the bake to be judged"},
-			&cli.Uint64Flag{Name: "min-latency-samples", Value: 1000, Usage: "least answers of a type, on each side, to compare its p99.9"},
+			&cli.Uint64Flag{Name: "min-latency-samples", Value: 10000, Usage: "least answers of a type, on each side, to compare its p99.9 (10000: ten above it)"},
 		}, ociFlags()...),
 		Action: runRollout,
 	}
