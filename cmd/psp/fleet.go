@@ -90,7 +90,11 @@ func classifierPublishCommand() *cli.Command {
 			}
 			ctx, cancel := signalContext(c.Context)
 			defer cancel()
-			pinned, err := ociClient(c).Publish(ctx, wasm, ref)
+			client := ociClient(c)
+			if !c.IsSet("oci-cache") {
+				client.CacheDir = "" // the registry has it; keep a copy only when asked
+			}
+			pinned, err := client.Publish(ctx, wasm, ref)
 			if err != nil {
 				return err
 			}

@@ -217,7 +217,7 @@ func TestRolloutFleet(t *testing.T) {
 	defer stop()
 	servers := fs[0].admin + "," + fs[1].admin + "," + fs[2].admin
 	rollout := func(ref string) (string, string, error) {
-		return runBin(bin, "rollout", ref, "--servers", servers, "--canary", "1", "--bake", "2s", "--token-file", token)
+		return runBin(bin, "rollout", ref, "--servers", servers, "--canary", "1", "--bake", "2s", "--token-file", token, "--oci-cache", "off")
 	}
 
 	// (a) A good module reaches all three, canary first.
@@ -265,7 +265,7 @@ func TestRolloutFleet(t *testing.T) {
 	}
 
 	// A dry run changes nothing.
-	out, _, err = runBin(bin, "rollout", bad, "--servers", servers, "--dry-run")
+	out, _, err = runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off")
 	if err != nil || !strings.Contains(out, "dry run: nothing changed") || !strings.Contains(out, "wave 1 (canary): "+fs[0].admin) {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
