@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,9 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wire"
 )
 
 func module(t *testing.T, rel string) Module {
@@ -28,6 +32,12 @@ func module(t *testing.T, rel string) Module {
 // startServer runs an in-memory server with the C psp-header classifier
 // and an admin endpoint on loopback.
 func startServer(t *testing.T, token string) string {
+	addr, _ := startServerDP(t, token)
+	return addr
+}
+
+// startServerDP is startServer, with the server's in-memory dataplane.
+func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
 	t.Helper()
 	tf := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tf, []byte(token+"\n"), 0o600)
@@ -43,7 +53,71 @@ func startServer(t *testing.T, token string) string {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return srv.AdminAddr()
+	// Replies are read by nobody: drop them as they come.
+	dp := srv.Dataplane().(*memnic.Dataplane)
+	go func() {
+		for {
+			select {
+			case <-dp.Replies():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return srv.AdminAddr(), dp
+}
+
+// traffic sends SHORT and LONG requests, alternately, about 2000 a second,
+// until the test ends.
+func traffic(t *testing.T, dp *memnic.Dataplane) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		peer := netip.MustParseAddrPort("192.0.2.1:1")
+		b := make([]byte, wire.HeaderLen)
+		for id := uint32(0); ctx.Err() == nil; id++ {
+			wire.Header{ID: id, Type: 1 + id%2, ServiceNs: 1000}.Encode(b)
+			dp.Inject(b, peer)
+			if id%20 == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
+}
+
+// TestRolloutOneWave: a plan of one wave observes the server on its
+// module first, then judges the new one against that window: a good
+// module stays, one that traps on LONG is rolled back.
+func TestRolloutOneWave(t *testing.T) {
+	addr, dp := startServerDP(t, "tok")
+	traffic(t, dp)
+	p := Plan{Servers: []string{addr}, Tenant: server.DefaultTenant, Canary: 1, Bake: time.Second, Token: "tok"}
+	var log strings.Builder
+	progress := func(format string, args ...any) { fmt.Fprintf(&log, format, args...) }
+	good := module(t, "wat/pspheader.wasm")
+	rep, err := Run(context.Background(), p, good, progress)
+	if err != nil || !rep.Completed || !strings.Contains(log.String(), "observing 1 server(s)") {
+		var out strings.Builder
+		rep.Write(&out)
+		t.Fatalf("good module: %v\n%s\n%s", err, log.String(), out.String())
+	}
+	if j := rep.Waves[0].Judgements[0]; !j.Pass || j.Requests < 100 || !j.BaselineOwnWindow {
+		t.Fatalf("judgement: %+v", j)
+	}
+	bad := module(t, "wat/pspheader_faultlong.wasm")
+	rep, err = Run(context.Background(), p, bad, nil)
+	if !errors.Is(err, ErrRolledBack) {
+		t.Fatalf("bad module: %v, want ErrRolledBack", err)
+	}
+	if j := rep.Waves[0].Judgements[0]; j.Pass || j.FaultRate < 0.1 || j.BaseFaultRate != 0 {
+		t.Fatalf("judgement of the bad module: %+v", j)
+	}
+	after, _ := Inspect(context.Background(), p)
+	if after[0].SHA256 != good.SHA256 {
+		t.Fatalf("after the rollback: %s, want %s", after[0].SHA256, good.SHA256)
+	}
 }
 
 // TestRolloutMeetsAnotherChange: someone swaps the canary during the bake.
