@@ -132,13 +132,12 @@ func rolloutCommand() *cli.Command {
 			"The baseline is the servers still on the old module over the same window (a last wave:\n" +
 			"the servers that passed on the new module in earlier waves, same window; a plan of one\n" +
 			"wave first observes every server on the old module for --bake); its p99.9 is the highest\n" +
-			"of those servers' own,\n" +
-			"so the spread the old module shows across the fleet in the same window is allowed for.\n" +
-			"A server fails when it saw fewer than\n" +
-			"--min-requests requests (nothing to judge), or when its faults, UNKNOWN share or errors\n" +
-			"exceed the baseline's by more than --max-fault-rate, --max-unknown-increase or\n" +
-			"--max-error-rate, or a type's p99.9 exceeds --max-latency-ratio x the baseline's plus\n" +
-			"--latency-slack. Traffic must flow during the bake: the rollout sends none.\n\n" +
+			"of those servers' own, so the spread across the fleet in one window is allowed for.\n" +
+			"A server fails when it saw fewer than --min-requests requests (nothing to judge), or\n" +
+			"when its faults, UNKNOWN share or errors exceed the baseline's by more than\n" +
+			"--max-fault-rate, --max-unknown-increase or --max-error-rate, or a type's p99.9 exceeds\n" +
+			"--max-latency-ratio x the baseline's plus --latency-slack. Traffic must flow during the\n" +
+			"bake: the rollout sends none.\n\n" +
 			"A table per wave shows each server's figures, the baseline's in parentheses, the verdict\n" +
 			"and why; progress goes to stderr. Exit status 0: every server runs the module; 1: stopped\n" +
 			"and rolled back (or the rollback incomplete, said per server).\n\n" +
