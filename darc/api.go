@@ -14,6 +14,12 @@ type Type uint32
 // lowest priority.
 const Unknown Type = 0
 
+// Faulted is what a classifier answers for a request it failed to classify
+// (a fault of its own) when the request's tenant fails closed: the driver
+// drops the request, counted, instead of queueing it as Unknown. It is
+// never a queue; a policy given it treats it as any type out of range.
+const Faulted Type = ^Type(0)
+
 // Request is what a driver enqueues: an opaque handle (an index into the
 // driver's own request table) and the request's type.
 type Request struct {

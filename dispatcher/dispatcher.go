@@ -533,6 +533,10 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 			continue
 		}
 		t := d.types[i]
+		if t == darc.Faulted {
+			d.faulted(b, darc.Unknown)
+			continue
+		}
 		if int(t) >= d.numTypes {
 			t = darc.Unknown
 		}
@@ -578,6 +582,14 @@ func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 	default:
 		d.shed(b, typ, ReasonQueueFull)
 	}
+}
+
+// faulted drops b, which its tenant's classifier failed on (the tenant
+// fails closed), counted as received and dropped under typ (the tenant's
+// UNKNOWN), with an "overloaded" reply where the application gives one.
+func (d *Dispatcher) faulted(b *nic.Buffer, typ darc.Type) {
+	d.counters[typ].received++
+	d.shed(b, typ, ReasonClassifierFault)
 }
 
 // admitted asks the application whether to queue b, treating a panic as a

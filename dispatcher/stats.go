@@ -43,12 +43,16 @@ type Drops struct {
 	ClassifierBusy uint64 `json:"classifier_busy"`
 	// Removed: the request's tenant was removed while it waited.
 	Removed uint64 `json:"removed"`
+	// ClassifierFault: the tenant's classifier failed on the request and
+	// the tenant fails closed (darc.Faulted); answered "overloaded" where
+	// the application can.
+	ClassifierFault uint64 `json:"classifier_fault"`
 }
 
 // Total is the sum of all reasons.
 func (d Drops) Total() uint64 {
 	return d.Runt + d.Truncated + d.QueueFull + d.Budget + d.Expired + d.Overload +
-		d.ServiceCap + d.App + d.Panic + d.TxError + d.Shutdown + d.NoTenant + d.ClassifierBusy + d.Removed
+		d.ServiceCap + d.App + d.Panic + d.TxError + d.Shutdown + d.NoTenant + d.ClassifierBusy + d.Removed + d.ClassifierFault
 }
 
 // Shed is the part of the drops the server chose to make because it was
@@ -78,11 +82,12 @@ const (
 	ReasonNoTenant
 	ReasonClassifierBusy
 	ReasonRemoved
+	ReasonClassifierFault
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"runt", "truncated", "queue_full", "budget", "expired", "overload",
-	"service_cap", "app", "panic", "tx_error", "shutdown", "no_tenant", "classifier_busy", "removed"}
+	"service_cap", "app", "panic", "tx_error", "shutdown", "no_tenant", "classifier_busy", "removed", "classifier_fault"}
 
 // String returns the reason's name, as in Drops' JSON.
 func (r Reason) String() string {
@@ -164,6 +169,8 @@ func (d *Drops) field(r Reason) *uint64 {
 		return &d.ClassifierBusy
 	case ReasonRemoved:
 		return &d.Removed
+	case ReasonClassifierFault:
+		return &d.ClassifierFault
 	}
 	return &d.Shutdown
 }

@@ -418,6 +418,10 @@ func (d *Dispatcher) collectLanes(now int64) int {
 // enqueueTenant enqueues b of tenant t's local type local: the same path
 // as accept's after classification.
 func (d *Dispatcher) enqueueTenant(t *tenantRT, b *nic.Buffer, local darc.Type, now int64) {
+	if local == darc.Faulted && !t.removed {
+		d.faulted(b, t.base)
+		return
+	}
 	if int(local) >= t.numTypes {
 		local = darc.Unknown
 	}

@@ -139,6 +139,13 @@ const DefaultSwapTimeout = 60 * time.Second
 // max(DefaultSwapTimeout, the client's timeout). On error the server keeps
 // its running classifier.
 func (c *AdminClient) PushClassifier(ctx context.Context, tenant string, wasm []byte, token string) (server.SwapResult, error) {
+	return c.PushClassifierIf(ctx, tenant, wasm, token, SwapOptions{})
+}
+
+// PushClassifierIf is PushClassifier with a compare-and-swap expectation
+// and the reference the module came from (see SwapOptions). A conflict's
+// error wraps ErrConflict.
+func (c *AdminClient) PushClassifierIf(ctx context.Context, tenant string, wasm []byte, token string, o SwapOptions) (server.SwapResult, error) {
 	if tenant == "" {
 		return server.SwapResult{}, errors.New("classifier push: empty tenant name")
 	}
@@ -146,7 +153,7 @@ func (c *AdminClient) PushClassifier(ctx context.Context, tenant string, wasm []
 	if token == "" {
 		return server.SwapResult{}, errors.New("classifier push: empty token")
 	}
-	u := c.base + "/tenants/" + url.PathEscape(tenant) + "/classifier"
+	u := c.base + "/tenants/" + url.PathEscape(tenant) + "/classifier" + o.query()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(wasm))
 	if err != nil {
 		return server.SwapResult{}, fmt.Errorf("classifier push: %w", err)
@@ -161,6 +168,9 @@ func (c *AdminClient) PushClassifier(ctx context.Context, tenant string, wasm []
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusConflict && o.expects() {
+		return server.SwapResult{}, fmt.Errorf("classifier push: %w (%s): %s", ErrConflict, resp.Status, errorMessage(body))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return server.SwapResult{}, fmt.Errorf("classifier push: %s: %s", resp.Status, errorMessage(body))
 	}

@@ -105,7 +105,7 @@ func (c *AdminClient) call(ctx context.Context, method, path, token string, body
 		return fmt.Errorf("read: %w", err)
 	}
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s: %s", resp.Status, errorMessage(data))
+		return &statusError{code: resp.StatusCode, msg: resp.Status + ": " + errorMessage(data)}
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {

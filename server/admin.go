@@ -38,6 +38,12 @@ const (
 //	GET    /tenants                      the tenants (Status.Tenants)
 //	PUT    /tenants/{name}/classifier    hot swap (body: the .wasm); the tenant's or the operator's token
 //	POST   /tenants/{name}/rollback      back to the previous classifier; the tenant's or the operator's token
+//
+// Both take ?expect_sha256=HEX and ?expect_version=N: the change is made
+// only over that running module, else refused with 409 (compare-and-swap);
+// a swap's ?reference=oci://HOST/REPO@sha256:HEX names the registry
+// reference the module came from, shown in the status.
+//
 //	POST   /tenants                      add a tenant (body: a Tenant as JSON); the operator's token
 //	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
 //	DELETE /tenants/{name}               remove it; the operator's token
@@ -115,6 +121,12 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	exp, ref, perr := swapParams(r.URL.Query())
+	if perr != nil {
+		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
+		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxClassifierUpload))
 	if err != nil {
 		e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Size: len(body)}
@@ -132,11 +144,14 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
 	start := time.Now()
-	version, err := s.Swap(ctx, name, body)
+	version, err := s.SwapIf(ctx, name, body, exp)
 	e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr,
-		SHA256: sha256Hex(body), Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start)}
+		SHA256: sha256Hex(body), Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start),
+		Expected: exp, Reference: ref}
 	if err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
+		e.Outcome, e.Error = refusal(err), err.Error()
+	} else if ref != "" {
+		s.refs.set(e.SHA256, ref)
 	}
 	s.audit.record(e)
 	if err != nil {
@@ -152,11 +167,17 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	exp, _, perr := swapParams(r.URL.Query())
+	if perr != nil {
+		s.audit.record(auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
+		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
 	start := time.Now()
-	version, err := s.Rollback(ctx, name)
-	e := auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Version: version, Outcome: "ok", Duration: time.Since(start)}
+	version, err := s.RollbackIf(ctx, name, exp)
+	e := auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Version: version, Outcome: "ok", Duration: time.Since(start), Expected: exp}
 	res := SwapResult{Tenant: name, Version: version}
 	if err == nil {
 		for _, ti := range s.Status().Tenants {
@@ -166,7 +187,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 		}
 		e.SHA256, e.Size = res.SHA256, res.Size
 	} else {
-		e.Outcome, e.Error = "refused", err.Error()
+		e.Outcome, e.Error = refusal(err), err.Error()
 	}
 	s.audit.record(e)
 	if err != nil {
@@ -176,12 +197,21 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// refusal is the audit outcome of a failed swap or rollback: "conflict"
+// when a compare-and-swap found another module, else "refused".
+func refusal(err error) string {
+	if errors.Is(err, ErrConflict) {
+		return "conflict"
+	}
+	return "refused"
+}
+
 // swapStatus is the HTTP status of a failed swap or rollback.
 func swapStatus(err error) int {
 	switch {
 	case errors.Is(err, ErrUnknownTenant):
 		return http.StatusNotFound
-	case errors.Is(err, ErrNoWasm), errors.Is(err, ErrNoPrevious):
+	case errors.Is(err, ErrNoWasm), errors.Is(err, ErrNoPrevious), errors.Is(err, ErrConflict):
 		return http.StatusConflict
 	}
 	return http.StatusBadRequest
@@ -302,27 +332,38 @@ func (s *Server) tenantInfo(name string) TenantInfo {
 
 // Swap hot-swaps tenant's classifier. On error the running one stays.
 func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, error) {
+	return s.SwapIf(ctx, tenant, wasm, wasmclass.Expect{})
+}
+
+// SwapIf is Swap, only over the running module exp names (its sha256 or
+// version; zero fields are not checked): otherwise ErrConflict.
+func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (int, error) {
 	if s.mt != nil {
-		return s.mt.swap(ctx, tenant, wasm)
+		return s.mt.swap(ctx, tenant, wasm, exp)
 	}
 	t := s.tenantsOrNil()
 	if t == nil {
 		return 0, errors.New("server: closed")
 	}
-	return t.swap(ctx, tenant, wasm)
+	return t.swap(ctx, tenant, wasm, exp)
 }
 
 // Rollback swaps tenant's previous classifier back in (the module it ran
 // before its last swap or rollback) and returns the new version number.
 func (s *Server) Rollback(ctx context.Context, tenant string) (int, error) {
+	return s.RollbackIf(ctx, tenant, wasmclass.Expect{})
+}
+
+// RollbackIf is Rollback, only over the running module exp names.
+func (s *Server) RollbackIf(ctx context.Context, tenant string, exp wasmclass.Expect) (int, error) {
 	if s.mt != nil {
-		return s.mt.rollback(ctx, tenant)
+		return s.mt.rollback(ctx, tenant, exp)
 	}
 	t := s.tenantsOrNil()
 	if t == nil {
 		return 0, errors.New("server: closed")
 	}
-	return t.rollback(ctx, tenant)
+	return t.rollback(ctx, tenant, exp)
 }
 
 // AddTenant adds a tenant to a multi-tenant server without a restart: its

@@ -145,6 +145,12 @@ type Config struct {
 	// dispatcher itself. Exclusive with Tenants. With neither, the native
 	// classifier runs (the application's, or the psp-header one).
 	Classifier string `yaml:"classifier,omitempty"`
+	// Fail is the failure policy of Classifier (see Tenant.Fail).
+	Fail string `yaml:"fail,omitempty"`
+	// OCI says how classifiers named oci://... are pulled.
+	OCI OCI `yaml:"oci,omitempty"`
+	// classifierWasm is Classifier pulled from a registry.
+	classifierWasm []byte
 	// Tenants are tenants selected by UDP destination port (see Tenant).
 	// With policy darc or darc-static the server is multi-tenant: each
 	// tenant has its share of the workers and of the pool, its own types
@@ -182,7 +188,9 @@ type Tenant struct {
 	// default tenant (ports no other tenant claims, the listen port
 	// included). Every dataplane receives on them.
 	Ports []uint16 `yaml:"ports,omitempty" json:"ports,omitempty"`
-	// Classifier is the .wasm file. On a multi-tenant server a tenant
+	// Classifier is the .wasm file, or a registry reference
+	// oci://HOST/REPO[:TAG][@sha256:HEX] pulled at start (see OCI). On a
+	// multi-tenant server a tenant
 	// without one is classified by the application's native classifier
 	// (the psp-header one for the synthetic applications).
 	Classifier string `yaml:"classifier,omitempty" json:"classifier,omitempty"`
@@ -224,6 +232,38 @@ type Tenant struct {
 	// "inline" (always on the dispatcher: for a module the operator
 	// trusts). Native classifiers run inline.
 	Isolation string `yaml:"isolation,omitempty" json:"isolation,omitempty"`
+	// Fail is what becomes of a request the tenant's Wasm classifier fails
+	// on (a trap, fuel, a bad answer, its breaker open): "open" (the
+	// default) classifies it UNKNOWN, served at the lowest priority;
+	// "closed" drops it, counted as classifier_fault, with an "overloaded"
+	// reply where the application has one. Either way the breaker reopens
+	// on a backoff that doubles with each failed probe.
+	Fail string `yaml:"fail,omitempty" json:"fail,omitempty"`
+}
+
+// OCI configures the pulling of classifiers from OCI registries.
+type OCI struct {
+	// CacheDir keeps pulled modules by digest, so that a server restarted
+	// while the registry is down starts from it. Default: the user's cache
+	// directory (psp/oci under $XDG_CACHE_HOME or ~/.cache); "off": none.
+	CacheDir string `yaml:"cache_dir,omitempty"`
+	// PlainHTTP speaks plain HTTP to registries off loopback too (those on
+	// loopback always are).
+	PlainHTTP bool `yaml:"plain_http,omitempty"`
+	// DockerConfig is the Docker configuration file registry credentials
+	// come from. Default: $DOCKER_CONFIG/config.json or ~/.docker/config.json.
+	DockerConfig string `yaml:"docker_config,omitempty"`
+}
+
+// failClosed parses a failure policy.
+func failClosed(s string) (bool, error) {
+	switch s {
+	case "", "open":
+		return false, nil
+	case "closed":
+		return true, nil
+	}
+	return false, fmt.Errorf("fail %q: want open or closed", s)
 }
 
 // isolation parses Tenant.Isolation.
@@ -775,6 +815,12 @@ func (c Config) validate(custom bool) error {
 	if c.Classifier != "" && (len(c.Tenants) > 0 || c.MultiTenant) {
 		return bad("classifier and tenants are exclusive: put the file in a tenant")
 	}
+	if _, err := failClosed(c.Fail); err != nil {
+		return bad("%v", err)
+	}
+	if c.Fail != "" && c.Classifier == "" {
+		return bad("fail applies to classifier: give each tenant its own fail")
+	}
 	if c.MultiTenant && !c.multiTenant() {
 		return bad("multi_tenant needs policy darc or darc-static (tenant shares are DARC's), not %s", c.Policy)
 	}
@@ -811,6 +857,9 @@ func (c Config) validate(custom bool) error {
 			return bad("tenant %q: %v", t.Name, err)
 		}
 		if _, err := t.isolation(); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
+		}
+		if _, err := failClosed(t.Fail); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
 		if !c.multiTenant() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {

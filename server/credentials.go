@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Credentials. The admin endpoint knows two kinds of bearer tokens: the
@@ -182,9 +184,11 @@ type auditEvent struct {
 	SHA256    string
 	Size      int
 	Version   int
-	Outcome   string // ok, refused, unauthorized, forbidden, error
+	Outcome   string // ok, refused, conflict, unauthorized, forbidden, error
 	Error     string
 	Duration  time.Duration
+	Expected  wasmclass.Expect // a compare-and-swap's expectation
+	Reference string           // the registry reference a module came from
 }
 
 func (a *audit) record(e auditEvent) {
@@ -207,6 +211,11 @@ func (a *audit) record(e auditEvent) {
 	if e.Version > 0 {
 		attrs = append(attrs, slog.Int("version", e.Version))
 	}
+	add("expected_sha256", e.Expected.SHA256)
+	if e.Expected.Version > 0 {
+		attrs = append(attrs, slog.Int("expected_version", e.Expected.Version))
+	}
+	add("reference", e.Reference)
 	add("error", e.Error)
 	if e.Duration > 0 {
 		attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))

@@ -81,8 +81,9 @@ func (mt *multiTenants) load(ctx context.Context, t Tenant) (*mtTenant, error) {
 		lt.typeNames = slices.Clone(mt.nativeTypes)
 		return lt, nil
 	}
+	closed, _ := failClosed(t.Fail) // validated
 	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{
-		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{})}},
+		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{}), FailClosed: closed}},
 		Options: mt.wopts,
 	})
 	if err != nil {
@@ -214,7 +215,7 @@ func (mt *multiTenants) get(name string) (*mtTenant, error) {
 }
 
 // swap hot-swaps a tenant's Wasm classifier.
-func (mt *multiTenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
+func (mt *multiTenants) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -222,11 +223,11 @@ func (mt *multiTenants) swap(ctx context.Context, name string, wasm []byte) (int
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.Swap(ctx, name, wasm)
+	v, err := lt.host.SwapIf(ctx, name, wasm, exp)
 	return v, swapError(name, err)
 }
 
-func (mt *multiTenants) rollback(ctx context.Context, name string) (int, error) {
+func (mt *multiTenants) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -234,7 +235,7 @@ func (mt *multiTenants) rollback(ctx context.Context, name string) (int, error) 
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.Rollback(ctx, name)
+	v, err := lt.host.RollbackIf(ctx, name, exp)
 	return v, swapError(name, err)
 }
 
@@ -259,6 +260,9 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 		return nil, fmt.Errorf("%w: tenant %q: classifier_options: %v", ErrConfig, t.Name, err)
 	}
 	if _, err := t.isolation(); err != nil {
+		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
+	}
+	if _, err := failClosed(t.Fail); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
 	tok, hasTok, err := loadToken(t.TokenFile, t.TokenSHA256)
@@ -491,6 +495,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 		switch {
 		case live && !ts.Removed && lt.host != nil:
 			ti = classifierInfo(lt.host.Status()[0])
+			ti.Fail = failName(lt.cfg.Fail)
 		case live && !ts.Removed:
 			ti = TenantInfo{Name: ts.Name, Version: 1, Native: true}
 		default:
@@ -532,6 +537,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 		ti := TenantInfo{Name: name, Version: 1, Native: true}
 		if lt.host != nil {
 			ti = classifierInfo(lt.host.Status()[0])
+			ti.Fail = failName(lt.cfg.Fail)
 		}
 		ti.Types, ti.Ports = lt.typeNames, lt.cfg.Ports
 		out = append(out, ti)

@@ -61,6 +61,7 @@ type Server struct {
 	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
+	refs            references // registry references of the modules run
 	ran             bool
 	mu              sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
@@ -104,6 +105,9 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		s.closeApp = s.app.Close
 	}
 	if err := s.openCredentials(cfg); err != nil {
+		return nil, err
+	}
+	if cfg, err = s.pullClassifiers(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.multiTenant() {
@@ -369,6 +373,9 @@ func (s *Server) Status() Status {
 		st.Tenants = s.mt.status(ds)
 		st.MultiTenant = true
 		st.Classifying = ds.Classifying
+	}
+	for i := range st.Tenants {
+		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].SHA256)
 	}
 	return st
 }

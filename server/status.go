@@ -244,6 +244,12 @@ type TenantInfo struct {
 	Size           int    `json:"size,omitempty"`
 	LoadedAt       string `json:"loaded_at,omitempty"`
 	PreviousSHA256 string `json:"previous_sha256,omitempty"`
+	// Reference is the registry reference, pinned by digest, the running
+	// module was pulled from (psp serve, the config, or the client that
+	// swapped it in said so); "" for a file.
+	Reference string `json:"reference,omitempty"`
+	// Fail is the tenant's failure policy: "open" or "closed".
+	Fail string `json:"fail,omitempty"`
 
 	// Multi-tenant servers only: Removed tenants keep their counters.
 	Removed bool `json:"removed,omitempty"`

@@ -21,6 +21,9 @@ var (
 	ErrBadClassifier = errors.New("server: classifier rejected")
 	// ErrNoPrevious: a rollback found no previous classifier.
 	ErrNoPrevious = errors.New("server: no previous classifier to roll back to")
+	// ErrConflict: a conditional swap or rollback found another module
+	// running than the one it expected to replace (HTTP 409).
+	ErrConflict = errors.New("server: conflict")
 	// ErrTenantExists: an added tenant's name is taken.
 	ErrTenantExists = errors.New("server: tenant exists")
 	// ErrSingleTenant: the tenant set cannot change (a single classifier,
@@ -45,7 +48,7 @@ type tenants struct {
 func openTenants(ctx context.Context, cfg Config, app *Application, wopts wasmclass.Options) (*tenants, error) {
 	wopts = cfg.ClassifierOptions.wasm(wopts)
 	if cfg.Classifier != "" {
-		cfg.Tenants = []Tenant{{Name: DefaultTenant, Classifier: cfg.Classifier}}
+		cfg.Tenants = []Tenant{{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail}}
 	}
 	if len(cfg.Tenants) == 0 {
 		if app.Classifier != nil {
@@ -95,18 +98,18 @@ func (t *tenants) declared() []bool {
 	return t.wasm.declared(len(t.types))
 }
 
-func (t *tenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
+func (t *tenants) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
 	if t.wasm == nil {
 		return 0, ErrNoWasm
 	}
-	return t.wasm.swap(ctx, name, wasm)
+	return t.wasm.swap(ctx, name, wasm, exp)
 }
 
-func (t *tenants) rollback(ctx context.Context, name string) (int, error) {
+func (t *tenants) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
 	if t.wasm == nil {
 		return 0, ErrNoWasm
 	}
-	return t.wasm.rollback(ctx, name)
+	return t.wasm.rollback(ctx, name, exp)
 }
 
 // has reports whether a tenant called name exists.

@@ -31,8 +31,9 @@ func openWasmTenants(ctx context.Context, specs []Tenant, opts wasmclass.Options
 		} else if len(bin) > maxWasmFileBytes {
 			return nil, fmt.Errorf("server: tenant %q: classifier of %d bytes, larger than %d", t.Name, len(bin), maxWasmFileBytes)
 		}
+		closed, _ := failClosed(t.Fail) // validated
 		hs.Tenants = append(hs.Tenants, wasmclass.TenantSpec{Name: t.Name, Ports: t.Ports, Wasm: bin, MaxTypes: t.MaxTypes,
-			Options: t.ClassifierOptions.wasm(wasmclass.Options{})})
+			Options: t.ClassifierOptions.wasm(wasmclass.Options{}), FailClosed: closed})
 	}
 	host, err := wasmclass.NewHost(ctx, hs)
 	if err != nil {
@@ -86,6 +87,7 @@ func (w *wasmTenants) status() []TenantInfo {
 		ti := classifierInfo(ts)
 		if i < len(w.specs) {
 			ti.Ports = w.specs[i].Ports
+			ti.Fail = failName(w.specs[i].Fail)
 		}
 		out = append(out, ti)
 	}
@@ -125,13 +127,13 @@ func (w *wasmTenants) declared(numTypes int) []bool {
 	return d
 }
 
-func (w *wasmTenants) swap(ctx context.Context, name string, wasm []byte) (int, error) {
-	v, err := w.host.Swap(ctx, name, wasm)
+func (w *wasmTenants) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
+	v, err := w.host.SwapIf(ctx, name, wasm, exp)
 	return v, swapError(name, err)
 }
 
-func (w *wasmTenants) rollback(ctx context.Context, name string) (int, error) {
-	v, err := w.host.Rollback(ctx, name)
+func (w *wasmTenants) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
+	v, err := w.host.RollbackIf(ctx, name, exp)
 	return v, swapError(name, err)
 }
 
@@ -145,6 +147,8 @@ func swapError(name string, err error) error {
 		return fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
 	case errors.Is(err, wasmclass.ErrNoPrevious):
 		return fmt.Errorf("%w: %w", ErrNoPrevious, err)
+	case errors.Is(err, wasmclass.ErrConflict):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
 	default:
 		return fmt.Errorf("%w: %w", ErrBadClassifier, err)
 	}

@@ -37,4 +37,7 @@ var (
 	ErrSuperseded = errors.New("superseded by a newer push")
 	// ErrNoPrevious: Rollback found no previous version (never swapped).
 	ErrNoPrevious = errors.New("no previous version")
+	// ErrConflict: a conditional swap or rollback (SwapIf, RollbackIf)
+	// found another module running than the one it expected to replace.
+	ErrConflict = errors.New("the running version is not the one expected")
 )

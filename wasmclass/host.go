@@ -46,7 +46,16 @@ type TenantSpec struct {
 	// Options override HostSpec.Options for this tenant's modules: every
 	// non-zero field wins (limits, fuel, time limit, breaker, compilation).
 	Options Options
+	// FailClosed: a packet the tenant's classifier fails to classify (a
+	// trap, fuel, a bad answer, the breaker open, the module disabled) is
+	// answered darc.Faulted, for the dispatcher to drop, instead of
+	// darc.Unknown (failing open, the default).
+	FailClosed bool
 }
+
+// faultedLocal is the local type a fail-closed tenant's faulting calls
+// write (Instance.faultMark).
+const faultedLocal = ^uint32(0)
 
 // Host runs several tenants' classifiers and hot-swaps them. Its methods
 // are safe for concurrent use; the classification itself goes through
@@ -74,6 +83,7 @@ type tenant struct {
 	base     uint32 // global id of the tenant's local type 1
 	maxTypes int
 	opts     Options // the tenant's options over the host's
+	mark     uint32  // Instance.faultMark: faultedLocal if the tenant fails closed
 	current  atomic.Pointer[version]
 	previous atomic.Pointer[version] // the version before current (its module retired), for Rollback
 	faults   sharedFaults
@@ -175,6 +185,9 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 				ErrBadSpec, ts.Name, maxTypes, m.NumTypes(), MaxTypes, MaxTypes))
 		}
 		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes, opts: topts, inflight: map[uint64]context.CancelFunc{}}
+		if ts.FailClosed {
+			t.mark = faultedLocal
+		}
 		t.current.Store(newVersion(m, 1, ts.Wasm))
 		h.numTypes += maxTypes - 1
 		h.tenants = append(h.tenants, t)
@@ -274,9 +287,39 @@ func (h *Host) Status() []TenantStatus {
 // ones still loading (they fail with ErrSuperseded). So the newest push
 // always wins.
 func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) {
+	return h.SwapIf(ctx, name, wasm, Expect{})
+}
+
+// Expect names the version a conditional swap expects to replace (as XDP's
+// XDP_FLAGS_REPLACE does): a zero field is not checked.
+type Expect struct {
+	// SHA256 is the running module's SHA-256 in hex.
+	SHA256 string
+	// Version is the running version's number.
+	Version int
+}
+
+// check returns ErrConflict unless v is the version e names.
+func (e Expect) check(v *version) error {
+	if e.SHA256 != "" && e.SHA256 != hex.EncodeToString(v.sha256[:]) {
+		return fmt.Errorf("%w: %s runs, %s expected", ErrConflict, hex.EncodeToString(v.sha256[:]), e.SHA256)
+	}
+	if e.Version != 0 && e.Version != v.number {
+		return fmt.Errorf("%w: version %d runs, %d expected", ErrConflict, v.number, e.Version)
+	}
+	return nil
+}
+
+// SwapIf is Swap, but only if the tenant's running version is the one exp
+// names, checked before the load and again, atomically, where the swap
+// lands; otherwise it fails with ErrConflict and the running version stays.
+func (h *Host) SwapIf(ctx context.Context, name string, wasm []byte, exp Expect) (int, error) {
 	t, ok := h.byName[name]
 	if !ok {
 		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrUnknownTenant)
+	}
+	if err := exp.check(t.current.Load()); err != nil {
+		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
 	}
 	seq, ctx, done := t.startPush(ctx)
 	defer done()
@@ -299,6 +342,10 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 		return 0, fmt.Errorf("wasmclass: swap %q: %w", name, ErrClosed)
 	}
 	old := t.current.Load()
+	if err := exp.check(old); err != nil {
+		_ = m.Close(ctx)
+		return 0, fmt.Errorf("wasmclass: swap %q: %w (the running version stays)", name, err)
+	}
 	nv := newVersion(m, old.number+1, wasm)
 	h.precreate(ctx, t, nv)
 	// The last moment to give up: after this the swap has happened.
@@ -332,6 +379,12 @@ func (h *Host) Swap(ctx context.Context, name string, wasm []byte) (int, error) 
 // undoes the first. It fails with ErrNoPrevious when the tenant was never
 // swapped.
 func (h *Host) Rollback(ctx context.Context, name string) (int, error) {
+	return h.RollbackIf(ctx, name, Expect{})
+}
+
+// RollbackIf is Rollback, but only if the running version is the one exp
+// names (see SwapIf).
+func (h *Host) RollbackIf(ctx context.Context, name string, exp Expect) (int, error) {
 	t, ok := h.byName[name]
 	if !ok {
 		return 0, fmt.Errorf("wasmclass: rollback %q: %w", name, ErrUnknownTenant)
@@ -340,7 +393,7 @@ func (h *Host) Rollback(ctx context.Context, name string) (int, error) {
 	if p == nil {
 		return 0, fmt.Errorf("wasmclass: rollback %q: %w", name, ErrNoPrevious)
 	}
-	v, err := h.Swap(ctx, name, p.wasm)
+	v, err := h.SwapIf(ctx, name, p.wasm, exp)
 	if err != nil {
 		return 0, fmt.Errorf("wasmclass: rollback %q to %x: %w", name, p.sha256[:6], err)
 	}
@@ -540,7 +593,8 @@ func (c *Caller) dropPending(ctx context.Context) error {
 // ClassifyBatch classifies payloads (of any number) into out[:len(payloads)],
 // in global type ids. dstPorts[i] selects the tenant of payloads[i]; a nil
 // dstPorts sends everything to the default tenant. Packets of no tenant and
-// faulting packets get darc.Unknown. out must be at least as long as
+// faulting packets get darc.Unknown (darc.Faulted for faulting packets of
+// a tenant that fails closed). out must be at least as long as
 // payloads, and dstPorts too when not nil.
 func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type) {
 	out = out[:len(payloads)]
@@ -585,18 +639,26 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 		ct.n = 0
 		inst := c.instance(ct, n)
 		if inst == nil {
+			faulted := darc.Unknown
+			if ct.t.mark != 0 {
+				faulted = darc.Faulted
+			}
 			for _, i := range ct.idx[:n] {
-				out[i] = darc.Unknown
+				out[i] = faulted
 			}
 			clear(ct.pay[:n])
 			continue
 		}
+		inst.faultMark = ct.t.mark
 		inst.ClassifyBatch(ct.pay[:n], ct.res[:n])
 		for k, i := range ct.idx[:n] {
-			if l := ct.res[k]; l != 0 {
-				out[i] = darc.Type(ct.t.base + l - 1)
-			} else {
+			switch l := ct.res[k]; {
+			case l == 0:
 				out[i] = darc.Unknown
+			case l == faultedLocal:
+				out[i] = darc.Faulted
+			default:
+				out[i] = darc.Type(ct.t.base + l - 1)
 			}
 		}
 		clear(ct.pay[:n]) // do not keep payloads alive

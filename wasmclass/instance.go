@@ -163,6 +163,9 @@ type Instance struct {
 	shared  *sharedFaults // optional aggregate (Host)
 	probing bool          // this instance makes the breaker's half-open call
 	closed  bool
+	// faultMark is the result a faulting call writes (0, UNKNOWN, unless
+	// the Host's tenant fails closed).
+	faultMark uint32
 
 	// Spares: a goroutine of the instance keeps one ready and closes dead
 	// guests.
@@ -299,7 +302,7 @@ func (i *Instance) ClassifyBatch(payloads [][]byte, out []uint32) {
 func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 	n := len(payloads)
 	if !i.ready(n) {
-		clear(out)
+		i.markFaulted(out)
 		return
 	}
 	for s, p := range payloads {
@@ -307,13 +310,13 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 	}
 	i.stack[0] = uint64(n)
 	if err := i.g.batch.CallWithStack(i.ctx, i.stack); err != nil {
-		clear(out)
+		i.markFaulted(out)
 		i.trapped(err, n)
 		return
 	}
 	i.checkMemory()
 	if uint32(i.stack[0]) != uint32(n) {
-		clear(out)
+		i.markFaulted(out)
 		i.fault(FaultBadCount, uint64(n))
 		return
 	}
@@ -322,7 +325,7 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 	for s := range out {
 		t := binary.LittleEndian.Uint32(res[4*s:])
 		if t >= i.n {
-			t = 0
+			t = i.faultMark
 			bad++
 		}
 		out[s] = t
@@ -332,6 +335,17 @@ func (i *Instance) classifyChunk(payloads [][]byte, out []uint32) {
 		return
 	}
 	i.success()
+}
+
+// markFaulted writes the fault mark to out.
+func (i *Instance) markFaulted(out []uint32) {
+	if i.faultMark == 0 {
+		clear(out)
+		return
+	}
+	for s := range out {
+		out[s] = i.faultMark
+	}
 }
 
 // ready reports whether the guest may be called for n packets: the

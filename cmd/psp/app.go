@@ -49,6 +49,7 @@ func newApp() *app {
 			plotCommand(),
 			classifierCommand(),
 			tenantCommand(),
+			rolloutCommand(),
 			completionCommand(),
 		},
 		Action: unknownCommand,

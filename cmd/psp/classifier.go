@@ -30,7 +30,8 @@ func classifierCommand() *cli.Command {
 			classifierCheckCommand(),
 			classifierTestCommand(),
 			classifierBenchCommand(),
-			classifierPushCommand(), // push.go: hot-swap a running server's classifier
+			classifierPushCommand(),    // push.go: hot-swap a running server's classifier
+			classifierPublishCommand(), // fleet.go: push to an OCI registry
 		},
 	}
 }

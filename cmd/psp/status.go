@@ -179,6 +179,12 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintf(w, "  %s: %s, version %d, %s, %d types", t.Name, kind, t.Version, ports, len(t.Types))
 		if t.SHA256 != "" {
 			fmt.Fprintf(w, ", sha256 %s (%d bytes)", t.SHA256, t.Size)
+			if t.Reference != "" {
+				fmt.Fprintf(w, ", from %s", t.Reference)
+			}
+			if t.Fail != "" {
+				fmt.Fprintf(w, ", fail %s", t.Fail)
+			}
 			if at, err := time.Parse(time.RFC3339Nano, t.LoadedAt); err == nil {
 				fmt.Fprintf(w, ", loaded %s", at.Local().Format("2006-01-02 15:04:05"))
 			}

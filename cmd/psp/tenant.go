@@ -199,9 +199,10 @@ func tenantAddCommand() *cli.Command {
 			"  psp tenant add kv --ports 11211 --classifier memcached.wasm --workers 4 \\\n" +
 			"      --tenant-token-file kv.token --token-file operator.token",
 		Flags: append(append(adminFlags(true),
-			&cli.StringFlag{Name: "classifier", Usage: "the tenant's Wasm classifier `FILE` (default: the application's native classifier)"},
+			&cli.StringFlag{Name: "classifier", Usage: "the tenant's Wasm classifier `FILE` or oci://REF, pulled here (default: the application's native classifier)"},
 			&cli.IntFlag{Name: "max-types", Usage: "room for hot swaps with more types (default: the module's count)"},
-			jsonFlag()), shareFlags()...),
+			&cli.StringFlag{Name: "fail", Usage: "failure `POLICY` of its classifier: open (faults classify UNKNOWN) or closed (faults drop the request)", DefaultText: "open"},
+			jsonFlag()), append(shareFlags(), ociFlags()...)...),
 		Action: func(c *cli.Context) error {
 			name, err := nameArg(c, "tenant add")
 			if err != nil {
@@ -221,8 +222,9 @@ func tenantAddCommand() *cli.Command {
 			if t.TokenSHA256, err = tenantTokenDigest(c); err != nil {
 				return fmt.Errorf("tenant add: %w", err)
 			}
+			t.Fail = c.String("fail")
 			if f := c.String("classifier"); f != "" {
-				if t.Wasm, err = os.ReadFile(f); err != nil {
+				if t.Wasm, _, err = readClassifier(c.Context, c, f); err != nil {
 					return fmt.Errorf("tenant add: %w", err)
 				}
 			}
@@ -419,6 +421,12 @@ func tenantLine(t server.TenantInfo) string {
 		parts = append(parts, "native classifier")
 	default:
 		m := fmt.Sprintf("version %d, sha256 %s (%d bytes)", t.Version, short(t.SHA256), t.Size)
+		if t.Reference != "" {
+			m += ", from " + t.Reference
+		}
+		if t.Fail == "closed" {
+			m += ", fails closed"
+		}
 		if t.LoadedAt != "" {
 			if at, err := time.Parse(time.RFC3339Nano, t.LoadedAt); err == nil {
 				m += ", loaded " + at.Local().Format("2006-01-02 15:04:05")
@@ -500,4 +508,19 @@ func printTenants(w io.Writer, ts []server.TenantInfo) {
 			home, busy, borrowed, lent, t.Received, t.Answered, t.Dropped, t.Queued, t.Classifying, faults)
 	}
 	tw.Flush()
+	for _, t := range ts {
+		if t.Removed || t.Native {
+			continue
+		}
+		if t.Reference != "" || t.Fail == "closed" {
+			line := t.Name + ":"
+			if t.Reference != "" {
+				line += " module from " + t.Reference
+			}
+			if t.Fail == "closed" {
+				line += " (fails closed)"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 }

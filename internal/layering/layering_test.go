@@ -53,11 +53,15 @@ var rules = []rule{
 		Why: "the simulator drives the pure policy only"},
 	{Dir: "loadgen", May: []string{"loadgen", "workload", "report", "wire", "internal/..."},
 		Why: "the load generator is a client: it knows the wire, not the server"},
-	{Dir: "server", May: []string{"server", "dispatcher", "darc", "nic/...", "app/...", "wasmclass", "wire", "internal/..."},
+	{Dir: "oci", May: []string{"oci"}, TestsMay: []string{"examples/classifiers", "internal/..."},
+		Why: "the registry client knows OCI and Wasm images, nothing of psp's runtime"},
+	{Dir: "server", May: []string{"server", "dispatcher", "darc", "nic/...", "app/...", "wasmclass", "wire", "oci", "internal/..."},
 		Why: "the server wires the runtime together"},
 	{Dir: "harness", May: []string{"harness", "server", "loadgen", "sim", "report", "workload", "darc", "wire", "examples/classifiers", "internal/..."},
 		Why: "experiments drive servers from outside, through their public API"},
-	{Dir: "cmd", May: []string{"harness", "server", "wasmclass", "loadgen", "sim", "report", "workload", "darc", "wire", "internal/..."},
+	{Dir: "fleet", May: []string{"fleet", "harness", "server"}, TestsMay: []string{"nic/memnic", "wire"},
+		Why: "rollouts drive servers from outside, through their admin API"},
+	{Dir: "cmd", May: []string{"harness", "server", "wasmclass", "loadgen", "sim", "report", "workload", "darc", "wire", "fleet", "oci", "internal/..."},
 		Why: "the CLI is flags and printing over the harness and the server"},
 }
 

@@ -1,0 +1,191 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/nic/memnic"
+	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wire"
+)
+
+func module(t *testing.T, rel string) Module {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "examples", "classifiers", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return Module{Wasm: b, SHA256: hex.EncodeToString(s[:]), Reference: rel}
+}
+
+// startServer runs an in-memory server with the C psp-header classifier
+// and an admin endpoint on loopback.
+func startServer(t *testing.T, token string) string {
+	addr, _ := startServerDP(t, token)
+	return addr
+}
+
+// startServerDP is startServer, with the server's in-memory dataplane.
+func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
+	t.Helper()
+	tf := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tf, []byte(token+"\n"), 0o600)
+	cfg := server.Config{Dataplane: server.DataplaneMemory, Workers: 2, Policy: "darc",
+		App:        server.App{Name: server.AppEmulate, Dilation: 1},
+		Admin:      server.Admin{Addr: "127.0.0.1:0", TokenFile: tf},
+		Classifier: filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")}
+	srv, err := server.New(context.Background(), cfg, server.Options{Log: &strings.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// Replies are read by nobody: drop them as they come.
+	dp := srv.Dataplane().(*memnic.Dataplane)
+	go func() {
+		for {
+			select {
+			case <-dp.Replies():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return srv.AdminAddr(), dp
+}
+
+// traffic sends SHORT and LONG requests, alternately, about 2000 a second,
+// until the test ends.
+func traffic(t *testing.T, dp *memnic.Dataplane) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		peer := netip.MustParseAddrPort("192.0.2.1:1")
+		b := make([]byte, wire.HeaderLen)
+		for id := uint32(0); ctx.Err() == nil; id++ {
+			wire.Header{ID: id, Type: 1 + id%2, ServiceNs: 1000}.Encode(b)
+			dp.Inject(b, peer)
+			if id%20 == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
+}
+
+// TestRolloutOneWave: a plan of one wave observes the server on its
+// module first, then judges the new one against that window: a good
+// module stays, one that traps on LONG is rolled back.
+func TestRolloutOneWave(t *testing.T) {
+	addr, dp := startServerDP(t, "tok")
+	traffic(t, dp)
+	p := Plan{Servers: []string{addr}, Tenant: server.DefaultTenant, Canary: 1, Bake: time.Second, Token: "tok"}
+	var log strings.Builder
+	progress := func(format string, args ...any) { fmt.Fprintf(&log, format, args...) }
+	good := module(t, "wat/pspheader.wasm")
+	rep, err := Run(context.Background(), p, good, progress)
+	if err != nil || !rep.Completed || !strings.Contains(log.String(), "observing 1 server(s)") {
+		var out strings.Builder
+		rep.Write(&out)
+		t.Fatalf("good module: %v\n%s\n%s", err, log.String(), out.String())
+	}
+	if j := rep.Waves[0].Judgements[0]; !j.Pass || j.Requests < 100 || !j.BaselineOwnWindow {
+		t.Fatalf("judgement: %+v", j)
+	}
+	bad := module(t, "wat/pspheader_faultlong.wasm")
+	rep, err = Run(context.Background(), p, bad, nil)
+	if !errors.Is(err, ErrRolledBack) {
+		t.Fatalf("bad module: %v, want ErrRolledBack", err)
+	}
+	if j := rep.Waves[0].Judgements[0]; j.Pass || j.FaultRate < 0.1 || j.BaseFaultRate != 0 {
+		t.Fatalf("judgement of the bad module: %+v", j)
+	}
+	after, _ := Inspect(context.Background(), p)
+	if after[0].SHA256 != good.SHA256 {
+		t.Fatalf("after the rollback: %s, want %s", after[0].SHA256, good.SHA256)
+	}
+}
+
+// TestRolloutMeetsAnotherChange: someone swaps the canary during the bake.
+// The rollout stops, and its rollback, a compare-and-swap on the module it
+// rolled out, is refused: the other change stays, and the report says so.
+// The second server is never touched.
+func TestRolloutMeetsAnotherChange(t *testing.T) {
+	a, b := startServer(t, "tok"), startServer(t, "tok")
+	mod := module(t, "wat/pspheader.wasm")
+	other := module(t, "rust/pspheader.wasm")
+	p := Plan{Servers: []string{a, b}, Tenant: server.DefaultTenant, Canary: 1, Bake: 1500 * time.Millisecond, Token: "tok"}
+	before, err := Inspect(context.Background(), p)
+	if err != nil || before[0].Err != nil || before[0].Version != 1 {
+		t.Fatalf("inspect: %v %+v", err, before)
+	}
+	admin, _ := harness.NewAdminClient(a, 0)
+	progress := func(format string, args ...any) {
+		if strings.Contains(format, "swapped") {
+			// The canary was just swapped: a person swaps it again.
+			if _, err := admin.PushClassifier(context.Background(), server.DefaultTenant, other.Wasm, "tok"); err != nil {
+				t.Errorf("the other swap: %v", err)
+			}
+		}
+	}
+	rep, err := Run(context.Background(), p, mod, progress)
+	if !errors.Is(err, ErrRollbackIncomplete) {
+		t.Fatalf("run: %v, want ErrRollbackIncomplete", err)
+	}
+	if len(rep.Waves) != 1 || rep.Waves[0].Err == nil || !strings.Contains(rep.Waves[0].Err.Error(), "changed by someone else") {
+		t.Fatalf("waves: %+v", rep.Waves)
+	}
+	if len(rep.Rollbacks) != 1 || !errors.Is(rep.Rollbacks[0].Err, harness.ErrConflict) {
+		t.Fatalf("rollbacks: %+v", rep.Rollbacks)
+	}
+	st, err := admin.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti, _ := findTenant(st, server.DefaultTenant); ti.SHA256 != other.SHA256 || ti.Version != 3 {
+		t.Fatalf("canary runs %s version %d, want the other change %s, version 3", ti.SHA256, ti.Version, other.SHA256)
+	}
+	after, _ := Inspect(context.Background(), p)
+	if after[1].Version != 1 || after[1].SHA256 != before[1].SHA256 {
+		t.Fatalf("the second server was touched: %+v", after[1])
+	}
+	var out strings.Builder
+	rep.Write(&out)
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "conflict") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// TestRolloutNeedsTraffic: a canary that saw no requests during its bake
+// fails (nothing to judge it by) and is rolled back; the second server is
+// never touched.
+func TestRolloutNeedsTraffic(t *testing.T) {
+	a, b := startServer(t, "tok"), startServer(t, "tok")
+	mod := module(t, "wat/pspheader.wasm")
+	p := Plan{Servers: []string{a, b}, Tenant: server.DefaultTenant, Canary: 1, Bake: 500 * time.Millisecond, Token: "tok"}
+	rep, err := Run(context.Background(), p, mod, nil)
+	if !errors.Is(err, ErrRolledBack) {
+		t.Fatalf("run without traffic: %v, want ErrRolledBack", err)
+	}
+	if j := rep.Waves[0].Judgements; len(j) != 1 || j[0].Pass || !strings.Contains(strings.Join(j[0].Reasons, ";"), "fewer than the 100") {
+		t.Fatalf("judgements: %+v", j)
+	}
+	after, _ := Inspect(context.Background(), p)
+	if after[0].Version != 3 || after[0].SHA256 == mod.SHA256 || after[1].Version != 1 {
+		t.Fatalf("after: %+v", after)
+	}
+}

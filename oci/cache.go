@@ -1,0 +1,119 @@
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// The cache under Client.CacheDir:
+//
+//	manifests/HEX   a manifest, by its digest
+//	blobs/HEX       a layer, by its digest
+//	tags/HEX        "REF DIGEST": a tag's last resolution (HEX: SHA-256 of REF)
+
+// cachePut keeps a pulled module: its layer, then its manifest, then the
+// tag's resolution, each written to a temporary file and renamed.
+func (c *Client) cachePut(r Ref, manifest, layer []byte) error {
+	ld := digest.FromBytes(layer)
+	md := digest.FromBytes(manifest)
+	if err := writeAtomic(filepath.Join(c.CacheDir, "blobs", ld.Encoded()), layer); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(c.CacheDir, "manifests", md.Encoded()), manifest); err != nil {
+		return err
+	}
+	if r.Tag != "" {
+		key := r
+		key.Digest = ""
+		if err := writeAtomic(c.tagFile(key), []byte(key.String()+" "+md.String()+"\n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cacheGet returns the module pinned by r.Digest from the cache, verifying
+// both digests again.
+func (c *Client) cacheGet(r Ref) (Module, error) {
+	d, err := digest.Parse(r.Digest)
+	if err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	man, err := os.ReadFile(filepath.Join(c.CacheDir, "manifests", d.Encoded()))
+	if err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	if digest.FromBytes(man) != d {
+		return Module{}, fmt.Errorf("oci: cache: manifest %s: %w", d, ErrDigest)
+	}
+	ld, variant, err := wasmLayer(man)
+	if err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	layer, err := os.ReadFile(filepath.Join(c.CacheDir, "blobs", ld.Digest.Encoded()))
+	if err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	if digest.FromBytes(layer) != ld.Digest {
+		return Module{}, fmt.Errorf("oci: cache: layer %s: %w", ld.Digest, ErrDigest)
+	}
+	wasm, err := c.extract(layer, variant)
+	if err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	sum := sha256.Sum256(wasm)
+	return Module{Wasm: wasm, Ref: r, SHA256: hex.EncodeToString(sum[:]), Variant: variant, FromCache: true}, nil
+}
+
+// cacheTag returns the digest a tag last resolved to.
+func (c *Client) cacheTag(r Ref) (string, error) {
+	key := r
+	key.Digest = ""
+	b, err := os.ReadFile(c.tagFile(key))
+	if err != nil {
+		return "", fmt.Errorf("oci: cache: %w", err)
+	}
+	name, d, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
+	if !ok || name != key.String() {
+		return "", fmt.Errorf("oci: cache: tag file for %s holds %q", key, b)
+	}
+	if _, err := digest.Parse(d); err != nil {
+		return "", fmt.Errorf("oci: cache: tag %s: %w", key, err)
+	}
+	return d, nil
+}
+
+func (c *Client) tagFile(r Ref) string {
+	sum := sha256.Sum256([]byte(r.String()))
+	return filepath.Join(c.CacheDir, "tags", hex.EncodeToString(sum[:]))
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("oci: cache: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("oci: cache: %w", err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("oci: cache: %w", werr)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/internal/registrytest"
+	"github.com/persephone-go/psp/nic/memnic"
+	"github.com/persephone-go/psp/oci"
+	"github.com/persephone-go/psp/wire"
+)
+
+func fileSHA(t *testing.T, path string) ([]byte, string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return b, hex.EncodeToString(s[:])
+}
+
+// TestCompareAndSwapHTTP: a swap or rollback naming another module than
+// the running one is refused with 409 and audited as a conflict; naming
+// the running one, it lands, and the reference it gives shows in the
+// status.
+func TestCompareAndSwapHTTP(t *testing.T) {
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "op")
+	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
+	r, log := startLogged(t, cfg)
+	h := r.srv.Handler()
+	_, sum1 := fileSHA(t, cfg.Classifier)
+	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	if sum1 == sum2 {
+		t.Fatal("the two modules are the same")
+	}
+	ref := "oci://127.0.0.1:5000/psp/header:v2@sha256:" + strings.Repeat("ab", 32)
+
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+sum2, "op", v2); rec.Code != http.StatusConflict {
+		t.Fatalf("swap expecting the wrong module: %d %s, want 409", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_version=2", "op", v2); rec.Code != http.StatusConflict {
+		t.Fatalf("swap expecting version 2: %d %s, want 409", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256=xyz", "op", v2); rec.Code != http.StatusBadRequest {
+		t.Fatalf("swap with a malformed expectation: %d, want 400", rec.Code)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?reference=oci://x/y:latest", "op", v2); rec.Code != http.StatusBadRequest {
+		t.Fatalf("swap with an unpinned reference: %d, want 400", rec.Code)
+	}
+	if ti := tenantOf(t, getStatus(t, h), "default"); ti.Version != 1 || ti.SHA256 != sum1 {
+		t.Fatalf("after refused swaps: version %d %s", ti.Version, ti.SHA256)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+strings.ToUpper(sum1)+"&expect_version=1&reference="+ref, "op", v2); rec.Code != http.StatusOK {
+		t.Fatalf("swap expecting the running module: %d %s", rec.Code, rec.Body)
+	}
+	ti := tenantOf(t, getStatus(t, h), "default")
+	if ti.SHA256 != sum2 || ti.Reference != ref || ti.Fail != "open" {
+		t.Fatalf("after the swap: %s, reference %q, fail %q", ti.SHA256, ti.Reference, ti.Fail)
+	}
+	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum1, "op", nil); rec.Code != http.StatusConflict {
+		t.Fatalf("rollback expecting the old module: %d, want 409", rec.Code)
+	}
+	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum2, "op", nil); rec.Code != http.StatusOK {
+		t.Fatalf("rollback expecting the new module: %d %s", rec.Code, rec.Body)
+	}
+	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum1 || ti.Reference != "" {
+		t.Fatalf("after the rollback: %s, reference %q", ti.SHA256, ti.Reference)
+	}
+	conflicts := 0
+	for _, l := range auditLines(t, log.String()) {
+		if l["outcome"] == "conflict" {
+			conflicts++
+			if l["expected_sha256"] == nil && l["expected_version"] == nil {
+				t.Errorf("conflict audited without the expectation: %v", l)
+			}
+		}
+	}
+	if conflicts != 3 {
+		t.Errorf("%d conflicts audited, want 3:\n%s", conflicts, log)
+	}
+}
+
+// TestFailPolicy: a tenant whose classifier traps fails open (its requests
+// served as UNKNOWN) or closed (dropped as classifier_fault).
+func TestFailPolicy(t *testing.T) {
+	trap := filepath.Join("..", "examples", "classifiers", "hostile", "trap.wasm")
+	for _, fail := range []string{"open", "closed"} {
+		t.Run(fail, func(t *testing.T) {
+			cfg := memConfig()
+			cfg.Tenants = []Tenant{
+				{Name: "a", Ports: []uint16{portA}, Workers: 2},
+				{Name: "b", Ports: []uint16{portB}, Classifier: trap, Fail: fail},
+			}
+			r, _ := startLogged(t, cfg)
+			dp := r.srv.Dataplane().(*memnic.Dataplane)
+			peer := netip.MustParseAddrPort("10.0.0.9:1")
+			const n = 40
+			for i := range n {
+				for !dp.InjectPort(header(uint32(i), wire.TypeShort, 100), peer, portB) {
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+			var ti TenantInfo
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				ti = tenantOf(t, getStatus(t, r.srv.Handler()), "b")
+				if ti.Answered+ti.Dropped == n {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tenant b: answered %d dropped %d of %d", ti.Answered, ti.Dropped, n)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ti.Fail != fail {
+				t.Errorf("status fail %q, want %q", ti.Fail, fail)
+			}
+			switch fail {
+			case "open":
+				if ti.Answered != n || ti.Drops.ClassifierFault != 0 {
+					t.Errorf("fail open: answered %d, classifier_fault %d", ti.Answered, ti.Drops.ClassifierFault)
+				}
+			case "closed":
+				if ti.Dropped != n || ti.Drops.ClassifierFault != n {
+					t.Errorf("fail closed: dropped %d, classifier_fault %d, want %d", ti.Dropped, ti.Drops.ClassifierFault, n)
+				}
+			}
+		})
+	}
+	bad := memConfig()
+	bad.Tenants = []Tenant{{Name: "b", Classifier: trap, Fail: "sometimes"}}
+	if _, err := New(context.Background(), bad, Options{}); err == nil || !strings.Contains(err.Error(), "fail") {
+		t.Errorf("fail: sometimes accepted: %v", err)
+	}
+}
+
+// TestServeFromRegistry: a server started with a tag pulls it, shows the
+// pinned reference, and starts again from its cache with the registry
+// down; a digest that is not the module's is refused.
+func TestServeFromRegistry(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/header:v1")
+	pinned, err := (&oci.Client{}).Publish(context.Background(), wasm, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := memConfig()
+	cfg.Classifier = tag.String()
+	cfg.OCI.CacheDir = t.TempDir()
+	check := func(what string) {
+		t.Helper()
+		r, log := startLogged(t, cfg)
+		ti := tenantOf(t, getStatus(t, r.srv.Handler()), "default")
+		if ti.SHA256 != sum || ti.Reference != pinned.String() {
+			t.Fatalf("%s: sha256 %s reference %q, want %s and %s\n%s", what, ti.SHA256, ti.Reference, sum, pinned, log)
+		}
+		r.stop()
+	}
+	check("registry up")
+	// A tenant's classifier: in the config, by tag.
+	mcfg := memConfig()
+	mcfg.OCI.CacheDir = "off"
+	mcfg.Tenants = []Tenant{{Name: "t", Ports: []uint16{portA}, Classifier: tag.String(), Fail: "closed"}}
+	mr, _ := startLogged(t, mcfg)
+	if ti := tenantOf(t, getStatus(t, mr.srv.Handler()), "t"); ti.SHA256 != sum || ti.Reference != pinned.String() || ti.Fail != "closed" {
+		t.Fatalf("tenant from the registry: sha256 %s reference %q fail %q", ti.SHA256, ti.Reference, ti.Fail)
+	}
+	mr.stop()
+	reg.Stop()
+	check("registry down, from the cache")
+	cfg.OCI.CacheDir = "off"
+	if _, err := New(context.Background(), cfg, Options{}); err == nil {
+		t.Fatal("registry down, no cache: started")
+	}
+	reg.Restart(t)
+	wrong := pinned.Pinned()
+	wrong.Digest = "sha256:" + sum // the module's digest, not the manifest's
+	cfg.Classifier = wrong.String()
+	if _, err := New(context.Background(), cfg, Options{}); err == nil {
+		t.Fatal("a digest that is not the manifest's: started")
+	}
+}

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/persephone-go/psp/oci"
+	"github.com/persephone-go/psp/wasmclass"
+)
+
+// references maps the SHA-256 of modules the server runs to the registry
+// reference, pinned by digest, each came from.
+type references struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (r *references) set(sha, ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]string{}
+	}
+	r.m[sha] = ref
+}
+
+func (r *references) get(sha string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[sha]
+}
+
+// OCIClient returns the registry client a config asks for.
+func OCIClient(c OCI) *oci.Client {
+	cl := &oci.Client{PlainHTTP: c.PlainHTTP, DockerConfig: c.DockerConfig, MaxSize: maxWasmFileBytes}
+	switch c.CacheDir {
+	case "off":
+	case "":
+		if dir, err := os.UserCacheDir(); err == nil {
+			cl.CacheDir = filepath.Join(dir, "psp", "oci")
+		}
+	default:
+		cl.CacheDir = c.CacheDir
+	}
+	return cl
+}
+
+// pullClassifiers pulls the classifiers cfg names by registry reference
+// and returns cfg with their modules in place (Classifier becomes the
+// reference pinned by digest).
+func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error) {
+	var client *oci.Client
+	pull := func(what, ref string) (oci.Module, error) {
+		r, err := oci.ParseRef(ref)
+		if err != nil {
+			return oci.Module{}, fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
+		}
+		if client == nil {
+			client = OCIClient(cfg.OCI)
+		}
+		m, err := client.Pull(ctx, r)
+		if err != nil {
+			return oci.Module{}, fmt.Errorf("server: %s: %w", what, err)
+		}
+		src := "registry"
+		if m.FromCache {
+			src = "cache " + client.CacheDir
+		}
+		fmt.Fprintf(s.log, "psp: %s: pulled %s (%d bytes, sha256 %s) from the %s\n", what, m.Ref, len(m.Wasm), m.SHA256, src)
+		if m.Warning != "" {
+			fmt.Fprintf(s.log, "psp: %s: warning: %s\n", what, m.Warning)
+		}
+		s.refs.set(m.SHA256, m.Ref.String())
+		return m, nil
+	}
+	if oci.IsRef(cfg.Classifier) {
+		m, err := pull("classifier", cfg.Classifier)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Classifier, cfg.classifierWasm = m.Ref.String(), m.Wasm
+	}
+	cfg.Tenants = slices.Clone(cfg.Tenants)
+	for i, t := range cfg.Tenants {
+		if len(t.Wasm) > 0 || !oci.IsRef(t.Classifier) {
+			continue
+		}
+		m, err := pull(fmt.Sprintf("tenant %q", t.Name), t.Classifier)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Tenants[i].Classifier, cfg.Tenants[i].Wasm = m.Ref.String(), m.Wasm
+	}
+	return cfg, nil
+}
+
+// failName is a failure policy as status shows it.
+func failName(s string) string {
+	if s == "" {
+		return "open"
+	}
+	return s
+}
+
+// swapParams are a swap's or a rollback's query parameters:
+// expect_sha256 and expect_version (compare-and-swap), reference (the
+// registry reference, pinned by digest, the uploaded module came from).
+func swapParams(q url.Values) (wasmclass.Expect, string, error) {
+	var exp wasmclass.Expect
+	if v := q.Get("expect_sha256"); v != "" {
+		sum, err := ParseTokenDigest(v)
+		if err != nil {
+			return exp, "", fmt.Errorf("expect_sha256 %q: want 64 hex digits", v)
+		}
+		exp.SHA256 = hex.EncodeToString(sum[:])
+	}
+	if v := q.Get("expect_version"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return exp, "", fmt.Errorf("expect_version %q: want a version number", v)
+		}
+		exp.Version = n
+	}
+	ref := q.Get("reference")
+	if ref != "" {
+		r, err := oci.ParseRef(ref)
+		if err != nil || r.Digest == "" {
+			return exp, "", fmt.Errorf("reference %q: want oci://HOST/REPO[:TAG]@sha256:HEX", ref)
+		}
+	}
+	return exp, ref, nil
+}
