@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -89,18 +88,5 @@ func BenchmarkMemcachedUnderMemcaslap(b *testing.B) {
 // defaults, on a free loopback port.
 func startMemcachedDefaults(tb testing.TB) *Server {
 	tb.Helper()
-	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}, Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Run: %v", err)
-		}
-	})
-	return srv
+	return runServer(tb, Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}})
 }

@@ -21,7 +21,12 @@ var (
 // dataplane on a free port (admin off) until the test ends.
 func startMemcachedServer(t testing.TB, workers int, policy string) *Server {
 	t.Helper()
-	cfg := Config{Listen: "127.0.0.1:0", Workers: workers, Policy: policy, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, Buffers: 512}
+	return runServer(t, Config{Listen: "127.0.0.1:0", Workers: workers, Policy: policy, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, Buffers: 512})
+}
+
+// runServer starts a server for cfg and stops it when the test ends.
+func runServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
 	srv, err := New(context.Background(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
