@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 )
 
 // This file holds the multi-tenant policy: tenant shares of the workers
@@ -235,14 +236,14 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 		return fmt.Errorf("%w: a tenant has no name", ErrInvalidConfig)
 	case tc.NumTypes < 1:
 		return bad("numtypes = %d (at least 1: its UNKNOWN)", tc.NumTypes)
-	case p.numTypes+tc.NumTypes > maxTypes:
+	case tc.NumTypes > maxTypes-p.numTypes: // not p.numTypes+tc.NumTypes: it may overflow
 		return bad("%d types, and the tenants' type space holds %d in all", tc.NumTypes, maxTypes)
 	case len(tc.TypeNames) > tc.NumTypes:
 		return bad("%d type names for %d types", len(tc.TypeNames), tc.NumTypes)
 	case tc.Workers < 0 || tc.Workers > p.workers:
 		return bad("workers = %d (must be 0..%d)", tc.Workers, p.workers)
-	case tc.Weight < 0 || math.IsNaN(tc.Weight) || math.IsInf(tc.Weight, 0):
-		return bad("weight = %v (must be > 0, or 0 for the default 1)", tc.Weight)
+	case !(tc.Weight >= 0 && tc.Weight <= MaxWeight): // NaN too
+		return bad("weight = %v (must be in (0, %g], or 0 for the default 1)", tc.Weight, float64(MaxWeight))
 	case tc.MaxWorkers < 0 || tc.MaxWorkers > p.workers:
 		return bad("max workers = %d (must be 0..%d)", tc.MaxWorkers, p.workers)
 	case tc.MaxWorkers > 0 && tc.MaxWorkers < tc.Workers:
@@ -263,6 +264,16 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 	for _, b := range tc.Budgets {
 		if b < 0 || b > p.cfg.Pool {
 			return bad("a type budget of %d (must be 1..%d, or 0 for the default)", b, p.cfg.Pool)
+		}
+	}
+	for _, g := range tc.Guarantees {
+		if g < 0 || g > p.cfg.Pool {
+			return bad("a type guarantee of %d (must be 1..%d, or 0 for the default)", g, p.cfg.Pool)
+		}
+	}
+	for _, d := range tc.Deadlines {
+		if d > MaxDeadline {
+			return bad("a deadline of %dns (at most %dns, %v; negative: none)", d, MaxDeadline, time.Duration(MaxDeadline))
 		}
 	}
 	for _, t := range p.tenants {
@@ -519,15 +530,23 @@ func (p *Tenants) partition() ([]int, error) {
 		return nil, fmt.Errorf("%w: tenants claim %d workers by count and %d more need at least one each, of %d workers", ErrInvalidConfig, fixed, weighted, p.workers)
 	}
 	if weighted > 0 {
+		if !(sumW > 0 && sumW <= float64(MaxWeight)*float64(len(p.tenants))) {
+			// checkTenant bounds every weight: this is a policy bug, not a
+			// config to apply (and no shares to compute from NaN).
+			return nil, fmt.Errorf("%w: tenant weights sum to %v", ErrInvalidConfig, sumW)
+		}
 		for left := rest - weighted; left > 0; left-- {
 			best, bestDef := -1, math.Inf(-1)
 			for k, t := range p.tenants {
 				if t.removed || t.cfg.Workers > 0 {
 					continue
 				}
-				if def := float64(rest)*t.cfg.Weight/sumW - float64(counts[k]); def > bestDef {
+				if def := float64(rest)*(t.cfg.Weight/sumW) - float64(counts[k]); def > bestDef {
 					best, bestDef = k, def
 				}
+			}
+			if best < 0 {
+				return nil, fmt.Errorf("%w: no tenant to give a worker to (weights %v)", ErrInvalidConfig, sumW)
 			}
 			counts[best]++
 		}
@@ -594,7 +613,9 @@ func (p *Tenants) split() (poolSplit, error) {
 		case t.cfg.Buffers > 0:
 			sp.guar[k] = t.cfg.Buffers
 		default:
-			sp.guar[k] = int(float64(left) * t.cfg.Weight / sumW)
+			// t.cfg.Weight/sumW is in (0, 1]: checkTenant bounds weights,
+			// so the sum is finite and positive here.
+			sp.guar[k] = min(int(float64(left)*(t.cfg.Weight/sumW)), left)
 		}
 		total += sp.guar[k]
 	}

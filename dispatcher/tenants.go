@@ -518,11 +518,26 @@ func (d *Dispatcher) runCommands() {
 	for {
 		select {
 		case c := <-d.mt.cmds:
-			c.done <- c.apply(d)
+			c.done <- safeApply(c.apply, d)
 		default:
 			return
 		}
 	}
+}
+
+// safeApply runs a lifecycle change and turns a panic in it into a refusal:
+// a change the policy cannot apply (a bug, or a value validation missed)
+// must cost the caller an error, not the server its dispatcher goroutine.
+// It is the last line: the policy validates every value before it changes
+// anything (darc.Tenants.checkTenant), so no change known to the tests
+// gets here.
+func safeApply(apply func(d *Dispatcher) error, d *Dispatcher) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: change refused: it could not be applied (%v)", ErrTenant, r)
+		}
+	}()
+	return apply(d)
 }
 
 // do runs apply on the dispatcher goroutine and waits for it: before Run,
@@ -538,7 +553,7 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 		return ErrStopped
 	case !d.started:
 		defer d.lifeMu.Unlock()
-		return apply(d)
+		return safeApply(apply, d)
 	}
 	d.lifeMu.Unlock()
 	c := command{apply: apply, done: make(chan error, 1)}
