@@ -452,6 +452,22 @@ type Admin struct {
 	// attempt to swap or roll back a classifier or change the tenants, and
 	// per refused credential. Default: the server's log (standard error).
 	AuditLog string `yaml:"audit_log,omitempty"`
+	// AuditLogMaxBytes bounds the audit log file: past it the file is
+	// renamed AuditLog.1 (replacing the last one) and a new one started,
+	// so it takes at most twice this much disk. Default 64 MiB.
+	AuditLogMaxBytes int64 `yaml:"audit_log_max_bytes,omitempty"`
+	// ReadTokenFile (or ReadTokenSHA256) is a read-only token: for a
+	// scraper (Prometheus sends it as Authorization: Bearer from its
+	// credentials_file). With any token configured, GET /status, /tenants
+	// and /metrics need one: the operator's and the read-only token see
+	// every tenant, a tenant's token its own tenant only.
+	ReadTokenFile   string `yaml:"read_token_file,omitempty"`
+	ReadTokenSHA256 string `yaml:"read_token_sha256,omitempty"`
+	// TLSCert and TLSKey are PEM files: with both, the admin endpoint
+	// serves HTTPS only (for when it listens beyond loopback: tokens
+	// travel in headers).
+	TLSCert string `yaml:"tls_cert,omitempty"`
+	TLSKey  string `yaml:"tls_key,omitempty"`
 }
 
 // LoadConfig reads a YAML config file. Unknown keys are errors.
@@ -847,6 +863,20 @@ func (c Config) validate(custom bool) error {
 		if _, err := ParseTokenDigest(c.Admin.TokenSHA256); err != nil {
 			return bad("admin: %v", err)
 		}
+	}
+	if c.Admin.ReadTokenFile != "" && c.Admin.ReadTokenSHA256 != "" {
+		return bad("admin: read_token_file and read_token_sha256 are exclusive")
+	}
+	if c.Admin.ReadTokenSHA256 != "" {
+		if _, err := ParseTokenDigest(c.Admin.ReadTokenSHA256); err != nil {
+			return bad("admin: read token: %v", err)
+		}
+	}
+	if (c.Admin.TLSCert == "") != (c.Admin.TLSKey == "") {
+		return bad("admin: tls_cert and tls_key go together")
+	}
+	if c.Admin.AuditLogMaxBytes < 0 || c.Admin.AuditLogMaxBytes > 1<<40 {
+		return bad("admin: audit_log_max_bytes %d: want 0 (default %d) up to 1 TiB", c.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes)
 	}
 	if c.Admin.Addr != "off" {
 		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
