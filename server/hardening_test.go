@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -366,5 +367,54 @@ func TestTokenFileChecks(t *testing.T) {
 	}
 	if tok, err := readTokenFile(good); err != nil || tok != "tok" {
 		t.Errorf("a good token file: %q %v", tok, err)
+	}
+}
+
+// TestAddCompilesOutsideTheLock (item 9): while an added tenant's module
+// compiles, status, metrics and the other tenants' changes and swaps do
+// not wait for it.
+func TestAddCompilesOutsideTheLock(t *testing.T) {
+	r, _ := startLogged(t, tenantConfig(t))
+	h := r.srv.Handler()
+	compiling, release := make(chan struct{}), make(chan struct{})
+	load := r.srv.mt.compile
+	r.srv.mt.compile = func(ctx context.Context, tn Tenant) (*mtTenant, error) {
+		close(compiling)
+		<-release
+		return load(ctx, tn)
+	}
+	wasm, _ := os.ReadFile(exampleWasm(t, "pspheader.wasm"))
+	add, _ := json.Marshal(Tenant{Name: "c", Ports: []uint16{7003}, Wasm: wasm})
+	added := make(chan int, 1)
+	go func() { added <- do(t, h, "POST", "/tenants", "operator-secret", add).Code }()
+	<-compiling
+	for _, c := range []struct {
+		method, path string
+		body         []byte
+		want         int
+	}{
+		{"GET", "/status", nil, 200},
+		{"GET", "/tenants", nil, 200},
+		{"GET", "/metrics", nil, 200},
+		{"PATCH", "/tenants/a", []byte(`{"max_workers":3}`), 200},
+		{"PUT", "/tenants/b/classifier", wasm, 200},
+		{"POST", "/tenants/b/rollback", nil, 200},
+	} {
+		done := make(chan int, 1)
+		start := time.Now()
+		go func() { done <- do(t, h, c.method, c.path, "operator-secret", c.body).Code }()
+		select {
+		case code := <-done:
+			if code != c.want {
+				t.Errorf("%s %s during a compile: %d, want %d", c.method, c.path, code, c.want)
+			}
+			t.Logf("%s %s during a compile: %v", c.method, c.path, time.Since(start).Round(time.Microsecond))
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s %s waited 5s for another tenant's compile", c.method, c.path)
+		}
+	}
+	close(release)
+	if code := <-added; code != 201 {
+		t.Errorf("add c: %d", code)
 	}
 }
