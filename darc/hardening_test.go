@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -145,4 +146,47 @@ func TestTenantHugeCounts(t *testing.T) {
 	if _, err := New(NameDARC, Config{Workers: 2, NumTypes: 2, DeadlineFactor: 1e300}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("deadline factor 1e300: %v", err)
 	}
+}
+
+// TestAddPreparedAllocatesLittle (issue 22, item 9): the queues of a
+// 1,024-type tenant are allocated by PrepareTenant, on its caller's
+// goroutine; AddPrepared, on the goroutine running the policy (the
+// dispatcher's), allocates a small fraction of what AddTenant does.
+func TestAddPreparedAllocatesLittle(t *testing.T) {
+	cfg := Config{Workers: 4, Pool: 1 << 16, MinSamples: 50}
+	tc := func(name string) TenantConfig { return TenantConfig{Name: name, NumTypes: 1024} }
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	p, err := NewTenants(NameDARC, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := allocated(func() {
+		if _, err := p.AddTenant(tc("a")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	pt, err := p.PrepareTenant(tc("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onLoop := allocated(func() {
+		if _, err := p.AddPrepared(pt); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("AddTenant of 1,024 types: %d bytes; AddPrepared: %d bytes", whole, onLoop)
+	if onLoop*10 > whole {
+		t.Errorf("AddPrepared allocated %d bytes, AddTenant %d: want at most a tenth", onLoop, whole)
+	}
+	if _, err := p.AddPrepared(pt); err == nil {
+		t.Error("a PreparedTenant added twice")
+	}
+	checkShares(t, "prepared", p)
 }

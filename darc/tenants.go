@@ -178,7 +178,7 @@ func NewTenants(name string, cfg Config) (*Tenants, error) {
 	}
 	p.typeTenant = append(p.typeTenant, -1)
 	for _, tc := range tcs {
-		if _, err := p.add(tc); err != nil {
+		if _, err := p.add(tc, nil); err != nil {
 			return nil, fmt.Errorf("darc: new %s: %w", name, err)
 		}
 	}
@@ -219,7 +219,7 @@ func (c Config) validateTenants() error {
 		p.running[w] = -1
 	}
 	for _, tc := range c.Tenants {
-		if _, err := p.add(tc); err != nil {
+		if _, err := p.add(tc, nil); err != nil {
 			return err
 		}
 	}
@@ -309,11 +309,39 @@ func (p *Tenants) innerConfig(tc TenantConfig) Config {
 	return c
 }
 
-// add appends a tenant (without rebalancing) and returns its base type.
-func (p *Tenants) add(tc TenantConfig) (Type, error) {
-	if err := p.checkTenant(tc); err != nil {
-		return 0, err
+// PreparedTenant is a tenant's own policy built ahead of AddPrepared: its
+// queues (up to hundreds of MiB for 1,024 types) are allocated by the
+// caller of PrepareTenant, not by the goroutine running the policy.
+type PreparedTenant struct {
+	cfg  TenantConfig
+	in   *DARC
+	away bitset
+}
+
+// PrepareTenant builds tc's own policy for AddPrepared. It reads only the
+// policy's configuration, which never changes: it is safe to call while
+// another goroutine uses the policy.
+func (p *Tenants) PrepareTenant(tc TenantConfig) (*PreparedTenant, error) {
+	in, err := p.newInner(tc)
+	if err != nil {
+		return nil, fmt.Errorf("darc: prepare tenant: %w", err)
 	}
+	return &PreparedTenant{cfg: tc, in: in, away: make(bitset, words(p.workers))}, nil
+}
+
+// AddPrepared is AddTenant with the tenant's policy built ahead
+// (PrepareTenant on this policy, with the same config): it allocates
+// little. A PreparedTenant is used once.
+func (p *Tenants) AddPrepared(pt *PreparedTenant) (Type, error) {
+	if pt == nil || pt.in == nil {
+		return 0, fmt.Errorf("darc: add tenant: %w: not prepared, or used already", ErrInvalidConfig)
+	}
+	return p.addTenant(pt.cfg, pt)
+}
+
+// newInner builds tc's own policy (a DARC over the whole worker set, its
+// types named tenant/type); it reads only p's configuration.
+func (p *Tenants) newInner(tc TenantConfig) (*DARC, error) {
 	if tc.Weight == 0 {
 		tc.Weight = 1
 	}
@@ -327,13 +355,37 @@ func (p *Tenants) add(tc TenantConfig) (Type, error) {
 	}
 	in, err := newDARC(name, p.innerConfig(tc), static)
 	if err != nil {
-		return 0, fmt.Errorf("tenant %q: %w", tc.Name, err)
+		return nil, fmt.Errorf("tenant %q: %w", tc.Name, err)
 	}
-	in.idle = p.idle // shared: the tenants' policies see every worker's state
 	for t := range in.names {
 		in.names[t] = tc.Name + "/" + in.names[t]
 	}
-	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: make(bitset, words(p.workers)), budget: math.MaxInt}
+	return in, nil
+}
+
+// add appends a tenant (without rebalancing) and returns its base type;
+// pt, when not nil, is its policy built ahead.
+func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
+	if err := p.checkTenant(tc); err != nil {
+		return 0, err
+	}
+	if tc.Weight == 0 {
+		tc.Weight = 1
+	}
+	var in *DARC
+	away := bitset(nil)
+	if pt != nil {
+		in, away = pt.in, pt.away
+		pt.in = nil // used once
+	} else {
+		var err error
+		if in, err = p.newInner(tc); err != nil {
+			return 0, err
+		}
+		away = make(bitset, words(p.workers))
+	}
+	in.idle = p.idle // shared: the tenants' policies see every worker's state
+	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: away, budget: math.MaxInt}
 	k := int32(len(p.tenants))
 	p.tenants = append(p.tenants, t)
 	for range tc.NumTypes {
@@ -347,9 +399,11 @@ func (p *Tenants) add(tc TenantConfig) (Type, error) {
 // AddTenant adds a tenant and returns the global id of its local type 0.
 // Every tenant's home and pool share are recomputed. On error nothing
 // changes. It allocates: call it between Dispatch calls, off the hot path.
-func (p *Tenants) AddTenant(tc TenantConfig) (Type, error) {
+func (p *Tenants) AddTenant(tc TenantConfig) (Type, error) { return p.addTenant(tc, nil) }
+
+func (p *Tenants) addTenant(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	n, types := len(p.tenants), len(p.typeTenant)
-	base, err := p.add(tc)
+	base, err := p.add(tc, pt)
 	if err == nil {
 		if err = p.rebalance(); err == nil {
 			return base, nil
