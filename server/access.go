@@ -30,7 +30,7 @@ func (s *Server) authorizeRead(w http.ResponseWriter, r *http.Request) (principa
 		return p, true
 	}
 	const msg = "reads need a token: the operator's, the read-only one (admin.read_token_file) or a tenant's"
-	s.audit.record(auditEvent{Event: "read", Tenant: r.URL.Path, Principal: "anonymous", Remote: r.RemoteAddr, Outcome: "unauthorized", Error: msg})
+	s.audit.record(auditEvent{Event: "read", Principal: "anonymous", Remote: r.RemoteAddr, Outcome: "unauthorized", Error: msg + ": GET " + r.URL.Path})
 	w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
 	writeJSON(w, http.StatusUnauthorized, apiError{msg})
 	return principal{}, false
