@@ -190,3 +190,59 @@ func TestAddPreparedAllocatesLittle(t *testing.T) {
 	}
 	checkShares(t, "prepared", p)
 }
+
+// TestRemovedTenantReclaimed (issue 22, item 10, the policy's part): a
+// removed tenant's queues are freed once it holds nothing; adding and
+// removing a 1,024-type tenant does not grow the heap by its queues each
+// time. (Its type ids are not reused: see RATIONALE.md.)
+func TestRemovedTenantReclaimed(t *testing.T) {
+	p, err := NewTenants(NameDARC, Config{Workers: 4, Pool: 1 << 16, MinSamples: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddTenant(TenantConfig{Name: "a", NumTypes: 2}); err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	const cycles = 20
+	var first uint64
+	for i := range cycles {
+		base, err := p.AddTenant(TenantConfig{Name: "big", NumTypes: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A queued request and a running one when it is removed.
+		p.Enqueue(Request{Handle: 1, Type: base + 1}, 1)
+		p.Enqueue(Request{Handle: 2, Type: base + 1}, 1)
+		out := make([]Assignment, 8)
+		n := p.Dispatch(2, out)
+		var running []Assignment
+		for _, a := range out[:n] {
+			if a.Worker >= 0 {
+				running = append(running, a)
+			}
+		}
+		if err := p.RemoveTenant("big"); err != nil {
+			t.Fatal(err)
+		}
+		p.Dispatch(3, out) // the queued one comes out, removed
+		for _, a := range running {
+			p.Complete(a.Worker, a.Request.Type, 1000, 4)
+		}
+		checkShares(t, "reclaim", p)
+		if i == 0 {
+			first = heap()
+		}
+	}
+	last := heap()
+	runtime.KeepAlive(p)
+	t.Logf("heap in use after 1 add/remove of a 1,024-type tenant: %d MiB; after %d: %d MiB", first>>20, cycles, last>>20)
+	if last > first+32<<20 {
+		t.Errorf("heap grew from %d to %d MiB over %d add/remove cycles", first>>20, last>>20, cycles)
+	}
+}
