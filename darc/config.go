@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Defaults applied to zero-valued Config fields.
@@ -262,10 +263,17 @@ func (c Config) Validate() error {
 		return bad("%d budgets and %d guarantees for %d types", len(c.Budgets), len(c.Guarantees), c.NumTypes)
 	case !(c.Guaranteed > 0 && c.Guaranteed <= 1):
 		return bad("guaranteed share = %v (must be in (0, 1])", c.Guaranteed)
-	case math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0):
-		return bad("deadline factor = %v (must be a number; negative disables automatic deadlines)", c.DeadlineFactor)
+	case math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) || c.DeadlineFactor > MaxDeadlineFactor:
+		return bad("deadline factor = %v (must be a number up to %g; negative disables automatic deadlines)", c.DeadlineFactor, float64(MaxDeadlineFactor))
+	case c.DeadlineFloor > MaxDeadline:
+		return bad("deadline floor = %dns (at most %dns, %v; negative: no floor)", c.DeadlineFloor, MaxDeadline, time.Duration(MaxDeadline))
 	case len(c.Deadlines) > c.NumTypes:
 		return bad("%d deadlines for %d types", len(c.Deadlines), c.NumTypes)
+	}
+	for t, d := range c.Deadlines {
+		if d > MaxDeadline {
+			return bad("deadline of type %d = %dns (at most %dns, %v; negative: none)", t, d, MaxDeadline, time.Duration(MaxDeadline))
+		}
 	}
 	if c.Pool > 0 {
 		if _, err := splitPool(c.Pool, c.Guaranteed, c.Guarantees, c.Budgets, c.NumTypes); err != nil {
@@ -280,6 +288,21 @@ func (c Config) Validate() error {
 
 // maxTypes bounds the type space so per-type tables stay small.
 const maxTypes = 1 << 16
+
+// Bounds on values the policy does arithmetic with: larger ones are
+// refused by Validate and AddTenant/UpdateTenant, so that no sum, share or
+// expiry time overflows (issue 22).
+const (
+	// MaxWeight is the largest tenant weight (weights are relative: a
+	// million to one is finer than any share of 1,024 workers).
+	MaxWeight = 1e6
+	// MaxDeadline is the longest queue deadline, and deadline floor, in
+	// ns: one day. A request's expiry (its enqueue time plus its
+	// deadline) then stays far from int64's end for 292 years of uptime.
+	MaxDeadline = int64(24 * time.Hour)
+	// MaxDeadlineFactor is the largest DeadlineFactor.
+	MaxDeadlineFactor = 1e6
+)
 
 func validateProfiles(ps []TypeProfile, numTypes int) error {
 	if len(ps) == 0 {

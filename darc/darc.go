@@ -517,3 +517,13 @@ func (p *DARC) Snapshot(s *Snapshot) {
 // Snapshot's Reservations does, without copying the state: a driver can
 // poll it on every event to notice a new reservation.
 func (p *DARC) Reservations() uint64 { return p.reservations }
+
+// dropQueues frees the queues' storage of a policy that will queue nothing
+// again (a removed tenant's, once empty): every ring keeps a capacity of
+// 0, so a push is refused rather than written anywhere.
+func (p *DARC) dropQueues() {
+	for i := range p.queues {
+		p.queues[i] = ring{}
+	}
+	p.arrivals = typeRing{}
+}

@@ -54,8 +54,8 @@ func splitPool(pool int, guaranteed float64, fixedGuarantees, fixedBudgets []int
 	for t := 0; t < n; t++ {
 		g, b := at(fixedGuarantees, t), at(fixedBudgets, t)
 		switch {
-		case g < 0:
-			return sh, fmt.Errorf("guarantee of type %d is %d (must be >= 1, or 0 for a share of the pool)", t, g)
+		case g < 0 || g > pool:
+			return sh, fmt.Errorf("guarantee of type %d is %d (must be 1..%d, the pool, or 0 for a share of the pool)", t, g, pool)
 		case b < 0 || b > pool:
 			return sh, fmt.Errorf("budget of type %d is %d (must be 1..%d, the pool, or 0 for the default)", t, b, pool)
 		case b > 0 && g > b:
@@ -198,7 +198,7 @@ func (l *limits) setDeadlines(cfg *Config) {
 		d := noDeadline
 		switch f := l.fixed[t]; {
 		case f > 0:
-			d = f
+			d = min(f, noDeadline) // expiry arithmetic (enqueue time + deadline) never overflows
 		case f < 0:
 		case cfg.DeadlineFactor > 0 && l.scale[t] > 0:
 			v := cfg.DeadlineFactor * l.scale[t]

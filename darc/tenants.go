@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 )
 
 // This file holds the multi-tenant policy: tenant shares of the workers
@@ -140,6 +141,19 @@ type tenant struct {
 	budget  int    // most requests held (MaxInt without a pool)
 	guar    int    // its guarantee of the pool
 	removed bool
+	// reclaimed: removed, and its queues freed once it held nothing.
+	reclaimed bool
+}
+
+// reclaim frees a removed tenant's queues (a 1,024-type tenant's are
+// about 110 MiB) once it holds no request, queued or running: nothing
+// reads or writes them again. It allocates nothing.
+func (t *tenant) reclaim() {
+	if !t.removed || t.reclaimed || t.p.total != 0 || t.busy != 0 {
+		return
+	}
+	t.reclaimed = true
+	t.p.dropQueues()
 }
 
 // held is the tenant's requests held, queued or running.
@@ -177,7 +191,7 @@ func NewTenants(name string, cfg Config) (*Tenants, error) {
 	}
 	p.typeTenant = append(p.typeTenant, -1)
 	for _, tc := range tcs {
-		if _, err := p.add(tc); err != nil {
+		if _, err := p.add(tc, nil); err != nil {
 			return nil, fmt.Errorf("darc: new %s: %w", name, err)
 		}
 	}
@@ -218,7 +232,7 @@ func (c Config) validateTenants() error {
 		p.running[w] = -1
 	}
 	for _, tc := range c.Tenants {
-		if _, err := p.add(tc); err != nil {
+		if _, err := p.add(tc, nil); err != nil {
 			return err
 		}
 	}
@@ -235,14 +249,14 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 		return fmt.Errorf("%w: a tenant has no name", ErrInvalidConfig)
 	case tc.NumTypes < 1:
 		return bad("numtypes = %d (at least 1: its UNKNOWN)", tc.NumTypes)
-	case p.numTypes+tc.NumTypes > maxTypes:
+	case tc.NumTypes > maxTypes-p.numTypes: // not p.numTypes+tc.NumTypes: it may overflow
 		return bad("%d types, and the tenants' type space holds %d in all", tc.NumTypes, maxTypes)
 	case len(tc.TypeNames) > tc.NumTypes:
 		return bad("%d type names for %d types", len(tc.TypeNames), tc.NumTypes)
 	case tc.Workers < 0 || tc.Workers > p.workers:
 		return bad("workers = %d (must be 0..%d)", tc.Workers, p.workers)
-	case tc.Weight < 0 || math.IsNaN(tc.Weight) || math.IsInf(tc.Weight, 0):
-		return bad("weight = %v (must be > 0, or 0 for the default 1)", tc.Weight)
+	case !(tc.Weight >= 0 && tc.Weight <= MaxWeight): // NaN too
+		return bad("weight = %v (must be in (0, %g], or 0 for the default 1)", tc.Weight, float64(MaxWeight))
 	case tc.MaxWorkers < 0 || tc.MaxWorkers > p.workers:
 		return bad("max workers = %d (must be 0..%d)", tc.MaxWorkers, p.workers)
 	case tc.MaxWorkers > 0 && tc.MaxWorkers < tc.Workers:
@@ -263,6 +277,16 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 	for _, b := range tc.Budgets {
 		if b < 0 || b > p.cfg.Pool {
 			return bad("a type budget of %d (must be 1..%d, or 0 for the default)", b, p.cfg.Pool)
+		}
+	}
+	for _, g := range tc.Guarantees {
+		if g < 0 || g > p.cfg.Pool {
+			return bad("a type guarantee of %d (must be 1..%d, or 0 for the default)", g, p.cfg.Pool)
+		}
+	}
+	for _, d := range tc.Deadlines {
+		if d > MaxDeadline {
+			return bad("a deadline of %dns (at most %dns, %v; negative: none)", d, MaxDeadline, time.Duration(MaxDeadline))
 		}
 	}
 	for _, t := range p.tenants {
@@ -298,11 +322,39 @@ func (p *Tenants) innerConfig(tc TenantConfig) Config {
 	return c
 }
 
-// add appends a tenant (without rebalancing) and returns its base type.
-func (p *Tenants) add(tc TenantConfig) (Type, error) {
-	if err := p.checkTenant(tc); err != nil {
-		return 0, err
+// PreparedTenant is a tenant's own policy built ahead of AddPrepared: its
+// queues (up to hundreds of MiB for 1,024 types) are allocated by the
+// caller of PrepareTenant, not by the goroutine running the policy.
+type PreparedTenant struct {
+	cfg  TenantConfig
+	in   *DARC
+	away bitset
+}
+
+// PrepareTenant builds tc's own policy for AddPrepared. It reads only the
+// policy's configuration, which never changes: it is safe to call while
+// another goroutine uses the policy.
+func (p *Tenants) PrepareTenant(tc TenantConfig) (*PreparedTenant, error) {
+	in, err := p.newInner(tc)
+	if err != nil {
+		return nil, fmt.Errorf("darc: prepare tenant: %w", err)
 	}
+	return &PreparedTenant{cfg: tc, in: in, away: make(bitset, words(p.workers))}, nil
+}
+
+// AddPrepared is AddTenant with the tenant's policy built ahead
+// (PrepareTenant on this policy, with the same config): it allocates
+// little. A PreparedTenant is used once.
+func (p *Tenants) AddPrepared(pt *PreparedTenant) (Type, error) {
+	if pt == nil || pt.in == nil {
+		return 0, fmt.Errorf("darc: add tenant: %w: not prepared, or used already", ErrInvalidConfig)
+	}
+	return p.addTenant(pt.cfg, pt)
+}
+
+// newInner builds tc's own policy (a DARC over the whole worker set, its
+// types named tenant/type); it reads only p's configuration.
+func (p *Tenants) newInner(tc TenantConfig) (*DARC, error) {
 	if tc.Weight == 0 {
 		tc.Weight = 1
 	}
@@ -316,13 +368,37 @@ func (p *Tenants) add(tc TenantConfig) (Type, error) {
 	}
 	in, err := newDARC(name, p.innerConfig(tc), static)
 	if err != nil {
-		return 0, fmt.Errorf("tenant %q: %w", tc.Name, err)
+		return nil, fmt.Errorf("tenant %q: %w", tc.Name, err)
 	}
-	in.idle = p.idle // shared: the tenants' policies see every worker's state
 	for t := range in.names {
 		in.names[t] = tc.Name + "/" + in.names[t]
 	}
-	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: make(bitset, words(p.workers)), budget: math.MaxInt}
+	return in, nil
+}
+
+// add appends a tenant (without rebalancing) and returns its base type;
+// pt, when not nil, is its policy built ahead.
+func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
+	if err := p.checkTenant(tc); err != nil {
+		return 0, err
+	}
+	if tc.Weight == 0 {
+		tc.Weight = 1
+	}
+	var in *DARC
+	away := bitset(nil)
+	if pt != nil {
+		in, away = pt.in, pt.away
+		pt.in = nil // used once
+	} else {
+		var err error
+		if in, err = p.newInner(tc); err != nil {
+			return 0, err
+		}
+		away = make(bitset, words(p.workers))
+	}
+	in.idle = p.idle // shared: the tenants' policies see every worker's state
+	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: away, budget: math.MaxInt}
 	k := int32(len(p.tenants))
 	p.tenants = append(p.tenants, t)
 	for range tc.NumTypes {
@@ -336,9 +412,11 @@ func (p *Tenants) add(tc TenantConfig) (Type, error) {
 // AddTenant adds a tenant and returns the global id of its local type 0.
 // Every tenant's home and pool share are recomputed. On error nothing
 // changes. It allocates: call it between Dispatch calls, off the hot path.
-func (p *Tenants) AddTenant(tc TenantConfig) (Type, error) {
+func (p *Tenants) AddTenant(tc TenantConfig) (Type, error) { return p.addTenant(tc, nil) }
+
+func (p *Tenants) addTenant(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	n, types := len(p.tenants), len(p.typeTenant)
-	base, err := p.add(tc)
+	base, err := p.add(tc, pt)
 	if err == nil {
 		if err = p.rebalance(); err == nil {
 			return base, nil
@@ -407,6 +485,7 @@ func (p *Tenants) RemoveTenant(name string) error {
 		// Fewer tenants always fit where more did.
 		return fmt.Errorf("darc: remove tenant %q: %w", name, err)
 	}
+	t.reclaim() // at once when it holds nothing; else by Dispatch or Complete
 	return nil
 }
 
@@ -519,15 +598,23 @@ func (p *Tenants) partition() ([]int, error) {
 		return nil, fmt.Errorf("%w: tenants claim %d workers by count and %d more need at least one each, of %d workers", ErrInvalidConfig, fixed, weighted, p.workers)
 	}
 	if weighted > 0 {
+		if !(sumW > 0 && sumW <= float64(MaxWeight)*float64(len(p.tenants))) {
+			// checkTenant bounds every weight: this is a policy bug, not a
+			// config to apply (and no shares to compute from NaN).
+			return nil, fmt.Errorf("%w: tenant weights sum to %v", ErrInvalidConfig, sumW)
+		}
 		for left := rest - weighted; left > 0; left-- {
 			best, bestDef := -1, math.Inf(-1)
 			for k, t := range p.tenants {
 				if t.removed || t.cfg.Workers > 0 {
 					continue
 				}
-				if def := float64(rest)*t.cfg.Weight/sumW - float64(counts[k]); def > bestDef {
+				if def := float64(rest)*(t.cfg.Weight/sumW) - float64(counts[k]); def > bestDef {
 					best, bestDef = k, def
 				}
+			}
+			if best < 0 {
+				return nil, fmt.Errorf("%w: no tenant to give a worker to (weights %v)", ErrInvalidConfig, sumW)
 			}
 			counts[best]++
 		}
@@ -594,7 +681,9 @@ func (p *Tenants) split() (poolSplit, error) {
 		case t.cfg.Buffers > 0:
 			sp.guar[k] = t.cfg.Buffers
 		default:
-			sp.guar[k] = int(float64(left) * t.cfg.Weight / sumW)
+			// t.cfg.Weight/sumW is in (0, 1]: checkTenant bounds weights,
+			// so the sum is finite and positive here.
+			sp.guar[k] = min(int(float64(left)*(t.cfg.Weight/sumW)), left)
 		}
 		total += sp.guar[k]
 	}
@@ -725,6 +814,7 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 				p.held--
 				n++
 			}
+			t.reclaim()
 			if n == len(out) {
 				return n
 			}
@@ -894,6 +984,9 @@ func (p *Tenants) Complete(worker int, typ Type, service int64, now int64) {
 		p.running[worker] = -1
 		t.busy--
 		p.held--
+		if t.removed {
+			t.reclaim()
+		}
 		if o := p.owner[worker]; o != k {
 			t.borrow--
 			if o >= 0 {

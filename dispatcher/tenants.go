@@ -35,8 +35,9 @@ type Tenant struct {
 	Share darc.TenantConfig
 	// Release, when set, is called once the tenant's classifier will not be
 	// called again (its lane stopped after its last call: the tenant was
-	// removed or Run ended), on the goroutine that last called it: close
-	// the classifier there.
+	// removed or Run ended): on its lane's goroutine, or for a tenant
+	// without a lane (IsolateInline) on RemoveTenant's caller's once the
+	// dispatcher has applied the removal. Close the classifier there.
 	Release func()
 }
 
@@ -522,11 +523,26 @@ func (d *Dispatcher) runCommands() {
 	for {
 		select {
 		case c := <-d.mt.cmds:
-			c.done <- c.apply(d)
+			c.done <- safeApply(c.apply, d)
 		default:
 			return
 		}
 	}
+}
+
+// safeApply runs a lifecycle change and turns a panic in it into a refusal:
+// a change the policy cannot apply (a bug, or a value validation missed)
+// must cost the caller an error, not the server its dispatcher goroutine.
+// It is the last line: the policy validates every value before it changes
+// anything (darc.Tenants.checkTenant), so no change known to the tests
+// gets here.
+func safeApply(apply func(d *Dispatcher) error, d *Dispatcher) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: change refused: it could not be applied (%v)", ErrTenant, r)
+		}
+	}()
+	return apply(d)
 }
 
 // do runs apply on the dispatcher goroutine and waits for it: before Run,
@@ -542,7 +558,7 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 		return ErrStopped
 	case !d.started:
 		defer d.lifeMu.Unlock()
-		return apply(d)
+		return safeApply(apply, d)
 	}
 	d.lifeMu.Unlock()
 	c := command{apply: apply, done: make(chan error, 1)}
@@ -578,6 +594,15 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error) {
 	var base darc.Type
 	t.Share.Name = t.Name
+	// The tenant's own policy (its queues: up to hundreds of MiB) is
+	// built here, on the caller's goroutine, not the dispatcher's.
+	var prep *darc.PreparedTenant
+	if tp, ok := d.policyPreparer(); ok {
+		var err error
+		if prep, err = tp.PrepareTenant(t.Share); err != nil {
+			return 0, fmt.Errorf("%w: add %q: %w", ErrTenant, t.Name, err)
+		}
+	}
 	err := d.do(ctx, func(d *Dispatcher) error {
 		mt := d.mt
 		if err := mt.checkPorts(t.Name, t.Ports); err != nil {
@@ -591,7 +616,13 @@ func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error)
 		if t.Classifier == nil {
 			return fmt.Errorf("%w: add %q: no classifier", ErrTenant, t.Name)
 		}
-		b, err := mt.policy.AddTenant(t.Share)
+		var b darc.Type
+		var err error
+		if prep != nil {
+			b, err = d.mt.policy.(tenantPreparer).AddPrepared(prep)
+		} else {
+			b, err = mt.policy.AddTenant(t.Share)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: add %q: %w", ErrTenant, t.Name, err)
 		}
@@ -608,6 +639,22 @@ func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error)
 		return nil
 	})
 	return base, err
+}
+
+// tenantPreparer is a TenantPolicy that builds a tenant's own policy ahead
+// of adding it (darc.Tenants), off the goroutine running the policy.
+type tenantPreparer interface {
+	PrepareTenant(darc.TenantConfig) (*darc.PreparedTenant, error)
+	AddPrepared(*darc.PreparedTenant) (darc.Type, error)
+}
+
+// policyPreparer returns the policy as a tenantPreparer, if it is one.
+func (d *Dispatcher) policyPreparer() (tenantPreparer, bool) {
+	if d.mt == nil {
+		return nil, false
+	}
+	tp, ok := d.mt.policy.(tenantPreparer)
+	return tp, ok
 }
 
 // UpdateTenant changes a live tenant's ports and share (t.Share; its
@@ -637,7 +684,8 @@ func (d *Dispatcher) UpdateTenant(ctx context.Context, t Tenant) error {
 // and those its lane still classifies are dropped (removed), its running
 // requests are answered; its lane stops. Its counters stay in Stats.
 func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
-	return d.do(ctx, func(d *Dispatcher) error {
+	var release func() // an inline tenant's: run here, not on the dispatcher goroutine
+	err := d.do(ctx, func(d *Dispatcher) error {
 		mt := d.mt
 		k := mt.live(name)
 		if k < 0 {
@@ -654,12 +702,19 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 			if !d.started {
 				t.lane.releaseOnce() // never started
 			}
-		} else if t.spec.Release != nil {
-			t.spec.Release()
+		} else {
+			release = t.spec.Release
 		}
 		t.onLane = t.lane != nil // what is left comes from the lane
 		return nil
 	})
+	if release != nil { // set only once the removal was applied
+		// The dispatcher called the classifier last before it applied the
+		// removal (the command's channel orders the two): closing it here
+		// keeps a host's close off the dispatcher goroutine.
+		release()
+	}
+	return err
 }
 
 // live returns the index of the live tenant called name, or -1.

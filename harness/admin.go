@@ -29,9 +29,17 @@ const maxStatusBytes = 16 << 20
 // AdminClient talks to a running server's admin endpoint (psp serve
 // --admin). It is safe for concurrent use.
 type AdminClient struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string // for reads (SetToken)
 }
+
+// SetToken makes the client send token (Authorization: Bearer) with its
+// reads: a server with tokens configured answers GET /status, /tenants
+// and /metrics only with one (the operator's, the read-only one or a
+// tenant's, which sees its own tenant only). Not safe to call while the
+// client is in use.
+func (c *AdminClient) SetToken(token string) { c.token = strings.TrimSpace(token) }
 
 // NewAdminClient returns a client for the admin endpoint at addr: host:port
 // (plain HTTP) or an http:// or https:// URL, optionally with a path
@@ -97,6 +105,9 @@ func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/status", nil)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -86,7 +86,10 @@ func (c *AdminClient) call(ctx context.Context, method, path, token string, body
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token = strings.TrimSpace(token); token != "" {
+	if token = strings.TrimSpace(token); token == "" && method == http.MethodGet {
+		token = c.token
+	}
+	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	} else if method != http.MethodGet {
 		return errors.New("empty token (give the file holding it)")

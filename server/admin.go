@@ -9,7 +9,6 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -24,6 +23,9 @@ const maxClassifierUpload = wasmclass.DefaultMaxModuleSize
 // bounded by swapTimeout) within adminWriteTimeout; idle keep-alive
 // connections are closed after adminIdleTimeout.
 const (
+	// adminMaxHeaderBytes bounds a request's header block (the path
+	// included): a token and a tenant name fit many times over.
+	adminMaxHeaderBytes    = 64 << 10
 	adminReadHeaderTimeout = 5 * time.Second
 	adminReadTimeout       = time.Minute
 	swapTimeout            = 30 * time.Second
@@ -52,8 +54,8 @@ const (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", s.handleStatus)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
-	mux.HandleFunc("GET /tenants", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Status().Tenants) })
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /tenants", s.handleTenants)
 	mux.HandleFunc("PUT /tenants/{name}/classifier", s.handleSwap)
 	mux.HandleFunc("POST /tenants/{name}/rollback", s.handleRollback)
 	mux.HandleFunc("POST /tenants", s.handleAddTenant)
@@ -63,10 +65,6 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "psp admin: GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
 	})
 	return mux
-}
-
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Status())
 }
 
 // SwapResult is the JSON answer to a successful hot swap or rollback.
@@ -96,8 +94,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, event, tenant
 		writeJSON(w, code, apiError{msg})
 		return p, false
 	}
-	if !s.creds.any() {
-		return refuse(http.StatusForbidden, "refused", "changes over HTTP are disabled: the server has no token (start it with --token-file, or give tenants token_file or token_sha256)", principal{})
+	if !s.creds.changers() {
+		return refuse(http.StatusForbidden, "refused", "changes over HTTP are disabled: the server has no token that may change anything (start it with --token-file, or give tenants token_file or token_sha256)", principal{})
 	}
 	tok := bearer(r)
 	if tok == "" {
@@ -233,15 +231,16 @@ func lifecycleStatus(err error) int {
 }
 
 func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
-	var t Tenant
-	body, rerr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTenantRequest))
-	derr := rerr
-	if derr == nil {
-		derr = json.Unmarshal(body, &t)
-	}
-	p, ok := s.authorize(w, r, "tenant_add", t.Name, true)
+	// The token first, from the headers: an unauthenticated request costs
+	// no body read, no decoding, and its audit line no name of its choice.
+	p, ok := s.authorize(w, r, "tenant_add", "", true)
 	if !ok {
 		return
+	}
+	var t Tenant
+	body, derr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTenantRequest))
+	if derr == nil {
+		derr = json.Unmarshal(body, &t)
 	}
 	e := auditEvent{Event: "tenant_add", Tenant: t.Name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
 	if derr != nil {

@@ -335,8 +335,11 @@ func (o ClassifierOptions) validate() error {
 		return errors.New("fuel over 2^62")
 	case o.StackLimit > 1<<30:
 		return fmt.Errorf("stack_limit %d: at most 1 GiB", o.StackLimit)
+	case o.BreakerThreshold > 1<<20 || o.MaxModuleSize > 1<<30 || o.CompileMemory > 1<<40:
+		return fmt.Errorf("breaker_threshold %d, max_module_size %d, compile_memory %d: at most 2^20, 1 GiB, 1 TiB", o.BreakerThreshold, o.MaxModuleSize, o.CompileMemory)
 	}
-	return nil
+	return checkDurations(namedDuration{"time_limit", o.TimeLimit}, namedDuration{"breaker_window", o.BreakerWindow},
+		namedDuration{"breaker_backoff", o.BreakerBackoff}, namedDuration{"compile_timeout", o.CompileTimeout})
 }
 
 // validTenantName checks a tenant name: it appears in URLs, metrics
@@ -353,17 +356,51 @@ func validTenantName(name string) error {
 	return nil
 }
 
-// validateShare checks t's share values.
+// Bounds on a tenant's settings, checked wherever a tenant is configured
+// (YAML, POST /tenants, PATCH /tenants/{name}): every count is at most what
+// the server could ever give, so no sum or share the policy computes from
+// them overflows (issue 22; the policy checks them again against the
+// workers and the pool it has).
+const (
+	// MaxWorkers is the most workers a server runs (and so the most a
+	// tenant can be given).
+	MaxWorkers = 1024
+	// MaxBuffers is the most packet buffers a dataplane pool may have
+	// (and so a tenant's buffers and max_buffers).
+	MaxBuffers = 1 << 24
+	// MaxTenantPorts is the most UDP ports one tenant may list.
+	MaxTenantPorts = 1024
+)
+
+// validateShare checks t's share values and ports.
 func (t Tenant) validateShare() error {
 	switch {
 	case t.Workers < 0 || t.MaxWorkers < 0 || t.Buffers < 0 || t.MaxBuffers < 0 || t.MaxTypes < 0:
 		return errors.New("workers, max_workers, buffers, max_buffers and max_types must be >= 0")
-	case t.Weight < 0 || math.IsNaN(t.Weight) || math.IsInf(t.Weight, 0):
-		return fmt.Errorf("weight %v: want > 0", t.Weight)
+	case t.Workers > MaxWorkers || t.MaxWorkers > MaxWorkers:
+		return fmt.Errorf("workers %d, max_workers %d: at most %d", t.Workers, t.MaxWorkers, MaxWorkers)
+	case t.Buffers > MaxBuffers || t.MaxBuffers > MaxBuffers:
+		return fmt.Errorf("buffers %d, max_buffers %d: at most %d", t.Buffers, t.MaxBuffers, MaxBuffers)
+	case t.MaxTypes > MaxTenantTypes:
+		return fmt.Errorf("max_types %d: at most %d", t.MaxTypes, MaxTenantTypes)
+	case !(t.Weight >= 0 && t.Weight <= darc.MaxWeight): // NaN too
+		return fmt.Errorf("weight %v: want > 0 and at most %g (0: the default 1)", t.Weight, float64(darc.MaxWeight))
+	case len(t.Ports) > MaxTenantPorts:
+		return fmt.Errorf("%d ports: at most %d", len(t.Ports), MaxTenantPorts)
 	case t.MaxWorkers > 0 && t.MaxWorkers < t.Workers:
 		return fmt.Errorf("max_workers %d below its %d guaranteed workers", t.MaxWorkers, t.Workers)
 	case t.MaxBuffers > 0 && t.MaxBuffers < t.Buffers:
 		return fmt.Errorf("max_buffers %d below its guarantee of %d buffers", t.MaxBuffers, t.Buffers)
+	}
+	seen := make(map[uint16]bool, len(t.Ports))
+	for _, p := range t.Ports {
+		switch {
+		case p == 0:
+			return errors.New("port 0")
+		case seen[p]:
+			return fmt.Errorf("port %d listed twice", p)
+		}
+		seen[p] = true
 	}
 	return nil
 }
@@ -391,10 +428,35 @@ func deadlineNs(s string) (int64, error) {
 		return -1, nil
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("deadline %q: want a positive duration (200ms), off or auto", s)
+	if err != nil || d <= 0 || d > MaxDuration {
+		return 0, fmt.Errorf("deadline %q: want a positive duration (200ms) up to %v, off or auto", s, MaxDuration)
 	}
 	return int64(d), nil
+}
+
+// MaxDuration caps every duration the server is given (configuration,
+// flags, the admin API), either sign: one day. Time arithmetic (a
+// request's enqueue time plus its deadline, now plus a backoff) then
+// cannot overflow for centuries of uptime.
+const MaxDuration = 24 * time.Hour
+
+// MaxFactor caps the multipliers deadline_factor and app.dilation.
+const MaxFactor = 1e6
+
+// namedDuration is a duration setting and its key, for checkDurations.
+type namedDuration struct {
+	key string
+	d   time.Duration
+}
+
+// checkDurations refuses a duration beyond MaxDuration either way.
+func checkDurations(ds ...namedDuration) error {
+	for _, nd := range ds {
+		if nd.d > MaxDuration || nd.d < -MaxDuration {
+			return fmt.Errorf("%s %v: at most %v", nd.key, nd.d, MaxDuration)
+		}
+	}
+	return nil
 }
 
 // App selects and configures the built-in application (a program serving
@@ -445,6 +507,22 @@ type Admin struct {
 	// attempt to swap or roll back a classifier or change the tenants, and
 	// per refused credential. Default: the server's log (standard error).
 	AuditLog string `yaml:"audit_log,omitempty"`
+	// AuditLogMaxBytes bounds the audit log file: past it the file is
+	// renamed AuditLog.1 (replacing the last one) and a new one started,
+	// so it takes at most twice this much disk. Default 64 MiB.
+	AuditLogMaxBytes int64 `yaml:"audit_log_max_bytes,omitempty"`
+	// ReadTokenFile (or ReadTokenSHA256) is a read-only token: for a
+	// scraper (Prometheus sends it as Authorization: Bearer from its
+	// credentials_file). With any token configured, GET /status, /tenants
+	// and /metrics need one: the operator's and the read-only token see
+	// every tenant, a tenant's token its own tenant only.
+	ReadTokenFile   string `yaml:"read_token_file,omitempty"`
+	ReadTokenSHA256 string `yaml:"read_token_sha256,omitempty"`
+	// TLSCert and TLSKey are PEM files: with both, the admin endpoint
+	// serves HTTPS only (for when it listens beyond loopback: tokens
+	// travel in headers).
+	TLSCert string `yaml:"tls_cert,omitempty"`
+	TLSKey  string `yaml:"tls_key,omitempty"`
 }
 
 // LoadConfig reads a YAML config file. Unknown keys are errors.
@@ -788,14 +866,20 @@ func (c Config) validate(custom bool) error {
 	if !slices.Contains(darc.PolicyNames(), c.Policy) {
 		return bad("policy %q, want one of %s", c.Policy, strings.Join(darc.PolicyNames(), ", "))
 	}
-	if c.Workers < 1 || c.Workers > 1024 {
-		return bad("workers = %d, want 1..1024", c.Workers)
+	if c.Workers < 1 || c.Workers > MaxWorkers {
+		return bad("workers = %d, want 1..%d", c.Workers, MaxWorkers)
 	}
 	if c.Policy == "darc-static" && (c.Reserved < 0 || c.Reserved > c.Workers) {
 		return bad("reserved = %d, want 0..workers (%d)", c.Reserved, c.Workers)
 	}
-	if c.Buffers < c.Burst {
-		return bad("buffers = %d, want at least the burst (%d)", c.Buffers, c.Burst)
+	if c.Buffers < c.Burst || c.Buffers > MaxBuffers {
+		return bad("buffers = %d, want at least the burst (%d) and at most %d", c.Buffers, c.Burst, MaxBuffers)
+	}
+	if c.BufSize > 1<<16 {
+		return bad("buf_size = %d, want at most %d (a UDP datagram's largest)", c.BufSize, 1<<16)
+	}
+	if c.QueueCapacity < 0 || c.QueueCapacity > MaxBuffers || c.Reserved > MaxWorkers || c.Spillway > MaxWorkers {
+		return bad("queue_capacity %d, reserved %d, spillway %d: out of range (at most %d buffers, %d workers)", c.QueueCapacity, c.Reserved, c.Spillway, MaxBuffers, MaxWorkers)
 	}
 	if c.BufSize < wire.HeaderLen {
 		return bad("buf_size = %d, want >= %d", c.BufSize, wire.HeaderLen)
@@ -888,13 +972,33 @@ func (c Config) validate(custom bool) error {
 			return bad("admin: %v", err)
 		}
 	}
+	if c.Admin.ReadTokenFile != "" && c.Admin.ReadTokenSHA256 != "" {
+		return bad("admin: read_token_file and read_token_sha256 are exclusive")
+	}
+	if c.Admin.ReadTokenSHA256 != "" {
+		if _, err := ParseTokenDigest(c.Admin.ReadTokenSHA256); err != nil {
+			return bad("admin: read token: %v", err)
+		}
+	}
+	if (c.Admin.TLSCert == "") != (c.Admin.TLSKey == "") {
+		return bad("admin: tls_cert and tls_key go together")
+	}
+	if c.Admin.AuditLogMaxBytes < 0 || c.Admin.AuditLogMaxBytes > 1<<40 {
+		return bad("admin: audit_log_max_bytes %d: want 0 (default %d) up to 1 TiB", c.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes)
+	}
 	if c.Admin.Addr != "off" {
 		if _, err := netip.ParseAddrPort(c.Admin.Addr); err != nil {
 			return bad("admin address %q: %v (want IP:PORT or off)", c.Admin.Addr, err)
 		}
 	}
-	if math.IsNaN(c.DeadlineFactor) || math.IsInf(c.DeadlineFactor, 0) {
-		return bad("deadline_factor %v, want a number (negative: no automatic deadlines)", c.DeadlineFactor)
+	if !(c.DeadlineFactor <= MaxFactor) || math.IsInf(c.DeadlineFactor, 0) {
+		return bad("deadline_factor %v, want a number up to %g (negative: no automatic deadlines)", c.DeadlineFactor, float64(MaxFactor))
+	}
+	if err := checkDurations(namedDuration{"deadline_floor", c.DeadlineFloor}, namedDuration{"spin", c.Spin},
+		namedDuration{"drain_timeout", c.DrainTimeout}, namedDuration{"app.spin_tail", c.App.SpinTail},
+		namedDuration{"app.max_service", c.App.MaxService}, namedDuration{"app.memcached.cost_per_command", c.App.Memcached.CostPerCommand},
+		namedDuration{"app.memcached.cost_per_key", c.App.Memcached.CostPerKey}); err != nil {
+		return bad("%v", err)
 	}
 	for name, l := range c.Types {
 		if _, err := deadlineNs(l.Deadline); err != nil {
@@ -918,8 +1022,8 @@ func (c Config) validateApp() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}
-	if c.App.Dilation < 0 {
-		return bad("dilation %g, want > 0", c.App.Dilation)
+	if !(c.App.Dilation >= 0 && c.App.Dilation <= MaxFactor) {
+		return bad("dilation %g, want > 0 and at most %g", c.App.Dilation, float64(MaxFactor))
 	}
 	if err := spin.Cap(c.App.MaxService).Validate(); err != nil {
 		return bad("%v", err)

@@ -142,16 +142,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.wasteSeconds, st.WasteWorkerSeconds)
 	counter(c.reservations, float64(st.Policy.Reservations))
 
+	hidden := shadowedTypes(st)
+	seen := make(map[string]bool, len(st.Types))
 	for i := range st.Types {
 		t := &st.Types[i]
 		var p darc.TypeState
 		if int(t.Type) < len(st.Policy.Types) {
 			p = st.Policy.Types[t.Type]
 		}
-		if !typeExists(t, declared) && p.Count == 0 {
+		if !typeExists(t, declared) && p.Count == 0 || hidden[t.Type] {
 			continue
 		}
-		name := t.Name
+		name := uniqueName(seen, t.Name, t.Type)
+		if name == "" {
+			continue
+		}
 		counter(c.receivedByType, float64(t.Received), name)
 		counter(c.answeredByType, float64(t.Answered), name)
 		for _, r := range dispatcher.Reasons() {
@@ -187,7 +192,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.groupReserved, float64(len(g.Reserved)), strconv.Itoa(i), strings.Join(names, ","))
 	}
+	seenTenant := map[string]bool{}
 	for _, t := range tenants {
+		if seenTenant[t.Name] {
+			continue
+		}
+		seenTenant[t.Name] = true
 		gauge(c.classifierVersion, float64(t.Version), t.Name)
 		for kind, v := range t.Faults {
 			counter(c.classifierFaults, float64(v), t.Name, kind)
@@ -203,6 +213,45 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txPackets, float64(n.TxPackets))
 	counter(c.txErrors, float64(n.TxErrors))
 	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
+}
+
+// shadowedTypes marks the type ids of removed tenants whose name a live
+// tenant has again: the live tenant's types have the same names ("a/SHORT"),
+// and a label set must never be exported twice (one repeat fails the whole
+// scrape). The removed tenant's counters stay in /status.
+func shadowedTypes(st *dispatcher.Stats) map[darc.Type]bool {
+	var hidden map[darc.Type]bool
+	for _, r := range st.Tenants {
+		if !r.Removed {
+			continue
+		}
+		for _, l := range st.Tenants {
+			if l.Name != r.Name || l.Removed {
+				continue
+			}
+			if hidden == nil {
+				hidden = map[darc.Type]bool{}
+			}
+			for id := r.Base; id < r.Base+darc.Type(r.NumTypes); id++ {
+				hidden[id] = true
+			}
+		}
+	}
+	return hidden
+}
+
+// uniqueName returns name as a type label if no type exported before has
+// it, else name#id (a module may declare one name twice), else "" (give
+// up on this type: never export a label set twice). It marks the label
+// taken.
+func uniqueName(seen map[string]bool, name string, id darc.Type) string {
+	for _, n := range []string{name, fmt.Sprintf("%s#%d", name, id)} {
+		if !seen[n] {
+			seen[n] = true
+			return n
+		}
+	}
+	return ""
 }
 
 // histogram exports one stage histogram with the 1-2-5 bucket bounds.

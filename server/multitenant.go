@@ -45,11 +45,15 @@ type multiTenants struct {
 	native      dispatcher.Classifier
 	nativeTypes []string
 	wopts       wasmclass.Options // every tenant's base classifier options
+	// compile builds an added tenant's classifier (load; tests slow it
+	// down). Called without mu.
+	compile func(ctx context.Context, t Tenant) (*mtTenant, error)
 }
 
 // newMultiTenants loads every configured tenant's classifier.
 func newMultiTenants(ctx context.Context, s *Server, cfg Config, app *Application, wopts wasmclass.Options) (*multiTenants, error) {
 	mt := &multiTenants{s: s, live: map[string]*mtTenant{}, wopts: cfg.ClassifierOptions.wasm(wopts)}
+	mt.compile = mt.load
 	if app.Classifier != nil {
 		mt.native, mt.nativeTypes = app.Classifier, app.TypeNames
 	} else {
@@ -269,16 +273,24 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
+	if mt.exists(t.Name) {
+		return nil, fmt.Errorf("%w: %q", ErrTenantExists, t.Name)
+	}
+	// Compile outside the lock: status, metrics and the other tenants'
+	// swaps, rollbacks and changes do not wait for this module (up to
+	// its compile timeout). What the lock guards is checked again below.
+	lt, err := mt.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	if _, ok := mt.live[t.Name]; ok {
+		mt.closeTenant(lt)
 		return nil, fmt.Errorf("%w: %q", ErrTenantExists, t.Name)
 	}
 	if err := mt.checkPorts(t.Name, t.Ports); err != nil {
-		return nil, err
-	}
-	lt, err := mt.load(ctx, t)
-	if err != nil {
+		mt.closeTenant(lt)
 		return nil, err
 	}
 	share, err := lt.share(s.cfg)
@@ -299,6 +311,14 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 	mt.live[t.Name] = lt
 	s.creds.setTenant(t.Name, tok, hasTok)
 	return lt, nil
+}
+
+// exists reports whether a live tenant is called name.
+func (mt *multiTenants) exists(name string) bool {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	_, ok := mt.live[name]
+	return ok
 }
 
 // checkPorts refuses ports another live tenant has, and a second default.

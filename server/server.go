@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -145,9 +146,18 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
 		}
+		if cfg.Admin.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(cfg.Admin.TLSCert, cfg.Admin.TLSKey)
+			if err != nil {
+				ln.Close()
+				return nil, fmt.Errorf("server: admin tls: %w (tls_cert and tls_key: PEM files)", err)
+			}
+			ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		}
 		s.adminLn = ln
 		s.http = &http.Server{
 			Handler:           s.Handler(),
+			MaxHeaderBytes:    adminMaxHeaderBytes,
 			ReadHeaderTimeout: adminReadHeaderTimeout,
 			ReadTimeout:       adminReadTimeout,
 			WriteTimeout:      adminWriteTimeout,

@@ -80,7 +80,9 @@ func inject(dp *memnic.Dataplane, payload []byte, peer netip.AddrPort) {
 func getStatus(t *testing.T, h http.Handler) Status {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	req := httptest.NewRequest("GET", "/status", nil)
+	req.Header.Set("Authorization", "Bearer operator-secret") // the tests' operator token, for servers with tokens
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /status: %d %s", rec.Code, rec.Body)
 	}

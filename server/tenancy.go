@@ -1,10 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
@@ -21,6 +21,13 @@ func (s *Server) openCredentials(cfg Config) error {
 	if ok {
 		s.creds.setOperator(sum)
 	}
+	sum, ok, err = loadToken(cfg.Admin.ReadTokenFile, cfg.Admin.ReadTokenSHA256)
+	if err != nil {
+		return fmt.Errorf("server: admin read token: %w", err)
+	}
+	if ok {
+		s.creds.setReader(sum)
+	}
 	for _, t := range cfg.Tenants {
 		sum, ok, err := loadToken(t.TokenFile, t.TokenSHA256)
 		if err != nil {
@@ -30,7 +37,7 @@ func (s *Server) openCredentials(cfg Config) error {
 	}
 	w := s.log
 	if path := cfg.Admin.AuditLog; path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := openRotatingFile(path, cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes))
 		if err != nil {
 			return fmt.Errorf("server: audit log: %w", err)
 		}

@@ -67,9 +67,10 @@ func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	seen := map[string]bool{}
+	seen, module := map[string]bool{}, map[string]bool{}
 	for _, t := range st.Tenants {
-		if t.SHA256 != "" && !t.Removed {
+		if t.SHA256 != "" && !t.Removed && !module[t.Name] {
+			module[t.Name] = true
 			gauge(c.module, 1, t.Name, t.SHA256)
 		}
 		if !st.MultiTenant || seen[t.Name] {

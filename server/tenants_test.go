@@ -183,7 +183,7 @@ func TestMultiTenantServer(t *testing.T) {
 	if st.Received != st.Answered+st.Dropped+st.InFlight {
 		t.Fatalf("received %d != answered %d + dropped %d + in flight %d", st.Received, st.Answered, st.Dropped, st.InFlight)
 	}
-	rec := do(t, r.srv.Handler(), "GET", "/metrics", "", nil)
+	rec := do(t, r.srv.Handler(), "GET", "/metrics", "operator-secret", nil)
 	body := rec.Body.String()
 	for _, want := range []string{`psp_tenant_requests_answered_total{tenant="a"} 30`, `psp_tenant_requests_received_total{tenant="b"} 20`,
 		`psp_tenant_home_workers{tenant="a"} 2`, `psp_classifier_module_info{sha256="` + b.SHA256 + `",tenant="b"} 1`,

@@ -230,7 +230,14 @@ type status struct {
 
 func (s *server) fetchStatus() (*status, error) {
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + s.admin + "/status")
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.admin+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.token != "" { // a server with tokens answers reads with one only
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
 	}

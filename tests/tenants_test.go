@@ -68,6 +68,7 @@ func startTenantServer(t testing.TB, dilation float64, aMaxWorkers int) *tenantS
 		}
 		ts.tokens[who], ts.tokenFiles[who] = tok, f
 	}
+	ts.token = ts.tokens["operator"] // for reads
 	ts.listen = fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp"))
 	ts.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	wasm := filepath.Join(repoRoot, "examples", "classifiers", "c", "pspheader.wasm")
@@ -115,6 +116,7 @@ func (ts *tenantServer) tenantStatus(t testing.TB) *pspserver.Status {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.SetToken(ts.tokens["operator"])
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +330,7 @@ func TestHostileNeighbour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	admin.SetToken(s.tokens["operator"])
 	const runFor = 12 * time.Second
 	var a, aTwin *loadgen.Result
 	var pushes []string
@@ -467,7 +470,7 @@ func TestTenantCredentials(t *testing.T) {
 	if b.Version != 3 || b.Size != len(pspheader) || b.SHA256 == "" || b.LoadedAt == "" {
 		t.Errorf("b after the rollback: %+v", b)
 	}
-	out, err = runCLI(t, "status", "--admin", s.admin)
+	out, err = runCLI(t, "status", "--admin", s.admin, "--token-file", s.tokenFiles["operator"])
 	if err != nil || !strings.Contains(out, b.SHA256[:12]) {
 		t.Errorf("psp status does not show b's module %s: %v\n%s", b.SHA256[:12], err, out)
 	}

@@ -81,7 +81,7 @@ func TestServeStatusPush(t *testing.T) {
 	var out string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if out, err = runPSP(context.Background(), "status", "--admin", admin); err == nil {
+		if out, err = runPSP(context.Background(), "status", "--admin", admin, "--token-file", token); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -121,7 +121,7 @@ func TestServeStatusPush(t *testing.T) {
 	}
 	var st server.Status
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		out, err = runPSP(context.Background(), "status", "--json", "--admin", admin)
+		out, err = runPSP(context.Background(), "status", "--json", "--admin", admin, "--token-file", token)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestServeStatusPush(t *testing.T) {
 		t.Errorf("status after push: version %d answered %d, want 2 and 1", st.Tenants[0].Version, st.Answered)
 	}
 	// Where the request's time went: a row for SHORT with every stage.
-	out, err = runPSP(context.Background(), "status", "--admin", admin)
+	out, err = runPSP(context.Background(), "status", "--admin", admin, "--token-file", token)
 	if err != nil {
 		t.Fatal(err)
 	}

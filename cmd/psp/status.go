@@ -24,6 +24,7 @@ func statusCommand() *cli.Command {
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
 			jsonFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout"},
+			readTokenFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -38,6 +39,9 @@ func statusCommand() *cli.Command {
 			admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
 			if err != nil {
 				return fmt.Errorf("status: --admin: %w", err)
+			}
+			if err := setReadToken(c, admin, "status"); err != nil {
+				return err
 			}
 			if c.Bool("json") {
 				body, err := admin.StatusJSON(c.Context)

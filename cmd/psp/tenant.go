@@ -49,6 +49,8 @@ func adminFlags(token bool) []cli.Flag {
 	}
 	if token {
 		fs = append(fs, &cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the operator's; rollback: the tenant's too)"})
+	} else {
+		fs = append(fs, readTokenFlag())
 	}
 	return fs
 }
@@ -67,7 +69,7 @@ func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient,
 		return nil, "", fmt.Errorf("%s: --admin: %w", what, err)
 	}
 	if !token {
-		return admin, "", nil
+		return admin, "", setReadToken(c, admin, what)
 	}
 	path := c.String("token-file")
 	if path == "" {
@@ -78,6 +80,25 @@ func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient,
 		return nil, "", fmt.Errorf("%s: token: %w", what, err)
 	}
 	return admin, strings.TrimSpace(string(b)), nil
+}
+
+// readTokenFlag is the token-file flag of read-only commands.
+func readTokenFlag() cli.Flag {
+	return &cli.StringFlag{Name: "token-file", Usage: "`FILE` holding a bearer token for reads (needed when the server has tokens: the operator's, the read-only one or a tenant's)"}
+}
+
+// setReadToken gives admin the token of --token-file, when given.
+func setReadToken(c *cli.Context, admin *harness.AdminClient, what string) error {
+	path := c.String("token-file")
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: token: %w", what, err)
+	}
+	admin.SetToken(string(b))
+	return nil
 }
 
 // nameArg returns the one NAME argument.

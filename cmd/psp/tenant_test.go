@@ -69,13 +69,13 @@ func TestTenantCommands(t *testing.T) {
 	}
 	run("tenant", "update", "c", "--admin", admin, "--token-file", operator, "--weight", "2")
 	time.Sleep(250 * time.Millisecond)
-	out = run("status", "--admin", admin)
+	out = run("status", "--admin", admin, "--token-file", operator)
 	for _, want := range []string{"tenants (multi-tenant", "TENANT", res.SHA256[:12], "home workers [2]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("psp status lacks %q:\n%s", want, out)
 		}
 	}
-	out = run("tenant", "list", "--admin", admin, "--json")
+	out = run("tenant", "list", "--admin", admin, "--json", "--token-file", operator)
 	var ts []server.TenantInfo
 	if err := json.Unmarshal([]byte(out), &ts); err != nil || len(ts) != 2 || ts[1].Name != "c" || ts[1].SHA256 != res.SHA256 || ts[1].Version != 3 {
 		t.Fatalf("list: %v %s", err, out)
@@ -84,7 +84,7 @@ func TestTenantCommands(t *testing.T) {
 	if out, err := runPSP(context.Background(), "tenant", "remove", "c", "--admin", admin, "--token-file", operator); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("removing c twice: %v %s", err, out)
 	}
-	out = run("tenant", "list", "--admin", admin)
+	out = run("tenant", "list", "--admin", admin, "--token-file", operator)
 	if !strings.Contains(out, "removed") {
 		t.Errorf("list after remove:\n%s", out)
 	}
