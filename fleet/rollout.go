@@ -176,6 +176,7 @@ func members(p Plan) ([]*member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
+		c.SetToken(p.Token) // reads need a token on a server that has tokens
 		ms = append(ms, &member{addr: s, admin: c})
 	}
 	return ms, nil

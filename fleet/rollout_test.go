@@ -134,6 +134,7 @@ func TestRolloutMeetsAnotherChange(t *testing.T) {
 		t.Fatalf("inspect: %v %+v", err, before)
 	}
 	admin, _ := harness.NewAdminClient(a, 0)
+	admin.SetToken("tok")
 	progress := func(format string, args ...any) {
 		if strings.Contains(format, "swapped") {
 			// The canary was just swapped: a person swaps it again.

@@ -75,6 +75,9 @@ func (c *AdminClient) Metrics(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

@@ -63,7 +63,7 @@ func TestRegistryCommands(t *testing.T) {
 	if !strings.Contains(out, "version 2") || !strings.Contains(out, v2) {
 		t.Fatalf("push: %s", out)
 	}
-	out = run("tenant", "list", "--admin", admin)
+	out = run("tenant", "list", "--admin", admin, "--token-file", operator)
 	if !strings.Contains(out, "hdr: module from "+v2+" (fails closed)") || !strings.Contains(out, sha256Hex(h2)[:12]) {
 		t.Fatalf("tenant list:\n%s", out)
 	}

@@ -80,8 +80,13 @@ func startFleet(t *testing.T, bin string, n int, ref, token, cache string) []*fl
 		})
 		fs = append(fs, s)
 	}
+	tok, err := os.ReadFile(token)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range fs {
 		c, _ := harness.NewAdminClient(s.admin, time.Second)
+		c.SetToken(string(tok)) // reads need a token on a server with tokens
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			if _, err := c.Status(context.Background()); err == nil {
@@ -140,9 +145,13 @@ func load(t *testing.T, fs []*fleetServer, rate int) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
+// fleetToken is the operator's token of TestRolloutFleet's servers.
+const fleetToken = "fleet-secret"
+
 func tenantState(t *testing.T, admin string) server.TenantInfo {
 	t.Helper()
 	c, _ := harness.NewAdminClient(admin, 5*time.Second)
+	c.SetToken(fleetToken) // the servers' operator token: reads need one
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +186,7 @@ func TestRolloutFleet(t *testing.T) {
 	bin := buildPSP(t)
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
-	os.WriteFile(token, []byte("fleet-secret\n"), 0o600)
+	os.WriteFile(token, []byte(fleetToken+"\n"), 0o600)
 	ex := filepath.Join("..", "..", "examples", "classifiers")
 	v1File, v2File, badFile := filepath.Join(ex, "c", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader_faultlong.wasm")
 
@@ -203,7 +212,7 @@ func TestRolloutFleet(t *testing.T) {
 	// same module.
 	fs := startFleet(t, bin, 3, "oci://"+reg.Addr+"/psp/header:v1", token, filepath.Join(dir, "cache"))
 	for _, s := range fs {
-		out, _, err := runBin(bin, "status", "--admin", s.admin)
+		out, _, err := runBin(bin, "status", "--admin", s.admin, "--token-file", token)
 		if err != nil {
 			t.Fatal(err)
 		}
