@@ -65,16 +65,21 @@ func (l *lane) releaseOnce() {
 
 func newLane(cls Classifier, capacity, burst int, spec Spec, now func() int64) *lane {
 	return &lane{
-		cls:     cls,
-		burst:   burst,
-		in:      ring.New[*nic.Buffer](capacity),
-		out:     ring.New[classified](capacity),
-		limit:   capacity,
-		wake:    make(chan struct{}, 1),
-		stopCh:  make(chan struct{}),
-		done:    make(chan struct{}),
-		spin:    int64(spec.Spin),
-		parking: spec.Idle == IdleSpinThenPark,
+		cls:    cls,
+		burst:  burst,
+		in:     ring.New[*nic.Buffer](capacity),
+		out:    ring.New[classified](capacity),
+		limit:  capacity,
+		wake:   make(chan struct{}, 1),
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+		spin:   int64(spec.Spin),
+		// A lane parks once idle for Spec.Spin under either idle
+		// strategy: under busy-poll a spinning lane per Wasm tenant would
+		// be a thread the server's budget (a core per worker and the
+		// dispatcher) does not count, and a lane is only busy while its
+		// tenant misbehaves.
+		parking: true,
 		now:     now,
 	}
 }

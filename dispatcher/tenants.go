@@ -49,7 +49,10 @@ const (
 	// goroutine, in a call of their own, while its classifier behaves, and
 	// on the tenant's lane, a goroutine of its own, from the first call
 	// that faults or takes longer than Spec.InlineLimit; it comes back
-	// after Spec.LaneProbation clean batches on the lane. One misbehaving
+	// after Spec.LaneProbation clean batches on the lane, a probation that
+	// doubles with every escalation within laneProbationReset of the last
+	// (up to maxProbationDoublings times), so a classifier that is slow
+	// again and again stays on its lane longer each time. One misbehaving
 	// call costs the other tenants at most that call's time, which the
 	// classifier's fuel bounds; afterwards nothing.
 	IsolateAuto Isolation = iota
@@ -114,7 +117,11 @@ type TenantStats struct {
 	Isolation   string `json:"isolation"`
 	OnLane      bool   `json:"on_lane,omitempty"`
 	Escalations uint64 `json:"escalations,omitempty"`
-	Removed     bool   `json:"removed,omitempty"`
+	// Probation is the clean lane calls an IsolateAuto tenant needs, once
+	// on its lane, to be classified inline again: Spec.LaneProbation,
+	// doubled by each escalation soon after the previous one.
+	Probation uint64 `json:"probation,omitempty"`
+	Removed   bool   `json:"removed,omitempty"`
 	// Received counts the packets routed to the tenant.
 	Received uint64 `json:"received"`
 	Answered uint64 `json:"answered"`
@@ -146,6 +153,11 @@ type tenantRT struct {
 	// Inline calls (the lane counts its own).
 	calls, busyNs uint64
 	escalations   uint64
+	// probation is the clean lane calls the tenant needs to come back
+	// inline; lastEscalation when it last went to its lane (dispatcher
+	// clock).
+	probation      uint64
+	lastEscalation int64
 	// Inline classification scratch, one burst.
 	bufs  []*nic.Buffer
 	pays  [][]byte
@@ -365,10 +377,33 @@ func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
 		return
 	}
 	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {
-		t.onLane = true
-		t.escalations++
-		t.lane.clean.Store(0)
+		t.escalate(uint64(d.spec.LaneProbation), start)
 	}
+}
+
+// Growing lane probation (IsolateAuto): each escalation within
+// laneProbationReset of the previous one doubles the clean lane calls the
+// tenant needs before it comes back inline, up to maxProbationDoublings
+// doublings; a tenant that behaved for laneProbationReset starts again
+// from Spec.LaneProbation.
+const (
+	laneProbationReset    = int64(60e9) // one minute
+	maxProbationDoublings = 10
+)
+
+// escalate moves t to its lane (at time now, dispatcher clock), setting
+// its probation.
+func (t *tenantRT) escalate(base uint64, now int64) {
+	switch {
+	case t.probation == 0 || (t.escalations > 0 && now-t.lastEscalation > laneProbationReset):
+		t.probation = base
+	case t.probation < base<<maxProbationDoublings:
+		t.probation *= 2
+	}
+	t.onLane = true
+	t.escalations++
+	t.lastEscalation = now
+	t.lane.clean.Store(0)
 }
 
 func trailingZeros(x uint64) int {
@@ -406,7 +441,7 @@ func (d *Dispatcher) collectLanes(now int64) int {
 		// the lane calls the classifier no more (its last call ended
 		// before the dispatcher took its packets).
 		if l.inflight == 0 && t.onLane && t.spec.Isolation == IsolateAuto && !t.removed &&
-			l.clean.Load() >= uint64(d.spec.LaneProbation) {
+			l.clean.Load() >= max(t.probation, uint64(d.spec.LaneProbation)) {
 			t.onLane = false
 		}
 	}
@@ -753,7 +788,7 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 	s.Tenants = make([]TenantStats, len(mt.tenants))
 	for k, t := range mt.tenants {
 		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
-			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Removed: t.removed,
+			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Probation: t.probation, Removed: t.removed,
 			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
 		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
 			x := &s.Types[typ]

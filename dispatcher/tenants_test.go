@@ -402,3 +402,51 @@ func TestTenantAutoIsolation(t *testing.T) {
 		t.Fatalf("a: %+v", a)
 	}
 }
+
+// TestLaneProbationGrows: a tenant escalated again soon after it came
+// back inline needs twice the clean lane calls each time (up to a cap),
+// and starts over once it behaved for laneProbationReset.
+func TestLaneProbationGrows(t *testing.T) {
+	tr := &tenantRT{lane: &lane{}}
+	const base = 64
+	want := []uint64{64, 128, 256, 512}
+	for i, w := range want {
+		tr.escalate(base, int64(i)*1e9)
+		if tr.probation != w || !tr.onLane {
+			t.Fatalf("escalation %d: probation %d on lane %v, want %d", i+1, tr.probation, tr.onLane, w)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		tr.escalate(base, int64(4+i)*1e9)
+	}
+	if tr.probation != base<<maxProbationDoublings {
+		t.Errorf("after many escalations: probation %d, want the cap %d", tr.probation, base<<maxProbationDoublings)
+	}
+	tr.escalate(base, 24e9+laneProbationReset+1)
+	if tr.probation != base {
+		t.Errorf("after a clean period: probation %d, want %d", tr.probation, base)
+	}
+	if tr.escalations != 25 {
+		t.Errorf("escalations %d, want 25", tr.escalations)
+	}
+}
+
+// TestLaneParksUnderBusyPoll: a tenant's lane parks once idle for Spin
+// even under busy-poll (the server's thread budget counts a core per worker
+// and the dispatcher, not one per tenant), and a packet still wakes it.
+func TestLaneParksUnderBusyPoll(t *testing.T) {
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+	spec := Spec{Idle: IdleBusyPoll, Spin: 100 * time.Microsecond}.withDefaults()
+	l := newLane(HeaderClassifier{}, 8, 4, spec, now)
+	var wg sync.WaitGroup
+	l.start(&wg, func() {})
+	defer func() { l.halt(); wg.Wait() }()
+	waitFor(t, "the idle lane to park", l.parked.Load)
+	b := &nic.Buffer{Data: header(1, 1, 0), Len: wire.HeaderLen}
+	if !l.push(b) {
+		t.Fatal("push refused")
+	}
+	l.kick()
+	waitFor(t, "the lane to classify the packet", func() bool { return l.out.Len() == 1 })
+}
