@@ -34,7 +34,7 @@ func fileSHA(t *testing.T, path string) ([]byte, string) {
 // status.
 func TestCompareAndSwapHTTP(t *testing.T) {
 	cfg := memConfig()
-	cfg.Admin.TokenFile = writeToken(t, "op")
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
 	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
 	r, log := startLogged(t, cfg)
 	h := r.srv.Handler()
@@ -45,32 +45,32 @@ func TestCompareAndSwapHTTP(t *testing.T) {
 	}
 	ref := "oci://127.0.0.1:5000/psp/header:v2@sha256:" + strings.Repeat("ab", 32)
 
-	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+sum2, "op", v2); rec.Code != http.StatusConflict {
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+sum2, "operator-secret", v2); rec.Code != http.StatusConflict {
 		t.Fatalf("swap expecting the wrong module: %d %s, want 409", rec.Code, rec.Body)
 	}
-	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_version=2", "op", v2); rec.Code != http.StatusConflict {
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_version=2", "operator-secret", v2); rec.Code != http.StatusConflict {
 		t.Fatalf("swap expecting version 2: %d %s, want 409", rec.Code, rec.Body)
 	}
-	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256=xyz", "op", v2); rec.Code != http.StatusBadRequest {
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256=xyz", "operator-secret", v2); rec.Code != http.StatusBadRequest {
 		t.Fatalf("swap with a malformed expectation: %d, want 400", rec.Code)
 	}
-	if rec := do(t, h, "PUT", "/tenants/default/classifier?reference=oci://x/y:latest", "op", v2); rec.Code != http.StatusBadRequest {
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?reference=oci://x/y:latest", "operator-secret", v2); rec.Code != http.StatusBadRequest {
 		t.Fatalf("swap with an unpinned reference: %d, want 400", rec.Code)
 	}
 	if ti := tenantOf(t, getStatus(t, h), "default"); ti.Version != 1 || ti.SHA256 != sum1 {
 		t.Fatalf("after refused swaps: version %d %s", ti.Version, ti.SHA256)
 	}
-	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+strings.ToUpper(sum1)+"&expect_version=1&reference="+ref, "op", v2); rec.Code != http.StatusOK {
+	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+strings.ToUpper(sum1)+"&expect_version=1&reference="+ref, "operator-secret", v2); rec.Code != http.StatusOK {
 		t.Fatalf("swap expecting the running module: %d %s", rec.Code, rec.Body)
 	}
 	ti := tenantOf(t, getStatus(t, h), "default")
 	if ti.SHA256 != sum2 || ti.Reference != ref || ti.Fail != "open" {
 		t.Fatalf("after the swap: %s, reference %q, fail %q", ti.SHA256, ti.Reference, ti.Fail)
 	}
-	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum1, "op", nil); rec.Code != http.StatusConflict {
+	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum1, "operator-secret", nil); rec.Code != http.StatusConflict {
 		t.Fatalf("rollback expecting the old module: %d, want 409", rec.Code)
 	}
-	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum2, "op", nil); rec.Code != http.StatusOK {
+	if rec := do(t, h, "POST", "/tenants/default/rollback?expect_sha256="+sum2, "operator-secret", nil); rec.Code != http.StatusOK {
 		t.Fatalf("rollback expecting the new module: %d %s", rec.Code, rec.Body)
 	}
 	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum1 || ti.Reference != "" {

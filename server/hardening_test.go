@@ -82,7 +82,12 @@ func TestHugeSharesRefused(t *testing.T) {
 			t.Errorf("POST time_limit %s: %d, want 400", d, c)
 		}
 	}
+	// Status is a snapshot published every stats interval (the first one
+	// before Run): wait for one taken while running.
 	st := getStatus(t, h)
+	for deadline := time.Now().Add(5 * time.Second); !st.Running && time.Now().Before(deadline); st = getStatus(t, h) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !st.Running {
 		t.Fatal("the server stopped")
 	}
