@@ -108,7 +108,6 @@ type Dispatcher struct {
 	serve    OutcomeHandler  // app, when it says why it refuses
 	admit    Admitter        // app, when it refuses some requests at the door
 	replier  OverloadReplier // app, when it answers shed requests
-	replyTx  nic.TxQueue     // the dispatcher's own TX queue, or nil
 	numTypes int
 	names    []string
 	pool     int
@@ -137,8 +136,9 @@ type Dispatcher struct {
 	loopDone chan struct{}
 
 	// Serving in place (see inplace.go): the limit (<= 0: off), the
-	// dispatcher's own TX queue (nil: the chosen worker's), how it runs
-	// requests and records their stages.
+	// dispatcher's own TX queue (nil: in place, the chosen worker's; no
+	// "overloaded" replies), how it runs requests and records their
+	// stages.
 	inPlaceLimit  int64
 	ownTx         nic.TxQueue
 	inPlaceRunner *runner
@@ -247,12 +247,12 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	}
 	d.serve, _ = app.(OutcomeHandler)
 	d.admit, _ = app.(Admitter)
-	if r, ok := app.(OverloadReplier); ok {
-		// The dispatcher answers on a TX queue of its own: the one after
-		// the workers', when the dataplane was opened with it.
-		if d.replyTx = dp.TxQueue(spec.Workers); d.replyTx != nil {
-			d.replier = r
-		}
+	// The dispatcher's own TX queue, the one after the workers' when the
+	// dataplane was opened with it, carries its "overloaded" replies and
+	// those of the requests it serves in place.
+	d.ownTx = dp.TxQueue(spec.Workers)
+	if r, ok := app.(OverloadReplier); ok && d.ownTx != nil {
+		d.replier = r
 	}
 	for i := range d.free {
 		d.free[i] = uint32(spec.MaxRequests - 1 - i) // pop order 0, 1, 2, ...
@@ -278,7 +278,6 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if spec.Idle == IdleSpinThenPark && spec.InPlaceLimit > 0 {
 		d.inPlaceLimit = int64(spec.InPlaceLimit)
 	}
-	d.ownTx = dp.TxQueue(spec.Workers)
 	d.inPlaceStages = newStageRecorder(numTypes)
 	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages, true)
 	d.snapshotBuffer = snap
@@ -643,7 +642,7 @@ func (d *Dispatcher) flush() {
 		d.release = d.release[:0]
 	}
 	if len(d.replies) > 0 {
-		d.replyTx.Send(d.replies) // returns every buffer to the pool
+		d.ownTx.Send(d.replies) // returns every buffer to the pool
 		clear(d.replies)
 		d.replies = d.replies[:0]
 	}
@@ -688,7 +687,7 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 	tc.running--
 	tc.completed++
 	tc.serviceNs += uint64(service)
-	if c.outcome != outcomeShutdown {
+	if d.inPlaceLimit > 0 && c.outcome != outcomeShutdown {
 		tc.expect.Add(service)
 	}
 	r := ReasonTxError

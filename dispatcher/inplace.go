@@ -205,8 +205,7 @@ func (d *Dispatcher) serveInPlace(w *worker, t task) {
 	}
 	c := d.run(d.inPlaceRunner, w.id, tx, t)
 	d.counters[t.typ].inPlace++
-	now := d.dp.Now()
-	d.advance(now)
-	d.complete(w.id, c, now)
-	d.inPlaceStages.maybePublish(now)
+	d.advance(c.end) // the handler's end: no clock read of its own
+	d.complete(w.id, c, c.end)
+	d.inPlaceStages.maybePublish(c.end)
 }

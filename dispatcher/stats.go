@@ -206,7 +206,7 @@ type TypeStats struct {
 	// type's expected service (ExpectedServiceNs, smoothed over its
 	// recent services) was under Stats.InPlaceLimitNs; HandOffs counts
 	// the others handed to a worker thread while serving in place is on,
-	// by why.
+	// by why (all three stay 0 while it is off).
 	InPlace           uint64   `json:"in_place"`
 	HandOffs          HandOffs `json:"hand_offs"`
 	ExpectedServiceNs int64    `json:"expected_service_ns"`
