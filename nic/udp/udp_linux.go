@@ -364,7 +364,11 @@ func (d *Dataplane) recvPorts(bufs []*nic.Buffer, socks []*rxSock, want int, wai
 		}
 		n, err := unix.EpollWait(d.epfd, d.events, ms)
 		switch {
+		case err == unix.EINTR && d.closed.Load():
+			d.unstage()
+			return 0, nic.ErrClosed
 		case err == unix.EINTR:
+			round-- // a signal, not the end of the wait: wait again
 			continue
 		case err != nil:
 			if d.closed.Load() {
