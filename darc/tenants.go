@@ -47,7 +47,10 @@ import (
 // Lifecycle. AddTenant, UpdateTenant and RemoveTenant change the tenants
 // between two calls of Dispatch (they allocate; call them off the hot
 // path, from the goroutine that owns the policy). Type ids are never
-// reused: a new tenant's range starts after every other. A removed
+// reused: a new tenant's range starts after every other. Type 0 is the
+// UNKNOWN of packets of no tenant, or, with a default tenant
+// (TenantConfig.Default), that tenant's UNKNOWN: then one tenant's policy
+// numbers and names its types exactly as a policy without tenants would. A removed
 // tenant's queued requests come out of the next Dispatch calls with Worker
 // == Removed, its running requests complete normally, and its arrivals are
 // refused (NoTenant).
@@ -94,6 +97,12 @@ type TenantConfig struct {
 	// StaticReserved is DARC-static's reserved workers within the home
 	// (capped to it); 0: Config.StaticReserved.
 	StaticReserved int
+	// Default makes the tenant the policy's default tenant, the one a
+	// server with a single classifier runs: its range starts at type 0,
+	// so its UNKNOWN is the policy's, and its TypeNames are used as they
+	// are (not prefixed with its name). Only the first tenant added to a
+	// policy can be the default; others always get ranges of their own.
+	Default bool
 }
 
 // ErrUnknownTenant is returned by UpdateTenant and RemoveTenant for a name
@@ -294,6 +303,9 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 			return bad("listed twice")
 		}
 	}
+	if tc.Default && len(p.tenants) > 0 {
+		return bad("only the first tenant can be the default (the one owning type 0)")
+	}
 	if err := validateProfiles(tc.Profile, tc.NumTypes); err != nil {
 		return bad("%v", err)
 	}
@@ -370,8 +382,10 @@ func (p *Tenants) newInner(tc TenantConfig) (*DARC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tenant %q: %w", tc.Name, err)
 	}
-	for t := range in.names {
-		in.names[t] = tc.Name + "/" + in.names[t]
+	if !tc.Default {
+		for t := range in.names {
+			in.names[t] = tc.Name + "/" + in.names[t]
+		}
 	}
 	return in, nil
 }
@@ -401,10 +415,16 @@ func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: away, budget: math.MaxInt}
 	k := int32(len(p.tenants))
 	p.tenants = append(p.tenants, t)
-	for range tc.NumTypes {
+	types := tc.NumTypes
+	if tc.Default { // checkTenant: the first tenant, type 0 is free
+		t.base = 0
+		p.typeTenant[0] = k
+		types--
+	}
+	for range types {
 		p.typeTenant = append(p.typeTenant, k)
 	}
-	p.numTypes += tc.NumTypes
+	p.numTypes += types
 	p.skip = append(p.skip, false)
 	return t.base, nil
 }
@@ -425,6 +445,9 @@ func (p *Tenants) addTenant(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	if len(p.tenants) > n { // roll back
 		p.tenants = p.tenants[:n]
 		p.typeTenant = p.typeTenant[:types]
+		if n == 0 {
+			p.typeTenant[0] = -1 // a default tenant held it
+		}
 		p.numTypes = types
 		p.skip = p.skip[:n]
 		_ = p.rebalance() // the previous state was balanced

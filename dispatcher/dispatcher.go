@@ -100,10 +100,12 @@ type worker struct {
 
 // Dispatcher is a running request pipeline; see the package documentation.
 type Dispatcher struct {
-	spec     Spec
-	dp       nic.Dataplane
-	cls      Classifier
-	policy   darc.Policy
+	spec   Spec
+	dp     nic.Dataplane
+	policy TenantPolicy
+	// sched is the policy the hot path calls (Enqueue, Dispatch,
+	// Complete): policy itself, or the one a darc.Shared shares.
+	sched    darc.Policy
 	app      Handler
 	serve    OutcomeHandler  // app, when it says why it refuses
 	admit    Admitter        // app, when it refuses some requests at the door
@@ -127,9 +129,9 @@ type Dispatcher struct {
 	stageTypes atomic.Int64
 	_          [64]byte
 
-	// Multi-tenant dispatchers only (nil otherwise): tenants, their lanes
-	// and the lifecycle commands the loop applies.
-	mt       *multiTenant
+	// The tenants, their lanes and the lifecycle commands the loop
+	// applies (a dispatcher built with one classifier has one tenant).
+	mt       *tenantSet
 	lifeMu   sync.Mutex // guards started, stopped
 	started  bool
 	stopped  bool
@@ -146,9 +148,6 @@ type Dispatcher struct {
 
 	// Everything below belongs to the dispatcher goroutine.
 	rx       []*nic.Buffer
-	payloads [][]byte
-	ports    []uint16
-	types    []darc.Type
 	release  []*nic.Buffer // buffers of dropped requests, released per step
 	replies  []*nic.Buffer // "overloaded" replies, sent per step
 	assign   []darc.Assignment
@@ -180,22 +179,35 @@ type Dispatcher struct {
 	snapshotBuffer darc.Snapshot
 }
 
-// New builds a dispatcher that receives from dp, classifies with cls,
-// schedules with policy and runs app on spec.Workers workers. The policy must
-// have been built for spec.Workers workers and dp opened with (at least) as
-// many TX queues. New validates spec, including that every CPU in spec.CPUs is
-// one this process may use.
+// New builds a dispatcher that receives from dp, classifies, schedules
+// with policy and runs app on spec.Workers workers. The policy must have
+// been built for spec.Workers workers and dp opened with (at least) as
+// many TX queues. A dispatcher serves tenants: with a TenantPolicy they are
+// spec.Tenants (more can be added while it runs; cls is not used); with
+// any other policy, one default tenant called DefaultTenant, with
+// classifier cls, owning every port and the policy's whole type space. New
+// validates spec, including that every CPU in spec.CPUs is one this
+// process may use.
 func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Handler) (*Dispatcher, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	spec = spec.withDefaults()
-	_, multi := policy.(TenantPolicy)
-	if dp == nil || (cls == nil && !multi) || policy == nil || app == nil {
+	tp, withTenants := policy.(TenantPolicy)
+	if dp == nil || (cls == nil && !withTenants) || policy == nil || app == nil {
 		return nil, fmt.Errorf("%w: dataplane, classifier, policy and application are all required", ErrSpec)
 	}
-	if len(spec.Tenants) > 0 && !multi {
-		return nil, fmt.Errorf("%w: Spec.Tenants needs a policy with tenants (darc.Config.Tenants), not %q", ErrSpec, policy.Name())
+	tenants := spec.Tenants
+	if !withTenants {
+		if len(spec.Tenants) > 0 {
+			return nil, fmt.Errorf("%w: Spec.Tenants needs a policy with tenants (darc.Config.Tenants), not %q", ErrSpec, policy.Name())
+		}
+		shared, err := darc.ShareTenant(policy, DefaultTenant)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		tp = shared
+		tenants = []Tenant{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
 	}
 	if len(spec.CPUs) > 0 {
 		if err := affinity.Validate(spec.CPUs); err != nil {
@@ -216,24 +228,21 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		return nil, fmt.Errorf("%w: policy %q holds up to %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
 			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
 	}
-	if bp, ok := dp.(nic.BufferPool); ok && multi && pool > 0 && pool+spec.LaneBuffers > bp.RequestBuffers() {
+	if bp, ok := dp.(nic.BufferPool); ok && withTenants && pool > 0 && pool+spec.LaneBuffers > bp.RequestBuffers() {
 		return nil, fmt.Errorf("%w: policy %q holds up to %d requests and the classifier lanes %d, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
 			ErrSpec, policy.Name(), pool, spec.LaneBuffers, bp.RequestBuffers(), bp.RequestBuffers()-spec.LaneBuffers)
 	}
 	d := &Dispatcher{
 		spec:     spec,
 		dp:       dp,
-		cls:      cls,
-		policy:   policy,
+		policy:   tp,
+		sched:    tp,
 		app:      app,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
 		pool:     pool,
 		stopCh:   make(chan struct{}),
 		rx:       make([]*nic.Buffer, spec.Burst),
-		payloads: make([][]byte, spec.Burst),
-		ports:    make([]uint16, spec.Burst),
-		types:    make([]darc.Type, spec.Burst),
 		release:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		replies:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		assign:   make([]darc.Assignment, spec.Workers),
@@ -244,6 +253,9 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		shedRing: make([]uint64, shedSlots*(numTypes+1)),
 		shedAt:   make([]int64, shedSlots),
 		loopDone: make(chan struct{}),
+	}
+	if shared, ok := tp.(*darc.Shared); ok {
+		d.sched = shared.Policy // one interface call less per request
 	}
 	d.serve, _ = app.(OutcomeHandler)
 	d.admit, _ = app.(Admitter)
@@ -282,13 +294,11 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages, true)
 	d.snapshotBuffer = snap
 	d.stageTypes.Store(int64(numTypes))
-	if multi {
-		mt, err := newMultiTenant(d, policy, spec.Tenants)
-		if err != nil {
-			return nil, err
-		}
-		d.mt = mt
+	mt, err := newTenantSet(d, tp, tenants)
+	if err != nil {
+		return nil, err
 	}
+	d.mt = mt
 	d.publish(dp.Now())
 	return d, nil
 }
@@ -351,12 +361,10 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		d.stopWorkers(&wg)
 		return err
 	}
-	if d.mt != nil {
-		d.lifeMu.Lock()
-		d.started = true
-		d.startLanes()
-		d.lifeMu.Unlock()
-	}
+	d.lifeMu.Lock()
+	d.started = true
+	d.startLanes()
+	d.lifeMu.Unlock()
 
 	now := d.dp.Now()
 	d.runStart, d.lastNow, d.windowStart = now, now, now
@@ -379,7 +387,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 			default:
 			}
 		}
-		if d.mt != nil && len(d.mt.cmds) > 0 {
+		if len(d.mt.cmds) > 0 {
 			d.runCommands()
 		}
 		var wait time.Duration
@@ -438,20 +446,13 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.collect(now)
 	d.abandonRunning()
 	d.dropQueued()
-	if d.mt != nil {
-		d.stopLanes()
-	}
+	d.stopLanes()
 	d.publish(now)
 	return runErr
 }
 
 // classifying is the number of packets on tenants' classifier lanes.
-func (d *Dispatcher) classifying() int {
-	if d.mt == nil {
-		return 0
-	}
-	return d.mt.classifying
-}
+func (d *Dispatcher) classifying() int { return d.mt.classifying }
 
 // markStopped ends the lifecycle: later changes fail with ErrStopped.
 func (d *Dispatcher) markStopped() {
@@ -472,17 +473,13 @@ func (d *Dispatcher) step(wait time.Duration) (bool, error) {
 		n, err = d.dp.Recv(d.rx, wait)
 		if n > 0 {
 			d.advance(d.dp.Now())
-			if d.mt == nil {
-				d.accept(d.rx[:n], d.lastNow)
-			} else {
-				d.acceptTenants(d.rx[:n], d.lastNow)
-			}
+			d.accept(d.rx[:n], d.lastNow)
 			worked = true
 		}
 	}
 	now := d.dp.Now()
 	d.advance(now)
-	if d.mt != nil && d.mt.classifying > 0 && d.collectLanes(now) > 0 {
+	if d.mt.classifying > 0 && d.collectLanes(now) > 0 {
 		worked = true
 	}
 	if d.collect(now) > 0 {
@@ -510,45 +507,8 @@ func (d *Dispatcher) advance(now int64) {
 	d.lastNow = now
 }
 
-// accept classifies a received burst and enqueues it.
-func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
-	n := len(bufs)
-	for i, b := range bufs {
-		d.payloads[i] = b.Payload()
-		d.ports[i] = b.DstPort
-	}
-	d.cls.ClassifyBatch(d.payloads[:n], d.ports[:n], d.types[:n])
-	for i, b := range bufs {
-		d.payloads[i] = nil
-		d.received++
-		switch {
-		case b.Len < d.spec.MinPayload:
-			d.drops.Runt++
-			d.release = append(d.release, b)
-			continue
-		case b.WireLen > b.Len:
-			d.drops.Truncated++
-			d.release = append(d.release, b)
-			continue
-		}
-		t := d.types[i]
-		if t == darc.Faulted {
-			d.faulted(b, darc.Unknown)
-			continue
-		}
-		if int(t) >= d.numTypes {
-			t = darc.Unknown
-		}
-		d.enqueue(b, t, now)
-	}
-	if len(d.release)+len(d.replies) > 0 {
-		d.flush()
-	}
-}
-
 // enqueue admits b, of global type typ, into the policy's typed queues,
-// or drops it counted by reason: the path every classified request takes,
-// single- or multi-tenant.
+// or drops it counted by reason: the path every classified request takes.
 func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 	c := &d.counters[typ]
 	c.received++
@@ -565,7 +525,7 @@ func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 		return
 	}
 	h := d.free[len(d.free)-1]
-	switch d.policy.Enqueue(darc.Request{Handle: uint64(h), Type: typ}, now) {
+	switch d.sched.Enqueue(darc.Request{Handle: uint64(h), Type: typ}, now) {
 	case darc.Accepted:
 		d.free = d.free[:len(d.free)-1]
 		d.table[h] = b
@@ -682,7 +642,7 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 	if service < 0 {
 		service = 0
 	}
-	d.policy.Complete(w, c.typ, service, now)
+	d.sched.Complete(w, c.typ, service, now)
 	tc := &d.counters[c.typ]
 	tc.running--
 	tc.completed++
@@ -717,7 +677,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 	total := 0
 	round := inPlaceRounds * d.inPlaceLimit // expected service left to serve in place
 	for {
-		k := d.policy.Dispatch(now, d.assign)
+		k := d.sched.Dispatch(now, d.assign)
 		total += k
 		served := 0
 		for _, a := range d.assign[:k] {
@@ -1040,9 +1000,7 @@ func (d *Dispatcher) publish(now int64) {
 		s.Types[t] = ts
 	}
 	d.shedRates(s, now)
-	if d.mt != nil {
-		d.tenantStats(s)
-	}
+	d.tenantStats(s)
 	d.stats.Store(s)
 }
 

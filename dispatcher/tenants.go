@@ -12,8 +12,9 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// Tenant is one tenant of a multi-tenant dispatcher (Spec.Tenants,
-// AddTenant): its ports, its classifier and, for AddTenant, its share.
+// Tenant is one tenant of a dispatcher (Spec.Tenants, AddTenant, or the
+// default tenant New makes of a lone classifier): its ports, its
+// classifier and, for AddTenant, its share.
 type Tenant struct {
 	// Name is the tenant's name in the policy (darc.TenantConfig.Name).
 	Name string
@@ -23,7 +24,8 @@ type Tenant struct {
 	Ports []uint16
 	// Classifier maps the tenant's payloads to its own type ids (0 its
 	// UNKNOWN, up to its darc.TenantConfig.NumTypes-1; larger ids count as
-	// 0). It gets nil dstPorts. It is called by one goroutine at a time
+	// 0). It gets the packets' destination ports when it classifies
+	// inline, nil on the tenant's lane. It is called by one goroutine at a time
 	// (the dispatcher's or the tenant's lane, never both), so it must not
 	// be shared between tenants.
 	Classifier Classifier
@@ -82,8 +84,9 @@ type faultCounter interface {
 	FaultTotal() uint64
 }
 
-// TenantPolicy is a policy with tenants (darc.Tenants): a multi-tenant
-// dispatcher needs one.
+// TenantPolicy is a policy with tenants: darc.Tenants (with shares, and
+// tenants that come and go) or darc.Shared (a fixed set, or the lone
+// default tenant New puts any other policy under).
 type TenantPolicy interface {
 	darc.Policy
 	Base(name string) (darc.Type, bool)
@@ -93,10 +96,11 @@ type TenantPolicy interface {
 	RemoveTenant(name string) error
 }
 
+// DefaultTenant is the name of the tenant New makes of a lone classifier.
+const DefaultTenant = "default"
+
 // Errors of the tenant lifecycle.
 var (
-	// ErrNotMultiTenant: the dispatcher was built without tenants.
-	ErrNotMultiTenant = errors.New("dispatcher: not multi-tenant (built without Spec.Tenants and a tenant policy)")
 	// ErrStopped: the dispatcher has stopped.
 	ErrStopped = errors.New("dispatcher: stopped")
 	// ErrTenant wraps refused tenant changes (unknown tenant, ports in
@@ -132,7 +136,8 @@ type TenantStats struct {
 	// Classifying is the number of its packets on its lane now.
 	Classifying int `json:"classifying"`
 	// ClassifierCalls and ClassifierBusyNs count its classifier's calls
-	// (batches), inline and on its lane, and their time.
+	// (batches), inline and on its lane, and their time (not measured for
+	// an IsolateInline tenant: nothing depends on it).
 	ClassifierCalls  uint64 `json:"classifier_calls"`
 	ClassifierBusyNs uint64 `json:"classifier_busy_ns"`
 	// Policy is its state in the policy (home workers, busy, borrowed,
@@ -161,15 +166,17 @@ type tenantRT struct {
 	// Inline classification scratch, one burst.
 	bufs  []*nic.Buffer
 	pays  [][]byte
+	ports []uint16
 	types []darc.Type
 	n     int
 }
 
-// multiTenant is a multi-tenant dispatcher's tenant state.
-type multiTenant struct {
+// tenantSet is the dispatcher's tenants and their routes.
+type tenantSet struct {
 	policy      TenantPolicy
 	route       []int32 // port -> tenant index, -1: none
 	dflt        int32   // default tenant, -1: none
+	sole        int32   // the only tenant, live and routed every port, or -1
 	tenants     []*tenantRT
 	inline      []int // tenants with inline packets in the current burst
 	classifying int
@@ -184,14 +191,10 @@ type command struct {
 	done  chan error
 }
 
-// newMultiTenant sets up tenants for d (New): every tenant must be in the
+// newTenantSet sets up tenants for d (New): every tenant must be in the
 // policy.
-func newMultiTenant(d *Dispatcher, policy darc.Policy, tenants []Tenant) (*multiTenant, error) {
-	tp, ok := policy.(TenantPolicy)
-	if !ok {
-		return nil, fmt.Errorf("%w: Spec.Tenants needs a policy with tenants (darc.Config.Tenants), not %q", ErrSpec, policy.Name())
-	}
-	mt := &multiTenant{policy: tp, route: make([]int32, 1<<16), dflt: -1, laneCap: d.spec.LaneCapacity,
+func newTenantSet(d *Dispatcher, tp TenantPolicy, tenants []Tenant) (*tenantSet, error) {
+	mt := &tenantSet{policy: tp, route: make([]int32, 1<<16), dflt: -1, sole: -1, laneCap: d.spec.LaneCapacity,
 		cmds: make(chan command, 16)}
 	for i := range mt.route {
 		mt.route[i] = -1
@@ -205,7 +208,7 @@ func newMultiTenant(d *Dispatcher, policy darc.Policy, tenants []Tenant) (*multi
 }
 
 // add registers tenant t (already in the policy) and routes its ports.
-func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
+func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	base, ok := mt.policy.Base(t.Name)
 	if !ok {
 		return nil, fmt.Errorf("tenant %q is not in the policy", t.Name)
@@ -226,6 +229,7 @@ func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	}
 	rt.bufs = make([]*nic.Buffer, d.spec.Burst)
 	rt.pays = make([][]byte, d.spec.Burst)
+	rt.ports = make([]uint16, d.spec.Burst)
 	rt.types = make([]darc.Type, d.spec.Burst)
 	rt.faults, _ = t.Classifier.(faultCounter)
 	if t.Isolation != IsolateInline {
@@ -242,7 +246,7 @@ func (mt *multiTenant) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 }
 
 // checkPorts refuses ports another live tenant has, and a second default.
-func (mt *multiTenant) checkPorts(name string, ports []uint16) error {
+func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
 	for _, p := range ports {
 		if k := mt.route[p]; k >= 0 && mt.tenants[k].spec.Name != name {
 			return fmt.Errorf("port %d belongs to tenant %q", p, mt.tenants[k].spec.Name)
@@ -256,7 +260,7 @@ func (mt *multiTenant) checkPorts(name string, ports []uint16) error {
 
 // setRoutes routes ports (none: every port no one has) to tenant k,
 // dropping k's previous routes.
-func (mt *multiTenant) setRoutes(k int32, ports []uint16) {
+func (mt *tenantSet) setRoutes(k int32, ports []uint16) {
 	mt.clearRoutes(k)
 	for _, p := range ports {
 		mt.route[p] = k
@@ -265,9 +269,25 @@ func (mt *multiTenant) setRoutes(k int32, ports []uint16) {
 		mt.dflt = k
 	}
 	mt.tenants[k].spec.Ports = slices.Clone(ports)
+	mt.findSole()
 }
 
-func (mt *multiTenant) clearRoutes(k int32) {
+// findSole sets sole: the tenant that gets every packet, if one does
+// (the only live tenant, the default, with no ports of its own).
+func (mt *tenantSet) findSole() {
+	mt.sole = -1
+	live := 0
+	for _, t := range mt.tenants {
+		if !t.removed {
+			live++
+		}
+	}
+	if live == 1 && mt.dflt >= 0 && len(mt.tenants[mt.dflt].spec.Ports) == 0 && !mt.tenants[mt.dflt].removed {
+		mt.sole = mt.dflt
+	}
+}
+
+func (mt *tenantSet) clearRoutes(k int32) {
 	for _, p := range mt.tenants[k].spec.Ports {
 		if mt.route[p] == k {
 			mt.route[p] = -1
@@ -276,33 +296,31 @@ func (mt *multiTenant) clearRoutes(k int32) {
 	if mt.dflt == k {
 		mt.dflt = -1
 	}
+	mt.findSole()
 }
 
 // tenantOf returns the tenant of a packet to port, or -1.
-func (mt *multiTenant) tenantOf(port uint16) int32 {
+func (mt *tenantSet) tenantOf(port uint16) int32 {
 	if k := mt.route[port]; k >= 0 {
 		return k
 	}
 	return mt.dflt
 }
 
-// acceptTenants is accept for a multi-tenant dispatcher: route each packet
-// to its tenant; inline tenants' packets are classified and enqueued in
-// this burst, the others go to their lanes.
-func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
+// accept routes each packet of a received burst to its tenant: inline
+// tenants' packets are classified and enqueued in this burst, the others
+// go to their lanes.
+func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 	mt := d.mt
 	mt.inline = mt.inline[:0]
+	if mt.sole >= 0 && !mt.tenants[mt.sole].onLane {
+		d.acceptSole(bufs, now)
+		return
+	}
 	var kicked uint64 // lanes to wake, by index (the first 64; others always)
 	for _, b := range bufs {
 		d.received++
-		switch {
-		case b.Len < d.spec.MinPayload:
-			d.drops.Runt++
-			d.release = append(d.release, b)
-			continue
-		case b.WireLen > b.Len:
-			d.drops.Truncated++
-			d.release = append(d.release, b)
+		if !d.intact(b) {
 			continue
 		}
 		k := mt.tenantOf(b.DstPort)
@@ -322,6 +340,7 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 			}
 			t.bufs[t.n] = b
 			t.pays[t.n] = b.Payload()
+			t.ports[t.n] = b.DstPort
 			t.n++
 			continue
 		}
@@ -349,14 +368,61 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 		t := mt.tenants[k]
 		n := t.n
 		t.n = 0
-		d.classifyInline(t, n)
-		for i := range n {
-			d.enqueueTenant(t, t.bufs[i], t.types[i], now)
-			t.bufs[i], t.pays[i] = nil, nil
-		}
+		d.classifyEnqueue(t, n, now)
 	}
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
+	}
+}
+
+// acceptSole is accept when one tenant, classified inline, gets every
+// packet (a server of one classifier): no routes to look up.
+func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
+	t := d.mt.tenants[d.mt.sole]
+	n := 0
+	for _, b := range bufs {
+		if !d.intact(b) {
+			continue
+		}
+		t.bufs[n], t.pays[n], t.ports[n] = b, b.Payload(), b.DstPort
+		n++
+	}
+	d.received += uint64(len(bufs))
+	t.received += uint64(n)
+	d.classifyEnqueue(t, n, now)
+	if len(d.release)+len(d.replies) > 0 {
+		d.flush()
+	}
+}
+
+// intact reports whether b can be classified; a runt or a truncated
+// packet is counted and released.
+func (d *Dispatcher) intact(b *nic.Buffer) bool {
+	switch {
+	case b.Len < d.spec.MinPayload:
+		d.drops.Runt++
+	case b.WireLen > b.Len:
+		d.drops.Truncated++
+	default:
+		return true
+	}
+	d.release = append(d.release, b)
+	return false
+}
+
+// classifyEnqueue classifies t's first n packets of the burst inline and
+// enqueues them.
+func (d *Dispatcher) classifyEnqueue(t *tenantRT, n int, now int64) {
+	d.classifyInline(t, n)
+	live := !t.removed
+	for i := range n {
+		b, local := t.bufs[i], t.types[i]
+		t.bufs[i], t.pays[i] = nil, nil
+		if live && int(local) < t.numTypes { // Faulted is out of range
+			d.enqueue(b, t.base+local, now)
+		} else {
+			d.enqueueTenant(t, b, local, now)
+		}
 	}
 }
 
@@ -364,18 +430,21 @@ func (d *Dispatcher) acceptTenants(bufs []*nic.Buffer, now int64) {
 // goroutine. An IsolateAuto tenant whose call faulted or took longer than
 // Spec.InlineLimit is moved to its lane for its next packets.
 func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
+	t.calls++
+	if t.lane == nil {
+		// Always inline (a trusted classifier): nothing to decide, so
+		// nothing timed.
+		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
+		return
+	}
 	var before uint64
 	if t.faults != nil {
 		before = t.faults.FaultTotal()
 	}
 	start := d.dp.Now()
-	t.spec.Classifier.ClassifyBatch(t.pays[:n], nil, t.types[:n])
+	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
 	dt := d.dp.Now() - start
-	t.calls++
 	t.busyNs += uint64(max(dt, 0))
-	if t.lane == nil {
-		return
-	}
 	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {
 		t.escalate(uint64(d.spec.LaneProbation), start)
 	}
@@ -583,9 +652,6 @@ func safeApply(apply func(d *Dispatcher) error, d *Dispatcher) (err error) {
 // do runs apply on the dispatcher goroutine and waits for it: before Run,
 // at once (nothing else runs); after Run, ErrStopped.
 func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) error {
-	if d.mt == nil {
-		return ErrNotMultiTenant
-	}
 	d.lifeMu.Lock()
 	switch {
 	case d.stopped:
@@ -685,9 +751,6 @@ type tenantPreparer interface {
 
 // policyPreparer returns the policy as a tenantPreparer, if it is one.
 func (d *Dispatcher) policyPreparer() (tenantPreparer, bool) {
-	if d.mt == nil {
-		return nil, false
-	}
 	tp, ok := d.mt.policy.(tenantPreparer)
 	return tp, ok
 }
@@ -753,7 +816,7 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 }
 
 // live returns the index of the live tenant called name, or -1.
-func (mt *multiTenant) live(name string) int {
+func (mt *tenantSet) live(name string) int {
 	for k, t := range mt.tenants {
 		if t.spec.Name == name && !t.removed {
 			return k
