@@ -184,7 +184,8 @@ func (s *Shared) RemoveTenant(name string) error {
 
 // UpdateTenant accepts a tenant's config without a share (nothing of the
 // policy changes: a server changes the tenant's ports, which the policy
-// does not know) and refuses a share with ErrFixedTenants.
+// does not know; per-type limits stay as the policy was built) and
+// refuses a share with ErrFixedTenants.
 func (s *Shared) UpdateTenant(tc TenantConfig) error {
 	base, ok := s.Base(tc.Name)
 	if !ok {
@@ -195,8 +196,7 @@ func (s *Shared) UpdateTenant(tc TenantConfig) error {
 			return fmt.Errorf("darc: update tenant %q: %w: %d types, it has %d (types cannot change)", tc.Name, ErrInvalidConfig, tc.NumTypes, t.numTypes)
 		}
 	}
-	if tc.Workers != 0 || tc.Weight != 0 || tc.MaxWorkers != 0 || tc.Buffers != 0 || tc.MaxBuffers != 0 ||
-		len(tc.Budgets) > 0 || len(tc.Guarantees) > 0 || len(tc.Deadlines) > 0 {
+	if tc.Workers != 0 || tc.Weight != 0 || tc.MaxWorkers != 0 || tc.Buffers != 0 || tc.MaxBuffers != 0 || tc.StaticReserved != 0 {
 		return fmt.Errorf("darc: update tenant %q of %s: %w", tc.Name, s.Name(), ErrFixedTenants)
 	}
 	return nil

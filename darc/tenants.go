@@ -36,7 +36,8 @@ import (
 //
 // Pool. With Config.Pool, the pool nests the per-type split one level up:
 // Config.Guaranteed of the pool is divided into tenant guarantees
-// (TenantConfig.Buffers, or by weight), the rest is shared by the tenants.
+// (TenantConfig.Buffers, or by weight), the rest is shared by the tenants;
+// a lone tenant (without Buffers) is guaranteed the whole pool.
 // Within its guarantee each tenant splits as a single-tenant policy does:
 // per-type guarantees, and a part shared by its types. A request is
 // admitted when its type is below its guarantee; past it, when its type is
@@ -656,6 +657,17 @@ func (p *Tenants) partition() ([]int, error) {
 	return counts, nil
 }
 
+// liveCount is the number of tenants not removed.
+func (p *Tenants) liveCount() int {
+	n := 0
+	for _, t := range p.tenants {
+		if !t.removed {
+			n++
+		}
+	}
+	return n
+}
+
 // poolSplit is the pool's division over the tenants and their types.
 type poolSplit struct {
 	shared               int
@@ -697,6 +709,12 @@ func (p *Tenants) split() (poolSplit, error) {
 		return sp, fmt.Errorf("%w: tenant guarantees add up to %d buffers, more than the pool's %d", ErrInvalidConfig, fixed, pool)
 	}
 	left := max(int(p.cfg.Guaranteed*float64(pool))-fixed, 0)
+	if live := p.liveCount(); live == 1 && fixed == 0 {
+		// A lone tenant shares the pool with nobody: it is guaranteed all
+		// of it, and splits it over its types as a policy without
+		// tenants does (a server of one classifier schedules as one).
+		left = pool
+	}
 	total := 0
 	for k, t := range p.tenants {
 		switch {

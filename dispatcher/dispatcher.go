@@ -38,6 +38,12 @@ const (
 	yieldEvery = 5 * time.Millisecond
 )
 
+// extraBuffers is a dataplane with buffers beyond those it lends to
+// requests (nic.BufferPool.RequestBuffers): room for the classifier lanes.
+type extraBuffers interface {
+	ExtraBuffers() int
+}
+
 // recvWaker is a dataplane whose waiting Recv another goroutine can end.
 type recvWaker interface {
 	// RecvWakeable reports whether WakeRecv works in the dataplane's
@@ -125,7 +131,7 @@ type Dispatcher struct {
 	_        [64]byte
 	sleeping atomic.Bool
 	// stageTypes is numTypes for readers on other goroutines (Stages):
-	// a multi-tenant dispatcher's type space grows as tenants are added.
+	// the type space grows as tenants are added.
 	stageTypes atomic.Int64
 	_          [64]byte
 
@@ -228,9 +234,15 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		return nil, fmt.Errorf("%w: policy %q holds up to %d requests, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
 			ErrSpec, policy.Name(), pool, bp.RequestBuffers(), bp.RequestBuffers())
 	}
-	if bp, ok := dp.(nic.BufferPool); ok && withTenants && pool > 0 && pool+spec.LaneBuffers > bp.RequestBuffers() {
-		return nil, fmt.Errorf("%w: policy %q holds up to %d requests and the classifier lanes %d, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
-			ErrSpec, policy.Name(), pool, spec.LaneBuffers, bp.RequestBuffers(), bp.RequestBuffers()-spec.LaneBuffers)
+	if bp, ok := dp.(nic.BufferPool); ok && withTenants && pool > 0 {
+		extra := 0
+		if e, ok := dp.(extraBuffers); ok {
+			extra = e.ExtraBuffers()
+		}
+		if lend := bp.RequestBuffers() + extra; pool+spec.LaneBuffers > lend {
+			return nil, fmt.Errorf("%w: policy %q holds up to %d requests and the classifier lanes %d, more than the %d buffers the dataplane can lend (build the policy with darc.Config.Pool = %d)",
+				ErrSpec, policy.Name(), pool, spec.LaneBuffers, lend, lend-spec.LaneBuffers)
+		}
 	}
 	d := &Dispatcher{
 		spec:     spec,

@@ -80,8 +80,10 @@
 //
 // # Tenants
 //
-// With Spec.Tenants and a policy with tenants (darc.Config.Tenants), the
-// dispatcher is multi-tenant. Each packet goes to the tenant its UDP
+// A dispatcher serves tenants: Spec.Tenants with a TenantPolicy (darc
+// Tenants, with shares; darc.Shared, a fixed set), or, with any other
+// policy, one default tenant (DefaultTenant) of New's classifier, owning
+// every port and the policy's whole type space. Each packet goes to the tenant its UDP
 // destination port names (one table lookup; a tenant without ports gets
 // the ports no one has; packets of no tenant are dropped, "no_tenant") and
 // is classified by that tenant's classifier, in a call of its own, into its
@@ -104,7 +106,8 @@
 // has per-tenant counters (Stats.Tenants), and Received = Answered + Dropped
 // + InFlight holds with InFlight counting the packets on lanes.
 //
-// Without tenants nothing of this runs: the single-tenant step is the one
+// A dispatcher of one tenant that owns every port and classifies inline
+// (a lone classifier) skips the port lookup: that step is the one
 // BenchmarkDispatcherStep measures.
 //
 // # Shutdown

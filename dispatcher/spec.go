@@ -69,12 +69,12 @@ type Spec struct {
 	DrainTimeout time.Duration
 	// TypeNames names the type ids (index = id) in Stats; optional.
 	TypeNames []string
-	// Tenants makes the dispatcher multi-tenant (with a TenantPolicy, which
+	// Tenants are the dispatcher's tenants with a TenantPolicy (which
 	// must already have them): each packet goes to the tenant its UDP
 	// destination port names and is classified by that tenant's
-	// classifier, on the tenant's own lane (see Tenant). New's classifier
-	// argument is then unused. A TenantPolicy without Tenants makes a
-	// multi-tenant dispatcher whose tenants come with AddTenant.
+	// classifier, inline or on the tenant's own lane (see Tenant). New's
+	// classifier argument is then unused. A TenantPolicy without Tenants
+	// makes a dispatcher whose tenants come with AddTenant.
 	Tenants []Tenant
 	// LaneCapacity bounds the packets one tenant's lane holds (waiting
 	// for or in its classifier). Default 256.

@@ -224,7 +224,7 @@ func lifecycleStatus(err error) int {
 	switch {
 	case errors.Is(err, ErrUnknownTenant):
 		return http.StatusNotFound
-	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrSingleTenant):
+	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrFixedTenants):
 		return http.StatusConflict
 	}
 	return http.StatusBadRequest
@@ -337,14 +337,7 @@ func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, err
 // SwapIf is Swap, only over the running module exp names (its sha256 or
 // version; zero fields are not checked): otherwise ErrConflict.
 func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (int, error) {
-	if s.mt != nil {
-		return s.mt.swap(ctx, tenant, wasm, exp)
-	}
-	t := s.tenantsOrNil()
-	if t == nil {
-		return 0, errors.New("server: closed")
-	}
-	return t.swap(ctx, tenant, wasm, exp)
+	return s.tenants.swap(ctx, tenant, wasm, exp)
 }
 
 // Rollback swaps tenant's previous classifier back in (the module it ran
@@ -355,43 +348,27 @@ func (s *Server) Rollback(ctx context.Context, tenant string) (int, error) {
 
 // RollbackIf is Rollback, only over the running module exp names.
 func (s *Server) RollbackIf(ctx context.Context, tenant string, exp wasmclass.Expect) (int, error) {
-	if s.mt != nil {
-		return s.mt.rollback(ctx, tenant, exp)
-	}
-	t := s.tenantsOrNil()
-	if t == nil {
-		return 0, errors.New("server: closed")
-	}
-	return t.rollback(ctx, tenant, exp)
+	return s.tenants.rollback(ctx, tenant, exp)
 }
 
-// AddTenant adds a tenant to a multi-tenant server without a restart: its
+// AddTenant adds a tenant to the server without a restart: its
 // classifier (t.Wasm or t.Classifier; neither: the native classifier), its
 // ports on the dataplane, its share of the workers and the pool, its token.
 func (s *Server) AddTenant(ctx context.Context, t Tenant) error {
-	if s.mt == nil {
-		return ErrSingleTenant
-	}
-	_, err := s.mt.add(ctx, t)
+	_, err := s.tenants.add(ctx, t)
 	return err
 }
 
 // UpdateTenant changes a live tenant's ports, share or token.
 func (s *Server) UpdateTenant(ctx context.Context, name string, u TenantUpdate) error {
-	if s.mt == nil {
-		return ErrSingleTenant
-	}
-	_, err := s.mt.update(ctx, name, u)
+	_, err := s.tenants.update(ctx, name, u)
 	return err
 }
 
 // RemoveTenant removes a tenant without a restart: its queued requests are
 // dropped (removed), its running ones answered, its ports closed.
 func (s *Server) RemoveTenant(ctx context.Context, name string) error {
-	if s.mt == nil {
-		return ErrSingleTenant
-	}
-	_, err := s.mt.remove(ctx, name)
+	_, err := s.tenants.remove(ctx, name)
 	return err
 }
 

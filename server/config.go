@@ -78,7 +78,9 @@ type Config struct {
 	// DPDK sizes its mbuf pool from its descriptor rings). Default 8192.
 	// What the dataplane can lend to requests (the pool minus its receive
 	// path's own: 8160 with the UDP defaults) is split into per-type
-	// budgets, so no type can hold the buffers another needs.
+	// budgets, so no type can hold the buffers another needs. The
+	// classifier lanes (see Tenant.Isolation) get buffers of their own on
+	// top: a quarter more, at most 2048 (with DPDK, out of its pool).
 	Buffers int `yaml:"buffers"`
 	// BufSize is the size of one packet buffer (the largest datagram
 	// accepted). Default 2048.
@@ -152,16 +154,20 @@ type Config struct {
 	// classifierWasm is Classifier pulled from a registry.
 	classifierWasm []byte
 	// Tenants are tenants selected by UDP destination port (see Tenant).
-	// With policy darc or darc-static the server is multi-tenant: each
-	// tenant has its share of the workers and of the pool, its own types
-	// and DARC reservation, its classifier on a lane of its own, its
-	// token; tenants are added, updated and removed at run time (POST,
-	// PATCH, DELETE /tenants). With the other policies the tenants' types
-	// share one policy and the tenant set is fixed.
+	// Every server is the set of its tenants: without Tenants it has one,
+	// the default, of Classifier (or of the native classifier), owning
+	// every port. With policy darc or darc-static each tenant has its
+	// share of the workers and of the pool, its own types and DARC
+	// reservation, its token, and tenants are added, updated and removed
+	// at run time (POST, PATCH, DELETE /tenants; psp tenant), a server
+	// started with one classifier included. With the other policies the
+	// tenants share one policy, without shares, and the set is fixed at
+	// start (see RATIONALE.md).
 	Tenants []Tenant `yaml:"tenants,omitempty"`
-	// MultiTenant makes the server multi-tenant even with no tenant in
-	// Tenants (they are added at run time). Needs policy darc or
-	// darc-static.
+	// MultiTenant starts the server with no tenant at all, not even the
+	// default (tenants are added at run time; until then every packet is
+	// dropped, no_tenant). Needs policy darc or darc-static; exclusive
+	// with Classifier.
 	MultiTenant bool `yaml:"multi_tenant,omitempty"`
 	// LendAll lends every idle worker across tenants, those a tenant's
 	// DARC keeps for its short types too: fully work-conserving, at the
@@ -179,8 +185,8 @@ type Config struct {
 	Admin Admin `yaml:"admin"`
 }
 
-// Tenant is one tenant: its ports, its classifier and, on a multi-tenant
-// server, its share, limits and credentials.
+// Tenant is one tenant: its ports, its classifier and (with policy darc
+// or darc-static) its share, limits and credentials.
 type Tenant struct {
 	// Name identifies the tenant (letters, digits, '.', '_', '-').
 	Name string `yaml:"name" json:"name"`
@@ -189,10 +195,9 @@ type Tenant struct {
 	// included). Every dataplane receives on them.
 	Ports []uint16 `yaml:"ports,omitempty" json:"ports,omitempty"`
 	// Classifier is the .wasm file, or a registry reference
-	// oci://HOST/REPO[:TAG][@sha256:HEX] pulled at start (see OCI). On a
-	// multi-tenant server a tenant
-	// without one is classified by the application's native classifier
-	// (the psp-header one for the synthetic applications).
+	// oci://HOST/REPO[:TAG][@sha256:HEX] pulled at start (see OCI). A
+	// tenant without one is classified by the application's native
+	// classifier (the psp-header one for the synthetic applications).
 	Classifier string `yaml:"classifier,omitempty" json:"classifier,omitempty"`
 	// Wasm is the module itself, instead of a file (a program embedding
 	// its classifier, or POST /tenants; not in YAML).
@@ -201,7 +206,8 @@ type Tenant struct {
 	// swaps with more types; default the module's own type count.
 	MaxTypes int `yaml:"max_types,omitempty" json:"max_types,omitempty"`
 
-	// The tenant's share (multi-tenant servers; see darc.TenantConfig).
+	// The tenant's share (policy darc or darc-static; see
+	// darc.TenantConfig).
 	// Workers is the number of workers guaranteed to it; 0: a part of the
 	// workers no tenant claims by count, in proportion to Weight (default
 	// 1). MaxWorkers caps the workers running its requests at once (0: no
@@ -223,7 +229,7 @@ type Tenant struct {
 	// ClassifierOptions override Config.ClassifierOptions field by field
 	// for this tenant's modules.
 	ClassifierOptions ClassifierOptions `yaml:"classifier_options,omitempty" json:"classifier_options,omitempty"`
-	// Isolation says where a multi-tenant server runs the tenant's Wasm
+	// Isolation says where the server runs the tenant's Wasm
 	// classifier: "auto" (the default: on the dispatcher, in a call of its
 	// own, while it behaves; on a goroutine of the tenant's own from its
 	// first fault or slow call, so it can cost the others one call at
@@ -840,10 +846,12 @@ func AutoWorkers() int {
 	return max(n, MinAutoWorkers)
 }
 
-// multiTenant reports whether c (with defaults) makes a multi-tenant
-// server: tenants (or MultiTenant) under darc or darc-static.
-func (c Config) multiTenant() bool {
-	return (len(c.Tenants) > 0 || c.MultiTenant) && (c.Policy == darc.NameDARC || c.Policy == darc.NameDARCStatic)
+// shares reports whether c's policy (with defaults) gives tenants shares,
+// so that tenants can be added, changed and removed while the server
+// runs: darc and darc-static. Under the others the tenants share one
+// policy and are fixed at start.
+func (c Config) shares() bool {
+	return c.Policy == darc.NameDARC || c.Policy == darc.NameDARCStatic
 }
 
 // Validate checks c (after defaults) without touching files or the network,
@@ -905,8 +913,8 @@ func (c Config) validate(custom bool) error {
 	if c.Fail != "" && c.Classifier == "" {
 		return bad("fail applies to classifier: give each tenant its own fail")
 	}
-	if c.MultiTenant && !c.multiTenant() {
-		return bad("multi_tenant needs policy darc or darc-static (tenant shares are DARC's), not %s", c.Policy)
+	if c.MultiTenant && !c.shares() {
+		return bad("multi_tenant (start with no tenant, add them later) needs policy darc or darc-static (tenant shares are DARC's), not %s", c.Policy)
 	}
 	if err := c.ClassifierOptions.validate(); err != nil {
 		return bad("classifier_options: %v", err)
@@ -922,9 +930,6 @@ func (c Config) validate(custom bool) error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Classifier == "" && len(t.Wasm) == 0 && !c.multiTenant() {
-			return bad("tenant %q has no classifier file", t.Name)
-		}
 		if len(t.Ports) == 0 {
 			defaults++
 		}
@@ -946,7 +951,7 @@ func (c Config) validate(custom bool) error {
 		if _, err := failClosed(t.Fail); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
-		if !c.multiTenant() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {
+		if !c.shares() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {
 			return bad("tenant %q: shares (workers, weight, max_workers, buffers, max_buffers) need policy darc or darc-static, not %s", t.Name, c.Policy)
 		}
 		if t.TokenFile != "" && t.TokenSHA256 != "" {
@@ -1079,49 +1084,4 @@ func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Sp
 		DrainTimeout: c.DrainTimeout,
 		TypeNames:    typeNames,
 	}
-}
-
-// policyConfig builds the policy's config for the given type names, with a
-// pool of pool requests (the buffers the dataplane lends; 0: none).
-func (c Config) policyConfig(typeNames []string, pool int) (darc.Config, error) {
-	d := darc.Config{
-		Workers:        c.Workers,
-		NumTypes:       len(typeNames),
-		TypeNames:      typeNames,
-		QueueCapacity:  c.QueueCapacity,
-		Pool:           pool,
-		DeadlineFactor: c.DeadlineFactor,
-		DeadlineFloor:  int64(c.DeadlineFloor),
-		Delta:          c.Delta,
-		Spillway:       c.Spillway,
-		MinSamples:     c.MinSamples,
-		MaxWindow:      c.MaxWindow,
-		DelayFactor:    c.DelayFactor,
-		Hysteresis:     c.Hysteresis,
-		StaticReserved: c.Reserved,
-	}
-	if len(c.Types) == 0 {
-		return d, nil
-	}
-	d.Budgets = make([]int, len(typeNames))
-	d.Guarantees = make([]int, len(typeNames))
-	d.Deadlines = make([]int64, len(typeNames))
-	names := make([]string, 0, len(c.Types))
-	for name := range c.Types {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		t := slices.Index(typeNames, name)
-		if t < 0 {
-			return d, fmt.Errorf("%w: types: no request type named %q (the classifier's types: %s)", ErrConfig, name, strings.Join(typeNames, ", "))
-		}
-		l := c.Types[name]
-		d.Budgets[t], d.Guarantees[t] = l.Budget, l.Guarantee
-		d.Deadlines[t], _ = deadlineNs(l.Deadline) // validated
-	}
-	if pool == 0 {
-		d.Budgets, d.Guarantees = nil, nil
-	}
-	return d, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/persephone-go/psp/darc"
 	"strings"
 	"testing"
 	"time"
@@ -48,19 +49,25 @@ app: {name: emulate, max_service: 2ms}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := cfg.withDefaults().policyConfig(headerTypes(), 8160)
+	// The default tenant of the native classifier: the types by their
+	// plain names.
+	native := &liveTenant{cfg: Tenant{Name: DefaultTenant}, typeNames: headerTypes(), numTypes: len(headerTypes()), implicit: true}
+	d := cfg.withDefaults().basePolicyConfig(8160)
+	tc, err := native.share(cfg.withDefaults(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.DeadlineFactor != 5 || d.DeadlineFloor != int64(20*time.Millisecond) || d.Pool != 8160 ||
-		d.Deadlines[2] != int64(300*time.Millisecond) || d.Deadlines[1] != -1 || d.Budgets[2] != 500 || d.Guarantees[2] != 100 {
-		t.Errorf("policy config %+v", d)
+		tc.Deadlines[2] != int64(300*time.Millisecond) || tc.Deadlines[1] != -1 || tc.Budgets[2] != 500 || tc.Guarantees[2] != 100 {
+		t.Errorf("policy config %+v, tenant %+v", d, tc)
 	}
+	d.Tenants = []darc.TenantConfig{tc}
 	if err := d.Validate(); err != nil {
 		t.Errorf("policy config refused: %v", err)
 	}
 	cfg.Types["NOPE"] = TypeLimits{Budget: 3}
-	if _, err := cfg.withDefaults().policyConfig(headerTypes(), 8160); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"NOPE"`) {
+	ts := &tenantSet{live: map[string]*liveTenant{DefaultTenant: native}}
+	if err := checkTypeOverrides(cfg.withDefaults(), ts); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"NOPE"`) {
 		t.Errorf("unknown type name: %v", err)
 	}
 	for _, bad := range []string{
@@ -122,7 +129,7 @@ types:
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.withDefaults().multiTenant() || cfg.Tenants[0].ClassifierOptions.Fuel != 100000 || cfg.ClassifierOptions.TimeLimit != 5*time.Millisecond {
+	if !cfg.withDefaults().shares() || cfg.Tenants[0].ClassifierOptions.Fuel != 100000 || cfg.ClassifierOptions.TimeLimit != 5*time.Millisecond {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	w := cfg.Tenants[0].ClassifierOptions.wasm(cfg.ClassifierOptions.wasm(wasmclass.Options{}))

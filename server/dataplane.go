@@ -12,6 +12,14 @@ import (
 	"github.com/persephone-go/psp/nic/udp"
 )
 
+// laneBuffers is how many packets the tenants' classifier lanes may hold
+// at once: a quarter of the buffers at most, 2048 with the defaults. The
+// udp and memnic dataplanes get them on top of Buffers (ExtraBuffers);
+// DPDK sizes its own pool, so there they come out of what it lends.
+func laneBuffers(cfg Config) int {
+	return max(min(dispatcher.DefaultLaneBuffers, cfg.Buffers/4), 1)
+}
+
 // requestBuffers returns what dp can lend to requests (0: no fixed pool).
 func requestBuffers(dp nic.Dataplane) int {
 	if bp, ok := dp.(nic.BufferPool); ok {
@@ -28,7 +36,7 @@ func openDataplane(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
 	switch cfg.Dataplane {
 	case DataplaneMemory:
 		ap := netip.MustParseAddrPort(cfg.Listen)
-		dp := memnic.New(memnic.Config{Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Port: ap.Port()})
+		dp := memnic.New(memnic.Config{Workers: cfg.Workers + 1, Buffers: cfg.Buffers, ExtraBuffers: laneBuffers(cfg), BufSize: cfg.BufSize, Port: ap.Port()})
 		return dp, ap.String(), nil
 	case DataplaneDPDK:
 		return openDPDK(cfg, ports)
@@ -45,7 +53,7 @@ func openUDP(cfg Config, ports []uint16) (nic.Dataplane, string, error) {
 	}
 	// Under spin-then-park the dispatcher waits for requests in the
 	// kernel (see dispatcher.Spec.Procs).
-	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Ports: ports, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, BufSize: cfg.BufSize, Batch: cfg.Burst,
+	dp, err := udp.Open(udp.Config{Addr: cfg.Listen, Ports: ports, Workers: cfg.Workers + 1, Buffers: cfg.Buffers, ExtraBuffers: laneBuffers(cfg), BufSize: cfg.BufSize, Batch: cfg.Burst,
 		KernelWait: cfg.Idle == dispatcher.IdleSpinThenPark})
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)

@@ -41,18 +41,21 @@
 //
 // # Tenants
 //
-// With Config.Tenants (or MultiTenant) and policy darc or darc-static the
-// server is multi-tenant: every tenant has its ports (the dataplane
-// receives on them), its classifier (a wasmclass Host of its own, or the
-// application's native classifier), its own types and DARC within its
-// share of the workers and of the buffer pool (darc.Config.Tenants), its
-// classifier's limits (ClassifierOptions) and its token. AddTenant,
-// UpdateTenant and RemoveTenant change them while Run runs (POST, PATCH,
-// DELETE /tenants over HTTP with the operator's token); Swap and Rollback
-// change a tenant's classifier (its own token or the operator's). Tokens
-// are kept as SHA-256 digests; every change and every refused credential is
-// a JSON line in the audit log (Admin.AuditLog). With the other policies
-// the tenants' types share one policy and the tenant set is fixed.
+// A server is the set of its tenants: Config.Tenants, or one default
+// tenant of Config.Classifier (or of the native classifier) owning every
+// port. Every tenant has its ports (the dataplane receives on them), its
+// classifier (a wasmclass Host of its own, or the application's native
+// classifier), its own range of types, its classifier's limits
+// (ClassifierOptions) and its token. Under policy darc or darc-static it
+// also has its own DARC within its share of the workers and of the buffer
+// pool (darc.Tenants), and AddTenant, UpdateTenant and RemoveTenant change
+// the tenants while Run runs (POST, PATCH, DELETE /tenants over HTTP with
+// the operator's token), whether the server started with one classifier
+// or many; under the other policies the tenants share one policy
+// (darc.Shared) and are fixed at start (ErrFixedTenants). Swap and
+// Rollback change a tenant's classifier (its own token or the
+// operator's). Tokens are kept as SHA-256 digests; every change and every
+// refused credential is a JSON line in the audit log (Admin.AuditLog).
 //
 // # Lifecycle
 //

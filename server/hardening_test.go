@@ -382,8 +382,8 @@ func TestAddCompilesOutsideTheLock(t *testing.T) {
 	r, _ := startLogged(t, tenantConfig(t))
 	h := r.srv.Handler()
 	compiling, release := make(chan struct{}), make(chan struct{})
-	load := r.srv.mt.compile
-	r.srv.mt.compile = func(ctx context.Context, tn Tenant) (*mtTenant, error) {
+	load := r.srv.tenants.compile
+	r.srv.tenants.compile = func(ctx context.Context, tn Tenant) (*liveTenant, error) {
 		close(compiling)
 		<-release
 		return load(ctx, tn)

@@ -114,11 +114,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.disp.Stats()
 	stages := c.s.disp.Stages()
-	var declared []bool
-	var tenants []TenantInfo
-	if t := c.s.tenantsOrNil(); t != nil {
-		declared, tenants = t.declared(), t.status()
-	}
+	declared, tenants := c.s.tenants.declared(st), c.s.tenants.status(st)
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wasmclass"
@@ -47,14 +46,12 @@ type Server struct {
 	dp             nic.Dataplane
 	addr           string
 	disp           *dispatcher.Dispatcher
-	tenants        *tenants      // single-tenant servers (and fixed tenant sets)
-	mt             *multiTenants // multi-tenant servers
+	tenants        *tenantSet
 	creds          *credentials
 	audit          *audit
 	auditFile      io.Closer
 	app            *Application
 	closeApp       func() error
-	types          []string
 	registry       *prometheus.Registry
 	adminLn        net.Listener
 	http           *http.Server
@@ -111,31 +108,8 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if cfg, err = s.pullClassifiers(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.multiTenant() {
-		if err := s.openMultiTenant(ctx, cfg, opts); err != nil {
-			return nil, err
-		}
-	} else {
-		if s.tenants, err = openTenants(ctx, cfg, s.app, opts.Classifiers); err != nil {
-			return nil, err
-		}
-		s.types = s.tenants.types
-		s.describeTenants = s.tenants.describe()
-		if s.dp, s.addr, err = openDataplane(cfg, nil); err != nil {
-			return nil, err
-		}
-		pcfg, err := cfg.policyConfig(s.types, requestBuffers(s.dp))
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		policy, err := darc.New(cfg.Policy, pcfg)
-		if err != nil {
-			return nil, fmt.Errorf("server: policy: %w", err)
-		}
-		s.disp, err = dispatcher.New(cfg.dispatcherSpec(s.types, s.app.MinPayload), s.dp, s.tenants.classifier, policy, s.app.Handler)
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
+	if err := s.openTenants(ctx, cfg, opts); err != nil {
+		return nil, err
 	}
 	s.registry = prometheus.NewRegistry()
 	if err := s.registerMetrics(); err != nil {
@@ -330,17 +304,8 @@ func (s *Server) Close() error {
 		}
 		s.dp = nil
 	}
-	s.mu.Lock()
-	t, mt := s.tenants, s.mt
-	s.tenants = nil
-	s.mu.Unlock()
-	if t != nil {
-		if err := t.close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if mt != nil {
-		if err := mt.closeAll(); err != nil {
+	if s.tenants != nil {
+		if err := s.tenants.closeAll(); err != nil {
 			errs = append(errs, fmt.Errorf("server: close classifiers: %w", err))
 		}
 	}
@@ -360,13 +325,7 @@ func (s *Server) Close() error {
 // Status returns the current status (at most one stats interval old).
 func (s *Server) Status() Status {
 	ds := s.disp.Stats()
-	var declared []bool
-	if t := s.tenantsOrNil(); t != nil {
-		declared = t.declared()
-	} else if s.mt != nil {
-		declared = s.mt.declared(ds)
-	}
-	st := buildStatus(ds, s.disp.Stages(), declared)
+	st := buildStatus(ds, s.disp.Stages(), s.tenants.declared(ds))
 	st.Runtime = runtimeStatus()
 	st.WorkersAuto = s.workersAuto
 	st.App = s.cfg.App.Name
@@ -377,23 +336,13 @@ func (s *Server) Status() Status {
 	if s.app != nil && s.app.Counters != nil {
 		st.AppCounters = s.app.Counters()
 	}
-	if t := s.tenantsOrNil(); t != nil {
-		st.Tenants = t.status()
-	} else if s.mt != nil {
-		st.Tenants = s.mt.status(ds)
-		st.MultiTenant = true
-		st.Classifying = ds.Classifying
-	}
+	st.Tenants = s.tenants.status(ds)
+	st.MultiTenant = s.cfg.shares()
+	st.Classifying = ds.Classifying
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].SHA256)
 	}
 	return st
-}
-
-func (s *Server) tenantsOrNil() *tenants {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tenants
 }
 
 // dropSummary is " (budget 3, expired 2)", or "" without drops.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
@@ -47,39 +48,50 @@ func (s *Server) openCredentials(cfg Config) error {
 	return nil
 }
 
-// openMultiTenant builds a multi-tenant server: the tenants' classifiers,
-// the dataplane on every tenant's port, the multi-tenant policy (each
-// tenant's share of the workers and of the pool less what the classifier
-// lanes may hold) and the dispatcher.
-func (s *Server) openMultiTenant(ctx context.Context, cfg Config, opts Options) error {
-	mt, err := newMultiTenants(ctx, s, cfg, s.app, opts.Classifiers)
+// openTenants builds the server's tenants (Config.Tenants, or the default
+// tenant of Config.Classifier or of the native classifier), the dataplane
+// on every tenant's port, the policy (darc and darc-static: each tenant's
+// share of the workers and of the pool less what the classifier lanes may
+// hold; the other policies: one policy the tenants share) and the
+// dispatcher.
+func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) error {
+	ts, err := newTenantSet(ctx, s, cfg, s.app, opts.Classifiers)
 	if err != nil {
 		return err
 	}
-	s.mt = mt
-	s.describeTenants = mt.describe()
+	s.tenants = ts
+	s.describeTenants = ts.describe()
 	listen := netip.MustParseAddrPort(cfg.Listen).Port() // validated
-	if s.dp, s.addr, err = openDataplane(cfg, mt.ports(listen)); err != nil {
+	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(listen)); err != nil {
 		return err
 	}
 	lanes := 0
 	pool := requestBuffers(s.dp)
 	if pool > 0 {
-		// The lanes hold packets beside the policy: a quarter of the
-		// buffers at most, 2048 with the UDP defaults.
-		lanes = max(min(dispatcher.DefaultLaneBuffers, pool/4), 1)
-		pool -= lanes
+		// The lanes hold packets beside the policy, in buffers the
+		// dataplane was given for them, or, with DPDK, out of its pool.
+		lanes = laneBuffers(cfg)
+		if cfg.Dataplane == DataplaneDPDK {
+			lanes = min(lanes, pool/4)
+			pool -= lanes
+		}
 	}
 	pcfg := cfg.basePolicyConfig(pool)
-	tcs, dts, err := mt.policyTenants(cfg)
+	ts.pool = pool > 0
+	tcs, dts, err := ts.policyTenants(cfg)
 	if err != nil {
 		return err
 	}
-	if err := checkTypeOverrides(cfg, mt); err != nil {
+	if err := checkTypeOverrides(cfg, ts); err != nil {
 		return err
 	}
 	pcfg.Tenants = tcs
-	policy, err := darc.NewTenants(cfg.Policy, pcfg) // tenants may come later
+	var policy darc.Policy
+	if cfg.shares() {
+		policy, err = darc.NewTenants(cfg.Policy, pcfg) // tenants may come later
+	} else {
+		policy, err = darc.NewShared(cfg.Policy, pcfg)
+	}
 	if err != nil {
 		return fmt.Errorf("server: policy: %w", err)
 	}
@@ -92,25 +104,36 @@ func (s *Server) openMultiTenant(ctx context.Context, cfg Config, opts Options) 
 	return nil
 }
 
-// checkTypeOverrides refuses per-type overrides of a multi-tenant server
-// that name no tenant's type.
-func checkTypeOverrides(cfg Config, mt *multiTenants) error {
+// checkTypeOverrides refuses per-type overrides that name no tenant's
+// type.
+func checkTypeOverrides(cfg Config, ts *tenantSet) error {
+	var all []string
 	for name := range cfg.Types {
 		found := false
-		for tn := range mt.live {
-			if len(name) > len(tn) && name[:len(tn)+1] == tn+"/" {
-				found = true
+		for _, lt := range ts.live {
+			for l := range lt.numTypes {
+				if lt.typeName(l) == name {
+					found = true
+				}
 			}
 		}
-		if !found {
-			return fmt.Errorf("%w: types: %q names no tenant's type (multi-tenant servers name them tenant/type, as psp status shows)", ErrConfig, name)
+		if found {
+			continue
 		}
+		if all == nil {
+			for _, lt := range ts.configured(cfg) {
+				for l := range lt.numTypes {
+					all = append(all, lt.typeName(l))
+				}
+			}
+		}
+		return fmt.Errorf("%w: types: no request type named %q (the tenants' types, as psp status shows them: %s)", ErrConfig, name, strings.Join(all, ", "))
 	}
 	return nil
 }
 
-// basePolicyConfig is the policy's config without types (a multi-tenant
-// server's tenants bring theirs).
+// basePolicyConfig is the policy's config without types (the tenants
+// bring theirs).
 func (c Config) basePolicyConfig(pool int) darc.Config {
 	return darc.Config{
 		Workers:        c.Workers,
@@ -121,6 +144,7 @@ func (c Config) basePolicyConfig(pool int) darc.Config {
 		Delta:          c.Delta,
 		Spillway:       c.Spillway,
 		MinSamples:     c.MinSamples,
+		MaxWindow:      c.MaxWindow,
 		DelayFactor:    c.DelayFactor,
 		Hysteresis:     c.Hysteresis,
 		StaticReserved: c.Reserved,
@@ -138,8 +162,10 @@ func (s *Server) listenPort() uint16 {
 }
 
 // declared marks, by global type id, the types the live tenants' classifiers
-// declare (and each tenant's UNKNOWN); native classifiers declare none.
-func (mt *multiTenants) declared(st *dispatcher.Stats) []bool {
+// declare (and each tenant's UNKNOWN); native classifiers declare none:
+// their types are the wire's whole type space, shown once they see a
+// request.
+func (mt *tenantSet) declared(st *dispatcher.Stats) []bool {
 	d := make([]bool, len(st.Types))
 	if len(d) > 0 {
 		d[0] = true

@@ -6,7 +6,7 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 )
 
-// tenantCollector exports a multi-tenant server's per-tenant series, with a
+// tenantCollector exports a server's per-tenant series, with a
 // tenant label: its packets by outcome, its requests waiting, running and
 // being classified, its workers (home, busy, borrowed, lent), its part of
 // the buffer pool, its classifier's time and the module it runs. Removed
@@ -73,7 +73,7 @@ func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
 			module[t.Name] = true
 			gauge(c.module, 1, t.Name, t.SHA256)
 		}
-		if !st.MultiTenant || seen[t.Name] {
+		if seen[t.Name] {
 			continue // a removed tenant's name re-added: the live one's series
 		}
 		if t.Removed && c.liveAgain(st.Tenants, t.Name) {

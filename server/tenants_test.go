@@ -342,12 +342,21 @@ func TestTenantLifecycleHTTP(t *testing.T) {
 		events["tenant_update/ok"] != 1 || events["tenant_update/refused"] != 1 || events["tenant_remove/ok"] != 1 || events["swap/unauthorized"] != 1 {
 		t.Fatalf("audit events %v", events)
 	}
-	// A single-tenant server refuses lifecycle changes.
+	// A server of one classifier takes a tenant like any other (its
+	// default tenant keeps every other port); under a policy without
+	// tenant shares the tenants are fixed: 409, saying why.
 	single := memConfig()
 	single.Admin.TokenFile = writeToken(t, "operator-secret")
 	r2, _ := startLogged(t, single)
-	if rec := do(t, r2.srv.Handler(), "POST", "/tenants", "operator-secret", add); rec.Code != 409 {
-		t.Fatalf("adding a tenant to a single-tenant server: %d %s", rec.Code, rec.Body)
+	if rec := do(t, r2.srv.Handler(), "POST", "/tenants", "operator-secret", add); rec.Code != 201 {
+		t.Fatalf("adding a tenant to a server of one classifier: %d %s", rec.Code, rec.Body)
+	}
+	fixed := memConfig()
+	fixed.Policy = "cfcfs"
+	fixed.Admin.TokenFile = writeToken(t, "operator-secret")
+	r3, _ := startLogged(t, fixed)
+	if rec := do(t, r3.srv.Handler(), "POST", "/tenants", "operator-secret", add); rec.Code != 409 || !strings.Contains(rec.Body.String(), "darc") {
+		t.Fatalf("adding a tenant under cfcfs: %d %s, want 409 naming the policies that take tenants", rec.Code, rec.Body)
 	}
 	_ = io.Discard
 }

@@ -154,44 +154,21 @@ func printStatus(w io.Writer, st *server.Status) error {
 	printInPlace(w, st)
 	printStages(w, st)
 
-	if st.MultiTenant {
-		fmt.Fprintf(w, "\ntenants (multi-tenant; %d packets being classified):\n", st.Classifying)
-		printTenants(w, st.Tenants)
-		for _, t := range st.Tenants {
-			if t.Removed {
-				continue
-			}
-			fmt.Fprintf(w, "  %s: %s", t.Name, tenantLine(t))
-			if t.Drops != nil && t.Dropped > 0 {
-				fmt.Fprintf(w, "; drops: %s", t.Drops.String())
-			}
-			printFaults(w, t)
-			fmt.Fprintln(w)
-		}
-		return nil
+	// One section for any number of tenants (a server of one classifier
+	// has one, the default).
+	kind := "multi-tenant"
+	if !st.MultiTenant {
+		kind = fmt.Sprintf("a fixed set: policy %s has no tenant shares", st.Policy)
 	}
-	fmt.Fprintln(w, "\nclassifiers:")
+	fmt.Fprintf(w, "\ntenants (%s; %d packets being classified):\n", kind, st.Classifying)
+	printTenants(w, st.Tenants)
 	for _, t := range st.Tenants {
-		kind := "wasm"
-		if t.Native {
-			kind = "native"
+		if t.Removed {
+			continue
 		}
-		ports := "default"
-		if len(t.Ports) > 0 {
-			ports = fmt.Sprintf("ports %v", t.Ports)
-		}
-		fmt.Fprintf(w, "  %s: %s, version %d, %s, %d types", t.Name, kind, t.Version, ports, len(t.Types))
-		if t.SHA256 != "" {
-			fmt.Fprintf(w, ", sha256 %s (%d bytes)", t.SHA256, t.Size)
-			if t.Reference != "" {
-				fmt.Fprintf(w, ", from %s", t.Reference)
-			}
-			if t.Fail != "" {
-				fmt.Fprintf(w, ", fail %s", t.Fail)
-			}
-			if at, err := time.Parse(time.RFC3339Nano, t.LoadedAt); err == nil {
-				fmt.Fprintf(w, ", loaded %s", at.Local().Format("2006-01-02 15:04:05"))
-			}
+		fmt.Fprintf(w, "  %s: %s", t.Name, tenantLine(t))
+		if t.Drops != nil && t.Dropped > 0 {
+			fmt.Fprintf(w, "; drops: %s", t.Drops.String())
 		}
 		printFaults(w, t)
 		fmt.Fprintln(w)

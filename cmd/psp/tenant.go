@@ -18,15 +18,17 @@ import (
 	"github.com/persephone-go/psp/server"
 )
 
-// tenantCommand is `psp tenant`: a multi-tenant server's tenants.
+// tenantCommand is `psp tenant`: a server's tenants.
 func tenantCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenant",
 		Usage: "list, add, update, remove a running server's tenants; roll back a classifier",
-		Description: "A multi-tenant psp serve (policy darc or darc-static, with tenants in its config or\n" +
-			"multi_tenant: true) gives each tenant its ports, its classifier, its own types and DARC\n" +
-			"reservation, and its share of the workers and of the buffer pool. These commands change\n" +
-			"them without a restart. add, update and remove need the operator's token (--token-file);\n" +
+		Description: "A psp serve is the set of its tenants: those of its config, or one, \"default\", of\n" +
+			"--classifier (or of the native classifier) owning every port. Under policy darc or\n" +
+			"darc-static each tenant has its ports, its classifier, its own types and DARC reservation,\n" +
+			"and its share of the workers and of the buffer pool, and these commands change them\n" +
+			"without a restart (the other policies have no shares: their tenants are fixed at start).\n" +
+			"add, update and remove need the operator's token (--token-file);\n" +
 			"rollback takes the tenant's own token or the operator's. Every attempt is in the\n" +
 			"server's audit log.",
 		Action: unknownCommand,
@@ -210,7 +212,7 @@ func tenantListCommand() *cli.Command {
 func tenantAddCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "add",
-		Usage:     "add a tenant to a running multi-tenant server",
+		Usage:     "add a tenant to a running server (policy darc or darc-static)",
 		ArgsUsage: "NAME",
 		Description: "Adds tenant NAME with its classifier (--classifier FILE.wasm; without it, the\n" +
 			"application's native classifier), its ports, its share and its own token. The server\n" +
@@ -430,18 +432,13 @@ func writeJSONOut(w io.Writer, v any) error {
 // tenantLine describes a tenant on one line.
 func tenantLine(t server.TenantInfo) string {
 	var parts []string
-	ports := "default"
-	if len(t.Ports) > 0 {
-		ports = "ports " + joinPorts(t.Ports)
-	}
-	parts = append(parts, ports)
 	switch {
 	case t.Removed:
 		parts = append(parts, "REMOVED")
 	case t.Native:
 		parts = append(parts, "native classifier")
 	default:
-		m := fmt.Sprintf("version %d, sha256 %s (%d bytes)", t.Version, short(t.SHA256), t.Size)
+		m := fmt.Sprintf("wasm, version %d, sha256 %s (%d bytes)", t.Version, t.SHA256, t.Size)
 		if t.Reference != "" {
 			m += ", from " + t.Reference
 		}
@@ -455,6 +452,11 @@ func tenantLine(t server.TenantInfo) string {
 		}
 		parts = append(parts, m)
 	}
+	ports := "default (every port no other tenant has)"
+	if len(t.Ports) > 0 {
+		ports = "ports " + joinPorts(t.Ports)
+	}
+	parts = append(parts, ports)
 	if t.Isolation != "" && !t.Native {
 		iso := "classified " + t.Isolation
 		if t.OnLane && t.Isolation == "auto" {

@@ -37,6 +37,10 @@ type Config struct {
 	Workers int
 	// Buffers is the pool size (default DefaultBuffers).
 	Buffers int
+	// ExtraBuffers are added to the pool but not to RequestBuffers: buffers
+	// the caller holds beside those it counts against RequestBuffers (the
+	// dispatcher's classifier lanes). Default 0.
+	ExtraBuffers int
 	// BufSize is each buffer's payload room in bytes (default
 	// DefaultBufSize); longer payloads are truncated and counted.
 	BufSize int
@@ -93,8 +97,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("memnic: workers %d is negative", c.Workers)
-	case c.Buffers < 0:
-		return fmt.Errorf("memnic: buffers %d is negative", c.Buffers)
+	case c.Buffers < 0 || c.ExtraBuffers < 0:
+		return fmt.Errorf("memnic: buffers %d, extra buffers %d: negative", c.Buffers, c.ExtraBuffers)
 	case c.BufSize < 0:
 		return fmt.Errorf("memnic: buffer size %d is negative", c.BufSize)
 	case c.ReplyQueue < 0:
@@ -172,9 +176,9 @@ func New(cfg Config) *Dataplane {
 	cfg = cfg.withDefaults()
 	d := &Dataplane{
 		cfg:     cfg,
-		pool:    bufpool.New(cfg.Buffers, cfg.BufSize),
+		pool:    bufpool.New(cfg.Buffers+cfg.ExtraBuffers, cfg.BufSize),
 		start:   time.Now(),
-		rxq:     xsync.NewMPMCQueue[*nic.Buffer](cfg.Buffers),
+		rxq:     xsync.NewMPMCQueue[*nic.Buffer](cfg.Buffers+cfg.ExtraBuffers),
 		wake:    make(chan struct{}, 1),
 		timer:   time.NewTimer(time.Hour),
 		done:    make(chan struct{}),
@@ -397,6 +401,10 @@ func (d *Dataplane) TxQueue(w int) nic.TxQueue {
 // RequestBuffers implements nic.BufferPool: the pool minus a quarter kept
 // for packets waiting to be received (as a NIC keeps its descriptor ring).
 func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Buffers/4 }
+
+// ExtraBuffers returns Config.ExtraBuffers: pool buffers beyond
+// RequestBuffers.
+func (d *Dataplane) ExtraBuffers() int { return d.cfg.ExtraBuffers }
 
 // AllocReply implements nic.ReplyAllocator: a free pool buffer addressed to
 // req's peer, or nil when the pool is empty.

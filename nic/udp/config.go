@@ -32,6 +32,10 @@ type Config struct {
 	Workers int
 	// Buffers is the packet buffer pool size (default DefaultBuffers).
 	Buffers int
+	// ExtraBuffers are added to the pool but not to RequestBuffers: buffers
+	// the caller holds beside those it counts against RequestBuffers (the
+	// dispatcher's classifier lanes). Default 0.
+	ExtraBuffers int
 	// BufSize is each buffer's payload room in bytes (default
 	// DefaultBufSize); longer datagrams are truncated and counted.
 	BufSize int
@@ -57,8 +61,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("udp: workers %d is negative", c.Workers)
-	case c.Buffers < 0:
-		return fmt.Errorf("udp: buffers %d is negative", c.Buffers)
+	case c.Buffers < 0 || c.ExtraBuffers < 0:
+		return fmt.Errorf("udp: buffers %d, extra buffers %d: negative", c.Buffers, c.ExtraBuffers)
 	case c.BufSize < 0 || c.BufSize > 65535:
 		return fmt.Errorf("udp: buffer size %d is outside 1..65535", c.BufSize)
 	case c.Batch < 0 || c.Batch > 1024:

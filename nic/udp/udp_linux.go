@@ -188,7 +188,7 @@ func (d *Dataplane) setup() error {
 	default:
 		return fmt.Errorf("udp: unexpected socket address %T", sa)
 	}
-	d.pool = bufpool.New(d.cfg.Buffers, d.cfg.BufSize)
+	d.pool = bufpool.New(d.cfg.Buffers+d.cfg.ExtraBuffers, d.cfg.BufSize)
 	d.rx.init(d.cfg.Batch)
 	if d.cfg.KernelWait {
 		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -226,6 +226,10 @@ func (d *Dataplane) Now() int64 { return int64(time.Since(d.start)) }
 // RequestBuffers implements nic.BufferPool: the pool minus the batch of
 // buffers Recv keeps staged for the next recvmmsg.
 func (d *Dataplane) RequestBuffers() int { return d.cfg.Buffers - d.cfg.Batch }
+
+// ExtraBuffers returns Config.ExtraBuffers: pool buffers beyond
+// RequestBuffers.
+func (d *Dataplane) ExtraBuffers() int { return d.cfg.ExtraBuffers }
 
 // FreeBuffers returns how many pool buffers are not held by a caller
 // (including those staged for the next receive). It scans the pool.

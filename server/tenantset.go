@@ -15,49 +15,63 @@ import (
 	"github.com/persephone-go/psp/wasmclass"
 )
 
-// A multi-tenant server gives each tenant its own classifier (a Wasm host
-// of its own, whose caller runs on the tenant's lane in the dispatcher, or
-// the application's native classifier, inline), its own share in the
-// policy (darc.Tenants) and its own token. multiTenants holds what the
-// server keeps per tenant; the dispatcher and the policy hold the rest and
-// apply changes between two iterations of the dispatcher's loop.
+// A server is the set of its tenants. Each has its own classifier (a Wasm
+// host of its own, whose caller runs inline on the dispatcher or on the
+// tenant's lane, or the application's native classifier, inline), its own
+// range of types in the policy (with darc and darc-static its own share of
+// the workers and of the pool: darc.Tenants; with the other policies a
+// fixed set sharing one policy: darc.Shared) and its own token. A server
+// started with one classifier (Config.Classifier, or none: the native
+// one) has one tenant, the default, called DefaultTenant, owning every
+// port: tenants added later take their ports from it. tenantSet holds what
+// the server keeps per tenant; the dispatcher and the policy hold the rest
+// and apply changes between two iterations of the dispatcher's loop.
 
-// MaxTenantTypes bounds a tenant's type range on a multi-tenant server
-// (its module's type count, or max_types): each type has its queues.
+// MaxTenantTypes bounds the type range of a tenant added or listed in
+// Config.Tenants (its module's type count, or max_types): each type has
+// its queues.
 const MaxTenantTypes = 1024
 
-// mtTenant is one live tenant of a multi-tenant server.
-type mtTenant struct {
+// liveTenant is one live tenant of a server.
+type liveTenant struct {
 	cfg       Tenant
 	host      *wasmclass.Host // nil: the native classifier
 	caller    *wasmclass.Caller
 	numTypes  int
 	typeNames []string // local ids
-	added     time.Time
+	// implicit: the default tenant made of Config.Classifier (or of the
+	// native classifier); its types keep the names a server of one
+	// classifier gives them (the policy's type 0 is its UNKNOWN).
+	implicit bool
+	added    time.Time
 }
 
-// multiTenants is a multi-tenant server's tenant set. Lifecycle changes
-// are serialised by mu; status reads take it too.
-type multiTenants struct {
+// tenantSet is a server's tenants. Lifecycle changes are serialised by
+// mu; status reads take it too.
+type tenantSet struct {
 	s           *Server
 	mu          sync.Mutex
-	live        map[string]*mtTenant
+	live        map[string]*liveTenant
 	native      dispatcher.Classifier
 	nativeTypes []string
+	nativeName  string            // describes the native classifier
+	pool        bool              // the policy has a pool (type budgets apply)
 	wopts       wasmclass.Options // every tenant's base classifier options
 	// compile builds an added tenant's classifier (load; tests slow it
 	// down). Called without mu.
-	compile func(ctx context.Context, t Tenant) (*mtTenant, error)
+	compile func(ctx context.Context, t Tenant) (*liveTenant, error)
 }
 
-// newMultiTenants loads every configured tenant's classifier.
-func newMultiTenants(ctx context.Context, s *Server, cfg Config, app *Application, wopts wasmclass.Options) (*multiTenants, error) {
-	mt := &multiTenants{s: s, live: map[string]*mtTenant{}, wopts: cfg.ClassifierOptions.wasm(wopts)}
+// newTenantSet loads every configured tenant's classifier: Config.Tenants,
+// or the default tenant of Config.Classifier (or of the native classifier)
+// unless MultiTenant asks to start with none.
+func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, wopts wasmclass.Options) (*tenantSet, error) {
+	mt := &tenantSet{s: s, live: map[string]*liveTenant{}, wopts: cfg.ClassifierOptions.wasm(wopts)}
 	mt.compile = mt.load
 	if app.Classifier != nil {
-		mt.native, mt.nativeTypes = app.Classifier, app.TypeNames
+		mt.native, mt.nativeTypes, mt.nativeName = app.Classifier, app.TypeNames, "native "+app.Name
 	} else {
-		mt.native, mt.nativeTypes = dispatcher.HeaderClassifier{}, headerTypes()
+		mt.native, mt.nativeTypes, mt.nativeName = dispatcher.HeaderClassifier{}, headerTypes(), "native psp header"
 	}
 	for _, t := range cfg.Tenants {
 		lt, err := mt.load(ctx, t)
@@ -67,18 +81,59 @@ func newMultiTenants(ctx context.Context, s *Server, cfg Config, app *Applicatio
 		}
 		mt.live[t.Name] = lt
 	}
+	if len(cfg.Tenants) == 0 && !cfg.MultiTenant {
+		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail}
+		lt, err := mt.load(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		lt.implicit = true
+		mt.live[t.Name] = lt
+	}
 	return mt, nil
 }
 
+// configured returns the tenants the server starts with, in order:
+// Config.Tenants, or the implicit default tenant.
+func (mt *tenantSet) configured(cfg Config) []*liveTenant {
+	var out []*liveTenant
+	for _, t := range cfg.Tenants {
+		out = append(out, mt.live[t.Name])
+	}
+	if lt := mt.live[DefaultTenant]; lt != nil && lt.implicit {
+		out = append(out, lt)
+	}
+	return out
+}
+
+// typeName is the name a tenant's local type has in the server's type
+// space: "tenant/type", but for the implicit default tenant the name a
+// server of one classifier always gave it (a Wasm classifier's types are
+// default/type, the native classifier's its own, UNKNOWN the policy's).
+func (lt *liveTenant) typeName(local int) string {
+	n := lt.typeNames[local]
+	switch {
+	case !lt.implicit:
+		return lt.cfg.Name + "/" + n
+	case local == 0:
+		return "UNKNOWN"
+	case lt.host != nil:
+		return lt.cfg.Name + "/" + n
+	}
+	return n
+}
+
 // load builds a tenant's classifier (off the hot path).
-func (mt *multiTenants) load(ctx context.Context, t Tenant) (*mtTenant, error) {
-	lt := &mtTenant{cfg: t, added: time.Now()}
+func (mt *tenantSet) load(ctx context.Context, t Tenant) (*liveTenant, error) {
+	lt := &liveTenant{cfg: t, added: time.Now()}
 	bin := t.Wasm
 	if len(bin) == 0 && t.Classifier != "" {
 		var err error
 		if bin, err = readWasm(t.Classifier); err != nil {
 			return nil, fmt.Errorf("server: tenant %q: %w", t.Name, err)
 		}
+	} else if len(bin) > maxWasmFileBytes {
+		return nil, fmt.Errorf("server: tenant %q: classifier of %d bytes, larger than %d", t.Name, len(bin), maxWasmFileBytes)
 	}
 	if len(bin) == 0 {
 		lt.numTypes = len(mt.nativeTypes)
@@ -103,7 +158,7 @@ func (mt *multiTenants) load(ctx context.Context, t Tenant) (*mtTenant, error) {
 	if lt.numTypes > MaxTenantTypes {
 		caller.Close()
 		host.Close(ctx)
-		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d on a multi-tenant server", ErrConfig, t.Name, lt.numTypes, MaxTenantTypes)
+		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d for a tenant", ErrConfig, t.Name, lt.numTypes, MaxTenantTypes)
 	}
 	st := host.Status()[0]
 	lt.typeNames = make([]string, lt.numTypes)
@@ -121,19 +176,24 @@ func (mt *multiTenants) load(ctx context.Context, t Tenant) (*mtTenant, error) {
 
 // share is t's configuration in the policy, with the per-type limits cfg
 // gives as "tenant/type".
-func (lt *mtTenant) share(cfg Config) (darc.TenantConfig, error) {
+func (lt *liveTenant) share(cfg Config, pool bool) (darc.TenantConfig, error) {
 	t := lt.cfg
 	tc := darc.TenantConfig{Name: t.Name, NumTypes: lt.numTypes, TypeNames: lt.typeNames,
 		Workers: t.Workers, Weight: t.Weight, MaxWorkers: t.MaxWorkers, Buffers: t.Buffers, MaxBuffers: t.MaxBuffers}
-	prefix := t.Name + "/"
+	names := make([]string, lt.numTypes)
+	for i := range names {
+		names[i] = lt.typeName(i)
+	}
+	if lt.implicit {
+		tc.Default, tc.TypeNames = true, names
+	}
 	for name, l := range cfg.Types {
-		local, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		i := slices.Index(lt.typeNames, local)
+		i := slices.Index(names, name)
 		if i < 0 {
-			return tc, fmt.Errorf("%w: types: no request type named %q (tenant %s's types: %s)", ErrConfig, name, t.Name, strings.Join(lt.typeNames, ", "))
+			if !lt.implicit && strings.HasPrefix(name, t.Name+"/") {
+				return tc, fmt.Errorf("%w: types: no request type named %q (tenant %s's types: %s)", ErrConfig, name, t.Name, strings.Join(names, ", "))
+			}
+			continue
 		}
 		if tc.Budgets == nil {
 			tc.Budgets, tc.Guarantees, tc.Deadlines = make([]int, lt.numTypes), make([]int, lt.numTypes), make([]int64, lt.numTypes)
@@ -141,11 +201,15 @@ func (lt *mtTenant) share(cfg Config) (darc.TenantConfig, error) {
 		tc.Budgets[i], tc.Guarantees[i] = l.Budget, l.Guarantee
 		tc.Deadlines[i], _ = deadlineNs(l.Deadline)
 	}
+	if !pool {
+		// No pool (a dataplane that lends no buffers): no budgets to keep.
+		tc.Budgets, tc.Guarantees = nil, nil
+	}
 	return tc, nil
 }
 
 // dispatcherTenant is t as the dispatcher runs it.
-func (mt *multiTenants) dispatcherTenant(lt *mtTenant, share darc.TenantConfig) dispatcher.Tenant {
+func (mt *tenantSet) dispatcherTenant(lt *liveTenant, share darc.TenantConfig) dispatcher.Tenant {
 	dt := dispatcher.Tenant{Name: lt.cfg.Name, Ports: lt.cfg.Ports, Share: share}
 	if lt.host == nil {
 		dt.Classifier, dt.Isolation = mt.native, dispatcher.IsolateInline
@@ -163,12 +227,11 @@ func (mt *multiTenants) dispatcherTenant(lt *mtTenant, share darc.TenantConfig) 
 }
 
 // policyTenants returns the policy's tenants for the configured ones.
-func (mt *multiTenants) policyTenants(cfg Config) ([]darc.TenantConfig, []dispatcher.Tenant, error) {
+func (mt *tenantSet) policyTenants(cfg Config) ([]darc.TenantConfig, []dispatcher.Tenant, error) {
 	var tcs []darc.TenantConfig
 	var dts []dispatcher.Tenant
-	for _, t := range cfg.Tenants {
-		lt := mt.live[t.Name]
-		tc, err := lt.share(cfg)
+	for _, lt := range mt.configured(cfg) {
+		tc, err := lt.share(cfg, mt.pool)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -179,7 +242,7 @@ func (mt *multiTenants) policyTenants(cfg Config) ([]darc.TenantConfig, []dispat
 }
 
 // ports returns every live tenant's ports but the listen port.
-func (mt *multiTenants) ports(listen uint16) []uint16 {
+func (mt *tenantSet) ports(listen uint16) []uint16 {
 	var ps []uint16
 	for _, lt := range mt.live {
 		for _, p := range lt.cfg.Ports {
@@ -194,7 +257,7 @@ func (mt *multiTenants) ports(listen uint16) []uint16 {
 
 // closeAll closes every classifier (the dispatcher never ran, or has
 // stopped: closing twice is harmless).
-func (mt *multiTenants) closeAll() error {
+func (mt *tenantSet) closeAll() error {
 	var errs []error
 	for _, lt := range mt.live {
 		if lt.caller != nil {
@@ -208,7 +271,7 @@ func (mt *multiTenants) closeAll() error {
 }
 
 // get returns the live tenant called name.
-func (mt *multiTenants) get(name string) (*mtTenant, error) {
+func (mt *tenantSet) get(name string) (*liveTenant, error) {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	lt, ok := mt.live[name]
@@ -219,7 +282,7 @@ func (mt *multiTenants) get(name string) (*mtTenant, error) {
 }
 
 // swap hot-swaps a tenant's Wasm classifier.
-func (mt *multiTenants) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
+func (mt *tenantSet) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -231,7 +294,7 @@ func (mt *multiTenants) swap(ctx context.Context, name string, wasm []byte, exp 
 	return v, swapError(name, err)
 }
 
-func (mt *multiTenants) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
+func (mt *tenantSet) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -252,8 +315,11 @@ type portSet interface {
 
 // add adds a tenant while the server runs: classifier, ports, policy share
 // and credentials, or nothing on error.
-func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
+func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	s := mt.s
+	if !s.cfg.shares() {
+		return nil, fmt.Errorf("%w: add %q: policy %s has no tenant shares, so its tenants are fixed when the server starts (start it with policy darc or darc-static to add tenants)", ErrFixedTenants, t.Name, s.cfg.Policy)
+	}
 	if err := validTenantName(t.Name); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -293,7 +359,7 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 		mt.closeTenant(lt)
 		return nil, err
 	}
-	share, err := lt.share(s.cfg)
+	share, err := lt.share(s.cfg, mt.pool)
 	if err != nil {
 		mt.closeTenant(lt)
 		return nil, err
@@ -314,7 +380,7 @@ func (mt *multiTenants) add(ctx context.Context, t Tenant) (*mtTenant, error) {
 }
 
 // exists reports whether a live tenant is called name.
-func (mt *multiTenants) exists(name string) bool {
+func (mt *tenantSet) exists(name string) bool {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	_, ok := mt.live[name]
@@ -322,7 +388,7 @@ func (mt *multiTenants) exists(name string) bool {
 }
 
 // checkPorts refuses ports another live tenant has, and a second default.
-func (mt *multiTenants) checkPorts(name string, ports []uint16) error {
+func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
 	for other, lt := range mt.live {
 		if other == name {
 			continue
@@ -346,7 +412,7 @@ func (mt *multiTenants) checkPorts(name string, ports []uint16) error {
 
 // openPorts makes the dataplane receive on ports it does not yet, and
 // returns those.
-func (mt *multiTenants) openPorts(ports []uint16) ([]uint16, error) {
+func (mt *tenantSet) openPorts(ports []uint16) ([]uint16, error) {
 	listen := mt.s.listenPort()
 	served := mt.ports(listen)
 	var added []uint16
@@ -369,7 +435,7 @@ func (mt *multiTenants) openPorts(ports []uint16) ([]uint16, error) {
 }
 
 // closePorts stops receiving on ports.
-func (mt *multiTenants) closePorts(ports []uint16) {
+func (mt *tenantSet) closePorts(ports []uint16) {
 	if ps, ok := mt.s.dp.(portSet); ok {
 		for _, p := range ports {
 			_ = ps.RemovePort(p)
@@ -378,7 +444,7 @@ func (mt *multiTenants) closePorts(ports []uint16) {
 }
 
 // closeTenant closes a classifier the dispatcher never got.
-func (mt *multiTenants) closeTenant(lt *mtTenant) {
+func (mt *tenantSet) closeTenant(lt *liveTenant) {
 	if lt.caller != nil {
 		lt.caller.Close()
 	}
@@ -426,7 +492,7 @@ func (u TenantUpdate) apply(t Tenant) Tenant {
 }
 
 // update changes a live tenant's ports, share and token.
-func (mt *multiTenants) update(ctx context.Context, name string, u TenantUpdate) (*mtTenant, error) {
+func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*liveTenant, error) {
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
@@ -447,7 +513,7 @@ func (mt *multiTenants) update(ctx context.Context, name string, u TenantUpdate)
 	}
 	next := *lt
 	next.cfg = t
-	share, err := next.share(s.cfg)
+	share, err := next.share(s.cfg, mt.pool)
 	if err != nil {
 		return nil, err
 	}
@@ -457,6 +523,9 @@ func (mt *multiTenants) update(ctx context.Context, name string, u TenantUpdate)
 	}
 	if err := s.disp.UpdateTenant(ctx, dispatcher.Tenant{Name: name, Ports: t.Ports, Share: share}); err != nil {
 		mt.closePorts(added)
+		if errors.Is(err, darc.ErrFixedTenants) {
+			return nil, fmt.Errorf("%w: update %q: policy %s has no tenant shares (start the server with policy darc or darc-static to give tenants shares): %w", ErrFixedTenants, name, s.cfg.Policy, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	old := lt.cfg.Ports
@@ -470,7 +539,7 @@ func (mt *multiTenants) update(ctx context.Context, name string, u TenantUpdate)
 
 // unused returns the ports of ports no live tenant has (nor the listen
 // port).
-func (mt *multiTenants) unused(ports []uint16) []uint16 {
+func (mt *tenantSet) unused(ports []uint16) []uint16 {
 	listen := mt.s.listenPort()
 	served := mt.ports(listen)
 	var out []uint16
@@ -485,13 +554,16 @@ func (mt *multiTenants) unused(ports []uint16) []uint16 {
 // remove removes a live tenant: the dispatcher drops its queued requests
 // (removed) and answers its running ones, its lane closes its classifier,
 // its ports close, its token is forgotten.
-func (mt *multiTenants) remove(ctx context.Context, name string) (*mtTenant, error) {
+func (mt *tenantSet) remove(ctx context.Context, name string) (*liveTenant, error) {
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	lt, ok := mt.live[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+	}
+	if !s.cfg.shares() {
+		return nil, fmt.Errorf("%w: remove %q: policy %s has no tenant shares, so its tenants are fixed when the server starts (start it with policy darc or darc-static to remove tenants)", ErrFixedTenants, name, s.cfg.Policy)
 	}
 	if err := s.disp.RemoveTenant(ctx, name); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -504,7 +576,7 @@ func (mt *multiTenants) remove(ctx context.Context, name string) (*mtTenant, err
 
 // status returns every tenant's state, live ones first in the order the
 // dispatcher has them, then removed ones.
-func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
+func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	var out []TenantInfo
@@ -566,7 +638,7 @@ func (mt *multiTenants) status(st *dispatcher.Stats) []TenantInfo {
 }
 
 // names returns the live tenants' names, sorted.
-func (mt *multiTenants) names() []string {
+func (mt *tenantSet) names() []string {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	names := make([]string, 0, len(mt.live))
@@ -578,11 +650,11 @@ func (mt *multiTenants) names() []string {
 }
 
 // describe is the classifier part of the startup line.
-func (mt *multiTenants) describe() string {
+func (mt *tenantSet) describe() string {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	if len(mt.live) == 0 {
-		return "multi-tenant, no tenants yet"
+		return "none yet: no tenants (add them with psp tenant add)"
 	}
 	var parts []string
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
@@ -593,7 +665,7 @@ func (mt *multiTenants) describe() string {
 		}
 	}) {
 		lt := mt.live[name]
-		src := "native"
+		src := mt.nativeName
 		if lt.host != nil {
 			src = "wasm " + lt.cfg.Classifier
 			if lt.cfg.Classifier == "" {
@@ -606,5 +678,5 @@ func (mt *multiTenants) describe() string {
 		}
 		parts = append(parts, fmt.Sprintf("tenant %s=%s (%s)", name, src, p))
 	}
-	return "multi-tenant: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }
