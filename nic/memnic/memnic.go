@@ -178,7 +178,7 @@ func New(cfg Config) *Dataplane {
 		cfg:     cfg,
 		pool:    bufpool.New(cfg.Buffers+cfg.ExtraBuffers, cfg.BufSize),
 		start:   time.Now(),
-		rxq:     xsync.NewMPMCQueue[*nic.Buffer](cfg.Buffers+cfg.ExtraBuffers),
+		rxq:     xsync.NewMPMCQueue[*nic.Buffer](cfg.Buffers + cfg.ExtraBuffers),
 		wake:    make(chan struct{}, 1),
 		timer:   time.NewTimer(time.Hour),
 		done:    make(chan struct{}),
