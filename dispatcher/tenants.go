@@ -247,13 +247,42 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 
 // checkPorts refuses ports another live tenant has, and a second default.
 func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
-	for _, p := range ports {
-		if k := mt.route[p]; k >= 0 && mt.tenants[k].spec.Name != name {
-			return fmt.Errorf("port %d belongs to tenant %q", p, mt.tenants[k].spec.Name)
+	var others []Tenant
+	for _, t := range mt.tenants {
+		if !t.removed {
+			others = append(others, Tenant{Name: t.spec.Name, Ports: t.spec.Ports})
 		}
 	}
-	if len(ports) == 0 && mt.dflt >= 0 && mt.tenants[mt.dflt].spec.Name != name {
-		return fmt.Errorf("tenant %q is already the default tenant (the one without ports)", mt.tenants[mt.dflt].spec.Name)
+	return CheckPorts(Tenant{Name: name, Ports: ports}, others)
+}
+
+// CheckPorts is the one check of a tenant's ports against the other
+// tenants' (a tenant of t's name among them is t itself, ignored): port
+// 0, a port listed twice or another tenant has, and a second default
+// tenant (one without ports: it gets every port no one has) are refused.
+// The dispatcher applies it to every tenant it adds or updates; a server
+// applies it to its configuration before it opens anything.
+func CheckPorts(t Tenant, others []Tenant) error {
+	for i, p := range t.Ports {
+		switch {
+		case p == 0:
+			return errors.New("port 0")
+		case slices.Contains(t.Ports[:i], p):
+			return fmt.Errorf("port %d listed twice", p)
+		}
+	}
+	for _, o := range others {
+		if o.Name == t.Name {
+			continue
+		}
+		for _, p := range t.Ports {
+			if slices.Contains(o.Ports, p) {
+				return fmt.Errorf("port %d belongs to tenant %q", p, o.Name)
+			}
+		}
+		if len(t.Ports) == 0 && len(o.Ports) == 0 {
+			return fmt.Errorf("tenant %q is already the default tenant (the one without ports)", o.Name)
+		}
 	}
 	return nil
 }

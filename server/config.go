@@ -920,8 +920,7 @@ func (c Config) validate(custom bool) error {
 		return bad("classifier_options: %v", err)
 	}
 	seen := map[string]bool{}
-	ports := map[uint16]string{}
-	defaults := 0
+	var routed []dispatcher.Tenant
 	for i, t := range c.Tenants {
 		if err := validTenantName(t.Name); err != nil {
 			return bad("tenant %d: %v", i, err)
@@ -930,18 +929,11 @@ func (c Config) validate(custom bool) error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if len(t.Ports) == 0 {
-			defaults++
+		dt := dispatcher.Tenant{Name: t.Name, Ports: t.Ports}
+		if err := dispatcher.CheckPorts(dt, routed); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
 		}
-		for _, p := range t.Ports {
-			if p == 0 {
-				return bad("tenant %q: port 0", t.Name)
-			}
-			if other, ok := ports[p]; ok {
-				return bad("port %d claimed by tenants %q and %q", p, other, t.Name)
-			}
-			ports[p] = t.Name
-		}
+		routed = append(routed, dt)
 		if err := t.validateShare(); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
@@ -965,9 +957,6 @@ func (c Config) validate(custom bool) error {
 		if err := t.ClassifierOptions.validate(); err != nil {
 			return bad("tenant %q: classifier_options: %v", t.Name, err)
 		}
-	}
-	if defaults > 1 {
-		return bad("%d tenants without ports; at most one may be the default", defaults)
 	}
 	if c.Admin.TokenFile != "" && c.Admin.TokenSHA256 != "" {
 		return bad("admin: token_file and token_sha256 are exclusive")

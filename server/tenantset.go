@@ -355,16 +355,12 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 		mt.closeTenant(lt)
 		return nil, fmt.Errorf("%w: %q", ErrTenantExists, t.Name)
 	}
-	if err := mt.checkPorts(t.Name, t.Ports); err != nil {
-		mt.closeTenant(lt)
-		return nil, err
-	}
 	share, err := lt.share(s.cfg, mt.pool)
 	if err != nil {
 		mt.closeTenant(lt)
 		return nil, err
 	}
-	added, err := mt.openPorts(t.Ports)
+	added, err := mt.openPorts(t.Name, t.Ports)
 	if err != nil {
 		mt.closeTenant(lt)
 		return nil, err
@@ -387,32 +383,18 @@ func (mt *tenantSet) exists(name string) bool {
 	return ok
 }
 
-// checkPorts refuses ports another live tenant has, and a second default.
-func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
-	for other, lt := range mt.live {
-		if other == name {
-			continue
-		}
-		for _, p := range ports {
-			if slices.Contains(lt.cfg.Ports, p) {
-				return fmt.Errorf("%w: port %d belongs to tenant %q", ErrConfig, p, other)
-			}
-		}
-		if len(ports) == 0 && len(lt.cfg.Ports) == 0 {
-			return fmt.Errorf("%w: tenant %q is already the default tenant (the one without ports)", ErrConfig, other)
-		}
-	}
-	for _, p := range ports {
-		if p == 0 {
-			return fmt.Errorf("%w: port 0", ErrConfig)
-		}
-	}
-	return nil
-}
-
 // openPorts makes the dataplane receive on ports it does not yet, and
-// returns those.
-func (mt *tenantSet) openPorts(ports []uint16) ([]uint16, error) {
+// returns those. It first checks name's ports against the other live
+// tenants' (dispatcher.CheckPorts, which the dispatcher applies again),
+// so that nothing is opened for ports that will be refused.
+func (mt *tenantSet) openPorts(name string, ports []uint16) ([]uint16, error) {
+	var others []dispatcher.Tenant
+	for n, lt := range mt.live {
+		others = append(others, dispatcher.Tenant{Name: n, Ports: lt.cfg.Ports})
+	}
+	if err := dispatcher.CheckPorts(dispatcher.Tenant{Name: name, Ports: ports}, others); err != nil {
+		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
+	}
 	listen := mt.s.listenPort()
 	served := mt.ports(listen)
 	var added []uint16
@@ -508,16 +490,13 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
 	}
-	if err := mt.checkPorts(name, t.Ports); err != nil {
-		return nil, err
-	}
 	next := *lt
 	next.cfg = t
 	share, err := next.share(s.cfg, mt.pool)
 	if err != nil {
 		return nil, err
 	}
-	added, err := mt.openPorts(t.Ports)
+	added, err := mt.openPorts(name, t.Ports)
 	if err != nil {
 		return nil, err
 	}
