@@ -129,8 +129,9 @@ type Tenants struct {
 	typeTenant []int32 // per global type: its tenant, or -1 (type 0)
 	numTypes   int
 
-	held   int // requests held, queued or running, all tenants
-	shared int // the pool's part not guaranteed to any tenant
+	held   int  // requests held, queued or running, all tenants
+	lone   bool // one live tenant, whose home is every worker
+	shared int  // the pool's part not guaranteed to any tenant
 
 	skip     []bool    // Dispatch's scratch: tenants that cannot borrow now
 	lendable bitset    // Dispatch's scratch: idle workers that may be lent
@@ -565,6 +566,14 @@ func (p *Tenants) rebalance() error {
 		}
 		t.p.setHome(t.lo, t.hi)
 	}
+	p.lone = false
+	if p.liveCount() == 1 {
+		for _, t := range p.tenants {
+			// Every worker is its home: there is no one to lend to and
+			// nothing to borrow (Dispatch skips its lending phase).
+			p.lone = p.lone || (!t.removed && t.lo == 0 && t.hi == p.workers)
+		}
+	}
 	for _, t := range p.tenants {
 		t.lent = 0
 		t.borrow = 0
@@ -877,7 +886,7 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 			return n
 		}
 	}
-	if p.idleN == 0 {
+	if p.idleN == 0 || p.lone {
 		return n
 	}
 	clear(p.skip)

@@ -46,9 +46,12 @@ func wasmClassifier(tb testing.TB) Classifier {
 // The benchmark goroutine plays the workers inline (pop, send, complete), so
 // the figure is one core's dispatcher throughput; compare with the paper's
 // 7 Mpps (ns/op is per packet).
+//
+// Policy "server" is what psp serve runs for one classifier under darc:
+// darc.Tenants with the classifier as its default tenant.
 func BenchmarkDispatcherStep(b *testing.B) {
 	for _, cls := range []string{"native", "wasm"} {
-		for _, policy := range []string{"darc", "cfcfs"} {
+		for _, policy := range []string{"darc", "cfcfs", "server"} {
 			b.Run(cls+"/"+policy, func(b *testing.B) {
 				var c Classifier = HeaderClassifier{}
 				if cls == "wasm" {
@@ -62,15 +65,29 @@ func BenchmarkDispatcherStep(b *testing.B) {
 
 func benchStep(b *testing.B, cls Classifier, policyName string) {
 	const workers = 32 // one burst's worth: every received packet finds an idle worker
-	dp := memnic.New(memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}})
+	mcfg := memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}}
+	if policyName == "server" {
+		mcfg.ExtraBuffers = 256 // the lanes' own, as psp serve gives them
+	}
+	dp := memnic.New(mcfg)
 	defer dp.Close()
 	// Budgets over the dataplane's pool and automatic deadlines, as psp
 	// serve runs it.
-	policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 1000, Pool: dp.RequestBuffers()})
+	var policy darc.Policy
+	var err error
+	spec := Spec{Workers: workers, Burst: 32}
+	if policyName == "server" {
+		spec.LaneBuffers = mcfg.ExtraBuffers
+		policy, err = darc.NewTenants(darc.NameDARC, darc.Config{Workers: workers, MinSamples: 1000, Pool: dp.RequestBuffers(),
+			Tenants: []darc.TenantConfig{{Name: DefaultTenant, Default: true, NumTypes: HeaderNumTypes}}})
+		spec.Tenants = []Tenant{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
+	} else {
+		policy, err = darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 1000, Pool: dp.RequestBuffers()})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Spec{Workers: workers, Burst: 32}, dp, cls, policy, echo)
+	d, err := New(spec, dp, cls, policy, echo)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +121,7 @@ func benchStep(b *testing.B, cls Classifier, policyName string) {
 	if d.drops.Total() != 0 {
 		b.Fatalf("drops %+v", d.drops)
 	}
-	if policyName == "darc" {
+	if policyName != "cfcfs" {
 		var s darc.Snapshot
 		policy.Snapshot(&s)
 		if s.Phase != "darc" {
@@ -168,7 +185,11 @@ func TestPipelineStepNoAlloc(t *testing.T) {
 					c = wasmClassifier(t)
 				}
 				const workers = 32
-				dp := memnic.New(memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}})
+				mcfg := memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}}
+	if policyName == "server" {
+		mcfg.ExtraBuffers = 256 // the lanes' own, as psp serve gives them
+	}
+	dp := memnic.New(mcfg)
 				defer dp.Close()
 				policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 500, Pool: dp.RequestBuffers()})
 				if err != nil {
