@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -47,8 +48,10 @@ import (
 //
 // Lifecycle. AddTenant, UpdateTenant and RemoveTenant change the tenants
 // between two calls of Dispatch (they allocate; call them off the hot
-// path, from the goroutine that owns the policy). Type ids are never
-// reused: a new tenant's range starts after every other. Type 0 is the
+// path, from the goroutine that owns the policy). A new tenant's range
+// starts after every other, or in the range of a retired tenant (a removed
+// one its driver forgot with Retire once it held nothing), so tenants can
+// come and go without end. Type 0 is the
 // UNKNOWN of packets of no tenant, or, with a default tenant
 // (TenantConfig.Default), that tenant's UNKNOWN: then one tenant's policy
 // numbers and names its types exactly as a policy without tenants would. A removed
@@ -128,6 +131,7 @@ type Tenants struct {
 	tenants    []*tenant
 	typeTenant []int32 // per global type: its tenant, or -1 (type 0)
 	numTypes   int
+	free       []typeRange // ranges of retired tenants, for new ones
 
 	held   int  // requests held, queued or running, all tenants
 	lone   bool // one live tenant, whose home is every worker
@@ -154,6 +158,9 @@ type tenant struct {
 	removed bool
 	// reclaimed: removed, and its queues freed once it held nothing.
 	reclaimed bool
+	// retired: reclaimed and forgotten (Retire): its slot and its type
+	// ids are free for a tenant added later.
+	retired bool
 }
 
 // reclaim frees a removed tenant's queues (a 1,024-type tenant's are
@@ -415,20 +422,73 @@ func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	}
 	in.idle = p.idle // shared: the tenants' policies see every worker's state
 	t := &tenant{cfg: tc, p: in, base: Type(p.numTypes), away: away, budget: math.MaxInt}
-	k := int32(len(p.tenants))
-	p.tenants = append(p.tenants, t)
-	types := tc.NumTypes
-	if tc.Default { // checkTenant: the first tenant, type 0 is free
+	// A retired tenant's slot and a free range of ids are used first.
+	k := int32(slices.IndexFunc(p.tenants, func(o *tenant) bool { return o.retired }))
+	if k < 0 {
+		k = int32(len(p.tenants))
+		p.tenants = append(p.tenants, t)
+		p.skip = append(p.skip, false)
+	} else {
+		p.tenants[k] = t
+	}
+	switch i := slices.IndexFunc(p.free, func(r typeRange) bool { return r.n >= tc.NumTypes }); {
+	case tc.Default: // checkTenant: the first tenant, type 0 is free
 		t.base = 0
 		p.typeTenant[0] = k
-		types--
+		for range tc.NumTypes - 1 {
+			p.typeTenant = append(p.typeTenant, k)
+		}
+		p.numTypes += tc.NumTypes - 1
+	case i >= 0:
+		r := p.free[i]
+		t.base = r.base
+		for id := int(r.base); id < int(r.base)+tc.NumTypes; id++ {
+			p.typeTenant[id] = k
+		}
+		if r.n > tc.NumTypes {
+			p.free[i] = typeRange{base: r.base + Type(tc.NumTypes), n: r.n - tc.NumTypes}
+		} else {
+			p.free = slices.Delete(p.free, i, i+1)
+		}
+	default:
+		for range tc.NumTypes {
+			p.typeTenant = append(p.typeTenant, k)
+		}
+		p.numTypes += tc.NumTypes
 	}
-	for range types {
-		p.typeTenant = append(p.typeTenant, k)
-	}
-	p.numTypes += types
-	p.skip = append(p.skip, false)
 	return t.base, nil
+}
+
+// typeRange is a range of global type ids: base..base+n-1.
+type typeRange struct {
+	base Type
+	n    int
+}
+
+// Retire forgets a removed tenant that holds nothing, queued or running
+// (the one whose range starts at base): its slot and its range of type ids
+// are reused by tenants added later, so that tenants can come and go
+// without end. Until then a removed tenant stays in Snapshot with its
+// counters. The driver retires a tenant once nothing of its own refers to
+// the tenant's ids any more. It fails with ErrUnknownTenant when no removed
+// tenant has that base, ErrInvalidConfig while it still holds requests.
+func (p *Tenants) Retire(base Type) error {
+	for _, t := range p.tenants {
+		if t.base != base || t.retired || !t.removed {
+			continue
+		}
+		t.reclaim()
+		if !t.reclaimed {
+			return fmt.Errorf("darc: retire tenant %q: %w: it still holds %d requests", t.cfg.Name, ErrInvalidConfig, t.held())
+		}
+		t.retired = true
+		for id := int(base); id < int(base)+t.cfg.NumTypes; id++ {
+			p.typeTenant[id] = -1
+		}
+		p.free = append(p.free, typeRange{base: base, n: t.cfg.NumTypes})
+		return nil
+	}
+	return fmt.Errorf("darc: retire the tenant of type %d: %w (no removed tenant starts there)", base, ErrUnknownTenant)
 }
 
 // AddTenant adds a tenant and returns the global id of its local type 0.
@@ -437,21 +497,15 @@ func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 func (p *Tenants) AddTenant(tc TenantConfig) (Type, error) { return p.addTenant(tc, nil) }
 
 func (p *Tenants) addTenant(tc TenantConfig, pt *PreparedTenant) (Type, error) {
-	n, types := len(p.tenants), len(p.typeTenant)
+	// What add changes, to roll it back.
+	tenants, types, numTypes := slices.Clone(p.tenants), slices.Clone(p.typeTenant), p.numTypes
+	free, skip := slices.Clone(p.free), len(p.skip)
 	base, err := p.add(tc, pt)
 	if err == nil {
 		if err = p.rebalance(); err == nil {
 			return base, nil
 		}
-	}
-	if len(p.tenants) > n { // roll back
-		p.tenants = p.tenants[:n]
-		p.typeTenant = p.typeTenant[:types]
-		if n == 0 {
-			p.typeTenant[0] = -1 // a default tenant held it
-		}
-		p.numTypes = types
-		p.skip = p.skip[:n]
+		p.tenants, p.typeTenant, p.numTypes, p.free, p.skip = tenants, types, numTypes, free, p.skip[:skip]
 		_ = p.rebalance() // the previous state was balanced
 	}
 	return 0, fmt.Errorf("darc: add tenant: %w", err)
@@ -1069,10 +1123,16 @@ func (p *Tenants) Snapshot(s *Snapshot) {
 		s.Busy[w] = !p.idle.has(w)
 	}
 	s.Types = resize(s.Types, p.numTypes)
-	s.Types[0] = TypeState{Type: 0, Name: "UNKNOWN"}
-	s.Tenants = resize(s.Tenants, len(p.tenants))
+	for i := range s.Types {
+		s.Types[i] = TypeState{Type: Type(i)} // a retired tenant's range: nobody's now
+	}
+	s.Types[0].Name = "UNKNOWN"
+	s.Tenants = s.Tenants[:0]
 	in := &p.snap
-	for k, t := range p.tenants {
+	for _, t := range p.tenants {
+		if t.retired {
+			continue
+		}
 		t.p.Snapshot(in)
 		if !t.removed && in.Phase == "startup" {
 			s.Phase = "startup"
@@ -1093,8 +1153,12 @@ func (p *Tenants) Snapshot(s *Snapshot) {
 			s.Groups = append(s.Groups, Group{Types: append([]Type(nil), g.Types...), Demand: g.Demand,
 				Reserved: append([]int(nil), g.Reserved...), Stealable: append([]int(nil), g.Stealable...), Spillway: g.Spillway, Tenant: g.Tenant})
 		}
+		var home []int
+		if i := len(s.Tenants); i < cap(s.Tenants) {
+			home = s.Tenants[:i+1][i].Home[:0]
+		}
 		ts := TenantState{Name: t.cfg.Name, Base: t.base, NumTypes: t.cfg.NumTypes, Phase: in.Phase, Reservations: in.Reservations,
-			Home: s.Tenants[k].Home[:0], Weight: t.cfg.Weight, MaxWorkers: t.cfg.MaxWorkers,
+			Home: home, Weight: t.cfg.Weight, MaxWorkers: t.cfg.MaxWorkers,
 			Busy: t.busy, Borrowed: t.borrow, Lent: t.lent, Queued: t.p.total, Held: t.held(), Removed: t.removed}
 		for w := t.lo; w < t.hi; w++ {
 			ts.Home = append(ts.Home, w)
@@ -1102,6 +1166,6 @@ func (p *Tenants) Snapshot(s *Snapshot) {
 		if p.cfg.Pool > 0 {
 			ts.Guarantee, ts.Budget = t.guar, t.budget
 		}
-		s.Tenants[k] = ts
+		s.Tenants = append(s.Tenants, ts)
 	}
 }

@@ -2,6 +2,7 @@ package darc
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -609,5 +610,77 @@ func TestTenantsStartEmpty(t *testing.T) {
 	}
 	if v := p.Enqueue(Request{Handle: 1, Type: base + 1}, 0); v != Accepted {
 		t.Fatalf("enqueue: %v", v)
+	}
+}
+
+// TestRetireReusesTypeIDs: a removed tenant that holds nothing can be
+// retired; its slot and type ids go to the next tenant, so that adding
+// and removing a 1,024-type tenant again and again neither grows the type
+// space nor runs out of it (65,536 ids: 64 such tenants without reuse).
+func TestRetireReusesTypeIDs(t *testing.T) {
+	p, err := NewTenants(NameDARC, Config{Workers: 4, QueueCapacity: 16, Tenants: []TenantConfig{{Name: "a", NumTypes: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := p.AddTenant(TenantConfig{Name: "big", NumTypes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Enqueue(Request{Handle: 1, Type: base + 1}, 0); v != Accepted {
+		t.Fatalf("enqueue: %v", v)
+	}
+	if err := p.RemoveTenant("big"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Retire(base); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("retire while it holds a request: %v", err)
+	}
+	out := make([]Assignment, 4)
+	if n := p.Dispatch(1, out); n != 1 || out[0].Worker != Removed {
+		t.Fatalf("dispatch after removal: %d %+v", n, out[:n])
+	}
+	if err := p.Retire(base); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Retire(base); !errors.Is(err, ErrUnknownTenant) {
+		t.Fatalf("retire twice: %v", err)
+	}
+	types := p.NumTypes()
+	for i := range 200 { // 200 x 1,024 ids: three times the type space
+		name := fmt.Sprintf("big%d", i)
+		b, err := p.AddTenant(TenantConfig{Name: name, NumTypes: 1024})
+		if err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if b != base {
+			t.Fatalf("cycle %d: base %d, want the retired range at %d", i, b, base)
+		}
+		if v := p.Enqueue(Request{Handle: 2, Type: b + 5}, 0); v != Accepted {
+			t.Fatalf("cycle %d: enqueue %v", i, v)
+		}
+		if n := p.Dispatch(2, out); n != 1 || out[0].Worker < 0 {
+			t.Fatalf("cycle %d: dispatch %d %+v", i, n, out[:n])
+		}
+		p.Complete(out[0].Worker, out[0].Request.Type, 10, 3)
+		if err := p.RemoveTenant(name); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Retire(b); err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+	}
+	var s Snapshot
+	p.Snapshot(&s)
+	if p.NumTypes() != types || len(p.tenants) != 2 || len(s.Tenants) != 1 || s.Tenants[0].Name != "a" {
+		t.Fatalf("after 200 cycles: %d types (was %d), %d slots, tenants %+v", p.NumTypes(), types, len(p.tenants), s.Tenants)
+	}
+	if v := p.Enqueue(Request{Handle: 3, Type: base + 1}, 0); v != NoTenant {
+		t.Fatalf("a retired range's type: %v, want NoTenant", v)
+	}
+	// A smaller tenant takes the front of a free range, a larger one a new range.
+	small, _ := p.AddTenant(TenantConfig{Name: "small", NumTypes: 10})
+	large, _ := p.AddTenant(TenantConfig{Name: "large", NumTypes: 2000})
+	if small != base || int(large) != types {
+		t.Fatalf("small at %d (want %d), large at %d (want %d)", small, base, large, types)
 	}
 }

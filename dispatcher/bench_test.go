@@ -186,10 +186,10 @@ func TestPipelineStepNoAlloc(t *testing.T) {
 				}
 				const workers = 32
 				mcfg := memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}}
-	if policyName == "server" {
-		mcfg.ExtraBuffers = 256 // the lanes' own, as psp serve gives them
-	}
-	dp := memnic.New(mcfg)
+				if policyName == "server" {
+					mcfg.ExtraBuffers = 256 // the lanes' own, as psp serve gives them
+				}
+				dp := memnic.New(mcfg)
 				defer dp.Close()
 				policy, err := darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 500, Pool: dp.RequestBuffers()})
 				if err != nil {
