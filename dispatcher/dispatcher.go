@@ -1013,6 +1013,7 @@ func (d *Dispatcher) publish(now int64) {
 	}
 	d.shedRates(s, now)
 	d.tenantStats(s)
+	d.retireRemoved()
 	d.stats.Store(s)
 }
 

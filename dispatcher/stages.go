@@ -2,6 +2,8 @@ package dispatcher
 
 import (
 	"math/bits"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -233,12 +235,67 @@ type TypeStages [NumStages]Histogram
 // worker then extends its own tables on the first request of a new type,
 // and replaces the table of published copies (by type, set once per type)
 // with a longer one, so that readers never see it change under them.
+//
+// When a removed tenant is retired its type ids go to a tenant added later,
+// so their histograms must start from zero: the dispatcher asks for it
+// (reset), the recorder's owner drops them before it records again
+// (applyResets), and readers leave out the types of a reset not applied
+// yet.
 type stageRecorder struct {
 	local       []*TypeStages             // by type, allocated on first use
 	shared      atomic.Pointer[[]*shared] // by type, published copies; copy on write
 	dirty       []uint32                  // types recorded since the last publish
 	isDirty     []bool
 	lastPublish int64
+
+	resetMu  sync.Mutex
+	resets   [][2]int // type ranges [lo, hi) to drop, under resetMu
+	resetGen atomic.Uint64
+	applied  uint64 // the owner's: the resetGen it applied
+}
+
+// reset asks the recorder's owner to drop types lo..hi-1 (a retired
+// tenant's) before it records again. Safe from any goroutine.
+func (r *stageRecorder) reset(lo, hi int) {
+	r.resetMu.Lock()
+	r.resets = append(r.resets, [2]int{lo, hi})
+	r.resetGen.Add(1)
+	r.resetMu.Unlock()
+}
+
+// applyResets drops the types of the resets asked for (the owner's
+// goroutine).
+func (r *stageRecorder) applyResets() {
+	r.resetMu.Lock()
+	defer r.resetMu.Unlock()
+	r.applied = r.resetGen.Load()
+	if len(r.resets) == 0 {
+		return
+	}
+	old := *r.shared.Load()
+	tab := slices.Clone(old)
+	for _, rg := range r.resets {
+		for t := rg[0]; t < rg[1]; t++ {
+			if t < len(r.local) {
+				r.local[t] = nil
+				r.isDirty[t] = false
+			}
+			if t < len(tab) {
+				tab[t] = nil
+			}
+		}
+	}
+	r.dirty = slices.DeleteFunc(r.dirty, func(t uint32) bool { return r.local[t] == nil })
+	r.shared.Store(&tab)
+	r.resets = r.resets[:0]
+}
+
+// pendingResets returns the type ranges whose reset the owner has not
+// applied yet (readers leave them out).
+func (r *stageRecorder) pendingResets() [][2]int {
+	r.resetMu.Lock()
+	defer r.resetMu.Unlock()
+	return slices.Clone(r.resets)
 }
 
 // shared is the published copy of one type's stage histograms.
@@ -287,6 +344,9 @@ type stamps struct {
 
 // record adds one request of type t.
 func (r *stageRecorder) record(t int, s *stamps) {
+	if r.resetGen.Load() != r.applied {
+		r.applyResets()
+	}
 	var h *TypeStages
 	if t < len(r.local) {
 		h = r.local[t]
@@ -364,11 +424,19 @@ func (r *stageRecorder) addTo(t int, h *TypeStages) bool {
 // request.
 func (d *Dispatcher) Stages() []*TypeStages {
 	out := make([]*TypeStages, d.stageTypes.Load())
+	recorders := []*stageRecorder{d.inPlaceStages}
+	for _, w := range d.workers {
+		recorders = append(recorders, w.stages)
+	}
+	pending := make([][][2]int, len(recorders))
+	for i, r := range recorders {
+		pending[i] = r.pendingResets()
+	}
 	var h TypeStages
 	for t := range out {
-		ran := d.inPlaceStages.addTo(t, &h)
-		for _, w := range d.workers {
-			if w.stages.addTo(t, &h) {
+		ran := false
+		for i, r := range recorders {
+			if !inRanges(pending[i], t) && r.addTo(t, &h) {
 				ran = true
 			}
 		}
@@ -379,4 +447,14 @@ func (d *Dispatcher) Stages() []*TypeStages {
 		}
 	}
 	return out
+}
+
+// inRanges reports whether t is in one of the ranges [lo, hi).
+func inRanges(rs [][2]int, t int) bool {
+	for _, r := range rs {
+		if t >= r[0] && t < r[1] {
+			return true
+		}
+	}
+	return false
 }

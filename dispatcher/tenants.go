@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,6 +152,10 @@ type tenantRT struct {
 	base     darc.Type
 	numTypes int
 	removed  bool
+	// removal orders the removed tenants (the oldest are retired first);
+	// retired: forgotten, its slot and type ids free (retireRemoved).
+	removal  uint64
+	retired  bool
 	lane     *lane // nil: always inline
 	onLane   bool  // classified on the lane now
 	faults   faultCounter
@@ -183,6 +188,7 @@ type tenantSet struct {
 	laneCap     int
 	cmds        chan command
 	lanes       sync.WaitGroup
+	removals    uint64 // tenants removed so far
 }
 
 // command is a lifecycle change applied by the dispatcher goroutine.
@@ -239,8 +245,13 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 		rt.lane.faults = rt.faults
 		rt.onLane = t.Isolation == IsolateLane
 	}
-	k := int32(len(mt.tenants))
-	mt.tenants = append(mt.tenants, rt)
+	k := int32(slices.IndexFunc(mt.tenants, func(o *tenantRT) bool { return o.retired }))
+	if k < 0 {
+		k = int32(len(mt.tenants))
+		mt.tenants = append(mt.tenants, rt)
+	} else {
+		mt.tenants[k] = rt // a retired tenant's slot (it has no routes)
+	}
 	mt.setRoutes(k, t.Ports)
 	return rt, nil
 }
@@ -809,7 +820,9 @@ func (d *Dispatcher) UpdateTenant(ctx context.Context, t Tenant) error {
 // RemoveTenant removes a live tenant without stopping: its ports are no
 // longer routed (their packets are dropped, no_tenant), its queued requests
 // and those its lane still classifies are dropped (removed), its running
-// requests are answered; its lane stops. Its counters stay in Stats.
+// requests are answered; its lane stops. Its counters stay in Stats while
+// it is one of the keepRemoved tenants removed last; older ones are
+// retired once they hold nothing (retireRemoved).
 func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 	var release func() // an inline tenant's: run here, not on the dispatcher goroutine
 	err := d.do(ctx, func(d *Dispatcher) error {
@@ -823,6 +836,8 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 		}
 		t := mt.tenants[k]
 		t.removed = true
+		t.removal = mt.removals
+		mt.removals++
 		mt.clearRoutes(int32(k))
 		if t.lane != nil {
 			t.lane.halt() // it finishes what it holds; collectLanes drops it
@@ -855,10 +870,13 @@ func (mt *tenantSet) live(name string) int {
 }
 
 // growTypes extends the per-type tables to the policy's type space after
-// a tenant was added.
+// a tenant was added, and names the types anew.
 func (d *Dispatcher) growTypes() {
 	n := d.mt.policy.NumTypes()
 	if n <= d.numTypes {
+		// The tenant took a retired tenant's ids: their names change.
+		d.policy.Snapshot(&d.snapshotBuffer)
+		d.names = typeNames(d.spec.TypeNames, d.snapshotBuffer, d.numTypes)
 		return
 	}
 	counters := make([]typeCounters, n)
@@ -877,8 +895,11 @@ func (d *Dispatcher) growTypes() {
 // tenantStats fills s.Tenants (publish).
 func (d *Dispatcher) tenantStats(s *Stats) {
 	mt := d.mt
-	s.Tenants = make([]TenantStats, len(mt.tenants))
-	for k, t := range mt.tenants {
+	s.Tenants = make([]TenantStats, 0, len(mt.tenants))
+	for _, t := range mt.tenants {
+		if t.retired {
+			continue
+		}
 		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
 			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Probation: t.probation, Removed: t.removed,
 			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
@@ -900,7 +921,7 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 				ts.Policy = p
 			}
 		}
-		s.Tenants[k] = ts
+		s.Tenants = append(s.Tenants, ts)
 	}
 	s.Classifying = uint64(mt.classifying)
 }
@@ -911,4 +932,62 @@ func (d Drops) plus(o Drops) Drops {
 		*d.field(r) += o.Count(r)
 	}
 	return d
+}
+
+// keepRemoved is how many removed tenants keep their counters in Stats.
+// Older ones are retired once nothing of theirs is queued, running or on
+// their lane: their slot, type ids, counters and stage histograms go to
+// tenants added later, so that tenants can come and go without end.
+const keepRemoved = 8
+
+// retirer is a TenantPolicy that can forget removed tenants (darc.Tenants).
+type retirer interface {
+	Retire(base darc.Type) error
+}
+
+// retireRemoved retires the removed tenants beyond the keepRemoved last
+// ones that hold nothing any more (publish, on the dispatcher goroutine).
+func (d *Dispatcher) retireRemoved() {
+	mt := d.mt
+	r, ok := mt.policy.(retirer)
+	if !ok {
+		return
+	}
+	var removed []*tenantRT
+	for _, t := range mt.tenants {
+		if t.removed && !t.retired {
+			removed = append(removed, t)
+		}
+	}
+	if len(removed) <= keepRemoved {
+		return
+	}
+	slices.SortFunc(removed, func(a, b *tenantRT) int { return cmp.Compare(a.removal, b.removal) })
+	for _, t := range removed[:len(removed)-keepRemoved] {
+		if l := t.lane; l != nil {
+			if l.inflight > 0 {
+				continue
+			}
+			if d.started {
+				select {
+				case <-l.done:
+				default:
+					continue // still in its last call
+				}
+			}
+		}
+		if r.Retire(t.base) != nil {
+			continue // still holds requests
+		}
+		lo, hi := int(t.base), int(t.base)+t.numTypes
+		clear(d.counters[lo:min(hi, len(d.counters))])
+		for _, w := range d.workers {
+			w.stages.reset(lo, hi)
+		}
+		d.inPlaceStages.reset(lo, hi)
+		// The per-type shed totals went back to zero: start the window
+		// again.
+		d.shedCount, d.shedNext = 0, 0
+		*t = tenantRT{base: t.base, numTypes: t.numTypes, removed: true, retired: true}
+	}
 }

@@ -1,0 +1,102 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/wire"
+)
+
+// TestTenantChurnStaysFlat (issue 22, item 10): adding and removing a
+// 1,024-type tenant 100 times, with traffic each time, neither runs out of
+// type ids (65,536: 64 such tenants without reuse) nor grows the type
+// space, the stats pass, the stage histograms or the heap: removed tenants
+// beyond the last keepRemoved are retired and their ids reused, their
+// counters and histograms starting from zero.
+func TestTenantChurnStaysFlat(t *testing.T) {
+	const cycles, bigTypes = 100, 1024
+	dp := newFakeDataplane(2, 512, 64)
+	policy, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, QueueCapacity: 4, MinSamples: 1 << 20, Tenants: []darc.TenantConfig{
+		{Name: "a", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Spec{Workers: 2, Spin: -1, StatsInterval: time.Millisecond,
+		Tenants: []Tenant{{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}}}}, dp, nil, policy, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTenants(t, d)
+	ctx := context.Background()
+	sent := 0
+	send := func(port uint16, typ uint32, n int) {
+		for range n {
+			for !dp.inject(header(uint32(sent), typ, 0), port) {
+				time.Sleep(100 * time.Microsecond)
+			}
+			sent++
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var heapAt30 uint64
+	var typesAt30 int
+	for i := range cycles {
+		name := fmt.Sprintf("big%d", i)
+		base, err := d.AddTenant(ctx, Tenant{Name: name, Ports: []uint16{portB}, Classifier: HeaderClassifier{},
+			Share: darc.TenantConfig{NumTypes: bigTypes}})
+		if err != nil {
+			t.Fatalf("cycle %d: add: %v", i, err)
+		}
+		send(portB, wire.TypeShort, 3)
+		send(portA, wire.TypeShort, 1)
+		waitUntil(t, "the cycle's answers", func() bool { s := d.Stats(); return s.Answered == uint64(sent) })
+		s := d.Stats()
+		for _, ts := range s.Tenants {
+			if ts.Name == name && (ts.Base != base || ts.Received != 3 || ts.Answered != 3) {
+				t.Fatalf("cycle %d: the new tenant starts from zero: %+v", i, ts)
+			}
+		}
+		if st := d.Stages(); int(base)+int(wire.TypeShort) < len(st) {
+			if h := st[int(base)+int(wire.TypeShort)]; h == nil || h[StageService].Count != 3 {
+				t.Fatalf("cycle %d: stage histograms of the new tenant's SHORT: %+v", i, h)
+			}
+		}
+		if err := d.RemoveTenant(ctx, name); err != nil {
+			t.Fatalf("cycle %d: remove: %v", i, err)
+		}
+		if i == 30 {
+			time.Sleep(5 * time.Millisecond) // a stats pass retires what it can
+			heapAt30, typesAt30 = heap(), len(d.Stats().Types)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	s := d.Stats()
+	if max := HeaderNumTypes + (keepRemoved+2)*bigTypes; len(s.Types) > max || len(s.Types) != typesAt30 {
+		t.Fatalf("type space after %d cycles: %d types (after 30: %d; at most %d)", cycles, len(s.Types), typesAt30, max)
+	}
+	if len(s.Tenants) > 1+keepRemoved+1 {
+		t.Fatalf("%d tenants in the stats pass, want a and at most %d removed ones", len(s.Tenants), keepRemoved+1)
+	}
+	if h := heap(); h > heapAt30+heapAt30/4 {
+		t.Fatalf("heap %d MiB after %d cycles, %d MiB after 30", h>>20, cycles, heapAt30>>20)
+	}
+	a := tenantStat(t, s, "a")
+	if a.Received != cycles || a.Answered != cycles {
+		t.Fatalf("a: %+v", a)
+	}
+	final, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTenantAccounting(t, final)
+}
