@@ -757,6 +757,7 @@ func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error)
 		if t.Classifier == nil {
 			return fmt.Errorf("%w: add %q: no classifier", ErrTenant, t.Name)
 		}
+		d.retireRemoved() // their ids may serve this tenant
 		var b darc.Type
 		var err error
 		if prep != nil {
@@ -946,7 +947,8 @@ type retirer interface {
 }
 
 // retireRemoved retires the removed tenants beyond the keepRemoved last
-// ones that hold nothing any more (publish, on the dispatcher goroutine).
+// ones that hold nothing any more (publish and AddTenant, on the
+// dispatcher goroutine).
 func (d *Dispatcher) retireRemoved() {
 	mt := d.mt
 	r, ok := mt.policy.(retirer)

@@ -1,0 +1,7 @@
+//go:build race
+
+package server
+
+// raceDetector: the tests run under the race detector (several times
+// slower): long loops run fewer rounds.
+const raceDetector = true
