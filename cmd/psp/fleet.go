@@ -16,6 +16,7 @@ import (
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // ociFlags say how oci:// references are reached.
@@ -70,8 +71,9 @@ func classifierPublishCommand() *cli.Command {
 			"oci://HOST/REPO@sha256:..., for psp serve --classifier, a tenant's classifier:,\n" +
 			"psp tenant add --classifier, psp classifier push and psp rollout. Publishing the same\n" +
 			"bytes again gives the same digest. Credentials come from the Docker config file; a\n" +
-			"registry off loopback is spoken to over HTTPS unless --plain-http.",
-		Flags: ociFlags(),
+			"registry off loopback is spoken to over HTTPS unless --plain-http. The module is loaded\n" +
+			"first, as psp classifier check does: one psp serve would refuse is not published.",
+		Flags: append(ociFlags(), &cli.BoolFlag{Name: "no-check", Usage: "publish without loading the module first (one meant for servers with larger limits)"}),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return fmt.Errorf("classifier publish: want FILE.wasm and oci://HOST/REPO[:TAG], got %d arguments", c.NArg())
@@ -90,6 +92,15 @@ func classifierPublishCommand() *cli.Command {
 			}
 			ctx, cancel := signalContext(c.Context)
 			defer cancel()
+			if !c.Bool("no-check") {
+				// What a server would refuse is not worth a tag: load it as
+				// psp classifier check does, with the default limits.
+				m, err := wasmclass.Load(ctx, wasm, wasmclass.Options{})
+				if err != nil {
+					return fmt.Errorf("classifier publish: %s is not a classifier psp serve loads (see psp classifier check; --no-check publishes it anyway): %w", file, err)
+				}
+				m.Close(ctx)
+			}
 			client := ociClient(c)
 			if !c.IsSet("oci-cache") {
 				client.CacheDir = "" // the registry has it; keep a copy only when asked

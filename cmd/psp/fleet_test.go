@@ -46,6 +46,14 @@ func TestRegistryCommands(t *testing.T) {
 	v1 := lines[len(lines)-1]
 	lines = strings.Split(strings.TrimSpace(run("classifier", "publish", wat, "oci://"+reg.Addr+"/psp/h:v2")), "\n")
 	v2 := lines[len(lines)-1]
+	// A file psp serve would refuse is not published.
+	junk := filepath.Join(dir, "notes.wasm")
+	if err := os.WriteFile(junk, []byte("not a module"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runPSP(context.Background(), "classifier", "publish", junk, "oci://"+reg.Addr+"/psp/h:junk"); err == nil || !strings.Contains(out+err.Error(), "not a classifier") {
+		t.Fatalf("publishing junk: %v\n%s", err, out)
+	}
 	if !strings.HasPrefix(v1, "oci://"+reg.Addr+"/psp/h@sha256:") || v1 == v2 {
 		t.Fatalf("publish printed %q and %q", v1, v2)
 	}
