@@ -274,6 +274,11 @@ func (mt *tenantSet) closeAll() error {
 func (mt *tenantSet) get(name string) (*liveTenant, error) {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
+	return mt.lookup(name)
+}
+
+// lookup is get with mt.mu held.
+func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
 	lt, ok := mt.live[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
@@ -478,9 +483,9 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
-	lt, ok := mt.live[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+	lt, err := mt.lookup(name)
+	if err != nil {
+		return nil, err
 	}
 	t := u.apply(lt.cfg)
 	if err := t.validateShare(); err != nil {
@@ -537,9 +542,9 @@ func (mt *tenantSet) remove(ctx context.Context, name string) (*liveTenant, erro
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
-	lt, ok := mt.live[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+	lt, err := mt.lookup(name)
+	if err != nil {
+		return nil, err
 	}
 	if !s.cfg.shares() {
 		return nil, fmt.Errorf("%w: remove %q: policy %s has no tenant shares, so its tenants are fixed when the server starts (start it with policy darc or darc-static to remove tenants)", ErrFixedTenants, name, s.cfg.Policy)

@@ -47,7 +47,11 @@ func appCounters(t *testing.T, s *server) map[string]float64 {
 // metricsText is psp serve's /metrics.
 func metricsText(t *testing.T, s *server) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/metrics")
+	req, _ := http.NewRequest("GET", "http://"+s.admin+"/metrics", nil)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
