@@ -418,7 +418,9 @@ func TestTenantChurnHTTP(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	st := getStatus(t, h)
-	if n := len(r.srv.Dispatcher().Stats().Types); n != typesAt30 {
+	// At most the default tenant's, and the ranges of the removed tenants
+	// whose counters stay (8) and of one or two not retired yet.
+	if n := len(r.srv.Dispatcher().Stats().Types); n > typesAt30+1024 || n > len(headerTypes())+11*1024 {
 		t.Errorf("type space %d after %d cycles, %d after 30", n, cycles, typesAt30)
 	}
 	if n := len(st.Tenants); n > 1+10 {
