@@ -408,7 +408,8 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		t := mt.tenants[k]
 		n := t.n
 		t.n = 0
-		d.classifyEnqueue(t, n, now)
+		d.classifyEnqueue(t, t.bufs[:n], now)
+		clear(t.bufs[:n])
 	}
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
@@ -424,12 +425,13 @@ func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
 		if !d.intact(b) {
 			continue
 		}
-		t.bufs[n], t.pays[n], t.ports[n] = b, b.Payload(), b.DstPort
+		bufs[n] = b // in place: n never passes the loop's index
+		t.pays[n], t.ports[n] = b.Payload(), b.DstPort
 		n++
 	}
 	d.received += uint64(len(bufs))
 	t.received += uint64(n)
-	d.classifyEnqueue(t, n, now)
+	d.classifyEnqueue(t, bufs[:n], now)
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
 	}
@@ -450,14 +452,15 @@ func (d *Dispatcher) intact(b *nic.Buffer) bool {
 	return false
 }
 
-// classifyEnqueue classifies t's first n packets of the burst inline and
-// enqueues them.
-func (d *Dispatcher) classifyEnqueue(t *tenantRT, n int, now int64) {
+// classifyEnqueue classifies t's packets bufs (their payloads and ports
+// in t.pays and t.ports) inline and enqueues them.
+func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64) {
+	n := len(bufs)
 	d.classifyInline(t, n)
 	live := !t.removed
-	for i := range n {
-		b, local := t.bufs[i], t.types[i]
-		t.bufs[i], t.pays[i] = nil, nil
+	for i, b := range bufs {
+		local := t.types[i]
+		t.pays[i] = nil
 		if live && int(local) < t.numTypes { // Faulted is out of range
 			d.enqueue(b, t.base+local, now)
 		} else {
