@@ -29,7 +29,8 @@ import (
 
 // MaxTenantTypes bounds the type range of a tenant added or listed in
 // Config.Tenants (its module's type count, or max_types): each type has
-// its queues.
+// its queues. The default tenant of Config.Classifier is bounded by the
+// policy's type space alone, as a server of one classifier always was.
 const MaxTenantTypes = 1024
 
 // liveTenant is one live tenant of a server.
@@ -83,7 +84,7 @@ func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, 
 	}
 	if len(cfg.Tenants) == 0 && !cfg.MultiTenant {
 		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail}
-		lt, err := mt.load(ctx, t)
+		lt, err := mt.loadUpTo(ctx, t, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -125,6 +126,13 @@ func (lt *liveTenant) typeName(local int) string {
 
 // load builds a tenant's classifier (off the hot path).
 func (mt *tenantSet) load(ctx context.Context, t Tenant) (*liveTenant, error) {
+	return mt.loadUpTo(ctx, t, MaxTenantTypes)
+}
+
+// loadUpTo is load with a bound on the tenant's types (0: the policy's
+// own bound only; the default tenant of Config.Classifier, whose types are
+// the server's whole type space, as they always were).
+func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liveTenant, error) {
 	lt := &liveTenant{cfg: t, added: time.Now()}
 	bin := t.Wasm
 	if len(bin) == 0 && t.Classifier != "" {
@@ -155,10 +163,10 @@ func (mt *tenantSet) load(ctx context.Context, t Tenant) (*liveTenant, error) {
 	}
 	lt.host, lt.caller = host, caller
 	lt.numTypes = host.NumTypes()
-	if lt.numTypes > MaxTenantTypes {
+	if maxTypes > 0 && lt.numTypes > maxTypes {
 		caller.Close()
 		host.Close(ctx)
-		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d for a tenant", ErrConfig, t.Name, lt.numTypes, MaxTenantTypes)
+		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d for a tenant", ErrConfig, t.Name, lt.numTypes, maxTypes)
 	}
 	st := host.Status()[0]
 	lt.typeNames = make([]string, lt.numTypes)
