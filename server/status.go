@@ -66,9 +66,11 @@ type Status struct {
 	// classifier declares none), plus UNKNOWN; by id.
 	Types   []TypeStatus `json:"types"`
 	Tenants []TenantInfo `json:"tenants"`
-	// MultiTenant: the server gives tenants shares and changes them at run
-	// time; Classifying counts packets on tenants' classifier lanes (in
-	// InFlight too).
+	// MultiTenant: the server's policy gives tenants shares (darc,
+	// darc-static), so tenants are added, changed and removed at run time,
+	// whether it started with one or many; false: a fixed set under a
+	// policy without shares. Classifying counts packets on tenants'
+	// classifier lanes (in InFlight too).
 	MultiTenant bool   `json:"multi_tenant,omitempty"`
 	Classifying uint64 `json:"classifying,omitempty"`
 	// Net holds the dataplane's counters.
@@ -170,7 +172,7 @@ type GroupStatus struct {
 	Reserved  []int       `json:"reserved"`
 	Stealable []int       `json:"stealable"`
 	Spillway  bool        `json:"spillway"`
-	Tenant    string      `json:"tenant,omitempty"` // the tenant whose group it is (multi-tenant servers)
+	Tenant    string      `json:"tenant,omitempty"` // the tenant whose group it is
 }
 
 // TypeStatus is one request type's profile and counters.
@@ -251,7 +253,8 @@ type TenantInfo struct {
 	// Fail is the tenant's failure policy: "open" or "closed".
 	Fail string `json:"fail,omitempty"`
 
-	// Multi-tenant servers only: Removed tenants keep their counters.
+	// Removed tenants keep their counters while they are among the last
+	// 8 removed.
 	Removed bool `json:"removed,omitempty"`
 	// Received counts the packets routed to the tenant: Received =
 	// Answered + Dropped + Queued + Running + Classifying.
