@@ -224,8 +224,8 @@ type TypeStatus struct {
 	Stages *StageBreakdown `json:"stages,omitempty"`
 }
 
-// TenantInfo is one tenant: its classifier and, on a multi-tenant server,
-// its share and counters.
+// TenantInfo is one tenant: its classifier, its counters and, under a
+// policy with shares, its share.
 type TenantInfo struct {
 	Name    string   `json:"name"`
 	Version int      `json:"version"`
