@@ -58,47 +58,20 @@ func NewShared(name string, cfg Config) (*Shared, error) {
 	cfg.NumTypes = layout.numTypes
 	cfg.TypeNames = make([]string, cfg.NumTypes)
 	cfg.TypeNames[0] = "UNKNOWN"
-	perType := func(dst *[]int, src []int, base Type) {
-		for i, v := range src {
-			if *dst == nil {
-				*dst = make([]int, cfg.NumTypes)
-			}
-			(*dst)[int(base)+i] = v
-		}
-	}
 	for i, tc := range tcs {
 		t := layout.tenants[i]
+		names := Config{TypeNames: tc.TypeNames}
 		for l := range tc.NumTypes {
-			n := ""
-			if l < len(tc.TypeNames) {
-				n = tc.TypeNames[l]
-			}
-			switch {
-			case n != "":
-			case l == 0:
-				n = "UNKNOWN"
-			default:
-				n = fmt.Sprintf("type%d", l)
-			}
+			n := names.typeName(l)
 			if !tc.Default {
 				n = tc.Name + "/" + n
 			}
 			cfg.TypeNames[int(t.base)+l] = n
 		}
-		perType(&cfg.Budgets, tc.Budgets, t.base)
-		perType(&cfg.Guarantees, tc.Guarantees, t.base)
-		for l, d := range tc.Deadlines {
-			if cfg.Deadlines == nil {
-				cfg.Deadlines = make([]int64, cfg.NumTypes)
-			}
-			cfg.Deadlines[int(t.base)+l] = d
-		}
-		for l, pr := range tc.Profile {
-			if cfg.Profile == nil {
-				cfg.Profile = make([]TypeProfile, cfg.NumTypes)
-			}
-			cfg.Profile[int(t.base)+l] = pr
-		}
+		place(&cfg.Budgets, tc.Budgets, t.base, cfg.NumTypes)
+		place(&cfg.Guarantees, tc.Guarantees, t.base, cfg.NumTypes)
+		place(&cfg.Deadlines, tc.Deadlines, t.base, cfg.NumTypes)
+		place(&cfg.Profile, tc.Profile, t.base, cfg.NumTypes)
 	}
 	p, err := New(name, cfg)
 	if err != nil {
@@ -106,6 +79,18 @@ func NewShared(name string, cfg Config) (*Shared, error) {
 	}
 	layout.Policy = p
 	return layout, nil
+}
+
+// place copies a tenant's per-type values into the policy's, from base;
+// the policy's slice (n types) is made on the first value.
+func place[T any](dst *[]T, src []T, base Type, n int) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = make([]T, n)
+	}
+	copy((*dst)[base:], src)
 }
 
 // ShareTenant puts one policy without tenants under a default tenant
@@ -187,14 +172,12 @@ func (s *Shared) RemoveTenant(name string) error {
 // does not know; per-type limits stay as the policy was built) and
 // refuses a share with ErrFixedTenants.
 func (s *Shared) UpdateTenant(tc TenantConfig) error {
-	base, ok := s.Base(tc.Name)
-	if !ok {
+	k := slices.IndexFunc(s.tenants, func(t sharedTenant) bool { return t.name == tc.Name })
+	if k < 0 {
 		return fmt.Errorf("darc: update tenant %q: %w", tc.Name, ErrUnknownTenant)
 	}
-	for _, t := range s.tenants {
-		if t.base == base && t.name == tc.Name && tc.NumTypes != t.numTypes {
-			return fmt.Errorf("darc: update tenant %q: %w: %d types, it has %d (types cannot change)", tc.Name, ErrInvalidConfig, tc.NumTypes, t.numTypes)
-		}
+	if t := s.tenants[k]; tc.NumTypes != t.numTypes {
+		return fmt.Errorf("darc: update tenant %q: %w: %d types, it has %d (types cannot change)", tc.Name, ErrInvalidConfig, tc.NumTypes, t.numTypes)
 	}
 	if tc.Workers != 0 || tc.Weight != 0 || tc.MaxWorkers != 0 || tc.Buffers != 0 || tc.MaxBuffers != 0 || tc.StaticReserved != 0 {
 		return fmt.Errorf("darc: update tenant %q of %s: %w", tc.Name, s.Name(), ErrFixedTenants)

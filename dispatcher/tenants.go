@@ -958,14 +958,20 @@ func (d *Dispatcher) retireRemoved() {
 	if !ok {
 		return
 	}
-	var removed []*tenantRT
+	n := 0
+	for _, t := range mt.tenants {
+		if t.removed && !t.retired {
+			n++
+		}
+	}
+	if n <= keepRemoved {
+		return // the common case: nothing to sort, nothing allocated
+	}
+	removed := make([]*tenantRT, 0, n)
 	for _, t := range mt.tenants {
 		if t.removed && !t.retired {
 			removed = append(removed, t)
 		}
-	}
-	if len(removed) <= keepRemoved {
-		return
 	}
 	slices.SortFunc(removed, func(a, b *tenantRT) int { return cmp.Compare(a.removal, b.removal) })
 	for _, t := range removed[:len(removed)-keepRemoved] {

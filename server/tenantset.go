@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -629,18 +630,6 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 	return out
 }
 
-// names returns the live tenants' names, sorted.
-func (mt *tenantSet) names() []string {
-	mt.mu.Lock()
-	defer mt.mu.Unlock()
-	names := make([]string, 0, len(mt.live))
-	for n := range mt.live {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // describe is the classifier part of the startup line.
 func (mt *tenantSet) describe() string {
 	mt.mu.Lock()
@@ -649,13 +638,7 @@ func (mt *tenantSet) describe() string {
 		return "none yet: no tenants (add them with psp tenant add)"
 	}
 	var parts []string
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range mt.live {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(mt.live)) {
 		lt := mt.live[name]
 		src := mt.nativeName
 		if lt.host != nil {
