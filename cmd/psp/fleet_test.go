@@ -23,24 +23,9 @@ func TestRegistryCommands(t *testing.T) {
 	ex := filepath.Join("..", "..", "examples", "classifiers")
 	pspheader, wat := filepath.Join(ex, "c", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader.wasm")
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
-		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: operator}, MultiTenant: true},
-		server.Options{Log: &strings.Builder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
-	defer func() { cancel(); <-served }()
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := runPSP(context.Background(), args...)
-		if err != nil {
-			t.Fatalf("psp %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	serveInProcess(t, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
+		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: operator}, MultiTenant: true})
+	run := func(args ...string) string { t.Helper(); return mustPSP(t, args...) }
 	cache := []string{"--oci-cache", filepath.Join(dir, "cache")}
 	lines := strings.Split(strings.TrimSpace(run("classifier", "publish", pspheader, "oci://"+reg.Addr+"/psp/h:v1")), "\n")
 	v1 := lines[len(lines)-1]

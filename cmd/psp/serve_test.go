@@ -36,6 +36,31 @@ func runPSP(ctx context.Context, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// serveInProcess runs a server for cfg until the test ends.
+func serveInProcess(t *testing.T, cfg server.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, cfg, server.Options{Log: &strings.Builder{}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-served })
+}
+
+// mustPSP runs psp with args and returns its output, failing the test on
+// an error.
+func mustPSP(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runPSP(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("psp %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 func TestServePrintConfig(t *testing.T) {
 	out, err := runPSP(context.Background(), "serve", "--print-config", "--workers", "3", "--policy", "fp", "--min-samples", "77")
 	if err != nil {

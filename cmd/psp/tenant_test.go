@@ -27,25 +27,10 @@ func TestTenantCommands(t *testing.T) {
 	pspheader := filepath.Join("..", "..", "examples", "classifiers", "c", "pspheader.wasm")
 	random := filepath.Join("..", "..", "examples", "classifiers", "c", "random.wasm")
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
+	serveInProcess(t, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
 		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: operator},
-		Tenants: []server.Tenant{{Name: "a", Ports: []uint16{7001}, Classifier: pspheader, TokenFile: aTok, Workers: 2}}},
-		server.Options{Log: &strings.Builder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
-	defer func() { cancel(); <-served }()
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := runPSP(context.Background(), args...)
-		if err != nil {
-			t.Fatalf("psp %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+		Tenants: []server.Tenant{{Name: "a", Ports: []uint16{7001}, Classifier: pspheader, TokenFile: aTok, Workers: 2}}})
+	run := func(args ...string) string { t.Helper(); return mustPSP(t, args...) }
 	digest := run("tenant", "token", "--file", cTok)
 	if strings.TrimSpace(digest) != server.TokenDigest("c-token") {
 		t.Fatalf("token digest %q", digest)
