@@ -461,6 +461,11 @@ type TenantUpdate struct {
 	TokenSHA256 *string   `json:"token_sha256,omitempty"`
 }
 
+// changesShare reports whether u sets a share field.
+func (u TenantUpdate) changesShare() bool {
+	return u.Workers != nil || u.Weight != nil || u.MaxWorkers != nil || u.Buffers != nil || u.MaxBuffers != nil
+}
+
 // apply returns t with u's fields.
 func (u TenantUpdate) apply(t Tenant) Tenant {
 	if u.Ports != nil {
@@ -496,6 +501,9 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	if err != nil {
 		return nil, err
 	}
+	if !s.cfg.shares() && u.changesShare() {
+		return nil, fmt.Errorf("%w: update %q: policy %s has no tenant shares (start the server with policy darc or darc-static to give tenants shares; its ports and token can change)", ErrFixedTenants, name, s.cfg.Policy)
+	}
 	t := u.apply(lt.cfg)
 	if err := t.validateShare(); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
@@ -516,9 +524,6 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	}
 	if err := s.disp.UpdateTenant(ctx, dispatcher.Tenant{Name: name, Ports: t.Ports, Share: share}); err != nil {
 		mt.closePorts(added)
-		if errors.Is(err, darc.ErrFixedTenants) {
-			return nil, fmt.Errorf("%w: update %q: policy %s has no tenant shares (start the server with policy darc or darc-static to give tenants shares): %w", ErrFixedTenants, name, s.cfg.Policy, err)
-		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	old := lt.cfg.Ports
@@ -586,11 +591,12 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		default:
 			ti = TenantInfo{Name: ts.Name}
 		}
+		ti.Ports = ts.Ports
 		if live && !ts.Removed {
 			ti.Types = lt.typeNames
+			ti.Ports = lt.cfg.Ports // the server's own record: the stats may be a stats interval older
 			seen[ts.Name] = true
 		}
-		ti.Ports = ts.Ports
 		ti.Removed = ts.Removed || !live // published stats may be a little older
 		ti.Received, ti.Answered, ti.Dropped = ts.Received, ts.Answered, ts.Dropped
 		drops := ts.Drops
@@ -598,11 +604,12 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		ti.Queued, ti.Running, ti.Classifying = ts.Queued, ts.Running, ts.Classifying
 		ti.Isolation, ti.OnLane, ti.Escalations = ts.Isolation, ts.OnLane, ts.Escalations
 		ti.ClassifierCalls, ti.ClassifierBusySeconds = ts.ClassifierCalls, float64(ts.ClassifierBusyNs)/1e9
-		p := ts.Policy
-		ti.Share = &Share{HomeWorkers: p.Home, Weight: p.Weight, MaxWorkers: p.MaxWorkers, Busy: p.Busy, Borrowed: p.Borrowed,
-			Lent: p.Lent, Guarantee: p.Guarantee, Budget: p.Budget, Held: p.Held, Phase: p.Phase, Reservations: p.Reservations}
-		if ti.Share.HomeWorkers == nil {
-			ti.Share.HomeWorkers = []int{}
+		if p := ts.Policy; mt.s.cfg.shares() { // a fixed set under c-FCFS, d-FCFS or FP has none
+			ti.Share = &Share{HomeWorkers: p.Home, Weight: p.Weight, MaxWorkers: p.MaxWorkers, Busy: p.Busy, Borrowed: p.Borrowed,
+				Lent: p.Lent, Guarantee: p.Guarantee, Budget: p.Budget, Held: p.Held, Phase: p.Phase, Reservations: p.Reservations}
+			if ti.Share.HomeWorkers == nil {
+				ti.Share.HomeWorkers = []int{}
+			}
 		}
 		if ti.Types == nil {
 			ti.Types = []string{}
