@@ -670,7 +670,11 @@ func (d *Dispatcher) runCommands() {
 	for {
 		select {
 		case c := <-d.mt.cmds:
-			c.done <- safeApply(c.apply, d)
+			err := safeApply(c.apply, d)
+			// Stats show the change before its caller hears of it (an
+			// added tenant's share, its types; a removed one's state).
+			d.publish(d.dp.Now())
+			c.done <- err
 		default:
 			return
 		}
@@ -702,7 +706,9 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 		return ErrStopped
 	case !d.started:
 		defer d.lifeMu.Unlock()
-		return safeApply(apply, d)
+		err := safeApply(apply, d)
+		d.publish(d.dp.Now())
+		return err
 	}
 	d.lifeMu.Unlock()
 	c := command{apply: apply, done: make(chan error, 1)}
