@@ -312,9 +312,6 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 			return bad("listed twice")
 		}
 	}
-	if tc.Default && len(p.tenants) > 0 {
-		return bad("only the first tenant can be the default (the one owning type 0)")
-	}
 	if err := validateProfiles(tc.Profile, tc.NumTypes); err != nil {
 		return bad("%v", err)
 	}
@@ -404,6 +401,9 @@ func (p *Tenants) newInner(tc TenantConfig) (*DARC, error) {
 func (p *Tenants) add(tc TenantConfig, pt *PreparedTenant) (Type, error) {
 	if err := p.checkTenant(tc); err != nil {
 		return 0, err
+	}
+	if tc.Default && len(p.tenants) > 0 {
+		return 0, fmt.Errorf("%w: tenant %q: only the first tenant can be the default (the one owning type 0)", ErrInvalidConfig, tc.Name)
 	}
 	if tc.Weight == 0 {
 		tc.Weight = 1
@@ -519,8 +519,8 @@ func (p *Tenants) UpdateTenant(tc TenantConfig) error {
 	if t == nil {
 		return fmt.Errorf("darc: update tenant %q: %w", tc.Name, ErrUnknownTenant)
 	}
-	if tc.NumTypes != t.cfg.NumTypes {
-		return fmt.Errorf("darc: update tenant %q: %w: %d types, it has %d (types cannot change)", tc.Name, ErrInvalidConfig, tc.NumTypes, t.cfg.NumTypes)
+	if tc.NumTypes != t.cfg.NumTypes || tc.Default != t.cfg.Default {
+		return fmt.Errorf("darc: update tenant %q: %w: %d types, default %v; it has %d, %v (neither can change)", tc.Name, ErrInvalidConfig, tc.NumTypes, tc.Default, t.cfg.NumTypes, t.cfg.Default)
 	}
 	old := t.cfg
 	t.removed = true // not a duplicate of itself
