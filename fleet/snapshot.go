@@ -130,7 +130,7 @@ func take(ctx context.Context, s *member, tenant string, withLatency bool) (snap
 			continue
 		}
 		snap.received += ts.Received
-		if isUnknown(st, tenant, ts) {
+		if isUnknown(tenant, ts) {
 			snap.unknown += ts.Received
 		}
 		d := ts.Drops
@@ -174,20 +174,17 @@ func tenantNames(st *server.Status) string {
 // UNKNOWN (type 0, shared by nobody else).
 func tenantTypes(st *server.Status, tenant string) map[string]bool {
 	m := map[string]bool{}
-	single := !st.MultiTenant && len(st.Tenants) == 1
 	for _, ts := range st.Types {
-		if strings.HasPrefix(ts.Name, tenant+"/") || (single && ts.ID == 0) {
+		if ts.Tenant == tenant {
 			m[ts.Name] = true
 		}
 	}
 	return m
 }
 
-func isUnknown(st *server.Status, tenant string, ts server.TypeStatus) bool {
-	if st.MultiTenant {
-		return ts.Name == tenant+"/UNKNOWN"
-	}
-	return ts.ID == 0
+// isUnknown reports whether ts is the tenant's UNKNOWN (its local type 0).
+func isUnknown(tenant string, ts server.TypeStatus) bool {
+	return ts.Tenant == tenant && ts.Local == 0
 }
 
 // latencies reads the per-type latency histograms of types from a

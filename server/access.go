@@ -75,7 +75,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := s.registry.Gather()
-		return tenantSeries(mfs, p.tenant), err
+		return tenantSeries(mfs, p.tenant, s.typeNamesOf(p.tenant)), err
 	})
 	promhttp.HandlerFor(g, metricsOpts).ServeHTTP(w, r)
 }
@@ -137,20 +137,31 @@ func (st Status) forTenant(name string, base darc.Type, n int) Status {
 	return out
 }
 
+// typeNamesOf returns the names of the live tenant's types, as the
+// metrics label them (the default tenant's are not prefixed with its name).
+func (s *Server) typeNamesOf(tenant string) map[string]bool {
+	names := map[string]bool{}
+	ds := s.disp.Stats()
+	base, n := s.tenantRange(tenant)
+	for id := int(base); id < int(base)+n && id < len(ds.Types); id++ {
+		names[ds.Types[id].Name] = true
+	}
+	return names
+}
+
 // tenantSeries keeps the series of mfs labelled with tenant (label
-// tenant) or one of its types (label type or types "tenant/..."); it drops
-// the server's own and other tenants'.
-func tenantSeries(mfs []*dto.MetricFamily, tenant string) []*dto.MetricFamily {
-	prefix := tenant + "/"
+// tenant) or one of its types (label type, or types: all of them, names);
+// it drops the server's own and other tenants'.
+func tenantSeries(mfs []*dto.MetricFamily, tenant string, types map[string]bool) []*dto.MetricFamily {
 	mine := func(m *dto.Metric) bool {
 		for _, l := range m.GetLabel() {
 			switch v := l.GetValue(); l.GetName() {
 			case "tenant":
 				return v == tenant
 			case "type":
-				return strings.HasPrefix(v, prefix)
+				return types[v]
 			case "types":
-				return allPrefixed(v, prefix)
+				return allOf(v, types)
 			}
 		}
 		return false
@@ -171,11 +182,10 @@ func tenantSeries(mfs []*dto.MetricFamily, tenant string) []*dto.MetricFamily {
 	return out
 }
 
-// allPrefixed reports whether every name of a comma-separated list starts
-// with prefix.
-func allPrefixed(list, prefix string) bool {
+// allOf reports whether every name of a comma-separated list is in names.
+func allOf(list string, names map[string]bool) bool {
 	for _, n := range strings.Split(list, ",") {
-		if !strings.HasPrefix(n, prefix) {
+		if !names[n] {
 			return false
 		}
 	}

@@ -337,6 +337,14 @@ func (s *Server) Status() Status {
 		st.AppCounters = s.app.Counters()
 	}
 	st.Tenants = s.tenants.status(ds)
+	for i := range st.Types {
+		ts := &st.Types[i]
+		for _, t := range ds.Tenants {
+			if ts.ID >= t.Base && int(ts.ID) < int(t.Base)+t.NumTypes {
+				ts.Tenant, ts.Local = t.Name, ts.ID-t.Base
+			}
+		}
+	}
 	st.MultiTenant = s.cfg.shares()
 	st.Classifying = ds.Classifying
 	for i := range st.Tenants {

@@ -179,6 +179,11 @@ type GroupStatus struct {
 type TypeStatus struct {
 	ID   darc.Type `json:"id"`
 	Name string    `json:"name"`
+	// Tenant is the tenant whose type it is ("": the UNKNOWN of packets
+	// of no tenant), Local its id in the tenant's own type space (0: the
+	// tenant's UNKNOWN).
+	Tenant string    `json:"tenant,omitempty"`
+	Local  darc.Type `json:"local"`
 	// The policy's current profiling window: the mean service time it
 	// reserves by, the completions it was computed from and the type's
 	// share of them.

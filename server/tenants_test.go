@@ -433,3 +433,43 @@ func TestTenantChurnHTTP(t *testing.T) {
 		t.Errorf("heap %d MiB after %d cycles, %d MiB after 30", hp>>20, cycles, heapAt30>>20)
 	}
 }
+
+// TestDefaultTenantOwnViews: the default tenant of a server of one
+// classifier, given a token of its own, sees its own types in /status and
+// /metrics (their names carry no "default/" prefix), and each type says
+// whose it is.
+func TestDefaultTenantOwnViews(t *testing.T) {
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	r := start(t, cfg)
+	h := r.srv.Handler()
+	patch, _ := json.Marshal(TenantUpdate{TokenSHA256: ptr(TokenDigest("default-secret"))})
+	if rec := do(t, h, "PATCH", "/tenants/default", "operator-secret", patch); rec.Code != 200 {
+		t.Fatalf("give default a token: %d %s", rec.Code, rec.Body)
+	}
+	dp := r.srv.Dataplane().(*memnic.Dataplane)
+	for i := range 5 {
+		for !dp.Inject(header(uint32(i), wire.TypeShort, 10), netip.MustParseAddrPort("10.0.0.8:1")) {
+			time.Sleep(50 * time.Microsecond)
+		}
+		<-dp.Replies()
+	}
+	time.Sleep(250 * time.Millisecond)
+	st := getStatus(t, h)
+	for _, ts := range st.Types {
+		if ts.Tenant != DefaultTenant {
+			t.Errorf("type %q belongs to %q, want %q", ts.Name, ts.Tenant, DefaultTenant)
+		}
+		if ts.Name == "SHORT" && ts.Local != ts.ID {
+			t.Errorf("SHORT: local %d, id %d", ts.Local, ts.ID)
+		}
+	}
+	body := do(t, h, "GET", "/metrics", "default-secret", nil).Body.String()
+	for _, want := range []string{`psp_type_requests_answered_total{type="SHORT"} 5`, `psp_tenant_requests_answered_total{tenant="default"} 5`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the default tenant's /metrics lacks %s", want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
