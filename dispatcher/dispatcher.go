@@ -15,8 +15,9 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// What the dispatcher does once it has been idle for Spec.Spin under
-// IdleSpinThenPark. When no request waits, only an arrival can create work
+// What the dispatcher does once it has been idle for Spec.DispatcherSpin
+// under IdleSpinThenPark (before that it polls, yielding its CPU after
+// each poll that found nothing: yieldCPU). When no request waits, only an arrival can create work
 // to dispatch: it blocks in Recv, which an arrival ends at once, for at
 // most recvWaitIdle (completions, which only update the profile and free
 // workers that nobody waits for, are collected when it wakes, before the
@@ -386,7 +387,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	var runErr error
 	done := ctx.Done()
 	parking := d.spec.Idle == IdleSpinThenPark
-	spin := int64(d.spec.Spin)
+	spin := int64(d.spec.DispatcherSpin)
 	yields := parking && len(d.spec.CPUs) == 0
 	lastYield := now
 
@@ -440,7 +441,11 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 		if d.draining && ((d.queued == 0 && d.busy == 0 && d.classifying() == 0) || now >= drainDeadline) {
 			break
 		}
-		if !worked && idle && wait == 0 && !announced {
+		switch {
+		case worked || !parking:
+		case !idle:
+			yieldCPU() // polling: any other thread ready on this core runs first
+		case wait == 0 && !announced:
 			preciseSleep(pollInterval)
 		}
 		if now >= nextStats {

@@ -26,3 +26,14 @@ func preciseSleep(d time.Duration) {
 func lowerTimerSlack() {
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 }
+
+// yieldCPU gives the calling thread's CPU to any other thread ready to run
+// on it (sched_yield(2)), and returns at once when there is none: a
+// polling dispatcher then costs only a core that nothing else wants.
+// Measured on a 2-core VM with memcaslap or an open-loop client on the
+// same machine: polling without yielding doubled psp's GET p99.9 at
+// 5,000 requests/s; polling with it halved the GET p50 and cut its p99.9
+// (RATIONALE.md, "The dispatcher stays awake").
+func yieldCPU() {
+	_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+}

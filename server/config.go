@@ -130,6 +130,13 @@ type Config struct {
 	// thread would take a core from the one it waits for. Negative: park
 	// at once.
 	Spin time.Duration `yaml:"spin,omitempty"`
+	// DispatcherSpin is how long the dispatcher keeps polling for
+	// requests after its last work before it parks (see
+	// dispatcher.Spec.DispatcherSpin): a request that arrives while it
+	// polls skips a thread wake-up. A poll that finds nothing yields the
+	// core to any other thread that wants it. Default 20ms; negative:
+	// park at once.
+	DispatcherSpin time.Duration `yaml:"dispatcher_spin,omitempty"`
 	// InPlace is the longest expected service time of a request the
 	// dispatcher serves itself, on the chosen worker's behalf, when that
 	// worker's thread is parked (waking it costs more than such a request;
@@ -641,8 +648,9 @@ var zeroRules = map[string]zeroRule{
 	"max_window":                     func(c *Config) error { c.MaxWindow = -1; return nil },  // no limit: checks on queuing delay only
 	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
 	"idle":                           refuse("want spin-then-park or busy-poll"),
-	"spin":                           func(c *Config) error { c.Spin = -1; return nil },    // park at once
-	"in_place":                       func(c *Config) error { c.InPlace = -1; return nil }, // never serve in place
+	"spin":                           func(c *Config) error { c.Spin = -1; return nil },           // park at once
+	"dispatcher_spin":                func(c *Config) error { c.DispatcherSpin = -1; return nil }, // park at once
+	"in_place":                       func(c *Config) error { c.InPlace = -1; return nil },        // never serve in place
 	"burst":                          refuse("want 1..4096"),
 	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once
 	"deadline_factor":                func(c *Config) error { c.DeadlineFactor = -1; return nil }, // no automatic deadlines
@@ -728,6 +736,9 @@ const (
 	// DefaultInPlace is Config.InPlace's default (see
 	// dispatcher.Spec.InPlaceLimit).
 	DefaultInPlace = dispatcher.DefaultInPlaceLimit
+	// DefaultDispatcherSpin is Config.DispatcherSpin's default (see
+	// dispatcher.Spec.DispatcherSpin).
+	DefaultDispatcherSpin = dispatcher.DefaultDispatcherSpin
 	// DefaultMemcachedMinSamples is DARC's MinSamples for the memcached
 	// application without emulated costs when none is configured: darc's
 	// own default (50,000) keeps DARC in its startup phase (any worker
@@ -790,6 +801,9 @@ func (c Config) withDefaults() Config {
 			// sleep most of the time anyway.
 			c.Spin = -1
 		}
+	}
+	if c.DispatcherSpin == 0 {
+		c.DispatcherSpin = DefaultDispatcherSpin
 	}
 	if c.InPlace == 0 {
 		c.InPlace = DefaultInPlace
@@ -989,6 +1003,7 @@ func (c Config) validate(custom bool) error {
 		return bad("deadline_factor %v, want a number up to %g (negative: no automatic deadlines)", c.DeadlineFactor, float64(MaxFactor))
 	}
 	if err := checkDurations(namedDuration{"deadline_floor", c.DeadlineFloor}, namedDuration{"spin", c.Spin},
+		namedDuration{"dispatcher_spin", c.DispatcherSpin},
 		namedDuration{"drain_timeout", c.DrainTimeout}, namedDuration{"app.spin_tail", c.App.SpinTail},
 		namedDuration{"app.max_service", c.App.MaxService}, namedDuration{"app.memcached.cost_per_command", c.App.Memcached.CostPerCommand},
 		namedDuration{"app.memcached.cost_per_key", c.App.Memcached.CostPerKey}); err != nil {
@@ -1063,14 +1078,15 @@ func (c Config) cpuList() []int {
 // dispatcherSpec builds the dispatcher's spec.
 func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Spec {
 	return dispatcher.Spec{
-		Workers:      c.Workers,
-		CPUs:         c.cpuList(),
-		Idle:         c.Idle,
-		Spin:         c.Spin,
-		InPlaceLimit: c.InPlace,
-		Burst:        c.Burst,
-		MinPayload:   minPayload,
-		DrainTimeout: c.DrainTimeout,
-		TypeNames:    typeNames,
+		Workers:        c.Workers,
+		CPUs:           c.cpuList(),
+		Idle:           c.Idle,
+		Spin:           c.Spin,
+		DispatcherSpin: c.DispatcherSpin,
+		InPlaceLimit:   c.InPlace,
+		Burst:          c.Burst,
+		MinPayload:     minPayload,
+		DrainTimeout:   c.DrainTimeout,
+		TypeNames:      typeNames,
 	}
 }

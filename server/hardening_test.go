@@ -115,6 +115,7 @@ func TestDurationsCapped(t *testing.T) {
 		"drain_timeout":   func(c *Config) { c.DrainTimeout = math.MaxInt64 },
 		"negative drain":  func(c *Config) { c.DrainTimeout = math.MinInt64 },
 		"spin":            func(c *Config) { c.Spin = 25 * time.Hour },
+		"dispatcher_spin": func(c *Config) { c.DispatcherSpin = 25 * time.Hour },
 		"spin_tail":       func(c *Config) { c.App.SpinTail = 25 * time.Hour },
 		"time_limit":      func(c *Config) { c.ClassifierOptions.TimeLimit = 25 * time.Hour },
 		"breaker_backoff": func(c *Config) { c.ClassifierOptions.BreakerBackoff = math.MaxInt64 },

@@ -267,8 +267,13 @@ func (s *Server) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %s (%s), app %s",
 		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
-	if s.cfg.InPlace > 0 && s.cfg.Idle == dispatcher.IdleSpinThenPark {
-		fmt.Fprintf(&b, ", in place under %v", s.cfg.InPlace)
+	if s.cfg.Idle == dispatcher.IdleSpinThenPark {
+		if s.cfg.DispatcherSpin > 0 {
+			fmt.Fprintf(&b, ", dispatcher polls %v before parking", s.cfg.DispatcherSpin)
+		}
+		if s.cfg.InPlace > 0 {
+			fmt.Fprintf(&b, ", in place under %v", s.cfg.InPlace)
+		}
 	}
 	if s.cfg.App.Dilation != 0 {
 		fmt.Fprintf(&b, " (dilation %g)", s.cfg.App.Dilation)
