@@ -16,8 +16,9 @@ import (
 )
 
 // What the dispatcher does once it has been idle for Spec.DispatcherSpin
-// under IdleSpinThenPark (before that it polls, yielding its CPU after
-// each poll that found nothing: yieldCPU). When no request waits, only an arrival can create work
+// (or Spec.Spin, if longer) under IdleSpinThenPark. Before that it spins
+// for Spec.Spin, then polls, yielding its CPU after each poll that found
+// nothing (yieldCPU). When no request waits, only an arrival can create work
 // to dispatch: it blocks in Recv, which an arrival ends at once, for at
 // most recvWaitIdle (completions, which only update the profile and free
 // workers that nobody waits for, are collected when it wakes, before the
@@ -170,6 +171,7 @@ type Dispatcher struct {
 	draining bool
 	replied  uint64
 	abandon  int
+	parks    uint64 // times the dispatcher parked (see Stats.DispatcherParks)
 
 	shedRing  []uint64 // per stats interval: shed total, then per type
 	shedAt    []int64
@@ -387,9 +389,13 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	var runErr error
 	done := ctx.Done()
 	parking := d.spec.Idle == IdleSpinThenPark
-	spin := int64(d.spec.DispatcherSpin)
+	// Idle, the dispatcher spins for Spec.Spin, then polls yielding its
+	// core until Spec.DispatcherSpin, then parks.
+	spin := int64(d.spec.Spin)
+	poll := max(spin, int64(d.spec.DispatcherSpin))
 	yields := parking && len(d.spec.CPUs) == 0
 	lastYield := now
+	idle := false
 
 	for {
 		if !d.draining {
@@ -404,7 +410,11 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 			d.runCommands()
 		}
 		var wait time.Duration
-		idle := parking && d.lastNow-lastWork > spin
+		idleFor := d.lastNow - lastWork
+		if parking && idleFor > poll && !idle {
+			d.parks++
+		}
+		idle = parking && idleFor > poll
 		announced := false
 		switch {
 		case !idle || d.draining:
@@ -442,7 +452,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 			break
 		}
 		switch {
-		case worked || !parking:
+		case worked || !parking || idleFor <= spin:
 		case !idle:
 			yieldCPU() // polling: any other thread ready on this core runs first
 		case wait == 0 && !announced:
@@ -466,6 +476,15 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.stopLanes()
 	d.publish(now)
 	return runErr
+}
+
+// dispatcherSpin is how long the dispatcher polls after its last work
+// before it parks (-1: never parks).
+func (d *Dispatcher) dispatcherSpin() int64 {
+	if d.spec.Idle != IdleSpinThenPark {
+		return -1
+	}
+	return max(int64(d.spec.Spin), int64(d.spec.DispatcherSpin), 0)
 }
 
 // classifying is the number of packets on tenants' classifier lanes.
@@ -978,24 +997,26 @@ func (d *Dispatcher) publish(now int64) {
 	d.policy.Snapshot(snap)
 	d.inPlaceStages.publish(now)
 	s := &Stats{
-		InPlaceLimitNs:  d.inPlaceLimit,
-		At:              now,
-		Workers:         len(d.workers),
-		Running:         d.ran.Load() && !d.stop.Load(),
-		Draining:        d.draining,
-		Received:        d.received,
-		Answered:        d.answered,
-		Drops:           d.drops,
-		Dropped:         d.drops.Total(),
-		OverloadReplies: d.replied,
-		Queued:          d.queued,
-		Busy:            d.busy,
-		InFlight:        d.queued + uint64(d.busy) + uint64(d.classifying()),
-		Pool:            d.pool,
-		Abandoned:       d.abandon,
-		Types:           make([]TypeStats, d.numTypes),
-		Policy:          cloneSnapshot(snap),
-		Dataplane:       d.dp.Stats(),
+		InPlaceLimitNs:   d.inPlaceLimit,
+		DispatcherSpinNs: d.dispatcherSpin(),
+		DispatcherParks:  d.parks,
+		At:               now,
+		Workers:          len(d.workers),
+		Running:          d.ran.Load() && !d.stop.Load(),
+		Draining:         d.draining,
+		Received:         d.received,
+		Answered:         d.answered,
+		Drops:            d.drops,
+		Dropped:          d.drops.Total(),
+		OverloadReplies:  d.replied,
+		Queued:           d.queued,
+		Busy:             d.busy,
+		InFlight:         d.queued + uint64(d.busy) + uint64(d.classifying()),
+		Pool:             d.pool,
+		Abandoned:        d.abandon,
+		Types:            make([]TypeStats, d.numTypes),
+		Policy:           cloneSnapshot(snap),
+		Dataplane:        d.dp.Stats(),
 	}
 	if window := float64(now - d.windowStart); window > 0 {
 		s.IdleWorkers = d.idleAcc / window

@@ -49,8 +49,9 @@ func (r *recvLog) counts() (polls, parks int, firstPark time.Time) {
 
 // TestDispatcherPollsThenParks checks Spec.DispatcherSpin: after its last
 // work the dispatcher polls the dataplane (Recv without a wait) for
-// DispatcherSpin, then parks in Recv; a negative spin parks at once, and
-// a request arriving while it polls or while it is parked is answered.
+// DispatcherSpin, then parks in Recv; a negative spin parks after Spin (here
+// at once), and a request arriving while it polls or while it is parked is
+// answered.
 func TestDispatcherPollsThenParks(t *testing.T) {
 	const spin = 40 * time.Millisecond
 	for _, tc := range []struct {
@@ -59,7 +60,7 @@ func TestDispatcherPollsThenParks(t *testing.T) {
 	}{{"spin", spin}, {"park-at-once", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dp := &recvLog{fakeDataplane: newFakeDataplane(1, 16, 64)}
-			d, err := New(Spec{Workers: 1, DispatcherSpin: tc.spin}, dp, HeaderClassifier{}, newFakePolicy(1, HeaderNumTypes, 16), echo)
+			d, err := New(Spec{Workers: 1, Spin: -1, DispatcherSpin: tc.spin}, dp, HeaderClassifier{}, newFakePolicy(1, HeaderNumTypes, 16), echo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,6 +83,10 @@ func TestDispatcherPollsThenParks(t *testing.T) {
 				t.Errorf("%d polls in %v before parking, want it to keep polling", polls, idle)
 			case tc.spin < 0 && polls > 10:
 				t.Errorf("%d polls before parking with a negative DispatcherSpin, want it to park at once", polls)
+			}
+			waitFor(t, "stats counting the park", func() bool { return d.Stats().DispatcherParks >= 1 })
+			if got, want := d.Stats().DispatcherSpinNs, max(int64(tc.spin), 0); got != want {
+				t.Errorf("Stats.DispatcherSpinNs %d, want %d", got, want)
 			}
 			if err := stop(); err != nil {
 				t.Fatal(err)

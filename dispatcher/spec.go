@@ -59,10 +59,12 @@ type Spec struct {
 	// dataplane after its last work before it parks, under
 	// IdleSpinThenPark. A request that arrives while it polls is read at
 	// once; one that arrives while it is parked waits for a thread
-	// wake-up (tens of microseconds on a VM: StageReceive). A poll that
-	// finds nothing gives the dispatcher's CPU to any other thread that
-	// is ready to run on it (sched_yield), so polling costs only a core
-	// nothing else wants. Default 20ms; negative: park at once.
+	// wake-up (tens of microseconds on a VM: StageReceive). For the first
+	// Spin of it the dispatcher spins as a worker does; after that each
+	// poll that finds nothing gives its CPU to any other thread ready to
+	// run there (sched_yield), so polling costs only a core nothing else
+	// wants. Default 20ms; negative: the dispatcher parks after Spin, as
+	// a worker does.
 	DispatcherSpin time.Duration
 	// Burst is the receive burst size. Default 32.
 	Burst int

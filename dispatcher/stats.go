@@ -240,6 +240,13 @@ type Stats struct {
 	// InPlaceLimitNs is the longest expected service of a request the
 	// dispatcher serves in place (0: it never does; see Spec.InPlaceLimit).
 	InPlaceLimitNs int64 `json:"in_place_limit_ns"`
+	// DispatcherSpinNs is how long the dispatcher polls the dataplane
+	// after its last work before it parks (Spec.DispatcherSpin, at least
+	// Spec.Spin; -1: it never parks, under busy-poll); DispatcherParks
+	// counts the times it parked. A request that finds it parked waits
+	// for its thread to wake up (StageReceive).
+	DispatcherSpinNs int64  `json:"dispatcher_spin_ns"`
+	DispatcherParks  uint64 `json:"dispatcher_parks"`
 	// Running reports whether Run is in progress; Draining whether it is
 	// shutting down.
 	Running  bool `json:"running"`

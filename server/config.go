@@ -133,9 +133,9 @@ type Config struct {
 	// DispatcherSpin is how long the dispatcher keeps polling for
 	// requests after its last work before it parks (see
 	// dispatcher.Spec.DispatcherSpin): a request that arrives while it
-	// polls skips a thread wake-up. A poll that finds nothing yields the
-	// core to any other thread that wants it. Default 20ms; negative:
-	// park at once.
+	// polls skips a thread wake-up. Past Spin, a poll that finds nothing
+	// yields the core to any other thread that wants it. Default 20ms;
+	// negative: the dispatcher parks after Spin, as the workers do.
 	DispatcherSpin time.Duration `yaml:"dispatcher_spin,omitempty"`
 	// InPlace is the longest expected service time of a request the
 	// dispatcher serves itself, on the chosen worker's behalf, when that
@@ -649,7 +649,7 @@ var zeroRules = map[string]zeroRule{
 	"hysteresis":                     func(c *Config) error { c.Hysteresis = -1; return nil }, // a band of exactly ±0.5: plain rounding
 	"idle":                           refuse("want spin-then-park or busy-poll"),
 	"spin":                           func(c *Config) error { c.Spin = -1; return nil },           // park at once
-	"dispatcher_spin":                func(c *Config) error { c.DispatcherSpin = -1; return nil }, // park at once
+	"dispatcher_spin":                func(c *Config) error { c.DispatcherSpin = -1; return nil }, // park after spin
 	"in_place":                       func(c *Config) error { c.InPlace = -1; return nil },        // never serve in place
 	"burst":                          refuse("want 1..4096"),
 	"drain_timeout":                  func(c *Config) error { c.DrainTimeout = -1; return nil },   // drop what is queued at once

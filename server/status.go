@@ -52,6 +52,11 @@ type Status struct {
 	// dispatcher serves itself when its worker's thread is parked (0:
 	// never; --in-place).
 	InPlaceLimitNs int64 `json:"in_place_limit_ns"`
+	// DispatcherSpinNs is how long the dispatcher polls for requests
+	// after its last work before it parks (-1: never, busy-poll;
+	// --dispatcher-spin); DispatcherParks counts the times it parked.
+	DispatcherSpinNs int64  `json:"dispatcher_spin_ns"`
+	DispatcherParks  uint64 `json:"dispatcher_parks"`
 	// IdleWorkers and CPUWaste are means over the last stats interval (about
 	// 100ms); CPUWaste counts idle workers while requests waited.
 	IdleWorkers   float64 `json:"idle_workers"`
@@ -318,33 +323,35 @@ func typeExists(t *dispatcher.TypeStats, declared []bool) bool {
 // classifier (declared, by id) and never seen are left out.
 func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared []bool) Status {
 	st := Status{
-		Policy:          s.Policy.Policy,
-		Phase:           s.Policy.Phase,
-		Workers:         s.Workers,
-		Running:         s.Running,
-		Draining:        s.Draining,
-		Received:        s.Received,
-		Answered:        s.Answered,
-		Dropped:         s.Dropped,
-		InFlight:        s.InFlight,
-		Queued:          s.Queued,
-		Busy:            s.Busy,
-		Drops:           s.Drops,
-		OverloadReplies: s.OverloadReplies,
-		Overloaded:      s.Overloaded,
-		ShedRate:        s.ShedRate,
-		Pool:            s.Pool,
-		Shared:          s.Policy.Shared,
-		Borrowed:        s.Policy.Borrowed,
-		Abandoned:       s.Abandoned,
-		InPlaceLimitNs:  s.InPlaceLimitNs,
-		IdleWorkers:     s.IdleWorkers,
-		CPUWaste:        s.CPUWaste,
-		CPUWasteTotal:   s.CPUWasteTotal,
-		Reservations:    s.Policy.Reservations,
-		Net:             s.Dataplane,
-		Groups:          []GroupStatus{},
-		Types:           []TypeStatus{},
+		Policy:           s.Policy.Policy,
+		Phase:            s.Policy.Phase,
+		Workers:          s.Workers,
+		Running:          s.Running,
+		Draining:         s.Draining,
+		Received:         s.Received,
+		Answered:         s.Answered,
+		Dropped:          s.Dropped,
+		InFlight:         s.InFlight,
+		Queued:           s.Queued,
+		Busy:             s.Busy,
+		Drops:            s.Drops,
+		OverloadReplies:  s.OverloadReplies,
+		Overloaded:       s.Overloaded,
+		ShedRate:         s.ShedRate,
+		Pool:             s.Pool,
+		Shared:           s.Policy.Shared,
+		Borrowed:         s.Policy.Borrowed,
+		Abandoned:        s.Abandoned,
+		InPlaceLimitNs:   s.InPlaceLimitNs,
+		DispatcherSpinNs: s.DispatcherSpinNs,
+		DispatcherParks:  s.DispatcherParks,
+		IdleWorkers:      s.IdleWorkers,
+		CPUWaste:         s.CPUWaste,
+		CPUWasteTotal:    s.CPUWasteTotal,
+		Reservations:     s.Policy.Reservations,
+		Net:              s.Dataplane,
+		Groups:           []GroupStatus{},
+		Types:            []TypeStatus{},
 	}
 	name := func(t darc.Type) string {
 		if int(t) < len(s.Types) {

@@ -77,7 +77,7 @@ func serveSettings() []serveSetting {
 			"idle", str(func(c *server.Config) *string { return &c.Idle })},
 		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs; 0 for an undilated app whose threads outnumber the CPUs"},
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
-		{&cli.DurationFlag{Name: "dispatcher-spin", Usage: "how long the dispatcher keeps polling for requests after its last work before it parks: a request that arrives meanwhile skips a thread wake-up; a poll that finds nothing yields the core to any thread that wants it (0: park at once)", DefaultText: server.DefaultDispatcherSpin.String()},
+		{&cli.DurationFlag{Name: "dispatcher-spin", Usage: "how long the dispatcher keeps polling for requests after its last work before it parks: a request that arrives meanwhile skips a thread wake-up; past --spin, a poll that finds nothing yields the core to any thread that wants it (0: the dispatcher parks after --spin, as the workers do)", DefaultText: server.DefaultDispatcherSpin.String()},
 			"dispatcher_spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.DispatcherSpin = c.Duration(n) }},
 		{&cli.DurationFlag{Name: "in-place", Usage: "the dispatcher serves a request itself, on its worker's behalf, when that worker's thread is parked and the request's type is profiled shorter than this: waking a thread costs more (0: never, every request goes to its worker's thread; psp status shows which were served in place and why the others were not)", DefaultText: server.DefaultInPlace.String()},
 			"in_place", func(c *cli.Context, n string, cfg *server.Config) { cfg.InPlace = c.Duration(n) }},

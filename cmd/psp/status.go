@@ -179,6 +179,13 @@ func printStatus(w io.Writer, st *server.Status) error {
 // printInPlace says which requests the dispatcher served itself and why
 // the others went to a worker's thread.
 func printInPlace(w io.Writer, st *server.Status) {
+	switch {
+	case st.DispatcherSpinNs < 0:
+		fmt.Fprintln(w, "\ndispatcher: busy-polls, never parks")
+	default:
+		fmt.Fprintf(w, "\ndispatcher: polls for %s after its last work, then parks (a request that finds it parked waits for a thread wake-up); parks so far: %d\n",
+			ns(float64(st.DispatcherSpinNs)), st.DispatcherParks)
+	}
 	if st.InPlaceLimitNs <= 0 {
 		fmt.Fprintln(w, "\nserved in place: off (every request is handed to its worker's thread)")
 		return
