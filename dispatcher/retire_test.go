@@ -48,6 +48,10 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
+	statsPass := func() { // a stats pass after now retires what it can
+		after := dp.Now()
+		waitUntil(t, "a stats pass", func() bool { return d.Stats().At > after })
+	}
 	var heapAt30 uint64
 	var typesAt30 int
 	for i := range cycles {
@@ -75,11 +79,11 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 			t.Fatalf("cycle %d: remove: %v", i, err)
 		}
 		if i == 30 {
-			time.Sleep(5 * time.Millisecond) // a stats pass retires what it can
+			statsPass()
 			heapAt30, typesAt30 = heap(), len(d.Stats().Types)
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	statsPass()
 	s := d.Stats()
 	if max := 1 + HeaderNumTypes + (keepRemoved+2)*bigTypes; len(s.Types) > max {
 		t.Fatalf("type space after %d cycles: %d types (after 30: %d; at most %d)", cycles, len(s.Types), typesAt30, max)
