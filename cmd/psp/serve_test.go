@@ -228,3 +228,27 @@ func TestPrintStatusOverloaded(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintStatusDispatcher: psp status says how the dispatcher waits.
+func TestPrintStatusDispatcher(t *testing.T) {
+	for _, tc := range []struct {
+		spinNs int64
+		want   string
+	}{
+		{20e6, "dispatcher: polls for 20ms after its last work, then parks"},
+		{0, "dispatcher: parks as soon as it is idle"},
+		{-1, "dispatcher: busy-polls, never parks"},
+	} {
+		st := &server.Status{Policy: "darc", DispatcherSpinNs: tc.spinNs, DispatcherParks: 7}
+		var b bytes.Buffer
+		if err := printStatus(&b, st); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("spin %d ns: status lacks %q:\n%s", tc.spinNs, tc.want, b.String())
+		}
+		if tc.spinNs >= 0 && !strings.Contains(b.String(), "parks so far: 7") {
+			t.Errorf("spin %d ns: status lacks the park count:\n%s", tc.spinNs, b.String())
+		}
+	}
+}

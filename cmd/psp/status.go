@@ -151,6 +151,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintln(w, strings.Join(dropped, "\n"))
 	}
 
+	printDispatcher(w, st)
 	printInPlace(w, st)
 	printStages(w, st)
 
@@ -176,16 +177,22 @@ func printStatus(w io.Writer, st *server.Status) error {
 	return nil
 }
 
-// printInPlace says which requests the dispatcher served itself and why
-// the others went to a worker's thread.
-func printInPlace(w io.Writer, st *server.Status) {
+// printDispatcher says how the dispatcher waits for requests.
+func printDispatcher(w io.Writer, st *server.Status) {
 	switch {
 	case st.DispatcherSpinNs < 0:
 		fmt.Fprintln(w, "\ndispatcher: busy-polls, never parks")
+	case st.DispatcherSpinNs == 0:
+		fmt.Fprintf(w, "\ndispatcher: parks as soon as it is idle (a request that finds it parked waits for a thread wake-up); parks so far: %d\n", st.DispatcherParks)
 	default:
 		fmt.Fprintf(w, "\ndispatcher: polls for %s after its last work, then parks (a request that finds it parked waits for a thread wake-up); parks so far: %d\n",
 			ns(float64(st.DispatcherSpinNs)), st.DispatcherParks)
 	}
+}
+
+// printInPlace says which requests the dispatcher served itself and why
+// the others went to a worker's thread.
+func printInPlace(w io.Writer, st *server.Status) {
 	if st.InPlaceLimitNs <= 0 {
 		fmt.Fprintln(w, "\nserved in place: off (every request is handed to its worker's thread)")
 		return
