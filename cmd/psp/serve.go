@@ -75,7 +75,7 @@ func serveSettings() []serveSetting {
 			"hysteresis", flt(func(c *server.Config) *float64 { return &c.Hysteresis })},
 		{&cli.StringFlag{Name: "idle", Usage: "idle `STRATEGY`: spin-then-park (shares cores) or busy-poll (the paper's; one core per thread)", DefaultText: "spin-then-park"},
 			"idle", str(func(c *server.Config) *string { return &c.Idle })},
-		{&cli.DurationFlag{Name: "spin", Usage: "how long idle threads spin before parking (0: park at once)", DefaultText: "50µs; 0 for an undilated app whose threads outnumber the CPUs"},
+		{&cli.DurationFlag{Name: "spin", Usage: "how long idle workers spin before parking, and the dispatcher before it polls yielding its core (0: at once)", DefaultText: "50µs; 0 for an undilated app whose threads outnumber the CPUs"},
 			"spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.Spin = c.Duration(n) }},
 		{&cli.DurationFlag{Name: "dispatcher-spin", Usage: "how long the dispatcher keeps polling for requests after its last work before it parks: a request that arrives meanwhile skips a thread wake-up; past --spin, a poll that finds nothing yields the core to any thread that wants it (0: the dispatcher parks after --spin, as the workers do)", DefaultText: server.DefaultDispatcherSpin.String()},
 			"dispatcher_spin", func(c *cli.Context, n string, cfg *server.Config) { cfg.DispatcherSpin = c.Duration(n) }},
