@@ -2,13 +2,18 @@ package server
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/testenv"
 )
 
@@ -89,4 +94,124 @@ func BenchmarkMemcachedUnderMemcaslap(b *testing.B) {
 func startMemcachedDefaults(tb testing.TB) *Server {
 	tb.Helper()
 	return runServer(tb, Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}})
+}
+
+// BenchmarkLoneGet measures a lone request's time in the server: the
+// memcached application with psp serve's defaults, one get at a time,
+// every 5ms (so nothing queues and every thread has gone idle in between),
+// from a client in a process of its own (this test binary, run again as
+// loneClient). It reports the GET type's in-server latency p50 and p99 and
+// the receive and transmit stages' p50 (bucket upper bounds, from the
+// server's stage histograms, as psp status shows them) and the client's
+// round trip p50, with the dispatcher parking as soon as it is idle
+// (--dispatcher-spin 0) and polling (the default), in one run. b.N counts
+// gets. The client sleeps between gets, so on loopback the reply's
+// sendmmsg also wakes it: "transmit" includes that wake-up (tens of
+// microseconds on a VM whose idle vCPUs halt), as it does for any client
+// on the same machine.
+//
+//	go test -run '^$' -bench LoneGet -benchtime 400x ./server
+func BenchmarkLoneGet(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		spin time.Duration
+	}{{"parking", -1}, {"polling", 0}} {
+		b.Run(mode.name, func(b *testing.B) {
+			srv := runServer(b, Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, DispatcherSpin: mode.spin})
+			runLoneClient(b, srv.Addr(), 50, 0) // profile GET, so that it is served in place
+			before := getStages(b, srv)
+			b.ResetTimer()
+			rttP50 := runLoneClient(b, srv.Addr(), b.N, loneInterval)
+			b.StopTimer()
+			time.Sleep(5 * time.Millisecond) // the stage histograms are published within 1ms
+			after := getStages(b, srv)
+			for _, s := range []dispatcher.Stage{dispatcher.StageLatency, dispatcher.StageReceive, dispatcher.StageTransmit} {
+				h := after[s]
+				for i, v := range before[s].Buckets {
+					h.Buckets[i] -= v
+				}
+				h.Count -= before[s].Count
+				b.ReportMetric(float64(h.QuantileNs(0.5)), s.String()+"-p50-ns")
+				if s == dispatcher.StageLatency {
+					b.ReportMetric(float64(h.QuantileNs(0.99)), s.String()+"-p99-ns")
+				}
+			}
+			b.ReportMetric(float64(rttP50.Nanoseconds()), "client-rtt-p50-ns")
+		})
+	}
+}
+
+// loneInterval is BenchmarkLoneGet's pause between two gets.
+const loneInterval = 5 * time.Millisecond
+
+// loneClientEnv, set to "ADDR N INTERVAL", makes this test binary the
+// lone client (see TestMain).
+const loneClientEnv = "PSP_TEST_LONE_CLIENT"
+
+// runLoneClient runs the lone client in a process of its own and returns
+// its round trip p50.
+func runLoneClient(b *testing.B, addr string, n int, interval time.Duration) time.Duration {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", loneClientEnv, addr, n, interval))
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("lone client: %v\n%s", err, out)
+	}
+	p50, err := time.ParseDuration(strings.TrimSpace(string(out)))
+	if err != nil {
+		b.Fatalf("lone client printed %q: %v", out, err)
+	}
+	return p50
+}
+
+// loneClient sends n memcached gets of one key to addr, one at a time,
+// interval apart, and prints the round trips' median.
+func loneClient(spec string) error {
+	var addr, every string
+	var n int
+	if _, err := fmt.Sscanf(spec, "%s %d %s", &addr, &n, &every); err != nil {
+		return fmt.Errorf("%s %q: %w", loneClientEnv, spec, err)
+	}
+	interval, err := time.ParseDuration(every)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", loneClientEnv, spec, err)
+	}
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	get := memcachedtest.Request{Body: "get k1\r\n"}.Datagram(1)
+	reply := make([]byte, 2048)
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		time.Sleep(interval)
+		start := time.Now()
+		if _, err := conn.Write(get); err != nil {
+			return err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(reply); err != nil {
+			return err
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	slices.Sort(rtts)
+	fmt.Println(rtts[len(rtts)/2])
+	return nil
+}
+
+// getStages returns the GET type's stage histograms.
+func getStages(b *testing.B, srv *Server) dispatcher.TypeStages {
+	b.Helper()
+	d := srv.Dispatcher()
+	names := d.TypeNames()
+	for t, st := range d.Stages() {
+		if st != nil && t < len(names) && names[t] == "GET" {
+			return *st
+		}
+	}
+	b.Fatal("no GET ran")
+	return dispatcher.TypeStages{}
 }
