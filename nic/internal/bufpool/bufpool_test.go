@@ -238,18 +238,27 @@ type getPutter interface {
 	Put(*nic.Buffer)
 }
 
-// BenchmarkReuse is one request at a time through the UDP dataplane's
-// default pool (4096 buffers of 2 KB): take a buffer, read a 1 KB request
-// written into it, write a reply over it, give it back. The stack hands
-// back the same warm buffer; the queue walks all 8 MB of the pool.
-func BenchmarkReuse(b *testing.B) {
-	for _, pool := range []struct {
+// comparedPools returns the UDP dataplane's default pool (4096 buffers of
+// 2 KB) as this package builds it and as the queue built it.
+func comparedPools() []struct {
+	name string
+	p    getPutter
+} {
+	return []struct {
 		name string
 		p    getPutter
 	}{
 		{"stack", New(4096, 2048)},
 		{"queue", newFIFO(4096, 2048)},
-	} {
+	}
+}
+
+// BenchmarkReuse is one request at a time through the UDP dataplane's
+// default pool (4096 buffers of 2 KB): take a buffer, read a 1 KB request
+// written into it, write a reply over it, give it back. The stack hands
+// back the same warm buffer; the queue walks all 8 MB of the pool.
+func BenchmarkReuse(b *testing.B) {
+	for _, pool := range comparedPools() {
 		b.Run(pool.name, func(b *testing.B) {
 			var sum byte
 			for b.Loop() {
@@ -270,13 +279,7 @@ func BenchmarkReuse(b *testing.B) {
 // the contended case, where the stack's single top and the queue's head and
 // tail both bounce between cores.
 func BenchmarkGetPutParallel(b *testing.B) {
-	for _, pool := range []struct {
-		name string
-		p    getPutter
-	}{
-		{"stack", New(4096, 2048)},
-		{"queue", newFIFO(4096, 2048)},
-	} {
+	for _, pool := range comparedPools() {
 		b.Run(pool.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
