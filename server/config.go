@@ -8,11 +8,13 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -553,6 +555,10 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML strictly (unknown keys are errors).
 func ParseConfig(data []byte) (Config, error) {
+	data, err := unitlessDurations(data)
+	if err != nil {
+		return Config{}, err
+	}
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -579,6 +585,126 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// unitlessDurations returns data with every duration setting written as a
+// bare 0 ("spin: 0") turned into "0s": YAML decodes a duration from a
+// string only, and 0 needs no unit (time.ParseDuration takes "0" too). Any
+// other bare number for a duration is refused by key: it has no unit.
+// The edit is made in place, so the decoder's line numbers stay the
+// user's. Data that is not YAML comes back as it is, for the decoder to
+// judge.
+func unitlessDurations(data []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return data, nil
+	}
+	var zeros []*yaml.Node
+	if err := findDurations(doc.Content[0], reflect.TypeFor[Config](), "", &zeros); err != nil {
+		return nil, err
+	}
+	if len(zeros) == 0 {
+		return data, nil
+	}
+	out := slices.Clone(data)
+	for i := len(zeros) - 1; i >= 0; i-- { // last first: earlier offsets hold
+		n := zeros[i]
+		off, ok := offsetOf(out, n.Line, n.Column)
+		if !ok || !bytes.HasPrefix(out[off:], []byte(n.Value)) {
+			return data, nil // not where the parser saw it: let the decoder say
+		}
+		out = slices.Concat(out[:off], []byte("0s"), out[off+len(n.Value):])
+	}
+	return out, nil
+}
+
+// offsetOf returns the byte offset of 1-based line and column (in
+// characters) in data.
+func offsetOf(data []byte, line, column int) (int, bool) {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		off += i + 1
+	}
+	for c := 1; c < column; c++ {
+		if off >= len(data) || data[off] == '\n' {
+			return 0, false
+		}
+		_, size := utf8.DecodeRune(data[off:])
+		off += size
+	}
+	return off, true
+}
+
+// findDurations walks n, the YAML for a value of type t at key path, and
+// collects the bare zeros given for durations in zeros (see
+// unitlessDurations).
+func findDurations(n *yaml.Node, t reflect.Type, path string, zeros *[]*yaml.Node) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			f, ok := yamlField(t, key)
+			if !ok {
+				continue // the strict decoder names unknown keys
+			}
+			sub := key
+			if path != "" {
+				sub = path + "." + key
+			}
+			if err := findDurations(n.Content[i+1], f.Type, sub, zeros); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return nil
+		}
+		for i, e := range n.Content {
+			if err := findDurations(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), zeros); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if t != reflect.TypeFor[time.Duration]() {
+			return nil
+		}
+		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
+			return nil
+		}
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || f != 0 {
+			return fmt.Errorf("%w: %s: %s has no unit: write a duration such as %[3]sms or %[3]ss (units ns, us, ms, s, m, h)", ErrConfig, path, n.Value)
+		}
+		*zeros = append(*zeros, n)
+	}
+	return nil
+}
+
+// yamlField returns the field of struct type t that YAML key names.
+func yamlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		if name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // zeroKeys lists the dotted keys of n's mappings whose value is a zero

@@ -3,11 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/persephone-go/psp/darc"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -155,4 +156,73 @@ types:
 			t.Errorf("%q: %v, want ErrConfig", bad, err)
 		}
 	}
+}
+
+// TestConfigBareZeroDurations: a duration written as a bare 0 means what
+// "0s" means (YAML decodes durations from strings only, and zero needs no
+// unit); any other bare number is refused by key, as having no unit; the
+// decoder's line numbers stay those of the file.
+func TestConfigBareZeroDurations(t *testing.T) {
+	for _, c := range []struct{ bare, unit string }{
+		{"spin: 0", "spin: 0s"},
+		{"spin: 0 # never spin", "spin: 0s"},
+		{"drain_timeout: 0.0", "drain_timeout: 0s"},
+		{"{spin: 0, drain_timeout: 0}", "{spin: 0s, drain_timeout: 0s}"},
+		{"listen: 127.0.0.1:9\nspin: 0\nin_place: 0\n", "listen: 127.0.0.1:9\nspin: 0s\nin_place: 0s\n"},
+		{"tenants:\n  - name: a\n    classifier: x.wasm\n    classifier_options: {breaker_window: 0}\n",
+			"tenants:\n  - name: a\n    classifier: x.wasm\n    classifier_options: {breaker_window: 0s}\n"},
+	} {
+		got, err := ParseConfig([]byte(c.bare))
+		if err != nil {
+			t.Errorf("%q: %v", c.bare, err)
+			continue
+		}
+		want, err := ParseConfig([]byte(c.unit))
+		if err != nil {
+			t.Fatalf("%q: %v", c.unit, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q decoded as %+v, want what %q gives: %+v", c.bare, got, c.unit, want)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"spin: 50", "spin: 50 has no unit"},
+		{"dispatcher_spin: 1_000", "dispatcher_spin: 1_000 has no unit"},
+		{"drain_timeout: 1.5", "drain_timeout: 1.5 has no unit"},
+		{"classifier_options:\n  time_limit: 3\n", "classifier_options.time_limit: 3 has no unit"},
+		{"tenants:\n  - name: a\n  - name: b\n    classifier_options: {breaker_backoff: 7}\n", "tenants[1].classifier_options.breaker_backoff: 7 has no unit"},
+		{"spin: 0\n\nbogus: 1\n", "line 3: field bogus not found"},
+	} {
+		_, err := ParseConfig([]byte(c.yaml))
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want ErrConfig saying %q", c.yaml, err, c.want)
+		}
+	}
+	// Numbers elsewhere are left alone.
+	if cfg, err := ParseConfig([]byte("buffers: 4096\nspin: 0")); err != nil || cfg.Buffers != 4096 {
+		t.Errorf("buffers: 4096 beside a bare zero: %+v, %v", cfg.Buffers, err)
+	}
+}
+
+// FuzzParseConfig: any bytes either decode or give an error, never a
+// panic, and a config that decodes decodes the same from its bare-zero
+// rewrite.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{"spin: 0", "{spin: 0, drain_timeout: 0.0}", "spin: 50", "tenants:\n  - name: a\n    classifier_options: {breaker_window: 0}\n", "workers: 3\n---\n", "spin: 0 # x\r\nbuffers: 1\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		fixed, err := unitlessDurations(data)
+		if err != nil {
+			t.Fatalf("ParseConfig accepted %q but unitlessDurations refused it: %v", data, err)
+		}
+		again, err := ParseConfig(fixed)
+		if err != nil || !reflect.DeepEqual(cfg, again) {
+			t.Fatalf("%q and its rewrite %q decode differently: %v", data, fixed, err)
+		}
+	})
 }
