@@ -74,8 +74,10 @@ type Spec struct {
 	// schedule; above it the run is not sustained. Zero means 1 ms.
 	MaxLag time.Duration
 	// SpinWindow is how close to a send time the sender stops sleeping and
-	// spins (yielding the processor). Zero means 100 µs; negative means
-	// always sleep.
+	// spins, without yielding the processor, so that the send leaves on
+	// time (a sleep wakes tens of microseconds late on some machines). Zero
+	// means 100 µs; negative means always sleep. On a machine whose cores
+	// the server under test shares, the spin takes CPU from it.
 	SpinWindow time.Duration
 	// Batch is the most requests sent in one system call when several are
 	// due (default 32).
