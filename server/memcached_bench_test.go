@@ -101,7 +101,7 @@ func startMemcachedDefaults(tb testing.TB) *Server {
 // every 5ms (so nothing queues and every thread has gone idle in between),
 // from a client in a process of its own (this test binary, run again as
 // loneClient). It reports the GET type's in-server latency p50 and p99 and
-// the receive and transmit stages' p50 (bucket upper bounds, from the
+// the receive, service and transmit stages' p50 (bucket upper bounds, from the
 // server's stage histograms, as psp status shows them) and the client's
 // round trip p50, with the dispatcher parking as soon as it is idle
 // (--dispatcher-spin 0) and polling (the default), in one run. b.N counts
@@ -125,7 +125,7 @@ func BenchmarkLoneGet(b *testing.B) {
 			b.StopTimer()
 			time.Sleep(5 * time.Millisecond) // the stage histograms are published within 1ms
 			after := getStages(b, srv)
-			for _, s := range []dispatcher.Stage{dispatcher.StageLatency, dispatcher.StageReceive, dispatcher.StageTransmit} {
+			for _, s := range []dispatcher.Stage{dispatcher.StageLatency, dispatcher.StageReceive, dispatcher.StageService, dispatcher.StageTransmit} {
 				h := after[s]
 				for i, v := range before[s].Buckets {
 					h.Buckets[i] -= v
