@@ -226,3 +226,31 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestPoolMustFitMemory: a pool larger than the machine's memory is refused
+// by Validate, naming both sizes, instead of the allocation killing the
+// process at start.
+func TestPoolMustFitMemory(t *testing.T) {
+	mem, ok := machineMemory()
+	if !ok {
+		t.Skip("the machine's memory is unknown here")
+	}
+	cfg := memConfig()
+	cfg.Buffers, cfg.BufSize = MaxBuffers, 1<<16
+	if uint64(cfg.Buffers)*uint64(cfg.BufSize) <= mem {
+		t.Skipf("this machine has %s: a pool of at most %d buffers of 64 KiB fits", humanBytes(mem), MaxBuffers)
+	}
+	err := cfg.Validate()
+	if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "more than this machine's memory") {
+		t.Fatalf("Validate = %v, want ErrConfig refusing the pool's size", err)
+	}
+	cfg.Buffers = 2048
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a 128 MiB pool: %v", err)
+	}
+	for n, want := range map[uint64]string{512: "512 B", 1536: "1.5 KiB", 128 << 20: "128.0 MiB", 3 << 40: "3.0 TiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
