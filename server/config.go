@@ -1151,7 +1151,7 @@ func (c Config) validate(custom bool) error {
 		return bad("deadline_factor %v, want a number up to %g (negative: no automatic deadlines)", c.DeadlineFactor, float64(MaxFactor))
 	}
 	if err := checkDurations(namedDuration{"deadline_floor", c.DeadlineFloor}, namedDuration{"spin", c.Spin},
-		namedDuration{"dispatcher_spin", c.DispatcherSpin},
+		namedDuration{"dispatcher_spin", c.DispatcherSpin}, namedDuration{"in_place", c.InPlace},
 		namedDuration{"drain_timeout", c.DrainTimeout}, namedDuration{"app.spin_tail", c.App.SpinTail},
 		namedDuration{"app.max_service", c.App.MaxService}, namedDuration{"app.memcached.cost_per_command", c.App.Memcached.CostPerCommand},
 		namedDuration{"app.memcached.cost_per_key", c.App.Memcached.CostPerKey}); err != nil {

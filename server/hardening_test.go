@@ -116,6 +116,7 @@ func TestDurationsCapped(t *testing.T) {
 		"negative drain":  func(c *Config) { c.DrainTimeout = math.MinInt64 },
 		"spin":            func(c *Config) { c.Spin = 25 * time.Hour },
 		"dispatcher_spin": func(c *Config) { c.DispatcherSpin = 25 * time.Hour },
+		"in_place":        func(c *Config) { c.InPlace = math.MaxInt64 },
 		"spin_tail":       func(c *Config) { c.App.SpinTail = 25 * time.Hour },
 		"time_limit":      func(c *Config) { c.ClassifierOptions.TimeLimit = 25 * time.Hour },
 		"breaker_backoff": func(c *Config) { c.ClassifierOptions.BreakerBackoff = math.MaxInt64 },
