@@ -189,8 +189,8 @@ func (s Spec) validate(sched *Schedule) error {
 		}
 	case FormatMemcached:
 		switch {
-		case s.MemcachedKeys < 1 || s.MemcachedKeys > 1e9:
-			return fmt.Errorf("memcached keys %d: %w (want 1..1e9)", s.MemcachedKeys, ErrBadSpec)
+		case s.MemcachedKeys < 1 || s.MemcachedKeys > MaxMemcachedKeys:
+			return fmt.Errorf("memcached keys %d: %w (want 1..%d)", s.MemcachedKeys, ErrBadSpec, MaxMemcachedKeys)
 		case s.MultiGetKeys < 2 || s.MultiGetKeys > 1000:
 			return fmt.Errorf("multi-get keys %d: %w (want 2..1000)", s.MultiGetKeys, ErrBadSpec)
 		case s.ValueSize < 1 || memcachedRequestLen(s) > maxDatagram:

@@ -183,14 +183,25 @@ func (r *run) handleMemcachedReply(p []byte, now int64) {
 	r.answered.Add(1)
 }
 
+// MaxMemcachedKeys is the largest memcached key space (Spec.MemcachedKeys).
+const MaxMemcachedKeys = 1_000_000_000
+
+// silentWindows is how many windows of sets PreloadMemcached sends
+// without any acknowledgement before it gives up on the server.
+const silentWindows = 4
+
+// maxMissed is how many unacknowledged sets PreloadMemcached keeps to
+// resend before it gives up on the server.
+const maxMissed = 1 << 20
+
 // PreloadMemcached stores keys "k0" to "k<keys-1>" with values of
 // valueSize bytes on the memcached server at addr (UDP), so that the
 // memcached format's reads hit. It keeps a window of sets in flight and
 // resends those not acknowledged; it fails when some key is still not
 // stored after a few attempts.
 func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) error {
-	if keys < 1 || valueSize < 0 || valueSize > 1<<20 {
-		return fmt.Errorf("preload: %d keys of %d bytes: %w", keys, valueSize, ErrBadSpec)
+	if keys < 1 || keys > MaxMemcachedKeys || valueSize < 0 || valueSize > 1<<20 {
+		return fmt.Errorf("preload: %d keys of %d bytes: %w (want 1..%d keys of at most 1 MiB)", keys, valueSize, ErrBadSpec, MaxMemcachedKeys)
 	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -205,18 +216,28 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 	value := bytes.Repeat([]byte{'v'}, valueSize)
 	req := make([]byte, 0, 64+valueSize)
 	buf := make([]byte, 2048)
-	todo := make([]int, keys)
-	for i := range todo {
-		todo[i] = i
-	}
-	for attempt := 0; attempt < attempts && len(todo) > 0; attempt++ {
+	// The first attempt walks the keys in order; later ones resend what
+	// was missed, which is bounded (maxMissed), so that a large key space
+	// costs no memory.
+	var todo []int
+	next := 0 // first attempt: the next key not yet sent
+	batch := make([]int, 0, window)
+	stored := 0
+	for attempt := 0; attempt < attempts && (next < keys || len(todo) > 0); attempt++ {
 		var missed []int
-		for len(todo) > 0 {
+		for next < keys || len(todo) > 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("preload: %w", err)
 			}
-			batch := todo[:min(window, len(todo))]
-			todo = todo[len(batch):]
+			batch = batch[:0]
+			if attempt == 0 {
+				for ; next < keys && len(batch) < window; next++ {
+					batch = append(batch, next)
+				}
+			} else {
+				batch = append(batch, todo[:min(window, len(todo))]...)
+				todo = todo[len(batch):]
+			}
 			pending := map[uint16]int{}
 			for _, k := range batch {
 				id := uint16(k)
@@ -242,11 +263,20 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 					break // timeout (or refused): resend what is pending
 				}
 				if n >= 16 && bytes.Equal(buf[8:16], []byte("STORED\r\n")) {
-					delete(pending, binary.BigEndian.Uint16(buf))
+					if _, ok := pending[binary.BigEndian.Uint16(buf)]; ok {
+						delete(pending, binary.BigEndian.Uint16(buf))
+						stored++
+					}
 				}
+			}
+			if stored == 0 && next >= silentWindows*window {
+				return fmt.Errorf("preload: no reply from %s to the first %d sets (is a memcached server listening there?)", addr, next)
 			}
 			for _, k := range pending {
 				missed = append(missed, k)
+			}
+			if len(missed) > maxMissed {
+				return fmt.Errorf("preload: over %d sets not acknowledged by %s (is a memcached server listening?)", maxMissed, addr)
 			}
 		}
 		todo = missed

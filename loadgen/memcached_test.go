@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -195,6 +196,31 @@ func TestPreloadMemcached(t *testing.T) {
 	defer cancel()
 	if err := PreloadMemcached(ctx, addr, 10, 8); err == nil {
 		t.Error("preload to a closed port succeeded")
+	}
+}
+
+// TestPreloadMemcachedGivesUpOnSilence: a server that never answers (a
+// socket nobody reads) fails the preload after a few windows of sets, not
+// after every key of a large key space, and without holding the key
+// space in memory; a key space beyond MaxMemcachedKeys is refused at once.
+func TestPreloadMemcachedGivesUpOnSilence(t *testing.T) {
+	silent, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = PreloadMemcached(ctx, silent.LocalAddr().String(), MaxMemcachedKeys, 8)
+	if err == nil || !strings.Contains(err.Error(), "no reply") {
+		t.Fatalf("preload to a silent server: %v, want an error saying there was no reply", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("gave up after %v", took)
+	}
+	if err := PreloadMemcached(ctx, silent.LocalAddr().String(), MaxMemcachedKeys+1, 8); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("%d keys: %v, want ErrBadSpec", MaxMemcachedKeys+1, err)
 	}
 }
 
