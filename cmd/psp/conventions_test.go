@@ -261,3 +261,23 @@ func TestSweepCalibrationFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeCountsRefused: counts far beyond what a command can serve are
+// refused at once with the limit, not run for minutes or until memory
+// runs out.
+func TestHugeCountsRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--workers", "99999999"}, "want 1..1024"},
+		{[]string{"serve", "--print-config", "--workers", "99999999"}, "1..1024"},
+		{[]string{"serve", "--print-config", "--in-place", "9999h"}, "at most 24h"},
+		{[]string{"client", "--server", "127.0.0.1:9", "--format", "memcached", "--workload", "memcached", "--rate", "100", "--duration", "1s", "--memcached-keys", "999999999999"}, "invalid spec"},
+	} {
+		out, err := runApp(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("psp %v: %v, want an error saying %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}

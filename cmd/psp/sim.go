@@ -13,6 +13,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/sim"
 	"github.com/persephone-go/psp/workload"
 )
@@ -148,8 +149,8 @@ func runSim(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	if c.Int("workers") < 1 {
-		return fmt.Errorf("sim: --workers %d: want at least 1", c.Int("workers"))
+	if w := c.Int("workers"); w < 1 || w > server.MaxWorkers {
+		return fmt.Errorf("sim: --workers %d: want 1..%d (psp serve's limit)", w, server.MaxWorkers)
 	}
 	duration := c.Duration("duration")
 	if len(phases.Phases) > 0 {
