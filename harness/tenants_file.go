@@ -15,6 +15,12 @@ import (
 	"github.com/persephone-go/psp/workload"
 )
 
+// The largest load (as --loads allows) and rate a tenant may offer.
+const (
+	maxTenantLoad = 10
+	maxTenantRate = 1e9
+)
+
 // TenantLoad is one tenant of a tenants file (psp sim --tenants): its
 // workload, the load it offers and its share, as psp serve's tenants
 // config gives it.
@@ -63,8 +69,8 @@ func LoadTenants(path string) ([]sim.Tenant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tenants %s: tenant %d (%s): %w", path, i, tl.Name, err)
 		}
-		if tl.Load < 0 || tl.Rate < 0 {
-			return nil, fmt.Errorf("tenants %s: tenant %s: negative load or rate", path, tl.Name)
+		if !(tl.Load >= 0 && tl.Load <= maxTenantLoad) || !(tl.Rate >= 0 && tl.Rate <= maxTenantRate) {
+			return nil, fmt.Errorf("tenants %s: tenant %s: load %v, rate %v: want a load in 0..%v and a rate in 0..%g requests/s", path, tl.Name, tl.Load, tl.Rate, float64(maxTenantLoad), float64(maxTenantRate))
 		}
 		out = append(out, sim.Tenant{Name: tl.Name, Workload: w, Load: tl.Load, Rate: tl.Rate,
 			Share: darc.TenantConfig{Workers: tl.Workers, Weight: tl.Weight, MaxWorkers: tl.MaxWorkers, Buffers: tl.Buffers, MaxBuffers: tl.MaxBuffers}})
