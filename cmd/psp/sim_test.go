@@ -111,7 +111,7 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--workload", "nope"}, "built-ins: extreme-bimodal, high-bimodal, memcached, rocksdb, tpcc"},
 		{[]string{"--workload", "missing.yaml"}, "no such file"},
 		{[]string{"--workers", "0"}, "--workers 0: zero is not a value"},
-		{[]string{"--workers", "-1"}, "want at least 1"},
+		{[]string{"--workers", "-1"}, "want 1..1024"},
 		{[]string{"--duration", "0s"}, "--duration 0s: zero is not a value"},
 		{[]string{"--duration", "-1s"}, "want > 0"},
 		{[]string{"--policies", "darc-static", "--static-reserved", "40", "--loads", "0.5", "--duration", "1ms"}, "invalid darc config"},
