@@ -817,7 +817,7 @@ func init() {
 	// Classifier limits: zero is no limit anyone wants.
 	for _, k := range []string{"fuel", "init_fuel", "memory_pages", "max_module_size", "time_limit", "stack_limit",
 		"breaker_threshold", "breaker_window", "breaker_backoff", "compile_timeout", "compile_memory"} {
-		zeroRules["classifier_options."+k] = refuse("want > 0 (leave it out for the default)")
+		zeroRules["classifier_options."+k] = refuse("want > 0")
 	}
 }
 
