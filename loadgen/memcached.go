@@ -187,7 +187,7 @@ func (r *run) handleMemcachedReply(p []byte, now int64) {
 const MaxMemcachedKeys = 1_000_000_000
 
 // silentWindows is how many windows of sets PreloadMemcached sends
-// without any acknowledgement before it gives up on the server.
+// without any reply before it gives up on the server.
 const silentWindows = 4
 
 // maxMissed is how many unacknowledged sets PreloadMemcached keeps to
@@ -222,7 +222,7 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 	var todo []int
 	next := 0 // first attempt: the next key not yet sent
 	batch := make([]int, 0, window)
-	stored := 0
+	replies := 0 // datagrams the server sent back, stored or not
 	for attempt := 0; attempt < attempts && (next < keys || len(todo) > 0); attempt++ {
 		var missed []int
 		for next < keys || len(todo) > 0 {
@@ -262,14 +262,12 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 				if err != nil {
 					break // timeout (or refused): resend what is pending
 				}
+				replies++
 				if n >= 16 && bytes.Equal(buf[8:16], []byte("STORED\r\n")) {
-					if _, ok := pending[binary.BigEndian.Uint16(buf)]; ok {
-						delete(pending, binary.BigEndian.Uint16(buf))
-						stored++
-					}
+					delete(pending, binary.BigEndian.Uint16(buf))
 				}
 			}
-			if stored == 0 && next >= silentWindows*window {
+			if replies == 0 && next >= silentWindows*window {
 				return fmt.Errorf("preload: no reply from %s to the first %d sets (is a memcached server listening there?)", addr, next)
 			}
 			for _, k := range pending {

@@ -222,6 +222,31 @@ func TestPreloadMemcachedGivesUpOnSilence(t *testing.T) {
 	if err := PreloadMemcached(ctx, silent.LocalAddr().String(), MaxMemcachedKeys+1, 8); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("%d keys: %v, want ErrBadSpec", MaxMemcachedKeys+1, err)
 	}
+	// A server that answers every set with an error is not silent: the
+	// preload keeps resending (here until its context ends).
+	refusing, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refusing.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := refusing.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if n >= 8 {
+				_, _ = refusing.WriteToUDP(append(buf[:8:8], "SERVER_ERROR out of memory storing object\r\n"...), from)
+			}
+		}
+	}()
+	short, cancelShort := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelShort()
+	err = PreloadMemcached(short, refusing.LocalAddr().String(), 10*64, 8)
+	if err == nil || strings.Contains(err.Error(), "no reply") {
+		t.Errorf("preload to a server refusing every set: %v, want an error other than no reply", err)
+	}
 }
 
 // A memcached server that sheds every third request with memcached's out
