@@ -569,9 +569,15 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML strictly (unknown keys are errors).
 func ParseConfig(data []byte) (Config, error) {
-	data, err := unitlessDurations(data)
-	if err != nil {
-		return Config{}, err
+	// The tree serves the bare-zero rewrite and, after the strict decode,
+	// the explicit zeros (a bare 0 rewritten as 0s is a zero either way).
+	var doc yaml.Node
+	treeErr := yaml.Unmarshal(data, &doc)
+	if treeErr == nil {
+		var err error
+		if data, err = unitlessDurations(data, &doc); err != nil {
+			return Config{}, err
+		}
 	}
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -589,9 +595,8 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	// Zeros written out take their meaning or are refused, as on the
 	// command line.
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	if treeErr != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, treeErr)
 	}
 	for _, key := range zeroKeys(&doc, "") {
 		if err := cfg.ExplicitZero(key); err != nil {
@@ -606,11 +611,9 @@ func ParseConfig(data []byte) (Config, error) {
 // string only, and 0 needs no unit (time.ParseDuration takes "0" too). Any
 // other bare number for a duration is refused by key: it has no unit.
 // The edit is made in place, so the decoder's line numbers stay the
-// user's. Data that is not YAML comes back as it is, for the decoder to
-// judge.
-func unitlessDurations(data []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+// user's. doc is data's YAML tree.
+func unitlessDurations(data []byte, doc *yaml.Node) ([]byte, error) {
+	if len(doc.Content) == 0 {
 		return data, nil
 	}
 	var zeros []*yaml.Node
@@ -695,7 +698,7 @@ func findDurations(n *yaml.Node, t reflect.Type, path string, zeros *[]*yaml.Nod
 		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
 			return nil
 		}
-		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || f != 0 {
+		if !isZeroNumber(n) {
 			return fmt.Errorf("%w: %s: %s has no unit: write a duration such as %[3]sms or %[3]ss (units ns, us, ms, s, m, h)", ErrConfig, path, n.Value)
 		}
 		*zeros = append(*zeros, n)
@@ -750,8 +753,7 @@ func isZeroScalar(v *yaml.Node) bool {
 	case "!!null":
 		return true
 	case "!!int", "!!float":
-		f, err := strconv.ParseFloat(strings.ReplaceAll(v.Value, "_", ""), 64)
-		return err == nil && f == 0
+		return isZeroNumber(v)
 	case "!!str":
 		if v.Value == "" {
 			return true
@@ -760,6 +762,12 @@ func isZeroScalar(v *yaml.Node) bool {
 		return err == nil && d == 0
 	}
 	return false
+}
+
+// isZeroNumber reports whether v, a YAML !!int or !!float, is zero.
+func isZeroNumber(v *yaml.Node) bool {
+	f, err := strconv.ParseFloat(strings.ReplaceAll(v.Value, "_", ""), 64)
+	return err == nil && f == 0
 }
 
 // zeroRule gives an explicit zero its meaning in c, or refuses it.

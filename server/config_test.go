@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -216,7 +218,11 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fixed, err := unitlessDurations(data)
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("ParseConfig accepted %q, which is not YAML: %v", data, err)
+		}
+		fixed, err := unitlessDurations(data, &doc)
 		if err != nil {
 			t.Fatalf("ParseConfig accepted %q but unitlessDurations refused it: %v", data, err)
 		}
