@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 	"github.com/persephone-go/psp/dispatcher"
@@ -103,57 +106,116 @@ func startMemcachedDefaults(tb testing.TB) *Server {
 // loneClient). It reports the GET type's in-server latency p50 and p99 and
 // the receive, service and transmit stages' p50 (bucket upper bounds, from the
 // server's stage histograms, as psp status shows them) and the client's
-// round trip p50, with the dispatcher parking as soon as it is idle
-// (--dispatcher-spin 0) and polling (the default), in one run. b.N counts
-// gets. The client sleeps between gets, so on loopback the reply's
-// sendmmsg also wakes it: "transmit" includes that wake-up (tens of
-// microseconds on a VM whose idle vCPUs halt), as it does for any client
-// on the same machine.
+// round trip p50.
+//
+// The server runs with the dispatcher parking as soon as it is idle
+// (--dispatcher-spin 0) and polling (the default). The client either
+// sleeps in the kernel until the reply comes (client=sleeping) or polls
+// its socket (client=polling), as a client that bypasses the kernel
+// would. On loopback the reply's sendmmsg runs the client's receive path
+// inside the server's call, and wakes a sleeping client there: with
+// client=sleeping "transmit" includes that wake-up (tens of microseconds
+// on a VM whose idle vCPUs halt).
+//
+// server=bare-echo is the floor this kernel sets for the same figure: a
+// thread that spins on a non-blocking socket and echoes each datagram
+// with sendto, timed from the same kernel receive stamp to the return of
+// its send (latency; receive ends when recvmsg returns, transmit is the
+// sendto), with its p50 rounded up to the same histogram buckets. b.N
+// counts gets.
 //
 //	go test -run '^$' -bench LoneGet -benchtime 400x ./server
 func BenchmarkLoneGet(b *testing.B) {
-	for _, mode := range []struct {
+	for _, server := range []struct {
 		name string
-		spin time.Duration
-	}{{"parking", -1}, {"polling", 0}} {
-		b.Run(mode.name, func(b *testing.B) {
-			srv := runServer(b, Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, DispatcherSpin: mode.spin})
-			runLoneClient(b, srv.Addr(), 50, 0) // profile GET, so that it is served in place
-			before := getStages(b, srv)
-			b.ResetTimer()
-			rttP50 := runLoneClient(b, srv.Addr(), b.N, loneInterval)
-			b.StopTimer()
-			time.Sleep(5 * time.Millisecond) // the stage histograms are published within 1ms
-			after := getStages(b, srv)
-			for _, s := range []dispatcher.Stage{dispatcher.StageLatency, dispatcher.StageReceive, dispatcher.StageService, dispatcher.StageTransmit} {
-				h := after[s]
-				for i, v := range before[s].Buckets {
-					h.Buckets[i] -= v
+		spin time.Duration // DispatcherSpin; 0 for bare-echo
+	}{{"parking", -1}, {"polling", 0}, {"bare-echo", 0}} {
+		for _, client := range []string{"sleeping", "polling"} {
+			b.Run("server="+server.name+"/client="+client, func(b *testing.B) {
+				if server.name == "bare-echo" {
+					benchBareEcho(b, client)
+					return
 				}
-				h.Count -= before[s].Count
-				b.ReportMetric(float64(h.QuantileNs(0.5)), s.String()+"-p50-ns")
-				if s == dispatcher.StageLatency {
-					b.ReportMetric(float64(h.QuantileNs(0.99)), s.String()+"-p99-ns")
+				srv := runServer(b, Config{Listen: "127.0.0.1:0", App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, DispatcherSpin: server.spin})
+				runLoneClient(b, srv.Addr(), 50, 0, client) // profile GET, so that it is served in place
+				before := getStages(b, srv)
+				b.ResetTimer()
+				rttP50 := runLoneClient(b, srv.Addr(), b.N, loneInterval, client)
+				b.StopTimer()
+				time.Sleep(5 * time.Millisecond) // the stage histograms are published within 1ms
+				after := getStages(b, srv)
+				for _, s := range []dispatcher.Stage{dispatcher.StageLatency, dispatcher.StageReceive, dispatcher.StageService, dispatcher.StageTransmit} {
+					h := after[s]
+					for i, v := range before[s].Buckets {
+						h.Buckets[i] -= v
+					}
+					h.Count -= before[s].Count
+					b.ReportMetric(float64(h.QuantileNs(0.5)), s.String()+"-p50-ns")
+					if s == dispatcher.StageLatency {
+						b.ReportMetric(float64(h.QuantileNs(0.99)), s.String()+"-p99-ns")
+					}
 				}
-			}
-			b.ReportMetric(float64(rttP50.Nanoseconds()), "client-rtt-p50-ns")
-		})
+				b.ReportMetric(float64(rttP50.Nanoseconds()), "client-rtt-p50-ns")
+			})
+		}
 	}
+}
+
+// benchBareEcho is BenchmarkLoneGet's server=bare-echo: the lone client
+// against bareEcho.
+func benchBareEcho(b *testing.B, client string) {
+	echo := startBareEcho(b)
+	runLoneClient(b, echo.addr, 50, 0, client)
+	echo.reset()
+	b.ResetTimer()
+	rttP50 := runLoneClient(b, echo.addr, b.N, loneInterval, client)
+	b.StopTimer()
+	latency, receive, transmit := echo.stop(b)
+	b.ReportMetric(float64(bucketedNs(latency.quantile(0.5))), "latency-p50-ns")
+	b.ReportMetric(float64(bucketedNs(latency.quantile(0.99))), "latency-p99-ns")
+	b.ReportMetric(float64(bucketedNs(receive.quantile(0.5))), "receive-p50-ns")
+	b.ReportMetric(float64(bucketedNs(transmit.quantile(0.5))), "transmit-p50-ns")
+	b.ReportMetric(float64(rttP50.Nanoseconds()), "client-rtt-p50-ns")
+}
+
+// bucketedNs rounds ns up to the upper bound of its stage histogram bucket,
+// as psp status reports quantiles.
+func bucketedNs(ns int64) int64 {
+	for i := range dispatcher.NumBuckets - 1 {
+		if ns <= dispatcher.BucketBound(i) {
+			return dispatcher.BucketBound(i)
+		}
+	}
+	return ns
+}
+
+// durations is a list of measured durations.
+type durations []time.Duration
+
+// quantile returns the q-quantile (nearest rank) in ns, 0 when empty.
+func (d durations) quantile(q float64) int64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(int(q*float64(len(s))), len(s)-1)].Nanoseconds()
 }
 
 // loneInterval is BenchmarkLoneGet's pause between two gets.
 const loneInterval = 5 * time.Millisecond
 
-// loneClientEnv, set to "ADDR N INTERVAL", makes this test binary the
+// loneClientEnv, set to "ADDR N INTERVAL MODE", makes this test binary the
 // lone client (see TestMain).
 const loneClientEnv = "PSP_TEST_LONE_CLIENT"
 
-// runLoneClient runs the lone client in a process of its own and returns
-// its round trip p50.
-func runLoneClient(b *testing.B, addr string, n int, interval time.Duration) time.Duration {
+// runLoneClient runs the lone client in a process of its own, waiting for
+// each reply as mode says ("sleeping" or "polling"), and returns its round
+// trip p50.
+func runLoneClient(b *testing.B, addr string, n int, interval time.Duration, mode string) time.Duration {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", loneClientEnv, addr, n, interval))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s %s", loneClientEnv, addr, n, interval, mode))
 	out, err := cmd.Output()
 	if err != nil {
 		b.Fatalf("lone client: %v\n%s", err, out)
@@ -166,22 +228,32 @@ func runLoneClient(b *testing.B, addr string, n int, interval time.Duration) tim
 }
 
 // loneClient sends n memcached gets of one key to addr, one at a time,
-// interval apart, and prints the round trips' median.
+// interval apart, and prints the round trips' median. With mode "sleeping"
+// it waits for each reply in the kernel; with "polling" it spins on its
+// non-blocking socket until the reply is there.
 func loneClient(spec string) error {
-	var addr, every string
+	var addr, every, mode string
 	var n int
-	if _, err := fmt.Sscanf(spec, "%s %d %s", &addr, &n, &every); err != nil {
+	if _, err := fmt.Sscanf(spec, "%s %d %s %s", &addr, &n, &every, &mode); err != nil {
 		return fmt.Errorf("%s %q: %w", loneClientEnv, spec, err)
 	}
 	interval, err := time.ParseDuration(every)
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", loneClientEnv, spec, err)
 	}
-	conn, err := net.Dial("udp", addr)
+	if mode != "sleeping" && mode != "polling" {
+		return fmt.Errorf("%s %q: mode %q is neither sleeping nor polling", loneClientEnv, spec, mode)
+	}
+	c, err := net.Dial("udp", addr)
 	if err != nil {
 		return err
 	}
+	conn := c.(*net.UDPConn)
 	defer conn.Close()
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
 	get := memcachedtest.Request{Body: "get k1\r\n"}.Datagram(1)
 	reply := make([]byte, 2048)
 	rtts := make([]time.Duration, 0, n)
@@ -191,8 +263,13 @@ func loneClient(spec string) error {
 		if _, err := conn.Write(get); err != nil {
 			return err
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := conn.Read(reply); err != nil {
+		if mode == "polling" {
+			err = pollRead(raw, reply, start.Add(5*time.Second))
+		} else {
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = conn.Read(reply)
+		}
+		if err != nil {
 			return err
 		}
 		rtts = append(rtts, time.Since(start))
@@ -200,6 +277,31 @@ func loneClient(spec string) error {
 	slices.Sort(rtts)
 	fmt.Println(rtts[len(rtts)/2])
 	return nil
+}
+
+// pollRead reads one datagram from raw's non-blocking socket into buf,
+// spinning (never sleeping) until one is there or deadline passes.
+func pollRead(raw syscall.RawConn, buf []byte, deadline time.Time) error {
+	var readErr error
+	err := raw.Read(func(fd uintptr) bool {
+		for {
+			_, err := unix.Read(int(fd), buf)
+			switch {
+			case err == nil:
+				return true
+			case err != unix.EAGAIN && err != unix.EINTR:
+				readErr = err
+				return true
+			case time.Now().After(deadline):
+				readErr = os.ErrDeadlineExceeded
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return readErr
 }
 
 // getStages returns the GET type's stage histograms.
