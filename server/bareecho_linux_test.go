@@ -59,15 +59,29 @@ func (e *bareEcho) run() {
 	defer runtime.UnlockOSThread()
 	buf := make([]byte, 2048)
 	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
+	var from unix.RawSockaddrAny
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	var msg unix.Msghdr
+	msg.Name = (*byte)(unsafe.Pointer(&from))
+	msg.Iov = &iov
+	msg.Iovlen = 1
+	msg.Control = &oob[0]
 	for !e.quit.Load() {
-		n, oobn, _, from, err := unix.Recvmsg(e.fd, buf, oob, unix.MSG_DONTWAIT)
-		if err != nil { // EAGAIN: yield, as psp's polling dispatcher does, and poll again
+		// Preset every call, and no allocation while polling (garbage
+		// would bring the collector's work onto this process's cores).
+		msg.Namelen = uint32(unsafe.Sizeof(from))
+		msg.SetControllen(len(oob))
+		n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(e.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+		if errno != 0 { // EAGAIN: yield, as psp's polling dispatcher does, and poll again
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
 		}
 		received := time.Now()
-		_ = unix.Sendto(e.fd, buf[:n], 0, from)
+		_, _, _ = unix.Syscall6(unix.SYS_SENDTO, uintptr(e.fd), uintptr(unsafe.Pointer(&buf[0])), n, 0,
+			uintptr(unsafe.Pointer(&from)), uintptr(msg.Namelen))
 		sent := time.Now()
+		oobn := int(msg.Controllen)
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil || len(msgs) == 0 || msgs[0].Header.Type != unix.SCM_TIMESTAMPNS || len(msgs[0].Data) < int(unsafe.Sizeof(unix.Timespec{})) {
 			continue

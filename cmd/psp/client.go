@@ -40,10 +40,15 @@ func loadFlags() []cli.Flag {
 		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
 		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached: bytes per value (SET and preload)"},
 		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
+		&cli.DurationFlag{Name: "spin-window", Value: loadgen.DefaultSpinWindow, Usage: "how close to each send time the sender stops sleeping and spins without yielding, so that the send leaves on time (a sleep can wake tens of microseconds late); 0 always sleeps. A server on the same cores loses the CPU the spin takes"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
 	}
 }
+
+// maxSpinWindow bounds --spin-window: a sender spinning longer than this
+// between sends is a busy loop, not a timer.
+const maxSpinWindow = time.Second
 
 // planFromFlags reads the shared load flags into a plan; the rate or load
 // comes later.
@@ -71,6 +76,13 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	if c.Duration("duration") <= 0 {
 		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0", c.Duration("duration"))
 	}
+	spin := c.Duration("spin-window")
+	if spin < 0 || spin > maxSpinWindow {
+		return harness.Plan{}, fmt.Errorf("--spin-window %v: want 0 (always sleep) to %v", spin, maxSpinWindow)
+	}
+	if spin == 0 {
+		spin = -1 // loadgen.Spec: negative always sleeps (zero is the default)
+	}
 	p := harness.Plan{
 		Workload: w,
 		Workers:  c.Int("workers"),
@@ -82,6 +94,7 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			Grace:          c.Duration("grace"),
 			MaxLag:         c.Duration("max-lag"),
 			FromActualSend: c.Bool("from-send"),
+			SpinWindow:     spin,
 			Format:         c.String("format"),
 			KVKeys:         c.Int("kv-keys"),
 			MemcachedKeys:  c.Int("memcached-keys"),

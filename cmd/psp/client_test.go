@@ -89,6 +89,24 @@ func TestClientCommandJSONAndPlot(t *testing.T) {
 	}
 }
 
+// TestClientCommandSpinWindowZero: --spin-window 0 (the sender only
+// sleeps between sends) still plays the whole schedule and gets every reply.
+func TestClientCommandSpinWindowZero(t *testing.T) {
+	addr := clientTestEcho(t)
+	out, err := runApp(t, "client", "--server", addr, "--workload", "high-bimodal", "--rate", "2000",
+		"--duration", "300ms", "--json", "--max-lag", "1s", "--spin-window", "0")
+	if err != nil {
+		t.Fatalf("psp client: %v\n%s", err, out)
+	}
+	pts, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("reading the client's JSON back: %v\n%s", err, out)
+	}
+	if len(pts) != 1 || !pts[0].Sustained || pts[0].Overall.Count == 0 {
+		t.Fatalf("unexpected point: %+v", pts)
+	}
+}
+
 func TestClientCommandTableAndNotSustained(t *testing.T) {
 	// Nobody listens on a closed port: everything is lost.
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -119,6 +137,8 @@ func TestClientCommandBadFlags(t *testing.T) {
 		{"client", "--rate", "10", "--workload", "no-such-workload"},
 		{"client", "--rate", "10", "--dilation", "-1"},
 		{"client", "--rate", "10", "--warmup", "1.5"},
+		{"client", "--rate", "10", "--spin-window", "-1us"},
+		{"client", "--rate", "10", "--spin-window", "2s"},
 		{"plot"},
 		{"plot", "missing.csv"},
 		{"sweep", "--loads", "0.9:0.1:0.1"},
