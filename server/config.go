@@ -368,6 +368,11 @@ func validTenantName(name string) error {
 			return fmt.Errorf("name %q: want letters, digits, '.', '_' and '-' only", name)
 		}
 	}
+	if strings.Trim(name, ".") == "" {
+		// "." and ".." are path segments: /tenants/.. is cleaned to
+		// /, and such a tenant could not be updated or removed.
+		return fmt.Errorf("name %q: want at least one character other than '.'", name)
+	}
 	return nil
 }
 
