@@ -247,10 +247,20 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, hint(r))
 	}
+	if desc.Size > maxManifest {
+		rc.Close()
+		return fetched{}, fmt.Errorf("oci: pull %s: manifest of %d bytes, larger than %d", r, desc.Size, maxManifest)
+	}
 	man, err := readAll(rc, maxManifest)
 	rc.Close()
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: manifest: %w", r, err)
+	}
+	if desc.Size > 0 && int64(len(man)) != desc.Size {
+		// The registry announced another length than it sent (the
+		// client library may also cut what it reads to compute a
+		// digest): these are not the bytes a digest could pin.
+		return fetched{}, fmt.Errorf("oci: pull %s: manifest: read %d bytes, the registry announced %d", r, len(man), desc.Size)
 	}
 	got := digest.FromBytes(man)
 	if r.Digest != "" && got.String() != r.Digest {
@@ -268,14 +278,19 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	if layerDesc.Size > c.maxSize()*2 {
 		return fetched{}, fmt.Errorf("oci: pull %s: layer of %d bytes, larger than %d", r, layerDesc.Size, c.maxSize()*2)
 	}
+	if layerDesc.Size <= 0 {
+		return fetched{}, fmt.Errorf("oci: pull %s: %w: layer of size %d", r, ErrNotWasm, layerDesc.Size)
+	}
 	lrc, err := repo.Fetch(ctx, layerDesc)
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w", r, err)
 	}
-	layer, err := readAll(lrc, c.maxSize()*2)
+	// The manifest's size bounds the read: a registry that sends more
+	// (or never stops) is cut one byte past it.
+	layer, err := readAll(lrc, layerDesc.Size)
 	lrc.Close()
 	if err != nil {
-		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w", r, err)
+		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w (the manifest says %d bytes)", r, err, layerDesc.Size)
 	}
 	if d := digest.FromBytes(layer); d != layerDesc.Digest {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w: layer is %s, manifest says %s", r, ErrDigest, d, layerDesc.Digest)
@@ -348,7 +363,9 @@ func (c *Client) extract(layer []byte, variant string) ([]byte, error) {
 			return nil, fmt.Errorf("%w: compat layer: %v", ErrNotWasm, err)
 		}
 		defer gz.Close()
-		r = gz
+		// A small layer can inflate without bound (a gzip bomb): what
+		// is decompressed is bounded like the layer itself.
+		r = &boundedReader{r: gz, left: c.maxSize() * 2}
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -356,11 +373,40 @@ func (c *Client) extract(layer []byte, variant string) ([]byte, error) {
 		if err == io.EOF {
 			return nil, fmt.Errorf("%w: compat layer holds no %s", ErrNotWasm, compatFile)
 		}
+		if errors.Is(err, errInflated) {
+			return nil, fmt.Errorf("%w: compat layer: decompresses to more than %d bytes", ErrNotWasm, c.maxSize()*2)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: compat layer: %v", ErrNotWasm, err)
 		}
 		if h.Typeflag == tar.TypeReg && path.Clean(strings.TrimPrefix(h.Name, "/")) == compatFile {
-			return readAll(tr, c.maxSize())
+			wasm, err := readAll(tr, c.maxSize())
+			if errors.Is(err, errInflated) {
+				return nil, fmt.Errorf("%w: compat layer: decompresses to more than %d bytes", ErrNotWasm, c.maxSize()*2)
+			}
+			return wasm, err
 		}
 	}
+}
+
+// errInflated: a compressed compat layer decompressed past its bound.
+var errInflated = errors.New("oci: compat layer decompressed past its bound")
+
+// boundedReader reads from r until left bytes have been read, then fails
+// with errInflated.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errInflated
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

@@ -1,0 +1,136 @@
+package oci_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/persephone-go/psp/oci"
+)
+
+// hostileRegistry serves one manifest (for every tag) and one blob (for
+// every digest), each through its own handler, as a registry bent on
+// harming its clients would.
+func hostileRegistry(t *testing.T, manifest, blob http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+			w.WriteHeader(http.StatusOK)
+		case strings.Contains(r.URL.Path, "/manifests/"):
+			manifest(w, r)
+		case strings.Contains(r.URL.Path, "/blobs/"):
+			blob(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// compatManifest is a Docker manifest with one gzipped layer of layer's
+// digest and size.
+func compatManifest(t *testing.T, layer []byte) []byte {
+	t.Helper()
+	m, err := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.docker.distribution.manifest.v2+json",
+		"config":        map[string]any{"mediaType": "application/vnd.docker.container.image.v1+json", "digest": digest.FromString("{}").String(), "size": 2},
+		"layers":        []map[string]any{{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "digest": digest.FromBytes(layer).String(), "size": len(layer)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// serveBytes answers with b, its length and a manifest's media type.
+func serveBytes(b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.docker.distribution.manifest.v2+json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(b)
+		}
+	}
+}
+
+// TestPullRefusesGzipBomb: a compat layer of a few kilobytes that inflates
+// to far more than a module may be is refused once its bound is
+// decompressed, not after inflating all of it.
+func TestPullRefusesGzipBomb(t *testing.T) {
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	tw := tar.NewWriter(zw)
+	const junk = 64 << 20 // zeros: 64 MiB inflated, some 64 KB compressed
+	if err := tw.WriteHeader(&tar.Header{Name: "junk", Mode: 0o644, Size: junk, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for range junk >> 20 {
+		_, _ = tw.Write(zeros)
+	}
+	tw.Close()
+	zw.Close()
+	layer := gz.Bytes()
+	addr := hostileRegistry(t, serveBytes(compatManifest(t, layer)), serveBytes(layer))
+	ref, err := oci.ParseRef("oci://" + addr + "/bomb:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &oci.Client{MaxSize: 64 << 10}
+	_, err = c.Pull(context.Background(), ref)
+	if !errors.Is(err, oci.ErrNotWasm) || !strings.Contains(err.Error(), "decompresses to more than 131072 bytes") {
+		t.Fatalf("pull of a gzip bomb (%d bytes compressed): %v", len(layer), err)
+	}
+}
+
+// TestPullRefusesOversizedManifest: a manifest over 4 MiB is refused by
+// its announced length, not cut to 4 MiB and pinned by the digest of the
+// cut.
+func TestPullRefusesOversizedManifest(t *testing.T) {
+	layer := []byte("never fetched")
+	man := compatManifest(t, layer)
+	padded := append(bytes.Clone(man), bytes.Repeat([]byte(" "), 5<<20)...)
+	addr := hostileRegistry(t, serveBytes(padded), serveBytes(layer))
+	ref, _ := oci.ParseRef("oci://" + addr + "/padded:v1")
+	_, err := (&oci.Client{}).Pull(context.Background(), ref)
+	if err == nil || !strings.Contains(err.Error(), "larger than 4194304") {
+		t.Fatalf("pull of a %d-byte manifest: %v", len(padded), err)
+	}
+}
+
+// TestPullReadsLayerToItsSize: a layer body that never ends is read one
+// byte past the size its manifest gives, then refused.
+func TestPullReadsLayerToItsSize(t *testing.T) {
+	layer := []byte("\x00asm\x01\x00\x00\x00")
+	endless := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		chunk := bytes.Repeat([]byte{0}, 64<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	addr := hostileRegistry(t, serveBytes(compatManifest(t, layer)), endless)
+	ref, _ := oci.ParseRef("oci://" + addr + "/endless:v1")
+	start := time.Now()
+	_, err := (&oci.Client{}).Pull(context.Background(), ref)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", len(layer))) {
+		t.Fatalf("pull of an endless layer: %v", err)
+	}
+	t.Logf("refused after %v: %v", time.Since(start), err)
+}
