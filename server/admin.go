@@ -149,7 +149,7 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e.Outcome, e.Error = refusal(err), err.Error()
 	} else if ref != "" {
-		s.refs.set(e.SHA256, ref)
+		s.refs.set(name, e.SHA256, ref)
 	}
 	s.audit.record(e)
 	if err != nil {
@@ -369,6 +369,9 @@ func (s *Server) UpdateTenant(ctx context.Context, name string, u TenantUpdate) 
 // dropped (removed), its running ones answered, its ports closed.
 func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	_, err := s.tenants.remove(ctx, name)
+	if err == nil {
+		s.refs.forget(name)
+	}
 	return err
 }
 

@@ -191,3 +191,44 @@ func TestServeFromRegistry(t *testing.T) {
 		t.Fatal("a digest that is not the manifest's: started")
 	}
 }
+
+// TestReferenceIsPerTenant: the registry reference a client gives with a
+// swap labels the module of the tenant it swapped, not every tenant
+// running the same bytes; a rollback to a module brings its reference
+// back, and removing the tenant forgets them.
+func TestReferenceIsPerTenant(t *testing.T) {
+	cfg := tenantConfig(t)
+	wat := filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm")
+	cfg.Tenants[0].Classifier = wat
+	r, _ := startLogged(t, cfg)
+	h := r.srv.Handler()
+	same, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm")) // what b runs
+	other, _ := fileSHA(t, wat)
+	ref1 := "oci://127.0.0.1:5000/a/claimed:v1@sha256:" + strings.Repeat("ab", 32)
+	ref2 := "oci://127.0.0.1:5000/a/claimed:v2@sha256:" + strings.Repeat("cd", 32)
+	if rec := do(t, h, "PUT", "/tenants/a/classifier?reference="+ref1, "a-secret", same); rec.Code != http.StatusOK {
+		t.Fatalf("a's swap: %d %s", rec.Code, rec.Body)
+	}
+	st := getStatus(t, h)
+	if a, b := tenantOf(t, st, "a"), tenantOf(t, st, "b"); a.SHA256 != sum || b.SHA256 != sum || a.Reference != ref1 || b.Reference != "" {
+		t.Fatalf("a %s from %q, b %s from %q: want the same module, a's reference on a only", a.SHA256, a.Reference, b.SHA256, b.Reference)
+	}
+	if rec := do(t, h, "PUT", "/tenants/a/classifier?reference="+ref2, "a-secret", other); rec.Code != http.StatusOK {
+		t.Fatalf("a's second swap: %d %s", rec.Code, rec.Body)
+	}
+	if a := tenantOf(t, getStatus(t, h), "a"); a.Reference != ref2 {
+		t.Fatalf("after the second swap: a from %q, want %q", a.Reference, ref2)
+	}
+	if rec := do(t, h, "POST", "/tenants/a/rollback", "a-secret", nil); rec.Code != http.StatusOK {
+		t.Fatalf("a's rollback: %d %s", rec.Code, rec.Body)
+	}
+	if a := tenantOf(t, getStatus(t, h), "a"); a.SHA256 != sum || a.Reference != ref1 {
+		t.Fatalf("after the rollback: a %s from %q, want %s from %q", a.SHA256, a.Reference, sum, ref1)
+	}
+	if rec := do(t, h, "DELETE", "/tenants/a", "operator-secret", nil); rec.Code != http.StatusNoContent {
+		t.Fatalf("remove a: %d %s", rec.Code, rec.Body)
+	}
+	if got := r.srv.refs.get("a", sum); got != "" {
+		t.Errorf("removed tenant's reference kept: %q", got)
+	}
+}

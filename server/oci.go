@@ -15,26 +15,53 @@ import (
 	"github.com/persephone-go/psp/wasmclass"
 )
 
-// references maps the SHA-256 of modules the server runs to the registry
+// references maps each tenant's modules (by SHA-256) to the registry
 // reference, pinned by digest, each came from.
 type references struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string][]moduleRef // by tenant, latest first
 }
 
-func (r *references) set(sha, ref string) {
+// moduleRef is the registry reference a tenant's module (by SHA-256)
+// came from.
+type moduleRef struct{ sha, ref string }
+
+// maxRefsPerTenant bounds the modules a tenant's references are kept for
+// (its latest ones, which a rollback may return to).
+const maxRefsPerTenant = 8
+
+// set records that tenant's module sha came from ref. A reference given
+// with an upload is the uploader's word: it is kept for that tenant alone,
+// so no tenant can label what another one runs.
+func (r *references) set(tenant, sha, ref string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]string{}
+		r.m = map[string][]moduleRef{}
 	}
-	r.m[sha] = ref
+	refs := slices.DeleteFunc(r.m[tenant], func(m moduleRef) bool { return m.sha == sha })
+	refs = slices.Insert(refs, 0, moduleRef{sha: sha, ref: ref})
+	r.m[tenant] = refs[:min(len(refs), maxRefsPerTenant)]
 }
 
-func (r *references) get(sha string) string {
+// get returns the reference tenant's module sha came from, "" when none
+// was given.
+func (r *references) get(tenant, sha string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[sha]
+	for _, m := range r.m[tenant] {
+		if m.sha == sha {
+			return m.ref
+		}
+	}
+	return ""
+}
+
+// forget drops a removed tenant's references.
+func (r *references) forget(tenant string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, tenant)
 }
 
 // OCIClient returns the registry client a config asks for.
@@ -57,7 +84,7 @@ func OCIClient(c OCI) *oci.Client {
 // reference pinned by digest).
 func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error) {
 	var client *oci.Client
-	pull := func(what, ref string) (oci.Module, error) {
+	pull := func(tenant, what, ref string) (oci.Module, error) {
 		r, err := oci.ParseRef(ref)
 		if err != nil {
 			return oci.Module{}, fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
@@ -77,11 +104,11 @@ func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error
 		if m.Warning != "" {
 			fmt.Fprintf(s.log, "psp: %s: warning: %s\n", what, m.Warning)
 		}
-		s.refs.set(m.SHA256, m.Ref.String())
+		s.refs.set(tenant, m.SHA256, m.Ref.String())
 		return m, nil
 	}
 	if oci.IsRef(cfg.Classifier) {
-		m, err := pull("classifier", cfg.Classifier)
+		m, err := pull(DefaultTenant, "classifier", cfg.Classifier)
 		if err != nil {
 			return cfg, err
 		}
@@ -92,7 +119,7 @@ func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error
 		if len(t.Wasm) > 0 || !oci.IsRef(t.Classifier) {
 			continue
 		}
-		m, err := pull(fmt.Sprintf("tenant %q", t.Name), t.Classifier)
+		m, err := pull(t.Name, fmt.Sprintf("tenant %q", t.Name), t.Classifier)
 		if err != nil {
 			return cfg, err
 		}

@@ -353,7 +353,7 @@ func (s *Server) Status() Status {
 	st.MultiTenant = s.cfg.shares()
 	st.Classifying = ds.Classifying
 	for i := range st.Tenants {
-		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].SHA256)
+		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
 	}
 	return st
 }

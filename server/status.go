@@ -257,8 +257,10 @@ type TenantInfo struct {
 	LoadedAt       string `json:"loaded_at,omitempty"`
 	PreviousSHA256 string `json:"previous_sha256,omitempty"`
 	// Reference is the registry reference, pinned by digest, the running
-	// module was pulled from (psp serve, the config, or the client that
-	// swapped it in said so); "" for a file.
+	// module was pulled from: psp serve pulled it (the config named it), or
+	// the client that swapped it into this tenant said so (its word, not
+	// checked against the registry, and shown for this tenant only); ""
+	// for a file.
 	Reference string `json:"reference,omitempty"`
 	// Fail is the tenant's failure policy: "open" or "closed".
 	Fail string `json:"fail,omitempty"`
