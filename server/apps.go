@@ -152,6 +152,7 @@ func openMemcached(cfg Config) (*Application, error) {
 		MaxLine:       m.MaxLine,
 		IdleTimeout:   m.IdleTimeout,
 		TCPMemory:     m.TCPMemory,
+		StoreMemory:   int64(m.StoreMemory),
 		Emulate: memcached.Emulation{Dilation: cfg.App.Dilation, CostPerCommand: m.CostPerCommand,
 			CostPerKey: m.CostPerKey, SpinTail: cfg.App.SpinTail},
 	})
@@ -190,6 +191,7 @@ const (
 	DefaultMemcachedMaxLine       = memcached.DefaultMaxLine
 	DefaultMemcachedIdleTimeout   = memcached.DefaultIdleTimeout
 	DefaultMemcachedTCPMemory     = memcached.DefaultTCPMemory
+	DefaultMemcachedStoreMemory   = memcached.DefaultStoreMemory
 )
 
 // Memcached configures the memcached application.
@@ -232,4 +234,9 @@ type Memcached struct {
 	// TCPMemory bounds the bytes of values being read by all TCP
 	// connections at once. Default 64 MiB.
 	TCPMemory int `yaml:"tcp_memory,omitempty"`
+	// StoreMemory bounds the bytes the store holds (in memory, or on disk
+	// with Dir); past it storage commands are answered "SERVER_ERROR out
+	// of memory storing object" (memcached -M). Default 1 GiB, at least
+	// 128 MiB; negative: unbounded.
+	StoreMemory int `yaml:"store_memory,omitempty"`
 }

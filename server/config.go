@@ -823,6 +823,7 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.max_line":         refuse("want 2048..1073741824"),
 	"app.memcached.idle_timeout":     refuse("want 100ms..24h"),
 	"app.memcached.tcp_memory":       refuse("want > 0"),
+	"app.memcached.store_memory":     refuse("want at least 134217728 (negative: unbounded)"),
 	"admin.addr":                     refuse("want IP:PORT or off"),
 }
 
@@ -1206,6 +1207,7 @@ func (c Config) validateApp() error {
 		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
 			Emulate:       memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey},
 			UDPReplyRatio: m.UDPReplyRatio, UDPReplyFloor: m.UDPReplyFloor, MaxConns: m.MaxConns, MaxLine: m.MaxLine, IdleTimeout: m.IdleTimeout, TCPMemory: m.TCPMemory,
+			StoreMemory: int64(m.StoreMemory),
 		}).Validate(); err != nil {
 			return bad("%v", err)
 		}

@@ -35,9 +35,12 @@
 //     by the next datagram, header and all; after a quit, every later
 //     datagram stops at its first get); psp answers nothing to a command
 //     whose value is cut short and forgets it.
-//   - It is a store, not a cache: there is no memory limit, no LRU and no
-//     eviction; expired and flushed items are hidden at once and their
-//     space is reclaimed when they are overwritten.
+//   - It is a store, not a cache: there is no LRU and no eviction. Its
+//     size is bounded (Config.StoreMemory, 1 GiB by default): past it a
+//     storage command is answered "SERVER_ERROR out of memory storing
+//     object", as memcached answers with eviction off (-M). Expired and
+//     flushed items are hidden at once; their space is reclaimed when
+//     they are overwritten or deleted and the store compacts them.
 //   - A delayed flush_all hides the items stored (not, as in memcached,
 //     last accessed) before its time.
 //   - The meta commands other than mn (mg, ms, md, ma, me) and the

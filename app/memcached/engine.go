@@ -784,6 +784,17 @@ func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint
 		}
 		s.stats.casHits.Add(1)
 	}
+	size := headerLen + len(key) + len(value)
+	if op == cmdAppend || op == cmdPrepend {
+		size += len(old.value) // the whole item is written again
+	}
+	if !s.st.admit(size) {
+		if op == cmdSet {
+			// memcached does not keep a stale value after a failed set.
+			s.remove(key)
+		}
+		return msgStoreFailed
+	}
 	id, err := s.st.nextCas()
 	if err != nil {
 		return msgStoreFailed

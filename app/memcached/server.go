@@ -34,6 +34,12 @@ const (
 	// DefaultTCPMemory bounds the values being read over all TCP
 	// connections at once (memcached's -m default).
 	DefaultTCPMemory = 64 << 20
+	// DefaultStoreMemory bounds what the store holds.
+	DefaultStoreMemory = 1 << 30
+	// MinStoreMemory is the least Config.StoreMemory: the store's
+	// memtable alone takes 64 MiB.
+	MinStoreMemory = 128 << 20
+	maxStoreMemory = 1 << 50
 
 	maxUDPReplyRatio = 1 << 20
 	maxUDPReplyFloor = 64 << 20
@@ -96,6 +102,16 @@ type Config struct {
 	// "SERVER_ERROR out of memory storing object" (its data skipped), as
 	// by memcached when its memory is full. Default DefaultTCPMemory.
 	TCPMemory int
+	// StoreMemory bounds the bytes the store holds (Pebble's tables and
+	// memtables, in memory, or on disk with Dir): past it a storage
+	// command is answered "SERVER_ERROR out of memory storing object" (a
+	// set also deletes the key's old value), as memcached answers when its
+	// memory is full and eviction is off (-M); deletes, gets, incr, decr
+	// and touch still run. Space that deleted, flushed or overwritten
+	// items held comes back once the store has compacted it; expired
+	// items hold theirs until they are overwritten or deleted. Default
+	// DefaultStoreMemory; negative: unbounded.
+	StoreMemory int64
 }
 
 // Emulation adds an emulated cost to every request, so that experiments
@@ -135,6 +151,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: idle timeout %v, want %v..%v", ErrConfig, c.IdleTimeout, minIdleTimeout, maxIdleTimeout)
 	case c.TCPMemory < 0 || c.TCPMemory > 1<<40:
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
+	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
+		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
 	}
 	return nil
 }
@@ -163,6 +181,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TCPMemory == 0 {
 		c.TCPMemory = DefaultTCPMemory
+	}
+	if c.StoreMemory == 0 {
+		c.StoreMemory = DefaultStoreMemory
 	}
 	if c.Emulate.Dilation > 0 {
 		if c.Emulate.CostPerCommand == 0 {
@@ -198,7 +219,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	st, err := openStore(cfg.Dir, cfg.Sync)
+	st, err := openStore(cfg.Dir, cfg.Sync, cfg.StoreMemory)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,8 @@ func (s *Server) Counters() []Counter {
 		{Name: "memcached_tcp_memory_refusals_total", Help: "Values refused over TCP (SERVER_ERROR out of memory storing object) because the connections' read memory was in use.", Value: float64(g.memRefused.Load())},
 		{Name: "memcached_tcp_connections", Help: "TCP connections open.", Gauge: true, Value: float64(g.conns.Load())},
 		{Name: "memcached_tcp_read_memory_bytes", Help: "Bytes of values being read over TCP, out of the tcp memory bound.", Gauge: true, Value: float64(g.memHeld.Load())},
+		{Name: "memcached_store_full_refusals_total", Help: "Storage commands refused (SERVER_ERROR out of memory storing object) because the store held its memory bound.", Value: float64(s.st.lim.refused.Load())},
+		{Name: "memcached_store_bytes", Help: "Bytes the store held when last measured (its tables and memtables), out of the store memory bound.", Gauge: true, Value: float64(s.st.lim.used.Load())},
 	}
 }
 

@@ -95,10 +95,14 @@ type store struct {
 	flushCas  atomic.Uint64
 	flushLive atomic.Int64
 	flushMu   sync.Mutex
+
+	lim        storeLimit
+	compacting sync.WaitGroup // storeLimit's background compaction
 }
 
-// openStore opens the Pebble database in dir (in memory when dir is "").
-func openStore(dir string, sync bool) (*store, error) {
+// openStore opens the Pebble database in dir (in memory when dir is ""),
+// holding at most limit bytes (<= 0: unbounded; see storeLimit).
+func openStore(dir string, sync bool, limit int64) (*store, error) {
 	opts := &pebble.Options{Logger: quietLogger{}}
 	if dir == "" {
 		// In memory nothing survives the process: a write-ahead log would
@@ -113,7 +117,7 @@ func openStore(dir string, sync bool) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
 	}
-	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed()}
+	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit)}
 	if sync {
 		s.sync = pebble.Sync
 	}
@@ -160,6 +164,7 @@ func (s *store) close() error {
 	if s.db == nil {
 		return errors.New("memcached: store closed")
 	}
+	s.compacting.Wait()
 	err := s.db.Close()
 	s.db = nil
 	return err

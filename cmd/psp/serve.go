@@ -127,6 +127,8 @@ func serveSettings() []serveSetting {
 			"app.memcached.idle_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.IdleTimeout = c.Duration(n) }},
 		{&cli.IntFlag{Name: "memcached-tcp-memory", Usage: "`BYTES` of values all TCP connections may be reading at once; past it a set is answered SERVER_ERROR out of memory storing object", DefaultText: fmt.Sprint(server.DefaultMemcachedTCPMemory)},
 			"app.memcached.tcp_memory", num(func(c *server.Config) *int { return &c.App.Memcached.TCPMemory })},
+		{&cli.IntFlag{Name: "memcached-store-memory", Usage: "`BYTES` the store may hold (in memory, or on disk with --memcached-dir; at least 128 MiB); past it storage commands are answered SERVER_ERROR out of memory storing object, as memcached -M; negative: unbounded", DefaultText: fmt.Sprint(server.DefaultMemcachedStoreMemory)},
+			"app.memcached.store_memory", num(func(c *server.Config) *int { return &c.App.Memcached.StoreMemory })},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
 		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the operator's bearer token (mode 600): hot swaps, rollbacks and tenant changes over the admin API"},

@@ -1,0 +1,85 @@
+package memcached
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// storeLimit bounds what the store holds (Config.StoreMemory): Pebble's
+// tables and memtables, in memory or on disk, as its metrics count them.
+// Reading the metrics takes Pebble's lock, so it is read again only after
+// checkEvery bytes were admitted since the last reading, and, while the
+// store is full, at most every refreshFull: up to checkEvery bytes (and
+// what writers admitted at once add) may go past the limit. What was
+// deleted, flushed or overwritten frees its space only once Pebble has
+// compacted it: a full store asks for a compaction of the items' key
+// range (in the background, at most one at a time, every
+// refreshFull at most), and expired items count until they are
+// overwritten or deleted.
+type storeLimit struct {
+	limit      int64 // <= 0: unbounded
+	checkEvery int64
+
+	full      atomic.Bool
+	used      atomic.Int64 // at the last reading
+	admitted  atomic.Int64 // bytes admitted since the last reading
+	lastCheck atomic.Int64 // unix ns of the last reading
+	refused   atomic.Uint64
+	checking  sync.Mutex
+	compact   atomic.Bool // a compaction runs
+}
+
+// refreshFull is how often a full store reads its size again.
+const refreshFull = 10 * time.Millisecond
+
+func newStoreLimit(limit int64) storeLimit {
+	return storeLimit{limit: limit, checkEvery: max(64<<10, min(limit/64, 4<<20))}
+}
+
+// admit reports whether n more bytes may be stored.
+func (s *store) admit(n int) bool {
+	l := &s.lim
+	if l.limit <= 0 {
+		return true
+	}
+	pending := l.admitted.Add(int64(n))
+	full := l.full.Load()
+	if pending >= l.checkEvery || full && time.Now().UnixNano()-l.lastCheck.Load() >= int64(refreshFull) {
+		full = s.readSize()
+	}
+	if full {
+		l.admitted.Add(-int64(n))
+		l.refused.Add(1)
+		return false
+	}
+	return true
+}
+
+// readSize reads the store's size from Pebble's metrics (unless another
+// writer does it now) and reports whether the store is full.
+func (s *store) readSize() bool {
+	l := &s.lim
+	if !l.checking.TryLock() {
+		return l.full.Load()
+	}
+	defer l.checking.Unlock()
+	l.admitted.Store(0)
+	l.lastCheck.Store(time.Now().UnixNano())
+	m := s.db.Metrics()
+	used := int64(m.DiskSpaceUsage()) + int64(m.MemTable.Size)
+	l.used.Store(used)
+	full := used >= l.limit
+	l.full.Store(full)
+	if full && l.compact.CompareAndSwap(false, true) {
+		// Deleted and overwritten items free their space when compacted.
+		s.compacting.Add(1)
+		go func() {
+			defer s.compacting.Done()
+			defer l.compact.Store(false)
+			_ = s.db.Compact([]byte{itemPrefix}, []byte{itemPrefix + 1}, true)
+			time.Sleep(refreshFull)
+		}()
+	}
+	return full
+}

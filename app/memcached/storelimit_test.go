@@ -1,0 +1,80 @@
+package memcached
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStoreMemoryBound: distinct keys are stored until the store holds
+// Config.StoreMemory, then a set is refused with memcached's out-of-memory
+// line (and deletes the key's old value, as memcached does), an add or an
+// append too, while gets, deletes and touch still run; the store grew no
+// further than the bound and a little slack, and once deleted items were
+// compacted away sets are taken again.
+func TestStoreMemoryBound(t *testing.T) {
+	srv := openServer(t, Config{StoreMemory: MinStoreMemory})
+	value := strings.Repeat("v", 512<<10)
+	set := func(cmd, key string) string {
+		return text(exchange(srv, 0, fmt.Sprintf("%s %s 0 0 %d\r\n%s\r\n", cmd, key, len(value), value)))
+	}
+	stored := 0
+	for ; stored < 1024; stored++ { // 512 MiB: four times the bound
+		if got := set("set", fmt.Sprintf("k%d", stored)); got != "STORED\r\n" {
+			if got != "SERVER_ERROR out of memory storing object\r\n" {
+				t.Fatalf("set %d: %q", stored, got)
+			}
+			break
+		}
+	}
+	if stored == 1024 || stored < 64 {
+		t.Fatalf("%d sets of 512 KiB stored under a %d-byte bound", stored, MinStoreMemory)
+	}
+	used := srv.st.lim.used.Load()
+	if slack := int64(16 << 20); used > MinStoreMemory+slack {
+		t.Errorf("store holds %d bytes, bound %d", used, MinStoreMemory)
+	}
+	expect(t, srv, "set k0 0 0 1\r\nx\r\nget k0\r\n", "SERVER_ERROR out of memory storing object\r\nEND\r\n")
+	if got := set("add", "fresh"); got != "SERVER_ERROR out of memory storing object\r\n" {
+		t.Errorf("add on a full store: %q", got)
+	}
+	if got := set("append", "k1"); got != "SERVER_ERROR out of memory storing object\r\n" {
+		t.Errorf("append on a full store: %q", got)
+	}
+	expect(t, srv, "get k2\r\n", "VALUE k2 0 "+fmt.Sprint(len(value))+"\r\n"+value+"\r\nEND\r\n")
+	expect(t, srv, "touch k2 100\r\n", "TOUCHED\r\n")
+	if n := srv.st.lim.refused.Load(); n < 4 {
+		t.Errorf("%d refusals counted, want at least 4", n)
+	}
+
+	var del strings.Builder
+	for i := 1; i < stored; i++ {
+		fmt.Fprintf(&del, "delete k%d noreply\r\n", i)
+	}
+	exchange(srv, 0, del.String())
+	t.Logf("%d sets of 512 KiB stored, store %d bytes, %d refusals", stored, used, srv.st.lim.refused.Load())
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	for set("set", "after") != "STORED\r\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("sets still refused 30s after deleting every item (store holds %d bytes)", srv.st.lim.used.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("sets taken again %v after the deletes", time.Since(start))
+}
+
+// TestStoreMemoryBounds: the bound's configuration is checked.
+func TestStoreMemoryBounds(t *testing.T) {
+	for _, n := range []int64{1, MinStoreMemory - 1, maxStoreMemory + 1} {
+		if err := (Config{StoreMemory: n}).Validate(); err == nil {
+			t.Errorf("store memory %d accepted", n)
+		}
+	}
+	for _, n := range []int64{-1, 0, MinStoreMemory, DefaultStoreMemory} {
+		if err := (Config{StoreMemory: n}).Validate(); err != nil {
+			t.Errorf("store memory %d: %v", n, err)
+		}
+	}
+}
