@@ -119,3 +119,48 @@ func TestTCPMemoryBound(t *testing.T) {
 		t.Errorf("%d bytes of TCP memory held after the commands", n)
 	}
 }
+
+// TestTCPStalledValuesHoldLittle: connections that announce large values
+// and stall hold one chunk of the values' memory each, not what they
+// announced, so another client's large set is still stored; a value
+// refused part way through is skipped and the connection goes on.
+func TestTCPStalledValuesHoldLittle(t *testing.T) {
+	srv := openServer(t, Config{TCPMemory: 1 << 20})
+	addr := serveTCP(t, srv)
+	const stalled = 10
+	for i := range stalled {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write([]byte("set h" + strconv.Itoa(i) + " 0 0 1048000\r\n" + strings.Repeat("x", 1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.guards.memHeld.Load() < stalled*valueChunk {
+		if time.Now().After(deadline) {
+			t.Fatalf("stalled connections hold %d bytes, want %d", srv.guards.memHeld.Load(), stalled*valueChunk)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if held := srv.guards.memHeld.Load(); held != stalled*valueChunk {
+		t.Errorf("%d stalled connections hold %d bytes, want one chunk each (%d)", stalled, held, stalled*valueChunk)
+	}
+	v := strings.Repeat("v", 300000)
+	got, err := memcachedtest.ExchangeTCP(addr, "set big 0 0 300000\r\n"+v+"\r\nget big\r\n", 10*time.Second)
+	if want := "STORED\r\nVALUE big 0 300000\r\n" + v + "\r\nEND\r\n"; err != nil || string(got) != want {
+		t.Fatalf("a large set beside the stalled connections: %v: %.120q", err, got)
+	}
+	// 1 MiB less the stalled chunks leaves room for six chunks: a value
+	// of eight is refused after six were read, its rest skipped.
+	w := strings.Repeat("w", 8*valueChunk-2)
+	got, err = memcachedtest.ExchangeTCP(addr, "set huge 0 0 "+strconv.Itoa(len(w))+"\r\n"+w+"\r\nset small 0 0 2\r\nok\r\nget huge small\r\n", 10*time.Second)
+	if want := "SERVER_ERROR out of memory storing object\r\nSTORED\r\nVALUE small 0 2\r\nok\r\nEND\r\n"; err != nil || string(got) != want {
+		t.Fatalf("a value refused part way: %v: %.200q", err, got)
+	}
+	if held := srv.guards.memHeld.Load(); held != stalled*valueChunk {
+		t.Errorf("after the commands, %d bytes held, want the stalled connections' %d", held, stalled*valueChunk)
+	}
+}
