@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/sim"
 	"github.com/persephone-go/psp/workload"
 )
@@ -42,10 +43,13 @@ type TenantLoad struct {
 	MaxBuffers int     `yaml:"max_buffers,omitempty"`
 }
 
+// maxTenantsFile bounds a tenants file.
+const maxTenantsFile = 16 << 20
+
 // LoadTenants reads a tenants file: YAML with a list "tenants" of
 // TenantLoad (unknown keys are errors), as the simulator's tenants.
 func LoadTenants(path string) ([]sim.Tenant, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxTenantsFile)
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
 	}

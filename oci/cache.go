@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/persephone-go/psp/internal/boundedfile"
 )
 
 // The cache under Client.CacheDir:
@@ -40,12 +42,15 @@ func (c *Client) cachePut(r Ref, manifest, layer []byte) error {
 
 // cacheGet returns the module pinned by r.Digest from the cache, verifying
 // both digests again.
+// maxTagFile bounds a cached tag's file (a digest).
+const maxTagFile = 4 << 10
+
 func (c *Client) cacheGet(r Ref) (Module, error) {
 	d, err := digest.Parse(r.Digest)
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	man, err := os.ReadFile(filepath.Join(c.CacheDir, "manifests", d.Encoded()))
+	man, err := boundedfile.Read(filepath.Join(c.CacheDir, "manifests", d.Encoded()), maxManifest)
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
@@ -56,7 +61,7 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	layer, err := os.ReadFile(filepath.Join(c.CacheDir, "blobs", ld.Digest.Encoded()))
+	layer, err := boundedfile.Read(filepath.Join(c.CacheDir, "blobs", ld.Digest.Encoded()), c.maxSize()*2)
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
@@ -75,7 +80,7 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 func (c *Client) cacheTag(r Ref) (string, error) {
 	key := r
 	key.Digest = ""
-	b, err := os.ReadFile(c.tagFile(key))
+	b, err := boundedfile.Read(c.tagFile(key), maxTagFile)
 	if err != nil {
 		return "", fmt.Errorf("oci: cache: %w", err)
 	}

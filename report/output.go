@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/persephone-go/psp/internal/boundedfile"
 )
 
 // ErrFormat is returned by the readers for malformed input.
@@ -365,9 +367,12 @@ func (c *csvRow) u64(name string) uint64 {
 	return v
 }
 
+// maxResultsFile bounds a results file ReadFile reads.
+const maxResultsFile = 256 << 20
+
 // ReadFile reads points from a .json or .csv file.
 func ReadFile(path string) ([]Point, error) {
-	f, err := os.Open(path)
+	f, err := boundedfile.Open(path, maxResultsFile)
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
 )
@@ -58,6 +58,8 @@ const (
 	DefaultBufSize   = 2048
 	DefaultTenant    = "default"
 	maxWasmFileBytes = 64 << 20
+	// maxConfigFile bounds a config file.
+	maxConfigFile = 16 << 20
 )
 
 // ErrConfig wraps every configuration error.
@@ -561,7 +563,7 @@ type Admin struct {
 
 // LoadConfig reads a YAML config file. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxConfigFile)
 	if err != nil {
 		return Config{}, fmt.Errorf("server: read config: %w", err)
 	}

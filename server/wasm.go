@@ -3,22 +3,15 @@ package server
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
 // readWasm reads a classifier file, refusing absurd sizes before loading.
 func readWasm(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("classifier: %w", err)
-	}
-	if fi.Size() > maxWasmFileBytes {
-		return nil, fmt.Errorf("classifier %s: %d bytes, larger than %d", path, fi.Size(), maxWasmFileBytes)
-	}
-	bin, err := os.ReadFile(path)
+	bin, err := boundedfile.Read(path, maxWasmFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("classifier: %w", err)
 	}

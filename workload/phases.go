@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	json "github.com/goccy/go-json"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/persephone-go/psp/internal/boundedfile"
 )
 
 // Phase is one phase of a workload that changes over time: a mix played for
@@ -204,7 +205,7 @@ func ParsePhases(nameOrPath string) (Phases, error) {
 		return Phases{}, fmt.Errorf("phases %q: %w (built-in: %s; or give a .yaml/.json file)",
 			nameOrPath, ErrUnknownWorkload, strings.Join(PhaseNames(), ", "))
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := boundedfile.Read(nameOrPath, maxSpecFile)
 	if err != nil {
 		return Phases{}, fmt.Errorf("load phases: %w", err)
 	}

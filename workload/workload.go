@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	json "github.com/goccy/go-json"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -367,11 +367,14 @@ func Parse(nameOrPath string) (Workload, error) {
 	return Builtin(nameOrPath)
 }
 
+// maxSpecFile bounds a workload or phases file.
+const maxSpecFile = 16 << 20
+
 // Load reads a workload from a YAML (.yaml, .yml) or JSON (.json) file.
 // Unknown fields are errors. The workload name defaults to the file's base
 // name without extension.
 func Load(path string) (Workload, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxSpecFile)
 	if err != nil {
 		return Workload{}, fmt.Errorf("load workload: %w", err)
 	}

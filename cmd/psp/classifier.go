@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -79,7 +80,7 @@ func loadClassifier(c *cli.Context) (*wasmclass.Module, string, error) {
 	if c.Command.Name == "test" && c.String("input") == "" {
 		return nil, path, fmt.Errorf("classifier test: missing --input PAYLOADS (one payload per line)")
 	}
-	bin, err := os.ReadFile(path)
+	bin, err := boundedfile.Read(path, maxModuleFile)
 	if err != nil {
 		return nil, path, fmt.Errorf("classifier %s: %w", c.Command.Name, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/persephone-go/psp/fleet"
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
@@ -32,12 +32,20 @@ func ociClient(c *cli.Context) *oci.Client {
 	return server.OCIClient(server.OCI{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"), CacheDir: c.String("oci-cache")})
 }
 
+// Bounds on the files the CLI reads: a module (the server takes 8 MiB by
+// default; a larger one is refused there, with its limit in the message)
+// and a token file.
+const (
+	maxModuleFile = 64 << 20
+	maxTokenFile  = 64 << 10
+)
+
 // readClassifier reads a classifier argument: a file, or an oci://
 // reference pulled (and verified, when it has a digest). ref is the
 // reference pinned by digest ("" for a file).
 func readClassifier(ctx context.Context, c *cli.Context, arg string) (wasm []byte, ref string, err error) {
 	if !oci.IsRef(arg) {
-		wasm, err = os.ReadFile(arg)
+		wasm, err = boundedfile.Read(arg, maxModuleFile)
 		return wasm, "", err
 	}
 	r, err := oci.ParseRef(arg)
@@ -86,7 +94,7 @@ func classifierPublishCommand() *cli.Command {
 			if ref.Digest != "" {
 				return fmt.Errorf("classifier publish: %s: publish to a tag; the digest is the registry's answer", to)
 			}
-			wasm, err := os.ReadFile(file)
+			wasm, err := boundedfile.Read(file, maxModuleFile)
 			if err != nil {
 				return fmt.Errorf("classifier publish: %w", err)
 			}
@@ -232,7 +240,7 @@ func runRollout(c *cli.Context) error {
 	if c.String("token-file") == "" {
 		return errors.New("rollout: --token-file is required (the file holding the bearer token)")
 	}
-	tok, err := os.ReadFile(c.String("token-file"))
+	tok, err := boundedfile.Read(c.String("token-file"), maxTokenFile)
 	if err != nil {
 		return fmt.Errorf("rollout: token: %w", err)
 	}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/server"
 )
 
@@ -53,7 +53,7 @@ func classifierPushCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("classifier push: %w", err)
 			}
-			tok, err := os.ReadFile(c.String("token-file"))
+			tok, err := boundedfile.Read(c.String("token-file"), maxTokenFile)
 			if err != nil {
 				return fmt.Errorf("classifier push: token: %w", err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/internal/affinity"
+	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/server"
 )
 
@@ -77,7 +78,7 @@ func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient,
 	if path == "" {
 		return nil, "", fmt.Errorf("%s: --token-file is required (the file holding the bearer token)", what)
 	}
-	b, err := os.ReadFile(path)
+	b, err := boundedfile.Read(path, maxTokenFile)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: token: %w", what, err)
 	}
@@ -95,7 +96,7 @@ func setReadToken(c *cli.Context, admin *harness.AdminClient, what string) error
 	if path == "" {
 		return nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := boundedfile.Read(path, maxTokenFile)
 	if err != nil {
 		return fmt.Errorf("%s: token: %w", what, err)
 	}
@@ -152,7 +153,7 @@ func tenantTokenDigest(c *cli.Context) (string, error) {
 	case file != "" && digest != "":
 		return "", fmt.Errorf("--tenant-token-file and --tenant-token-sha256 are exclusive")
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := boundedfile.Read(file, maxTokenFile)
 		if err != nil {
 			return "", fmt.Errorf("--tenant-token-file: %w", err)
 		}
@@ -399,7 +400,7 @@ func tenantTokenCommand() *cli.Command {
 			}
 			var r io.Reader = os.Stdin
 			if f := c.String("file"); f != "" {
-				fh, err := os.Open(f)
+				fh, err := boundedfile.Open(f, maxTokenFile)
 				if err != nil {
 					return fmt.Errorf("tenant token: %w", err)
 				}
