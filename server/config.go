@@ -665,13 +665,26 @@ func offsetOf(data []byte, line, column int) (int, bool) {
 
 // findDurations walks n, the YAML for a value of type t at key path, and
 // collects the bare zeros given for durations in zeros (see
-// unitlessDurations).
+// unitlessDurations); it also refuses a fraction given for an integer
+// setting, which the decoder would truncate.
 func findDurations(n *yaml.Node, t reflect.Type, path string, zeros *[]*yaml.Node) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
+		if t.Kind() == reflect.Map {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				sub := n.Content[i].Value
+				if path != "" {
+					sub = path + "." + sub
+				}
+				if err := findDurations(n.Content[i+1], t.Elem(), sub, zeros); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if t.Kind() != reflect.Struct {
 			return nil
 		}
@@ -700,6 +713,12 @@ func findDurations(n *yaml.Node, t reflect.Type, path string, zeros *[]*yaml.Nod
 		}
 	case yaml.ScalarNode:
 		if t != reflect.TypeFor[time.Duration]() {
+			if isInteger(t.Kind()) && n.ShortTag() == "!!float" {
+				// The decoder would cut 0.5 to 0 and 3.9 to 3.
+				if v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || v != math.Trunc(v) {
+					return fmt.Errorf("%w: %s: %s is not a whole number", ErrConfig, path, n.Value)
+				}
+			}
 			return nil
 		}
 		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
@@ -711,6 +730,16 @@ func findDurations(n *yaml.Node, t reflect.Type, path string, zeros *[]*yaml.Nod
 		*zeros = append(*zeros, n)
 	}
 	return nil
+}
+
+// isInteger reports whether k is an integer kind.
+func isInteger(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
 }
 
 // yamlField returns the field of struct type t that YAML key names.

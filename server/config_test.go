@@ -260,3 +260,29 @@ func TestPoolMustFitMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFractionsForIntegers: a fraction given for a whole-number
+// setting is refused by its key path (the decoder would cut 0.5 to 0, which
+// then meant the default, and 3.9 to 3); a whole number written as a float
+// is taken.
+func TestConfigFractionsForIntegers(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"workers: 0.5", "workers: 0.5 is not a whole number"},
+		{"workers: 3.9", "workers: 3.9 is not a whole number"},
+		{"buffers: 2048.5", "buffers: 2048.5 is not a whole number"},
+		{"burst: .nan", "burst: .nan is not a whole number"},
+		{"types:\n  LONG:\n    budget: 2.5\n", "types.LONG.budget: 2.5 is not a whole number"},
+		{"tenants:\n  - name: a\n    workers: 1.25\n", "tenants[0].workers: 1.25 is not a whole number"},
+	} {
+		_, err := ParseConfig([]byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	for yml, want := range map[string]int{"workers: 4.0": 4, "workers: 1e1": 10, "workers: 3": 3} {
+		cfg, err := ParseConfig([]byte(yml))
+		if err != nil || cfg.Workers != want {
+			t.Errorf("%q: workers %d, %v; want %d", yml, cfg.Workers, err, want)
+		}
+	}
+}
