@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/app/emulate"
+	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/darc"
@@ -1232,6 +1233,18 @@ func (c Config) validateApp() error {
 	}
 	if c.App.Name == AppKV && (c.App.KV.Keys < 1 || c.App.KV.ValueSize < 1) {
 		return bad("kv keys = %d and value size = %d, want >= 1", c.App.KV.Keys, c.App.KV.ValueSize)
+	}
+	if c.App.Name == AppKV {
+		if err := (kv.Config{Keys: c.App.KV.Keys, ValueSize: c.App.KV.ValueSize}).Validate(); err != nil {
+			return bad("%v", err)
+		}
+	}
+	// The policy's own settings, checked as the policy will check them
+	// (with one type: the tenants bring theirs).
+	pc := c.basePolicyConfig(0)
+	pc.NumTypes = 1
+	if err := pc.Validate(); err != nil {
+		return bad("policy: %v", err)
 	}
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached

@@ -286,3 +286,24 @@ func TestConfigFractionsForIntegers(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateChecksPolicyAndApp: Validate (which psp serve --print-config
+// runs) refuses what the policy and the application would refuse at
+// start, so a config it passes does not fail later for these.
+func TestValidateChecksPolicyAndApp(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"delta: .nan", "delta = NaN"},
+		{"hysteresis: .inf", "hysteresis = +Inf"},
+		{"delay_factor: -1", "delay factor = -1"},
+		{"min_samples: -1", "min samples = -1"},
+		{"app:\n  name: kv\n  kv:\n    keys: 1000000000000000000\n", "keys 1000000000000000000"},
+	} {
+		cfg, err := ParseConfig([]byte(c.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: Validate() = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -97,6 +97,14 @@ type Store struct {
 	cfg Config
 }
 
+// Validate checks c (zero keys and value size are the defaults).
+func (c Config) Validate() error {
+	if c.Keys < 0 || c.Keys > 99999 || c.ValueSize < 0 || c.ValueSize > 1<<20 {
+		return fmt.Errorf("%w: keys %d (want 1..99999), value size %d (want 1..1MiB)", ErrConfig, c.Keys, c.ValueSize)
+	}
+	return nil
+}
+
 // Open opens (and preloads) the store.
 func Open(c Config) (*Store, error) {
 	if c.Keys == 0 {
@@ -105,8 +113,8 @@ func Open(c Config) (*Store, error) {
 	if c.ValueSize == 0 {
 		c.ValueSize = DefaultValueSize
 	}
-	if c.Keys < 0 || c.Keys > 99999 || c.ValueSize < 0 || c.ValueSize > 1<<20 {
-		return nil, fmt.Errorf("%w: keys %d (want 1..99999), value size %d (want 1..1MiB)", ErrConfig, c.Keys, c.ValueSize)
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	opts := &pebble.Options{}
 	if c.Dir == "" {
