@@ -98,6 +98,8 @@ type store struct {
 
 	lim        storeLimit
 	compacting sync.WaitGroup // storeLimit's background compaction
+	closeMu    sync.Mutex     // guards closing and compacting.Add
+	closing    bool
 }
 
 // openStore opens the Pebble database in dir (in memory when dir is ""),
@@ -164,6 +166,9 @@ func (s *store) close() error {
 	if s.db == nil {
 		return errors.New("memcached: store closed")
 	}
+	s.closeMu.Lock()
+	s.closing = true
+	s.closeMu.Unlock()
 	s.compacting.Wait()
 	err := s.db.Close()
 	s.db = nil

@@ -73,6 +73,11 @@ func (s *store) readSize() bool {
 	l.full.Store(full)
 	if full && l.compact.CompareAndSwap(false, true) {
 		// Deleted and overwritten items free their space when compacted.
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		if s.closing {
+			return full
+		}
 		s.compacting.Add(1)
 		go func() {
 			defer s.compacting.Done()
