@@ -41,6 +41,36 @@ type Bounds struct {
 	MinLatencySamples uint64
 }
 
+// Limits of Bounds: the rates are fractions of requests, LatencyRatio a
+// factor of at least 1 (below it a module as fast as the old one fails)
+// and at most MaxLatencyRatio, LatencySlack at most MaxLatencySlack.
+const (
+	MaxLatencyRatio = 1000
+	MaxLatencySlack = time.Hour
+)
+
+// Validate refuses bounds that would turn a gate off or fail every
+// server: NaN, infinite or negative rates, a rate above 1, a latency
+// ratio outside [1, MaxLatencyRatio], a slack outside [0,
+// MaxLatencySlack]. Zero fields (the defaults) are valid.
+func (b Bounds) Validate() error {
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"fault rate", b.FaultRate}, {"unknown share", b.UnknownShare}, {"error rate", b.ErrorRate}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			return fmt.Errorf("fleet: bounds: %s %v: want a fraction in [0, 1]", r.name, r.v)
+		}
+	}
+	if b.LatencyRatio != 0 && !(b.LatencyRatio >= 1 && b.LatencyRatio <= MaxLatencyRatio) {
+		return fmt.Errorf("fleet: bounds: latency ratio %v: want a factor in [1, %d] (0: the default, 2)", b.LatencyRatio, MaxLatencyRatio)
+	}
+	if !(b.LatencySlack >= 0 && b.LatencySlack <= MaxLatencySlack) {
+		return fmt.Errorf("fleet: bounds: latency slack %v: want 0 to %v", b.LatencySlack, MaxLatencySlack)
+	}
+	return nil
+}
+
 // WithDefaults fills the zero fields.
 func (b Bounds) WithDefaults() Bounds {
 	if b.FaultRate == 0 {

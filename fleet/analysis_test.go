@@ -127,3 +127,37 @@ func TestWaves(t *testing.T) {
 		t.Error("a server twice accepted")
 	}
 }
+
+// TestBoundsValidate: a NaN or infinite bound turned its gate off (d > NaN
+// is false), a negative ratio failed every canary.
+func TestBoundsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		b  Bounds
+		ok bool
+	}{
+		{Bounds{}, true},
+		{Bounds{FaultRate: 0.01, UnknownShare: 1, ErrorRate: 1e-12, LatencyRatio: 1, LatencySlack: time.Hour}, true},
+		{Bounds{LatencyRatio: MaxLatencyRatio}, true},
+		{Bounds{FaultRate: math.NaN()}, false},
+		{Bounds{FaultRate: -0.1}, false},
+		{Bounds{FaultRate: math.Inf(1)}, false},
+		{Bounds{UnknownShare: 1.5}, false},
+		{Bounds{ErrorRate: math.NaN()}, false},
+		{Bounds{LatencyRatio: -1}, false},
+		{Bounds{LatencyRatio: 0.5}, false},
+		{Bounds{LatencyRatio: math.NaN()}, false},
+		{Bounds{LatencyRatio: math.Inf(1)}, false},
+		{Bounds{LatencyRatio: MaxLatencyRatio + 1}, false},
+		{Bounds{LatencySlack: -time.Second}, false},
+		{Bounds{LatencySlack: MaxLatencySlack + 1}, false},
+	} {
+		err := tc.b.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok %v", tc.b, err, tc.ok)
+		}
+		p := Plan{Servers: []string{"a"}, Tenant: "t", Bake: time.Second, Bounds: tc.b}
+		if err := p.Validate(); (err == nil) != tc.ok {
+			t.Errorf("plan with %+v: %v, want ok %v", tc.b, err, tc.ok)
+		}
+	}
+}

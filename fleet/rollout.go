@@ -82,6 +82,9 @@ func (p Plan) Validate() error {
 	case p.Bake <= 0:
 		return fmt.Errorf("fleet: bake %v: want > 0", p.Bake)
 	}
+	if err := p.Bounds.Validate(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, s := range p.Servers {
 		if seen[s] {

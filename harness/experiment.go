@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 )
 
 // Sizes of an experiment run: SizeFull reproduces the figure with seeds
@@ -23,6 +24,14 @@ import (
 const (
 	SizeFull  = "full"
 	SizeSmall = "small"
+)
+
+// Bounds of ExperimentOptions: each seed is a run of every point (a
+// thousand give percentiles far steadier than any figure needs), and a
+// point's duration is capped as the server caps every duration.
+const (
+	MaxExperimentSeeds    = 1000
+	MaxExperimentDuration = server.MaxDuration
 )
 
 // ExperimentOptions are the settings of an experiment run. The zero value
@@ -188,10 +197,10 @@ func (e Experiment) Run(ctx context.Context, opt ExperimentOptions) (*Experiment
 		return nil, fmt.Errorf("experiment %s: size %q, want %s or %s", e.Name, opt.Size, SizeFull, SizeSmall)
 	}
 	switch {
-	case opt.Seeds < 0:
-		return nil, fmt.Errorf("experiment %s: %d seeds, want > 0", e.Name, opt.Seeds)
-	case opt.Duration < 0:
-		return nil, fmt.Errorf("experiment %s: duration %v, want > 0", e.Name, opt.Duration)
+	case opt.Seeds < 0 || opt.Seeds > MaxExperimentSeeds:
+		return nil, fmt.Errorf("experiment %s: %d seeds, want 1 to %d", e.Name, opt.Seeds, MaxExperimentSeeds)
+	case opt.Duration < 0 || opt.Duration > MaxExperimentDuration:
+		return nil, fmt.Errorf("experiment %s: duration %v, want > 0 and at most %v", e.Name, opt.Duration, MaxExperimentDuration)
 	case opt.Parallel < 0:
 		return nil, fmt.Errorf("experiment %s: parallel %d, want >= 0", e.Name, opt.Parallel)
 	}

@@ -69,7 +69,8 @@ func TestExperimentOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []ExperimentOptions{{Size: "medium"}, {Seeds: -1}, {Duration: -time.Second}, {Parallel: -2}} {
+	for _, o := range []ExperimentOptions{{Size: "medium"}, {Seeds: -1}, {Duration: -time.Second}, {Parallel: -2},
+		{Seeds: MaxExperimentSeeds + 1}, {Seeds: 999999999}, {Duration: MaxExperimentDuration + time.Nanosecond}} {
 		o.Out = t.TempDir()
 		if _, err := e.Run(context.Background(), o); err == nil {
 			t.Errorf("%+v accepted", o)
@@ -79,6 +80,22 @@ func TestExperimentOptions(t *testing.T) {
 	cancel()
 	if _, err := e.Run(ctx, ExperimentOptions{Out: t.TempDir(), Size: SizeSmall}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled run: %v", err)
+	}
+	// Cancelled while a long simulation runs: it stops within the
+	// simulation, not at its end (fig1 at 60 s a point took minutes).
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	fig1, err := LookupExperiment("fig1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fig1.Run(ctx, ExperimentOptions{Out: t.TempDir(), Size: SizeSmall, Duration: time.Minute, Parallel: 1})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("run cancelled after 300ms: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("run cancelled after 300ms returned after %v", d)
 	}
 	seen := map[string]bool{}
 	for _, x := range Experiments() {

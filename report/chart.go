@@ -69,10 +69,10 @@ func finitePositive(v float64, log bool) bool {
 // build draws c into a chart (plot and legend).
 func (c *Chart) build() (*chart, error) {
 	p := plot.New()
-	p.Title.Text = c.Title
+	p.Title.Text = shortenTitle(c.Title)
 	p.Title.Padding = vg.Points(6)
-	p.X.Label.Text = c.XLabel
-	p.Y.Label.Text = c.YLabel
+	p.X.Label.Text = shorten(c.XLabel, maxLabelRunes)
+	p.Y.Label.Text = shorten(c.YLabel, maxLabelRunes)
 	if c.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
@@ -88,6 +88,7 @@ func (c *Chart) build() (*chart, error) {
 	minX, maxX := math.Inf(1), math.Inf(-1)
 	drawn := 0
 	for i, ln := range c.Lines {
+		ln.Label = shorten(ln.Label, maxLabelRunes)
 		var xys, lo, hi plotter.XYs
 		for j := range ln.X {
 			x, y := ln.X[j], ln.Y[j]
@@ -145,9 +146,9 @@ func (c *Chart) build() (*chart, error) {
 		drawn++
 	}
 	if drawn == 0 {
-		return nil, fmt.Errorf("chart %q: no data points", firstLine(c.Title))
+		return nil, fmt.Errorf("chart %q: no data points", shorten(firstLine(c.Title), maxLabelRunes))
 	}
-	if c.HLine > 0 {
+	if finitePositive(c.HLine, true) {
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, c.HLine), math.Max(p.Y.Max, c.HLine)
 		h, err := plotter.NewLine(plotter.XYs{{X: minX, Y: c.HLine}, {X: maxX, Y: c.HLine}})
 		if err != nil {
@@ -156,7 +157,7 @@ func (c *Chart) build() (*chart, error) {
 		h.Color = color.Gray{Y: 96}
 		h.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 		p.Add(h)
-		label := c.HLineLabel
+		label := shorten(c.HLineLabel, maxLabelRunes)
 		if label == "" {
 			label = formatTick(c.HLine)
 		}
@@ -164,11 +165,7 @@ func (c *Chart) build() (*chart, error) {
 		labels = append(labels, label)
 	}
 	if c.LogY {
-		p.Y.Min = math.Pow(10, math.Floor(math.Log10(p.Y.Min)))
-		p.Y.Max = math.Pow(10, math.Ceil(math.Log10(p.Y.Max)))
-		if p.Y.Max <= p.Y.Min {
-			p.Y.Max = p.Y.Min * 10
-		}
+		p.Y.Min, p.Y.Max = decades(p.Y.Min, p.Y.Max)
 	} else if c.YMax > c.YMin {
 		p.Y.Min, p.Y.Max = c.YMin, c.YMax
 	}
@@ -187,7 +184,7 @@ func (c *Chart) build() (*chart, error) {
 			} else {
 				y -= (p.Y.Max - p.Y.Min) * 0.04
 			}
-			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: m.X, Y: y}}, Labels: []string{" " + m.Label}})
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: m.X, Y: y}}, Labels: []string{" " + shorten(m.Label, maxLabelRunes)}})
 			if err != nil {
 				return nil, err
 			}
@@ -234,6 +231,8 @@ func SaveStacked(path string, charts []*Chart, opt PlotOptions) error {
 	for _, ch := range built {
 		w = max(w, ch.minWidth()-ch.legendWidth()+lw)
 	}
+	w = min(w, maxCanvas)
+	h = min(h, maxCanvas/vg.Length(len(charts)))
 	total := h * vg.Length(len(charts))
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	cw, err := draw.NewFormattedCanvas(w, total, format)

@@ -314,7 +314,7 @@ func ReadCSV(r io.Reader) ([]Point, error) {
 			pts = append(pts, pt)
 		} else {
 			if len(pts) == 0 {
-				return nil, fmt.Errorf("read csv line %d: %w: type row %q before any %q row", line, ErrFormat, typ, AllTypes)
+				return nil, fmt.Errorf("read csv line %d: %w: type row %q before any %q row", line, ErrFormat, shorten(typ, maxLabelRunes), AllTypes)
 			}
 			last := &pts[len(pts)-1]
 			last.Types = append(last.Types, TypeStats{Name: typ, ID: uint32(p.u64("type_id")), NotSustained: p.str("not_sustained"), Stats: s})

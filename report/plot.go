@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -41,6 +42,49 @@ func (o PlotOptions) size() (vg.Length, vg.Length) {
 		h = 10 * vg.Centimeter
 	}
 	return w, h
+}
+
+// Bounds on a chart's text and size: a label or title taken from the data
+// (a policy, workload or type name, any length) is cut to them, with an
+// ellipsis, so that the figure stays a sane size.
+const (
+	// maxLabelRunes bounds a legend entry, an axis label, a mark.
+	maxLabelRunes = 80
+	// maxTitleLineRunes bounds each line of a title; maxTitleLines its
+	// lines.
+	maxTitleLineRunes = 200
+	maxTitleLines     = 4
+	// maxCanvas bounds each side of a figure.
+	maxCanvas = 100 * vg.Centimeter
+)
+
+// shorten cuts s to at most n runes, the last an ellipsis, on one line.
+func shorten(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n-1 {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// shortenTitle cuts a title to maxTitleLines lines of maxTitleLineRunes.
+func shortenTitle(s string) string {
+	lines := strings.SplitN(s, "\n", maxTitleLines+1)
+	if len(lines) > maxTitleLines {
+		lines = lines[:maxTitleLines]
+		lines[maxTitleLines-1] += " …"
+	}
+	for i, l := range lines {
+		lines[i] = shorten(l, maxTitleLineRunes)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // series groups points by line label, keeping order of first appearance
@@ -102,11 +146,12 @@ type chart struct {
 }
 
 func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotOptions) (*chart, error) {
+	title = shortenTitle(title)
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = "offered load"
-	p.Y.Label.Text = ylabel
+	p.Y.Label.Text = shorten(ylabel, maxLabelRunes)
 	p.X.Tick.Marker = loadTicks{}
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
@@ -118,12 +163,13 @@ func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotO
 	var labels []string
 	drawn := 0
 	minX, maxX := 1e300, -1e300
-	for i, label := range lineLabels {
+	for i, key := range lineLabels {
+		label := shorten(key, maxLabelRunes)
 		var xys plotter.XYs
-		for j := range byLabel[label] {
-			pt := &byLabel[label][j]
+		for j := range byLabel[key] {
+			pt := &byLabel[key][j]
 			v, ok := metric(pt)
-			if !ok || v <= 0 {
+			if !ok || !finitePositive(v, true) || !finitePositive(pt.Load, false) {
 				continue
 			}
 			xys = append(xys, plotter.XY{X: pt.Load, Y: v})
@@ -148,7 +194,7 @@ func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotO
 	if drawn == 0 {
 		return nil, fmt.Errorf("plot %q: no data points with samples", title)
 	}
-	if opt.SLO > 0 {
+	if finitePositive(opt.SLO, true) {
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, opt.SLO), math.Max(p.Y.Max, opt.SLO)
 		slo, err := plotter.NewLine(plotter.XYs{{X: minX, Y: opt.SLO}, {X: maxX, Y: opt.SLO}})
 		if err != nil {
@@ -163,11 +209,7 @@ func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotO
 	}
 	// Whole decades on the log axis, so that it has labelled ticks at both
 	// ends.
-	p.Y.Min = math.Pow(10, math.Floor(math.Log10(p.Y.Min)))
-	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(p.Y.Max)))
-	if p.Y.Max <= p.Y.Min {
-		p.Y.Max = p.Y.Min * 10
-	}
+	p.Y.Min, p.Y.Max = decades(p.Y.Min, p.Y.Max)
 	return &chart{p: p, legend: legend, labels: labels}, nil
 }
 
@@ -175,7 +217,8 @@ func newChart(points []Point, title, ylabel string, metric metricFunc, opt PlotO
 // legend in a column right of the plot.
 func (c *chart) render(opt PlotOptions, format string) (vg.CanvasWriterTo, error) {
 	w, h := opt.size()
-	w = max(w, c.minWidth())
+	w = min(max(w, c.minWidth()), maxCanvas)
+	h = min(h, maxCanvas)
 	cw, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, fmt.Errorf("render plot: %w", err)
@@ -253,19 +296,43 @@ func writePlot(c *chart, opt PlotOptions, format string, w io.Writer) error {
 }
 
 // logTicks labels the decades of a log axis, all in one notation
-// (formatTick), with unlabelled minor ticks between them.
+// (formatTick), with unlabelled minor ticks between them. Past
+// maxLogDecadeTicks decades it labels every 2nd, 4th, ... decade without
+// minor ticks, so that a range of any size gets a bounded number of ticks.
 type logTicks struct{}
 
-// Ticks implements plot.Ticker.
+// maxLogDecadeTicks bounds the labelled decades of a log axis.
+const maxLogDecadeTicks = 24
+
+// Ticks implements plot.Ticker. A bound that is not positive and finite
+// (gonum/plot passes 0 for an infinite one) is replaced by the smallest or
+// largest float64, so the loop always ends.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) {
+		lo = math.SmallestNonzeroFloat64
+	}
+	if !(hi <= math.MaxFloat64) { // +Inf or NaN
+		hi = math.MaxFloat64
+	}
+	if !(lo <= hi) {
+		return nil
+	}
+	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	step := 1.0
+	for (last-first)/step > maxLogDecadeTicks {
+		step *= 2
+	}
 	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); ; e++ {
-		v := math.Pow(10, e)
+	for e := first; e <= last; e += step {
+		v := math.Pow10(int(e))
 		if v > hi*(1+1e-9) {
 			break
 		}
 		if v >= lo*(1-1e-9) {
 			ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(v)})
+		}
+		if step > 1 {
+			continue
 		}
 		for i := 2; i < 10; i++ {
 			if m := v * float64(i); m > lo && m < hi {
@@ -274,6 +341,27 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// decades widens [lo, hi] (0 < lo <= hi, finite) to whole decades, so that
+// a log axis has labelled ticks at both ends, and to at least one decade,
+// staying within the positive finite float64s (a log axis cannot hold 0
+// or infinity).
+func decades(lo, hi float64) (float64, float64) {
+	if l := math.Pow10(int(math.Floor(math.Log10(lo)))); l > 0 && l <= lo {
+		lo = l
+	}
+	if h := math.Pow10(int(math.Ceil(math.Log10(hi)))); h >= hi && h <= math.MaxFloat64 {
+		hi = h
+	}
+	if hi <= lo {
+		if hi*10 <= math.MaxFloat64 {
+			hi *= 10
+		} else {
+			lo = hi / 10
+		}
+	}
+	return lo, hi
 }
 
 // loadTicks labels offered loads every 0.1 (0.2 past 12 ticks), with the

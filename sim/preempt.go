@@ -324,7 +324,7 @@ func (e *preemptive) onTimer(now int64) {
 }
 
 func (e *preemptive) loop() {
-	for {
+	for !e.stopped() {
 		// Drop stale events of interrupted slices.
 		for e.events.len() > 0 {
 			top := e.events.top()

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -64,7 +65,13 @@ type run struct {
 	// integral of idle workers while a request waits.
 	idleW, queuedN int
 	lastAcct       int64
-	wasteNs        float64
+
+	// done, when not nil, cancels the run (RunContext): the loops look at
+	// it every stopEvery events and end once it is closed.
+	done      <-chan struct{}
+	nEvents   uint64
+	cancelled bool
+	wasteNs   float64
 
 	tenants *tenantRun // multi-tenant runs only
 }
@@ -339,6 +346,26 @@ func (r *run) point() report.Point {
 	return p
 }
 
+// stopEvery is how many events a run simulates between two looks at its
+// cancellation: a few milliseconds of work.
+const stopEvery = 1 << 16
+
+// stopped reports whether the run was cancelled, looking every stopEvery
+// events; the loops return when it is true.
+func (r *run) stopped() bool {
+	r.nEvents++
+	if r.done == nil || r.nEvents%stopEvery != 0 {
+		return false
+	}
+	select {
+	case <-r.done:
+		r.cancelled = true
+		return true
+	default:
+		return false
+	}
+}
+
 // Run simulates one configuration and returns its load point.
 //
 // # Errors
@@ -346,13 +373,26 @@ func (r *run) point() report.Point {
 // Invalid configurations return errors wrapping ErrInvalidConfig or
 // ErrUnknownPolicy; darc's own validation errors are wrapped too.
 func Run(cfg Config) (report.Point, error) {
+	return RunContext(context.Background(), cfg)
+}
+
+// RunContext is Run stopping early, returning ctx's error, when ctx is
+// cancelled (within a few milliseconds of simulation).
+func RunContext(ctx context.Context, cfg Config) (report.Point, error) {
+	if err := ctx.Err(); err != nil {
+		return report.Point{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return report.Point{}, fmt.Errorf("simulate: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	if isPreemptive(cfg.Policy) {
 		e := newPreemptive(cfg)
+		e.done = ctx.Done()
 		e.loop()
+		if e.cancelled {
+			return report.Point{}, ctx.Err()
+		}
 		return e.point(), nil
 	}
 	dcfg, tt := cfg.darcConfig()
@@ -365,7 +405,11 @@ func Run(cfg Config) (report.Point, error) {
 		e.tenants = newTenantRun(&cfg, tt)
 		e.darcType = tt.darcType
 	}
+	e.done = ctx.Done()
 	e.loop()
+	if e.cancelled {
+		return report.Point{}, ctx.Err()
+	}
 	return e.point(), nil
 }
 
@@ -440,7 +484,7 @@ func (e *nonPreemptive) noteReservation(now int64) {
 }
 
 func (e *nonPreemptive) loop() {
-	for {
+	for !e.stopped() {
 		tc := int64(never)
 		if e.events.len() > 0 {
 			tc = e.events.top().at

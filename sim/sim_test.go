@@ -416,3 +416,30 @@ func TestTraceLatenciesAreTheRecordedOnes(t *testing.T) {
 		t.Errorf("trace latencies of the wrong length: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestRunContextStops: a cancelled context stops a long simulation (and
+// RunAll's) within it, with the context's error, for both kinds of
+// policy loop.
+func TestRunContextStops(t *testing.T) {
+	w, err := workload.Builtin("high-bimodal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []string{"cfcfs", "ts"} {
+		c := Config{Workload: w, Workers: 4, Policy: pol, Load: 0.7, Duration: time.Hour, Seed: 1}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := RunContext(ctx, c)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: RunContext cancelled after 100ms: %v", pol, err)
+		}
+		_, err = RunAll(ctx, []Config{c, c}, 1, nil)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: RunAll cancelled: %v", pol, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: cancelled runs returned after %v", pol, d)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func RunAll(ctx context.Context, configs []Config, parallel int, progress func(d
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				points[i], errs[i] = Run(configs[i])
+				points[i], errs[i] = RunContext(ctx, configs[i])
 				mu.Lock()
 				done++
 				if progress != nil && errs[i] == nil {
@@ -97,6 +97,9 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
+	if ctxErr == nil {
+		ctxErr = ctx.Err() // a run stopped early
+	}
 	if ctxErr != nil {
 		return nil, ctxErr
 	}

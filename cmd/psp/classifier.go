@@ -69,6 +69,14 @@ func fileArg(c *cli.Context) (string, error) {
 	return "", fmt.Errorf("classifier %s: unexpected argument %q (one FILE.wasm only)", c.Command.Name, c.Args().Get(1))
 }
 
+// Bounds of the classifier commands' flags: a module as large as psp serve
+// accepts (its classifier_options.max_module_size is at most 1 GiB), a bench of at
+// most an hour per mode.
+const (
+	maxModuleSize    = 1 << 30
+	maxBenchDuration = time.Hour
+)
+
 func loadClassifier(c *cli.Context) (*wasmclass.Module, string, error) {
 	path, err := fileArg(c)
 	if err != nil {
@@ -76,6 +84,12 @@ func loadClassifier(c *cli.Context) (*wasmclass.Module, string, error) {
 	}
 	if err := refuseZero(c, "fuel", "memory-pages", "max-size", "duration", "input"); err != nil {
 		return nil, path, fmt.Errorf("classifier %s: %w", c.Command.Name, err)
+	}
+	if n := c.Int("max-size"); !(n >= 0 && n <= maxModuleSize) {
+		return nil, path, fmt.Errorf("classifier %s: --max-size %d: want at most %d (1 GiB, as psp serve's classifier_options.max_module_size)", c.Command.Name, n, maxModuleSize)
+	}
+	if d := c.Duration("duration"); c.Command.Name == "bench" && !(d > 0 && d <= maxBenchDuration) {
+		return nil, path, fmt.Errorf("classifier bench: --duration %v: want > 0 and at most %v per mode", d, maxBenchDuration)
 	}
 	if c.Command.Name == "test" && c.String("input") == "" {
 		return nil, path, fmt.Errorf("classifier test: missing --input PAYLOADS (one payload per line)")

@@ -100,3 +100,26 @@ func TestParsePayloads(t *testing.T) {
 		t.Errorf("bad hex: err = %v, want it to name line 2", err)
 	}
 }
+
+// TestClassifierFlagBounds: a negative bench duration and a module size
+// beyond what psp serve accepts (1 GiB) are refused.
+func TestClassifierFlagBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--duration", "-1s"}, "--duration -1s: want > 0"},
+		{[]string{"bench", "--duration", "2h"}, "--duration 2h0m0s: want > 0 and at most 1h0m0s"},
+		{[]string{"check", "--max-size", "9223372036854775807"}, "--max-size 9223372036854775807: want at most 1073741824"},
+		{[]string{"check", "--max-size", "1073741825"}, "want at most 1073741824"},
+		{[]string{"check", "--max-size", "-5"}, "--max-size -5"},
+	} {
+		out, err := runClassifier(t, append(tc.args, classifierFixtures+"good.wasm")...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	if out, err := runClassifier(t, "check", "--max-size", "1073741824", classifierFixtures+"good.wasm"); err != nil {
+		t.Errorf("--max-size 1 GiB: %v\n%s", err, out)
+	}
+}

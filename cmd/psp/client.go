@@ -76,6 +76,11 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	if c.Duration("duration") <= 0 {
 		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0", c.Duration("duration"))
 	}
+	for _, f := range []string{"grace", "max-lag"} {
+		if d := c.Duration(f); !(d >= 0 && d <= server.MaxDuration) {
+			return harness.Plan{}, fmt.Errorf("--%s %v: want a duration up to %v (not negative)", f, d, server.MaxDuration)
+		}
+	}
 	spin := c.Duration("spin-window")
 	if spin < 0 || spin > maxSpinWindow {
 		return harness.Plan{}, fmt.Errorf("--spin-window %v: want 0 (always sleep) to %v", spin, maxSpinWindow)

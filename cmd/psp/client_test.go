@@ -130,6 +130,27 @@ func TestClientCommandTableAndNotSustained(t *testing.T) {
 	}
 }
 
+// TestClientDurationBounds: --grace and --max-lag are refused when
+// negative or beyond the server's bound on durations (2562047h overflowed
+// the schedule's end plus the grace).
+func TestClientDurationBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--grace", "2562047h"}, "--grace 2562047h0m0s: want a duration up to 24h0m0s"},
+		{[]string{"--grace", "25h"}, "--grace 25h0m0s: want a duration up to 24h0m0s"},
+		{[]string{"--grace", "-1s"}, "--grace -1s: want a duration up to 24h0m0s (not negative)"},
+		{[]string{"--max-lag", "-1s"}, "--max-lag -1s: want a duration up to 24h0m0s (not negative)"},
+		{[]string{"--max-lag", "2562047h"}, "--max-lag 2562047h0m0s"},
+	} {
+		args := append([]string{"client", "--server", "127.0.0.1:1", "--rate", "10"}, tc.args...)
+		if out, err := runApp(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
 func TestClientCommandBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"client"}, // no rate or load

@@ -77,6 +77,12 @@ func runExperiment(c *cli.Context) error {
 	if c.Int("seeds") < 0 || c.Duration("duration") < 0 || c.Int("parallel") < 0 {
 		return fmt.Errorf("experiment: --seeds, --duration and --parallel must not be negative")
 	}
+	if n := c.Int("seeds"); n > harness.MaxExperimentSeeds {
+		return fmt.Errorf("experiment: --seeds %d: at most %d (each seed is a run of every point)", n, harness.MaxExperimentSeeds)
+	}
+	if d := c.Duration("duration"); d > harness.MaxExperimentDuration {
+		return fmt.Errorf("experiment: --duration %v: at most %v per point", d, harness.MaxExperimentDuration)
+	}
 	opt := harness.ExperimentOptions{
 		Size:     c.String("size"),
 		Seeds:    c.Int("seeds"),
@@ -93,6 +99,12 @@ func runExperiment(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	go func() {
+		// The first signal stops the runs; restore the default action so
+		// that a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	var results []*harness.ExperimentResult
 	for i, e := range exps {
 		o := opt

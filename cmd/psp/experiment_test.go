@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,5 +163,65 @@ func TestSweepPhases(t *testing.T) {
 	}
 	if _, err := runApp(t, "sweep", "--phases", phases, "--workload", "tpcc", "--out", dir); err == nil {
 		t.Error("--phases with --workload accepted")
+	}
+}
+
+// TestExperimentStopsOnSignal runs psp experiment in a child process (this
+// test binary, re-executed) on points of 60 s of simulated time, which take
+// minutes, and sends SIGTERM: the experiment stops within its simulations
+// and the process exits with an error (it ran on until SIGKILL).
+func TestExperimentStopsOnSignal(t *testing.T) {
+	if os.Getenv("PSP_TEST_EXPERIMENT_CHILD") == "1" {
+		app := newApp()
+		err := app.Run([]string{"psp", "experiment", "fig1", "--size", "small", "--duration", "60s", "--parallel", "1", "-q",
+			"--out", os.Getenv("PSP_TEST_OUT")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExperimentStopsOnSignal$")
+	cmd.Env = append(os.Environ(), "PSP_TEST_EXPERIMENT_CHILD=1", "PSP_TEST_OUT="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	time.Sleep(time.Second) // running its first simulation
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "context canceled") {
+			t.Fatalf("after SIGTERM the experiment exited with %v, want status 1 and its error:\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatal("the experiment did not stop within 15s of SIGTERM")
+	}
+}
+
+func TestExperimentBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "999999999"}, "--seeds 999999999: at most 1000"},
+		{[]string{"--seeds", "1001"}, "--seeds 1001: at most 1000"},
+		{[]string{"--duration", "25h"}, "--duration 25h0m0s: at most 24h0m0s"},
+		{[]string{"--duration", "2562047h"}, "at most 24h0m0s"},
+		{[]string{"--seeds", "-1"}, "must not be negative"},
+	} {
+		args := append([]string{"experiment", "fig1", "--size", "small", "-q", "--out", t.TempDir()}, tc.args...)
+		if out, err := runApp(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
+		}
 	}
 }

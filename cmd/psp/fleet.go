@@ -168,7 +168,7 @@ func rolloutCommand() *cli.Command {
 			&cli.IntFlag{Name: "canary", Value: 1, Usage: "servers in the first wave"},
 			&cli.IntFlag{Name: "wave", Usage: "servers in each later wave (default: all the rest at once)"},
 			&cli.DurationFlag{Name: "bake", Value: time.Minute, Usage: "how long each wave runs the module before it is judged"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan (servers, their running modules, waves, bounds) and change nothing"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan (servers, their running modules, waves, bounds) and change nothing (reads with --token-file when given; fails when no server could be read)"},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the operator's or the tenant's)"},
 			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout of each admin request"},
 			&cli.Float64Flag{Name: "max-fault-rate", Value: 0.001, Usage: "most classifier faults per request above the baseline's"},
@@ -181,6 +181,17 @@ func rolloutCommand() *cli.Command {
 		}, ociFlags()...),
 		Action: runRollout,
 	}
+}
+
+// readable counts the servers whose tenant could be read.
+func readable(states []fleet.ServerState) int {
+	n := 0
+	for _, s := range states {
+		if s.Err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func runRollout(c *cli.Context) error {
@@ -200,9 +211,15 @@ func runRollout(c *cli.Context) error {
 		return errors.New("rollout: --servers is required (the admin addresses, comma-separated)")
 	}
 	for _, f := range []string{"max-fault-rate", "max-unknown-increase", "max-error-rate"} {
-		if v := c.Float64(f); v < 0 || v > 1 {
+		if v := c.Float64(f); !(v >= 0 && v <= 1) {
 			return fmt.Errorf("rollout: --%s %v: want a fraction in [0, 1]", f, v)
 		}
+	}
+	if v := c.Float64("max-latency-ratio"); !(v >= 1 && v <= fleet.MaxLatencyRatio) {
+		return fmt.Errorf("rollout: --max-latency-ratio %v: want a factor in [1, %d] (2: the new module's p99.9 may be twice the baseline's)", v, fleet.MaxLatencyRatio)
+	}
+	if d := c.Duration("latency-slack"); !(d >= 0 && d <= fleet.MaxLatencySlack) {
+		return fmt.Errorf("rollout: --latency-slack %v: want 0 to %v", d, fleet.MaxLatencySlack)
 	}
 	p := fleet.Plan{Servers: servers, Tenant: c.String("tenant"), Canary: c.Int("canary"), Wave: c.Int("wave"), Bake: c.Duration("bake"),
 		Timeout: c.Duration("timeout"),
@@ -228,6 +245,15 @@ func runRollout(c *cli.Context) error {
 	if ref == "" {
 		mod.Reference = c.Args().First()
 	}
+	// A dry run reads the servers with the token when given (servers with
+	// tokens refuse reads without one); a rollout needs it.
+	if f := c.String("token-file"); f != "" {
+		tok, err := boundedfile.Read(f, maxTokenFile)
+		if err != nil {
+			return fmt.Errorf("rollout: token: %w", err)
+		}
+		p.Token = strings.TrimSpace(string(tok))
+	}
 	if c.Bool("dry-run") {
 		before, err := fleet.Inspect(ctx, p)
 		if err != nil {
@@ -235,16 +261,14 @@ func runRollout(c *cli.Context) error {
 		}
 		fleet.WritePlan(c.App.Writer, p, mod, before)
 		fmt.Fprintln(c.App.Writer, "dry run: nothing changed")
+		if readable(before) == 0 {
+			return fmt.Errorf("rollout: dry run: none of the %d servers could be read (see the errors above; check --servers, --token-file and that the servers run)", len(before))
+		}
 		return nil
 	}
 	if c.String("token-file") == "" {
 		return errors.New("rollout: --token-file is required (the file holding the bearer token)")
 	}
-	tok, err := boundedfile.Read(c.String("token-file"), maxTokenFile)
-	if err != nil {
-		return fmt.Errorf("rollout: token: %w", err)
-	}
-	p.Token = strings.TrimSpace(string(tok))
 	before, err := fleet.Inspect(ctx, p)
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)

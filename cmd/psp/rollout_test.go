@@ -274,11 +274,48 @@ func TestRolloutFleet(t *testing.T) {
 	}
 
 	// A dry run changes nothing.
-	out, _, err = runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off")
+	out, _, err = runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off", "--token-file", token)
 	if err != nil || !strings.Contains(out, "dry run: nothing changed") || !strings.Contains(out, "wave 1 (canary): "+fs[0].admin) {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
 	if ti := tenantState(t, fs[0].admin); ti.Version != canary.Version {
 		t.Fatalf("the dry run changed the canary: version %d", ti.Version)
+	}
+	// Without the token the servers refuse the reads: the dry run says so
+	// and fails (it exited 0 with every server unreadable).
+	out, stderr, err := runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off")
+	if err == nil || !strings.Contains(stderr, "none of the 3 servers could be read") || !strings.Contains(out, "401 Unauthorized") {
+		t.Fatalf("dry run without a token: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestRolloutBoundsAndDryRun: bounds that would turn a gate off (NaN, Inf)
+// or fail every canary (a negative ratio) are refused, and a dry run that
+// could read no server fails.
+func TestRolloutBoundsAndDryRun(t *testing.T) {
+	wasm := filepath.Join(t.TempDir(), "X.wasm")
+	if err := os.WriteFile(wasm, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	servers := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-fault-rate", "NaN"}, "--max-fault-rate NaN: want a fraction in [0, 1]"},
+		{[]string{"--max-error-rate", "Inf"}, "--max-error-rate +Inf: want a fraction in [0, 1]"},
+		{[]string{"--max-unknown-increase", "-0.5"}, "--max-unknown-increase -0.5: want a fraction in [0, 1]"},
+		{[]string{"--max-latency-ratio", "-1"}, "--max-latency-ratio -1: want a factor in [1, 1000]"},
+		{[]string{"--max-latency-ratio", "Inf"}, "--max-latency-ratio +Inf: want a factor"},
+		{[]string{"--max-latency-ratio", "NaN"}, "--max-latency-ratio NaN: want a factor"},
+		{[]string{"--latency-slack", "-1s"}, "--latency-slack -1s: want 0 to 1h0m0s"},
+		{[]string{"--latency-slack", "2562047h"}, "want 0 to 1h0m0s"},
+		{nil, "dry run: none of the 1 servers could be read"},
+	} {
+		args := append([]string{"rollout", "--dry-run", "--oci-cache", "off", "--timeout", "2s", "--servers", servers}, tc.args...)
+		out, err := runApp(t, append(args, wasm)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
+		}
 	}
 }
