@@ -75,10 +75,8 @@
 // is not: a get line longer than Config.MaxLine (64 KiB; memcached reads a
 // get line of any length) is answered "CLIENT_ERROR line too long" and the
 // connection closed; values being read share Config.TCPMemory (64 MiB),
-// taken 64 KiB at a time as their bytes arrive (a connection that
-// announces a large value and stalls holds one such chunk), past which a
-// storage command is answered memcached's "SERVER_ERROR out of memory
-// storing object" and the rest of its data skipped; a connection completes
+// past which a storage command is answered memcached's "SERVER_ERROR out
+// of memory storing object" and its data skipped; a connection completes
 // a command within Config.IdleTimeout (5 minutes) or is closed; past
 // Config.MaxConns (1024) a connection is answered "ERROR Too many open
 // connections" and closed, as by memcached. A connection's buffers are 16

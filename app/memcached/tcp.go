@@ -18,15 +18,13 @@ import (
 // buffer (a get's values go to the writer as they are), and a Pebble batch
 // dropped after a command that wrote a large value. Values of more than
 // smallValue bytes are read into memory taken from Config.TCPMemory,
-// shared by all connections, valueChunk at a time as the bytes arrive,
-// and given back once the command has run;
+// shared by all connections, and given back once the command has run;
 // command and reply buffers and batches grown past keepBuf are dropped
 // after the command.
 const (
 	tcpBufSize = 16 << 10
 	smallValue = 16 << 10
 	keepBuf    = 16 << 10
-	valueChunk = 64 << 10
 )
 
 // msgTooManyConns answers a connection over Config.MaxConns (memcached's
@@ -228,10 +226,10 @@ var errLineTooLong = errors.New("memcached: retrieval line too long")
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
 // limit, the value's data block. A value of more than smallValue bytes
-// takes its bytes from Config.TCPMemory as they arrive (held, to be
-// released once the command has run); when they are not there, the rest
-// of the data block is left unread and refused returned (the command
-// refuses the value and the caller skips the rest).
+// takes its bytes from Config.TCPMemory (held, to be released once the
+// command has run); when they are not there, the data block is left unread
+// and refused returned (the command refuses the value and the caller skips
+// it).
 func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64, refused bool, _ error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -256,32 +254,17 @@ func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64,
 	if need < 0 || need > int64(s.cfg.MaxItemSize)+2 {
 		return dst, 0, false, nil // no data block, or one the command refuses (skipped by the caller)
 	}
-	if need <= smallValue {
-		n := len(dst)
-		dst = slices.Grow(dst, int(need))[:n+int(need)]
-		if _, err := io.ReadFull(r, dst[n:]); err != nil {
-			return dst, 0, false, err
-		}
-		return dst, 0, false, nil
-	}
-	// A large value takes its memory as its bytes arrive, valueChunk at a
-	// time: a connection that announces a large value and stalls holds
-	// one chunk, not the value it announced. Refused part way, the bytes
-	// read so far stay in dst (the command refuses the value and the
-	// caller skips the rest of it).
-	for got := int64(0); got < need; {
-		step := min(need-got, valueChunk)
-		if !s.reserve(step) {
+	if need > smallValue {
+		if !s.reserve(need) {
 			s.guards.memRefused.Add(1)
-			return dst, held, true, nil
+			return dst, 0, true, nil
 		}
-		held += step
-		n := len(dst)
-		dst = slices.Grow(dst, int(step))[:n+int(step)]
-		if _, err := io.ReadFull(r, dst[n:]); err != nil {
-			return dst, held, false, err
-		}
-		got += step
+		held = need
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, int(need))[:n+int(need)]
+	if _, err := io.ReadFull(r, dst[n:]); err != nil {
+		return dst, held, false, err
 	}
 	return dst, held, false, nil
 }
