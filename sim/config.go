@@ -380,7 +380,11 @@ func (c Config) Validate() error {
 		}
 		return nil
 	}
-	if err := c.Workload.Validate(); err != nil {
+	if len(c.Tenants) > 0 {
+		if err := c.validateMerged(); err != nil {
+			return err
+		}
+	} else if err := c.Workload.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if c.Rate <= 0 && !(c.Load > 0) {
