@@ -373,12 +373,20 @@ func (c Config) Validate() error {
 		case c.Duration != c.Phases.Total():
 			return bad("duration = %v with phases lasting %v: leave the duration out", c.Duration, c.Phases.Total())
 		}
-		for _, ph := range c.Phases.Phases {
+		for i, ph := range c.Phases.Phases {
 			if ph.Load == 0 && !(c.Load > 0) {
 				return bad("phase %q has no load and the run's load is %g, want > 0", ph.Name, c.Load)
 			}
+			if err := workload.CheckRate(c.phaseRate(i)); err != nil {
+				return bad("phase %q: %v", ph.Name, err)
+			}
 		}
-		return nil
+		return c.checkExpected()
+	}
+	for _, t := range c.Tenants {
+		if err := workload.CheckRate(t.Rate); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
+		}
 	}
 	if len(c.Tenants) > 0 {
 		if err := c.validateMerged(); err != nil {
@@ -389,6 +397,22 @@ func (c Config) Validate() error {
 	}
 	if c.Rate <= 0 && !(c.Load > 0) {
 		return bad("load = %g, want > 0 (or give a rate)", c.Load)
+	}
+	if len(c.Trace) > 0 {
+		return nil
+	}
+	if err := workload.CheckRate(c.Rate); err != nil {
+		return bad("%v", err)
+	}
+	return c.checkExpected()
+}
+
+// checkExpected refuses a run expected to draw more arrivals than psp
+// client would send (workload.MaxExpectedArrivals): it would run for
+// hours and hold them all. c has its defaults.
+func (c *Config) checkExpected() error {
+	if err := workload.CheckExpected(c.Rate, c.Duration); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
