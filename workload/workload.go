@@ -323,6 +323,33 @@ func (w *Workload) Dilated(f float64) Workload {
 	return d
 }
 
+// CheckDilation reports why w cannot be dilated by f (see Dilated): f must
+// be finite and > 0, and every dilated service time at least 1 ns, at most
+// 2^52 ns (about 52 days) and valid. w must be valid.
+func (w *Workload) CheckDilation(f float64) error {
+	if !(f > 0) || math.IsInf(f, 0) {
+		return fmt.Errorf("dilation %g, want a finite factor > 0", f)
+	}
+	for _, t := range w.Types {
+		s := t.Service
+		for _, v := range []Duration{s.Value, s.Mean, s.P99, s.Low, s.High} {
+			if v == 0 {
+				continue
+			}
+			if d := float64(v) * f; !(d >= 0.5 && d <= maxService) {
+				return fmt.Errorf("dilation %g: type %q: %v becomes %.3g ns, want 1 ns to %.3g ns (about 52 days)", f, t.Name, v, d, maxService)
+			}
+		}
+	}
+	d := w.Dilated(f)
+	for _, t := range d.Types {
+		if err := t.Service.Validate(); err != nil {
+			return fmt.Errorf("dilation %g: type %q: %w", f, t.Name, err)
+		}
+	}
+	return nil
+}
+
 // TypeNames lists the type names in order.
 func (w *Workload) TypeNames() []string {
 	out := make([]string, len(w.Types))

@@ -61,8 +61,8 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 		return harness.Plan{}, fmt.Errorf("--workload: %w", err)
 	}
 	warm := c.Float64("warmup")
-	if warm < 0 || warm >= 1 {
-		return harness.Plan{}, fmt.Errorf("--warmup %v: want a fraction in [0, 1)", warm)
+	if err := checkWarmup(warm); err != nil {
+		return harness.Plan{}, err
 	}
 	if warm == 0 {
 		warm = -1 // keep every sample (loadgen.Spec's zero is the default)
@@ -105,6 +105,15 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	}
 	p.Progress = progressWriter(c)
 	return p, nil
+}
+
+// checkWarmup refuses a --warmup that is not a fraction in [0, 1) (NaN
+// included).
+func checkWarmup(w float64) error {
+	if !(w >= 0 && w < 1) {
+		return fmt.Errorf("--warmup %v: want a fraction in [0, 1)", w)
+	}
+	return nil
 }
 
 // progressWriter is where progress bars go: stderr when it is a terminal
