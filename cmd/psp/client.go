@@ -76,6 +76,11 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	if c.Duration("duration") <= 0 {
 		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0", c.Duration("duration"))
 	}
+	if c.String("format") == loadgen.FormatMemcached {
+		if v, most := c.Int("value-size"), loadgen.MaxValueSize(c.Int("memcached-keys")); v > most {
+			return harness.Plan{}, fmt.Errorf("--value-size %d: at most %d (a memcached set must fit one UDP datagram)", v, most)
+		}
+	}
 	spin := c.Duration("spin-window")
 	if spin < 0 || spin > maxSpinWindow {
 		return harness.Plan{}, fmt.Errorf("--spin-window %v: want 0 (always sleep) to %v", spin, maxSpinWindow)
