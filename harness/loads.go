@@ -56,7 +56,7 @@ func ParseLoads(s string) ([]float64, error) {
 		}
 		n := math.Floor((end-start)/step+1e-6) + 1
 		if n > maxLoadPoints {
-			return nil, fmt.Errorf("loads %q: %.0f points, at most %d", s, n, maxLoadPoints)
+			return nil, fmt.Errorf("loads %q: %.3g points, at most %d", s, n, maxLoadPoints)
 		}
 		for i := 0; i < int(n); i++ {
 			// Rounded to 1e-9 so that 0.1+2*0.1 is 0.3.

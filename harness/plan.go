@@ -226,6 +226,9 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 		return nil, err
 	}
 	spec := p.Spec
+	if err := spec.Validate(sched); err != nil { // before the preload, which would fail on it less clearly
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
 	if p.Preload && spec.Format == loadgen.FormatMemcached {
 		keys, size := spec.MemcachedKeys, spec.ValueSize
 		if keys == 0 {

@@ -161,6 +161,27 @@ func (s Spec) withDefaults(sched *Schedule) Spec {
 	return s
 }
 
+// Validate reports the first problem with s (after defaults) for a run of
+// sched, wrapping ErrBadSpec, as Run does: to refuse a spec before work
+// that precedes the run (such as PreloadMemcached).
+func (s Spec) Validate(sched *Schedule) error { return s.validate(sched) }
+
+// MaxValueSize is the largest memcached value size (Spec.ValueSize) whose
+// sets fit one UDP datagram with memcachedKeys keys (0: the default).
+func MaxValueSize(memcachedKeys int) int {
+	if memcachedKeys == 0 {
+		memcachedKeys = DefaultMemcachedKeys
+	}
+	s := Spec{MemcachedKeys: memcachedKeys, MultiGetKeys: 2, ValueSize: 1}
+	for over := memcachedRequestLen(s) - maxDatagram; over < 0; over = memcachedRequestLen(s) - maxDatagram {
+		s.ValueSize -= over // the digits of the size may grow: check again
+	}
+	for memcachedRequestLen(s) > maxDatagram {
+		s.ValueSize--
+	}
+	return s.ValueSize
+}
+
 // validate reports the first problem with s (after defaults) for a run of
 // sched, wrapping ErrBadSpec.
 func (s Spec) validate(sched *Schedule) error {
@@ -194,7 +215,7 @@ func (s Spec) validate(sched *Schedule) error {
 		case s.MultiGetKeys < 2 || s.MultiGetKeys > 1000:
 			return fmt.Errorf("multi-get keys %d: %w (want 2..1000)", s.MultiGetKeys, ErrBadSpec)
 		case s.ValueSize < 1 || memcachedRequestLen(s) > maxDatagram:
-			return fmt.Errorf("value size %d: %w (want 1 and requests up to %d bytes)", s.ValueSize, ErrBadSpec, maxDatagram)
+			return fmt.Errorf("value size %d: %w (want at least 1, and at most %d: a request must fit one UDP datagram of %d bytes)", s.ValueSize, ErrBadSpec, MaxValueSize(s.MemcachedKeys), maxDatagram)
 		}
 		if _, err := memcachedCommands(sched); err != nil {
 			return err

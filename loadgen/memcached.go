@@ -203,6 +203,9 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 	if keys < 1 || keys > MaxMemcachedKeys || valueSize < 0 || valueSize > 1<<20 {
 		return fmt.Errorf("preload: %d keys of %d bytes: %w (want 1..%d keys of at most 1 MiB)", keys, valueSize, ErrBadSpec, MaxMemcachedKeys)
 	}
+	if n := memcachedRequestLen(Spec{MemcachedKeys: keys, MultiGetKeys: 2, ValueSize: valueSize}); n > maxDatagram {
+		return fmt.Errorf("preload: value size %d: %w (a set of %d bytes does not fit one UDP datagram of %d)", valueSize, ErrBadSpec, n, maxDatagram)
+	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return fmt.Errorf("preload: resolve %q: %w", addr, err)

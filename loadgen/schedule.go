@@ -41,8 +41,9 @@ type Schedule struct {
 }
 
 // MaxRequests bounds the size of a schedule (ids are 32-bit on the wire and
-// the reply table is preallocated).
-const MaxRequests = 1 << 28
+// the reply table is preallocated); NewSchedule refuses to expect more than
+// workload.MaxExpectedArrivals, half of it.
+const MaxRequests = 2 * workload.MaxExpectedArrivals
 
 // NewSchedule draws a Poisson schedule of rate requests/s lasting duration
 // from workload w: arrival times from workload.NewArrivals, types and service
@@ -53,16 +54,16 @@ func NewSchedule(w *workload.Workload, rate float64, duration time.Duration, see
 	if w == nil || len(w.Types) == 0 || len(w.Types) > math.MaxUint16 {
 		return nil, fmt.Errorf("loadgen: schedule: workload without types (or more than %d): %w", math.MaxUint16, ErrBadSpec)
 	}
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return nil, fmt.Errorf("loadgen: schedule: rate %v requests/s: %w (want > 0)", rate, ErrBadSpec)
+	if err := workload.CheckRate(rate); err != nil {
+		return nil, fmt.Errorf("loadgen: schedule: %w: %w", err, ErrBadSpec)
 	}
 	if duration <= 0 {
 		return nil, fmt.Errorf("loadgen: schedule: duration %v: %w (want > 0)", duration, ErrBadSpec)
 	}
-	expected := rate * duration.Seconds()
-	if expected > MaxRequests/2 {
-		return nil, fmt.Errorf("loadgen: schedule: %.0f requests expected, more than %d: %w (lower the rate or the duration)", expected, MaxRequests/2, ErrBadSpec)
+	if err := workload.CheckExpected(rate, duration); err != nil {
+		return nil, fmt.Errorf("loadgen: schedule: %w: %w", err, ErrBadSpec)
 	}
+	expected := rate * duration.Seconds()
 	types := make([]Type, len(w.Types))
 	for i, t := range w.Types {
 		types[i] = Type{Name: t.Name, WireID: t.ID, MeanServiceNs: t.Service.MeanNs()}

@@ -299,8 +299,11 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
-	if c.Dilation < 0 || math.IsNaN(c.Dilation) || math.IsInf(c.Dilation, 0) {
-		return bad("dilation = %g, want > 0", c.Dilation)
+	if !(c.Dilation >= 0 && c.Dilation <= MaxDilation) {
+		return bad("dilation = %g, want > 0 and at most %g", c.Dilation, float64(MaxDilation))
+	}
+	if c.TS.Quantum < 0 {
+		return bad("quantum = %v, want > 0", c.TS.Quantum)
 	}
 	rate := c.Rate // as given: with phases, withDefaults sets it
 	if len(c.Tenants) > 0 {
@@ -311,26 +314,29 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if err := c.checkDilation(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	c = c.withDefaults()
 	switch {
 	case c.Workers < 1:
 		return bad("workers = %d, want >= 1", c.Workers)
 	case c.Duration < 0:
 		return bad("duration = %v, want > 0", c.Duration)
-	case c.Warmup >= 1:
+	case !(c.Warmup < 1):
 		return bad("warmup = %g, want a fraction below 1", c.Warmup)
 	case c.TS.Quantum <= 0:
 		return bad("quantum = %v, want > 0", c.TS.Quantum)
 	case !slices.Contains(PolicyNames(), c.Policy):
 		return fmt.Errorf("policy %q: %w (valid: %s)", c.Policy, ErrUnknownPolicy, strings.Join(PolicyNames(), ", "))
-	case c.NetworkRTT < 0:
-		return bad("network round trip = %v, want >= 0", c.NetworkRTT)
+	case c.NetworkRTT < 0 || c.NetworkRTT > MaxNetworkRTT:
+		return bad("network round trip = %v, want 0 to %v", c.NetworkRTT, MaxNetworkRTT)
 	case c.InPlaceLimit < 0:
 		return bad("in-place limit = %v, want >= 0 (0: off)", c.InPlaceLimit)
 	case c.InPlaceLimit > 0 && isPreemptive(c.Policy):
 		return bad("in-place limit with preemptive policy %q: modelled for non-preemptive policies only", c.Policy)
-	case !(c.DispatcherRate >= 0) || math.IsInf(c.DispatcherRate, 0):
-		return bad("dispatcher rate = %v, want >= 0 requests/s (0: unbounded)", c.DispatcherRate)
+	case !(c.DispatcherRate == 0 || c.DispatcherRate >= MinDispatcherRate) || math.IsInf(c.DispatcherRate, 0):
+		return bad("dispatcher rate = %g, want at least %d requests/s (0: unbounded)", c.DispatcherRate, MinDispatcherRate)
 	case !(c.Misclassify >= 0 && c.Misclassify <= 1):
 		return bad("misclassify = %v, want a fraction in [0, 1]", c.Misclassify)
 	case c.Timeline < 0:
@@ -373,18 +379,92 @@ func (c Config) Validate() error {
 		case c.Duration != c.Phases.Total():
 			return bad("duration = %v with phases lasting %v: leave the duration out", c.Duration, c.Phases.Total())
 		}
-		for _, ph := range c.Phases.Phases {
+		for i, ph := range c.Phases.Phases {
 			if ph.Load == 0 && !(c.Load > 0) {
 				return bad("phase %q has no load and the run's load is %g, want > 0", ph.Name, c.Load)
 			}
+			if err := workload.CheckRate(c.phaseRate(i)); err != nil {
+				return bad("phase %q: %v", ph.Name, err)
+			}
 		}
-		return nil
+		return c.checkExpected()
 	}
-	if err := c.Workload.Validate(); err != nil {
+	for _, t := range c.Tenants {
+		if err := workload.CheckRate(t.Rate); err != nil {
+			return bad("tenant %q: %v", t.Name, err)
+		}
+	}
+	if len(c.Tenants) > 0 {
+		if err := c.validateMerged(); err != nil {
+			return err
+		}
+	} else if err := c.Workload.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if c.Rate <= 0 && !(c.Load > 0) {
 		return bad("load = %g, want > 0 (or give a rate)", c.Load)
+	}
+	if len(c.Trace) > 0 {
+		return nil
+	}
+	if err := workload.CheckRate(c.Rate); err != nil {
+		return bad("%v", err)
+	}
+	return c.checkExpected()
+}
+
+// Bounds of Config's fields.
+const (
+	// MaxDilation bounds Dilation, as psp serve bounds app.dilation.
+	MaxDilation = 1e6
+	// MaxNetworkRTT bounds NetworkRTT.
+	MaxNetworkRTT = time.Second
+	// MinDispatcherRate is the least DispatcherRate (other than 0): a
+	// slower dispatcher holds each request for more than a second.
+	MinDispatcherRate = 1
+)
+
+// checkExpected refuses a run expected to draw more arrivals than psp
+// client would send (workload.MaxExpectedArrivals): it would run for
+// hours and hold them all. c has its defaults.
+func (c *Config) checkExpected() error {
+	if err := workload.CheckExpected(c.Rate, c.Duration); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// checkDilation checks, before defaults, that every workload of c stays
+// valid once dilated by c.Dilation (0 and 1: not dilated).
+func (c *Config) checkDilation() error {
+	if c.Dilation == 0 || c.Dilation == 1 {
+		return nil
+	}
+	switch {
+	case len(c.Phases.Phases) > 0:
+		p := c.Phases
+		if p.Validate("") != nil {
+			return nil // reported later, without the dilation
+		}
+		for i, ph := range p.Phases {
+			m := p.Mix(i)
+			if err := m.CheckDilation(c.Dilation); err != nil {
+				return fmt.Errorf("phase %q: %w", ph.Name, err)
+			}
+		}
+	case len(c.Tenants) > 0:
+		for _, t := range c.Tenants {
+			if err := t.Workload.CheckDilation(c.Dilation); err != nil {
+				return fmt.Errorf("tenant %q: %w", t.Name, err)
+			}
+		}
+	case len(c.Trace) == 0:
+		w := c.Workload
+		w.Types = slices.Clone(w.Types)
+		if w.Validate() != nil {
+			return nil // reported later, without the dilation
+		}
+		return w.CheckDilation(c.Dilation)
 	}
 	return nil
 }

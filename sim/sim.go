@@ -162,8 +162,10 @@ func (r *run) advanceArrival() {
 	}
 	for r.phase < len(r.phases) {
 		ph := &r.phases[r.phase]
-		t := ph.start + ph.arrivals.Next()
-		if t < ph.end {
+		// Compared before adding the phase's start: Next may return
+		// math.MaxInt64 (no further arrival), which must not wrap around.
+		if next := ph.arrivals.Next(); next < ph.end-ph.start {
+			t := ph.start + next
 			r.pendingArrival, r.nextArrival = t, t
 			if r.costNs > 0 {
 				r.dispEnd = max(float64(t), r.dispEnd) + r.costNs

@@ -91,6 +91,9 @@ func (c Config) validateTenants() error {
 	}
 	names := map[string]bool{}
 	for i, t := range c.Tenants {
+		if err := workload.CheckName(t.Name); err != nil {
+			return fmt.Errorf("%w: tenant %d: %w", ErrInvalidConfig, i, err)
+		}
 		switch {
 		case t.Name == "":
 			return fmt.Errorf("%w: tenant %d has no name", ErrInvalidConfig, i)
@@ -111,6 +114,28 @@ func (c Config) validateTenants() error {
 				return fmt.Errorf("%w: tenant %q: type %s has id %d (at most 65535)", ErrInvalidConfig, t.Name, ty.Name, ty.ID)
 			}
 		}
+	}
+	return nil
+}
+
+// validateMerged validates the workload mergeTenants built (c has its
+// defaults). Its type names ("tenant/type") may be longer than a workload
+// file's (workload.MaxNameLen): the tenants' and their types' names were
+// checked by validateTenants, so the merged names are checked for
+// uniqueness here and the rest on a copy with short names.
+func (c *Config) validateMerged() error {
+	m := c.Workload
+	m.Types = slices.Clone(m.Types)
+	seen := map[string]bool{}
+	for i, t := range m.Types {
+		if seen[t.Name] {
+			return fmt.Errorf("%w: tenants: two types are named %q (tenant/type)", ErrInvalidConfig, t.Name)
+		}
+		seen[t.Name] = true
+		m.Types[i].Name = fmt.Sprint(i + 1)
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: tenants: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -39,7 +39,11 @@
 // Decoding is strict: an unknown field is an error naming the field and the
 // file. Shares must be positive; when they do not sum to 1 (within 1e-6) they
 // are normalised (divided by their sum), so "share: 3" and "share: 1" mean a
-// 3:1 mix. Type names and ids must be unique and ids must not be 0 (UNKNOWN).
+// 3:1 mix (a sum that overflows, or a share that normalises to 0, is an
+// error). Type names and ids must be unique and ids must not be 0 (UNKNOWN);
+// names (the workload's, its types' and phases') are at most MaxNameLen
+// bytes of printable characters. A lognormal's sigma is at most MaxSigma
+// and its median at least 1 ns; NaN and infinite numbers are refused.
 // Sampled service times are at least 1 ns.
 //
 // # Sampling

@@ -44,12 +44,20 @@ type Phases struct {
 // maxPhases bounds a phase list.
 const maxPhases = 1000
 
+// MaxPhasesDuration bounds a phase's duration and the phases' total (as
+// psp serve's MaxDuration bounds its durations): longer ones would not be
+// simulated or played in any reasonable time, and their sum could overflow.
+const MaxPhasesDuration = 24 * time.Hour
+
 // Validate resolves every phase's mix (reading the workload files named
 // by Use relative to dir, "" for the working directory), names unnamed
 // phases and checks that types agree across phases.
 func (p *Phases) Validate(dir string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalid, p.Name, fmt.Sprintf(format, args...))
+	}
+	if err := CheckName(p.Name); err != nil {
+		return fmt.Errorf("%w: phases %w", ErrInvalid, err)
 	}
 	switch {
 	case len(p.Phases) == 0:
@@ -61,15 +69,21 @@ func (p *Phases) Validate(dir string) error {
 	p.mixes = make([]Workload, len(p.Phases))
 	ids := map[string]uint32{}
 	names := map[uint32]string{}
+	var total time.Duration
 	for i := range p.Phases {
 		ph := &p.Phases[i]
 		if ph.Name == "" {
 			ph.Name = fmt.Sprintf("phase %d", i+1)
 		}
+		if err := CheckName(ph.Name); err != nil {
+			return bad("phase %d: %v", i+1, err)
+		}
 		switch {
-		case ph.Duration <= 0:
-			return bad("phase %q: duration %v, want > 0", ph.Name, ph.Duration)
-		case math.IsNaN(ph.Load) || ph.Load < 0 || ph.Load > 2:
+		case ph.Duration <= 0 || time.Duration(ph.Duration) > MaxPhasesDuration:
+			return bad("phase %q: duration %v, want > 0 and at most %v", ph.Name, ph.Duration, MaxPhasesDuration)
+		case total+time.Duration(ph.Duration) > MaxPhasesDuration:
+			return bad("phase %q: the phases up to it last %v, at most %v in all", ph.Name, total+time.Duration(ph.Duration), MaxPhasesDuration)
+		case !(ph.Load >= 0 && ph.Load <= 2):
 			return bad("phase %q: load %v, want 0 (the run's) or a fraction in (0, 2]", ph.Name, ph.Load)
 		case (ph.Use == "") == (len(ph.Types) == 0):
 			return bad("phase %q: give its mix by name (use: high-bimodal, or a file) or inline (types: ...), one of them", ph.Name)
@@ -100,6 +114,7 @@ func (p *Phases) Validate(dir string) error {
 			ids[t.Name], names[t.ID] = t.ID, t.Name
 		}
 		p.mixes[i] = w
+		total += time.Duration(ph.Duration)
 	}
 	return nil
 }
@@ -226,7 +241,7 @@ func ParsePhases(nameOrPath string) (Phases, error) {
 		return Phases{}, fmt.Errorf("load phases %s: %w", nameOrPath, err)
 	}
 	if p.Name == "" {
-		p.Name = strings.TrimSuffix(filepath.Base(nameOrPath), filepath.Ext(nameOrPath))
+		p.Name = defaultName(nameOrPath)
 	}
 	if err := p.Validate(filepath.Dir(nameOrPath)); err != nil {
 		return Phases{}, fmt.Errorf("load phases %s: %w", nameOrPath, err)
@@ -239,7 +254,9 @@ func (p Phases) Scaled(f float64) Phases {
 	q := p
 	q.Phases = append([]Phase(nil), p.Phases...)
 	for i := range q.Phases {
-		q.Phases[i].Duration = Duration(math.Max(1, math.Round(float64(q.Phases[i].Duration)*f)))
+		// Clamped below 2^63 ns: a longer phase is refused by Validate
+		// rather than wrapped around to a negative duration.
+		q.Phases[i].Duration = Duration(math.Min(math.Max(1, math.Round(float64(q.Phases[i].Duration)*f)), math.MaxInt64/2))
 	}
 	return q
 }

@@ -1,8 +1,10 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // Sampler draws request types and service times from a workload. It is
@@ -68,7 +70,8 @@ func (s *Sampler) Next() (typeIndex int, serviceNs int64) {
 	return i, s.Service(i)
 }
 
-// Service draws a service time (ns, at least 1) for type index i.
+// Service draws a service time (ns, at least 1, at most 2^52) for type
+// index i.
 func (s *Sampler) Service(i int) int64 {
 	d := &s.dists[i]
 	var v float64
@@ -85,12 +88,19 @@ func (s *Sampler) Service(i int) int64 {
 			v = d.b
 		}
 	}
+	if !(v < maxService) { // a lognormal's far tail, or +Inf
+		v = maxService
+	}
 	ns := int64(math.Round(v))
 	if ns < 1 {
 		ns = 1
 	}
 	return ns
 }
+
+// maxService caps a drawn service time (about 52 days) so that it converts
+// to int64 and leaves room for the clocks it is added to.
+const maxService = float64(1 << 52)
 
 // Arrivals is an open-loop Poisson arrival process: exponential gaps at a
 // fixed rate. It is deterministic for a seed, allocates nothing per draw and
@@ -101,8 +111,40 @@ type Arrivals struct {
 	now    float64
 }
 
+// MaxMeanGap bounds the mean gap between arrivals (about 31.7 years, at
+// least 1e-9 requests/s): a longer one, or one that is not finite, cannot
+// be drawn on an int64 nanosecond clock.
+const MaxMeanGap = 1e18 // ns
+
+// CheckRate reports why ratePerSec arrivals per second cannot be drawn:
+// it must be > 0 and finite, with a mean gap 1e9/ratePerSec of at most
+// MaxMeanGap ns.
+func CheckRate(ratePerSec float64) error {
+	if !(ratePerSec > 0) || math.IsInf(ratePerSec, 0) {
+		return fmt.Errorf("rate %.4g requests/s, want a finite rate > 0", ratePerSec)
+	}
+	if gap := 1e9 / ratePerSec; !(gap <= MaxMeanGap) {
+		return fmt.Errorf("rate %.4g requests/s: mean gap between arrivals %.3g ns, at most %g (raise the rate or the load)", ratePerSec, gap, float64(MaxMeanGap))
+	}
+	return nil
+}
+
+// MaxExpectedArrivals bounds the arrivals a run is expected to draw (rate
+// x duration), for psp client's schedules and psp sim's runs alike.
+const MaxExpectedArrivals = 1 << 27
+
+// CheckExpected reports why ratePerSec arrivals per second for d are too
+// many to draw: more than MaxExpectedArrivals expected.
+func CheckExpected(ratePerSec float64, d time.Duration) error {
+	if n := ratePerSec * d.Seconds(); !(n <= MaxExpectedArrivals) {
+		return fmt.Errorf("%.4g requests expected (%.4g requests/s for %v), more than %d (lower the rate, the load or the duration)", n, ratePerSec, d, MaxExpectedArrivals)
+	}
+	return nil
+}
+
 // NewArrivals returns a Poisson process of ratePerSec arrivals per second
-// starting at time 0. ratePerSec must be > 0.
+// starting at time 0. ratePerSec should pass CheckRate; a process at any
+// other rate never arrives (Next returns math.MaxInt64).
 func NewArrivals(ratePerSec float64, seed uint64) *Arrivals {
 	return &Arrivals{
 		rng:    rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed+1)),
@@ -110,9 +152,19 @@ func NewArrivals(ratePerSec float64, seed uint64) *Arrivals {
 	}
 }
 
+// maxArrival is the float64 bound below which arrival times convert to
+// int64 exactly enough; 2^63 itself does not fit.
+const maxArrival = float64(1 << 62)
+
 // Next returns the time (ns since the start) of the next arrival. Times are
-// accumulated in float64 so that rounding does not bias the rate.
+// accumulated in float64 so that rounding does not bias the rate. Times
+// never decrease: past 2^62 ns (or with a rate that is not finite or
+// positive) Next returns math.MaxInt64.
 func (a *Arrivals) Next() int64 {
 	a.now += a.rng.ExpFloat64() * a.meanNs
+	if !(a.now >= 0 && a.now < maxArrival) {
+		a.now = math.Inf(1)
+		return math.MaxInt64
+	}
 	return int64(a.now)
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 	"go.yaml.in/yaml/v3"
@@ -92,7 +94,12 @@ type Dist struct {
 // z99 is the 99th percentile of the standard normal distribution.
 const z99 = 2.3263478740408408
 
+// MaxSigma bounds a lognormal's shape: beyond it nearly every sample is far
+// below the mean (the mean is carried by rare huge ones).
+const MaxSigma = 10
+
 // Validate checks that the fields needed by the kind are set and sensible.
+// Float bounds are written !(lo <= x && x <= hi) so that NaN fails them.
 func (d Dist) Validate() error {
 	switch d.Kind {
 	case Fixed:
@@ -107,26 +114,35 @@ func (d Dist) Validate() error {
 		if d.Mean <= 0 {
 			return fmt.Errorf("lognormal: mean must be > 0")
 		}
+		if !(d.Sigma >= 0 && d.Sigma <= MaxSigma) {
+			return fmt.Errorf("lognormal: sigma = %g must be in (0, %d] (or leave it out and give p99)", d.Sigma, MaxSigma)
+		}
 		if (d.Sigma > 0) == (d.P99 > 0) {
 			return fmt.Errorf("lognormal: give exactly one of sigma (> 0) or p99")
 		}
 		if d.P99 > 0 {
 			r := float64(d.P99) / float64(d.Mean)
-			if r <= 1 || math.Log(r) >= z99*z99/2 {
+			if !(r > 1 && math.Log(r) < z99*z99/2) {
 				return fmt.Errorf("lognormal: p99/mean = %.3g must be in (1, %.3g)", r, math.Exp(z99*z99/2))
 			}
+		}
+		if mu, sigma := d.lognormalParams(); !(math.Exp(mu) >= 1) {
+			return fmt.Errorf("lognormal: mean %v with sigma %.3g has a median of %.3g ns: most samples would be 1 ns (lower sigma or raise the mean)", d.Mean, sigma, math.Exp(mu))
 		}
 	case Bimodal:
 		if d.Low <= 0 || d.High <= 0 {
 			return fmt.Errorf("bimodal: low and high must be > 0")
 		}
-		if d.PHigh < 0 || d.PHigh > 1 {
+		if !(d.PHigh >= 0 && d.PHigh <= 1) {
 			return fmt.Errorf("bimodal: p_high = %g must be in [0, 1]", d.PHigh)
 		}
 	case "":
 		return fmt.Errorf("missing kind (fixed, exponential, lognormal or bimodal)")
 	default:
 		return fmt.Errorf("unknown kind %q (want fixed, exponential, lognormal or bimodal)", d.Kind)
+	}
+	if m := d.MeanNs(); !(m > 0) || math.IsInf(m, 0) {
+		return fmt.Errorf("%s: mean %g ns, want a finite mean > 0", d.Kind, m)
 	}
 	return nil
 }
@@ -189,8 +205,42 @@ type Workload struct {
 	Types []TypeSpec `json:"types" yaml:"types"`
 }
 
+// MaxNameLen bounds the length in bytes of a workload's, a type's or a
+// phase's name: names label reports and charts and name chart files.
+const MaxNameLen = 64
+
+// CheckName reports why name cannot name a workload, a type or a phase:
+// longer than MaxNameLen bytes, or holding a control character or a rune
+// that does not print (names reach terminals, reports and file names).
+func CheckName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("name of %d bytes, at most %d", len(name), MaxNameLen)
+	}
+	for i, r := range name {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return fmt.Errorf("name %q has a control or non-printable character (%U at byte %d)", name, r, i)
+		}
+	}
+	return nil
+}
+
+// defaultName is the name a workload or phase list read from path takes
+// when it gives none: the file's base name without extension, cut to
+// MaxNameLen bytes.
+func defaultName(path string) string {
+	n := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	for len(n) > MaxNameLen {
+		_, size := utf8.DecodeLastRuneInString(n)
+		n = n[:len(n)-size]
+	}
+	return n
+}
+
 // Validate checks the workload and normalises its shares to sum to 1.
 func (w *Workload) Validate() error {
+	if err := CheckName(w.Name); err != nil {
+		return fmt.Errorf("%w: workload %w", ErrInvalid, err)
+	}
 	if len(w.Types) == 0 {
 		return fmt.Errorf("%w %q: no types", ErrInvalid, w.Name)
 	}
@@ -200,6 +250,9 @@ func (w *Workload) Validate() error {
 	for i, t := range w.Types {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("%w %q: type %d (%q): %s", ErrInvalid, w.Name, i, t.Name, fmt.Sprintf(format, args...))
+		}
+		if err := CheckName(t.Name); err != nil {
+			return fmt.Errorf("%w %q: type %d: %w", ErrInvalid, w.Name, i, err)
 		}
 		switch {
 		case t.Name == "":
@@ -218,6 +271,14 @@ func (w *Workload) Validate() error {
 		}
 		names[t.Name], ids[t.ID] = true, true
 		sum += t.Share
+	}
+	if math.IsInf(sum, 0) {
+		return fmt.Errorf("%w %q: shares sum to %g (write them as fractions or small ratios)", ErrInvalid, w.Name, sum)
+	}
+	for i, t := range w.Types {
+		if !(t.Share/sum > 0) {
+			return fmt.Errorf("%w %q: type %d (%q): share %g is 0 beside the sum of the shares %g (write them as fractions or small ratios)", ErrInvalid, w.Name, i, t.Name, t.Share, sum)
+		}
 	}
 	if math.Abs(sum-1) > 1e-6 {
 		for i := range w.Types {
@@ -260,6 +321,33 @@ func (w *Workload) Dilated(f float64) Workload {
 		d.Types[i] = t
 	}
 	return d
+}
+
+// CheckDilation reports why w cannot be dilated by f (see Dilated): f must
+// be finite and > 0, and every dilated service time at least 1 ns, at most
+// 2^52 ns (about 52 days) and valid. w must be valid.
+func (w *Workload) CheckDilation(f float64) error {
+	if !(f > 0) || math.IsInf(f, 0) {
+		return fmt.Errorf("dilation %g, want a finite factor > 0", f)
+	}
+	for _, t := range w.Types {
+		s := t.Service
+		for _, v := range []Duration{s.Value, s.Mean, s.P99, s.Low, s.High} {
+			if v == 0 {
+				continue
+			}
+			if d := float64(v) * f; !(d >= 0.5 && d <= maxService) {
+				return fmt.Errorf("dilation %g: type %q: %v becomes %.3g ns, want 1 ns to %.3g ns (about 52 days)", f, t.Name, v, d, maxService)
+			}
+		}
+	}
+	d := w.Dilated(f)
+	for _, t := range d.Types {
+		if err := t.Service.Validate(); err != nil {
+			return fmt.Errorf("dilation %g: type %q: %w", f, t.Name, err)
+		}
+	}
+	return nil
 }
 
 // TypeNames lists the type names in order.
@@ -396,7 +484,7 @@ func Load(path string) (Workload, error) {
 		return Workload{}, fmt.Errorf("load workload %s: unknown extension %q (want .yaml, .yml or .json)", path, ext)
 	}
 	if w.Name == "" {
-		w.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		w.Name = defaultName(path)
 	}
 	if err := w.Validate(); err != nil {
 		return Workload{}, fmt.Errorf("load workload %s: %w", path, err)

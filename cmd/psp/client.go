@@ -61,8 +61,8 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 		return harness.Plan{}, fmt.Errorf("--workload: %w", err)
 	}
 	warm := c.Float64("warmup")
-	if warm < 0 || warm >= 1 {
-		return harness.Plan{}, fmt.Errorf("--warmup %v: want a fraction in [0, 1)", warm)
+	if err := checkWarmup(warm); err != nil {
+		return harness.Plan{}, err
 	}
 	if warm == 0 {
 		warm = -1 // keep every sample (loadgen.Spec's zero is the default)
@@ -79,6 +79,11 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	for _, f := range []string{"grace", "max-lag"} {
 		if d := c.Duration(f); !(d >= 0 && d <= server.MaxDuration) {
 			return harness.Plan{}, fmt.Errorf("--%s %v: want a duration up to %v (not negative)", f, d, server.MaxDuration)
+		}
+	}
+	if c.String("format") == loadgen.FormatMemcached {
+		if v, most := c.Int("value-size"), loadgen.MaxValueSize(c.Int("memcached-keys")); v > most {
+			return harness.Plan{}, fmt.Errorf("--value-size %d: at most %d (a memcached set must fit one UDP datagram)", v, most)
 		}
 	}
 	spin := c.Duration("spin-window")
@@ -110,6 +115,15 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	}
 	p.Progress = progressWriter(c)
 	return p, nil
+}
+
+// checkWarmup refuses a --warmup that is not a fraction in [0, 1) (NaN
+// included).
+func checkWarmup(w float64) error {
+	if !(w >= 0 && w < 1) {
+		return fmt.Errorf("--warmup %v: want a fraction in [0, 1)", w)
+	}
+	return nil
 }
 
 // progressWriter is where progress bars go: stderr when it is a terminal

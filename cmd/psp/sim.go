@@ -167,6 +167,14 @@ func runSim(c *cli.Context) error {
 		hysteresis = -1 // a band of exactly ±0.5 is plain rounding (darc.Config's zero is the default)
 	}
 	warmup := c.Float64("warmup")
+	if err := checkWarmup(warmup); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, name := range []string{"preempt-cost", "preempt-delay"} {
+		if d := c.Duration(name); d < 0 {
+			return fmt.Errorf("sim: --%s %v: want >= 0", name, d)
+		}
+	}
 	if warmup == 0 {
 		warmup = -1 // no warm-up (sim.Config's zero means the default)
 	}
