@@ -426,7 +426,7 @@ func TestRunContextStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pol := range []string{"cfcfs", "ts"} {
-		c := Config{Workload: w, Workers: 4, Policy: pol, Load: 0.7, Duration: time.Hour, Seed: 1}
+		c := Config{Workload: w, Workers: 4, Policy: pol, Load: 0.7, Duration: 30 * time.Minute, Seed: 1}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		start := time.Now()
 		_, err := RunContext(ctx, c)
