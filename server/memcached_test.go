@@ -18,10 +18,14 @@ var (
 )
 
 // startMemcachedServer runs the memcached application over the UDP
-// dataplane on a free port (admin off) until the test ends.
+// dataplane on a free port (admin off) until the test ends. Nothing is
+// served in place: with one worker, every reply then leaves in the order
+// its request came (a request served in place on the dispatcher can
+// overtake one handed to the worker, and the conformance client's
+// sentinel request with it).
 func startMemcachedServer(t testing.TB, workers int, policy string) *Server {
 	t.Helper()
-	return runServer(t, Config{Listen: "127.0.0.1:0", Workers: workers, Policy: policy, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, Buffers: 512})
+	return runServer(t, Config{Listen: "127.0.0.1:0", Workers: workers, Policy: policy, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}, Buffers: 512, InPlace: -1})
 }
 
 // runServer starts a server for cfg and stops it when the test ends.

@@ -161,8 +161,10 @@ func TestMemcachedConformanceThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mcCmd.Process.Kill(); mcCmd.Wait() })
-	// One worker: replies in request order, for the sentinel.
-	p := startServer(t, serverOptions{app: "memcached", policy: "cfcfs", dilation: -1, extra: []string{"--workers", "1"}})
+	// One worker, nothing served in place: replies in request order, for
+	// the sentinel (a request served in place on the dispatcher can
+	// overtake one handed to the worker).
+	p := startServer(t, serverOptions{app: "memcached", policy: "cfcfs", dilation: -1, extra: []string{"--workers", "1", "--in-place", "0"}})
 	mc, err := memcachedtest.Dial(fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
