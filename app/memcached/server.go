@@ -107,7 +107,8 @@ type Config struct {
 	// command is answered "SERVER_ERROR out of memory storing object" (a
 	// set also deletes the key's old value), as memcached answers when its
 	// memory is full and eviction is off (-M); deletes, gets, incr, decr
-	// and touch still run. Space that deleted, flushed or overwritten
+	// and touch still run. A new memtable (64 MiB) may take the store past
+	// the bound once. Space that deleted, flushed or overwritten
 	// items held comes back once the store has compacted it; expired
 	// items hold theirs until they are overwritten or deleted. Default
 	// DefaultStoreMemory; negative: unbounded.

@@ -11,7 +11,9 @@ import (
 // Reading the metrics takes Pebble's lock, so it is read again only after
 // checkEvery bytes were admitted since the last reading, and, while the
 // store is full, at most every refreshFull: up to checkEvery bytes (and
-// what writers admitted at once add) may go past the limit. What was
+// what writers admitted at once add) may go past the limit, and a new
+// memtable (allocated whole, 64 MiB in memory, when the previous one
+// fills) may take the store past it once. What was
 // deleted, flushed or overwritten frees its space only once Pebble has
 // compacted it: a full store asks for a compaction of the items' key
 // range (in the background, at most one at a time, every
