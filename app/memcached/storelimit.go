@@ -16,24 +16,30 @@ import (
 // fills) may take the store past it once. What was
 // deleted, flushed or overwritten frees its space only once Pebble has
 // compacted it: a full store asks for a compaction of the items' key
-// range (in the background, at most one at a time, every
-// refreshFull at most), and expired items count until they are
-// overwritten or deleted.
+// range (in the background, one at a time, at most every compactEvery),
+// and expired items count until they are overwritten or deleted.
 type storeLimit struct {
 	limit      int64 // <= 0: unbounded
 	checkEvery int64
 
-	full      atomic.Bool
-	used      atomic.Int64 // at the last reading
-	admitted  atomic.Int64 // bytes admitted since the last reading
-	lastCheck atomic.Int64 // unix ns of the last reading
-	refused   atomic.Uint64
-	checking  sync.Mutex
-	compact   atomic.Bool // a compaction runs
+	full        atomic.Bool
+	used        atomic.Int64 // at the last reading
+	admitted    atomic.Int64 // bytes admitted since the last reading
+	lastCheck   atomic.Int64 // unix ns of the last reading
+	refused     atomic.Uint64
+	checking    sync.Mutex
+	compact     atomic.Bool  // a compaction runs
+	lastCompact atomic.Int64 // unix ns when the last one started
 }
 
-// refreshFull is how often a full store reads its size again.
-const refreshFull = 10 * time.Millisecond
+// refreshFull is how often a full store reads its size again, and
+// compactEvery how often at most it asks for a compaction (a store full of
+// live items would otherwise be rewritten over and over while a client
+// keeps trying to store).
+const (
+	refreshFull  = 10 * time.Millisecond
+	compactEvery = time.Second
+)
 
 func newStoreLimit(limit int64) storeLimit {
 	return storeLimit{limit: limit, checkEvery: max(64<<10, min(limit/64, 4<<20))}
@@ -73,8 +79,10 @@ func (s *store) readSize() bool {
 	l.used.Store(used)
 	full := used >= l.limit
 	l.full.Store(full)
-	if full && l.compact.CompareAndSwap(false, true) {
+	now := time.Now().UnixNano()
+	if full && now-l.lastCompact.Load() >= int64(compactEvery) && l.compact.CompareAndSwap(false, true) {
 		// Deleted and overwritten items free their space when compacted.
+		l.lastCompact.Store(now)
 		s.closeMu.Lock()
 		defer s.closeMu.Unlock()
 		if s.closing {
@@ -85,7 +93,6 @@ func (s *store) readSize() bool {
 			defer s.compacting.Done()
 			defer l.compact.Store(false)
 			_ = s.db.Compact([]byte{itemPrefix}, []byte{itemPrefix + 1}, true)
-			time.Sleep(refreshFull)
 		}()
 	}
 	return full
