@@ -64,8 +64,9 @@ type credentials struct {
 
 func newCredentials() *credentials { return &credentials{tenants: map[string][32]byte{}} }
 
-// maxTokenFile bounds a token file's size: a token is a line of text.
-const maxTokenFile = 4096
+// MaxTokenFile bounds a token file's size (the server's and the CLI's): a
+// token is a line of text.
+const MaxTokenFile = 4096
 
 // loadToken reads a token from path (see readTokenFile) or parses a hex
 // SHA-256, and returns its digest; ok is false when neither is given.
@@ -91,7 +92,7 @@ func loadToken(path, digest string) (sum [32]byte, ok bool, err error) {
 // name (which could be swapped between a check and the open): no symlink
 // (O_NOFOLLOW), a regular file (a FIFO is opened non-blocking and
 // refused), owned by this process's user or root, not readable or
-// writable by group or others, at most maxTokenFile bytes, not empty.
+// writable by group or others, at most MaxTokenFile bytes, not empty.
 func readTokenFile(path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -116,15 +117,15 @@ func readTokenFile(path string) (string, error) {
 			return "", fmt.Errorf("token file %s belongs to uid %d, not to this user (uid %d) or root (chown it)", path, st.Uid, uid)
 		}
 	}
-	if fi.Size() > maxTokenFile {
-		return "", fmt.Errorf("token file %s has %d bytes: a token is one line (at most %d bytes)", path, fi.Size(), maxTokenFile)
+	if fi.Size() > MaxTokenFile {
+		return "", fmt.Errorf("token file %s has %d bytes: a token is one line (at most %d bytes)", path, fi.Size(), MaxTokenFile)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFile+1))
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}
-	if len(b) > maxTokenFile {
-		return "", fmt.Errorf("token file %s: more than %d bytes", path, maxTokenFile)
+	if len(b) > MaxTokenFile {
+		return "", fmt.Errorf("token file %s: more than %d bytes", path, MaxTokenFile)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {

@@ -32,13 +32,11 @@ func ociClient(c *cli.Context) *oci.Client {
 	return server.OCIClient(server.OCI{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"), CacheDir: c.String("oci-cache")})
 }
 
-// Bounds on the files the CLI reads: a module (the server takes 8 MiB by
-// default; a larger one is refused there, with its limit in the message)
-// and a token file.
-const (
-	maxModuleFile = 64 << 20
-	maxTokenFile  = 64 << 10
-)
+// maxModuleFile bounds a module file the CLI reads (the server takes 8
+// MiB by default; a larger one is refused there, with its limit in the
+// message). Token files are bounded as the server bounds its own
+// (server.MaxTokenFile).
+const maxModuleFile = 64 << 20
 
 // readClassifier reads a classifier argument: a file, or an oci://
 // reference pulled (and verified, when it has a digest). ref is the
@@ -248,7 +246,7 @@ func runRollout(c *cli.Context) error {
 	// A dry run reads the servers with the token when given (servers with
 	// tokens refuse reads without one); a rollout needs it.
 	if f := c.String("token-file"); f != "" {
-		tok, err := boundedfile.Read(f, maxTokenFile)
+		tok, err := boundedfile.Read(f, server.MaxTokenFile)
 		if err != nil {
 			return fmt.Errorf("rollout: token: %w", err)
 		}

@@ -53,7 +53,7 @@ func classifierPushCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("classifier push: %w", err)
 			}
-			tok, err := boundedfile.Read(c.String("token-file"), maxTokenFile)
+			tok, err := boundedfile.Read(c.String("token-file"), server.MaxTokenFile)
 			if err != nil {
 				return fmt.Errorf("classifier push: token: %w", err)
 			}

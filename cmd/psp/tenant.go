@@ -78,7 +78,7 @@ func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient,
 	if path == "" {
 		return nil, "", fmt.Errorf("%s: --token-file is required (the file holding the bearer token)", what)
 	}
-	b, err := boundedfile.Read(path, maxTokenFile)
+	b, err := boundedfile.Read(path, server.MaxTokenFile)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: token: %w", what, err)
 	}
@@ -96,7 +96,7 @@ func setReadToken(c *cli.Context, admin *harness.AdminClient, what string) error
 	if path == "" {
 		return nil
 	}
-	b, err := boundedfile.Read(path, maxTokenFile)
+	b, err := boundedfile.Read(path, server.MaxTokenFile)
 	if err != nil {
 		return fmt.Errorf("%s: token: %w", what, err)
 	}
@@ -153,7 +153,7 @@ func tenantTokenDigest(c *cli.Context) (string, error) {
 	case file != "" && digest != "":
 		return "", fmt.Errorf("--tenant-token-file and --tenant-token-sha256 are exclusive")
 	case file != "":
-		b, err := boundedfile.Read(file, maxTokenFile)
+		b, err := boundedfile.Read(file, server.MaxTokenFile)
 		if err != nil {
 			return "", fmt.Errorf("--tenant-token-file: %w", err)
 		}
@@ -400,7 +400,7 @@ func tenantTokenCommand() *cli.Command {
 			}
 			var r io.Reader = os.Stdin
 			if f := c.String("file"); f != "" {
-				fh, err := boundedfile.Open(f, maxTokenFile)
+				fh, err := boundedfile.Open(f, server.MaxTokenFile)
 				if err != nil {
 					return fmt.Errorf("tenant token: %w", err)
 				}
