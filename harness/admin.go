@@ -124,7 +124,25 @@ func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status: %s: %s", resp.Status, errorMessage(body))
 	}
+	if err := checkStatusDocument(body); err != nil {
+		return nil, fmt.Errorf("status: %w (is %s a psp admin endpoint?)", err, c.base)
+	}
 	return body, nil
+}
+
+// checkStatusDocument reports whether body looks like a psp /status
+// document: a JSON object with a "policy" member, which every psp server
+// reports. Any other answer comes from something else listening on the
+// admin address.
+func checkStatusDocument(body []byte) error {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if _, ok := doc["policy"]; !ok {
+		return errors.New(`decode: no "policy" member`)
+	}
+	return nil
 }
 
 // Status returns the server's current status.

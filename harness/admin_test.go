@@ -82,3 +82,25 @@ func TestAdminClientStatusAndErrors(t *testing.T) {
 		t.Errorf("status of a wrong path: %v", err)
 	}
 }
+
+// TestAdminClientRefusesOtherJSON: an address answering JSON that is not
+// a psp status document (another service on the admin port) is refused by
+// Status and by StatusJSON (psp status --json), not passed on.
+func TestAdminClientRefusesOtherJSON(t *testing.T) {
+	for _, body := range []string{`{"status":"ok"}`, `[1,2,3]`, `"policy"`, `null`, `{"policy"`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(body))
+		}))
+		c, err := NewAdminClient(srv.URL, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.StatusJSON(context.Background()); err == nil || !strings.Contains(err.Error(), "psp admin endpoint") {
+			t.Errorf("StatusJSON of %s: %q, %v; want refused", body, got, err)
+		}
+		if _, err := c.Status(context.Background()); err == nil {
+			t.Errorf("Status of %s accepted", body)
+		}
+		srv.Close()
+	}
+}
