@@ -90,12 +90,12 @@ func Demo(o DemoOptions) (*Sweep, error) {
 		return nil, fmt.Errorf("demo: dilation %v, want > 0", o.Dilation)
 	case o.Workers < 2:
 		return nil, fmt.Errorf("demo: %d workers, want at least 2 (one reserved for SHORT, one spillway)", o.Workers)
-	case o.Duration < 0:
-		return nil, fmt.Errorf("demo: duration %v, want > 0", o.Duration)
-	case o.Samples < 0:
-		return nil, fmt.Errorf("demo: samples %d, want > 0", o.Samples)
-	case o.Calibrate < 0:
-		return nil, fmt.Errorf("demo: calibration samples %d, want > 0 (0: alongside every point)", o.Calibrate)
+	case o.Duration < 0 || o.Duration > server.MaxDuration:
+		return nil, fmt.Errorf("demo: duration %v, want > 0, up to %v", o.Duration, server.MaxDuration)
+	case o.Samples < 0 || o.Samples > MaxSamples:
+		return nil, fmt.Errorf("demo: samples %d, want 1 to %d", o.Samples, MaxSamples)
+	case o.Calibrate < 0 || o.Calibrate > MaxSamples:
+		return nil, fmt.Errorf("demo: calibration samples %d, want 1 to %d (0: alongside every point)", o.Calibrate, MaxSamples)
 	}
 	samples := o.Samples
 	if o.Duration > 0 {

@@ -167,8 +167,23 @@ func (p *Plan) DurationFor(n int, typ string) time.Duration {
 		warm = 0
 	}
 	secs := float64(n) / (rate * share) / (1 - warm)
+	if secs > maxDurationFor {
+		// Past any duration Validate accepts (and past what a
+		// time.Duration holds): Validate refuses it by name.
+		return time.Duration(math.MaxInt64)
+	}
 	return time.Duration(math.Ceil(secs*10)) * time.Second / 10
 }
+
+// maxDurationFor bounds DurationFor's seconds before they are turned into a
+// time.Duration, which overflows past 292 years.
+const maxDurationFor = 1e9
+
+// MaxSamples bounds the measured requests a sweep's point or calibration
+// asks for (Sweep.Samples, Sweep.Calibrate, psp demo --samples): as many as
+// a schedule may hold (loadgen's bound, 2^27) for a type of an eighth of
+// the requests.
+const MaxSamples = 1 << 24
 
 // Validate reports the first problem with p. With phases it resolves
 // their mixes (workload.Phases.Validate).
@@ -197,8 +212,8 @@ func (p *Plan) Validate() error {
 	switch {
 	case p.Workers < 1:
 		return fmt.Errorf("workers %d, want at least 1", p.Workers)
-	case p.Duration <= 0:
-		return fmt.Errorf("duration %v, want > 0", p.Duration)
+	case p.Duration <= 0 || p.Duration > server.MaxDuration:
+		return fmt.Errorf("duration %v, want > 0, up to %v", p.Duration, server.MaxDuration)
 	case p.Rate < 0 || p.Load < 0:
 		return errors.New("rate and load must not be negative")
 	case p.Rate == 0 && p.Load == 0:

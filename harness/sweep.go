@@ -177,10 +177,10 @@ func (s *Sweep) Validate() error {
 		return errors.New("sweep: the running server's UDP address is missing")
 	case s.Prewarm < 0:
 		return fmt.Errorf("sweep: prewarm %v, want >= 0", s.Prewarm)
-	case s.Samples < 0:
-		return fmt.Errorf("sweep: samples %d, want >= 0", s.Samples)
-	case s.Calibrate < 0:
-		return fmt.Errorf("sweep: calibration samples %d, want >= 0", s.Calibrate)
+	case s.Samples < 0 || s.Samples > MaxSamples:
+		return fmt.Errorf("sweep: samples %d, want 0 to %d", s.Samples, MaxSamples)
+	case s.Calibrate < 0 || s.Calibrate > MaxSamples:
+		return fmt.Errorf("sweep: calibration samples %d, want 0 to %d", s.Calibrate, MaxSamples)
 	case s.Timeline < 0:
 		return fmt.Errorf("sweep: timeline bucket %v, want >= 0", s.Timeline)
 	}
@@ -503,7 +503,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		}
 		res.Points = append(res.Points, pt)
 		if replay {
-			rp, err := s.replay(&plan, lg, policy)
+			rp, err := s.replay(ctx, &plan, lg, policy)
 			if err != nil {
 				return err
 			}
@@ -511,7 +511,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 			res.Replays = append(res.Replays, rp.point)
 			res.replayed = append(res.replayed, rp)
 			if contrast != "" {
-				cp, err := s.replay(&plan, lg, contrast)
+				cp, err := s.replay(ctx, &plan, lg, contrast)
 				if err != nil {
 					return err
 				}
@@ -628,8 +628,9 @@ const ReplaySource = "sim (same schedule)"
 // same requests, arriving at the (undilated) times they were actually sent,
 // so that the simulator sees the very arrivals the server saw, bursts left
 // by a late sender included, and the same warm-up share. It returns the
-// point with the shortest type's replayed requests on the live scale.
-func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (replayed, error) {
+// point with the shortest type's replayed requests on the live scale. It
+// stops early, with ctx's error, when ctx is cancelled.
+func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, policy string) (replayed, error) {
 	d := plan.dilation()
 	warm := plan.Spec.Warmup
 	switch {
@@ -652,7 +653,7 @@ func (s *Sweep) replay(plan *Plan, res *loadgen.Result, policy string) (replayed
 		return replayed{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
 	}
 	latencies := make([]int64, len(trace))
-	pt, err := sim.Run(sim.Config{
+	pt, err := sim.RunContext(ctx, sim.Config{
 		Workload: plan.Workload,
 		Workers:  plan.Workers,
 		Policy:   policy,

@@ -141,3 +141,40 @@ func TestSweepCalibratesAlongside(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSampleAndDurationBounds: a point asked to measure more samples
+// than a schedule holds, or to last longer than a day, is refused by name
+// before anything runs (a huge sample count overflowed the point's
+// duration into a negative one after the pre-warm).
+func TestSweepSampleAndDurationBounds(t *testing.T) {
+	w, err := workload.Builtin("high-bimodal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Sweep{Policies: []string{"darc"}, Loads: []float64{0.5}, Out: t.TempDir(),
+		Plan: Plan{Workload: w, Workers: 2, Duration: time.Second}}
+	for name, tc := range map[string]struct {
+		edit func(*Sweep)
+		want string
+	}{
+		"samples":   {func(s *Sweep) { s.Samples = 999999999999 }, "samples 999999999999, want 0 to 16777216"},
+		"calibrate": {func(s *Sweep) { s.Calibrate = MaxSamples + 1 }, "calibration samples 16777217"},
+		"duration":  {func(s *Sweep) { s.Plan.Duration = 25 * time.Hour }, "duration 25h0m0s, want > 0, up to 24h0m0s"},
+	} {
+		s := base
+		tc.edit(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	s := base
+	s.Samples = MaxSamples
+	p := s.Plan
+	p.Load = 0.5
+	if d := p.DurationFor(1<<62, "SHORT"); d <= 0 {
+		t.Errorf("DurationFor(2^62) = %v, want a positive duration Validate refuses", d)
+	}
+	if err := base.Validate(); err != nil {
+		t.Errorf("the base sweep: %v", err)
+	}
+}

@@ -101,7 +101,7 @@ func TestReplayIsWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := Sweep{Plan: p}
-	r, err := sw.replay(&p, res, "cfcfs")
+	r, err := sw.replay(context.Background(), &p, res, "cfcfs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,8 +73,8 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	if c.Int("workers") < 1 {
 		return harness.Plan{}, fmt.Errorf("--workers %d: want at least 1", c.Int("workers"))
 	}
-	if c.Duration("duration") <= 0 {
-		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0", c.Duration("duration"))
+	if d := c.Duration("duration"); d <= 0 || d > server.MaxDuration {
+		return harness.Plan{}, fmt.Errorf("--duration %v: want > 0, up to %v", d, server.MaxDuration)
 	}
 	for _, f := range []string{"grace", "max-lag"} {
 		if d := c.Duration(f); !(d >= 0 && d <= server.MaxDuration) {

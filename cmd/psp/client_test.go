@@ -143,6 +143,8 @@ func TestClientDurationBounds(t *testing.T) {
 		{[]string{"--grace", "-1s"}, "--grace -1s: want a duration up to 24h0m0s (not negative)"},
 		{[]string{"--max-lag", "-1s"}, "--max-lag -1s: want a duration up to 24h0m0s (not negative)"},
 		{[]string{"--max-lag", "2562047h"}, "--max-lag 2562047h0m0s"},
+		{[]string{"--rate", "0.001", "--duration", "99999h"}, "--duration 99999h0m0s: want > 0, up to 24h0m0s"},
+		{[]string{"--duration", "-1s"}, "--duration -1s: want > 0"},
 	} {
 		args := append([]string{"client", "--server", "127.0.0.1:1", "--rate", "10"}, tc.args...)
 		if out, err := runApp(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
