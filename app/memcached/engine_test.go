@@ -221,3 +221,25 @@ func TestDatagramFraming(t *testing.T) {
 		t.Errorf("reassembled reply differs")
 	}
 }
+
+// TestStatsStoreLimit: stats report the store's bound as memcached reports
+// its memory limit (limit_maxbytes, and maxbytes in stats settings), 0
+// when unbounded, and the bytes it held at its last reading when bounded.
+func TestStatsStoreLimit(t *testing.T) {
+	srv := openServer(t, Config{StoreMemory: MinStoreMemory})
+	exchange(srv, 0, "set a 0 0 1\r\nx\r\n")
+	got := text(exchange(srv, 0, "stats\r\n"))
+	for _, want := range []string{fmt.Sprintf("STAT limit_maxbytes %d\r\n", MinStoreMemory), "STAT bytes "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stats lack %q:\n%s", want, got)
+		}
+	}
+	if got := text(exchange(srv, 0, "stats settings\r\n")); !strings.Contains(got, fmt.Sprintf("STAT maxbytes %d\r\n", MinStoreMemory)) {
+		t.Errorf("stats settings: %q", got)
+	}
+	unbounded := openServer(t, Config{StoreMemory: -1})
+	got = text(exchange(unbounded, 0, "stats\r\n"))
+	if !strings.Contains(got, "STAT limit_maxbytes 0\r\n") || strings.Contains(got, "STAT bytes ") {
+		t.Errorf("unbounded store's stats:\n%s", got)
+	}
+}

@@ -165,7 +165,7 @@ func (s *session) statsCommand() {
 		}
 	case string(t.w[1]) == "settings":
 		s.out = s.out[:s.open]
-		s.stat("maxbytes", 0)
+		s.stat("maxbytes", s.st.limitBytes())
 		s.stat("item_size_max", uint64(s.app.cfg.MaxItemSize))
 		s.stat("num_threads", uint64(len(s.app.sessions)))
 		s.statString("evictions", "off")
@@ -224,5 +224,11 @@ func (s *session) writeStats() {
 	s.stat("store_errors", c.storeErrors)
 	s.stat("udp_datagrams_lost", c.lostDatagrams)
 	s.stat("udp_replies_cut", s.app.guards.udpCut.Load())
+	s.stat("limit_maxbytes", s.st.limitBytes())
+	if s.st.lim.limit > 0 {
+		// The store's size at its last reading (see storeLimit); an
+		// unbounded store is not measured.
+		s.stat("bytes", uint64(max(s.st.lim.used.Load(), 0)))
+	}
 	s.out = append(s.out, endLine...)
 }

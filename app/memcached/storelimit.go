@@ -45,6 +45,10 @@ func newStoreLimit(limit int64) storeLimit {
 	return storeLimit{limit: limit, checkEvery: max(64<<10, min(limit/64, 4<<20))}
 }
 
+// limitBytes is the store's bound for memcached's limit_maxbytes and
+// maxbytes statistics: 0 when it is unbounded.
+func (s *store) limitBytes() uint64 { return uint64(max(s.lim.limit, 0)) }
+
 // admit reports whether n more bytes may be stored.
 func (s *store) admit(n int) bool {
 	l := &s.lim
