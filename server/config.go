@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/app/emulate"
@@ -465,20 +466,6 @@ const MaxDuration = 24 * time.Hour
 
 // MaxFactor caps the multipliers deadline_factor and app.dilation.
 const MaxFactor = 1e6
-
-// humanBytes formats n bytes in binary units (KiB, MiB, GiB, TiB).
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 3 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", v, [...]string{"KiB", "MiB", "GiB", "TiB"}[i])
-}
 
 // namedDuration is a duration setting and its key, for checkDurations.
 type namedDuration struct {
@@ -1097,7 +1084,7 @@ func (c Config) validate(custom bool) error {
 		// requests are in flight at once): beyond the machine's memory the
 		// allocation itself fails, killing the process.
 		if pool := uint64(c.Buffers) * uint64(c.BufSize); pool > mem {
-			return bad("buffers %d x buf_size %d = %s of packet buffers, more than this machine's memory (%s): use fewer or smaller buffers", c.Buffers, c.BufSize, humanBytes(pool), humanBytes(mem))
+			return bad("buffers %d x buf_size %d = %s of packet buffers, more than this machine's memory (%s): use fewer or smaller buffers", c.Buffers, c.BufSize, humanize.IBytes(pool), humanize.IBytes(mem))
 		}
 	}
 	if c.CPUs != "" {

@@ -94,6 +94,8 @@ func setAliasesAndEnv(f cli.Flag, aliases, vars []string) {
 		f.Aliases, f.EnvVars = aliases, vars
 	case *cli.StringSliceFlag:
 		f.Aliases, f.EnvVars = aliases, vars
+	case *cli.GenericFlag:
+		f.Aliases, f.EnvVars = aliases, vars
 	default:
 		panic(fmt.Sprintf("conventions: flag type %T not handled", f))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
@@ -32,6 +34,45 @@ func num(dst func(*server.Config) *int) func(*cli.Context, string, *server.Confi
 	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Int(n) }
 }
 
+// size sets an int setting from a byteSize flag.
+func size(dst func(*server.Config) *int) func(*cli.Context, string, *server.Config) {
+	return func(c *cli.Context, n string, cfg *server.Config) {
+		if v, ok := c.Value(n).(int); ok {
+			*dst(cfg) = v
+		}
+	}
+}
+
+// byteSize is a flag's value in bytes: a whole number (134217728) or a
+// number with a unit (128MiB, 1.5GiB, 64KB, 2 MB: binary and decimal units,
+// as go-humanize parses them); a leading minus is kept, for settings where
+// a negative value means something (unbounded).
+type byteSize int64
+
+// Set implements cli.Generic.
+func (b *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	n, err := humanize.ParseBytes(strings.TrimPrefix(t, "-"))
+	if err != nil {
+		return fmt.Errorf("%q: want bytes, as a number or with a unit (128MiB, 1GiB, 64KB)", s)
+	}
+	if n > math.MaxInt64 {
+		return fmt.Errorf("%q: too large", s)
+	}
+	*b = byteSize(n)
+	if neg {
+		*b = -*b
+	}
+	return nil
+}
+
+// String implements cli.Generic.
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+// Get implements flag.Getter: the value as an int.
+func (b *byteSize) Get() any { return int(*b) }
+
 func flt(dst func(*server.Config) *float64) func(*cli.Context, string, *server.Config) {
 	return func(c *cli.Context, n string, cfg *server.Config) { *dst(cfg) = c.Float64(n) }
 }
@@ -47,8 +88,8 @@ func serveSettings() []serveSetting {
 			"eal", func(c *cli.Context, n string, cfg *server.Config) { cfg.EAL = strings.Fields(c.String(n)) }},
 		{&cli.IntFlag{Name: "buffers", Usage: "packet buffer pool `SIZE`", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBuffers, server.DefaultMemcachedBuffers)},
 			"buffers", num(func(c *server.Config) *int { return &c.Buffers })},
-		{&cli.IntFlag{Name: "buf-size", Usage: "packet buffer size in `BYTES`: the longest datagram accepted", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBufSize, server.DefaultMemcachedBufSize)},
-			"buf_size", num(func(c *server.Config) *int { return &c.BufSize })},
+		{&cli.GenericFlag{Name: "buf-size", Value: new(byteSize), Usage: "packet buffer size in `BYTES`: the longest datagram accepted", DefaultText: fmt.Sprintf("%d; %d with --app memcached", server.DefaultBufSize, server.DefaultMemcachedBufSize)},
+			"buf_size", size(func(c *server.Config) *int { return &c.BufSize })},
 		{&cli.StringFlag{Name: "policy", Usage: "scheduling `POLICY`: " + strings.Join(darc.PolicyNames(), ", "), DefaultText: server.DefaultPolicy},
 			"policy", str(func(c *server.Config) *string { return &c.Policy })},
 		{&cli.IntFlag{Name: "reserved", Usage: "workers darc-static reserves for the shortest type (`N`)", DefaultText: "0"},
@@ -113,22 +154,22 @@ func serveSettings() []serveSetting {
 			"app.memcached.dir", str(func(c *server.Config) *string { return &c.App.Memcached.Dir })},
 		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
 			"app.memcached.tcp", str(func(c *server.Config) *string { return &c.App.Memcached.TCP })},
-		{&cli.IntFlag{Name: "memcached-max-item-size", Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
-			"app.memcached.max_item_size", num(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
+		{&cli.GenericFlag{Name: "memcached-max-item-size", Value: new(byteSize), Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
+			"app.memcached.max_item_size", size(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
 		{&cli.IntFlag{Name: "memcached-udp-reply-ratio", Usage: "bound on the bytes one UDP request may cause to be sent, in `TIMES` its own bytes (or --memcached-udp-reply-floor); a reply cut there ends with SERVER_ERROR reply too large for UDP (negative: unbounded, as memcached, an amplifier for reflection attacks)", DefaultText: fmt.Sprint(server.DefaultMemcachedUDPReplyRatio)},
 			"app.memcached.udp_reply_ratio", num(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyRatio })},
-		{&cli.IntFlag{Name: "memcached-udp-reply-floor", Usage: "the bytes any UDP request may cause to be sent, in `BYTES`, whatever its size (see --memcached-udp-reply-ratio)", DefaultText: fmt.Sprint(server.DefaultMemcachedUDPReplyFloor)},
-			"app.memcached.udp_reply_floor", num(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyFloor })},
+		{&cli.GenericFlag{Name: "memcached-udp-reply-floor", Value: new(byteSize), Usage: "the bytes any UDP request may cause to be sent, in `BYTES`, whatever its size (see --memcached-udp-reply-ratio)", DefaultText: fmt.Sprint(server.DefaultMemcachedUDPReplyFloor)},
+			"app.memcached.udp_reply_floor", size(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyFloor })},
 		{&cli.IntFlag{Name: "memcached-max-conns", Usage: "most TCP `CONNECTIONS` served at once (memcached's -c)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxConns)},
 			"app.memcached.max_conns", num(func(c *server.Config) *int { return &c.App.Memcached.MaxConns })},
-		{&cli.IntFlag{Name: "memcached-max-line", Usage: "longest TCP get line in `BYTES` (other lines: 2048, as memcached)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxLine)},
-			"app.memcached.max_line", num(func(c *server.Config) *int { return &c.App.Memcached.MaxLine })},
+		{&cli.GenericFlag{Name: "memcached-max-line", Value: new(byteSize), Usage: "longest TCP get line in `BYTES` (other lines: 2048, as memcached)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxLine)},
+			"app.memcached.max_line", size(func(c *server.Config) *int { return &c.App.Memcached.MaxLine })},
 		{&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a TCP connection that completes no command (or takes no reply) within this time", DefaultText: server.DefaultMemcachedIdleTimeout.String()},
 			"app.memcached.idle_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.IdleTimeout = c.Duration(n) }},
-		{&cli.IntFlag{Name: "memcached-tcp-memory", Usage: "`BYTES` of values all TCP connections may be reading at once; past it a set is answered SERVER_ERROR out of memory storing object", DefaultText: fmt.Sprint(server.DefaultMemcachedTCPMemory)},
-			"app.memcached.tcp_memory", num(func(c *server.Config) *int { return &c.App.Memcached.TCPMemory })},
-		{&cli.IntFlag{Name: "memcached-store-memory", Usage: "`BYTES` the store may hold (in memory, or on disk with --memcached-dir; at least 128 MiB); past it storage commands are answered SERVER_ERROR out of memory storing object, as memcached -M; negative: unbounded", DefaultText: fmt.Sprint(server.DefaultMemcachedStoreMemory)},
-			"app.memcached.store_memory", num(func(c *server.Config) *int { return &c.App.Memcached.StoreMemory })},
+		{&cli.GenericFlag{Name: "memcached-tcp-memory", Value: new(byteSize), Usage: "`BYTES` of values all TCP connections may be reading at once; past it a set is answered SERVER_ERROR out of memory storing object", DefaultText: fmt.Sprint(server.DefaultMemcachedTCPMemory)},
+			"app.memcached.tcp_memory", size(func(c *server.Config) *int { return &c.App.Memcached.TCPMemory })},
+		{&cli.GenericFlag{Name: "memcached-store-memory", Value: new(byteSize), Usage: "`BYTES` the store may hold (in memory, or on disk with --memcached-dir; at least 128 MiB); past it storage commands are answered SERVER_ERROR out of memory storing object, as memcached -M; negative: unbounded", DefaultText: fmt.Sprint(server.DefaultMemcachedStoreMemory)},
+			"app.memcached.store_memory", size(func(c *server.Config) *int { return &c.App.Memcached.StoreMemory })},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
 		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the operator's bearer token (mode 600): hot swaps, rollbacks and tenant changes over the admin API"},
@@ -163,6 +204,8 @@ func serveCommand() *cli.Command {
 			"application workers. Settings come from --config FILE (YAML; unknown keys are\n" +
 			"errors) and are overridden by flags. A zero, in the file or a flag, is used where\n" +
 			"it means something (--spin 0: park at once) and refused elsewhere (--workers 0).\n" +
+			"A flag in BYTES takes a number or a size with a unit (128MiB, 1GiB, 64KB); the\n" +
+			"file's keys take numbers.\n" +
 			"SIGINT/SIGTERM stop it gracefully: queued requests are answered for at most\n" +
 			"--drain-timeout, then the process exits; a second signal quits at once.\n" +
 			"--print-config shows the effective config.\n\n" +

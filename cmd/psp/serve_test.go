@@ -252,3 +252,29 @@ func TestPrintStatusDispatcher(t *testing.T) {
 		}
 	}
 }
+
+// TestServeByteFlagsTakeUnits: flags in BYTES take a unit (binary or
+// decimal), keep a negative sign where it means unbounded, and refuse what
+// is not a size by name.
+func TestServeByteFlagsTakeUnits(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "memcached", "--memcached-store-memory", "128MiB"}, "store_memory: 134217728"},
+		{[]string{"--app", "memcached", "--memcached-store-memory", "1.5 GiB"}, "store_memory: 1610612736"},
+		{[]string{"--app", "memcached", "--memcached-store-memory", "-1"}, "store_memory: -1"},
+		{[]string{"--buf-size", "4KiB"}, "buf_size: 4096"},
+		{[]string{"--app", "memcached", "--memcached-tcp-memory", "64MB"}, "tcp_memory: 64000000"},
+	} {
+		out, err := runApp(t, append(append([]string{"serve"}, tc.args...), "--print-config")...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: %v, want %q in\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	for _, bad := range []string{"12xyz", "99999999999999999999999", "MiB", ""} {
+		if out, err := runApp(t, "serve", "--buf-size", bad, "--print-config"); err == nil {
+			t.Errorf("--buf-size %q accepted:\n%s", bad, out)
+		}
+	}
+}
