@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Keys in Pebble: an item's key is itemPrefix followed by the memcached
@@ -96,6 +95,7 @@ type store struct {
 	flushLive atomic.Int64
 	flushMu   sync.Mutex
 
+	mem        *tableFS // in memory: its tables; nil on disk
 	lim        storeLimit
 	compacting sync.WaitGroup // storeLimit's background compaction
 	closeMu    sync.Mutex     // guards closing and compacting.Add
@@ -106,20 +106,21 @@ type store struct {
 // holding at most limit bytes (<= 0: unbounded; see storeLimit).
 func openStore(dir string, sync bool, limit int64) (*store, error) {
 	opts := &pebble.Options{Logger: quietLogger{}}
+	var mem *tableFS
 	if dir == "" {
 		// In memory nothing survives the process: a write-ahead log would
-		// only grow a file in memory (copied as it grows) on every write.
-		// Larger memtables flush (into files in memory, copied as they
-		// grow) less often.
-		opts.FS = vfs.NewMem()
+		// only grow a file in memory on every write.
+		mem = newTableFS()
+		opts.FS = mem
 		opts.DisableWAL = true
+		// Larger memtables flush less often.
 		opts.MemTableSize = 64 << 20
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
 	}
-	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit)}
+	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit)}
 	if sync {
 		s.sync = pebble.Sync
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble"
 )
 
 // TestStoreMemoryBound: distinct keys are stored until the store holds
@@ -87,5 +89,25 @@ func TestStoreMemoryBounds(t *testing.T) {
 		if err := (Config{StoreMemory: n}).Validate(); err != nil {
 			t.Errorf("store memory %d: %v", n, err)
 		}
+	}
+}
+
+// TestStoreSizeObsoleteWrapped: Pebble v1.1's obsolete tables' size may
+// wrap below zero (cockroachdb/pebble#4811); the store's size does not
+// take it for a huge number or subtract it.
+func TestStoreSizeObsoleteWrapped(t *testing.T) {
+	m := &pebble.Metrics{}
+	m.Levels[6].Size = 100 << 20
+	wrapped := int64(-30 << 20)
+	m.Table.ObsoleteSize = uint64(wrapped)
+	m.MemTable.Size = 8 << 20
+	disk := &store{}
+	if got, want := disk.size(m), int64(108<<20); got != want {
+		t.Errorf("on disk: size %d, want %d", got, want)
+	}
+	mem := &store{mem: newTableFS()}
+	mem.mem.held.Store(110 << 20) // live and obsolete tables, as held
+	if got, want := mem.size(m), int64(118<<20); got != want {
+		t.Errorf("in memory: size %d, want %d", got, want)
 	}
 }
