@@ -113,8 +113,7 @@ func openStore(dir string, sync bool, limit int64) (*store, error) {
 		mem = newTableFS()
 		opts.FS = mem
 		opts.DisableWAL = true
-		// Larger memtables flush less often.
-		opts.MemTableSize = 64 << 20
+		opts.MemTableSize = memTableSize(limit)
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -129,6 +128,28 @@ func openStore(dir string, sync bool, limit int64) (*store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Memtable sizes of a store in memory. Larger memtables flush less often,
+// but each is allocated whole outside the Go heap and is resident once
+// written through: Pebble holds the one being written, those waiting to be
+// flushed, and a flushed one it keeps for reuse, so a store bounded at 128
+// MiB with 64 MiB memtables held 128 MiB of memtables besides its tables
+// (192 MiB while one was flushed).
+const (
+	minMemTable = 4 << 20
+	maxMemTable = 64 << 20
+)
+
+// memTableSize is the memtable size of a store in memory bounded by limit
+// bytes (<= 0: unbounded): a 16th of the bound, at least minMemTable and
+// at most maxMemTable (which the default bound of 1 GiB and an unbounded
+// store get).
+func memTableSize(limit int64) uint64 {
+	if limit <= 0 {
+		return maxMemTable
+	}
+	return uint64(min(max(limit/16, minMemTable), maxMemTable))
 }
 
 // quietLogger drops Pebble's informational messages (WAL replay, ...) and

@@ -14,12 +14,13 @@ import (
 // checkEvery bytes were admitted since the last reading, and, while the
 // store is full, at most every refreshFull: up to checkEvery bytes (and
 // what writers admitted at once add) may go past the limit, and a new
-// memtable (allocated whole, 64 MiB in memory, when the previous one
-// fills) may take the store past it once. What was deleted, flushed or
-// overwritten frees its space only once Pebble has compacted it: a full
-// store asks for a compaction of the items' key range (in the background,
-// one at a time, at most every compactEvery), and expired items count
-// until they are overwritten or deleted.
+// memtable (allocated whole when the previous one fills: in memory a 16th
+// of the limit, from 4 to 64 MiB, see memTableSize) may take the store
+// past it once. What was deleted, flushed or overwritten frees its space
+// only once Pebble has compacted it: a full store asks for a compaction of
+// the items' key range (in the background, one at a time, at most every
+// compactEvery), and expired items count until they are overwritten or
+// deleted.
 type storeLimit struct {
 	limit      int64 // <= 0: unbounded
 	checkEvery int64

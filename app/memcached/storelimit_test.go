@@ -42,11 +42,16 @@ func TestStoreMemoryBound(t *testing.T) {
 		t.Fatalf("%d sets of 512 KiB stored under a %d-byte bound", stored, MinStoreMemory)
 	}
 	used := srv.st.lim.used.Load()
-	// A memtable (64 MiB, allocated whole when the previous one fills) may
-	// take the store past its bound once, and what writers admit between
-	// two readings of its size.
-	if slack := int64(64<<20 + 4<<20); used > MinStoreMemory+slack {
+	// A memtable (allocated whole when the previous one fills) may take
+	// the store past its bound once, and so may what writers admit and
+	// compactions write between two readings of its size. The memtables
+	// follow the bound: 64 MiB ones held the store 63 MB past it here.
+	mt := int64(memTableSize(MinStoreMemory))
+	if slack := mt + 16<<20; used > MinStoreMemory+slack {
 		t.Errorf("store holds %d bytes, bound %d", used, MinStoreMemory)
+	}
+	if got := int64(srv.st.db.Metrics().MemTable.Size); got > 3*mt {
+		t.Errorf("memtables of %d bytes under a bound of %d, want at most 3 x %d", got, MinStoreMemory, mt)
 	}
 	expect(t, srv, "set k0 0 0 1\r\nx\r\nget k0\r\n", "SERVER_ERROR out of memory storing object\r\nEND\r\n")
 	if got := set("add", "fresh"); got != "SERVER_ERROR out of memory storing object\r\n" {
@@ -88,6 +93,26 @@ func TestStoreMemoryBounds(t *testing.T) {
 	for _, n := range []int64{-1, 0, MinStoreMemory, DefaultStoreMemory} {
 		if err := (Config{StoreMemory: n}).Validate(); err != nil {
 			t.Errorf("store memory %d: %v", n, err)
+		}
+	}
+}
+
+// TestMemTableSize: a store in memory sizes its memtables from its bound.
+func TestMemTableSize(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		want  uint64
+	}{
+		{-1, 64 << 20}, // unbounded
+		{0, 64 << 20},
+		{MinStoreMemory, 8 << 20},
+		{256 << 20, 16 << 20},
+		{DefaultStoreMemory, 64 << 20},
+		{16 << 30, 64 << 20},
+		{32 << 20, 4 << 20}, // below the least bound: the floor
+	} {
+		if got := memTableSize(c.limit); got != c.want {
+			t.Errorf("memTableSize(%d) = %d, want %d", c.limit, got, c.want)
 		}
 	}
 }
