@@ -160,6 +160,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// HeapBound returns the most bytes of Go heap the store holds at once
+// when its tables are in memory (Dir empty) and bounded: its bound, and
+// half as much again for what a compaction writes before it deletes the
+// tables it rewrote and for what may pass the bound (see storeLimit). ok
+// is false for a store on disk, whose tables are not in the heap, and for
+// an unbounded one. Pebble's memtables are allocated outside the Go heap;
+// the values TCP connections are reading (TCPMemory) are not counted.
+func (c Config) HeapBound() (n int64, ok bool) {
+	c = c.withDefaults()
+	if c.Dir != "" || c.StoreMemory < 0 {
+		return 0, false
+	}
+	return c.StoreMemory + c.StoreMemory/2, true
+}
+
 func (c Config) withDefaults() Config {
 	if c.MaxItemSize == 0 {
 		c.MaxItemSize = DefaultMaxItemSize

@@ -117,6 +117,25 @@ func TestMemTableSize(t *testing.T) {
 	}
 }
 
+// TestHeapBound: the Go heap a store holds is bounded only in memory and
+// under a bound.
+func TestHeapBound(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want int64
+		ok   bool
+	}{
+		{Config{StoreMemory: MinStoreMemory}, 192 << 20, true},
+		{Config{}, DefaultStoreMemory * 3 / 2, true},
+		{Config{StoreMemory: -1}, 0, false},
+		{Config{Dir: t.TempDir(), StoreMemory: MinStoreMemory}, 0, false},
+	} {
+		if got, ok := c.cfg.HeapBound(); got != c.want || ok != c.ok {
+			t.Errorf("%+v: HeapBound() = %d, %v, want %d, %v", c.cfg, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 // TestStoreSizeObsoleteWrapped: Pebble v1.1's obsolete tables' size may
 // wrap below zero (cockroachdb/pebble#4811); the store's size does not
 // take it for a huge number or subtract it.
