@@ -21,9 +21,9 @@ const memoryLimitMargin = 64 << 20
 // applied, and false when it sets none. Without one the Go heap grows to
 // twice what it held after the last collection (GOGC=100) before the next:
 // the memcached application with its store in memory and bounded at 128
-// MiB held 350 MB in its heap (its tables and the packet pool) and grew to
-// 736 MB resident under a flood of sets. What the heap may hold is known
-// only there: the store's tables in memory
+// MiB held about 330 MiB in its heap (its tables and the packet pool) and
+// grew to 750-784 MB resident under a flood of sets. What the heap may
+// hold is known only there: the store's tables in memory
 // (memcached.Config.HeapBound), the packet pool of the udp and memnic
 // dataplanes (allocated whole in the heap; DPDK's is not), the values TCP
 // connections are reading when the store serves TCP, and
