@@ -199,6 +199,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if restore := s.sizeProcs(); restore != nil {
 		defer restore()
 	}
+	if restore := s.sizeMemory(); restore != nil {
+		defer restore()
+	}
 	dispCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dispErr := make(chan error, 1)

@@ -36,8 +36,9 @@ const (
 	DefaultTCPMemory = 64 << 20
 	// DefaultStoreMemory bounds what the store holds.
 	DefaultStoreMemory = 1 << 30
-	// MinStoreMemory is the least Config.StoreMemory: the store's
-	// memtable alone takes 64 MiB.
+	// MinStoreMemory is the least Config.StoreMemory: its memtables (a
+	// 16th of the bound each, at least 4 MiB) and what a compaction
+	// writes before it deletes what it rewrote must fit well within it.
 	MinStoreMemory = 128 << 20
 	maxStoreMemory = 1 << 50
 
@@ -107,10 +108,11 @@ type Config struct {
 	// command is answered "SERVER_ERROR out of memory storing object" (a
 	// set also deletes the key's old value), as memcached answers when its
 	// memory is full and eviction is off (-M); deletes, gets, incr, decr
-	// and touch still run. A new memtable (64 MiB) may take the store past
-	// the bound once. Space that deleted, flushed or overwritten
-	// items held comes back once the store has compacted it; expired
-	// items hold theirs until they are overwritten or deleted. Default
+	// and touch still run. A new memtable (in memory a 16th of the bound,
+	// from 4 to 64 MiB; on disk Pebble's 4 MiB) may take the store past
+	// the bound once. Space that deleted, flushed or overwritten items
+	// held comes back once the store has compacted it; expired items hold
+	// theirs until they are overwritten or deleted. Default
 	// DefaultStoreMemory; negative: unbounded.
 	StoreMemory int64
 }
@@ -156,6 +158,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
 	}
 	return nil
+}
+
+// HeapBound returns the most bytes of Go heap the store holds at once
+// when its tables are in memory (Dir empty) and bounded: its bound, and
+// half as much again for what a compaction writes before it deletes the
+// tables it rewrote and for what may pass the bound (see storeLimit). ok
+// is false for a store on disk, whose tables are not in the heap, and for
+// an unbounded one. Pebble's memtables are allocated outside the Go heap;
+// the values TCP connections are reading (TCPMemory) are not counted.
+func (c Config) HeapBound() (n int64, ok bool) {
+	c = c.withDefaults()
+	if c.Dir != "" || c.StoreMemory < 0 {
+		return 0, false
+	}
+	return c.StoreMemory + c.StoreMemory/2, true
 }
 
 func (c Config) withDefaults() Config {

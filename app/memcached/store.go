@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Keys in Pebble: an item's key is itemPrefix followed by the memcached
@@ -96,6 +95,7 @@ type store struct {
 	flushLive atomic.Int64
 	flushMu   sync.Mutex
 
+	mem        *tableFS // in memory: its tables; nil on disk
 	lim        storeLimit
 	compacting sync.WaitGroup // storeLimit's background compaction
 	closeMu    sync.Mutex     // guards closing and compacting.Add
@@ -106,20 +106,20 @@ type store struct {
 // holding at most limit bytes (<= 0: unbounded; see storeLimit).
 func openStore(dir string, sync bool, limit int64) (*store, error) {
 	opts := &pebble.Options{Logger: quietLogger{}}
+	var mem *tableFS
 	if dir == "" {
 		// In memory nothing survives the process: a write-ahead log would
-		// only grow a file in memory (copied as it grows) on every write.
-		// Larger memtables flush (into files in memory, copied as they
-		// grow) less often.
-		opts.FS = vfs.NewMem()
+		// only grow a file in memory on every write.
+		mem = newTableFS()
+		opts.FS = mem
 		opts.DisableWAL = true
-		opts.MemTableSize = 64 << 20
+		opts.MemTableSize = memTableSize(limit)
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
 	}
-	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit)}
+	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit)}
 	if sync {
 		s.sync = pebble.Sync
 	}
@@ -128,6 +128,28 @@ func openStore(dir string, sync bool, limit int64) (*store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Memtable sizes of a store in memory. Larger memtables flush less often,
+// but each is allocated whole outside the Go heap and is resident once
+// written through: Pebble holds the one being written, those waiting to be
+// flushed, and a flushed one it keeps for reuse, so a store bounded at 128
+// MiB with 64 MiB memtables held 128 MiB of memtables besides its tables
+// (192 MiB while one was flushed).
+const (
+	minMemTable = 4 << 20
+	maxMemTable = 64 << 20
+)
+
+// memTableSize is the memtable size of a store in memory bounded by limit
+// bytes (<= 0: unbounded): a 16th of the bound, at least minMemTable and
+// at most maxMemTable (which the default bound of 1 GiB and an unbounded
+// store get).
+func memTableSize(limit int64) uint64 {
+	if limit <= 0 {
+		return maxMemTable
+	}
+	return uint64(min(max(limit/16, minMemTable), maxMemTable))
 }
 
 // quietLogger drops Pebble's informational messages (WAL replay, ...) and

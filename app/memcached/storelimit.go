@@ -4,20 +4,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cockroachdb/pebble"
 )
 
 // storeLimit bounds what the store holds (Config.StoreMemory): Pebble's
-// tables and memtables, in memory or on disk, as its metrics count them.
-// Reading the metrics takes Pebble's lock, so it is read again only after
+// tables and memtables, in memory or on disk (see store.size). Reading
+// Pebble's metrics takes its lock, so the size is read again only after
 // checkEvery bytes were admitted since the last reading, and, while the
 // store is full, at most every refreshFull: up to checkEvery bytes (and
 // what writers admitted at once add) may go past the limit, and a new
-// memtable (allocated whole, 64 MiB in memory, when the previous one
-// fills) may take the store past it once. What was
-// deleted, flushed or overwritten frees its space only once Pebble has
-// compacted it: a full store asks for a compaction of the items' key
-// range (in the background, one at a time, at most every compactEvery),
-// and expired items count until they are overwritten or deleted.
+// memtable (allocated whole when the previous one fills: in memory a 16th
+// of the limit, from 4 to 64 MiB, see memTableSize) may take the store
+// past it once. What was deleted, flushed or overwritten frees its space
+// only once Pebble has compacted it: a full store asks for a compaction of
+// the items' key range (in the background, one at a time, at most every
+// compactEvery), and expired items count until they are overwritten or
+// deleted.
 type storeLimit struct {
 	limit      int64 // <= 0: unbounded
 	checkEvery int64
@@ -78,8 +81,7 @@ func (s *store) readSize() bool {
 	defer l.checking.Unlock()
 	l.admitted.Store(0)
 	l.lastCheck.Store(time.Now().UnixNano())
-	m := s.db.Metrics()
-	used := int64(m.DiskSpaceUsage()) + int64(m.MemTable.Size)
+	used := s.size(s.db.Metrics())
 	l.used.Store(used)
 	full := used >= l.limit
 	l.full.Store(full)
@@ -100,4 +102,27 @@ func (s *store) readSize() bool {
 		}()
 	}
 	return full
+}
+
+// size is what the store holds as storeLimit counts it: its tables (live,
+// being written by a compaction, obsolete or zombie but not deleted yet),
+// its manifest and options files, and its memtables.
+//
+// Pebble v1.1's DiskSpaceUsage may be wrong: the obsolete tables' size
+// (Table.ObsoleteSize) is recounted from the tables waiting to be queued
+// for deletion while the deleter takes away what it deletes from the
+// queue, and may wrap below zero (cockroachdb/pebble#4811, fixed in later
+// releases); a store that flushes often then read as holding less than it
+// did and took sets past its bound. On disk the obsolete part counts as
+// zero when it went below; in memory the tables count as what tableFS
+// holds for them.
+func (s *store) size(m *pebble.Metrics) int64 {
+	obsolete := int64(m.Table.ObsoleteSize)
+	usage := int64(m.DiskSpaceUsage()) - obsolete // in two's complement: the sum without it
+	if s.mem != nil {
+		usage -= int64(m.WAL.PhysicalSize+m.WAL.ObsoletePhysicalSize) + m.Total().Size +
+			int64(m.Table.ZombieSize) + m.Compact.InProgressBytes // the manifest and options files are left
+		return usage + s.mem.held.Load() + int64(m.MemTable.Size)
+	}
+	return usage + max(obsolete, 0) + int64(m.MemTable.Size)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble"
 )
 
 // TestStoreMemoryBound: distinct keys are stored until the store holds
@@ -40,11 +42,16 @@ func TestStoreMemoryBound(t *testing.T) {
 		t.Fatalf("%d sets of 512 KiB stored under a %d-byte bound", stored, MinStoreMemory)
 	}
 	used := srv.st.lim.used.Load()
-	// A memtable (64 MiB, allocated whole when the previous one fills) may
-	// take the store past its bound once, and what writers admit between
-	// two readings of its size.
-	if slack := int64(64<<20 + 4<<20); used > MinStoreMemory+slack {
+	// A memtable (allocated whole when the previous one fills) may take
+	// the store past its bound once, and so may what writers admit and
+	// compactions write between two readings of its size. The memtables
+	// follow the bound: 64 MiB ones held the store 63 MB past it here.
+	mt := int64(memTableSize(MinStoreMemory))
+	if slack := mt + 16<<20; used > MinStoreMemory+slack {
 		t.Errorf("store holds %d bytes, bound %d", used, MinStoreMemory)
+	}
+	if got := int64(srv.st.db.Metrics().MemTable.Size); got > 3*mt {
+		t.Errorf("memtables of %d bytes under a bound of %d, want at most 3 x %d", got, MinStoreMemory, mt)
 	}
 	expect(t, srv, "set k0 0 0 1\r\nx\r\nget k0\r\n", "SERVER_ERROR out of memory storing object\r\nEND\r\n")
 	if got := set("add", "fresh"); got != "SERVER_ERROR out of memory storing object\r\n" {
@@ -87,5 +94,64 @@ func TestStoreMemoryBounds(t *testing.T) {
 		if err := (Config{StoreMemory: n}).Validate(); err != nil {
 			t.Errorf("store memory %d: %v", n, err)
 		}
+	}
+}
+
+// TestMemTableSize: a store in memory sizes its memtables from its bound.
+func TestMemTableSize(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		want  uint64
+	}{
+		{-1, 64 << 20}, // unbounded
+		{0, 64 << 20},
+		{MinStoreMemory, 8 << 20},
+		{256 << 20, 16 << 20},
+		{DefaultStoreMemory, 64 << 20},
+		{16 << 30, 64 << 20},
+		{32 << 20, 4 << 20}, // below the least bound: the floor
+	} {
+		if got := memTableSize(c.limit); got != c.want {
+			t.Errorf("memTableSize(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}
+
+// TestHeapBound: the Go heap a store holds is bounded only in memory and
+// under a bound.
+func TestHeapBound(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want int64
+		ok   bool
+	}{
+		{Config{StoreMemory: MinStoreMemory}, 192 << 20, true},
+		{Config{}, DefaultStoreMemory * 3 / 2, true},
+		{Config{StoreMemory: -1}, 0, false},
+		{Config{Dir: t.TempDir(), StoreMemory: MinStoreMemory}, 0, false},
+	} {
+		if got, ok := c.cfg.HeapBound(); got != c.want || ok != c.ok {
+			t.Errorf("%+v: HeapBound() = %d, %v, want %d, %v", c.cfg, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestStoreSizeObsoleteWrapped: Pebble v1.1's obsolete tables' size may
+// wrap below zero (cockroachdb/pebble#4811); the store's size does not
+// take it for a huge number or subtract it.
+func TestStoreSizeObsoleteWrapped(t *testing.T) {
+	m := &pebble.Metrics{}
+	m.Levels[6].Size = 100 << 20
+	wrapped := int64(-30 << 20)
+	m.Table.ObsoleteSize = uint64(wrapped)
+	m.MemTable.Size = 8 << 20
+	disk := &store{}
+	if got, want := disk.size(m), int64(108<<20); got != want {
+		t.Errorf("on disk: size %d, want %d", got, want)
+	}
+	mem := &store{mem: newTableFS()}
+	mem.mem.held.Store(110 << 20) // live and obsolete tables, as held
+	if got, want := mem.size(m), int64(118<<20); got != want {
+		t.Errorf("in memory: size %d, want %d", got, want)
 	}
 }
