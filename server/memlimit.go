@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/persephone-go/psp/app/memcached"
 )
 
@@ -68,7 +70,7 @@ func (s *Server) sizeMemory() (restore func()) {
 		return nil
 	}
 	prev := debug.SetMemoryLimit(limit)
-	fmt.Fprintf(s.log, "psp serve: Go memory limit %s: the store's tables, the packet buffers and room for the rest (GOMEMLIMIT chooses another, or off)\n", humanBytes(uint64(limit)))
+	fmt.Fprintf(s.log, "psp serve: Go memory limit %s: the store's tables, the packet buffers and room for the rest (GOMEMLIMIT chooses another, or off)\n", humanize.IBytes(uint64(limit)))
 	return func() {
 		if debug.SetMemoryLimit(-1) == limit {
 			debug.SetMemoryLimit(prev)
