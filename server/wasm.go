@@ -42,6 +42,11 @@ func swapError(name string, err error) error {
 		return nil
 	case errors.Is(err, wasmclass.ErrUnknownTenant):
 		return fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
+	case errors.Is(err, wasmclass.ErrClosed):
+		// The tenant was removed (or the server is stopping) while the
+		// module loaded: there is no tenant left to swap, and nothing is
+		// wrong with the module.
+		return fmt.Errorf("%w %q (removed while its classifier loaded): %w", ErrUnknownTenant, name, err)
 	case errors.Is(err, wasmclass.ErrNoPrevious):
 		return fmt.Errorf("%w: %w", ErrNoPrevious, err)
 	case errors.Is(err, wasmclass.ErrConflict):

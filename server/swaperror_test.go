@@ -1,0 +1,26 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/persephone-go/psp/wasmclass"
+)
+
+// A swap whose tenant is removed while the module loads fails with the
+// host's ErrClosed: that is the tenant gone (404), not the module refused
+// (it was answered 400 "classifier rejected").
+func TestSwapErrorOfClosedHostIsUnknownTenant(t *testing.T) {
+	err := swapError("a", fmt.Errorf("wasmclass: swap %q: wasmclass: load: compilation cache: %w", "a", wasmclass.ErrClosed))
+	if !errors.Is(err, ErrUnknownTenant) || errors.Is(err, ErrBadClassifier) {
+		t.Fatalf("swapError = %v, want ErrUnknownTenant and not ErrBadClassifier", err)
+	}
+	if got := swapStatus(err); got != http.StatusNotFound {
+		t.Errorf("status %d, want %d", got, http.StatusNotFound)
+	}
+	if err := swapError("a", fmt.Errorf("wasmclass: %w", wasmclass.ErrInvalidModule)); !errors.Is(err, ErrBadClassifier) {
+		t.Errorf("a bad module: %v, want ErrBadClassifier", err)
+	}
+}
