@@ -262,13 +262,17 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: tenant %q: "+format, append([]any{ErrInvalidConfig, tc.Name}, args...)...)
 	}
+	room := maxTypes - p.numTypes // not p.numTypes+tc.NumTypes: it may overflow
+	if tc.Default {
+		room++ // its UNKNOWN is the policy's type 0
+	}
 	switch {
 	case tc.Name == "":
 		return fmt.Errorf("%w: a tenant has no name", ErrInvalidConfig)
 	case tc.NumTypes < 1:
 		return bad("numtypes = %d (at least 1: its UNKNOWN)", tc.NumTypes)
-	case tc.NumTypes > maxTypes-p.numTypes: // not p.numTypes+tc.NumTypes: it may overflow
-		return bad("%d types, and the tenants' type space holds %d in all", tc.NumTypes, maxTypes)
+	case tc.NumTypes > room:
+		return bad("%d types, and the tenants' type space (%d ids in all) has room for %d more", tc.NumTypes, maxTypes, room)
 	case len(tc.TypeNames) > tc.NumTypes:
 		return bad("%d type names for %d types", len(tc.TypeNames), tc.NumTypes)
 	case tc.Workers < 0 || tc.Workers > p.workers:
