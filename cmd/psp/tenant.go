@@ -502,25 +502,9 @@ func tenantLine(t server.TenantInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-// joinPorts prints ports in their order, a run of three or more
-// consecutive ones as a range ("7001-7010"): a tenant may have 1,024.
-func joinPorts(ps []uint16) string {
-	var s []string
-	for i := 0; i < len(ps); {
-		j := i
-		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
-			j++
-		}
-		if j-i >= 2 {
-			s = append(s, fmt.Sprintf("%d-%d", ps[i], ps[j]))
-			i = j + 1
-			continue
-		}
-		s = append(s, strconv.Itoa(int(ps[i])))
-		i++
-	}
-	return strings.Join(s, ",")
-}
+// joinPorts prints ports as server.FormatPorts does (runs as ranges),
+// which parsePorts reads back.
+func joinPorts(ps []uint16) string { return server.FormatPorts(ps) }
 
 // short abbreviates a SHA-256 for tables.
 func short(sha string) string {
