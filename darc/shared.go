@@ -111,13 +111,17 @@ func sharedLayout(name string, tcs []TenantConfig) (*Shared, error) {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("darc: new %s: %w: tenant %q: "+format, append([]any{name, ErrInvalidConfig, tc.Name}, args...)...)
 		}
+		room := maxTypes - s.numTypes
+		if tc.Default && i == 0 {
+			room++ // its UNKNOWN is the policy's type 0
+		}
 		switch {
 		case tc.Name == "":
 			return nil, fmt.Errorf("darc: new %s: %w: a tenant has no name", name, ErrInvalidConfig)
 		case tc.NumTypes < 1:
 			return nil, bad("numtypes = %d (at least 1: its UNKNOWN)", tc.NumTypes)
-		case tc.NumTypes > maxTypes-s.numTypes:
-			return nil, bad("%d types, and the type space holds %d in all", tc.NumTypes, maxTypes)
+		case tc.NumTypes > room:
+			return nil, bad("%d types, and the type space (%d ids in all) has room for %d more", tc.NumTypes, maxTypes, room)
 		case len(tc.TypeNames) > tc.NumTypes:
 			return nil, bad("%d type names for %d types", len(tc.TypeNames), tc.NumTypes)
 		case len(tc.Budgets) > tc.NumTypes || len(tc.Guarantees) > tc.NumTypes || len(tc.Deadlines) > tc.NumTypes || len(tc.Profile) > tc.NumTypes:

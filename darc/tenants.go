@@ -1,6 +1,7 @@
 package darc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -262,13 +263,18 @@ func (p *Tenants) checkTenant(tc TenantConfig) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: tenant %q: "+format, append([]any{ErrInvalidConfig, tc.Name}, args...)...)
 	}
+	// New ids, or a free range (add takes the first that fits).
+	room := max(maxTypes-p.numTypes, largestFree(p.free)) // not p.numTypes+tc.NumTypes: it may overflow
+	if tc.Default {
+		room++ // its UNKNOWN is the policy's type 0
+	}
 	switch {
 	case tc.Name == "":
 		return fmt.Errorf("%w: a tenant has no name", ErrInvalidConfig)
 	case tc.NumTypes < 1:
 		return bad("numtypes = %d (at least 1: its UNKNOWN)", tc.NumTypes)
-	case tc.NumTypes > maxTypes-p.numTypes: // not p.numTypes+tc.NumTypes: it may overflow
-		return bad("%d types, and the tenants' type space holds %d in all", tc.NumTypes, maxTypes)
+	case tc.NumTypes > room:
+		return bad("%d types, and the tenants' type space (%d ids in all) has room for %d more", tc.NumTypes, maxTypes, room)
 	case len(tc.TypeNames) > tc.NumTypes:
 		return bad("%d type names for %d types", len(tc.TypeNames), tc.NumTypes)
 	case tc.Workers < 0 || tc.Workers > p.workers:
@@ -465,6 +471,32 @@ type typeRange struct {
 	n    int
 }
 
+// freeRange adds r to free (sorted by base, no two ranges adjacent),
+// merged with its neighbours: tenants of other sizes then fit where
+// several retired tenants were.
+func freeRange(free []typeRange, r typeRange) []typeRange {
+	i, _ := slices.BinarySearchFunc(free, r.base, func(f typeRange, b Type) int { return cmp.Compare(f.base, b) })
+	free = slices.Insert(free, i, r)
+	if i+1 < len(free) && free[i].base+Type(free[i].n) == free[i+1].base {
+		free[i].n += free[i+1].n
+		free = slices.Delete(free, i+1, i+2)
+	}
+	if i > 0 && free[i-1].base+Type(free[i-1].n) == free[i].base {
+		free[i-1].n += free[i].n
+		free = slices.Delete(free, i, i+1)
+	}
+	return free
+}
+
+// largestFree returns the most ids of one free range.
+func largestFree(free []typeRange) int {
+	n := 0
+	for _, r := range free {
+		n = max(n, r.n)
+	}
+	return n
+}
+
 // Retire forgets a removed tenant that holds nothing, queued or running
 // (the one whose range starts at base): its slot and its range of type ids
 // are reused by tenants added later, so that tenants can come and go
@@ -485,7 +517,7 @@ func (p *Tenants) Retire(base Type) error {
 		for id := int(base); id < int(base)+t.cfg.NumTypes; id++ {
 			p.typeTenant[id] = -1
 		}
-		p.free = append(p.free, typeRange{base: base, n: t.cfg.NumTypes})
+		p.free = freeRange(p.free, typeRange{base: base, n: t.cfg.NumTypes})
 		return nil
 	}
 	return fmt.Errorf("darc: retire the tenant of type %d: %w (no removed tenant starts there)", base, ErrUnknownTenant)

@@ -23,8 +23,12 @@ import (
 // zero.
 const DefaultAdminTimeout = 5 * time.Second
 
-// maxStatusBytes bounds a /status answer read by the client.
-const maxStatusBytes = 16 << 20
+// maxAnswerBytes bounds a /status, /tenants or /metrics answer read by
+// the client, above what the largest server answers to /status (65,536
+// types, about 1.1 KB each: 72 MB). /metrics takes about 14.6 KB a type
+// and passes it from some 9,000 types: a tenant's own token reads its
+// series only.
+const maxAnswerBytes = 128 << 20
 
 // AdminClient talks to a running server's admin endpoint (psp serve
 // --admin). It is safe for concurrent use.
@@ -114,12 +118,12 @@ func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("status: %w (is psp serve running with --admin %s?)", err, strings.TrimPrefix(c.base, "http://"))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("status: read: %w", err)
 	}
-	if len(body) > maxStatusBytes {
-		return nil, fmt.Errorf("status: answer larger than %d bytes", maxStatusBytes)
+	if len(body) > maxAnswerBytes {
+		return nil, fmt.Errorf("status: answer larger than %d bytes", maxAnswerBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status: %s: %s", resp.Status, errorMessage(body))

@@ -103,9 +103,12 @@ func (c *AdminClient) call(ctx context.Context, method, path, token string, body
 		return fmt.Errorf("%w (is psp serve running with --admin %s?)", err, strings.TrimPrefix(c.base, "http://"))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
+	}
+	if len(data) > maxAnswerBytes {
+		return fmt.Errorf("answer larger than %d bytes", maxAnswerBytes)
 	}
 	if resp.StatusCode != want {
 		return &statusError{code: resp.StatusCode, msg: resp.Status + ": " + errorMessage(data)}

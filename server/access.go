@@ -69,6 +69,16 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// One scrape gathers at a time, the others wait: a gather holds every
+	// series of every tenant in memory (about 550 bytes a series, some 200
+	// series a type), a tenant's own scrape included (its series are cut
+	// from a full gather), and concurrent scrapes multiplied that.
+	select {
+	case s.scrape <- struct{}{}:
+		defer func() { <-s.scrape }()
+	case <-r.Context().Done():
+		return
+	}
 	if p.readsAll() {
 		promhttp.HandlerFor(s.registry, metricsOpts).ServeHTTP(w, r)
 		return

@@ -41,18 +41,21 @@ type Options struct {
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg            Config
-	log            io.Writer
-	dp             nic.Dataplane
-	addr           string
-	disp           *dispatcher.Dispatcher
-	tenants        *tenantSet
-	creds          *credentials
-	audit          *audit
-	auditFile      io.Closer
-	app            *Application
-	closeApp       func() error
-	registry       *prometheus.Registry
+	cfg       Config
+	log       io.Writer
+	dp        nic.Dataplane
+	addr      string
+	disp      *dispatcher.Dispatcher
+	tenants   *tenantSet
+	creds     *credentials
+	audit     *audit
+	auditFile io.Closer
+	app       *Application
+	closeApp  func() error
+	registry  *prometheus.Registry
+	// scrape is held by the one /metrics request gathering (see
+	// handleMetrics).
+	scrape         chan struct{}
 	adminLn        net.Listener
 	http           *http.Server
 	started        time.Time
@@ -112,6 +115,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.registry = prometheus.NewRegistry()
+	s.scrape = make(chan struct{}, 1)
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ var (
 	// ErrNoPrevious: a rollback found no previous classifier.
 	ErrNoPrevious = errors.New("server: no previous classifier to roll back to")
 	// ErrConflict: a conditional swap or rollback found another module
-	// running than the one it expected to replace (HTTP 409).
+	// running than the one it expected to replace, or a newer push for the
+	// tenant started before it landed (HTTP 409).
 	ErrConflict = errors.New("server: conflict")
 	// ErrTenantExists: an added tenant's name is taken.
 	ErrTenantExists = errors.New("server: tenant exists")

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -637,6 +638,10 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 	return out
 }
 
+// maxDescribed bounds the tenants the startup line names: a server may
+// have 1,024 tenants of 1,024 ports each; psp tenant list shows them all.
+const maxDescribed = 16
+
 // describe is the classifier part of the startup line.
 func (mt *tenantSet) describe() string {
 	mt.mu.Lock()
@@ -645,7 +650,8 @@ func (mt *tenantSet) describe() string {
 		return "none yet: no tenants (add them with psp tenant add)"
 	}
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(mt.live)) {
+	names := slices.Sorted(maps.Keys(mt.live))
+	for _, name := range names[:min(len(names), maxDescribed)] {
 		lt := mt.live[name]
 		src := mt.nativeName
 		if lt.host != nil {
@@ -656,9 +662,33 @@ func (mt *tenantSet) describe() string {
 		}
 		p := "default"
 		if len(lt.cfg.Ports) > 0 {
-			p = fmt.Sprintf("ports %v", lt.cfg.Ports)
+			p = "ports " + FormatPorts(lt.cfg.Ports)
 		}
 		parts = append(parts, fmt.Sprintf("tenant %s=%s (%s)", name, src, p))
 	}
+	if n := len(names) - maxDescribed; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more (psp tenant list)", n))
+	}
 	return strings.Join(parts, ", ")
+}
+
+// FormatPorts writes ports in their order, comma-separated, a run of
+// three or more consecutive ones as a range ("7001-7010"): a tenant may
+// have 1,024 (MaxTenantPorts).
+func FormatPorts(ps []uint16) string {
+	var s []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j-i >= 2 {
+			s = append(s, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+			i = j + 1
+			continue
+		}
+		s = append(s, strconv.Itoa(int(ps[i])))
+		i++
+	}
+	return strings.Join(s, ",")
 }

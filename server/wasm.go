@@ -42,9 +42,16 @@ func swapError(name string, err error) error {
 		return nil
 	case errors.Is(err, wasmclass.ErrUnknownTenant):
 		return fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
+	case errors.Is(err, wasmclass.ErrClosed):
+		// The tenant was removed (or the server is stopping) while the
+		// module loaded: there is no tenant left to swap, and nothing is
+		// wrong with the module.
+		return fmt.Errorf("%w %q (removed while its classifier loaded): %w", ErrUnknownTenant, name, err)
 	case errors.Is(err, wasmclass.ErrNoPrevious):
 		return fmt.Errorf("%w: %w", ErrNoPrevious, err)
-	case errors.Is(err, wasmclass.ErrConflict):
+	case errors.Is(err, wasmclass.ErrConflict), errors.Is(err, wasmclass.ErrSuperseded):
+		// Superseded: a newer push for the tenant started before this one
+		// landed (the newest wins); the module is not at fault.
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	default:
 		return fmt.Errorf("%w: %w", ErrBadClassifier, err)

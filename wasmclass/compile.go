@@ -50,13 +50,25 @@ func runtimeConfig(memoryPages uint32) wazero.RuntimeConfig {
 // Options.CompileTimeout (and, in a child process, Options.CompileMemory).
 func compile(ctx context.Context, bin []byte, opts Options) (*compiledModule, error) {
 	queued := time.Now()
-	release, err := compileSlots.acquire(ctx)
+	unuse := func() {}
+	if opts.shared != nil {
+		// The host's cache stays open until this compilation is done
+		// with it, in the background too once abandoned.
+		var err error
+		if unuse, err = opts.shared.use(); err != nil {
+			return nil, fmt.Errorf("wasmclass: compile: %w", err)
+		}
+	}
+	slot, err := compileSlots.acquire(ctx)
 	if err != nil {
+		unuse()
 		return nil, fmt.Errorf("wasmclass: compile: waiting %v for one of the process's %d compile slots: %w: %w (SetCompileConcurrency)",
 			time.Since(queued).Round(time.Millisecond), compileSlots.size(), err, ErrCompile)
 	}
-	// An in-process compilation that is abandoned keeps its slot until the
-	// compiler returns; compileBounded takes the release over then.
+	release := func() { slot(); unuse() }
+	// An in-process compilation that is abandoned keeps its slot and its
+	// use of the cache until the compiler returns; compileBounded takes
+	// the release over then.
 	defer func() { release() }()
 	ctx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
 	defer cancel()
@@ -127,8 +139,8 @@ func (c *compiledModule) close() {
 // compileBounded compiles in a goroutine and stops waiting when ctx is
 // done: wazero's compiler cannot be interrupted, so an abandoned
 // compilation finishes in the background and its runtime is closed then,
-// and its compile slot released (*release is taken over, replaced by a
-// no-op).
+// and its compile slot and its use of the cache released (*release is
+// taken over, replaced by a no-op).
 func compileBounded(ctx context.Context, rt wazero.Runtime, bin []byte, release *func()) (wazero.CompiledModule, error) {
 	type result struct {
 		cm  wazero.CompiledModule

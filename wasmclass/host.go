@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/persephone-go/psp/darc"
 )
 
@@ -61,9 +59,11 @@ const faultedLocal = ^uint32(0)
 // are safe for concurrent use; the classification itself goes through
 // Callers, one per goroutine. Close the Callers, then the Host.
 type Host struct {
-	opts     Options
-	ownCache wazero.CompilationCache
-	tmpDir   string // a cache directory the host created (removed by Close)
+	opts Options
+	// cache is the compilation cache the host opened (Options.CacheDir,
+	// or a directory of its own for CompileInChild), nil if none: Close
+	// closes it once no compilation uses it.
+	cache    *sharedCache
 	tenants  []*tenant
 	byName   map[string]*tenant
 	byPort   []uint16 // port -> tenant index + 1; 0 = default tenant or none
@@ -126,21 +126,24 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 	if len(spec.Tenants) >= 1<<16-1 {
 		return nil, fmt.Errorf("wasmclass: new host: %w: too many tenants", ErrBadSpec)
 	}
+	tmpDir := "" // a cache directory the host creates (removed with its cache)
 	if h.opts.Cache == nil && h.opts.CacheDir == "" && h.opts.CompileInChild {
 		// Compile children fill a file cache that the tenants share.
-		if h.tmpDir, err = os.MkdirTemp("", "psp-wasm-cache-"); err != nil {
+		if tmpDir, err = os.MkdirTemp("", "psp-wasm-cache-"); err != nil {
 			return nil, fmt.Errorf("wasmclass: new host: compilation cache: %w", err)
 		}
-		h.opts.CacheDir = h.tmpDir
+		h.opts.CacheDir = tmpDir
 	}
 	if h.opts.Cache == nil && h.opts.CacheDir != "" {
-		if err := os.MkdirAll(h.opts.CacheDir, 0o755); err != nil {
-			return nil, fmt.Errorf("wasmclass: new host: compilation cache: %w", err)
+		cache, err := openCache(h.opts.CacheDir)
+		if err != nil {
+			if tmpDir != "" {
+				os.RemoveAll(tmpDir)
+			}
+			return nil, fmt.Errorf("wasmclass: new host: %w", err)
 		}
-		if h.ownCache, err = wazero.NewCompilationCacheWithDir(h.opts.CacheDir); err != nil {
-			return nil, fmt.Errorf("wasmclass: new host: compilation cache %q: %w", h.opts.CacheDir, err)
-		}
-		h.opts.Cache = h.ownCache
+		h.cache = &sharedCache{cache: cache, dir: tmpDir}
+		h.opts.Cache, h.opts.shared = cache, h.cache
 	}
 	fail := func(err error) (*Host, error) {
 		_ = h.Close(ctx)
@@ -485,7 +488,8 @@ func (h *Host) precreate(ctx context.Context, t *tenant, nv *version) {
 
 // Close closes every tenant's modules (current and retired); Callers still
 // open stop classifying (their packets become UNKNOWN). Close the Callers
-// first.
+// first. A swap or rollback still loading fails with ErrClosed; the
+// compilation cache the host opened closes once no compilation uses it.
 func (h *Host) Close(ctx context.Context) error {
 	h.swapMu.Lock()
 	defer h.swapMu.Unlock()
@@ -507,11 +511,10 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 		t.retired = nil
 	}
-	if h.ownCache != nil {
-		errs = append(errs, h.ownCache.Close(ctx))
-	}
-	if h.tmpDir != "" {
-		errs = append(errs, os.RemoveAll(h.tmpDir))
+	if h.cache != nil {
+		// Now, or by the last compilation still using it (a swap racing
+		// this Close fails with ErrClosed).
+		errs = append(errs, h.cache.close())
 	}
 	return errors.Join(errs...)
 }

@@ -105,6 +105,15 @@ func Load(ctx context.Context, wasm []byte, opts Options) (*Module, error) {
 			v.globals = append(v.globals, e.Name)
 		}
 	}
+	if opts.shared != nil {
+		// The host's cache stays open until the module is compiled and
+		// initialised in it; a closing host loads nothing.
+		release, err := opts.shared.use()
+		if err != nil {
+			return nil, fmt.Errorf("wasmclass: load: %w", err)
+		}
+		defer release()
+	}
 	c, err := compile(ctx, dec.Encode(), opts)
 	if err != nil {
 		return nil, err

@@ -120,6 +120,9 @@ type Options struct {
 	// noFuel skips the instrumentation; only for the benchmark that
 	// measures its cost (an uninstrumented guest can stall the process).
 	noFuel bool
+	// shared is the Host's own cache when Cache is it: compilations
+	// register with it, so that it closes after the last of them.
+	shared *sharedCache
 	// syncSpares makes an instance build a spare on the calling goroutine
 	// when none is ready after a trap; only for tests that count faults
 	// call by call.
@@ -137,7 +140,9 @@ func (o Options) Merge(base Options) Options {
 	o.TimeLimit = cmp.Or(o.TimeLimit, base.TimeLimit)
 	o.StackLimit = cmp.Or(o.StackLimit, base.StackLimit)
 	o.CacheDir = cmp.Or(o.CacheDir, base.CacheDir)
-	o.Cache = cmp.Or(o.Cache, base.Cache)
+	if o.Cache == nil {
+		o.Cache, o.shared = base.Cache, base.shared
+	}
 	o.CompileInChild = o.CompileInChild || base.CompileInChild
 	o.CompileTimeout = cmp.Or(o.CompileTimeout, base.CompileTimeout)
 	o.CompileMemory = cmp.Or(o.CompileMemory, base.CompileMemory)

@@ -118,7 +118,7 @@ func nameArg(c *cli.Context, what string) (string, error) {
 // shareFlags are the tenant settings add and update take.
 func shareFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "ports", Usage: "the tenant's UDP `PORTS`, comma-separated (add: none makes it the default tenant)"},
+		&cli.StringFlag{Name: "ports", Usage: "the tenant's UDP `PORTS`, comma-separated, runs as ranges (7001,7005-7010; add: none makes it the default tenant)"},
 		&cli.IntFlag{Name: "workers", Usage: "workers guaranteed to the tenant (`N`; 0 or unset: a part of the rest by --weight)"},
 		&cli.Float64Flag{Name: "weight", Usage: "the tenant's share of the workers and buffers nobody claims by count (default 1)"},
 		&cli.IntFlag{Name: "max-workers", Usage: "most workers running the tenant's requests at once (0: no ceiling)"},
@@ -129,18 +129,39 @@ func shareFlags() []cli.Flag {
 	}
 }
 
-// parsePorts parses "7001,7002".
+// parsePorts parses "7001,7002" and ranges, "7001-7010" (what joinPorts
+// prints), in order and without removing repeats (the server refuses
+// them by name).
 func parsePorts(s string) ([]uint16, error) {
 	var ports []uint16
+	port := func(f string) (int, error) {
+		p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil || p == 0 {
+			return 0, fmt.Errorf("--ports: %q is not a port (1..65535)", f)
+		}
+		return int(p), nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		p, err := strconv.ParseUint(f, 10, 16)
-		if err != nil || p == 0 {
-			return nil, fmt.Errorf("--ports: %q is not a port (1..65535)", f)
+		lo, hi, isRange := strings.Cut(f, "-")
+		first, err := port(lo)
+		if err != nil {
+			return nil, err
 		}
-		ports = append(ports, uint16(p))
+		last := first
+		if isRange {
+			if last, err = port(hi); err != nil {
+				return nil, err
+			}
+			if last < first {
+				return nil, fmt.Errorf("--ports: range %q is reversed", f)
+			}
+		}
+		for p := first; p <= last; p++ {
+			ports = append(ports, uint16(p))
+		}
 	}
 	return ports, nil
 }
@@ -481,13 +502,9 @@ func tenantLine(t server.TenantInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-func joinPorts(ps []uint16) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = strconv.Itoa(int(p))
-	}
-	return strings.Join(s, ",")
-}
+// joinPorts prints ports as server.FormatPorts does (runs as ranges),
+// which parsePorts reads back.
+func joinPorts(ps []uint16) string { return server.FormatPorts(ps) }
 
 // short abbreviates a SHA-256 for tables.
 func short(sha string) string {

@@ -970,7 +970,7 @@ func (d *Dataplane) AddPort(port uint16) error {
 		}
 	}
 	addr := netip.AddrPortFrom(d.addr.Addr(), port)
-	pc, err := net.ListenPacket("udp", addr.String())
+	pc, err := listenPort(addr)
 	if err != nil {
 		return fmt.Errorf("udp: listen on %s: %w", addr, err)
 	}
@@ -1059,6 +1059,30 @@ func (d *Dataplane) AddPort(port uint16) error {
 	next := append(append(make([]*rxSock, 0, len(old)+1), old...), s)
 	d.socks.Store(&next)
 	return nil
+}
+
+// A port just closed (RemovePort) may stay bound for a moment by a child
+// process starting: fork copies every descriptor, and the child drops the
+// close-on-exec ones only at exec, later if it is descheduled in between
+// (measured up to 3.6 ms on a busy 2-core VM starting children; a
+// server's compile children start at every hot swap). listenPort waits
+// out such a child: EADDRINUSE is retried every bindRetryWait, at most
+// bindRetries times.
+const (
+	bindRetries   = 100
+	bindRetryWait = time.Millisecond
+)
+
+// listenPort binds a UDP socket to addr, retrying EADDRINUSE (see
+// bindRetries).
+func listenPort(addr netip.AddrPort) (net.PacketConn, error) {
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", addr.String())
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || i == bindRetries {
+			return pc, err
+		}
+		time.Sleep(bindRetryWait)
+	}
 }
 
 // RemovePort stops receiving on port (not Addr's) and closes its sockets;
