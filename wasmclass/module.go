@@ -644,6 +644,10 @@ func parseTypeNames(b []byte, n int) ([]string, error) {
 		if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
 			return nil, fmt.Errorf("wasmclass: type name %d (%q) is not UTF-8 text without control characters: %w", i, s, ErrBadABI)
 		}
+		if strings.TrimSpace(s) != s {
+			// " " or "GET " would print as a blank or look like "GET".
+			return nil, fmt.Errorf("wasmclass: type name %d (%q) begins or ends with white space: %w", i, s, ErrBadABI)
+		}
 	}
 	for i, s := range names {
 		if s == "" {

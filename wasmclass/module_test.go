@@ -163,6 +163,8 @@ func TestDuplicateTypeNamesRefused(t *testing.T) {
 		{"UNKNOWN\ntype3\n", `type name 1 is "type3", the name reserved for type 3`}, // a later default
 		{"UNKNOWN\ntype0", `type name 1 is "type0", the name reserved for type 0`},
 		{"x\nUNKNOWN", `type name 1 is "UNKNOWN", the name reserved for type 0`},
+		{"UNKNOWN\n   \nLONG", `type name 1 ("   ") begins or ends with white space`}, // prints blank
+		{"UNKNOWN\nSHORT \nSHORT", `type name 1 ("SHORT ") begins or ends with white space`},
 	} {
 		m, err := Load(ctx, withCustomSection(fixture(t, "good"), "psp.types", tc.names), Options{})
 		if err == nil {
@@ -175,7 +177,7 @@ func TestDuplicateTypeNamesRefused(t *testing.T) {
 		}
 	}
 	// Names that only look like defaults, and defaults at their own index, load.
-	for _, names := range []string{"UNKNOWN\ntype1\ntype02\ntypeX", "type0\nA\n\ntype3", "UNKNOWN\nshort\nSHORT"} {
+	for _, names := range []string{"UNKNOWN\ntype1\ntype02\ntypeX", "type0\nA\n\ntype3", "UNKNOWN\nshort\nSHORT", "UNKNOWN\nGET SHORT"} {
 		m, err := Load(ctx, withCustomSection(fixture(t, "good"), "psp.types", names), Options{})
 		if err != nil {
 			t.Errorf("%q: %v", names, err)
