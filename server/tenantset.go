@@ -674,7 +674,7 @@ func (mt *tenantSet) describe() string {
 
 // FormatPorts writes ports in their order, comma-separated, a run of
 // three or more consecutive ones as a range ("7001-7010"): a tenant may
-// have 1,024 (MaxTenantPorts).
+// have 1,024 (MaxTenantPorts). ParsePorts reads it back.
 func FormatPorts(ps []uint16) string {
 	var s []string
 	for i := 0; i < len(ps); {
@@ -691,4 +691,41 @@ func FormatPorts(ps []uint16) string {
 		i++
 	}
 	return strings.Join(s, ",")
+}
+
+// ParsePorts parses a port list as FormatPorts writes it ("7001,7005-7010"),
+// in order and without removing repeats (a tenant's ports are checked
+// apart, repeats refused by name).
+func ParsePorts(s string) ([]uint16, error) {
+	var ports []uint16
+	port := func(f string) (int, error) {
+		p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil || p == 0 {
+			return 0, fmt.Errorf("%q is not a port (1..65535)", f)
+		}
+		return int(p), nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(f, "-")
+		first, err := port(lo)
+		if err != nil {
+			return nil, err
+		}
+		last := first
+		if isRange {
+			if last, err = port(hi); err != nil {
+				return nil, err
+			}
+			if last < first {
+				return nil, fmt.Errorf("range %q is reversed", f)
+			}
+		}
+		for p := first; p <= last; p++ {
+			ports = append(ports, uint16(p))
+		}
+	}
+	return ports, nil
 }

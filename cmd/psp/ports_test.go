@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/persephone-go/psp/server"
 )
 
 // TestPortListsCompact: a tenant may have 1,024 ports; psp tenant list
@@ -24,9 +26,9 @@ func TestPortListsCompact(t *testing.T) {
 		{[]uint16{7001, 7002, 7003, 9000, 7005}, "7001-7003,9000,7005"},
 		{[]uint16{65533, 65534, 65535}, "65533-65535"},
 	} {
-		got := joinPorts(tc.ports)
+		got := server.FormatPorts(tc.ports)
 		if got != tc.want {
-			t.Errorf("joinPorts(%d ports from %d) = %.40q, want %q", len(tc.ports), tc.ports[0], got, tc.want)
+			t.Errorf("FormatPorts(%d ports from %d) = %.40q, want %q", len(tc.ports), tc.ports[0], got, tc.want)
 		}
 		back, err := parsePorts(got)
 		if err != nil || !slices.Equal(back, tc.ports) {

@@ -129,39 +129,11 @@ func shareFlags() []cli.Flag {
 	}
 }
 
-// parsePorts parses "7001,7002" and ranges, "7001-7010" (what joinPorts
-// prints), in order and without removing repeats (the server refuses
-// them by name).
+// parsePorts parses --ports (see server.ParsePorts).
 func parsePorts(s string) ([]uint16, error) {
-	var ports []uint16
-	port := func(f string) (int, error) {
-		p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
-		if err != nil || p == 0 {
-			return 0, fmt.Errorf("--ports: %q is not a port (1..65535)", f)
-		}
-		return int(p), nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(f, "-")
-		first, err := port(lo)
-		if err != nil {
-			return nil, err
-		}
-		last := first
-		if isRange {
-			if last, err = port(hi); err != nil {
-				return nil, err
-			}
-			if last < first {
-				return nil, fmt.Errorf("--ports: range %q is reversed", f)
-			}
-		}
-		for p := first; p <= last; p++ {
-			ports = append(ports, uint16(p))
-		}
+	ports, err := server.ParsePorts(s)
+	if err != nil {
+		return nil, fmt.Errorf("--ports: %w", err)
 	}
 	return ports, nil
 }
@@ -476,7 +448,7 @@ func tenantLine(t server.TenantInfo) string {
 	}
 	ports := "default (every port no other tenant has)"
 	if len(t.Ports) > 0 {
-		ports = "ports " + joinPorts(t.Ports)
+		ports = "ports " + server.FormatPorts(t.Ports)
 	}
 	parts = append(parts, ports)
 	if t.Isolation != "" && !t.Native {
@@ -502,10 +474,6 @@ func tenantLine(t server.TenantInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-// joinPorts prints ports as server.FormatPorts does (runs as ranges),
-// which parsePorts reads back.
-func joinPorts(ps []uint16) string { return server.FormatPorts(ps) }
-
 // short abbreviates a SHA-256 for tables.
 func short(sha string) string {
 	if len(sha) > 12 {
@@ -524,7 +492,7 @@ func printTenants(w io.Writer, ts []server.TenantInfo) {
 	for _, t := range ts {
 		ports := "default"
 		if len(t.Ports) > 0 {
-			ports = joinPorts(t.Ports)
+			ports = server.FormatPorts(t.Ports)
 		}
 		version, sha, loaded := strconv.Itoa(t.Version), short(t.SHA256), "-"
 		if t.Native {
