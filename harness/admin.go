@@ -104,8 +104,30 @@ func AdminURL(addr string) (string, error) {
 // URL returns the client's base URL.
 func (c *AdminClient) URL() string { return c.base }
 
-// StatusJSON returns the server's GET /status document as sent.
+// StatusJSON returns the server's GET /status document as sent, once it
+// has checked that it is one (see statusDocument).
 func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
+	body, err := c.statusBody(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.decodeStatus(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// Status returns the server's current status.
+func (c *AdminClient) Status(ctx context.Context) (*server.Status, error) {
+	body, err := c.statusBody(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.decodeStatus(body)
+}
+
+// statusBody reads the server's GET /status answer.
+func (c *AdminClient) statusBody(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/status", nil)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
@@ -128,38 +150,29 @@ func (c *AdminClient) StatusJSON(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status: %s: %s", resp.Status, errorMessage(body))
 	}
-	if err := checkStatusDocument(body); err != nil {
-		return nil, fmt.Errorf("status: %w (is %s a psp admin endpoint?)", err, c.base)
-	}
 	return body, nil
 }
 
-// checkStatusDocument reports whether body looks like a psp /status
-// document: a JSON object with a "policy" member, which every psp server
-// reports. Any other answer comes from something else listening on the
-// admin address.
-func checkStatusDocument(body []byte) error {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	if _, ok := doc["policy"]; !ok {
-		return errors.New(`decode: no "policy" member`)
-	}
-	return nil
+// statusDocument is a psp /status document with its "policy" member
+// decoded apart: every psp server reports one, and a JSON answer without it
+// comes from something else listening on the admin address.
+type statusDocument struct {
+	server.Status
+	Policy *string `json:"policy"` // shadows Status.Policy
 }
 
-// Status returns the server's current status.
-func (c *AdminClient) Status(ctx context.Context) (*server.Status, error) {
-	body, err := c.StatusJSON(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var st server.Status
-	if err := json.Unmarshal(body, &st); err != nil {
+// decodeStatus decodes body, refusing an answer that is not a psp status
+// document.
+func (c *AdminClient) decodeStatus(body []byte) (*server.Status, error) {
+	var doc statusDocument
+	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("status: decode: %w (is %s a psp admin endpoint?)", err, c.base)
 	}
-	return &st, nil
+	if doc.Policy == nil {
+		return nil, fmt.Errorf(`status: decode: no "policy" member (is %s a psp admin endpoint?)`, c.base)
+	}
+	doc.Status.Policy = *doc.Policy
+	return &doc.Status, nil
 }
 
 // DefaultSwapTimeout bounds a hot swap's request: the server compiles the
