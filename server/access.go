@@ -69,25 +69,34 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// One scrape gathers at a time, the others wait: a gather holds every
-	// series of every tenant in memory (about 550 bytes a series, some 200
-	// series a type), a tenant's own scrape included (its series are cut
-	// from a full gather), and concurrent scrapes multiplied that.
-	select {
-	case s.scrape <- struct{}{}:
-		defer func() { <-s.scrape }()
-	case <-r.Context().Done():
-		return
-	}
 	if p.readsAll() {
-		promhttp.HandlerFor(s.registry, metricsOpts).ServeHTTP(w, r)
+		promhttp.HandlerFor(s.oneGather(r, s.registry), metricsOpts).ServeHTTP(w, r)
 		return
 	}
 	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := s.registry.Gather()
 		return tenantSeries(mfs, p.tenant, s.typeNamesOf(p.tenant)), err
 	})
-	promhttp.HandlerFor(g, metricsOpts).ServeHTTP(w, r)
+	promhttp.HandlerFor(s.oneGather(r, g), metricsOpts).ServeHTTP(w, r)
+}
+
+// oneGather makes g gather while no other scrape does; the others wait
+// (or give up when their request ends). A gather holds every series of
+// every tenant in memory (about 550 bytes a series, some 200 series a
+// type), a tenant's own scrape included (its series are cut from a full
+// gather), and concurrent scrapes multiplied that. Only the gather holds
+// the turn, not the writing of its answer: a client reading slowly does
+// not hold up the other scrapes.
+func (s *Server) oneGather(r *http.Request, g prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		select {
+		case s.scrape <- struct{}{}:
+			defer func() { <-s.scrape }()
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		return g.Gather()
+	})
 }
 
 // tenantRange returns the global type ids of the live tenant called name:

@@ -53,8 +53,8 @@ type Server struct {
 	app       *Application
 	closeApp  func() error
 	registry  *prometheus.Registry
-	// scrape is held by the one /metrics request gathering (see
-	// handleMetrics).
+	// scrape is held by the one /metrics gather running (see
+	// oneGather).
 	scrape         chan struct{}
 	adminLn        net.Listener
 	http           *http.Server
