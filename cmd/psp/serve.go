@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"os/signal"
 	"strconv"
@@ -45,8 +46,9 @@ func size(dst func(*server.Config) *int) func(*cli.Context, string, *server.Conf
 
 // byteSize is a flag's value in bytes: a whole number (134217728) or a
 // number with a unit (128MiB, 1.5GiB, 64KB, 2 MB: binary and decimal units,
-// as go-humanize parses them); a leading minus is kept, for settings where
-// a negative value means something (unbounded).
+// as go-humanize parses them) that makes a whole number of bytes ("1.5" is
+// refused); a leading minus is kept, for settings where a negative value
+// means something (unbounded).
 type byteSize int64
 
 // Set implements cli.Generic.
@@ -60,11 +62,33 @@ func (b *byteSize) Set(s string) error {
 	if n > math.MaxInt64 {
 		return fmt.Errorf("%q: too large", s)
 	}
+	if !wholeBytes(strings.TrimPrefix(t, "-")) {
+		return fmt.Errorf("%q: not a whole number of bytes (go-humanize would drop the fraction: %d)", s, n)
+	}
 	*b = byteSize(n)
 	if neg {
 		*b = -*b
 	}
 	return nil
+}
+
+// wholeBytes reports whether a size humanize.ParseBytes reads ("1.5",
+// "1.5KiB", "2 MB") is a whole number of bytes: ParseBytes truncates, so
+// "1.5" would be 1 byte and "1.0001KB" 1000.
+func wholeBytes(t string) bool {
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != ',' })
+	if i < 0 {
+		i = len(t)
+	}
+	num, ok := new(big.Rat).SetString(strings.ReplaceAll(t[:i], ",", ""))
+	if !ok {
+		return false
+	}
+	unit, err := humanize.ParseBytes("1" + t[i:])
+	if err != nil {
+		return false
+	}
+	return num.Mul(num, new(big.Rat).SetUint64(unit)).IsInt()
 }
 
 // String implements cli.Generic.

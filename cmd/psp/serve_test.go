@@ -266,13 +266,16 @@ func TestServeByteFlagsTakeUnits(t *testing.T) {
 		{[]string{"--app", "memcached", "--memcached-store-memory", "-1"}, "store_memory: -1"},
 		{[]string{"--buf-size", "4KiB"}, "buf_size: 4096"},
 		{[]string{"--app", "memcached", "--memcached-tcp-memory", "64MB"}, "tcp_memory: 64000000"},
+		{[]string{"--buf-size", "1.5KiB"}, "buf_size: 1536"},
+		{[]string{"--buf-size", "1,024"}, "buf_size: 1024"},
+		{[]string{"--buf-size", "0.5 kB"}, "buf_size: 500"},
 	} {
 		out, err := runApp(t, append(append([]string{"serve"}, tc.args...), "--print-config")...)
 		if err != nil || !strings.Contains(out, tc.want) {
 			t.Errorf("%v: %v, want %q in\n%s", tc.args, err, tc.want, out)
 		}
 	}
-	for _, bad := range []string{"12xyz", "99999999999999999999999", "MiB", ""} {
+	for _, bad := range []string{"12xyz", "99999999999999999999999", "MiB", "", "1.5", "1.0001KB", "0.3"} {
 		if out, err := runApp(t, "serve", "--buf-size", bad, "--print-config"); err == nil {
 			t.Errorf("--buf-size %q accepted:\n%s", bad, out)
 		}
