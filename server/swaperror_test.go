@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/persephone-go/psp/wasmclass"
@@ -40,5 +41,21 @@ func TestSwapErrorOfSupersededPushIsConflict(t *testing.T) {
 	}
 	if got := refusal(err); got != "conflict" {
 		t.Errorf("audit outcome %q, want conflict", got)
+	}
+}
+
+// TestBadTenantClassifierNamedOnce: a tenant whose module does not load is
+// named once in the error (the host and the server both named it).
+func TestBadTenantClassifierNamedOnce(t *testing.T) {
+	cfg := memConfig()
+	cfg.Admin.Addr = "off"
+	cfg.Tenants = []Tenant{{Name: "x", Ports: []uint16{17001}, Wasm: []byte("garbage")}}
+	srv, err := New(context.Background(), cfg, Options{})
+	if err == nil {
+		srv.Close()
+		t.Fatal("a tenant with a garbage module started")
+	}
+	if !errors.Is(err, ErrBadClassifier) || strings.Count(err.Error(), `tenant "x"`) != 1 {
+		t.Fatalf("error %q: want ErrBadClassifier naming tenant \"x\" once", err)
 	}
 }

@@ -156,7 +156,11 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		Options: mt.wopts,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: tenant %q: %w", ErrBadClassifier, t.Name, err)
+		// A host of one tenant names it in what it reports about it.
+		if named := fmt.Sprintf("tenant %q", t.Name); !strings.Contains(err.Error(), named) {
+			err = fmt.Errorf("%s: %w", named, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBadClassifier, err)
 	}
 	caller, err := host.NewCaller()
 	if err != nil {
