@@ -336,8 +336,12 @@ func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, err
 
 // SwapIf is Swap, only over the running module exp names (its sha256 or
 // version; zero fields are not checked): otherwise ErrConflict.
-func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (int, error) {
-	return s.tenants.swap(ctx, tenant, wasm, exp)
+func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (v int, err error) {
+	err = s.withClassifier(s.tenants.pagesOf(tenant), func() error {
+		v, err = s.tenants.swap(ctx, tenant, wasm, exp)
+		return err
+	})
+	return v, err
 }
 
 // Rollback swaps tenant's previous classifier back in (the module it ran
@@ -347,16 +351,22 @@ func (s *Server) Rollback(ctx context.Context, tenant string) (int, error) {
 }
 
 // RollbackIf is Rollback, only over the running module exp names.
-func (s *Server) RollbackIf(ctx context.Context, tenant string, exp wasmclass.Expect) (int, error) {
-	return s.tenants.rollback(ctx, tenant, exp)
+func (s *Server) RollbackIf(ctx context.Context, tenant string, exp wasmclass.Expect) (v int, err error) {
+	err = s.withClassifier(s.tenants.pagesOf(tenant), func() error {
+		v, err = s.tenants.rollback(ctx, tenant, exp)
+		return err
+	})
+	return v, err
 }
 
 // AddTenant adds a tenant to the server without a restart: its
 // classifier (t.Wasm or t.Classifier; neither: the native classifier), its
 // ports on the dataplane, its share of the workers and the pool, its token.
 func (s *Server) AddTenant(ctx context.Context, t Tenant) error {
-	_, err := s.tenants.add(ctx, t)
-	return err
+	return s.withClassifier(s.tenants.memoryPages(t), func() error {
+		_, err := s.tenants.add(ctx, t)
+		return err
+	})
 }
 
 // UpdateTenant changes a live tenant's ports, share or token.
@@ -371,6 +381,7 @@ func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	_, err := s.tenants.remove(ctx, name)
 	if err == nil {
 		s.refs.forget(name)
+		s.fitMemory(0)
 	}
 	return err
 }

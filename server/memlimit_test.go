@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"math"
 	"os"
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/wasmclass"
 )
 
 // TestMemoryLimit: serve's soft memory limit counts the memcached store's
@@ -81,6 +84,68 @@ func TestServeSetsMemoryLimit(t *testing.T) {
 			t.Fatalf("memory limit %d while serving, want %d", debug.SetMemoryLimit(-1), want)
 		}
 	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memory limit %d after the server stopped, want none", got)
+	}
+}
+
+// TestMemoryLimitFollowsClassifiers: the soft memory limit serve sets
+// counts the tenants' Wasm classifiers (two linear memories at their limit
+// each) as tenants come and go, and a swap does not leave it raised.
+func TestMemoryLimitFollowsClassifiers(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Skip("a memory limit is set for the tests")
+	}
+	cfg := tenantConfig(t)
+	cfg.Workers = 4
+	cfg.App = App{Name: AppMemcached}
+	cfg.App.Memcached.StoreMemory = 128 << 20
+	cfg.Tenants[0].Workers = 1
+	base, ok := memoryLimit(cfg.withDefaults())
+	if !ok {
+		t.Fatal("no limit for the memcached application in memory")
+	}
+	// Tenant b runs pspheader.wasm at the default memory limit.
+	withB := base + classifierHeap(wasmclass.DefaultMemoryLimitPages)
+	r := start(t, cfg)
+	waitLimit := func(what string, want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); debug.SetMemoryLimit(-1) != want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: memory limit %d, want %d", what, debug.SetMemoryLimit(-1), want)
+			}
+		}
+	}
+	waitLimit("at start", withB)
+	wasm, err := os.ReadFile(exampleWasm(t, "pspheader.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	big := Tenant{Name: "c", Ports: []uint16{7003}, Wasm: wasm, Workers: 1, ClassifierOptions: ClassifierOptions{MemoryPages: 1024}}
+	if err := r.srv.AddTenant(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	withC := withB + classifierHeap(1024)
+	if classifierHeap(1024) < 128<<20 {
+		t.Fatalf("a 1,024-page classifier counted %d bytes, less than its two 64 MiB memories", classifierHeap(1024))
+	}
+	waitLimit("tenant c added", withC)
+	if _, err := r.srv.Swap(ctx, "c", wasm); err != nil {
+		t.Fatal(err)
+	}
+	waitLimit("c swapped", withC)
+	if err := r.srv.AddTenant(ctx, Tenant{Name: "c", Ports: []uint16{7004}, Wasm: wasm}); err == nil {
+		t.Fatal("a second tenant c was added")
+	}
+	waitLimit("a refused add", withC)
+	if err := r.srv.RemoveTenant(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	waitLimit("c removed", withB)
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ type Server struct {
 	mu              sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
+	memory      memoryBudget // the soft memory limit serve set
 }
 
 // New opens a server for cfg. The caller must call Run (which closes

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ type liveTenant struct {
 	// classifier gives them (the policy's type 0 is its UNKNOWN).
 	implicit bool
 	added    time.Time
+	// memoryPages is its Wasm classifier's memory limit (0: native).
+	memoryPages uint32
 }
 
 // tenantSet is a server's tenants. Lifecycle changes are serialised by
@@ -168,6 +171,7 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		return nil, fmt.Errorf("server: tenant %q: %w", t.Name, err)
 	}
 	lt.host, lt.caller = host, caller
+	lt.memoryPages = mt.memoryPages(t)
 	lt.numTypes = host.NumTypes()
 	if maxTypes > 0 && lt.numTypes > maxTypes {
 		caller.Close()
@@ -392,6 +396,38 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	mt.live[t.Name] = lt
 	s.creds.setTenant(t.Name, tok, hasTok)
 	return lt, nil
+}
+
+// memoryPages is the memory limit of t's Wasm classifier, in pages (0:
+// the native classifier).
+func (mt *tenantSet) memoryPages(t Tenant) uint32 {
+	if len(t.Wasm) == 0 && t.Classifier == "" {
+		return 0
+	}
+	return cmp.Or(t.ClassifierOptions.wasm(wasmclass.Options{}).Merge(mt.wopts).MemoryLimitPages, wasmclass.DefaultMemoryLimitPages)
+}
+
+// pagesOf is the memory limit of the live tenant name's Wasm classifier,
+// in pages (0: the native classifier, or no such tenant).
+func (mt *tenantSet) pagesOf(name string) uint32 {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	if lt, ok := mt.live[name]; ok {
+		return lt.memoryPages
+	}
+	return 0
+}
+
+// classifierHeap is what the live tenants' classifiers hold in the Go heap
+// at most (see classifierHeap).
+func (mt *tenantSet) classifierHeap() int64 {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	var n int64
+	for _, lt := range mt.live {
+		n += classifierHeap(lt.memoryPages)
+	}
+	return n
 }
 
 // exists reports whether a live tenant is called name.
