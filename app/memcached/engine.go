@@ -538,8 +538,12 @@ func (s *session) get(withCas, touch bool) after {
 		first = 2
 	}
 	// memcached stops at the first key that is too long and answers only
-	// an error, discarding every response not yet sent: look first.
+	// an error, discarding every response not yet sent: look first. A gat
+	// has touched the keys before it.
 	if anyLongKey(t, first) {
+		if touch {
+			s.touchBeforeLongKey(t, first, exp)
+		}
 		s.cull()
 		s.begin()
 		s.outString(msgBadFormat)
@@ -600,6 +604,35 @@ func anyLongKey(t *tokens, first int) bool {
 		rest = rest[i+1:]
 	}
 	return false
+}
+
+// touchBeforeLongKey sets the expiry of the keys of a gat in t from token
+// first on that come before its first key longer than KeyMaxLength, as
+// memcached does before it fails the command.
+func (s *session) touchBeforeLongKey(t *tokens, first int, exp int64) {
+	for i := first; i < t.n-1; i++ {
+		if len(t.w[i]) > KeyMaxLength {
+			return
+		}
+		s.touchItem(t.w[i], exp)
+	}
+	rest := t.rest
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, ' ')
+		if i < 0 {
+			i = len(rest)
+		}
+		if i > KeyMaxLength {
+			return
+		}
+		if i > 0 {
+			s.touchItem(rest[:i], exp)
+		}
+		if i == len(rest) {
+			return
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // getKey appends the response for one key of a get.

@@ -267,6 +267,8 @@ var Cases = []Case{
 		body("set t 0 -1 1\r\nx\r\nget t\r\nadd t 0 0 1\r\ny\r\nget t\r\n"),
 		body("set t 0 100 1\r\nx\r\nget t\r\ntouch t -1\r\nget t\r\n"),
 		body("set t 0 0 1\r\nx\r\ngat -1 t\r\nget t\r\n"),
+		// a key too long fails the gat, after the keys before it are touched
+		body("set t 0 0 1\r\nx\r\nset u 0 0 1\r\ny\r\ngat -1 t ", rep("k", 251), " u\r\nget t u\r\n"),
 	}},
 	{"misc commands", []Request{
 		body("verbosity 1\r\nverbosity\r\nverbosity x\r\nverbosity 1 noreply\r\n"),
