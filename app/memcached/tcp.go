@@ -149,7 +149,7 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		var err error
 		var refused bool
-		cmd, held, refused, err = s.readCommand(r, cmd[:0])
+		cmd, held, refused, err = s.readCommand(r, w, cmd[:0])
 		if err != nil {
 			var ne net.Error
 			switch {
@@ -171,6 +171,9 @@ func (s *Server) serveConn(c net.Conn) {
 		a := ss.serveStream(cmd)
 		ss.dataRefused = false
 		if ss.swallow > 0 {
+			if int64(r.Buffered()) < ss.swallow {
+				w.Flush() // what was transmitted goes before the wait
+			}
 			if _, err := io.CopyN(io.Discard, r, ss.swallow); err != nil {
 				ss.flush()
 				w.Flush()
@@ -202,8 +205,8 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		// Like memcached, answer what is pending once the input read so
-		// far is used up.
-		if r.Buffered() == 0 {
+		// far is used up or ends in part of a line.
+		if r.Buffered() == 0 || !lineBuffered(r) {
 			ss.flush()
 			if err := w.Flush(); err != nil {
 				var ne net.Error
@@ -223,14 +226,21 @@ var errCloseConn = errors.New("memcached: line too long")
 // errLineTooLong: a retrieval command line longer than Config.MaxLine.
 var errLineTooLong = errors.New("memcached: retrieval line too long")
 
+// lineBuffered reports whether r holds a whole line.
+func lineBuffered(r *bufio.Reader) bool {
+	b, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
-// limit, the value's data block. A value of more than smallValue bytes
-// takes its bytes from Config.TCPMemory (held, to be released once the
-// command has run); when they are not there, the data block is left unread
-// and refused returned (the command refuses the value and the caller skips
-// it).
-func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64, refused bool, _ error) {
+// limit, the value's data block. What w holds (responses memcached has
+// transmitted: those of a get or mn) is written before a wait for the data
+// block. A value of more than smallValue bytes takes its bytes from
+// Config.TCPMemory (held, to be released once the command has run); when
+// they are not there, the data block is left unread and refused returned
+// (the command refuses the value and the caller skips it).
+func (s *Server) readCommand(r *bufio.Reader, w *bufio.Writer, dst []byte) (_ []byte, held int64, refused bool, _ error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		dst = append(dst, chunk...)
@@ -260,6 +270,9 @@ func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64,
 			return dst, 0, true, nil
 		}
 		held = need
+	}
+	if int64(r.Buffered()) < need {
+		w.Flush()
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(need))[:n+int(need)]
