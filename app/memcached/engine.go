@@ -505,11 +505,18 @@ func (s *session) removeLocked(key []byte) {
 	s.remove(key)
 }
 
+// maxDelta is memcached's REALTIME_MAXDELTA: an expiry above it is a unix
+// time, not seconds from now.
+const maxDelta = 60 * 60 * 24 * 30
+
+// startSlack is how long before its start memcached dates its process_started
+// (ITEM_UPDATE_INTERVAL and 2 seconds).
+const startSlack = 62
+
 // realtime turns a client's expiry (seconds from now up to 30 days, a unix
 // time above that, 0 for never, negative for already expired) into a unix
 // time (memcached's realtime with EXPTIME_TO_POSITIVE_TIME).
 func (s *session) realtime(exptime int32) int64 {
-	const maxDelta = 60 * 60 * 24 * 30
 	switch {
 	case exptime == 0:
 		return 0
@@ -1037,7 +1044,15 @@ func (s *session) flushAll() {
 	if e > 0 {
 		at = s.realtime(e)
 	}
-	if err := s.st.flush(at, s.now); err != nil {
+	var err error
+	if e > maxDelta && int64(e) <= s.app.started.Unix()-startSlack+1 {
+		// memcached takes a time before it started as 1 (realtime) and
+		// its flush then as none at all (oldest_live 0).
+		err = s.st.flushNone(s.now)
+	} else {
+		err = s.st.flush(at, s.now)
+	}
+	if err != nil {
 		s.stats.storeErrors.Add(1)
 		s.outString(msgStoreFailed)
 		return

@@ -283,6 +283,8 @@ var Cases = []Case{
 		body("flush_all\r\nget f1 f2\r\nset f1 0 0 1\r\nz\r\ngets f1\r\n"),
 		body("flush_all 0\r\nflush_all x\r\nflush_all noreply\r\nflush_all 1 2\r\nflush_all 1 2 3\r\n"),
 		body("flush_all -1\r\nget f1\r\nset f3 0 0 1\r\nw\r\ngets f3\r\n"),
+		// a time before the server started flushes nothing (and spends a CAS id)
+		body("flush_all 1000000000\r\ngets f3\r\nset f4 0 0 1\r\nv\r\ngets f4\r\n"),
 	}},
 	// Last: after a quit over UDP, memcached 1.6.18 stops every later
 	// datagram at its first get (the connection keeps its "close after
