@@ -205,8 +205,8 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		// Like memcached, answer what is pending once the input read so
-		// far is used up or ends in part of a line.
-		if r.Buffered() == 0 || !lineBuffered(r) {
+		// far is used up or ends in part of a line it waits for.
+		if r.Buffered() == 0 || partialLine(r) {
 			ss.flush()
 			if err := w.Flush(); err != nil {
 				var ne net.Error
@@ -226,10 +226,12 @@ var errCloseConn = errors.New("memcached: line too long")
 // errLineTooLong: a retrieval command line longer than Config.MaxLine.
 var errLineTooLong = errors.New("memcached: retrieval line too long")
 
-// lineBuffered reports whether r holds a whole line.
-func lineBuffered(r *bufio.Reader) bool {
+// partialLine reports whether r holds only part of a line, one memcached
+// waits for the rest of: at most maxLineScan bytes, or a get's (it closes
+// the connection on any other, its responses not sent).
+func partialLine(r *bufio.Reader) bool {
 	b, _ := r.Peek(r.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
+	return bytes.IndexByte(b, '\n') < 0 && (len(b) <= maxLineScan || largeGet(b))
 }
 
 // readCommand appends the next command of the stream to dst: its line with

@@ -53,7 +53,7 @@ func TestTCPConformanceWithMemcached(t *testing.T) {
 // part, what memcached has sent by then: the replies of a get or mn before
 // it waits for a value's data, every pending reply before it waits for the
 // rest of a line (and so a later get of a key too long no longer discards
-// them), none of the others.
+// them), none of the others, nor any when the line is too long.
 func TestTCPTransmitsBeforeWaiting(t *testing.T) {
 	long := strings.Repeat("k", 251)
 	parts := [][]string{
@@ -64,6 +64,7 @@ func TestTCPTransmitsBeforeWaiting(t *testing.T) {
 		{"version\r\nget", " a\r\n"},
 		{"version\r\nset a 0 0 1\r\nx\r\nget", " " + long + "\r\n"},
 		{"version\r\nset a 0 0 1\r\nx\r\nget " + long + "\r\n"},
+		{"set a 0 0 1\r\nx\r\nxx " + strings.Repeat("k ", 1500)}, // closed, nothing sent
 	}
 	exchange := func(addr string, parts []string) []string {
 		c, err := net.Dial("tcp", addr)
