@@ -65,6 +65,10 @@ func TestTCPTransmitsBeforeWaiting(t *testing.T) {
 		{"version\r\nset a 0 0 1\r\nx\r\nget", " " + long + "\r\n"},
 		{"version\r\nset a 0 0 1\r\nx\r\nget " + long + "\r\n"},
 		{"set a 0 0 1\r\nx\r\nxx " + strings.Repeat("k ", 1500)}, // closed, nothing sent
+		// a value read from the connection, not all from what was
+		// buffered, leaves memcached's buffer empty: it transmits
+		{"version\r\nset a 0 0 10\r\nab", "cdefghij\r\nget " + long + "\r\n"},
+		{"version\r\nset a 0 0 2000000\r\nab", strings.Repeat("x", 2000000) + "\r\nget " + long + "\r\n"},
 	}
 	exchange := func(addr string, parts []string) []string {
 		c, err := net.Dial("tcp", addr)
