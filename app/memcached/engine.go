@@ -163,13 +163,13 @@ func (s *session) serve(body []byte) {
 			return
 		}
 		body = rest
-		switch a {
-		case flushNext:
+		switch {
+		case a == flushNext || yields(s.cmds):
 			s.flush()
-		case quit:
+		case a == quit:
 			s.flush()
 			return
-		case closeConn:
+		case a == closeConn:
 			s.cull()
 			return
 		}
@@ -187,6 +187,16 @@ func (s *session) serve(body []byte) {
 	}
 	s.flush()
 }
+
+// reqsPerEvent is memcached's settings.reqs_per_event (-R, 20 by default):
+// of what it has read, it serves the first command and reqsPerEvent more,
+// then transmits its pending responses and yields, and so on by
+// reqsPerEvent.
+const reqsPerEvent = 20
+
+// yields reports whether memcached transmits after the nth command (from 1)
+// of what it read at once.
+func yields(n int) bool { return n > reqsPerEvent && (n-1)%reqsPerEvent == 0 }
 
 // largeGet reports whether a line without an end that is longer than
 // maxLineScan is one memcached keeps reading (a get or gets after at most

@@ -140,6 +140,7 @@ func (s *Server) serveConn(c net.Conn) {
 	held := int64(0) // bytes of Config.TCPMemory this connection holds
 	defer func() { s.release(held) }()
 	var set time.Time // when the deadline was last set
+	served := 0       // commands since memcached's last read (see yields)
 	for {
 		// The deadline is renewed before a read may wait, and every
 		// quarter of the timeout while the input is pipelined.
@@ -208,8 +209,13 @@ func (s *Server) serveConn(c net.Conn) {
 		// Like memcached, answer what is pending once the input read so
 		// far is used up (as after a data block read in part from the
 		// connection: memcached reads no further than its end) or ends in
-		// part of a line it waits for.
+		// part of a line it waits for, and every reqsPerEvent commands.
+		served++
+		if yields(served) {
+			ss.flush()
+		}
 		if r.Buffered() == 0 || drained || partialLine(r) {
+			served = 0
 			ss.flush()
 			if err := w.Flush(); err != nil {
 				var ne net.Error
