@@ -42,7 +42,10 @@
 //     flushed items are hidden at once; their space is reclaimed when
 //     they are overwritten or deleted and the store compacts them.
 //   - A delayed flush_all hides the items stored (not, as in memcached,
-//     last accessed) before its time.
+//     last accessed) before its time. What a flush_all hid stays hidden:
+//     memcached shows again the items it flushed but no command has read
+//     since, once a later flush_all is delayed (until that one is due) or
+//     dated before memcached started (which flushes nothing).
 //   - The meta commands other than mn (mg, ms, md, ma, me) and the
 //     administration commands of memcached's slab allocator, LRU, crawler
 //     and log watchers (slabs, lru, lru_crawler, watch, cache_memlimit)

@@ -163,13 +163,13 @@ func (s *session) serve(body []byte) {
 			return
 		}
 		body = rest
-		switch a {
-		case flushNext:
+		switch {
+		case a == flushNext || yields(s.cmds):
 			s.flush()
-		case quit:
+		case a == quit:
 			s.flush()
 			return
-		case closeConn:
+		case a == closeConn:
 			s.cull()
 			return
 		}
@@ -187,6 +187,16 @@ func (s *session) serve(body []byte) {
 	}
 	s.flush()
 }
+
+// reqsPerEvent is memcached's settings.reqs_per_event (-R, 20 by default):
+// of what it has read, it serves the first command and reqsPerEvent more,
+// then transmits its pending responses and yields, and so on by
+// reqsPerEvent.
+const reqsPerEvent = 20
+
+// yields reports whether memcached transmits after the nth command (from 1)
+// of what it read at once.
+func yields(n int) bool { return n > reqsPerEvent && (n-1)%reqsPerEvent == 0 }
 
 // largeGet reports whether a line without an end that is longer than
 // maxLineScan is one memcached keeps reading (a get or gets after at most
@@ -505,11 +515,18 @@ func (s *session) removeLocked(key []byte) {
 	s.remove(key)
 }
 
+// maxDelta is memcached's REALTIME_MAXDELTA: an expiry above it is a unix
+// time, not seconds from now.
+const maxDelta = 60 * 60 * 24 * 30
+
+// startSlack is how long before its start memcached dates its process_started
+// (ITEM_UPDATE_INTERVAL and 2 seconds).
+const startSlack = 62
+
 // realtime turns a client's expiry (seconds from now up to 30 days, a unix
 // time above that, 0 for never, negative for already expired) into a unix
 // time (memcached's realtime with EXPTIME_TO_POSITIVE_TIME).
 func (s *session) realtime(exptime int32) int64 {
-	const maxDelta = 60 * 60 * 24 * 30
 	switch {
 	case exptime == 0:
 		return 0
@@ -538,8 +555,12 @@ func (s *session) get(withCas, touch bool) after {
 		first = 2
 	}
 	// memcached stops at the first key that is too long and answers only
-	// an error, discarding every response not yet sent: look first.
+	// an error, discarding every response not yet sent: look first. A gat
+	// has touched the keys before it.
 	if anyLongKey(t, first) {
+		if touch {
+			s.touchBeforeLongKey(t, first, exp)
+		}
 		s.cull()
 		s.begin()
 		s.outString(msgBadFormat)
@@ -600,6 +621,35 @@ func anyLongKey(t *tokens, first int) bool {
 		rest = rest[i+1:]
 	}
 	return false
+}
+
+// touchBeforeLongKey sets the expiry of the keys of a gat in t from token
+// first on that come before its first key longer than KeyMaxLength, as
+// memcached does before it fails the command.
+func (s *session) touchBeforeLongKey(t *tokens, first int, exp int64) {
+	for i := first; i < t.n-1; i++ {
+		if len(t.w[i]) > KeyMaxLength {
+			return
+		}
+		s.touchItem(t.w[i], exp)
+	}
+	rest := t.rest
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, ' ')
+		if i < 0 {
+			i = len(rest)
+		}
+		if i > KeyMaxLength {
+			return
+		}
+		if i > 0 {
+			s.touchItem(rest[:i], exp)
+		}
+		if i == len(rest) {
+			return
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // getKey appends the response for one key of a get.
@@ -1004,7 +1054,15 @@ func (s *session) flushAll() {
 	if e > 0 {
 		at = s.realtime(e)
 	}
-	if err := s.st.flush(at, s.now); err != nil {
+	var err error
+	if e > maxDelta && int64(e) <= s.app.started.Unix()-startSlack+1 {
+		// memcached takes a time before it started as 1 (realtime) and
+		// its flush then as none at all (oldest_live 0).
+		err = s.st.flushNone(s.now)
+	} else {
+		err = s.st.flush(at, s.now)
+	}
+	if err != nil {
 		s.stats.storeErrors.Add(1)
 		s.outString(msgStoreFailed)
 		return

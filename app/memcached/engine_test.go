@@ -114,6 +114,11 @@ func TestExpiryAndFlush(t *testing.T) {
 	expect(t, srv, "get a\r\n", "END\r\n")
 	now++
 	expect(t, srv, "set a 0 0 1\r\nv\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nv\r\nEND\r\n")
+	// A flush_all at a time before the server started flushes nothing and
+	// cancels a delayed one, as memcached's (its oldest_live becomes 0).
+	expect(t, srv, "flush_all 10\r\nflush_all 1000000000\r\nget a\r\n", "OK\r\nOK\r\nVALUE a 0 1\r\nv\r\nEND\r\n")
+	now += 20
+	expect(t, srv, "get a\r\n", "VALUE a 0 1\r\nv\r\nEND\r\n")
 }
 
 // TestPersistence: what is set in a data directory is there after a

@@ -255,9 +255,30 @@ func (s *store) flush(at, now int64) error {
 		s.flushCas.Store(id)
 	}
 	s.flushLive.Store(live)
+	return s.saveFlush()
+}
+
+// flushNone records a flush_all that flushes nothing, as memcached's with a
+// time before its start: it cancels a delayed flush not yet due and spends
+// a CAS id. What earlier flushes hid stays hidden (memcached shows again
+// those of its items that were not read since).
+func (s *store) flushNone(now int64) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if _, err := s.nextCas(); err != nil {
+		return err
+	}
+	if s.flushLive.Load() > now {
+		s.flushLive.Store(0)
+	}
+	return s.saveFlush()
+}
+
+// saveFlush records the flush state in the store (flushMu held).
+func (s *store) saveFlush() error {
 	var v [16]byte
 	binary.LittleEndian.PutUint64(v[:], s.flushCas.Load())
-	binary.LittleEndian.PutUint64(v[8:], uint64(live))
+	binary.LittleEndian.PutUint64(v[8:], uint64(s.flushLive.Load()))
 	if err := s.db.Set(metaFlush, v[:], s.sync); err != nil {
 		return fmt.Errorf("memcached: record flush: %w", err)
 	}

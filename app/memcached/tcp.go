@@ -140,6 +140,7 @@ func (s *Server) serveConn(c net.Conn) {
 	held := int64(0) // bytes of Config.TCPMemory this connection holds
 	defer func() { s.release(held) }()
 	var set time.Time // when the deadline was last set
+	served := 0       // commands since memcached's last read (see yields)
 	for {
 		// The deadline is renewed before a read may wait, and every
 		// quarter of the timeout while the input is pipelined.
@@ -148,8 +149,8 @@ func (s *Server) serveConn(c net.Conn) {
 			set = now
 		}
 		var err error
-		var refused bool
-		cmd, held, refused, err = s.readCommand(r, cmd[:0])
+		var refused, drained bool
+		cmd, held, refused, drained, err = s.readCommand(r, w, cmd[:0])
 		if err != nil {
 			var ne net.Error
 			switch {
@@ -171,6 +172,10 @@ func (s *Server) serveConn(c net.Conn) {
 		a := ss.serveStream(cmd)
 		ss.dataRefused = false
 		if ss.swallow > 0 {
+			if int64(r.Buffered()) < ss.swallow {
+				w.Flush() // what was transmitted goes before the wait
+				drained = true
+			}
 			if _, err := io.CopyN(io.Discard, r, ss.swallow); err != nil {
 				ss.flush()
 				w.Flush()
@@ -202,8 +207,15 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		// Like memcached, answer what is pending once the input read so
-		// far is used up.
-		if r.Buffered() == 0 {
+		// far is used up (as after a data block read in part from the
+		// connection: memcached reads no further than its end) or ends in
+		// part of a line it waits for, and every reqsPerEvent commands.
+		served++
+		if yields(served) {
+			ss.flush()
+		}
+		if r.Buffered() == 0 || drained || partialLine(r) {
+			served = 0
 			ss.flush()
 			if err := w.Flush(); err != nil {
 				var ne net.Error
@@ -223,50 +235,64 @@ var errCloseConn = errors.New("memcached: line too long")
 // errLineTooLong: a retrieval command line longer than Config.MaxLine.
 var errLineTooLong = errors.New("memcached: retrieval line too long")
 
+// partialLine reports whether r holds only part of a line, one memcached
+// waits for the rest of: at most maxLineScan bytes, or a get's (it closes
+// the connection on any other, its responses not sent).
+func partialLine(r *bufio.Reader) bool {
+	b, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(b, '\n') < 0 && (len(b) <= maxLineScan || largeGet(b))
+}
+
 // readCommand appends the next command of the stream to dst: its line with
 // the line end, and for a storage command whose value fits the item size
-// limit, the value's data block. A value of more than smallValue bytes
+// limit, the value's data block. What w holds (responses memcached has
+// transmitted: those of a get or mn) is written before a wait for the data
+// block; drained reports such a wait. A value of more than smallValue bytes
 // takes its bytes from Config.TCPMemory (held, to be released once the
 // command has run); when they are not there, the data block is left unread
 // and refused returned (the command refuses the value and the caller skips
 // it).
-func (s *Server) readCommand(r *bufio.Reader, dst []byte) (_ []byte, held int64, refused bool, _ error) {
+func (s *Server) readCommand(r *bufio.Reader, w *bufio.Writer, dst []byte) (_ []byte, held int64, refused, drained bool, _ error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		dst = append(dst, chunk...)
 		if err == nil {
 			if len(dst) > s.cfg.MaxLine+2 && largeGet(dst) {
-				return dst, 0, false, errLineTooLong
+				return dst, 0, false, false, errLineTooLong
 			}
 			break
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return dst, 0, false, err
+			return dst, 0, false, false, err
 		}
 		if len(dst) > maxLineScan && !largeGet(dst) {
-			return dst, 0, false, errCloseConn
+			return dst, 0, false, false, errCloseConn
 		}
 		if len(dst) > s.cfg.MaxLine {
-			return dst, 0, false, errLineTooLong
+			return dst, 0, false, false, errLineTooLong
 		}
 	}
 	need := storageDataLen(dst)
 	if need < 0 || need > int64(s.cfg.MaxItemSize)+2 {
-		return dst, 0, false, nil // no data block, or one the command refuses (skipped by the caller)
+		return dst, 0, false, false, nil // no data block, or one the command refuses (skipped by the caller)
 	}
 	if need > smallValue {
 		if !s.reserve(need) {
 			s.guards.memRefused.Add(1)
-			return dst, 0, true, nil
+			return dst, 0, true, false, nil
 		}
 		held = need
+	}
+	if int64(r.Buffered()) < need {
+		w.Flush()
+		drained = true
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(need))[:n+int(need)]
 	if _, err := io.ReadFull(r, dst[n:]); err != nil {
-		return dst, held, false, err
+		return dst, held, false, drained, err
 	}
-	return dst, held, false, nil
+	return dst, held, false, drained, nil
 }
 
 // reserve takes n bytes of Config.TCPMemory, if they are there.

@@ -3,6 +3,7 @@ package memcached
 import (
 	"bytes"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +45,60 @@ func TestTCPConformanceWithMemcached(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s, request %d %.80q:\npsp:       %.300q\nmemcached: %.300q", c.Name, i, r.Body, got, want)
 			}
+		}
+	}
+}
+
+// TestTCPTransmitsBeforeWaiting: a command sent in parts gets, after each
+// part, what memcached has sent by then: the replies of a get or mn before
+// it waits for a value's data, every pending reply before it waits for the
+// rest of a line (and so a later get of a key too long no longer discards
+// them), none of the others, nor any when the line is too long.
+func TestTCPTransmitsBeforeWaiting(t *testing.T) {
+	long := strings.Repeat("k", 251)
+	parts := [][]string{
+		{"set a 0 0 1\r\nx\r\nget a\r\nset b 0 0 10\r\nab", "cdefghij\r\n"},
+		{"mn\r\nset b 0 0 10\r\nab", "cdefghij\r\n"},
+		{"mn\r\nset b 0 0 2000000 noreply\r\nab"},
+		{"version\r\nset b 0 0 10\r\nab", "cdefghij\r\n"},
+		{"version\r\nget", " a\r\n"},
+		{"version\r\nset a 0 0 1\r\nx\r\nget", " " + long + "\r\n"},
+		{"version\r\nset a 0 0 1\r\nx\r\nget " + long + "\r\n"},
+		{"set a 0 0 1\r\nx\r\nxx " + strings.Repeat("k ", 1500)}, // closed, nothing sent
+		// a value read from the connection, not all from what was
+		// buffered, leaves memcached's buffer empty: it transmits
+		{"version\r\nset a 0 0 10\r\nab", "cdefghij\r\nget " + long + "\r\n"},
+		{"version\r\nset a 0 0 2000000\r\nab", strings.Repeat("x", 2000000) + "\r\nget " + long + "\r\n"},
+	}
+	exchange := func(addr string, parts []string) []string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var got []string
+		buf := make([]byte, 4096)
+		for _, p := range parts {
+			c.Write([]byte(p))
+			var b []byte
+			c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			for {
+				n, err := c.Read(buf)
+				b = append(b, buf[:n]...)
+				if err != nil {
+					break
+				}
+			}
+			got = append(got, string(b))
+		}
+		return got
+	}
+	mc := memcachedtest.StartMemcached(t, false)
+	psp := serveTCP(t, openServer(t, Config{}))
+	for _, p := range parts {
+		want := exchange(mc, p)
+		if got := exchange(psp, p); !slices.Equal(got, want) {
+			t.Errorf("%.80q:\npsp:       %q\nmemcached: %q", p, got, want)
 		}
 	}
 }

@@ -213,6 +213,10 @@ var Cases = []Case{
 		body("set ", rep("k", 250), " 0 0 1\r\nx\r\nget ", rep("k", 250), "\r\n"),
 		body("set a 0 0 1\r\nx\r\nget a a ", rep("k", 251), " a\r\n"),
 		body("set a 0 0 1\r\nx\r\nget ", rep("k", 251), "\r\nget missing a\r\n"),
+		// memcached transmits after the 21st command it has read, and after
+		// every 20 more: a key too long discards only what came since
+		body(rep("version\r\n", 25), "get ", rep("k", 251), "\r\n"),
+		body(rep("mn\r\n", 44), "get a ", rep("k", 251), "\r\n"),
 		body("delete ", rep("k", 251), "\r\nincr ", rep("k", 251), " 1\r\ntouch ", rep("k", 251), " 1\r\n"),
 	}},
 	{"storage errors", []Request{
@@ -267,6 +271,8 @@ var Cases = []Case{
 		body("set t 0 -1 1\r\nx\r\nget t\r\nadd t 0 0 1\r\ny\r\nget t\r\n"),
 		body("set t 0 100 1\r\nx\r\nget t\r\ntouch t -1\r\nget t\r\n"),
 		body("set t 0 0 1\r\nx\r\ngat -1 t\r\nget t\r\n"),
+		// a key too long fails the gat, after the keys before it are touched
+		body("set t 0 0 1\r\nx\r\nset u 0 0 1\r\ny\r\ngat -1 t ", rep("k", 251), " u\r\nget t u\r\n"),
 	}},
 	{"misc commands", []Request{
 		body("verbosity 1\r\nverbosity\r\nverbosity x\r\nverbosity 1 noreply\r\n"),
@@ -281,6 +287,8 @@ var Cases = []Case{
 		body("flush_all\r\nget f1 f2\r\nset f1 0 0 1\r\nz\r\ngets f1\r\n"),
 		body("flush_all 0\r\nflush_all x\r\nflush_all noreply\r\nflush_all 1 2\r\nflush_all 1 2 3\r\n"),
 		body("flush_all -1\r\nget f1\r\nset f3 0 0 1\r\nw\r\ngets f3\r\n"),
+		// a time before the server started flushes nothing (and spends a CAS id)
+		body("flush_all 1000000000\r\ngets f3\r\nset f4 0 0 1\r\nv\r\ngets f4\r\n"),
 	}},
 	// Last: after a quit over UDP, memcached 1.6.18 stops every later
 	// datagram at its first get (the connection keeps its "close after
