@@ -598,12 +598,13 @@ func (s *session) get(withCas, touch bool) after {
 	return flushNext
 }
 
-// anyLongKey reports whether a key of the get in t from token first on
-// (and in the rest of the line) is longer than KeyMaxLength.
-func anyLongKey(t *tokens, first int) bool {
+// eachKey calls fn with each key of the get in t from token first on, then
+// each in the rest of the line (an empty one where two spaces meet), until
+// fn returns false, and reports whether it never did.
+func eachKey(t *tokens, first int, fn func(key []byte) bool) bool {
 	for i := first; i < t.n-1; i++ {
-		if len(t.w[i]) > KeyMaxLength {
-			return true
+		if !fn(t.w[i]) {
+			return false
 		}
 	}
 	rest := t.rest
@@ -612,44 +613,36 @@ func anyLongKey(t *tokens, first int) bool {
 		if i < 0 {
 			i = len(rest)
 		}
-		if i > KeyMaxLength {
-			return true
+		if !fn(rest[:i]) {
+			return false
 		}
 		if i == len(rest) {
 			break
 		}
 		rest = rest[i+1:]
 	}
-	return false
+	return true
+}
+
+// anyLongKey reports whether a key of the get in t from token first on
+// (and in the rest of the line) is longer than KeyMaxLength.
+func anyLongKey(t *tokens, first int) bool {
+	return !eachKey(t, first, func(key []byte) bool { return len(key) <= KeyMaxLength })
 }
 
 // touchBeforeLongKey sets the expiry of the keys of a gat in t from token
 // first on that come before its first key longer than KeyMaxLength, as
 // memcached does before it fails the command.
 func (s *session) touchBeforeLongKey(t *tokens, first int, exp int64) {
-	for i := first; i < t.n-1; i++ {
-		if len(t.w[i]) > KeyMaxLength {
-			return
+	eachKey(t, first, func(key []byte) bool {
+		if len(key) > KeyMaxLength {
+			return false
 		}
-		s.touchItem(t.w[i], exp)
-	}
-	rest := t.rest
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, ' ')
-		if i < 0 {
-			i = len(rest)
+		if len(key) > 0 {
+			s.touchItem(key, exp)
 		}
-		if i > KeyMaxLength {
-			return
-		}
-		if i > 0 {
-			s.touchItem(rest[:i], exp)
-		}
-		if i == len(rest) {
-			return
-		}
-		rest = rest[i+1:]
-	}
+		return true
+	})
 }
 
 // getKey appends the response for one key of a get.

@@ -214,8 +214,10 @@ var Cases = []Case{
 		body("set a 0 0 1\r\nx\r\nget a a ", rep("k", 251), " a\r\n"),
 		body("set a 0 0 1\r\nx\r\nget ", rep("k", 251), "\r\nget missing a\r\n"),
 		// memcached transmits after the 21st command it has read, and after
-		// every 20 more: a key too long discards only what came since
-		body(rep("version\r\n", 25), "get ", rep("k", 251), "\r\n"),
+		// every 20 more: a key too long discards only what came since (not
+		// version: ExchangeTCP would take a chunk ending in VERSION for the
+		// end of the reply)
+		body(rep("verbosity 0\r\n", 25), "get ", rep("k", 251), "\r\n"),
 		body(rep("mn\r\n", 44), "get a ", rep("k", 251), "\r\n"),
 		body("delete ", rep("k", 251), "\r\nincr ", rep("k", 251), " 1\r\ntouch ", rep("k", 251), " 1\r\n"),
 	}},
