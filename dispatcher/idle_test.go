@@ -81,8 +81,11 @@ func TestDispatcherPollsThenParks(t *testing.T) {
 				t.Errorf("parked %v after the last request arrived, want at least DispatcherSpin %v", idle, spin)
 			case tc.spin > 0 && polls < 10:
 				t.Errorf("%d polls in %v before parking, want it to keep polling", polls, idle)
-			case tc.spin < 0 && polls > 10:
-				t.Errorf("%d polls before parking with a negative DispatcherSpin, want it to park at once", polls)
+			case tc.spin < 0 && idle >= spin/4: // the default window is 20ms
+				// Not a count of polls: the dispatcher polls while the
+				// request runs, and a CI run under load counted 21 before
+				// its worker's completion came back.
+				t.Errorf("parked %v after the last request arrived (%d polls) with a negative DispatcherSpin, want at once", idle, polls)
 			}
 			waitFor(t, "stats counting the park", func() bool { return d.Stats().DispatcherParks >= 1 })
 			if got, want := d.Stats().DispatcherSpinNs, max(int64(tc.spin), 0); got != want {
