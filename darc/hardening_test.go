@@ -194,7 +194,8 @@ func TestAddPreparedAllocatesLittle(t *testing.T) {
 // TestRemovedTenantReclaimed (issue 22, item 10, the policy's part): a
 // removed tenant's queues are freed once it holds nothing; adding and
 // removing a 1,024-type tenant does not grow the heap by its queues each
-// time. (Its type ids are not reused: see RATIONALE.md.)
+// time. (Its type ids go back once its driver retires it:
+// TestRetireReusesTypeIDs.)
 func TestRemovedTenantReclaimed(t *testing.T) {
 	p, err := NewTenants(NameDARC, Config{Workers: 4, Pool: 1 << 16, MinSamples: 50})
 	if err != nil {
