@@ -83,9 +83,11 @@ func classifierHeap(pages uint32) int64 {
 
 // memoryBudget is the soft memory limit serve set and what it is made of:
 // the limit follows the tenants' classifiers, which a server adds and
-// removes while it runs (a memcached server with ten Wasm tenants at 1,024
-// pages holds 1.3 GB more heap than its store's bound: with the limit
-// fixed at start, the collector would run without pause).
+// removes while it runs. A memcached server bounded at 128 MiB with ten
+// Wasm tenants at 1,024 pages (1.3 GB more heap) ran 713 and 810
+// collections in 15 s of a flood of sets with the limit fixed at start
+// (416 MiB), 5 with it following them (1.7 GiB), and answered 69% and 79%
+// of the sets against 93% and 94%.
 type memoryBudget struct {
 	mu       sync.Mutex
 	base     int64 // memoryLimit's; 0: serve set no limit
