@@ -86,7 +86,7 @@ func classifierHeap(pages uint32) int64 {
 // removes while it runs. A memcached server bounded at 128 MiB with ten
 // Wasm tenants at 1,024 pages (1.3 GB more heap) ran 713 and 810
 // collections in 15 s of a flood of sets with the limit fixed at start
-// (416 MiB), 5 with it following them (1.7 GiB), and answered 69% and 79%
+// (416 MiB), 5 with it following them (1.7 GiB), and answered 59% and 69%
 // of the sets against 93% and 94%.
 type memoryBudget struct {
 	mu       sync.Mutex
