@@ -159,9 +159,10 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		Options: mt.wopts,
 	})
 	if err != nil {
-		// A host of one tenant names it in what it reports about it.
-		if named := fmt.Sprintf("tenant %q", t.Name); !strings.Contains(err.Error(), named) {
-			err = fmt.Errorf("%s: %w", named, err)
+		// The host names the tenant in what it reports about one
+		// (wasmclass.TenantError); anything else is named here.
+		if _, named := errors.AsType[*wasmclass.TenantError](err); !named {
+			err = fmt.Errorf("tenant %q: %w", t.Name, err)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrBadClassifier, err)
 	}

@@ -1,6 +1,9 @@
 package wasmclass
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by Load, NewHost and Host.Swap. The returned errors wrap
 // one of these (test with errors.Is) and say what exactly is wrong.
@@ -41,3 +44,17 @@ var (
 	// found another module running than the one it expected to replace.
 	ErrConflict = errors.New("the running version is not the one expected")
 )
+
+// TenantError is what NewHost returns when one tenant's spec or classifier
+// is unusable: it names the tenant once, and the cause (ErrBadSpec,
+// ErrInvalidModule, ErrBadABI, ...) stays reachable with errors.Is.
+// Callers that name the tenant themselves test for it with errors.As.
+type TenantError struct {
+	Tenant string
+	Err    error
+}
+
+func (e *TenantError) Error() string { return fmt.Sprintf("tenant %q: %v", e.Tenant, e.Err) }
+
+// Unwrap returns the cause.
+func (e *TenantError) Unwrap() error { return e.Err }

@@ -172,11 +172,11 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 		}
 		topts := ts.Options.Merge(h.opts)
 		if _, err := topts.withDefaults(); err != nil {
-			return fail(fmt.Errorf("wasmclass: new host: tenant %q: %w", ts.Name, err))
+			return fail(&TenantError{Tenant: ts.Name, Err: fmt.Errorf("wasmclass: new host: %w", err)})
 		}
 		m, err := Load(ctx, ts.Wasm, topts)
 		if err != nil {
-			return fail(fmt.Errorf("tenant %q: %w", ts.Name, err))
+			return fail(&TenantError{Tenant: ts.Name, Err: err})
 		}
 		maxTypes := ts.MaxTypes
 		if maxTypes == 0 {
@@ -184,8 +184,8 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 		}
 		if maxTypes < m.NumTypes() || maxTypes > MaxTypes {
 			_ = m.Close(ctx)
-			return fail(fmt.Errorf("wasmclass: new host: %w: tenant %q: MaxTypes %d must be in %d..%d (the module's N..%d)",
-				ErrBadSpec, ts.Name, maxTypes, m.NumTypes(), MaxTypes, MaxTypes))
+			return fail(&TenantError{Tenant: ts.Name, Err: fmt.Errorf("wasmclass: new host: %w: MaxTypes %d must be in %d..%d (the module's N..%d)",
+				ErrBadSpec, maxTypes, m.NumTypes(), MaxTypes, MaxTypes)})
 		}
 		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes, opts: topts, inflight: map[uint64]context.CancelFunc{}}
 		if ts.FailClosed {

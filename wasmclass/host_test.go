@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,9 +83,22 @@ func TestHostSpecErrors(t *testing.T) {
 			}
 		}
 	}
-	_, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "import")}}})
+	// A tenant's own fault comes as a TenantError naming it once; the
+	// second tenant's bad module is the one named.
+	_, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Ports: []uint16{1}, Wasm: good}, {Name: "b", Wasm: fixture(t, "import")}}})
 	if !errors.Is(err, ErrForbiddenImport) {
 		t.Errorf("bad module: err = %v, want ErrForbiddenImport", err)
+	}
+	if te, ok := errors.AsType[*TenantError](err); !ok || te.Tenant != "b" || strings.Count(err.Error(), `tenant "b"`) != 1 {
+		t.Errorf("bad module: err = %v, want a TenantError naming tenant \"b\" once", err)
+	}
+	_, err = NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: good, MaxTypes: 2}}})
+	if te, ok := errors.AsType[*TenantError](err); !ok || te.Tenant != "a" || !errors.Is(err, ErrBadSpec) {
+		t.Errorf("small range: err = %v, want a TenantError naming tenant \"a\" with ErrBadSpec", err)
+	}
+	_, err = NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: good}, {Name: "b", Wasm: good}}})
+	if _, ok := errors.AsType[*TenantError](err); ok {
+		t.Errorf("two defaults: err = %v is about two tenants, not one's TenantError", err)
 	}
 }
 
