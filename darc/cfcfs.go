@@ -11,7 +11,7 @@ package darc
 // fresh head is found when it reaches the head.
 type CFCFS struct {
 	core
-	fifo ring
+	fifo fifo
 }
 
 // NewCFCFS returns a c-FCFS policy.
@@ -20,11 +20,8 @@ func NewCFCFS(cfg Config) (*CFCFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	total := 0
-	for _, cp := range c.capacity {
-		total += cp
-	}
-	p := &CFCFS{core: c, fifo: newRing(make([]entry, pow2(total)), total)}
+	a := queueArena(c.capacity, c.cfg.Pool)
+	p := &CFCFS{core: c, fifo: newFIFO(a, a.limit)}
 	return p, nil
 }
 

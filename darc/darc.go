@@ -49,8 +49,8 @@ type DARC struct {
 	static  int // DARC-static's reserved count; -1 for DARC
 	startup bool
 
-	queues   []ring   // per type
-	arrivals typeRing // startup: arrival order of queued known types
+	queues   []fifo       // per type
+	arrivals arrivalOrder // startup: arrival order of queued known types
 	inGroup  []float64
 
 	cur, next *plan
@@ -72,26 +72,31 @@ type DARC struct {
 }
 
 // NewDARC returns a DARC policy.
-func NewDARC(cfg Config) (*DARC, error) { return newDARC(NameDARC, cfg, -1) }
+func NewDARC(cfg Config) (*DARC, error) { return newDARC(NameDARC, cfg, -1, nil) }
 
 // NewDARCStatic returns a DARC-static policy reserving cfg.StaticReserved
 // workers for the shortest type.
 func NewDARCStatic(cfg Config) (*DARC, error) {
-	return newDARC(NameDARCStatic, cfg, cfg.StaticReserved)
+	return newDARC(NameDARCStatic, cfg, cfg.StaticReserved, nil)
 }
 
-func newDARC(name string, cfg Config, static int) (*DARC, error) {
+// newDARC builds a DARC policy whose queues take their slots from a (nil:
+// an arena of its own, as large as its pool).
+func newDARC(name string, cfg Config, static int, a *arena) (*DARC, error) {
 	c, err := newCore(name, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if a == nil {
+		a = queueArena(c.capacity, c.cfg.Pool)
 	}
 	n, w := c.numTypes, c.cfg.Workers
 	p := &DARC{
 		core:       c,
 		static:     static,
 		startup:    true,
-		queues:     newQueues(c.capacity),
-		arrivals:   newTypeRing(sum(c.capacity)),
+		queues:     newQueues(a, c.capacity),
+		arrivals:   newArrivalOrder(a),
 		inGroup:    make([]float64, n),
 		cur:        newPlan(n, w),
 		next:       newPlan(n, w),
@@ -128,15 +133,6 @@ func newDARC(name string, cfg Config, static int) (*DARC, error) {
 	return p, nil
 }
 
-// sum adds up xs.
-func sum(xs []int) int {
-	s := 0
-	for _, x := range xs {
-		s += x
-	}
-	return s
-}
-
 // pending returns the number of known-type requests queued.
 func (p *DARC) pending() int { return p.total - p.lim[Unknown].queued }
 
@@ -147,11 +143,12 @@ func (p *DARC) Enqueue(r Request, now int64) Verdict {
 	if !p.admit(l) {
 		return p.over(r.Type)
 	}
-	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
+	i, ok := p.queues[r.Type].push(entry{req: r, enq: now})
+	if !ok {
 		return p.full(r.Type)
 	}
 	if r.Type != Unknown && p.startup {
-		p.arrivals.push(r.Type)
+		p.arrivals.push(i)
 	}
 	return p.accepted(l, now)
 }
@@ -220,8 +217,8 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 
 // oldestHead returns the queue, among run's types, whose head has waited
 // longest; nil when they are all empty.
-func (p *DARC) oldestHead(run []Type) *ring {
-	var best *ring
+func (p *DARC) oldestHead(run []Type) *fifo {
+	var best *fifo
 	for _, t := range run {
 		if q := &p.queues[t]; q.n > 0 && (best == nil || q.at(0).enq < best.at(0).enq) {
 			best = q
@@ -518,12 +515,12 @@ func (p *DARC) Snapshot(s *Snapshot) {
 // poll it on every event to notice a new reservation.
 func (p *DARC) Reservations() uint64 { return p.reservations }
 
-// dropQueues frees the queues' storage of a policy that will queue nothing
-// again (a removed tenant's, once empty): every ring keeps a capacity of
-// 0, so a push is refused rather than written anywhere.
+// dropQueues closes the (empty) queues of a policy that will queue nothing
+// again (a removed tenant's): every queue keeps a capacity of 0, so a push
+// is refused rather than given a slot.
 func (p *DARC) dropQueues() {
 	for i := range p.queues {
-		p.queues[i] = ring{}
+		p.queues[i] = newFIFO(p.queues[i].a, 0)
 	}
-	p.arrivals = typeRing{}
+	p.arrivals.reset()
 }

@@ -8,7 +8,7 @@ package darc
 // still bounds what it holds over all the queues).
 type DFCFS struct {
 	core
-	queues   []ring
+	queues   []fifo
 	nonEmpty bitset // workers whose queue holds requests
 	next     int    // worker of the next arrival
 }
@@ -26,29 +26,12 @@ func NewDFCFS(cfg Config) (*DFCFS, error) {
 	for t := range c.lim { // the most a type can have queued
 		c.capacity[t] = int(min(int64(c.lim[t].budget), int64(capacity)*int64(c.cfg.Workers)))
 	}
+	capacities := sameCapacity(c.cfg.Workers, capacity)
 	return &DFCFS{
 		core:     c,
-		queues:   newQueues(sameCapacity(c.cfg.Workers, capacity)),
+		queues:   newQueues(queueArena(capacities, c.cfg.Pool), capacities),
 		nonEmpty: make(bitset, len(c.idle)),
 	}, nil
-}
-
-// newQueues returns len(capacities) rings of the given capacities sharing
-// one slab.
-func newQueues(capacities []int) []ring {
-	total := 0
-	for _, c := range capacities {
-		total += pow2(c)
-	}
-	slab := make([]entry, total)
-	qs := make([]ring, len(capacities))
-	off := 0
-	for i, c := range capacities {
-		size := pow2(c)
-		qs[i] = newRing(slab[off:off+size:off+size], c)
-		off += size
-	}
-	return qs
 }
 
 // sameCapacity returns n copies of capacity.
@@ -71,7 +54,7 @@ func (p *DFCFS) Enqueue(r Request, now int64) Verdict {
 	if p.next++; p.next == p.cfg.Workers {
 		p.next = 0
 	}
-	if !p.queues[w].push(entry{req: r, enq: now}) {
+	if _, ok := p.queues[w].push(entry{req: r, enq: now}); !ok {
 		return p.full(r.Type)
 	}
 	p.nonEmpty.set(w)

@@ -11,7 +11,7 @@ package darc
 // never profiled come after all profiled ones, by id.
 type FP struct {
 	core
-	queues []ring // per type
+	queues []fifo // per type
 	order  []Type // known types, shortest first
 	mean   []float64
 }
@@ -24,7 +24,7 @@ func NewFP(cfg Config) (*FP, error) {
 	}
 	p := &FP{
 		core:   c,
-		queues: newQueues(c.capacity),
+		queues: newQueues(queueArena(c.capacity, c.cfg.Pool), c.capacity),
 		order:  make([]Type, 0, c.numTypes-1),
 		mean:   make([]float64, c.numTypes),
 	}
@@ -67,7 +67,7 @@ func (p *FP) Enqueue(r Request, now int64) Verdict {
 	if !p.admit(l) {
 		return p.over(r.Type)
 	}
-	if !p.queues[r.Type].push(entry{req: r, enq: now}) {
+	if _, ok := p.queues[r.Type].push(entry{req: r, enq: now}); !ok {
 		return p.full(r.Type)
 	}
 	return p.accepted(l, now)
@@ -90,7 +90,7 @@ func (p *FP) Dispatch(now int64, out []Assignment) int {
 	return p.drain(&p.queues[Unknown], out, n)
 }
 
-func (p *FP) drain(q *ring, out []Assignment, n int) int {
+func (p *FP) drain(q *fifo, out []Assignment, n int) int {
 	for q.n > 0 && n < len(out) && p.idleCount > 0 {
 		p.assign(out, n, p.idle.first(), q.pop())
 		n++

@@ -148,10 +148,12 @@ func TestTenantHugeCounts(t *testing.T) {
 	}
 }
 
-// TestAddPreparedAllocatesLittle (issue 22, item 9): the queues of a
-// 1,024-type tenant are allocated by PrepareTenant, on its caller's
-// goroutine; AddPrepared, on the goroutine running the policy (the
-// dispatcher's), allocates a small fraction of what AddTenant does.
+// TestAddPreparedAllocatesLittle (issue 22, item 9): a 1,024-type
+// tenant's own policy is built by PrepareTenant, on its caller's goroutine;
+// AddPrepared, on the goroutine running the policy (the dispatcher's),
+// allocates a small fraction of what AddTenant does. (Its queues took
+// about 100 MB when each had a buffer of its own; they take slots of the
+// policy's arena now, and AddTenant about 0.5 MB.)
 func TestAddPreparedAllocatesLittle(t *testing.T) {
 	cfg := Config{Workers: 4, Pool: 1 << 16, MinSamples: 50}
 	tc := func(name string) TenantConfig { return TenantConfig{Name: name, NumTypes: 1024} }
@@ -182,8 +184,8 @@ func TestAddPreparedAllocatesLittle(t *testing.T) {
 		}
 	})
 	t.Logf("AddTenant of 1,024 types: %d bytes; AddPrepared: %d bytes", whole, onLoop)
-	if onLoop*10 > whole {
-		t.Errorf("AddPrepared allocated %d bytes, AddTenant %d: want at most a tenth", onLoop, whole)
+	if onLoop*4 > whole {
+		t.Errorf("AddPrepared allocated %d bytes, AddTenant %d: want at most a quarter", onLoop, whole)
 	}
 	if _, err := p.AddPrepared(pt); err == nil {
 		t.Error("a PreparedTenant added twice")

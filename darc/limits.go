@@ -264,7 +264,7 @@ func (l *limits) expired(e *entry, now int64) bool {
 // writing them to out from n on, and returns the new n. It stops at the
 // first fresh entry (lowering *next to its expiry time) or when out is full
 // (setting *next to now, so the next Dispatch goes on).
-func (c *core) sweepHead(q *ring, now int64, out []Assignment, n int, next *int64) int {
+func (c *core) sweepHead(q *fifo, now int64, out []Assignment, n int, next *int64) int {
 	for q.n > 0 {
 		e := q.at(0)
 		d := c.lim[e.req.Type].deadline
@@ -288,7 +288,7 @@ func (c *core) sweepHead(q *ring, now int64, out []Assignment, n int, next *int6
 // per-type queues (index = type id), writes them to out and returns how
 // many, and sets nextExpiry. With one deadline per queue a fresh head means
 // a fresh queue, so after a complete sweep every queued request is fresh.
-func (c *core) sweepQueues(queues []ring, now int64, out []Assignment) int {
+func (c *core) sweepQueues(queues []fifo, now int64, out []Assignment) int {
 	next, n := noDeadline, 0
 	for t := range queues {
 		if n = c.sweepHead(&queues[t], now, out, n, &next); n == len(out) {

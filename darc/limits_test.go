@@ -15,7 +15,7 @@ func TestSplitPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sh.guarantee[0] != 90 || sh.guarantee[1] != 360 || sh.guarantee[11] != 360 || sum(sh.guarantee)+sh.shared != 8160 {
+	if sh.guarantee[0] != 90 || sh.guarantee[1] != 360 || sh.guarantee[11] != 360 || slicesSum(sh.guarantee)+sh.shared != 8160 {
 		t.Fatalf("guarantees %v, shared %d", sh.guarantee, sh.shared)
 	}
 	if sh.shared != 8160-90-11*360 || sh.budget[1] != 360+sh.shared || sh.budget[0] != 90+sh.shared {
@@ -351,4 +351,12 @@ func TestAutomaticDeadlineHysteresis(t *testing.T) {
 	if d := deadline(); d <= 1250000 {
 		t.Fatalf("deadline %d after the mean more than doubled, want it moved past 1250000", d)
 	}
+}
+
+func slicesSum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }

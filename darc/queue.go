@@ -1,6 +1,9 @@
 package darc
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // entry is a queued request and the time it was enqueued.
 type entry struct {
@@ -8,18 +11,70 @@ type entry struct {
 	enq int64
 }
 
-// ring is a bounded FIFO of entries. Its buffer is a power of two so that
-// indexing is a mask; limit is the configured capacity.
-type ring struct {
-	buf   []entry
-	mask  int
-	head  int
-	n     int
+// A policy's queues (one per type, or per worker) draw their entries from
+// one arena of slots: a queued request takes a slot and gives it back when
+// it leaves. The queues together then take memory for the most requests the
+// policy can hold at once (its pool), where a buffer per queue sized for
+// that queue's own bound took it for every queue at once: 65,535 types each
+// allowed 2,048 requests needed 6 GB of queues for a pool of 1 Mi buffers.
+
+// noSlot ends a list of slots.
+const noSlot = -1
+
+// eagerSlots is how many slots an arena allocates when it is made (at most
+// its limit). It doubles when its queues first hold more, on the goroutine
+// running the policy: a copy, once per doubling, while more than 65,536
+// requests wait; a pool of 1<<24 would otherwise take 512 MiB of slots at
+// once, and queues without a pool (each type's capacity times the types)
+// gigabytes.
+const eagerSlots = 1 << 16
+
+// slot is one queued entry and its links.
+type slot struct {
+	e    entry
+	next int32 // the next slot of its queue (or of the free list)
+	arr  int32 // the next slot in DARC's startup arrival order
+}
+
+// arena hands out slots, up to limit.
+type arena struct {
+	slots []slot
+	free  int32 // first free slot, noSlot if none
+	fresh int   // slots handed out at least once (slots[fresh:] never were)
 	limit int
 }
 
-func newRing(slab []entry, limit int) ring {
-	return ring{buf: slab, mask: len(slab) - 1, limit: limit}
+// newArena returns an arena of at most limit slots (<= 0: as many as int32
+// indexes).
+func newArena(limit int) *arena {
+	if limit <= 0 || limit > math.MaxInt32 {
+		limit = math.MaxInt32
+	}
+	return &arena{slots: make([]slot, min(limit, eagerSlots)), free: noSlot, limit: limit}
+}
+
+// take returns a free slot's index, or noSlot when limit are in use.
+func (a *arena) take() int32 {
+	if i := a.free; i != noSlot {
+		a.free = a.slots[i].next
+		return i
+	}
+	if a.fresh == len(a.slots) {
+		if a.fresh == a.limit {
+			return noSlot
+		}
+		grown := make([]slot, len(a.slots)+min(len(a.slots), a.limit-len(a.slots)))
+		copy(grown, a.slots)
+		a.slots = grown
+	}
+	a.fresh++
+	return int32(a.fresh - 1)
+}
+
+// give returns slot i to the free list.
+func (a *arena) give(i int32) {
+	a.slots[i].next = a.free
+	a.free = i
 }
 
 // pow2 returns the smallest power of two >= n (n >= 1).
@@ -30,53 +85,126 @@ func pow2(n int) int {
 	return 1 << bits.Len(uint(n-1))
 }
 
-func (q *ring) push(e entry) bool {
-	if q.n == q.limit {
-		return false
-	}
-	q.buf[(q.head+q.n)&q.mask] = e
-	q.n++
-	return true
+// fifo is a bounded FIFO of entries kept in an arena's slots; limit is its
+// configured capacity.
+type fifo struct {
+	a          *arena
+	head, tail int32
+	n, limit   int
 }
 
-// pop removes and returns the head; the ring must not be empty.
-func (q *ring) pop() entry {
-	e := q.buf[q.head]
-	q.head = (q.head + 1) & q.mask
+func newFIFO(a *arena, limit int) fifo {
+	return fifo{a: a, head: noSlot, tail: noSlot, limit: limit}
+}
+
+// push appends e and returns its slot; ok is false, and nothing is queued,
+// when the queue holds its limit or the arena has no slot left.
+func (q *fifo) push(e entry) (i int32, ok bool) {
+	if q.n >= q.limit {
+		return noSlot, false
+	}
+	if i = q.a.take(); i == noSlot {
+		return noSlot, false
+	}
+	s := &q.a.slots[i]
+	s.e, s.next = e, noSlot
+	if q.n == 0 {
+		q.head = i
+	} else {
+		q.a.slots[q.tail].next = i
+	}
+	q.tail = i
+	q.n++
+	return i, true
+}
+
+// pop removes and returns the head; the queue must not be empty.
+func (q *fifo) pop() entry {
+	i := q.head
+	s := &q.a.slots[i]
+	e := s.e
+	q.head = s.next
 	q.n--
+	if q.n == 0 {
+		q.head, q.tail = noSlot, noSlot
+	}
+	q.a.give(i)
 	return e
 }
 
-// at returns the i-th oldest entry (0 is the head); i < q.n.
-func (q *ring) at(i int) *entry { return &q.buf[(q.head+i)&q.mask] }
-
-// typeRing is a bounded FIFO of type ids: c-FCFS's arrival order over the
-// typed queues.
-type typeRing struct {
-	buf  []Type
-	mask int
-	head int
-	n    int
+// at returns the i-th oldest entry (0 is the head); i < q.n. It walks i
+// links: callers look at the first two.
+func (q *fifo) at(i int) *entry {
+	s := &q.a.slots[q.head]
+	for ; i > 0; i-- {
+		s = &q.a.slots[s.next]
+	}
+	return &s.e
 }
 
-func newTypeRing(capacity int) typeRing {
-	size := pow2(capacity)
-	return typeRing{buf: make([]Type, size), mask: size - 1}
+// arrivalOrder is DARC's startup order over its typed queues: a list
+// through the slots of the queued known-type requests, oldest first. Each
+// pop of a known type's head in startup pops this list's head too (that
+// request is the oldest).
+type arrivalOrder struct {
+	a          *arena
+	head, tail int32
+	n          int
 }
 
-// push appends t; the ring is sized so it never overflows.
-func (q *typeRing) push(t Type) {
-	q.buf[(q.head+q.n)&q.mask] = t
-	q.n++
+func newArrivalOrder(a *arena) arrivalOrder {
+	return arrivalOrder{a: a, head: noSlot, tail: noSlot}
 }
 
-func (q *typeRing) peek() Type { return q.buf[q.head] }
-
-func (q *typeRing) pop() Type {
-	t := q.buf[q.head]
-	q.head = (q.head + 1) & q.mask
-	q.n--
-	return t
+// push appends the request in slot i (just pushed on its queue).
+func (o *arrivalOrder) push(i int32) {
+	o.a.slots[i].arr = noSlot
+	if o.n == 0 {
+		o.head = i
+	} else {
+		o.a.slots[o.tail].arr = i
+	}
+	o.tail = i
+	o.n++
 }
 
-func (q *typeRing) reset() { q.head, q.n = 0, 0 }
+// peek returns the type of the oldest request; the order must not be empty.
+func (o *arrivalOrder) peek() Type { return o.a.slots[o.head].e.req.Type }
+
+// pop removes the oldest request from the order, before its queue's pop
+// frees its slot.
+func (o *arrivalOrder) pop() Type {
+	s := &o.a.slots[o.head]
+	o.head = s.arr
+	if o.n--; o.n == 0 {
+		o.head, o.tail = noSlot, noSlot
+	}
+	return s.e.req.Type
+}
+
+func (o *arrivalOrder) reset() { o.head, o.tail, o.n = noSlot, noSlot, 0 }
+
+// queueArena returns an arena for queues of the given capacities: room for
+// all of them full at once, or for the pool when that is less (a policy
+// holds at most its pool).
+func queueArena(capacities []int, pool int) *arena {
+	total := 0
+	for _, c := range capacities {
+		if total += c; total >= math.MaxInt32 {
+			break
+		}
+	}
+	if pool > 0 {
+		total = min(total, pool)
+	}
+	return newArena(max(total, 1))
+}
+
+// newQueues returns a queue for each capacity, kept in a.
+func newQueues(a *arena, capacities []int) []fifo {
+	qs := make([]fifo, len(capacities))
+	for i, c := range capacities {
+		qs[i] = newFIFO(a, c)
+	}
+	return qs
+}

@@ -744,8 +744,9 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error) {
 	var base darc.Type
 	t.Share.Name = t.Name
-	// The tenant's own policy (its queues: up to hundreds of MiB) is
-	// built here, on the caller's goroutine, not the dispatcher's.
+	// The tenant's own policy (its per-type state: hundreds of KiB for
+	// 1,024 types) is built here, on the caller's goroutine, not the
+	// dispatcher's.
 	var prep *darc.PreparedTenant
 	if tp, ok := d.policyPreparer(); ok {
 		var err error
