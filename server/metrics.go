@@ -22,7 +22,10 @@ import (
 // stage (psp_request_<stage>_seconds, see dispatcher.Stage) whose buckets,
 // _sum and _count rate() can aggregate across types and servers. Per-type
 // series exist for the types the classifiers declare and for those that
-// have seen requests.
+// have seen requests; a type's stage histogram from its first request in
+// that stage (186 of a type's 208 series are histogram series: a classifier
+// declaring 65,535 types made every scrape 982 MB of zeros, 60 s and 8 GB
+// to gather).
 type collector struct {
 	s *Server
 
@@ -170,11 +173,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if int(t.Type) < len(stages) {
 			h = stages[t.Type]
 		}
-		if h == nil {
-			h = new(dispatcher.TypeStages)
-		}
-		for s, d := range c.stages {
-			ch <- c.histogram(d, &h[s], name)
+		if h != nil {
+			for s, d := range c.stages {
+				if h[s].Count > 0 {
+					ch <- c.histogram(d, &h[s], name)
+				}
+			}
 		}
 		gauge(c.profiledMean, p.MeanService/1e9, name)
 		gauge(c.profiledShare, p.Ratio, name)
