@@ -1,5 +1,7 @@
 package darc
 
+import "math/bits"
+
 // DARC is Dynamic Application-aware Reserved Cores. It starts in c-FCFS
 // (startup phase) while it profiles the first MinSamples completions of known
 // types, then reserves workers per group of types (Algorithm 2, see Reserve)
@@ -49,7 +51,11 @@ type DARC struct {
 	static  int // DARC-static's reserved count; -1 for DARC
 	startup bool
 
-	queues   []fifo       // per type
+	queues []fifo // per type
+	// crowded marks every known type whose queue holds 2 or more (and
+	// maybe some that no longer do: backlogged clears those), so the
+	// update check looks at those types only, not at every type.
+	crowded  bitset
 	arrivals arrivalOrder // startup: arrival order of queued known types
 	inGroup  []float64
 
@@ -97,6 +103,7 @@ func newDARC(name string, cfg Config, static int, a *arena) (*DARC, error) {
 		startup:    true,
 		queues:     newQueues(a, c.capacity),
 		arrivals:   newArrivalOrder(a),
+		crowded:    make(bitset, words(n)),
 		inGroup:    make([]float64, n),
 		cur:        newPlan(n, w),
 		next:       newPlan(n, w),
@@ -147,9 +154,7 @@ func (p *DARC) Enqueue(r Request, now int64) Verdict {
 	if !ok {
 		return p.full(r.Type)
 	}
-	if r.Type != Unknown && p.startup {
-		p.arrivals.push(i)
-	}
+	p.queued(r.Type, i)
 	return p.accepted(l, now)
 }
 
@@ -288,13 +293,35 @@ func (p *DARC) checkDue(now int64) bool {
 	return p.pending() >= 2 && p.backlogged(now)
 }
 
+// queued notes that a request of type t was pushed on its queue, in slot i.
+func (p *DARC) queued(t Type, i int32) {
+	if t == Unknown {
+		return
+	}
+	if p.startup {
+		p.arrivals.push(i)
+	}
+	if p.queues[t].n == 2 {
+		p.crowded.set(int(t))
+	}
+}
+
 // backlogged reports whether some type's second-oldest queued request has
-// waited longer than the type's threshold.
+// waited longer than the type's threshold. It looks at the crowded types
+// only (at 65,535 types, a loop over all of them on every Dispatch made
+// DARC 70 times slower than with 4).
 func (p *DARC) backlogged(now int64) bool {
-	for _, t := range p.order {
-		q := &p.queues[t]
-		if q.n >= 2 && now-q.at(1).enq > p.threshold[t] {
-			return true
+	for k, w := range p.crowded {
+		for ; w != 0; w &= w - 1 {
+			t := k<<6 + bits.TrailingZeros64(w)
+			q := &p.queues[t]
+			if q.n < 2 {
+				p.crowded.clear(t)
+				continue
+			}
+			if now-q.at(1).enq > p.threshold[t] {
+				return true
+			}
 		}
 	}
 	return false
@@ -523,4 +550,5 @@ func (p *DARC) dropQueues() {
 		p.queues[i] = newFIFO(p.queues[i].a, 0)
 	}
 	p.arrivals.reset()
+	p.crowded.reset()
 }

@@ -135,8 +135,10 @@ type limits struct {
 	nextExpiry int64
 
 	// Automatic deadlines follow a profile refreshed on the 1st, 2nd, 4th,
-	// ... completion, then every refreshEvery completions, unless the
-	// policy sets the scales itself (DARC once it reserves).
+	// ... completion, then every refreshEvery completions (or every as many
+	// completions as there are types, when more: a refresh reads every
+	// type), unless the policy sets the scales itself (DARC once it
+	// reserves).
 	completions  uint64
 	nextRefresh  uint64
 	profMean     []float64
@@ -230,10 +232,11 @@ func (l *limits) setDeadlines(cfg *Config) {
 // mean yet, nobody knows how long requests may wait behind it: automatic
 // deadlines stay off until its first completion.
 func (l *limits) refreshProfile(cfg *Config, w *window) {
-	if l.completions < refreshEvery {
+	period := max(refreshEvery, uint64(len(l.profMean)))
+	if l.completions < period {
 		l.nextRefresh = 2 * l.completions
 	} else {
-		l.nextRefresh = l.completions + refreshEvery
+		l.nextRefresh = l.completions + period
 	}
 	if l.policyScales {
 		return

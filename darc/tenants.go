@@ -891,9 +891,7 @@ func (p *Tenants) Enqueue(r Request, now int64) Verdict {
 	if !ok {
 		return in.full(local)
 	}
-	if local != Unknown && in.startup {
-		in.arrivals.push(i)
-	}
+	in.queued(local, i)
 	p.held++
 	return in.accepted(l, now)
 }
