@@ -75,3 +75,64 @@ func (b bitset) appendIDs(dst []int) []int {
 	}
 	return dst
 }
+
+// next returns the lowest id in b at or above i, or -1.
+func (b bitset) next(i int) int {
+	k := i >> 6
+	if i < 0 || k >= len(b) {
+		return -1
+	}
+	if w := b[k] >> (uint(i) & 63); w != 0 {
+		return i + bits.TrailingZeros64(w)
+	}
+	for k++; k < len(b); k++ {
+		if b[k] != 0 {
+			return k<<6 + bits.TrailingZeros64(b[k])
+		}
+	}
+	return -1
+}
+
+// sparseSet is a bitset that finds its next id in a few words however
+// large it is: summary has a bit per word of ids that may be non-zero.
+type sparseSet struct {
+	ids, summary bitset
+}
+
+func newSparseSet(n int) sparseSet {
+	return sparseSet{ids: make(bitset, words(n)), summary: make(bitset, words(words(n)))}
+}
+
+func (s *sparseSet) set(i int) {
+	s.ids.set(i)
+	s.summary.set(i >> 6)
+}
+
+func (s *sparseSet) clear(i int) {
+	s.ids.clear(i)
+	if s.ids[i>>6] == 0 {
+		s.summary.clear(i >> 6)
+	}
+}
+
+func (s *sparseSet) reset() {
+	for k := s.summary.next(0); k >= 0; k = s.summary.next(k + 1) {
+		s.ids[k] = 0
+	}
+	s.summary.reset()
+}
+
+// next returns the lowest id at or above i, or -1.
+func (s *sparseSet) next(i int) int {
+	k := i >> 6
+	if i < 0 || k >= len(s.ids) {
+		return -1
+	}
+	if w := s.ids[k] >> (uint(i) & 63); w != 0 {
+		return i + bits.TrailingZeros64(w)
+	}
+	if k = s.summary.next(k + 1); k < 0 {
+		return -1
+	}
+	return k<<6 + bits.TrailingZeros64(s.ids[k])
+}

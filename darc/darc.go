@@ -1,7 +1,5 @@
 package darc
 
-import "math/bits"
-
 // DARC is Dynamic Application-aware Reserved Cores. It starts in c-FCFS
 // (startup phase) while it profiles the first MinSamples completions of known
 // types, then reserves workers per group of types (Algorithm 2, see Reserve)
@@ -55,7 +53,13 @@ type DARC struct {
 	// crowded marks every known type whose queue holds 2 or more (and
 	// maybe some that no longer do: backlogged clears those), so the
 	// update check looks at those types only, not at every type.
-	crowded  bitset
+	crowded sparseSet
+	// waiting marks every position in order whose type has requests queued
+	// (and maybe some whose type no longer has: the scans clear those), so
+	// Dispatch goes from one waiting type to the next, not through every
+	// type; pos is each type's position in order.
+	waiting  sparseSet
+	pos      []int32
 	arrivals arrivalOrder // startup: arrival order of queued known types
 	inGroup  []float64
 
@@ -103,7 +107,9 @@ func newDARC(name string, cfg Config, static int, a *arena) (*DARC, error) {
 		startup:    true,
 		queues:     newQueues(a, c.capacity),
 		arrivals:   newArrivalOrder(a),
-		crowded:    make(bitset, words(n)),
+		crowded:    newSparseSet(n),
+		waiting:    newSparseSet(n),
+		pos:        make([]int32, n),
 		inGroup:    make([]float64, n),
 		cur:        newPlan(n, w),
 		next:       newPlan(n, w),
@@ -124,6 +130,7 @@ func newDARC(name string, cfg Config, static int, a *arena) (*DARC, error) {
 	}
 	p.all.setRange(0, w)
 	for t := 1; t < n; t++ {
+		p.pos[t] = int32(len(p.order))
 		p.order = append(p.order, Type(t))
 	}
 	if len(c.cfg.Profile) > 0 {
@@ -185,23 +192,26 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 		}
 		return p.dispatchUnknown(out, n)
 	}
-	for i := 0; i < len(p.order); i = p.runEnd[i] {
-		if p.pending() == 0 {
-			break
-		}
+	if p.idleCount == 0 {
+		return n
+	}
+	// From the first waiting type's run to the next: i is the first
+	// position of a run with requests (the run's earlier types have none).
+	for i := p.firstWaiting(0); i >= 0; i = p.firstWaiting(p.runEnd[i]) {
 		// Types of one group share their workers and are served as one
 		// class: oldest head first, so grouping similar types (or a
 		// classifier that cannot tell them apart) costs them nothing
 		// against c-FCFS.
-		run := p.order[i:p.runEnd[i]]
-		res, steal := p.res[run[0]], p.steal[run[0]]
-		one := &p.queues[run[0]]
+		end := p.runEnd[i]
+		res, steal := p.res[p.order[i]], p.steal[p.order[i]]
 		for {
-			q := one
-			if len(run) > 1 {
-				q = p.oldestHead(run)
-			}
-			if q == nil || q.n == 0 {
+			var q *fifo
+			if end == i+1 { // a run of one type
+				if q = &p.queues[p.order[i]]; q.n == 0 {
+					p.waiting.clear(i)
+					break
+				}
+			} else if q = p.oldestHead(i, end); q == nil {
 				break
 			}
 			if n == len(out) || p.idleCount == 0 {
@@ -220,12 +230,26 @@ func (p *DARC) Dispatch(now int64, out []Assignment) int {
 	return p.dispatchUnknown(out, n)
 }
 
-// oldestHead returns the queue, among run's types, whose head has waited
-// longest; nil when they are all empty.
-func (p *DARC) oldestHead(run []Type) *fifo {
+// firstWaiting returns the first position at or after i whose type may
+// have requests queued; -1 when no known type has any.
+func (p *DARC) firstWaiting(i int) int {
+	if p.pending() == 0 {
+		return -1
+	}
+	return p.waiting.next(i)
+}
+
+// oldestHead returns the queue, among the types at positions lo..hi-1 of
+// the order, whose head has waited longest; nil when they are all empty.
+func (p *DARC) oldestHead(lo, hi int) *fifo {
 	var best *fifo
-	for _, t := range run {
-		if q := &p.queues[t]; q.n > 0 && (best == nil || q.at(0).enq < best.at(0).enq) {
+	for j := p.waiting.next(lo); j >= 0 && j < hi; j = p.waiting.next(j + 1) {
+		q := &p.queues[p.order[j]]
+		if q.n == 0 {
+			p.waiting.clear(j)
+			continue
+		}
+		if best == nil || q.at(0).enq < best.at(0).enq {
 			best = q
 		}
 	}
@@ -301,7 +325,10 @@ func (p *DARC) queued(t Type, i int32) {
 	if p.startup {
 		p.arrivals.push(i)
 	}
-	if p.queues[t].n == 2 {
+	switch p.queues[t].n {
+	case 1:
+		p.waiting.set(int(p.pos[t]))
+	case 2:
 		p.crowded.set(int(t))
 	}
 }
@@ -311,17 +338,14 @@ func (p *DARC) queued(t Type, i int32) {
 // only (at 65,535 types, a loop over all of them on every Dispatch made
 // DARC 70 times slower than with 4).
 func (p *DARC) backlogged(now int64) bool {
-	for k, w := range p.crowded {
-		for ; w != 0; w &= w - 1 {
-			t := k<<6 + bits.TrailingZeros64(w)
-			q := &p.queues[t]
-			if q.n < 2 {
-				p.crowded.clear(t)
-				continue
-			}
-			if now-q.at(1).enq > p.threshold[t] {
-				return true
-			}
+	for t := p.crowded.next(0); t >= 0; t = p.crowded.next(t + 1) {
+		q := &p.queues[t]
+		if q.n < 2 {
+			p.crowded.clear(t)
+			continue
+		}
+		if now-q.at(1).enq > p.threshold[t] {
+			return true
 		}
 	}
 	return false
@@ -387,15 +411,9 @@ func (p *DARC) peekNext(unknown bool) (t Type, ok bool) {
 	case p.startup && p.arrivals.n > 0:
 		return p.arrivals.peek(), true
 	case !p.startup:
-		for i := 0; i < len(p.order); i = p.runEnd[i] {
-			best := -1
-			for k, t := range p.order[i:p.runEnd[i]] {
-				if q := &p.queues[t]; q.n > 0 && (best < 0 || q.at(0).enq < p.queues[p.order[i+best]].at(0).enq) {
-					best = k
-				}
-			}
-			if best >= 0 {
-				return p.order[i+best], true
+		for i := p.firstWaiting(0); i >= 0; i = p.firstWaiting(p.runEnd[i]) {
+			if q := p.oldestHead(i, p.runEnd[i]); q != nil {
+				return q.at(0).req.Type, true
 			}
 		}
 	}
@@ -469,6 +487,13 @@ func (p *DARC) adopt() {
 		p.threshold[t] = int64(p.cfg.DelayFactor * p.mean[t])
 	}
 	sortByMean(p.order, p.mean)
+	p.waiting.reset()
+	for j, t := range p.order {
+		p.pos[t] = int32(j)
+		if p.queues[t].n > 0 {
+			p.waiting.set(j)
+		}
+	}
 	longest := p.cur.ngroups - 1
 	for _, t := range p.order {
 		g := int(p.cur.groupOf[t])
@@ -551,4 +576,5 @@ func (p *DARC) dropQueues() {
 	}
 	p.arrivals.reset()
 	p.crowded.reset()
+	p.waiting.reset()
 }

@@ -59,14 +59,22 @@ func (a *arena) take() int32 {
 		a.free = a.slots[i].next
 		return i
 	}
-	if a.fresh == len(a.slots) {
-		if a.fresh == a.limit {
-			return noSlot
-		}
-		grown := make([]slot, len(a.slots)+min(len(a.slots), a.limit-len(a.slots)))
-		copy(grown, a.slots)
-		a.slots = grown
+	if a.fresh < len(a.slots) {
+		a.fresh++
+		return int32(a.fresh - 1)
 	}
+	return a.grow()
+}
+
+// grow is take when every slot allocated so far is in use: it doubles the
+// slots, up to limit.
+func (a *arena) grow() int32 {
+	if a.fresh == a.limit {
+		return noSlot
+	}
+	grown := make([]slot, len(a.slots)+min(len(a.slots), a.limit-len(a.slots)))
+	copy(grown, a.slots)
+	a.slots = grown
 	a.fresh++
 	return int32(a.fresh - 1)
 }

@@ -143,3 +143,65 @@ func TestQueuesFollowThePool(t *testing.T) {
 		t.Errorf("adding 4 tenants of %d types allocated %d bytes, want under 64 MiB", types, bytes)
 	}
 }
+
+// TestBitsetNext: next finds the lowest id at or above i, across words.
+func TestBitsetNext(t *testing.T) {
+	b := make(bitset, 3)
+	ids := []int{0, 5, 63, 64, 130, 191}
+	for _, i := range ids {
+		b.set(i)
+	}
+	for i := -1; i <= 192; i++ {
+		want := -1
+		for _, id := range ids {
+			if id >= max(i, 0) && i >= 0 {
+				want = id
+				break
+			}
+		}
+		if got := b.next(i); got != want {
+			t.Errorf("next(%d) = %d, want %d", i, got, want)
+		}
+	}
+}
+
+// TestSparseSetAgainstMap: random sets and clears over 70,000 ids; next
+// agrees with a map at every step's probe, and reset empties the set.
+func TestSparseSetAgainstMap(t *testing.T) {
+	const n = 70_000
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := newSparseSet(n)
+	in := map[int]bool{}
+	for step := range 20_000 {
+		i := rng.IntN(n)
+		if rng.IntN(3) == 0 {
+			s.clear(i)
+			delete(in, i)
+		} else {
+			s.set(i)
+			in[i] = true
+		}
+		from := rng.IntN(n + 64)
+		want := -1
+		for j := from; j < n; j++ {
+			if in[j] {
+				want = j
+				break
+			}
+		}
+		if step%50 == 0 || want-from < 5000 {
+			if got := s.next(from); got != want {
+				t.Fatalf("step %d: next(%d) = %d, want %d", step, from, got, want)
+			}
+		}
+	}
+	s.reset()
+	if got := s.next(0); got != -1 {
+		t.Errorf("after reset: next(0) = %d", got)
+	}
+	for k, w := range s.summary {
+		if w != 0 {
+			t.Errorf("after reset: summary word %d = %x", k, w)
+		}
+	}
+}
