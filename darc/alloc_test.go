@@ -152,29 +152,7 @@ func BenchmarkCycle(b *testing.B) {
 func BenchmarkBurst(b *testing.B) {
 	for _, name := range PolicyNames() {
 		b.Run(name, func(b *testing.B) {
-			p, err := New(name, cycleConfig())
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := make([]Assignment, 16)
-			now := int64(0)
-			b.ReportAllocs()
-			for b.Loop() {
-				now += 1000
-				for i := range 32 {
-					p.Enqueue(Request{Handle: uint64(i), Type: Type(1 + i&1)}, now)
-				}
-				for {
-					n := p.Dispatch(now, out)
-					if n == 0 {
-						break
-					}
-					for _, a := range out[:n] {
-						p.Complete(a.Worker, a.Request.Type, 1000, now)
-					}
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/request")
+			runBursts(b, newPolicyB(b, name, cycleConfig()), func(i int) Type { return Type(1 + i&1) })
 		})
 	}
 }

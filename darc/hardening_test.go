@@ -157,19 +157,11 @@ func TestTenantHugeCounts(t *testing.T) {
 func TestAddPreparedAllocatesLittle(t *testing.T) {
 	cfg := Config{Workers: 4, Pool: 1 << 16, MinSamples: 50}
 	tc := func(name string) TenantConfig { return TenantConfig{Name: name, NumTypes: 1024} }
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
 	p, err := NewTenants(NameDARC, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := allocated(func() {
+	whole := allocatedBy(func() {
 		if _, err := p.AddTenant(tc("a")); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +170,7 @@ func TestAddPreparedAllocatesLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onLoop := allocated(func() {
+	onLoop := allocatedBy(func() {
 		if _, err := p.AddPrepared(pt); err != nil {
 			t.Fatal(err)
 		}

@@ -105,17 +105,9 @@ func TestArrivalOrderFollowsPushes(t *testing.T) {
 // 7 GB).
 func TestQueuesFollowThePool(t *testing.T) {
 	const types, pool = 8192, 1 << 20
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
 	for _, name := range PolicyNames() {
 		var p Policy
-		bytes := allocated(func() {
+		bytes := allocatedBy(func() {
 			var err error
 			if p, err = New(name, Config{Workers: 4, NumTypes: types, Pool: pool, StaticReserved: 1}); err != nil {
 				t.Fatal(err)
@@ -131,7 +123,7 @@ func TestQueuesFollowThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bytes := allocated(func() {
+	bytes := allocatedBy(func() {
 		for _, name := range []string{"a", "b", "c", "d"} {
 			if _, err := tp.AddTenant(TenantConfig{Name: name, NumTypes: types}); err != nil {
 				t.Fatal(err)
@@ -204,4 +196,14 @@ func TestSparseSetAgainstMap(t *testing.T) {
 			t.Errorf("after reset: summary word %d = %x", k, w)
 		}
 	}
+}
+
+// allocatedBy returns the bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
