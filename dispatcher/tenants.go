@@ -916,6 +916,9 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
 		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
 			x := &s.Types[typ]
+			if x.Answered == 0 && x.Dropped == 0 && x.Queued == 0 && x.Running == 0 {
+				continue
+			}
 			ts.Answered += x.Answered
 			ts.Drops = ts.Drops.plus(x.Drops)
 			ts.Queued += x.Queued
