@@ -250,3 +250,26 @@ func BenchmarkPublish(b *testing.B) {
 		})
 	}
 }
+
+// TestStatsEveryFollowsTypes: publishes come every stats interval with few
+// types and further apart with many (65,535: each publish took 10-15 ms).
+func TestStatsEveryFollowsTypes(t *testing.T) {
+	for _, tc := range []struct {
+		types, buffers int
+		want           time.Duration
+	}{{4, 1 << 10, DefaultStatsInterval}, {4000, 1 << 16, DefaultStatsInterval}, {65536, 1 << 20, 65536 * statsPerType}} {
+		dp := memnic.New(memnic.Config{Workers: 2, Buffers: tc.buffers})
+		policy, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, NumTypes: tc.types, Pool: dp.RequestBuffers()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(Spec{Workers: 2}, dp, HeaderClassifier{}, policy, echo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.statsEvery(); got != tc.want {
+			t.Errorf("%d types: a publish every %v, want %v", tc.types, got, tc.want)
+		}
+		dp.Close()
+	}
+}
