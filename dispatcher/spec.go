@@ -78,7 +78,8 @@ type Spec struct {
 	// for reason "runt". Default 1 (empty datagrams are runts).
 	MinPayload int
 	// StatsInterval is how often the dispatcher publishes a Stats snapshot.
-	// Default 100ms.
+	// Default 100ms. With more than 4,000 types, publishes are 25µs per
+	// type apart when that is longer (a publish reads every type).
 	StatsInterval time.Duration
 	// DrainTimeout bounds the graceful shutdown. Default 5s; negative: drop
 	// the queued requests at once.
