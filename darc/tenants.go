@@ -338,8 +338,8 @@ func (p *Tenants) innerConfig(tc TenantConfig) Config {
 	c.Pool, c.Guarantees, c.Budgets = 0, nil, nil
 	if p.cfg.Pool > 0 && c.QueueCapacity == 0 {
 		// A queue as deep as the pool, up to the single-tenant default:
-		// budgets bound what a type holds, and a tenant with many types
-		// must not take gigabytes of queues.
+		// budgets bound what a type holds (the slots of every tenant's
+		// queues come from the policy's one arena, as large as the pool).
 		c.QueueCapacity = min(p.cfg.Pool, DefaultQueueCapacity)
 	}
 	if tc.StaticReserved > 0 {
