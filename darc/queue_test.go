@@ -207,3 +207,43 @@ func allocatedBy(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// TestTenantsShareAGrowingArena: a multi-tenant policy without a pool
+// gives its tenants' queues one arena with no bound; more requests than its
+// first slots wait across two tenants, the arena grows, and every request
+// comes out once.
+func TestTenantsShareAGrowingArena(t *testing.T) {
+	p := newTenantsT(t, Config{Workers: 2, MinSamples: 50, QueueCapacity: 1 << 17,
+		Tenants: []TenantConfig{{Name: "a", NumTypes: 3}, {Name: "b", NumTypes: 3}}})
+	a, _ := p.Base("a")
+	b, _ := p.Base("b")
+	const n = eagerSlots + 5000
+	for i := range n {
+		base := a
+		if i%2 == 1 {
+			base = b
+		}
+		if v := p.Enqueue(Request{Handle: uint64(i), Type: base + Type(1+i%2)}, int64(i)); v != Accepted {
+			t.Fatalf("request %d: %v", i, v)
+		}
+	}
+	if got := len(p.slots.slots); got <= eagerSlots {
+		t.Fatalf("arena of %d slots with %d requests queued", got, n)
+	}
+	seen := make([]bool, n)
+	out := make([]Assignment, 2)
+	for done := 0; done < n; {
+		k := p.Dispatch(int64(n), out)
+		if k == 0 {
+			t.Fatalf("%d of %d dispatched, then nothing", done, n)
+		}
+		for _, as := range out[:k] {
+			if seen[as.Request.Handle] {
+				t.Fatalf("request %d dispatched twice", as.Request.Handle)
+			}
+			seen[as.Request.Handle] = true
+			p.Complete(as.Worker, as.Request.Type, 1000, int64(n))
+			done++
+		}
+	}
+}

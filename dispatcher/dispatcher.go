@@ -56,9 +56,9 @@ type recvWaker interface {
 	WakeRecv()
 }
 
-// statsPerType: a stats publish reads every type, 150-250 ns each (a
-// classifier may declare 65,535: 10-15 ms of the dispatcher's time, during
-// which nothing is dispatched, BenchmarkPublish), so publishes are at least
+// statsPerType: a stats publish reads every type, 100-250 ns each (a
+// classifier may declare 65,535: 7-15 ms of the dispatcher's time, during
+// which nothing is dispatched, BenchmarkPublish and live), so publishes are at least
 // this long per type apart (65,536 types: 1.6 s; up to 4,000 types, the
 // stats interval decides): about 1% of the dispatcher's time. It counts
 // types, not the time a publish took, which the OS preempting the
