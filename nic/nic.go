@@ -44,6 +44,13 @@ type Buffer struct {
 	// Index is private to the dataplane that owns the buffer (e.g. its slot in
 	// the pool).
 	Index int32
+	// Flags are set by stream dataplanes on requests and by applications
+	// on replies (see Flags); zero on datagrams.
+	Flags Flags
+	// Session is the connection's Framer for a request cut from a stream
+	// (FromStream), nil for a datagram: an application keeps the state of
+	// a connection in it (a name, a protocol version).
+	Session Framer
 }
 
 // Payload returns Data[:Len].

@@ -1,0 +1,98 @@
+package nic
+
+import "net/netip"
+
+// Stream dataplanes (nic/tcp) receive byte streams, not datagrams: an
+// application's Protocol cuts each connection's bytes into requests, each
+// of which then travels the pipeline exactly as a datagram does. Replies
+// leave a connection in the order of its requests, whatever order the
+// workers finish them in.
+
+// Protocol is an application's byte-stream protocol, as a stream dataplane
+// sees it. It is called from the dataplane's receive goroutine only.
+type Protocol interface {
+	// NewConn returns the framer of a new connection: id is unique for
+	// the dataplane's life (never 0), peer is the client's address. The
+	// framer is also the connection's session: every request of the
+	// connection carries it in Buffer.Session.
+	NewConn(id uint64, peer netip.AddrPort) Framer
+	// TooManyConns returns what a connection over the dataplane's
+	// connection limit is sent before it is closed (nil: nothing).
+	TooManyConns() []byte
+}
+
+// Framer cuts one connection's byte stream into requests. The dataplane
+// calls Frame on its receive goroutine only, whenever the connection has
+// input it has not framed yet, and once more after the last request of a
+// read (with what is left, possibly nothing), so a framer can ask for the
+// held replies to be flushed while the connection waits for input.
+type Framer interface {
+	// Frame reports what the head of in (the connection's unframed input)
+	// is. max is the longest request the dataplane accepts: a framer
+	// whose head will be longer answers with its protocol's refusal
+	// (FrameSkip or FrameClose) instead of FrameMore; a framer that asks
+	// for more with max bytes in hand has its connection closed, counted
+	// as a request too long. Frame must not keep in or modify it.
+	Frame(in []byte, max int) Frame
+}
+
+// FrameKind says what a Frame is.
+type FrameKind uint8
+
+// Frame kinds.
+const (
+	// FrameMore: the head of the input is incomplete; the dataplane
+	// reads more before it calls Frame again.
+	FrameMore FrameKind = iota
+	// FrameRequest: in[:Len] is one request.
+	FrameRequest
+	// FrameSkip: discard the next Len bytes of the stream (they may run
+	// past in: the rest is discarded as it arrives) and send Reply in
+	// its turn (a value refused for its size, memcached's swallow).
+	FrameSkip
+	// FrameClose: send Reply in its turn, after the replies of the
+	// requests before it, then close the connection (a protocol error).
+	FrameClose
+)
+
+// Frame is a Framer's verdict on the head of a connection's input.
+type Frame struct {
+	Kind FrameKind
+	// Len is the request's length (FrameRequest) or how many bytes to
+	// discard (FrameSkip).
+	Len int
+	// Reply is sent in the request order (FrameSkip, FrameClose); the
+	// dataplane copies it.
+	Reply []byte
+	// Flush sends every held reply (ReplyHold) up to this point of the
+	// stream: after this request's reply (FrameRequest), or now
+	// (FrameMore: the connection waits for input).
+	Flush bool
+	// DiscardHeld (FrameClose) drops the held replies instead of sending
+	// them.
+	DiscardHeld bool
+}
+
+// Flags are what a stream dataplane and an application tell each other
+// about one request and its reply. Datagram dataplanes leave them zero
+// and ignore them.
+type Flags uint8
+
+// Flags.
+const (
+	// FromStream (set by the dataplane on a request): the request was
+	// cut from a connection's byte stream by the application's Framer;
+	// it has no datagram framing, and Buffer.Session is its connection's
+	// framer.
+	FromStream Flags = 1 << iota
+	// ReplyHold (set by the application on its reply): the reply may wait
+	// until a later reply of the connection without ReplyHold, or a
+	// Frame's Flush, sends it (memcached transmits only at those points).
+	ReplyHold
+	// ReplyDiscardHeld: drop the replies held before this one instead of
+	// sending them (memcached's get of a key too long).
+	ReplyDiscardHeld
+	// ReplyClose: close the connection once this reply is sent (quit);
+	// the connection's later requests are not answered.
+	ReplyClose
+)
