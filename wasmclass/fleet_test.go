@@ -42,22 +42,24 @@ func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 	}
 }
 
-// TestFailClosedMarksFaults: a fail-closed tenant's faulting packets come
-// out darc.Faulted, a fail-open tenant's darc.Unknown, and a good module's
-// answers are unchanged.
-func TestFailClosedMarksFaults(t *testing.T) {
+// TestFailPolicyMarksFaults: a fail-closed or reloading tenant's faulting
+// packets come out darc.Faulted, a fail-open tenant's darc.Unknown, and a
+// good module's answers are unchanged.
+func TestFailPolicyMarksFaults(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		closed bool
+		closed FailPolicy
 		module string
 		want   darc.Type
 	}{
-		{false, "trap", darc.Unknown},
-		{true, "trap", darc.Faulted},
-		{true, "outofrange", darc.Faulted},
-		{true, "const2", 2},
+		{FailOpen, "trap", darc.Unknown},
+		{FailClosed, "trap", darc.Faulted},
+		{FailReload, "trap", darc.Faulted},
+		{FailClosed, "outofrange", darc.Faulted},
+		{FailClosed, "const2", 2},
+		{FailReload, "const2", 2},
 	} {
-		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, FailClosed: tc.closed}},
+		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, Fail: tc.closed}},
 			Options: Options{syncSpares: true}})
 		if err != nil {
 			t.Fatal(err)
