@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // TestSwapIfRefusesAnotherVersion: a conditional swap or rollback lands
@@ -43,19 +43,19 @@ func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 }
 
 // TestFailPolicyMarksFaults: a fail-closed or reloading tenant's faulting
-// packets come out darc.Faulted, a fail-open tenant's darc.Unknown, and a
+// packets come out app.Faulted, a fail-open tenant's app.Unknown, and a
 // good module's answers are unchanged.
 func TestFailPolicyMarksFaults(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		closed FailPolicy
 		module string
-		want   darc.Type
+		want   app.Type
 	}{
-		{FailOpen, "trap", darc.Unknown},
-		{FailClosed, "trap", darc.Faulted},
-		{FailReload, "trap", darc.Faulted},
-		{FailClosed, "outofrange", darc.Faulted},
+		{FailOpen, "trap", app.Unknown},
+		{FailClosed, "trap", app.Faulted},
+		{FailReload, "trap", app.Faulted},
+		{FailClosed, "outofrange", app.Faulted},
 		{FailClosed, "const2", 2},
 		{FailReload, "const2", 2},
 	} {
@@ -69,7 +69,7 @@ func TestFailPolicyMarksFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		payloads := [][]byte{make([]byte, 16), make([]byte, 16), make([]byte, 16)}
-		out := make([]darc.Type, len(payloads))
+		out := make([]app.Type, len(payloads))
 		for range 3 { // past the breaker's opening too
 			c.ClassifyBatch(payloads, nil, out)
 			for i, got := range out {

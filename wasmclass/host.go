@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // HostSpec describes the tenants of a Host.
@@ -56,13 +56,13 @@ type FailPolicy int
 
 // Failure policies.
 const (
-	// FailOpen answers a faulting packet darc.Unknown (served at the
+	// FailOpen answers a faulting packet app.Unknown (served at the
 	// lowest priority); the breaker shuts out a module that keeps faulting
 	// (Options.BreakerThreshold).
 	FailOpen FailPolicy = iota
-	// FailClosed answers it darc.Faulted, for the dispatcher to drop.
+	// FailClosed answers it app.Faulted, for the dispatcher to drop.
 	FailClosed
-	// FailReload answers it darc.Faulted too, and gives the module's next
+	// FailReload answers it app.Faulted too, and gives the module's next
 	// call a fresh instance, shutting it out only when it crash-loops
 	// (Options.Reload, Envoy's FAIL_RELOAD).
 	FailReload
@@ -643,10 +643,10 @@ func (c *Caller) dropPending(ctx context.Context) error {
 // ClassifyBatch classifies payloads (of any number) into out[:len(payloads)],
 // in global type ids. dstPorts[i] selects the tenant of payloads[i]; a nil
 // dstPorts sends everything to the default tenant. Packets of no tenant and
-// faulting packets get darc.Unknown (darc.Faulted for faulting packets of
+// faulting packets get app.Unknown (app.Faulted for faulting packets of
 // a tenant that fails closed). out must be at least as long as
 // payloads, and dstPorts too when not nil.
-func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type) {
+func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []app.Type) {
 	out = out[:len(payloads)]
 	if dstPorts != nil {
 		dstPorts = dstPorts[:len(payloads)]
@@ -661,7 +661,7 @@ func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.
 	}
 }
 
-func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []app.Type) {
 	h := c.h
 	c.used = c.used[:0]
 	for i, p := range payloads {
@@ -672,7 +672,7 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 			}
 		}
 		if ti < 0 {
-			out[i] = darc.Unknown
+			out[i] = app.Unknown
 			continue
 		}
 		ct := &c.tenants[ti]
@@ -689,9 +689,9 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 		ct.n = 0
 		inst := c.instance(ct, n)
 		if inst == nil {
-			faulted := darc.Unknown
+			faulted := app.Unknown
 			if ct.t.mark != 0 {
-				faulted = darc.Faulted
+				faulted = app.Faulted
 			}
 			for _, i := range ct.idx[:n] {
 				out[i] = faulted
@@ -704,11 +704,11 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 		for k, i := range ct.idx[:n] {
 			switch l := ct.res[k]; {
 			case l == 0:
-				out[i] = darc.Unknown
+				out[i] = app.Unknown
 			case l == faultedLocal:
-				out[i] = darc.Faulted
+				out[i] = app.Faulted
 			default:
-				out[i] = darc.Type(ct.t.base + l - 1)
+				out[i] = app.Type(ct.t.base + l - 1)
 			}
 		}
 		clear(ct.pay[:n]) // do not keep payloads alive

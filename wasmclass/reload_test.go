@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -42,15 +42,15 @@ func TestReloadKeepsAModuleThatFaultsSometimes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]darc.Type, 1)
+		out := make([]app.Type, 1)
 		shortsOK, longs := 0, 0
 		for i := range 100 {
 			typ := uint32(1 + i%2) // SHORT, LONG, SHORT...
 			c.ClassifyBatch([][]byte{header(typ)}, nil, out)
 			switch {
-			case typ == 1 && out[0] == darc.Type(1):
+			case typ == 1 && out[0] == app.Type(1):
 				shortsOK++
-			case typ == 2 && out[0] != darc.Type(2):
+			case typ == 2 && out[0] != app.Type(2):
 				longs++
 			}
 		}
@@ -84,12 +84,12 @@ func TestReloadBacksOffACrashLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	out := make([]darc.Type, 1)
+	out := make([]app.Type, 1)
 	start := time.Now()
 	calls := 0
 	for time.Since(start) < 8*base {
 		c.ClassifyBatch([][]byte{header(1)}, nil, out)
-		if out[0] != darc.Faulted {
+		if out[0] != app.Faulted {
 			t.Fatalf("a trapping module's packet: %d, want Faulted", out[0])
 		}
 		calls++
