@@ -8,12 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 func TestFileBudget(t *testing.T) {
@@ -96,29 +97,7 @@ func runFDChild(limit string) error {
 // and the endpoint answers again once the flood ends.
 func TestAdminFloodUnderFileLimit(t *testing.T) {
 	const limit = 512
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fdChildEnv+"="+strconv.Itoa(limit))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		stdin.Close()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Error("server did not stop")
-		}
-	}()
-	out := bufio.NewScanner(stdout)
+	out := bufio.NewScanner(testenv.Child(t, fdChildEnv+"="+strconv.Itoa(limit)))
 	if !out.Scan() {
 		t.Fatal("server printed nothing")
 	}

@@ -3,19 +3,19 @@
 package accept
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // childLimit is the RLIMIT_NOFILE of the child server of
@@ -79,35 +79,7 @@ func runChild(capText string) {
 // startChild starts the child server with a cap and returns its address.
 func startChild(t *testing.T, maxConns int) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ACCEPT_TEST_CHILD_CAP="+strconv.Itoa(maxConns))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("child server: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			t.Error("child server did not exit")
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := testenv.Child(t, "ACCEPT_TEST_CHILD_CAP="+strconv.Itoa(maxConns)).ReadString('\n')
 	if err != nil {
 		t.Fatalf("child server: %v", err)
 	}
