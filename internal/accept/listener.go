@@ -72,9 +72,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 		l.loop.Accepted()
 		if l.maxConn > 0 && l.open.Add(1) > l.maxConn {
 			l.open.Add(-1)
-			c.Close()
 			l.loop.Refused()
 			l.noteCap(true)
+			c.Close()
 			continue
 		}
 		if l.maxConn <= 0 {
