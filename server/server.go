@@ -68,6 +68,7 @@ type Server struct {
 	describeTenants string
 	refs            references   // registry references of the modules run
 	pending         pendingPulls // tenants whose module could not be fetched at start
+	mix             typeMix      // per-type counters over the last shareWindow
 	ran             bool
 	stopping        atomic.Bool // Run's context is done: draining
 	mu              sync.Mutex
@@ -225,6 +226,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.pending.count() > 0 {
 		go s.retryPending(dispCtx)
 	}
+	go s.sampleTypeMix(dispCtx)
 
 	var err error
 	stopping := ctx.Done()
