@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/persephone-go/psp/server"
 )
@@ -26,6 +27,9 @@ type SwapOptions struct {
 	// Reference is the registry reference, pinned by digest, the module
 	// came from (shown in psp status and psp tenant list).
 	Reference string
+	// Provisional makes a swap provisional: the server rolls it back
+	// unless Confirm confirms it within this long (0: a swap for good).
+	Provisional time.Duration
 }
 
 func (o SwapOptions) expects() bool { return o.ExpectSHA256 != "" || o.ExpectVersion != 0 }
@@ -41,6 +45,9 @@ func (o SwapOptions) query() string {
 	}
 	if o.Reference != "" {
 		q.Set("reference", o.Reference)
+	}
+	if o.Provisional > 0 {
+		q.Set("provisional", o.Provisional.String())
 	}
 	if len(q) == 0 {
 		return ""
@@ -94,4 +101,23 @@ func (c *AdminClient) Metrics(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("metrics: %s", resp.Status)
 	}
 	return body, nil
+}
+
+// Confirm confirms tenant's provisional swap to the module sha (hex): for
+// good with extend 0, else for extend more (it stays provisional). A
+// server with no provisional swap of that module (reverted already, or
+// another module runs) refuses: the error wraps ErrConflict.
+func (c *AdminClient) Confirm(ctx context.Context, tenant, token, sha string, extend time.Duration) (res server.SwapResult, err error) {
+	q := url.Values{"expect_sha256": {sha}}
+	if extend > 0 {
+		q.Set("provisional", extend.String())
+	}
+	err = c.call(ctx, http.MethodPost, "/tenants/"+url.PathEscape(tenant)+"/confirm?"+q.Encode(), token, nil, http.StatusOK, &res)
+	if err != nil {
+		if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusConflict {
+			return res, fmt.Errorf("confirm %s: %w (%v)", tenant, ErrConflict, err)
+		}
+		return res, fmt.Errorf("confirm %s: %w", tenant, err)
+	}
+	return res, nil
 }
