@@ -79,9 +79,9 @@ type Server struct {
 	resumed    map[string]bool
 	startMu    sync.Mutex
 	startSHA   map[string]string // guarded by startMu
-	ran                  bool
-	stopping             atomic.Bool // Run's context is done: draining
-	mu                   sync.Mutex
+	ran        bool
+	stopping   atomic.Bool // Run's context is done: draining
+	mu         sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
 	memory      memoryBudget // the soft memory limit serve set
