@@ -462,11 +462,11 @@ func (d *Dataplane) accept(ln *listener, now int64) {
 			return
 		}
 		if int(d.stats.current.Load()) >= d.maxConns {
+			d.stats.rejected.Add(1)
 			if msg := d.cfg.Protocol.TooManyConns(); len(msg) > 0 {
 				unix.SendmsgN(fd, msg, nil, nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 			}
 			unix.Close(fd)
-			d.stats.rejected.Add(1)
 			continue
 		}
 		d.adopt(fd, sa, ln, now)
@@ -559,7 +559,7 @@ func (d *Dataplane) read(c *conn, now int64) bool {
 			if grown > d.cfg.MaxRequest+minRead {
 				grown = d.cfg.MaxRequest + minRead
 			}
-			if grown <= len(c.in) || !d.takeMem(int64(grown - len(c.in))) {
+			if grown <= len(c.in) || !d.takeMem(int64(grown-len(c.in))) {
 				if grown > len(c.in) {
 					d.pauseForMemory(c)
 					return c.inEnd > c.inOff
@@ -784,6 +784,7 @@ func (d *Dataplane) closeConn(c *conn, why closeReason) {
 	c.dead = true
 	c.drop()
 	fd := c.fd
+	d.stats.closed[why].Add(1)
 	unix.Close(fd) // leaves the epoll set with it
 	c.fd = -1
 	c.mu.Unlock()
@@ -800,7 +801,6 @@ func (d *Dataplane) closeConn(c *conn, why closeReason) {
 		c.in = nil
 	}
 	d.stats.current.Add(-1)
-	d.stats.closed[why].Add(1)
 }
 
 // sweep closes the connections past their idle or partial timeouts.

@@ -34,7 +34,7 @@ type lineConn struct {
 }
 
 func (l *lines) NewConn(id uint64, _ netip.AddrPort) nic.Framer { return &lineConn{id: id} }
-func (l *lines) TooManyConns() []byte                         { return []byte("busy\n") }
+func (l *lines) TooManyConns() []byte                           { return []byte("busy\n") }
 
 func (c *lineConn) Frame(in []byte, max int) nic.Frame {
 	i := bytes.IndexByte(in, '\n')
@@ -80,7 +80,7 @@ type server struct {
 	handle  func(w int, b *nic.Buffer) bool
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
-	served  sync.WaitGroup
+	running atomic.Int64 // requests received and not yet answered
 	workers []chan *nic.Buffer
 	busy    []atomic.Int32
 }
@@ -102,7 +102,7 @@ func serve(t testing.TB, dp *tcp.Dataplane, workers int, handle func(w int, b *n
 				} else {
 					dp.Release(b)
 				}
-				s.served.Done()
+				s.running.Add(-1)
 				s.busy[w].Add(-1)
 			}
 		}()
@@ -118,7 +118,7 @@ func serve(t testing.TB, dp *tcp.Dataplane, workers int, handle func(w int, b *n
 				break
 			}
 			for _, b := range bufs[:n] {
-				s.served.Add(1)
+				s.running.Add(1)
 				w := r.IntN(len(s.workers))
 				for i := range s.busy { // an idle worker first
 					if s.busy[i].Load() == 0 {
@@ -362,5 +362,235 @@ func TestLongRepliesInParts(t *testing.T) {
 	got := readLines(t, r, 3)
 	if got[0] != "3.0 3.1 3.2 end\n" || got[1] != long || !strings.HasPrefix(got[2], "200.0 200.1 ") || !strings.HasSuffix(got[2], "200.199 end\n") {
 		t.Fatalf("got %.100q", got)
+	}
+}
+
+// TestConnectionLimit: past MaxConns a connection is sent the protocol's
+// refusal and closed, counted; the open ones keep being served.
+func TestConnectionLimit(t *testing.T) {
+	dp := open(t, tcp.Config{MaxConns: 3})
+	serve(t, dp, 1, echo)
+	var open []net.Conn
+	for range 3 {
+		c := dial(t, dp)
+		fmt.Fprint(c, "0 hi\n")
+		readLines(t, bufio.NewReader(c), 1)
+		open = append(open, c)
+	}
+	extra := dial(t, dp)
+	if got, _ := io.ReadAll(extra); string(got) != "busy\n" {
+		t.Fatalf("connection over the limit got %q", got)
+	}
+	if s := dp.ConnStats(); s.Rejected != 1 || s.Current != 3 {
+		t.Fatalf("rejected %d current %d, want 1 and 3", s.Rejected, s.Current)
+	}
+	fmt.Fprint(open[0], "0 still\n")
+	readLines(t, bufio.NewReader(open[0]), 1)
+	open[1].Close()
+	waitFor(t, "a slot free", func() bool { return dp.ConnStats().Current == 2 })
+	c := dial(t, dp)
+	fmt.Fprint(c, "0 in\n")
+	readLines(t, bufio.NewReader(c), 1)
+}
+
+// TestClientThatNeverReads: a client that pipelines without reading is
+// read no further than MaxPipeline unanswered requests, then closed once
+// MaxOutput bytes wait for it; other connections are served throughout
+// and the memory comes back.
+func TestClientThatNeverReads(t *testing.T) {
+	dp := open(t, tcp.Config{MaxPipeline: 16, MaxOutput: 1 << 20, Workers: 2})
+	serve(t, dp, 2, func(_ int, b *nic.Buffer) bool {
+		b.Len = copy(b.Data, strings.Repeat("r", 1000)+"\n")
+		return true
+	})
+	hog := dial(t, dp)
+	go func() {
+		line := []byte("get\n")
+		for {
+			if _, err := hog.Write(bytes.Repeat(line, 1000)); err != nil {
+				return
+			}
+		}
+	}()
+	other := dial(t, dp)
+	r := bufio.NewReader(other)
+	for range 50 {
+		fmt.Fprint(other, "x\n")
+		readLines(t, r, 1)
+	}
+	waitFor(t, "the hog closed for its output", func() bool { return dp.ConnStats().Closed.OutputLimit == 1 })
+	if s := dp.ConnStats(); s.PipelinePauses == 0 {
+		t.Errorf("no pipeline pause counted: %+v", s)
+	}
+	other.Close()
+	waitFor(t, "memory back", func() bool { s := dp.ConnStats(); return s.Current == 0 && s.MemoryUsed == 0 })
+	waitFor(t, "buffers back", func() bool { return dp.FreeBuffers() == dp.Config().Buffers })
+}
+
+// TestRequestTooLong: a request longer than MaxRequest without an end is
+// refused by the framer (here: a reply and a close); a connection sending
+// without end to a framer that keeps asking for more is closed, counted.
+func TestRequestTooLong(t *testing.T) {
+	dp := open(t, tcp.Config{MaxRequest: 64 << 10})
+	serve(t, dp, 1, echo)
+	c := dial(t, dp)
+	go c.Write(bytes.Repeat([]byte("a"), 1<<20))
+	got, _ := io.ReadAll(c)
+	if string(got) != "too long\n" {
+		t.Fatalf("got %q", got)
+	}
+	waitFor(t, "closed", func() bool { return dp.ConnStats().Closed.Protocol == 1 })
+
+	dp2 := open(t, tcp.Config{MaxRequest: 64 << 10, Protocol: greedy{}})
+	serve(t, dp2, 1, echo)
+	c2 := dial(t, dp2)
+	go c2.Write(bytes.Repeat([]byte("a"), 1<<20))
+	io.ReadAll(c2)
+	waitFor(t, "closed as too long", func() bool { return dp2.ConnStats().Closed.RequestTooLong == 1 })
+	waitFor(t, "memory back", func() bool { return dp2.ConnStats().MemoryUsed == 0 })
+}
+
+// greedy never finds a request.
+type greedy struct{}
+
+func (greedy) NewConn(uint64, netip.AddrPort) nic.Framer { return greedy{} }
+func (greedy) TooManyConns() []byte                      { return nil }
+func (greedy) Frame([]byte, int) nic.Frame               { return nic.Frame{Kind: nic.FrameMore} }
+
+// TestTimeouts: a partial request held too long (slowloris) and an idle
+// connection are closed, each counted; a connection that keeps working is
+// not.
+func TestTimeouts(t *testing.T) {
+	dp := open(t, tcp.Config{PartialTimeout: 300 * time.Millisecond, IdleTimeout: 600 * time.Millisecond})
+	serve(t, dp, 1, echo)
+	slow := dial(t, dp)
+	fmt.Fprint(slow, "half a requ")
+	idle := dial(t, dp)
+	busy := dial(t, dp)
+	r := bufio.NewReader(busy)
+	stop := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(stop) {
+		fmt.Fprint(busy, "0 ping\n")
+		readLines(t, r, 1)
+		slow.Write([]byte("x")) // trickles: still one partial request
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := dp.ConnStats()
+	if s.Closed.Partial != 1 || s.Closed.Idle != 1 || s.Current != 1 {
+		t.Fatalf("closed %+v, current %d; want one partial, one idle, the busy one open", s.Closed, s.Current)
+	}
+	for _, c := range []net.Conn{slow, idle} {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("read on a timed-out connection: %v, want EOF", err)
+		}
+	}
+}
+
+// TestPeerGoesAway: a client that sends requests and shuts down its side
+// gets its replies, then the connection closes; one that resets while its
+// requests run leaks nothing.
+func TestPeerGoesAway(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 2})
+	srv := serve(t, dp, 2, echo)
+	c := dial(t, dp).(*net.TCPConn)
+	fmt.Fprint(c, "100 a\n0 b\n")
+	c.CloseWrite()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "100 a\n0 b\n" {
+		t.Fatalf("after a half close: %q, %v", got, err)
+	}
+	waitFor(t, "closed as peer", func() bool { return dp.ConnStats().Closed.Peer == 1 })
+
+	r := dial(t, dp).(*net.TCPConn)
+	fmt.Fprint(r, "200 slow\n200 slow\n")
+	time.Sleep(50 * time.Millisecond)
+	r.SetLinger(0)
+	r.Close() // a reset
+	waitFor(t, "requests served", func() bool { return srv.running.Load() == 0 })
+	waitFor(t, "everything back", func() bool {
+		s := dp.ConnStats()
+		return s.Current == 0 && s.MemoryUsed == 0 && dp.FreeBuffers() == dp.Config().Buffers
+	})
+	if s := dp.ConnStats(); s.RepliesDropped != 2 {
+		t.Errorf("replies dropped %d, want 2", s.RepliesDropped)
+	}
+}
+
+// TestOneBytePerWrite: a request trickled in one byte per write is framed
+// once it is whole.
+func TestOneBytePerWrite(t *testing.T) {
+	dp := open(t, tcp.Config{})
+	serve(t, dp, 1, echo)
+	c := dial(t, dp)
+	c.(*net.TCPConn).SetNoDelay(true)
+	for _, ch := range []byte("0 trickled\n0 second\n") {
+		c.Write([]byte{ch})
+		time.Sleep(time.Millisecond)
+	}
+	if got := strings.Join(readLines(t, bufio.NewReader(c), 2), ""); got != "0 trickled\n0 second\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestRecvSendAllocateNothing: a request received, answered and sent
+// allocates nothing once the connection is open.
+func TestRecvSendAllocateNothing(t *testing.T) {
+	dp := open(t, tcp.Config{})
+	c := dial(t, dp)
+	bufs := make([]*nic.Buffer, 8)
+	tx := dp.TxQueue(0)
+	reply := make([]byte, 64)
+	ping := []byte("ping\n")
+	round := func() {
+		c.Write(ping)
+		n := 0
+		for n == 0 {
+			k, err := dp.Recv(bufs, 100*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = k
+		}
+		tx.Send(bufs[:n])
+		io.ReadFull(c, reply[:5*n])
+	}
+	round()
+	if a := testing.AllocsPerRun(200, round); a != 0 {
+		t.Fatalf("%v allocations per request", a)
+	}
+}
+
+// TestCloseWithConnections: Close closes every connection (counted as
+// shutdown) and unblocks a waiting Recv.
+func TestCloseWithConnections(t *testing.T) {
+	dp := open(t, tcp.Config{})
+	c := dial(t, dp)
+	fmt.Fprint(c, "x\n")
+	bufs := make([]*nic.Buffer, 4)
+	n := 0
+	for n == 0 {
+		n, _ = dp.Recv(bufs, time.Second)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := dp.Recv(bufs[n:], time.Second); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	dp.Close()
+	if err := <-done; err != nic.ErrClosed {
+		t.Fatalf("Recv after Close: %v", err)
+	}
+	if s := dp.ConnStats(); s.Closed.Shutdown != 1 {
+		t.Fatalf("closed %+v", s.Closed)
+	}
+	dp.TxQueue(0).Send(bufs[:n]) // a reply after Close goes nowhere, buffers back
+	if dp.FreeBuffers() != dp.Config().Buffers {
+		t.Fatalf("free %d of %d", dp.FreeBuffers(), dp.Config().Buffers)
 	}
 }
