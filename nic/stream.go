@@ -36,6 +36,13 @@ type Framer interface {
 	Frame(in []byte, max int) Frame
 }
 
+// ConnCloser is implemented by Framers that hold something for their
+// connection (memory, a place in a list): the dataplane calls ConnClosed
+// once, on its receive goroutine, when the connection is closed.
+type ConnCloser interface {
+	ConnClosed()
+}
+
 // FrameKind says what a Frame is.
 type FrameKind uint8
 

@@ -373,3 +373,8 @@ func dropSummary(d dispatcher.Drops) string {
 	}
 	return " (" + d.String() + ")"
 }
+
+// logf writes one line of the server's log.
+func (s *Server) logf(format string, args ...any) {
+	fmt.Fprintf(s.log, "psp serve: "+format+"\n", args...)
+}

@@ -12,7 +12,7 @@ import (
 // Defaults for zero Config fields.
 const (
 	DefaultBuffers        = 4096
-	DefaultBufSize        = 16 << 10
+	DefaultBufSize        = 4 << 10
 	DefaultMaxConns       = 1024
 	DefaultMaxPipeline    = 256
 	DefaultMaxRequest     = 4 << 20

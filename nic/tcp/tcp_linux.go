@@ -266,6 +266,16 @@ func (d *Dataplane) Conns() []ConnInfo {
 	return out
 }
 
+// Owns reports whether b is one of the dataplane's buffers.
+func (d *Dataplane) Owns(b *nic.Buffer) bool { return d.pool.Owns(b) }
+
+// Watch makes a waiting Recv return when fd is readable (the input of a
+// dataplane joined with this one, see package nic/join). The descriptor
+// stays the caller's; closing it ends the watch.
+func (d *Dataplane) Watch(fd int) error {
+	return d.epollAdd(fd, unix.EPOLLIN)
+}
+
 // RecvWakeable reports that WakeRecv works (the dispatcher's recvWaker).
 func (d *Dataplane) RecvWakeable() bool { return true }
 
@@ -691,9 +701,11 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			k := min(f.Len, len(in))
 			c.inOff += k
 			c.skip = int64(f.Len - k)
-			c.mu.Lock()
-			c.pushDone(f.Reply, f.Flush, false, false)
-			c.mu.Unlock()
+			if f.Reply != nil || f.Flush {
+				c.mu.Lock()
+				c.pushDone(f.Reply, f.Flush, false, false)
+				c.mu.Unlock()
+			}
 			c.partialSince = 0
 		case nic.FrameClose:
 			c.stopped = true
@@ -799,6 +811,9 @@ func (d *Dataplane) closeConn(c *conn, why closeReason) {
 	if c.in != nil {
 		d.mem.Add(-int64(cap(c.in)))
 		c.in = nil
+	}
+	if cc, ok := c.framer.(nic.ConnCloser); ok {
+		cc.ConnClosed()
 	}
 	d.stats.current.Add(-1)
 }
