@@ -117,8 +117,8 @@ type session struct {
 	culled bool
 	// reply is where a TCP command's responses go (stream points to it).
 	reply streamReply
-	keys        int // keys looked up or written in this request (emulated cost)
-	cmds        int // commands in this request (emulated cost)
+	keys  int // keys looked up or written in this request (emulated cost)
+	cmds  int // commands in this request (emulated cost)
 
 	stats *counters
 }
