@@ -135,10 +135,30 @@ func (f *framer) command(n int, in []byte) nic.Frame {
 	f.served++
 	flush := f.waited || yields(f.served)
 	f.waited = false
-	if isQuit(in[:n]) {
+	word := commandWord(in[:n])
+	if string(word) == "quit" {
 		f.done = true
 	}
-	return nic.Frame{Kind: nic.FrameRequest, Len: n, Flush: flush}
+	return nic.Frame{Kind: nic.FrameRequest, Len: n, Flush: flush, ReadOnly: readOnly(word)}
+}
+
+// commandWord returns the first word of a command line.
+func commandWord(line []byte) []byte {
+	line = bytes.TrimLeft(line, " ")
+	if i := bytes.IndexAny(line, " \r\n"); i >= 0 {
+		line = line[:i]
+	}
+	return line
+}
+
+// readOnly reports whether a command changes nothing a later one could
+// see: those may run at once (nic.Frame.ReadOnly).
+func readOnly(word []byte) bool {
+	switch string(word) {
+	case "get", "gets", "bget", "version":
+		return true
+	}
+	return false
 }
 
 // lineTooLong: a retrieval line over Config.MaxLine is answered and the
@@ -157,13 +177,6 @@ func (f *framer) release() {
 // ConnClosed gives back what the connection held (nic/tcp calls it once
 // the connection is closed).
 func (f *framer) ConnClosed() { f.release() }
-
-// isQuit reports whether line is memcached's quit command.
-func isQuit(line []byte) bool {
-	var t tokens
-	tokenize(cstring(bytes.TrimRight(line, "\r\n")), &t)
-	return t.n >= 2 && string(t.w[0]) == "quit"
-}
 
 // reserve takes n bytes of Config.TCPMemory, if they are there.
 func (s *Server) reserve(n int64) bool {

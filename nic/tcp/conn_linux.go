@@ -63,6 +63,13 @@ type conn struct {
 	dead       bool
 	parts      [][]byte // pieces of the next write
 	iov        []unix.Iovec
+	// The connection's requests run in its order: queue holds those
+	// framed that may not start yet; running counts those started and
+	// not finished, barrier says one of them is not ReadOnly.
+	queue   []*nic.Buffer
+	running int
+	barrier bool
+	onRun   bool // on Dataplane.toRun
 }
 
 // slot is one turn of a connection's replies.
@@ -102,11 +109,56 @@ func (c *conn) pushDone(reply []byte, flush, close, discardHeld bool) {
 	}
 }
 
+// mayRun reports whether a request may start now; mu held.
+func (c *conn) mayRun(readOnly bool) bool {
+	return c.running == 0 || (readOnly && !c.barrier)
+}
+
+// start counts a request started; mu held.
+func (c *conn) start(readOnly bool) {
+	c.running++
+	c.barrier = c.barrier || !readOnly
+}
+
+// admit starts the request b just framed if it may start now (and none
+// before it waits), and queues it otherwise; mu held.
+func (c *conn) admit(b *nic.Buffer, readOnly bool) bool {
+	if len(c.queue) == 0 && c.mayRun(readOnly) {
+		c.start(readOnly)
+		return true
+	}
+	c.queue = append(c.queue, b)
+	return false
+}
+
+// finished counts a request finished and hands the next queued ones to
+// the Recv goroutine if they may now start; mu held.
+func (c *conn) finished(readOnly bool) {
+	c.running--
+	if !readOnly {
+		c.barrier = false
+	}
+	if c.running == 0 {
+		c.barrier = false
+	}
+	if len(c.queue) > 0 && !c.onRun && !c.dead && c.mayRun(c.d.meta[c.queue[0].Index].readOnly) {
+		c.onRun = true
+		d := c.d
+		d.reqMu.Lock()
+		d.toRun = append(d.toRun, c)
+		d.reqMu.Unlock()
+		if d.waiting.Load() {
+			d.WakeRecv()
+		}
+	}
+}
+
 // settle completes turn seq with b's reply (nil: none). It reports whether
 // the reply will be sent (the connection is open). Any goroutine.
-func (c *conn) settle(seq uint64, b *nic.Buffer) bool {
+func (c *conn) settle(seq uint64, b *nic.Buffer, readOnly bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.finished(readOnly)
 	s := c.slot(seq)
 	s.done = true
 	var payload []byte

@@ -29,6 +29,9 @@ type ConnStats struct {
 	// RepliesDropped counts replies of connections closed before they
 	// could be sent (the requests were served; the client was gone).
 	RepliesDropped uint64 `json:"replies_dropped"`
+	// RequestsDropped counts requests of closed connections dropped before
+	// they ran (queued behind an earlier request of theirs).
+	RequestsDropped uint64 `json:"requests_dropped"`
 	// BytesIn and BytesOut are the bytes read from and written to
 	// connections; MemoryUsed the bytes held now against Config.Memory.
 	BytesIn    uint64 `json:"bytes_in"`
@@ -92,6 +95,7 @@ type counters struct {
 	closed                                    [numCloseReasons]atomic.Uint64
 	pipelinePauses, memoryPauses              atomic.Uint64
 	repliesDropped, bytesIn, bytesOut         atomic.Uint64
+	requestsDropped                           atomic.Uint64
 	rxRequests, txReplies, txErrors           atomic.Uint64
 	rxNoBuffer                                atomic.Uint64
 }
@@ -105,7 +109,7 @@ func (c *counters) snapshot(max int, mem int64) ConnStats {
 			RequestTooLong: cl[closeTooLong].Load(), OutputLimit: cl[closeOutput].Load(), Partial: cl[closePartial].Load(),
 			Idle: cl[closeIdle].Load(), Shutdown: cl[closeShutdown].Load()},
 		PipelinePauses: c.pipelinePauses.Load(), MemoryPauses: c.memoryPauses.Load(),
-		RepliesDropped: c.repliesDropped.Load(), BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), MemoryUsed: mem,
+		RepliesDropped: c.repliesDropped.Load(), RequestsDropped: c.requestsDropped.Load(), BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), MemoryUsed: mem,
 	}
 }
 

@@ -48,10 +48,11 @@ const (
 
 // bufMeta is what the dataplane knows of a buffer it lent, by Buffer.Index.
 type bufMeta struct {
-	c    *conn
-	seq  uint64
-	kind uint8
-	heap int // bytes of Data allocated beyond the pool (a long request)
+	c        *conn
+	seq      uint64
+	kind     uint8
+	readOnly bool // Frame.ReadOnly: may run beside the connection's other reads
+	heap     int  // bytes of Data allocated beyond the pool (a long request)
 }
 
 // Dataplane is a TCP dataplane: see the package documentation.
@@ -86,7 +87,12 @@ type Dataplane struct {
 	reqMu    sync.Mutex
 	toClose  []*conn
 	toResume []*conn
+	toRun    []*conn // connections with a queued request that may now run
+	spare    []*conn // toRun's other slice
 	woken    atomic.Bool
+	// waiting is set while Recv waits in epoll_wait: only then must a
+	// request that may now run wake it.
+	waiting atomic.Bool
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -313,12 +319,21 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 	}
 	now := d.Now()
 	d.serveAsks(now)
-	n := d.framePending(bufs, now)
+	n := d.runQueued(bufs)
+	n += d.framePending(bufs[n:], now)
 	timeout := 0
-	if n == 0 && len(d.pending) == 0 {
-		timeout = int((wait + time.Millisecond - 1) / time.Millisecond)
+	if n == 0 && len(d.pending) == 0 && wait > 0 {
+		// Announce the wait, then look once more: a request that may now
+		// run is either seen here or wakes the wait.
+		d.waiting.Store(true)
+		if d.hasQueued() {
+			d.waiting.Store(false)
+		} else {
+			timeout = int((wait + time.Millisecond - 1) / time.Millisecond)
+		}
 	}
 	ne, err := unix.EpollWait(d.epfd, d.events, timeout)
+	d.waiting.Store(false)
 	if err != nil && !errors.Is(err, unix.EINTR) {
 		return n, fmt.Errorf("tcp: epoll wait: %w", err)
 	}
@@ -359,6 +374,7 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 			}
 		}
 	}
+	n += d.runQueued(bufs[n:])
 	if now-d.lastSweep >= int64(sweepEvery) {
 		d.sweep(now)
 		d.lastSweep = now
@@ -415,6 +431,48 @@ func (d *Dataplane) serveAsks(now int64) {
 			}
 		}
 	}
+}
+
+// hasQueued reports whether a connection has a queued request that may
+// now run.
+func (d *Dataplane) hasQueued() bool {
+	d.reqMu.Lock()
+	defer d.reqMu.Unlock()
+	return len(d.toRun) > 0
+}
+
+// runQueued moves the queued requests that may now run into bufs.
+func (d *Dataplane) runQueued(bufs []*nic.Buffer) int {
+	d.reqMu.Lock()
+	if len(d.toRun) == 0 {
+		d.reqMu.Unlock()
+		return 0
+	}
+	conns := d.toRun
+	d.toRun = d.spare[:0]
+	d.reqMu.Unlock()
+	n := 0
+	for i, c := range conns {
+		c.mu.Lock()
+		c.onRun = false
+		for n < len(bufs) && len(c.queue) > 0 && c.mayRun(d.meta[c.queue[0].Index].readOnly) {
+			b := c.queue[0]
+			c.queue = c.queue[1:]
+			c.start(d.meta[b.Index].readOnly)
+			bufs[n] = b
+			n++
+		}
+		if len(c.queue) > 0 && c.mayRun(d.meta[c.queue[0].Index].readOnly) {
+			c.onRun = true // no room left in bufs: next time
+			d.reqMu.Lock()
+			d.toRun = append(d.toRun, c)
+			d.reqMu.Unlock()
+		}
+		c.mu.Unlock()
+		conns[i] = nil
+	}
+	d.spare = conns[:0]
+	return n
 }
 
 func (d *Dataplane) addPending(c *conn) {
@@ -688,12 +746,15 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			b.Peer, b.DstPort, b.RxTime = c.peer, c.local.Port(), now
 			b.Flags, b.Session = nic.FromStream, c.framer
 			m := &d.meta[b.Index]
-			m.c, m.kind = c, kindRequest
+			m.c, m.kind, m.readOnly = c, kindRequest, f.ReadOnly
 			c.mu.Lock()
 			m.seq = c.push(f.Flush)
+			run := c.admit(b, f.ReadOnly)
 			c.mu.Unlock()
-			bufs[n] = b
-			n++
+			if run {
+				bufs[n] = b
+				n++
+			}
 			c.inOff += f.Len
 			c.partialSince = 0
 			d.stats.rxRequests.Add(1)
@@ -795,11 +856,17 @@ func (d *Dataplane) closeConn(c *conn, why closeReason) {
 	}
 	c.dead = true
 	c.drop()
+	queued := c.queue
+	c.queue = nil
 	fd := c.fd
 	d.stats.closed[why].Add(1)
 	unix.Close(fd) // leaves the epoll set with it
 	c.fd = -1
 	c.mu.Unlock()
+	for _, b := range queued { // never handed out
+		d.put(b)
+		d.stats.requestsDropped.Add(1)
+	}
 	if fd < len(d.byFd) && d.byFd[fd] == c {
 		d.byFd[fd] = nil
 	}
@@ -870,7 +937,7 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	for _, b := range bufs {
 		m := d.meta[b.Index]
 		if m.kind == kindRequest && m.c != nil {
-			m.c.settle(m.seq, nil)
+			m.c.settle(m.seq, nil, m.readOnly)
 		}
 		d.put(b)
 	}
@@ -892,7 +959,7 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 			if m.kind == kindChunk {
 				ok = m.c.chunk(m.seq, b)
 			} else {
-				ok = m.c.settle(m.seq, b)
+				ok = m.c.settle(m.seq, b, m.readOnly)
 			}
 			if ok {
 				sent++

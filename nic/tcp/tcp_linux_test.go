@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +23,11 @@ import (
 	"github.com/persephone-go/psp/nic/tcp"
 )
 
-// lines is a test protocol: one request per line ("\n" included). A line
-// "close <text>" closes the connection after answering <text>; "skip <n>"
-// discards the next n bytes and answers "skipped"; a line longer than max
-// is refused with "too long" and the connection closed.
+// lines is a test protocol: one request per line ("\n" included), each
+// ReadOnly but those starting with "w". A line "close <text>" closes the
+// connection after answering <text>; "skip <n>" discards the next n bytes
+// and answers "skipped"; a line longer than max is refused with "too long"
+// and the connection closed.
 type lines struct{ conns sync.Map }
 
 type lineConn struct {
@@ -52,7 +54,7 @@ func (c *lineConn) Frame(in []byte, max int) nic.Frame {
 		n, _ := strconv.Atoi(string(line[5:]))
 		return nic.Frame{Kind: nic.FrameSkip, Len: i + 1 + n, Reply: []byte("skipped\n")}
 	}
-	return nic.Frame{Kind: nic.FrameRequest, Len: i + 1}
+	return nic.Frame{Kind: nic.FrameRequest, Len: i + 1, ReadOnly: line[0] != 'w'}
 }
 
 // open opens a dataplane on a free loopback port.
@@ -144,11 +146,13 @@ func (s *server) stop() {
 }
 
 // echo answers each line with itself, after sleeping for the number of
-// milliseconds the line starts with, if it does.
+// milliseconds of its first numeric word, if it has one.
 func echo(_ int, b *nic.Buffer) bool {
-	p := b.Payload()
-	if ms, err := strconv.Atoi(string(bytes.Fields(p)[0])); err == nil {
-		time.Sleep(time.Duration(ms) * time.Millisecond)
+	for _, f := range bytes.Fields(b.Payload()) {
+		if ms, err := strconv.Atoi(string(f)); err == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			break
+		}
 	}
 	return true
 }
@@ -248,6 +252,40 @@ func waitFor(t testing.TB, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRequestsRunInOrder: a connection's request that is not ReadOnly
+// starts once every earlier one has finished, and later ones wait for it;
+// reads in a row run at once.
+func TestRequestsRunInOrder(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 8})
+	var mu sync.Mutex
+	var events []string
+	serve(t, dp, 8, func(w int, b *nic.Buffer) bool {
+		line := strings.TrimSpace(string(b.Payload()))
+		mu.Lock()
+		events = append(events, "start "+line)
+		mu.Unlock()
+		echo(w, b)
+		mu.Lock()
+		events = append(events, "end "+line)
+		mu.Unlock()
+		return true
+	})
+	c := dial(t, dp)
+	fmt.Fprint(c, "100 r1\n50 r2\nw 0\n0 r3\n0 r4\n")
+	readLines(t, bufio.NewReader(c), 5)
+	mu.Lock()
+	defer mu.Unlock()
+	at := func(e string) int { return slices.Index(events, e) }
+	switch {
+	case at("start 50 r2") > at("end 100 r1"):
+		t.Errorf("reads in a row did not run at once: %q", events)
+	case at("start w 0") < at("end 100 r1") || at("start w 0") < at("end 50 r2"):
+		t.Errorf("the write started before the reads before it ended: %q", events)
+	case at("start 0 r3") < at("end w 0") || at("start 0 r4") < at("end w 0"):
+		t.Errorf("a read after the write started before it ended: %q", events)
 	}
 }
 
@@ -515,6 +553,17 @@ func TestPeerGoesAway(t *testing.T) {
 	if s := dp.ConnStats(); s.RepliesDropped != 2 {
 		t.Errorf("replies dropped %d, want 2", s.RepliesDropped)
 	}
+	// A request queued behind a write when its connection goes: dropped
+	// unrun, counted.
+	q := dial(t, dp).(*net.TCPConn)
+	fmt.Fprint(q, "w 200\n0 queued\n")
+	time.Sleep(50 * time.Millisecond)
+	q.SetLinger(0)
+	q.Close()
+	waitFor(t, "the queued request counted", func() bool { return dp.ConnStats().RequestsDropped == 1 })
+	waitFor(t, "everything back", func() bool {
+		return dp.ConnStats().MemoryUsed == 0 && dp.FreeBuffers() == dp.Config().Buffers
+	})
 }
 
 // TestOneBytePerWrite: a request trickled in one byte per write is framed
