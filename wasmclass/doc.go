@@ -96,25 +96,20 @@
 // keeps faulting spends ever longer off the hot path (a crash-loop backoff,
 // as Envoy's).
 //
-// # Tenants and hot swap
+// # Hot swap
 //
-// A Host holds several tenants, each with its own classifier (own runtime,
-// shared compilation cache) and options (TenantSpec.Options over
-// HostSpec.Options), selected by UDP destination port, with its types
-// mapped into one global type space: 0 is UNKNOWN, then each tenant's range
-// of TenantSpec.MaxTypes-1 ids. Host.Swap loads a new module off the hot
-// path and publishes it atomically; each Caller switches at its next batch,
-// so every packet is classified by exactly one version. Swaps of a tenant
-// are ordered: a swap whose context is done before it lands never lands,
-// and a newer swap cancels the older ones still loading. Each version keeps
-// the bytes it was loaded from: Status reports their SHA-256, size and load
-// time, and Host.Rollback swaps the previous version back in.
-//
-// A multi-tenant server gives each tenant a Host of its own, whose Caller
-// runs on the tenant's lane (package dispatcher): a single-tenant Host
-// without ports classifies into the module's own type ids. Its fault
-// counters and its circuit breaker (per module version) are the tenant's
-// alone.
+// A Host runs one classifier (a server gives each tenant a Host of its
+// own, whose Caller runs on the tenant's lane: package dispatcher routes
+// packets to tenants and maps their type ids into the policy's). Its types
+// are the module's own ids, up to HostSpec.MaxTypes-1, named "name/type".
+// Host.Swap loads a new module off the hot path and publishes it
+// atomically; each Caller switches at its next batch, so every packet is
+// classified by exactly one version. Swaps are ordered: a swap whose
+// context is done before it lands never lands, and a newer swap cancels
+// the older ones still loading. Each version keeps the bytes it was loaded
+// from: Status reports their SHA-256, size and load time, and
+// Host.Rollback swaps the previous version back in. Fault counters and the
+// circuit breaker (per module version) are the Host's alone.
 //
 // # Concurrency and ownership
 //
