@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -57,6 +58,8 @@ type Server struct {
 	// oneGather).
 	scrape         chan struct{}
 	adminLn        net.Listener
+	adminAccept    *accept.Listener // adminLn's TCP listener (under TLS when on)
+	files          fileBudget
 	http           *http.Server
 	started        time.Time
 	classifierOpts wasmclass.Options
@@ -92,6 +95,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if s.log == nil {
 		s.log = io.Discard
 	}
+	s.files = openFiles(cfg)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -121,10 +125,14 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if cfg.Admin.Addr != "off" {
-		ln, err := net.Listen("tcp", cfg.Admin.Addr)
+		raw, err := net.Listen("tcp", cfg.Admin.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
 		}
+		// Temporary accept errors are retried with a pause, and past its
+		// share of the descriptors a connection is refused at once.
+		s.adminAccept = accept.NewListener(raw, accept.NewLoop(accept.Options{Name: "psp serve: admin", Log: s.log}), s.files.admin)
+		var ln net.Listener = s.adminAccept
 		if cfg.Admin.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.Admin.TLSCert, cfg.Admin.TLSKey)
 			if err != nil {
@@ -290,6 +298,7 @@ func (s *Server) describe() string {
 	if a := s.AdminAddr(); a != "" {
 		fmt.Fprintf(&b, ", admin http://%s", a)
 	}
+	fmt.Fprintf(&b, ", %s", s.files)
 	return b.String()
 }
 
