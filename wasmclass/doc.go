@@ -94,7 +94,10 @@
 // it closed), up to Options.BreakerMaxBackoff, and starts over only after
 // the breaker has stayed closed for Options.BreakerReset: a module that
 // keeps faulting spends ever longer off the hot path (a crash-loop backoff,
-// as Envoy's).
+// as Envoy's). With Options.Reload (HostSpec.Fail FailReload, Envoy's
+// FAIL_RELOAD) the breaker counts only crashes, faults of an instance that
+// had answered no call yet: a module that faults on some requests costs
+// those requests only, each next call running on a fresh instance.
 //
 // # Hot swap
 //

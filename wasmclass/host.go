@@ -31,11 +31,58 @@ type HostSpec struct {
 	// is set (and Options.Cache is not), the Host opens a compilation
 	// cache there and closes it with the Host.
 	Options Options
-	// FailClosed: a packet the classifier fails to classify (a trap,
-	// fuel, a bad answer, the breaker open, the module disabled) is
-	// answered app.Faulted, for the dispatcher to drop, instead of
-	// app.Unknown (failing open, the default).
-	FailClosed bool
+	// Fail is what becomes of a packet the classifier fails to classify
+	// (a trap, fuel, a bad answer, the breaker open, the module
+	// disabled): see FailPolicy.
+	Fail FailPolicy
+}
+
+// FailPolicy is a Host's failure policy, as Istio's WasmPlugin
+// failStrategy.
+type FailPolicy int
+
+// Failure policies.
+const (
+	// FailOpen answers a faulting packet app.Unknown (served at the
+	// lowest priority); the breaker shuts out a module that keeps faulting
+	// (Options.BreakerThreshold).
+	FailOpen FailPolicy = iota
+	// FailClosed answers it app.Faulted, for the dispatcher to drop.
+	FailClosed
+	// FailReload answers it app.Faulted too, and gives the module's next
+	// call a fresh instance, shutting it out only when it crash-loops
+	// (Options.Reload, Envoy's FAIL_RELOAD).
+	FailReload
+)
+
+// String returns "open", "closed" or "reload".
+func (p FailPolicy) String() string {
+	switch p {
+	case FailOpen:
+		return "open"
+	case FailClosed:
+		return "closed"
+	case FailReload:
+		return "reload"
+	}
+	return fmt.Sprintf("FailPolicy(%d)", int(p))
+}
+
+// options are the options of a Host's modules: o (as given: its defaults
+// not applied), with Reload and its backoff defaults when the Host
+// reloads.
+func (p FailPolicy) options(o Options) Options {
+	if p != FailReload {
+		return o
+	}
+	o.Reload = true
+	if o.BreakerBackoff == 0 {
+		o.BreakerBackoff = DefaultReloadBackoff
+	}
+	if o.BreakerMaxBackoff == 0 {
+		o.BreakerMaxBackoff = max(DefaultReloadMaxBackoff, o.BreakerBackoff)
+	}
+	return o
 }
 
 // faultedLocal is the type a fail-closed Host's faulting calls write
@@ -93,12 +140,12 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 	if spec.Name == "" || strings.Contains(spec.Name, "/") {
 		return nil, fmt.Errorf("wasmclass: new host: %w: name %q must be non-empty and without '/'", ErrBadSpec, spec.Name)
 	}
-	opts, err := spec.Options.withDefaults()
+	opts, err := spec.Fail.options(spec.Options).withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("wasmclass: new host: %w", err)
 	}
 	h := &Host{name: spec.Name, opts: opts, inflight: map[uint64]context.CancelFunc{}, callers: map[*Caller]struct{}{}}
-	if spec.FailClosed {
+	if spec.Fail == FailClosed || spec.Fail == FailReload {
 		h.mark = faultedLocal
 	}
 	tmpDir := "" // a cache directory the host creates (removed with its cache)
