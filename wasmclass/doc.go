@@ -76,6 +76,10 @@
 // it; it then refuses calls for a backoff that doubles at each opening, up
 // to Options.BreakerMaxBackoff, and starts over only after the breaker has
 // stayed closed for Options.BreakerReset (a crash-loop backoff, as Envoy's).
+// With Options.Reload (TenantSpec.Fail FailReload, Envoy's FAIL_RELOAD) the
+// breaker counts only crashes, faults of an instance that had answered no
+// call yet: a module that faults on some requests costs those requests
+// only, each next call running on a fresh instance.
 //
 // # Tenants and hot swap
 //
