@@ -199,10 +199,9 @@ type Memcached struct {
 	Sync bool `yaml:"sync,omitempty"`
 	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
 	MaxItemSize int `yaml:"max_item_size,omitempty"`
-	// TCP, when set, is a TCP address where the same store also serves
-	// memcached's protocol over TCP, beside the dispatcher (not scheduled
-	// by DARC): for clients that read only over TCP, such as libmemcached's
-	// tools. Empty: UDP only.
+	// TCP, when set, is a TCP address where memcached's protocol is served
+	// too, its requests scheduled with the UDP ones: the same as adding
+	// tcp://TCP to Listen.
 	TCP string `yaml:"tcp,omitempty"`
 	// CostPerCommand and CostPerKey are the nominal costs slept (times
 	// App.Dilation) when App.Dilation is set: emulated service times for

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/nic/tcp"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -104,8 +105,22 @@ func flt(dst func(*server.Config) *float64) func(*cli.Context, string, *server.C
 // serveSettings are psp serve's config flags, in help order.
 func serveSettings() []serveSetting {
 	return []serveSetting{
-		{&cli.StringFlag{Name: "listen", Usage: "UDP `ADDR` requests arrive on", DefaultText: server.DefaultListen},
+		{&cli.StringFlag{Name: "listen", Usage: "`ADDR` requests arrive on: IP:PORT or udp://IP:PORT (datagrams), tcp://IP:PORT (connections, cut into requests by the app's framer), or one of each, comma-separated", DefaultText: server.DefaultListen},
 			"listen", str(func(c *server.Config) *string { return &c.Listen })},
+		{&cli.IntFlag{Name: "tcp-max-conns", Usage: "most TCP `CONNECTIONS` open at once (fitted under the file descriptor limit); more are refused and counted", DefaultText: fmt.Sprint(tcp.DefaultMaxConns)},
+			"tcp.max_conns", num(func(c *server.Config) *int { return &c.TCP.MaxConns })},
+		{&cli.IntFlag{Name: "tcp-max-pipeline", Usage: "most `REQUESTS` of one TCP connection received and not yet answered; past it that connection is not read until its replies catch up", DefaultText: fmt.Sprint(tcp.DefaultMaxPipeline)},
+			"tcp.max_pipeline", num(func(c *server.Config) *int { return &c.TCP.MaxPipeline })},
+		{&cli.GenericFlag{Name: "tcp-max-request", Value: new(byteSize), Usage: "longest request over TCP in `BYTES`; the app's framer refuses longer ones in its protocol", DefaultText: fmt.Sprint(tcp.DefaultMaxRequest)},
+			"tcp.max_request", size(func(c *server.Config) *int { return &c.TCP.MaxRequest })},
+		{&cli.GenericFlag{Name: "tcp-max-output", Value: new(byteSize), Usage: "most reply `BYTES` held for a TCP client that does not read them; past it the connection is closed and counted", DefaultText: fmt.Sprint(tcp.DefaultMaxOutput)},
+			"tcp.max_output", size(func(c *server.Config) *int { return &c.TCP.MaxOutput })},
+		{&cli.GenericFlag{Name: "tcp-memory", Value: new(byteSize), Usage: "`BYTES` held for all TCP connections at once (input not yet framed, long requests, replies not yet taken); past it no connection is read until memory comes back", DefaultText: fmt.Sprint(tcp.DefaultMemory)},
+			"tcp.memory", size(func(c *server.Config) *int { return &c.TCP.Memory })},
+		{&cli.DurationFlag{Name: "tcp-idle-timeout", Usage: "close a TCP connection that sends nothing and takes no reply for this long (0: never)", DefaultText: tcp.DefaultIdleTimeout.String()},
+			"tcp.idle_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.TCP.IdleTimeout = c.Duration(n) }},
+		{&cli.DurationFlag{Name: "tcp-partial-timeout", Usage: "close a TCP connection that holds an incomplete request this long (slowloris; 0: never)", DefaultText: tcp.DefaultPartialTimeout.String()},
+			"tcp.partial_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.TCP.PartialTimeout = c.Duration(n) }},
 		{&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp, dpdk (build with -tags dpdk) or memnic (in memory, no network)", DefaultText: server.DataplaneUDP},
 			"dataplane", str(func(c *server.Config) *string { return &c.Dataplane })},
 		{&cli.StringFlag{Name: "eal", Usage: "DPDK EAL `ARGS`, space-separated (dpdk dataplane only)"},
@@ -176,7 +191,7 @@ func serveSettings() []serveSetting {
 			"app.kv.keys", num(func(c *server.Config) *int { return &c.App.KV.Keys })},
 		{&cli.StringFlag{Name: "memcached-dir", Usage: "Pebble `DIR` for the memcached app: what is set there survives a restart (default: in memory)"},
 			"app.memcached.dir", str(func(c *server.Config) *string { return &c.App.Memcached.Dir })},
-		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
+		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, scheduled with the UDP requests (the same as adding tcp://ADDR to --listen)"},
 			"app.memcached.tcp", str(func(c *server.Config) *string { return &c.App.Memcached.TCP })},
 		{&cli.GenericFlag{Name: "memcached-max-item-size", Value: new(byteSize), Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
 			"app.memcached.max_item_size", size(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
@@ -184,11 +199,11 @@ func serveSettings() []serveSetting {
 			"app.memcached.udp_reply_ratio", num(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyRatio })},
 		{&cli.GenericFlag{Name: "memcached-udp-reply-floor", Value: new(byteSize), Usage: "the bytes any UDP request may cause to be sent, in `BYTES`, whatever its size (see --memcached-udp-reply-ratio)", DefaultText: fmt.Sprint(server.DefaultMemcachedUDPReplyFloor)},
 			"app.memcached.udp_reply_floor", size(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyFloor })},
-		{&cli.IntFlag{Name: "memcached-max-conns", Usage: "most TCP `CONNECTIONS` served at once (memcached's -c)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxConns)},
+		{&cli.IntFlag{Name: "memcached-max-conns", Usage: "most TCP `CONNECTIONS` served at once (memcached's -c; --tcp-max-conns wins)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxConns)},
 			"app.memcached.max_conns", num(func(c *server.Config) *int { return &c.App.Memcached.MaxConns })},
 		{&cli.GenericFlag{Name: "memcached-max-line", Value: new(byteSize), Usage: "longest TCP get line in `BYTES` (other lines: 2048, as memcached)", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxLine)},
 			"app.memcached.max_line", size(func(c *server.Config) *int { return &c.App.Memcached.MaxLine })},
-		{&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a TCP connection that completes no command (or takes no reply) within this time", DefaultText: server.DefaultMemcachedIdleTimeout.String()},
+		{&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a TCP connection that sends nothing and takes no reply within this time (--tcp-idle-timeout wins)", DefaultText: server.DefaultMemcachedIdleTimeout.String()},
 			"app.memcached.idle_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.IdleTimeout = c.Duration(n) }},
 		{&cli.GenericFlag{Name: "memcached-tcp-memory", Value: new(byteSize), Usage: "`BYTES` of values all TCP connections may be reading at once; past it a set is answered SERVER_ERROR out of memory storing object", DefaultText: fmt.Sprint(server.DefaultMemcachedTCPMemory)},
 			"app.memcached.tcp_memory", size(func(c *server.Config) *int { return &c.App.Memcached.TCPMemory })},

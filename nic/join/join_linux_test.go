@@ -4,7 +4,6 @@ package join_test
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,5 +82,5 @@ func TestJoinedServesBoth(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	fmt.Sprint()
+
 }
