@@ -175,6 +175,31 @@ func (c *credentials) setTenant(name string, sum [32]byte, ok bool) {
 	}
 }
 
+// unique returns an error when a principal other than tenant self (""
+// for none) holds the token digest sum: two principals with one token
+// would make who a request comes from a matter of chance.
+func (c *credentials) unique(sum [32]byte, self string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	holder := ""
+	switch {
+	case c.operator != nil && *c.operator == sum:
+		holder = "the operator"
+	case c.reader != nil && *c.reader == sum:
+		holder = "the read-only token"
+	default:
+		for name, d := range c.tenants {
+			if d == sum && name != self {
+				holder = fmt.Sprintf("tenant %q", name)
+			}
+		}
+	}
+	if holder == "" {
+		return nil
+	}
+	return fmt.Errorf("%s has this token already: every credential must be a token of its own (openssl rand -hex 32)", holder)
+}
+
 // any reports whether some token exists (else every change is refused).
 func (c *credentials) any() bool {
 	c.mu.RLock()

@@ -27,12 +27,20 @@ func (s *Server) openCredentials(cfg Config) error {
 		return fmt.Errorf("server: admin read token: %w", err)
 	}
 	if ok {
+		if err := s.creds.unique(sum, ""); err != nil {
+			return fmt.Errorf("%w: admin read token: %w", ErrConfig, err)
+		}
 		s.creds.setReader(sum)
 	}
 	for _, t := range cfg.Tenants {
 		sum, ok, err := loadToken(t.TokenFile, t.TokenSHA256)
 		if err != nil {
 			return fmt.Errorf("server: tenant %q token: %w", t.Name, err)
+		}
+		if ok {
+			if err := s.creds.unique(sum, ""); err != nil {
+				return fmt.Errorf("%w: tenant %q token: %w", ErrConfig, t.Name, err)
+			}
 		}
 		s.creds.setTenant(t.Name, sum, ok)
 	}
