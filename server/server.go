@@ -60,6 +60,7 @@ type Server struct {
 	adminLn        net.Listener
 	adminAccept    *accept.Listener // adminLn's TCP listener (under TLS when on)
 	files          fileBudget
+	bodies         *bodyLimits // the admin bodies' budget
 	http           *http.Server
 	started        time.Time
 	classifierOpts wasmclass.Options
@@ -96,6 +97,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		s.log = io.Discard
 	}
 	s.files = openFiles(cfg)
+	s.bodies = newBodyLimits(adminBodyBudget, adminUploadsPerCredential, adminBodyStall)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -310,7 +312,10 @@ func (s *Server) Close() error {
 		// Bounded: the process must exit soon after the drain.
 		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
+			// A request still running, or a connection closing after a
+			// refused body (net/http lingers half a second so that the
+			// client reads the answer before a reset): cut it.
+			s.http.Close()
 		}
 		cancel()
 		s.http = nil
