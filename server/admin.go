@@ -50,7 +50,8 @@ const (
 //	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
 //	DELETE /tenants/{name}               remove it; the operator's token
 //
-// Every change and every refused credential is written to the audit log.
+// Every change is written to the audit log, every refusal to its
+// refusals' log (see Admin.AuditLog).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", s.handleStatus)

@@ -9,11 +9,13 @@ import (
 // adminCollector exports the bounds of the admin endpoint and of the
 // server's listeners: accept errors retried (by class), connections
 // refused at a listener's cap, connections open, admin bodies refused (by
-// reason) and the bytes bodies hold.
+// reason), the bytes bodies hold, refused credentials and how many of them
+// the audit log folded into counts.
 type adminCollector struct {
 	s                     *Server
 	errors, refused, open *prometheus.Desc
 	bodiesRefused, bodies *prometheus.Desc
+	credRefused, folded   *prometheus.Desc
 }
 
 func newAdminCollector(s *Server) *adminCollector {
@@ -25,6 +27,8 @@ func newAdminCollector(s *Server) *adminCollector {
 
 		bodiesRefused: prometheus.NewDesc("psp_admin_bodies_refused_total", "Admin request bodies refused: too_large (past the endpoint's limit), budget (past the bytes of all bodies at once), in_flight (past a token's uploads in progress), stalled (stopped arriving).", []string{"reason"}, nil),
 		bodies:        prometheus.NewDesc("psp_admin_body_bytes", "Bytes reserved by the admin request bodies being read or held.", nil, nil),
+		credRefused:   prometheus.NewDesc("psp_admin_credentials_refused_total", "Admin requests refused for their credential (a missing or wrong token, or one that may not).", nil, nil),
+		folded:        prometheus.NewDesc("psp_audit_refusals_folded_total", "Refused credentials the audit log counts in a line per source and interval rather than writing one line each.", nil, nil),
 	}
 }
 
@@ -39,7 +43,7 @@ func (s *Server) listeners() map[string]*accept.Listener {
 
 // Describe implements prometheus.Collector.
 func (c *adminCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.errors, c.refused, c.open, c.bodiesRefused, c.bodies} {
+	for _, d := range []*prometheus.Desc{c.errors, c.refused, c.open, c.bodiesRefused, c.bodies, c.credRefused, c.folded} {
 		ch <- d
 	}
 }
@@ -58,5 +62,9 @@ func (c *adminCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.bodiesRefused, prometheus.CounterValue, float64(b.refusedCount(i)), reason)
 		}
 		ch <- prometheus.MustNewConstMetric(c.bodies, prometheus.GaugeValue, float64(b.reserved()))
+	}
+	if a := c.s.audit; a != nil {
+		ch <- prometheus.MustNewConstMetric(c.credRefused, prometheus.CounterValue, float64(a.refused.Load()))
+		ch <- prometheus.MustNewConstMetric(c.folded, prometheus.CounterValue, float64(a.folded.Load()))
 	}
 }

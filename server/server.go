@@ -42,18 +42,18 @@ type Options struct {
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg       Config
-	log       io.Writer
-	dp        nic.Dataplane
-	addr      string
-	disp      *dispatcher.Dispatcher
-	tenants   *tenantSet
-	creds     *credentials
-	audit     *audit
-	auditFile io.Closer
-	app       *Application
-	closeApp  func() error
-	registry  *prometheus.Registry
+	cfg        Config
+	log        io.Writer
+	dp         nic.Dataplane
+	addr       string
+	disp       *dispatcher.Dispatcher
+	tenants    *tenantSet
+	creds      *credentials
+	audit      *audit
+	auditFiles []io.Closer // the changes' and the refusals' audit files
+	app        *Application
+	closeApp   func() error
+	registry   *prometheus.Registry
 	// scrape is held by the one /metrics gather running (see
 	// oneGather).
 	scrape         chan struct{}
@@ -336,10 +336,11 @@ func (s *Server) Close() error {
 			errs = append(errs, fmt.Errorf("server: close classifiers: %w", err))
 		}
 	}
-	if s.auditFile != nil {
-		s.auditFile.Close()
-		s.auditFile = nil
+	s.audit.close()
+	for _, f := range s.auditFiles {
+		f.Close()
 	}
+	s.auditFiles = nil
 	if s.closeApp != nil {
 		if err := s.closeApp(); err != nil {
 			errs = append(errs, fmt.Errorf("server: close app: %w", err))

@@ -44,15 +44,22 @@ func (s *Server) openCredentials(cfg Config) error {
 		}
 		s.creds.setTenant(t.Name, sum, ok)
 	}
-	w := s.log
+	changes, refusals := s.log, s.log
 	if path := cfg.Admin.AuditLog; path != "" {
-		f, err := openRotatingFile(path, cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes))
+		max := cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes)
+		f, err := openRotatingFile(path, max)
 		if err != nil {
 			return fmt.Errorf("server: audit log: %w", err)
 		}
-		s.auditFile, w = f, f
+		s.auditFiles = append(s.auditFiles, f)
+		r, err := openRotatingFile(path+refusalsSuffix, max)
+		if err != nil {
+			return fmt.Errorf("server: audit log of refusals: %w", err)
+		}
+		s.auditFiles = append(s.auditFiles, r)
+		changes, refusals = f, r
 	}
-	s.audit = newAudit(w)
+	s.audit = newAudit(changes, refusals, refusalInterval)
 	return nil
 }
 
