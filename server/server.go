@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,8 +67,10 @@ type Server struct {
 	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
-	refs            references // registry references of the modules run
+	refs            references   // registry references of the modules run
+	pending         pendingPulls // tenants whose module could not be fetched at start
 	ran             bool
+	stopping        atomic.Bool // Run's context is done: draining
 	mu              sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
@@ -221,6 +224,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	dispErr := make(chan error, 1)
 	go func() { dispErr <- s.disp.Run(dispCtx) }()
+	if s.pending.count() > 0 {
+		go s.retryPending(dispCtx)
+	}
 
 	var err error
 	stopping := ctx.Done()
@@ -228,6 +234,7 @@ wait:
 	for {
 		select {
 		case <-stopping:
+			s.stopping.Store(true)
 			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v; then what is left is dropped)\n", s.cfg.DrainTimeout)
 			stopping = nil
 		case err = <-dispErr:
@@ -377,6 +384,7 @@ func (s *Server) Status() Status {
 	st.Classifying = ds.Classifying
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
+		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name)
 	}
 	return st
 }

@@ -89,7 +89,7 @@ func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, 
 		mt.live[t.Name] = lt
 	}
 	if len(cfg.Tenants) == 0 && !cfg.MultiTenant {
-		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail}
+		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail, MaxTypes: cfg.classifierMaxTypes}
 		lt, err := mt.loadUpTo(ctx, t, 0)
 		if err != nil {
 			return nil, err
@@ -154,9 +154,9 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		lt.typeNames = slices.Clone(mt.nativeTypes)
 		return lt, nil
 	}
-	closed, _ := failClosed(t.Fail) // validated
+	fail, _ := failPolicy(t.Fail) // validated
 	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{
-		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{}), FailClosed: closed}},
+		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{}), Fail: fail}},
 		Options: mt.wopts,
 	})
 	if err != nil {
@@ -357,7 +357,7 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	if _, err := t.isolation(); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
-	if _, err := failClosed(t.Fail); err != nil {
+	if _, err := failPolicy(t.Fail); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
 	tok, hasTok, err := loadToken(t.TokenFile, t.TokenSHA256)
@@ -723,6 +723,9 @@ func (mt *tenantSet) describe() string {
 			src = "wasm " + lt.cfg.Classifier
 			if lt.cfg.Classifier == "" {
 				src = fmt.Sprintf("wasm %d-byte module", len(lt.cfg.Wasm))
+			}
+			if mt.s.pending.describe(name) != "" {
+				src += " (pending: not fetched yet)"
 			}
 		}
 		p := "default"

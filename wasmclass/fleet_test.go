@@ -42,22 +42,24 @@ func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 	}
 }
 
-// TestFailClosedMarksFaults: a fail-closed tenant's faulting packets come
-// out app.Faulted, a fail-open tenant's app.Unknown, and a good module's
-// answers are unchanged.
-func TestFailClosedMarksFaults(t *testing.T) {
+// TestFailPolicyMarksFaults: a fail-closed or reloading tenant's faulting
+// packets come out app.Faulted, a fail-open tenant's app.Unknown, and a
+// good module's answers are unchanged.
+func TestFailPolicyMarksFaults(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		closed bool
+		closed FailPolicy
 		module string
 		want   app.Type
 	}{
-		{false, "trap", app.Unknown},
-		{true, "trap", app.Faulted},
-		{true, "outofrange", app.Faulted},
-		{true, "const2", 2},
+		{FailOpen, "trap", app.Unknown},
+		{FailClosed, "trap", app.Faulted},
+		{FailReload, "trap", app.Faulted},
+		{FailClosed, "outofrange", app.Faulted},
+		{FailClosed, "const2", 2},
+		{FailReload, "const2", 2},
 	} {
-		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, FailClosed: tc.closed}},
+		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, Fail: tc.closed}},
 			Options: Options{syncSpares: true}})
 		if err != nil {
 			t.Fatal(err)

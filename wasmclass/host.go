@@ -44,11 +44,58 @@ type TenantSpec struct {
 	// Options override HostSpec.Options for this tenant's modules: every
 	// non-zero field wins (limits, fuel, time limit, breaker, compilation).
 	Options Options
-	// FailClosed: a packet the tenant's classifier fails to classify (a
-	// trap, fuel, a bad answer, the breaker open, the module disabled) is
-	// answered app.Faulted, for the dispatcher to drop, instead of
-	// app.Unknown (failing open, the default).
-	FailClosed bool
+	// Fail is what becomes of a packet the tenant's classifier fails to
+	// classify (a trap, fuel, a bad answer, the breaker open, the module
+	// disabled): see FailPolicy.
+	Fail FailPolicy
+}
+
+// FailPolicy is a tenant's failure policy, as Istio's WasmPlugin
+// failStrategy.
+type FailPolicy int
+
+// Failure policies.
+const (
+	// FailOpen answers a faulting packet app.Unknown (served at the
+	// lowest priority); the breaker shuts out a module that keeps faulting
+	// (Options.BreakerThreshold).
+	FailOpen FailPolicy = iota
+	// FailClosed answers it app.Faulted, for the dispatcher to drop.
+	FailClosed
+	// FailReload answers it app.Faulted too, and gives the module's next
+	// call a fresh instance, shutting it out only when it crash-loops
+	// (Options.Reload, Envoy's FAIL_RELOAD).
+	FailReload
+)
+
+// String returns "open", "closed" or "reload".
+func (p FailPolicy) String() string {
+	switch p {
+	case FailOpen:
+		return "open"
+	case FailClosed:
+		return "closed"
+	case FailReload:
+		return "reload"
+	}
+	return fmt.Sprintf("FailPolicy(%d)", int(p))
+}
+
+// options are the options of a tenant's modules: o over the host's
+// (base, as given: its defaults not applied), with Reload and its
+// backoff defaults when the tenant reloads.
+func (p FailPolicy) options(o, base Options) Options {
+	if p != FailReload {
+		return o
+	}
+	o.Reload = true
+	if o.BreakerBackoff == 0 && base.BreakerBackoff == 0 {
+		o.BreakerBackoff = DefaultReloadBackoff
+	}
+	if o.BreakerMaxBackoff == 0 && base.BreakerMaxBackoff == 0 {
+		o.BreakerMaxBackoff = max(DefaultReloadMaxBackoff, o.BreakerBackoff)
+	}
+	return o
 }
 
 // faultedLocal is the local type a fail-closed tenant's faulting calls
@@ -170,7 +217,7 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 			}
 			h.byPort[p] = uint16(idx + 1)
 		}
-		topts := ts.Options.Merge(h.opts)
+		topts := ts.Fail.options(ts.Options, spec.Options).Merge(h.opts)
 		if _, err := topts.withDefaults(); err != nil {
 			return fail(&TenantError{Tenant: ts.Name, Err: fmt.Errorf("wasmclass: new host: %w", err)})
 		}
@@ -188,7 +235,7 @@ func NewHost(ctx context.Context, spec HostSpec) (*Host, error) {
 				ErrBadSpec, maxTypes, m.NumTypes(), MaxTypes, MaxTypes)})
 		}
 		t := &tenant{name: ts.Name, base: uint32(h.numTypes), maxTypes: maxTypes, opts: topts, inflight: map[uint64]context.CancelFunc{}}
-		if ts.FailClosed {
+		if ts.Fail == FailClosed || ts.Fail == FailReload {
 			t.mark = faultedLocal
 		}
 		t.current.Store(newVersion(m, 1, ts.Wasm))
