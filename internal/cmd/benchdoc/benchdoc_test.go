@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,34 @@ func TestSelectGroups(t *testing.T) {
 	}
 	if _, err := selectGroups("nosuch"); err == nil {
 		t.Error("an unknown group was accepted")
+	}
+}
+
+func TestParseGroups(t *testing.T) {
+	if len(groups) < 5 || groups[0].ID != "dispatcher" || groups[1].Bench != "Cycle|Burst|Complete|DispatchEmpty|ReservationUpdate|ManyTypes" {
+		t.Errorf("groups.txt read as %+v", groups)
+	}
+	for _, bad := range []string{"a | ./x | B | 1x", "a | ./x | B | 1x | t\na | ./y | C | 1x | u", " | ./x | B | 1x | t"} {
+		if _, err := parseGroups(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestBenchmarksFileIsGenerated: the repository's BENCHMARKS.md is what
+// benchdoc writes, section for section (no hand edits, no group missing).
+func TestBenchmarksFileIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("../../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := parseSections(string(b))
+	for _, g := range groups {
+		if _, ok := sections[g.ID]; !ok {
+			t.Errorf("BENCHMARKS.md has no section for group %q: run make bench BENCH=%s", g.ID, g.ID)
+		}
+	}
+	if got := renderDoc(sections); got != string(b) {
+		t.Error("BENCHMARKS.md differs from what make bench writes: regenerate it rather than edit it")
 	}
 }

@@ -1,4 +1,4 @@
-// Command benchdoc runs psp's named benchmarks and writes BENCHMARKS.md:
+// Command benchdoc runs psp's named benchmarks (groups.txt) and writes BENCHMARKS.md:
 // per group of benchmarks, the command that ran them, the machine and the
 // date, and per benchmark its figures (the median of the runs, with their
 // range). Every measured figure the project quotes has this one owner, so

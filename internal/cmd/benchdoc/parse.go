@@ -79,18 +79,20 @@ func cpuFromOutput(out string) string {
 
 // summarize groups runs by benchmark, in the order they first ran.
 func summarize(runs []Run) []Summary {
-	var order []string
-	byName := map[string][]Run{}
+	index := map[string]int{}
+	var byBench [][]Run
 	for _, r := range runs {
-		if _, ok := byName[r.Name]; !ok {
-			order = append(order, r.Name)
+		i, ok := index[r.Name]
+		if !ok {
+			i = len(byBench)
+			index[r.Name] = i
+			byBench = append(byBench, nil)
 		}
-		byName[r.Name] = append(byName[r.Name], r)
+		byBench[i] = append(byBench[i], r)
 	}
 	var out []Summary
-	for _, name := range order {
-		rs := byName[name]
-		s := Summary{Name: name, Runs: len(rs), Units: rs[0].Units,
+	for _, rs := range byBench {
+		s := Summary{Name: rs[0].Name, Runs: len(rs), Units: rs[0].Units,
 			Med: map[string]float64{}, Min: map[string]float64{}, Max: map[string]float64{}}
 		for _, u := range s.Units {
 			var vs []float64
