@@ -76,22 +76,22 @@
 // it; it then refuses calls for a backoff that doubles at each opening, up
 // to Options.BreakerMaxBackoff, and starts over only after the breaker has
 // stayed closed for Options.BreakerReset (a crash-loop backoff, as Envoy's).
-// With Options.Reload (TenantSpec.Fail FailReload, Envoy's FAIL_RELOAD) the
+// With Options.Reload (HostSpec.Fail FailReload, Envoy's FAIL_RELOAD) the
 // breaker counts only crashes, faults of an instance that had answered no
 // call yet: a module that faults on some requests costs those requests
 // only, each next call running on a fresh instance.
 //
-// # Tenants and hot swap
+// # Hot swap
 //
-// A Host holds one or more tenants, each with its own classifier (own
-// runtime, shared compilation cache) and options, with its types mapped
-// into one global type space (0 is UNKNOWN, then each tenant's range).
-// Host.Swap loads a new module off the hot path and publishes it
-// atomically; each Caller switches at its next batch, so every packet is
-// classified by exactly one version. A newer swap cancels older ones still
-// loading. Status reports each version's SHA-256, size and load time, and
-// Host.Rollback swaps the previous version back in. psp's server gives each
-// tenant a Host of its own.
+// A Host runs one classifier; its types are the module's own ids, up to
+// HostSpec.MaxTypes-1, named "name/type". Host.Swap loads a new module off
+// the hot path and publishes it atomically; each Caller switches at its
+// next batch, so every packet is classified by exactly one version. A
+// newer swap cancels older ones still loading. Status reports each
+// version's SHA-256, size and load time, and Host.Rollback swaps the
+// previous version back in. psp's server gives each tenant a Host of its
+// own; package dispatcher routes packets to tenants and maps their type
+// ids into the policy's.
 //
 // # Concurrency and ownership
 //
