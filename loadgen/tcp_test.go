@@ -54,7 +54,7 @@ func TestRunOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Spec{Server: TCPScheme + addr, Conns: 4, MaxLag: time.Second}, sched)
+	res, err := Run(context.Background(), Spec{Server: TCPScheme + addr, Conns: 4, MaxLag: time.Second, Grace: 10 * time.Second}, sched)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestMemcachedOverTCP(t *testing.T) {
 	if err := PreloadMemcached(context.Background(), TCPScheme+addr, 200, 100); err != nil {
 		t.Fatal(err)
 	}
-	spec := Spec{Server: TCPScheme + addr, Format: FormatMemcached, Conns: 5, MemcachedKeys: 200, MultiGetKeys: 10, ValueSize: 100, MaxLag: time.Second}
+	spec := Spec{Server: TCPScheme + addr, Format: FormatMemcached, Conns: 5, MemcachedKeys: 200, MultiGetKeys: 10, ValueSize: 100, MaxLag: time.Second, Grace: 10 * time.Second}
 	res, err := Run(context.Background(), spec, sched)
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func openApp(cfg Config) (*Application, error) {
 }
 
 func openSpin(cfg Config) (*Application, error) {
-	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen, Stream: wire.Stream{}}, nil
+	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openEmulate(cfg Config) (*Application, error) {
@@ -121,7 +121,7 @@ func openEmulate(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Application{Name: AppEmulate, Handler: h, MinPayload: wire.HeaderLen, Stream: wire.Stream{}}, nil
+	return &Application{Name: AppEmulate, Handler: h, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openTPCC(cfg Config) (*Application, error) {
@@ -129,7 +129,7 @@ func openTPCC(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Application{Name: AppTPCC, Handler: h, MinPayload: wire.HeaderLen, Stream: wire.Stream{}}, nil
+	return &Application{Name: AppTPCC, Handler: h, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openKV(cfg Config) (*Application, error) {
@@ -140,7 +140,7 @@ func openKV(cfg Config) (*Application, error) {
 	// Stricter than the header classifier: malformed kv requests are
 	// UNKNOWN. Same type space.
 	return &Application{Name: AppKV, Handler: s, Classifier: kv.Classifier{}, TypeNames: headerTypes(),
-		MinPayload: wire.HeaderLen, Close: s.Close, Stream: wire.Stream{}}, nil
+		MinPayload: wire.HeaderLen, Close: s.Close, Stream: spin.Stream{}}, nil
 }
 
 func openMemcached(cfg Config) (*Application, error) {

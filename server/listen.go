@@ -4,6 +4,19 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/persephone-go/psp/nic/tcp"
+)
+
+// Defaults of the TCP bounds (Config.TCP).
+const (
+	DefaultTCPMaxConns       = tcp.DefaultMaxConns
+	DefaultTCPMaxPipeline    = tcp.DefaultMaxPipeline
+	DefaultTCPMaxRequest     = tcp.DefaultMaxRequest
+	DefaultTCPMaxOutput      = tcp.DefaultMaxOutput
+	DefaultTCPMemory         = tcp.DefaultMemory
+	DefaultTCPIdleTimeout    = tcp.DefaultIdleTimeout
+	DefaultTCPPartialTimeout = tcp.DefaultPartialTimeout
 )
 
 // Transports requests arrive over.

@@ -15,7 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/nic/tcp"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -107,19 +106,19 @@ func serveSettings() []serveSetting {
 	return []serveSetting{
 		{&cli.StringFlag{Name: "listen", Usage: "`ADDR` requests arrive on: IP:PORT or udp://IP:PORT (datagrams), tcp://IP:PORT (connections, cut into requests by the app's framer), or one of each, comma-separated", DefaultText: server.DefaultListen},
 			"listen", str(func(c *server.Config) *string { return &c.Listen })},
-		{&cli.IntFlag{Name: "tcp-max-conns", Usage: "most TCP `CONNECTIONS` open at once (fitted under the file descriptor limit); more are refused and counted", DefaultText: fmt.Sprint(tcp.DefaultMaxConns)},
+		{&cli.IntFlag{Name: "tcp-max-conns", Usage: "most TCP `CONNECTIONS` open at once (fitted under the file descriptor limit); more are refused and counted", DefaultText: fmt.Sprint(server.DefaultTCPMaxConns)},
 			"tcp.max_conns", num(func(c *server.Config) *int { return &c.TCP.MaxConns })},
-		{&cli.IntFlag{Name: "tcp-max-pipeline", Usage: "most `REQUESTS` of one TCP connection received and not yet answered; past it that connection is not read until its replies catch up", DefaultText: fmt.Sprint(tcp.DefaultMaxPipeline)},
+		{&cli.IntFlag{Name: "tcp-max-pipeline", Usage: "most `REQUESTS` of one TCP connection received and not yet answered; past it that connection is not read until its replies catch up", DefaultText: fmt.Sprint(server.DefaultTCPMaxPipeline)},
 			"tcp.max_pipeline", num(func(c *server.Config) *int { return &c.TCP.MaxPipeline })},
-		{&cli.GenericFlag{Name: "tcp-max-request", Value: new(byteSize), Usage: "longest request over TCP in `BYTES`; the app's framer refuses longer ones in its protocol", DefaultText: fmt.Sprint(tcp.DefaultMaxRequest)},
+		{&cli.GenericFlag{Name: "tcp-max-request", Value: new(byteSize), Usage: "longest request over TCP in `BYTES`; the app's framer refuses longer ones in its protocol", DefaultText: fmt.Sprint(server.DefaultTCPMaxRequest)},
 			"tcp.max_request", size(func(c *server.Config) *int { return &c.TCP.MaxRequest })},
-		{&cli.GenericFlag{Name: "tcp-max-output", Value: new(byteSize), Usage: "most reply `BYTES` held for a TCP client that does not read them; past it the connection is closed and counted", DefaultText: fmt.Sprint(tcp.DefaultMaxOutput)},
+		{&cli.GenericFlag{Name: "tcp-max-output", Value: new(byteSize), Usage: "most reply `BYTES` held for a TCP client that does not read them; past it the connection is closed and counted", DefaultText: fmt.Sprint(server.DefaultTCPMaxOutput)},
 			"tcp.max_output", size(func(c *server.Config) *int { return &c.TCP.MaxOutput })},
-		{&cli.GenericFlag{Name: "tcp-memory", Value: new(byteSize), Usage: "`BYTES` held for all TCP connections at once (input not yet framed, long requests, replies not yet taken); past it no connection is read until memory comes back", DefaultText: fmt.Sprint(tcp.DefaultMemory)},
+		{&cli.GenericFlag{Name: "tcp-memory", Value: new(byteSize), Usage: "`BYTES` held for all TCP connections at once (input not yet framed, long requests, replies not yet taken); past it no connection is read until memory comes back", DefaultText: fmt.Sprint(server.DefaultTCPMemory)},
 			"tcp.memory", size(func(c *server.Config) *int { return &c.TCP.Memory })},
-		{&cli.DurationFlag{Name: "tcp-idle-timeout", Usage: "close a TCP connection that sends nothing and takes no reply for this long (0: never)", DefaultText: tcp.DefaultIdleTimeout.String()},
+		{&cli.DurationFlag{Name: "tcp-idle-timeout", Usage: "close a TCP connection that sends nothing and takes no reply for this long (0: never)", DefaultText: server.DefaultTCPIdleTimeout.String()},
 			"tcp.idle_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.TCP.IdleTimeout = c.Duration(n) }},
-		{&cli.DurationFlag{Name: "tcp-partial-timeout", Usage: "close a TCP connection that holds an incomplete request this long (slowloris; 0: never)", DefaultText: tcp.DefaultPartialTimeout.String()},
+		{&cli.DurationFlag{Name: "tcp-partial-timeout", Usage: "close a TCP connection that holds an incomplete request this long (slowloris; 0: never)", DefaultText: server.DefaultTCPPartialTimeout.String()},
 			"tcp.partial_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.TCP.PartialTimeout = c.Duration(n) }},
 		{&cli.StringFlag{Name: "dataplane", Usage: "`NAME`: udp, dpdk (build with -tags dpdk) or memnic (in memory, no network)", DefaultText: server.DataplaneUDP},
 			"dataplane", str(func(c *server.Config) *string { return &c.Dataplane })},

@@ -5,6 +5,7 @@ package join_test
 import (
 	"bufio"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -15,6 +16,18 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
+// headers frames 16-byte psp headers.
+type headers struct{}
+
+func (headers) NewConn(uint64, netip.AddrPort) nic.Framer { return headers{} }
+func (headers) TooManyConns() []byte                      { return nil }
+func (headers) Frame(in []byte, _ int) nic.Frame {
+	if len(in) < wire.HeaderLen {
+		return nic.Frame{Kind: nic.FrameMore}
+	}
+	return nic.Frame{Kind: nic.FrameRequest, Len: wire.HeaderLen, ReadOnly: true}
+}
+
 // TestJoinedServesBoth: requests over UDP and over TCP come out of one
 // Recv, each reply goes back the way its request came, every buffer to
 // its own pool, and a wait ends on a datagram as on a connection.
@@ -23,7 +36,7 @@ func TestJoinedServesBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Workers: 2, Buffers: 64, Protocol: wire.Stream{}})
+	tc, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Workers: 2, Buffers: 64, Protocol: headers{}})
 	if err != nil {
 		t.Fatal(err)
 	}

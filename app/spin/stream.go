@@ -1,14 +1,15 @@
-package wire
+package spin
 
 import (
 	"net/netip"
 
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/wire"
 )
 
-// Stream is the psp header's framing over a byte stream (nic.Protocol):
-// every HeaderLen bytes are one request, and a reply is the bytes its
-// handler writes (the header echoed, for the synthetic applications). The
+// Stream is the psp header's framing (package wire) over a byte stream (nic.Protocol):
+// every wire.HeaderLen bytes are one request, and a reply is the bytes its
+// handler writes (the header echoed, for spin, emulate and tpcc). The
 // requests are independent (ReadOnly): those of one connection may run at
 // once, on several workers, as datagrams would.
 // Clients match replies to requests by their id, or by their order: a
@@ -26,8 +27,8 @@ type headerFramer struct{}
 
 // Frame implements nic.Framer.
 func (headerFramer) Frame(in []byte, _ int) nic.Frame {
-	if len(in) < HeaderLen {
+	if len(in) < wire.HeaderLen {
 		return nic.Frame{Kind: nic.FrameMore}
 	}
-	return nic.Frame{Kind: nic.FrameRequest, Len: HeaderLen, ReadOnly: true}
+	return nic.Frame{Kind: nic.FrameRequest, Len: wire.HeaderLen, ReadOnly: true}
 }
