@@ -29,7 +29,8 @@ func ociFlags() []cli.Flag {
 }
 
 func ociClient(c *cli.Context) *oci.Client {
-	return server.OCIClient(server.OCI{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"), CacheDir: c.String("oci-cache")})
+	return &oci.Client{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"),
+		CacheDir: oci.CacheDir(c.String("oci-cache")), MaxSize: maxModuleFile}
 }
 
 // maxModuleFile bounds a module file the CLI reads (the server takes 8
