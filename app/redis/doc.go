@@ -1,0 +1,2 @@
+// Package redis is a Redis-protocol application for psp.
+package redis
