@@ -2,12 +2,12 @@
 // dispatcher loop and a set of application workers (the paper's Figure 2).
 //
 // The loop receives a burst of packets from a nic.Dataplane, classifies the
-// burst in one call (a Classifier: the native psp-header classifier or a Wasm
-// host), enqueues each request on its typed queue in a darc.Policy, collects
+// burst in one call (an app.Classifier: the native psp-header classifier or a
+// Wasm host), enqueues each request on its typed queue in a darc.Policy, collects
 // completion messages from the workers, asks the policy which request goes to
 // which idle worker and pushes each request to that worker over a lock-free
-// single-producer single-consumer ring. A worker runs the application (a
-// Handler) on the request's buffer, which it rewrites in place into the
+// single-producer single-consumer ring. A worker runs the application (an
+// app.Handler) on the request's buffer, which it rewrites in place into the
 // response, transmits the response on its own TX queue and sends a completion
 // (worker, type, start and end timestamps) back on its own ring, so the policy
 // profiles real service times.
@@ -71,8 +71,8 @@
 // can lend (nic.BufferPool), so queued and running requests never take the
 // buffers the receive path needs. Arrivals refused by the policy are dropped
 // for reason "budget" or "queue_full", requests it expires for "expired",
-// each counted under its type; an Admitter application refuses requests
-// over its cap before they are queued ("service_cap"). An OverloadReplier
+// each counted under its type; an app.Admitter application refuses requests
+// over its cap before they are queued ("service_cap"). An app.OverloadReplier
 // application answers shed requests "overloaded" on the dispatcher's own TX
 // queue (the dataplane's queue Spec.Workers). Stats.Overloaded and ShedRate
 // say whether, and how fast, it sheds over the last second; each type's

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -29,7 +30,7 @@ type Tenant struct {
 	// inline, nil on the tenant's lane. It is called by one goroutine at a time
 	// (the dispatcher's or the tenant's lane, never both), so it must not
 	// be shared between tenants.
-	Classifier Classifier
+	Classifier app.Classifier
 	// Isolation says where Classifier runs: IsolateAuto (the default),
 	// IsolateLane or IsolateInline.
 	Isolation Isolation

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -162,7 +163,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 // requests flow; every packet stays accounted for.
 func TestTenantLifecycle(t *testing.T) {
 	dp := newFakeDataplane(4, 1024, 64)
-	slowApp := HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
+	slowApp := app.HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
 		time.Sleep(2 * time.Millisecond)
 		return true
 	})

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/wasmclass"
@@ -58,7 +59,7 @@ type tenantSet struct {
 	s           *Server
 	mu          sync.Mutex
 	live        map[string]*liveTenant
-	native      dispatcher.Classifier
+	native      app.Classifier
 	nativeTypes []string
 	nativeName  string            // describes the native classifier
 	pool        bool              // the policy has a pool (type budgets apply)

@@ -3,7 +3,7 @@ package wasmclass
 import (
 	"testing"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 func TestClassifyNoAlloc(t *testing.T) {
@@ -30,7 +30,7 @@ func TestClassifyNoAlloc(t *testing.T) {
 		ports[k] = uint16(k % 2)
 	}
 	ps = payloads(100, 4)
-	gout := make([]darc.Type, len(ps))
+	gout := make([]app.Type, len(ps))
 	c.ClassifyBatch(ps, ports, gout) // create the instances
 	if n := testing.AllocsPerRun(100, func() { c.ClassifyBatch(ps, ports, gout) }); n != 0 {
 		t.Errorf("Caller.ClassifyBatch: %v allocs per call, want 0", n)

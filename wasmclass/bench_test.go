@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // exampleModule reads a committed example classifier, skipping the
@@ -138,7 +138,7 @@ func benchCallerAlternating(b *testing.B, h *Host) {
 	for k := range ports {
 		ports[k] = uint16(1000 * (k % 2))
 	}
-	out := make([]darc.Type, len(ps))
+	out := make([]app.Type, len(ps))
 	c.ClassifyBatch(ps, ports, out) // create the instances
 	b.ReportAllocs()
 	for b.Loop() {

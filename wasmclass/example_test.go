@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -57,7 +57,7 @@ func ExampleHost() {
 	}
 	defer c.Close()
 
-	out := make([]darc.Type, 2)
+	out := make([]app.Type, 2)
 	c.ClassifyBatch([][]byte{{2}, {2}}, []uint16{11211, 80}, out)
 	fmt.Println(out)
 	if _, err := h.Swap(ctx, "web", read("const2")); err != nil {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // TestSwapIfRefusesAnotherVersion: a conditional swap or rollback lands
@@ -43,18 +43,18 @@ func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 }
 
 // TestFailClosedMarksFaults: a fail-closed tenant's faulting packets come
-// out darc.Faulted, a fail-open tenant's darc.Unknown, and a good module's
+// out app.Faulted, a fail-open tenant's app.Unknown, and a good module's
 // answers are unchanged.
 func TestFailClosedMarksFaults(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		closed bool
 		module string
-		want   darc.Type
+		want   app.Type
 	}{
-		{false, "trap", darc.Unknown},
-		{true, "trap", darc.Faulted},
-		{true, "outofrange", darc.Faulted},
+		{false, "trap", app.Unknown},
+		{true, "trap", app.Faulted},
+		{true, "outofrange", app.Faulted},
 		{true, "const2", 2},
 	} {
 		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, FailClosed: tc.closed}},
@@ -67,7 +67,7 @@ func TestFailClosedMarksFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		payloads := [][]byte{make([]byte, 16), make([]byte, 16), make([]byte, 16)}
-		out := make([]darc.Type, len(payloads))
+		out := make([]app.Type, len(payloads))
 		for range 3 { // past the breaker's opening too
 			c.ClassifyBatch(payloads, nil, out)
 			for i, got := range out {

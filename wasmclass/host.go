@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // HostSpec describes the tenants of a Host.
@@ -46,8 +46,8 @@ type TenantSpec struct {
 	Options Options
 	// FailClosed: a packet the tenant's classifier fails to classify (a
 	// trap, fuel, a bad answer, the breaker open, the module disabled) is
-	// answered darc.Faulted, for the dispatcher to drop, instead of
-	// darc.Unknown (failing open, the default).
+	// answered app.Faulted, for the dispatcher to drop, instead of
+	// app.Unknown (failing open, the default).
 	FailClosed bool
 }
 
@@ -596,10 +596,10 @@ func (c *Caller) dropPending(ctx context.Context) error {
 // ClassifyBatch classifies payloads (of any number) into out[:len(payloads)],
 // in global type ids. dstPorts[i] selects the tenant of payloads[i]; a nil
 // dstPorts sends everything to the default tenant. Packets of no tenant and
-// faulting packets get darc.Unknown (darc.Faulted for faulting packets of
+// faulting packets get app.Unknown (app.Faulted for faulting packets of
 // a tenant that fails closed). out must be at least as long as
 // payloads, and dstPorts too when not nil.
-func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.Type) {
+func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []app.Type) {
 	out = out[:len(payloads)]
 	if dstPorts != nil {
 		dstPorts = dstPorts[:len(payloads)]
@@ -614,7 +614,7 @@ func (c *Caller) ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []darc.
 	}
 }
 
-func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []app.Type) {
 	h := c.h
 	c.used = c.used[:0]
 	for i, p := range payloads {
@@ -625,7 +625,7 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 			}
 		}
 		if ti < 0 {
-			out[i] = darc.Unknown
+			out[i] = app.Unknown
 			continue
 		}
 		ct := &c.tenants[ti]
@@ -642,9 +642,9 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 		ct.n = 0
 		inst := c.instance(ct, n)
 		if inst == nil {
-			faulted := darc.Unknown
+			faulted := app.Unknown
 			if ct.t.mark != 0 {
-				faulted = darc.Faulted
+				faulted = app.Faulted
 			}
 			for _, i := range ct.idx[:n] {
 				out[i] = faulted
@@ -657,11 +657,11 @@ func (c *Caller) chunk(payloads [][]byte, ports []uint16, out []darc.Type) {
 		for k, i := range ct.idx[:n] {
 			switch l := ct.res[k]; {
 			case l == 0:
-				out[i] = darc.Unknown
+				out[i] = app.Unknown
 			case l == faultedLocal:
-				out[i] = darc.Faulted
+				out[i] = app.Faulted
 			default:
-				out[i] = darc.Type(ct.t.base + l - 1)
+				out[i] = app.Type(ct.t.base + l - 1)
 			}
 		}
 		clear(ct.pay[:n]) // do not keep payloads alive

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 func newTestHost(tb testing.TB, spec HostSpec) *Host {
@@ -46,10 +46,10 @@ func TestHostTenants(t *testing.T) {
 	defer c.Close()
 	ps := [][]byte{{1}, {3}, {1}, {0}, {2}, {9}, {1}}
 	ports := []uint16{11211, 11212, 80, 11211, 666, 11212, 0}
-	out := make([]darc.Type, len(ps))
+	out := make([]app.Type, len(ps))
 	c.ClassifyBatch(ps, ports, out)
 	// kv: local 1 -> 1, 3 -> 3; web: local 2 -> base 6 + 1 = 7; bad -> 0.
-	wantOut := []darc.Type{1, 3, 7, 0, 0, 0, 7}
+	wantOut := []app.Type{1, 3, 7, 0, 0, 0, 7}
 	if !reflect.DeepEqual(out, wantOut) {
 		t.Errorf("out = %v, want %v", out, wantOut)
 	}
@@ -119,7 +119,7 @@ func TestSwapFailureKeepsRunningVersion(t *testing.T) {
 	}
 	c, _ := h.NewCaller()
 	defer c.Close()
-	out := make([]darc.Type, 1)
+	out := make([]app.Type, 1)
 	c.ClassifyBatch([][]byte{{0}}, nil, out)
 	if out[0] != 1 {
 		t.Errorf("out = %d, want 1 (const1 still running)", out[0])
@@ -149,7 +149,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 			}
 			defer c.Close()
 			ps := payloads(40, 4)
-			out := make([]darc.Type, len(ps))
+			out := make([]app.Type, len(ps))
 			for !stop.Load() {
 				c.ClassifyBatch(ps, nil, out)
 				for _, v := range out {
@@ -172,9 +172,9 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		// Let the callers run a little on each version.
 		for j := 0; j < 3; j++ {
 			c, _ := h.NewCaller()
-			out := make([]darc.Type, 1)
+			out := make([]app.Type, 1)
 			c.ClassifyBatch([][]byte{{0}}, nil, out)
-			if want := darc.Type(1 + k%2); out[0] != want {
+			if want := app.Type(1 + k%2); out[0] != want {
 				t.Errorf("after swap %d: fresh caller got %d, want %d", k, out[0], want)
 			}
 			_ = c.Close()
@@ -242,7 +242,7 @@ func TestHostCompilationCacheDir(t *testing.T) {
 	h2 := newTestHost(t, spec)
 	c, _ := h2.NewCaller()
 	defer c.Close()
-	out := make([]darc.Type, 1)
+	out := make([]app.Type, 1)
 	c.ClassifyBatch([][]byte{{2}}, nil, out)
 	if out[0] != 2 {
 		t.Errorf("after restart: out = %d, want 2", out[0])
@@ -257,7 +257,7 @@ func TestSwapPrecreatesInstances(t *testing.T) {
 	}})
 	c, _ := h.NewCaller()
 	defer c.Close()
-	out := make([]darc.Type, 1)
+	out := make([]app.Type, 1)
 	c.ClassifyBatch([][]byte{{0}}, nil, out) // uses tenant a only
 	if _, err := h.Swap(ctx, "a", fixture(t, "const2")); err != nil {
 		t.Fatal(err)
@@ -299,14 +299,14 @@ func TestHostCloseUnderLoad(t *testing.T) {
 			defer wg.Done()
 			defer c.Close()
 			ps := payloads(8, 2)
-			out := make([]darc.Type, len(ps))
+			out := make([]app.Type, len(ps))
 			for after := 0; after < 100; {
 				isClosed := closed.Load()
 				c.ClassifyBatch(ps, nil, out)
 				if isClosed {
 					after++
 					for _, v := range out {
-						if v != darc.Unknown {
+						if v != app.Unknown {
 							classifiedAfter[g]++
 						}
 					}

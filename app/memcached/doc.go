@@ -91,7 +91,7 @@
 //
 // A request the server sheds without serving it (its type over its
 // budget, past its queue deadline, still queued at shutdown) is answered
-// by the dispatcher (Server implements dispatcher.OverloadReplier) with
+// by the dispatcher (Server implements app.OverloadReplier) with
 // one datagram: the request's own frame header (request id echoed,
 // sequence 0, total 1) and memcached's line for a request it cannot carry
 // out for want of memory, OverloadedLine:
