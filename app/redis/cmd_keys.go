@@ -263,7 +263,7 @@ func cmdKeys(c *ctx) {
 		pat = nil
 	}
 	var keys keyList
-	keys.reset(c.w)
+	keys.reset(c.w, c.s.db.keys.Load())
 	for i := range c.s.db.shards {
 		sh := &c.s.db.shards[i]
 		sh.mu.RLock()
@@ -278,34 +278,43 @@ func cmdKeys(c *ctx) {
 	keys.release(c.w)
 }
 
-// keyList collects key names copied out of the store, in a worker's
-// scratch space.
+// keyList collects key names copied out of the store, one after the
+// other in a worker's scratch space.
 type keyList struct {
 	buf  []byte
-	keys [][]byte
+	lens []int32
 }
 
-func (l *keyList) reset(w *worker) { l.buf, l.keys = w.scratch[:0], w.keys[:0] }
+// reset starts a list for about n keys.
+func (l *keyList) reset(w *worker, n int64) {
+	l.buf, l.lens = w.scratch[:0], w.lens[:0]
+	if n > int64(cap(l.lens)) {
+		n = min(n, 1<<24)
+		l.lens = make([]int32, 0, n)
+		l.buf = make([]byte, 0, n*16)
+	}
+}
 
 func (l *keyList) add(k string) {
 	l.buf = append(l.buf, k...)
-	l.keys = append(l.keys, l.buf[len(l.buf)-len(k):len(l.buf):len(l.buf)])
+	l.lens = append(l.lens, int32(len(k)))
 }
 
 func (l *keyList) write(o *out) {
-	o.arrayLen(len(l.keys))
-	for _, k := range l.keys {
-		o.bulk(k)
+	o.arrayLen(len(l.lens))
+	off := 0
+	for _, n := range l.lens {
+		o.bulk(l.buf[off : off+int(n)])
+		off += int(n)
 	}
 }
 
 // release gives the space back to the worker, unless it grew large (a
 // KEYS of millions of keys): one command's peak is not held for good.
 func (l *keyList) release(w *worker) {
-	w.scratch, w.keys = nil, nil
-	if cap(l.buf) <= 1<<20 && cap(l.keys) <= 1<<16 {
-		clear(l.keys)
-		w.scratch, w.keys = l.buf[:0], l.keys[:0]
+	w.scratch, w.lens = nil, nil
+	if cap(l.buf) <= 1<<20 && cap(l.lens) <= 1<<16 {
+		w.scratch, w.lens = l.buf[:0], l.lens[:0]
 	}
 }
 
@@ -325,7 +334,7 @@ func cmdScan(c *ctx) {
 	}
 	db := c.s.db
 	var keys keyList
-	keys.reset(c.w)
+	keys.reset(c.w, int64(min(count, 1<<16)))
 	visited := 0
 	next := cursor
 	for {

@@ -598,7 +598,7 @@ func cmdInfo(c *ctx) {
 		"executable", "psp",
 		"io_threads_active", "0")
 	add("Clients",
-		"connected_clients", u64(s.connsOpened.Load()),
+		"connected_clients", u64(s.connsOpened.Load()-s.connsClosed.Load()),
 		"maxclients", "0",
 		"blocked_clients", "0")
 	add("Memory",

@@ -4,19 +4,19 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/app"
 )
 
 // out is a worker's reply under construction, in RESP2. It fills a chunk
 // of at most room bytes; a full chunk leaves at once through the
-// dataplane's nic.Reply (the reply's leading buffers), and the last one is
+// dataplane's app.Reply (the reply's leading buffers), and the last one is
 // copied into the request's buffer when the command is done. A reply that
-// cannot be sent whole (no buffer left, or no nic.Reply for a reply longer
+// cannot be sent whole (no buffer left, or no app.Reply for a reply longer
 // than one buffer) is cut: failed is set, later writes are dropped, and
 // the connection is closed after what was sent.
 type out struct {
 	buf    []byte // the chunk being filled, cap(buf) == room
-	r      nic.Reply
+	r      app.Reply
 	room   int
 	failed bool
 	num    [32]byte
@@ -24,7 +24,7 @@ type out struct {
 
 // reset prepares o for a reply of chunks of room bytes sent through r (nil:
 // the reply must fit one chunk).
-func (o *out) reset(r nic.Reply, room int) {
+func (o *out) reset(r app.Reply, room int) {
 	if cap(o.buf) < room || cap(o.buf) > 2*room {
 		o.buf = make([]byte, 0, room)
 	}

@@ -53,13 +53,17 @@ type Conn struct {
 	srv     *Server
 	id      uint64
 	peer    netip.AddrPort
-	created int64 // unix ms
+	created int64   // unix ms
+	mb      mbState // the receive goroutine's alone
 
 	mu      sync.Mutex
 	name    string
 	libName string
 	libVer  string
 }
+
+// ConnClosed is called by the dataplane once the connection is closed.
+func (c *Conn) ConnClosed() { c.srv.connsClosed.Add(1) }
 
 // ID returns the connection's id (CLIENT ID).
 func (c *Conn) ID() uint64 { return c.id }
@@ -75,11 +79,13 @@ func (c *Conn) ID() uint64 { return c.id }
 // argument and 1 GB per connection's input) would read on.
 func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	if len(in) == 0 {
+		c.mb = mbState{}
 		return nic.Frame{Kind: nic.FrameMore}
 	}
 	if in[0] == '*' {
-		return frameMultibulk(in, max, c.srv.maxBulk)
+		return frameMultibulk(in, max, c.srv.maxBulk, &c.mb)
 	}
+	c.mb = mbState{}
 	return frameInline(in, max)
 }
 
@@ -127,42 +133,57 @@ func frameInline(in []byte, max int) nic.Frame {
 	return nic.Frame{Kind: nic.FrameRequest, Len: nl + 1}
 }
 
+// mbState is where framing a multibulk request stopped for want of input:
+// the offset of the next argument and how many are left (pos 0: at the
+// start). A long request arriving in many reads is parsed once, not from
+// its start at every read.
+type mbState struct {
+	pos  int
+	left int64
+}
+
 // frameMultibulk frames a multibulk request: *<count>\r\n followed by
 // count arguments $<len>\r\n<len bytes>\r\n. As in redis-server, the byte
 // after each \r is taken for a \n without being read, and so are the two
 // bytes after an argument's data. A count of 0 or less is skipped without
 // a reply.
-func frameMultibulk(in []byte, max, maxBulk int) nic.Frame {
-	cr := lineEnd(in, '\r')
-	if cr < 0 {
-		if len(in) > inlineMax {
-			return closeWith(errTooBigMbulk)
+func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
+	pos, count := st.pos, st.left
+	if pos == 0 || pos > len(in) {
+		cr := lineEnd(in, '\r')
+		if cr < 0 {
+			if len(in) > inlineMax {
+				return closeWith(errTooBigMbulk)
+			}
+			return more(len(in), max, errTooBigMbulk)
 		}
-		return more(len(in), max, errTooBigMbulk)
+		if cr > len(in)-2 {
+			return more(len(in), max, errTooBigMbulk)
+		}
+		n, ok := string2ll(in[1:cr])
+		if !ok || n > 1<<31-1 {
+			return closeWith(errInvalidMbulk)
+		}
+		pos, count = cr+2, n
+		if count <= 0 {
+			return nic.Frame{Kind: nic.FrameSkip, Len: pos}
+		}
+		if int64(pos)+count*minArgLen > int64(max) {
+			return closeWith(errInvalidMbulk)
+		}
 	}
-	if cr > len(in)-2 {
-		return more(len(in), max, errTooBigMbulk)
-	}
-	count, ok := string2ll(in[1:cr])
-	if !ok || count > 1<<31-1 {
-		return closeWith(errInvalidMbulk)
-	}
-	pos := cr + 2
-	if count <= 0 {
-		return nic.Frame{Kind: nic.FrameSkip, Len: pos}
-	}
-	if int64(pos)+count*minArgLen > int64(max) {
-		return closeWith(errInvalidMbulk)
-	}
+	*st = mbState{}
 	for ; count > 0; count-- {
 		cr := lineEnd(in[pos:], '\r')
 		if cr < 0 {
 			if len(in)-pos > inlineMax {
 				return closeWith(errTooBigBulkCount)
 			}
+			*st = mbState{pos, count}
 			return more(len(in), max, errTooBigBulkCount)
 		}
 		if cr > len(in)-pos-2 {
+			*st = mbState{pos, count}
 			return more(len(in), max, errTooBigBulkCount)
 		}
 		if in[pos] != '$' {
@@ -172,12 +193,12 @@ func frameMultibulk(in []byte, max, maxBulk int) nic.Frame {
 		if !ok || n < 0 || n > int64(maxBulk) {
 			return closeWith(errInvalidBulk)
 		}
-		pos += cr + 2
-		end := int64(pos) + n + 2
+		end := int64(pos+cr+2) + n + 2
 		if end+(count-1)*minArgLen > int64(max) {
 			return closeWith(errInvalidBulk)
 		}
 		if end > int64(len(in)) {
+			*st = mbState{pos, count}
 			return nic.Frame{Kind: nic.FrameMore}
 		}
 		pos = int(end)

@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 )
 
-// testReply is a nic.Reply that collects a reply's leading chunks.
+// testReply is a app.Reply that collects a reply's leading chunks.
 type testReply struct {
 	room   int
 	chunks [][]byte
@@ -19,10 +20,10 @@ type testReply struct {
 
 func (r *testReply) Send(p []byte) error {
 	if r.fail {
-		return nic.ErrNoReplyBuffer
+		return app.ErrNoReplyBuffer
 	}
 	if len(p) > r.room {
-		return nic.ErrReplyTooLong
+		return app.ErrReplyTooLong
 	}
 	r.chunks = append(r.chunks, append([]byte(nil), p...))
 	return nil

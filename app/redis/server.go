@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -48,6 +48,7 @@ type Server struct {
 	started time.Time
 
 	connsOpened atomic.Uint64
+	connsClosed atomic.Uint64
 	expired     atomic.Int64
 
 	stop chan struct{}
@@ -56,11 +57,13 @@ type Server struct {
 
 // worker is one worker's state.
 type worker struct {
+	c       ctx
 	req     request
 	o       out
 	ss      shardSet
 	scratch []byte
 	keys    [][]byte
+	lens    []int32
 	rng     *rand.Rand
 	stats   workerStats
 }
@@ -142,18 +145,18 @@ func (s *Server) sweep() {
 	}
 }
 
-// Handle implements dispatcher.Handler: a reply that does not fit the
+// Handle implements app.Handler: a reply that does not fit the
 // request's buffer is cut (see HandleMulti).
-func (s *Server) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+func (s *Server) Handle(w int, typ app.Type, b *nic.Buffer) bool {
 	return s.HandleMulti(w, typ, b, nil)
 }
 
-// HandleMulti implements dispatcher.MultiHandler: it runs the command in b
+// HandleMulti implements app.MultiHandler: it runs the command in b
 // (one request as Frame cut it) on worker w and writes its reply, the
 // leading part through r in chunks of r.Room() bytes, the rest in b. A
 // reply that cannot be sent whole is cut and the connection closed after
 // it (ReplyClose).
-func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) bool {
+func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool {
 	if w < 0 || w >= len(s.workers) || b.Len <= 0 || b.Len > len(b.Data) {
 		return false
 	}
@@ -167,8 +170,9 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) boo
 		return false
 	}
 	conn, _ := b.Session.(*Conn)
-	c := ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, now: s.clock(), o: &wk.o}
-	s.run(&c)
+	c := &wk.c
+	*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, now: s.clock(), o: &wk.o}
+	s.run(c)
 	if wk.o.failed {
 		wk.stats.cut.Add(1)
 		b.Len = 0
@@ -180,11 +184,11 @@ func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) boo
 	return true
 }
 
-// ReplyOverloaded implements dispatcher.OverloadReplier: a command the
+// ReplyOverloaded implements app.OverloadReplier: a command the
 // dispatcher sheds unserved is answered with BusyReply, in its place among
 // the connection's replies; nothing of it runs. It reads nothing of the
 // request and allocates nothing.
-func (s *Server) ReplyOverloaded(_ darc.Type, b *nic.Buffer) bool {
+func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
 	if len(b.Data) < len(BusyReply) {
 		return false
 	}
