@@ -34,7 +34,7 @@ func benchCommand(b *testing.B, room int, args ...string) {
 	}
 }
 
-func BenchmarkGet(b *testing.B)      { benchCommand(b, testRoom, "GET", "key:77") }
-func BenchmarkSet(b *testing.B)      { benchCommand(b, testRoom, "SET", "key:77", "value") }
+func BenchmarkGet(b *testing.B)       { benchCommand(b, testRoom, "GET", "key:77") }
+func BenchmarkSet(b *testing.B)       { benchCommand(b, testRoom, "SET", "key:77", "value") }
 func BenchmarkScan10000(b *testing.B) { benchCommand(b, 1<<20, "SCAN", "0", "COUNT", "10000") }
-func BenchmarkKeysAll(b *testing.B)  { benchCommand(b, 1<<20, "KEYS", "*") }
+func BenchmarkKeysAll(b *testing.B)   { benchCommand(b, 1<<20, "KEYS", "*") }
