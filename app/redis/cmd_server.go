@@ -14,6 +14,13 @@ import (
 // one whose replies it reproduces.
 const Version = "7.0.15"
 
+// refusedCommands are the commands psp knows and refuses, saying why:
+// transactions, scripts, pub/sub.
+func refusedCommands() []string {
+	return []string{"multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
+		"evalsha_ro", "fcall", "fcall_ro", "script", "function", "subscribe", "psubscribe", "publish"}
+}
+
 // commandRunners maps each command's full name to what runs it.
 func commandRunners() map[string]func(*ctx) {
 	return map[string]func(*ctx){
@@ -27,12 +34,6 @@ func commandRunners() map[string]func(*ctx) {
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
 		"info": cmdInfo, "config|get": cmdConfigGet, "config|help": cmdConfigHelp,
 		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
-		// Not served: transactions, scripts, pub/sub.
-		"multi": cmdRefused, "exec": cmdRefused, "discard": cmdRefused, "watch": cmdRefused,
-		"unwatch": cmdRefused, "eval": cmdRefused, "evalsha": cmdRefused, "eval_ro": cmdRefused,
-		"evalsha_ro": cmdRefused, "fcall": cmdRefused, "fcall_ro": cmdRefused,
-		"script": cmdRefused, "function": cmdRefused, "subscribe": cmdRefused,
-		"psubscribe": cmdRefused, "publish": cmdRefused,
 		// Keys.
 		"del": cmdDel, "unlink": cmdDel, "exists": cmdExists, "touch": cmdExists, "type": cmdType,
 		"expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,

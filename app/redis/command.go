@@ -40,6 +40,7 @@ type command struct {
 	summary   string
 	since     string
 	acl       []string
+	refused   bool   // known, not implemented: refused with an error saying so
 	tips      string // RESP, as redis-server sends it
 	keySpecs  string // RESP, as redis-server sends it
 	run       func(*ctx)
@@ -199,13 +200,20 @@ func equalFold(p []byte, s string) bool {
 // and runners: by lower-case name, and sorted by name.
 func commandTable() (map[string]*command, []*command) {
 	specs, runners := commandSpecs(), commandRunners()
+	for _, name := range refusedCommands() {
+		runners[name] = cmdRefused
+	}
+	refused := make(map[string]bool)
+	for _, name := range refusedCommands() {
+		refused[name] = true
+	}
 	m := make(map[string]*command)
 	for full, spec := range specs {
 		if strings.Contains(full, "|") {
 			continue
 		}
 		c := spec
-		c.fullname, c.run = full, runners[full]
+		c.fullname, c.run, c.refused = full, runners[full], refused[full]
 		c.flags = flagBits(c.flagNames)
 		m[full] = &c
 	}
