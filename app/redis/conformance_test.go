@@ -82,3 +82,11 @@ func sortedReply(p []byte) []byte {
 	slices.SortFunc(elems, bytes.Compare)
 	return append(head, bytes.Join(elems, nil)...)
 }
+
+// TestRedisPy runs redis-py's script of every command family against the
+// server (and against redis-server, so that the script's own checks are
+// known to hold for Redis).
+func TestRedisPy(t *testing.T) {
+	redistest.RunRedisPy(t, redistest.StartRedis(t))
+	redistest.RunRedisPy(t, serveTest(t, openTest(t, Config{})))
+}

@@ -7,6 +7,7 @@ package redistest
 import (
 	"bufio"
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -233,4 +234,31 @@ func Args(cmd string) []string {
 		args = append(args, cur.String())
 	}
 	return args
+}
+
+// RedisPy is a short script of every command family psp serves, run by
+// Debian's python3 with python3-redis (redis-py): python3 - HOST PORT.
+//
+//go:embed redispy.py
+var RedisPy []byte
+
+// RunRedisPy runs RedisPy against addr with /usr/bin/python3 (the
+// interpreter python3-redis is installed for) and fails the test unless
+// every check passes; it skips (fails in CI) without python3-redis.
+func RunRedisPy(tb testing.TB, addr string) {
+	tb.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import redis").Run(); err != nil {
+		testenv.Skip(tb, "python3-redis is not installed for %s: %v", py, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(py, "-", host, port)
+	cmd.Stdin = bytes.NewReader(RedisPy)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
+		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
+	}
 }
