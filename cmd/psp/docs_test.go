@@ -53,9 +53,11 @@ func docMarkdownFiles(t *testing.T) []string {
 }
 
 // docCommands extracts the psp command lines of the fenced blocks of a
-// Markdown file: lines starting with psp, ./psp or go run ./cmd/psp (after
-// an optional "$ " prompt, sudo and VAR=value assignments), joined over
-// backslash continuations and cut at a comment, pipe, redirection or &.
+// Markdown file: in shell blocks (sh, bash, shell, console), lines starting
+// with psp, ./psp or go run ./cmd/psp (after an optional "$ " prompt, sudo
+// and VAR=value assignments); in other blocks (a program's output) only
+// lines with a "$ " prompt. Lines are joined over backslash continuations
+// and cut at a comment, pipe, redirection or &.
 func docCommands(t *testing.T, file string) []docCommand {
 	t.Helper()
 	f, err := os.Open(filepath.Join(repoRoot, file))
@@ -65,16 +67,17 @@ func docCommands(t *testing.T, file string) []docCommand {
 	defer f.Close()
 	var cmds []docCommand
 	sc := bufio.NewScanner(f)
-	inFence, n, start := false, 0, 0
+	inFence, shell, n, start := false, false, 0, 0
 	var pending string
 	for sc.Scan() {
 		n++
 		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+		if fence, ok := strings.CutPrefix(strings.TrimSpace(line), "```"); ok {
 			inFence, pending = !inFence, ""
+			shell = fence == "sh" || fence == "bash" || fence == "shell" || fence == "console"
 			continue
 		}
-		if !inFence {
+		if !inFence || (!shell && !strings.HasPrefix(strings.TrimSpace(line), "$ ") && pending == "") {
 			continue
 		}
 		if pending == "" {

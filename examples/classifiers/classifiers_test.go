@@ -731,7 +731,7 @@ func checkKV(t *testing.T, dir string) {
 		payloads[i] = r.payload
 	}
 	nativeOut := make([]app.Type, len(reqs))
-	native.ClassifyBatch(payloads, nil, nativeOut)
+	native.ClassifyBatch(payloads, nativeOut)
 	for i, r := range reqs {
 		if uint32(nativeOut[i]) != r.want {
 			t.Errorf("table entry %q: want %d, but kv.Classifier says %d", r.name, r.want, nativeOut[i])

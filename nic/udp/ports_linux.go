@@ -161,8 +161,8 @@ func (d *Dataplane) AddPort(port uint16) error {
 // A port just closed (RemovePort) may stay bound for a moment by a child
 // process starting: fork copies every descriptor, and the child drops the
 // close-on-exec ones only at exec, later if it is descheduled in between
-// (measured up to 3.6 ms on a busy 2-core VM starting children; a
-// server's compile children start at every hot swap). listenPort waits
+// (milliseconds on a busy machine starting children; a server's compile
+// children start at every hot swap). listenPort waits
 // out such a child: EADDRINUSE is retried every bindRetryWait, at most
 // bindRetries times.
 const (
