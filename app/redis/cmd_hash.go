@@ -10,17 +10,19 @@ func fieldSize(name string, value []byte) int64 {
 	return 2*elemOverhead + int64(len(name)) + int64(len(value))
 }
 
-// hashForWrite returns key's hash for a write, creating it when absent
-// (redis-server's hashTypeLookupWriteOrCreate), or nil after WRONGTYPE.
-func (c *ctx) hashForWrite(sh *shard, h uint64, e *entry, key []byte) (*entry, *hashObj) {
+// writeHash write-locks key's shard and returns the shard and key's hash,
+// created when absent (redis-server's hashTypeLookupWriteOrCreate); e is
+// nil after WRONGTYPE. The caller unlocks the shard.
+func (c *ctx) writeHash(key []byte) (sh *shard, e *entry, hv *hashObj) {
+	sh, h, e := c.writeEntry(key)
 	if c.wrongType(e, kindHash) {
-		return nil, nil
+		return sh, nil, nil
 	}
 	if e == nil {
 		e = c.s.db.add(sh, key, h, kindHash)
 		e.obj = &hashObj{}
 	}
-	return e, e.obj.(*hashObj)
+	return sh, e, e.obj.(*hashObj)
 }
 
 // hsetField sets one field and accounts for it; it reports whether the
@@ -44,10 +46,8 @@ func cmdHset(c *ctx) {
 		c.o.err("wrong number of arguments for '" + c.cmd.name + "' command")
 		return
 	}
-	key := c.argv[1]
-	sh, h, e := c.writeEntry(key)
+	sh, e, hv := c.writeHash(c.argv[1])
 	defer sh.mu.Unlock()
-	e, hv := c.hashForWrite(sh, h, e, key)
 	if e == nil {
 		return
 	}
@@ -65,10 +65,8 @@ func cmdHset(c *ctx) {
 }
 
 func cmdHsetnx(c *ctx) {
-	key := c.argv[1]
-	sh, h, e := c.writeEntry(key)
+	sh, e, hv := c.writeHash(c.argv[1])
 	defer sh.mu.Unlock()
-	e, hv := c.hashForWrite(sh, h, e, key)
 	if e == nil {
 		return
 	}
@@ -80,27 +78,10 @@ func cmdHsetnx(c *ctx) {
 	c.o.writeString(cone)
 }
 
-// readHash read-locks key's shard and returns its hash (nil when absent),
-// ok false after WRONGTYPE; the caller read-unlocks sh.
-func (c *ctx) readHash(key []byte) (sh *shard, hv *hashObj, ok bool) {
-	sh, e := c.readEntry(key)
-	if c.wrongType(e, kindHash) {
-		return sh, nil, false
-	}
-	if e == nil {
-		return sh, nil, true
-	}
-	return sh, e.obj.(*hashObj), true
-}
-
 func cmdHget(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, nullBulk)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if hv == nil {
-		c.o.null()
 		return
 	}
 	if i := hv.find(c.argv[2]); i >= 0 {
@@ -111,7 +92,7 @@ func cmdHget(c *ctx) {
 }
 
 func cmdHmget(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -131,13 +112,9 @@ func cmdHmget(c *ctx) {
 }
 
 func cmdHdel(c *ctx) {
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindHash, czero)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindHash) {
+	if !ok {
 		return
 	}
 	hv := e.obj.(*hashObj)
@@ -159,20 +136,16 @@ func cmdHdel(c *ctx) {
 }
 
 func cmdHlen(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, czero)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if hv == nil {
-		c.o.writeString(czero)
 		return
 	}
 	c.o.integer(int64(len(hv.fields)))
 }
 
 func cmdHstrlen(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -189,13 +162,9 @@ func cmdHstrlen(c *ctx) {
 // cmdHgetall answers HGETALL, HKEYS and HVALS, in the order redis-server
 // answers a small hash: the fields' insertion order.
 func cmdHgetall(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, emptyArray)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if hv == nil {
-		c.o.writeString(emptyArray)
 		return
 	}
 	keys, vals := c.cmd.name != "hvals", c.cmd.name != "hkeys"
@@ -215,7 +184,7 @@ func cmdHgetall(c *ctx) {
 }
 
 func cmdHexists(c *ctx) {
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -232,10 +201,8 @@ func cmdHincrby(c *ctx) {
 	if !ok {
 		return
 	}
-	key := c.argv[1]
-	sh, h, e := c.writeEntry(key)
+	sh, e, hv := c.writeHash(c.argv[1])
 	defer sh.mu.Unlock()
-	e, hv := c.hashForWrite(sh, h, e, key)
 	if e == nil {
 		return
 	}
@@ -268,10 +235,8 @@ func cmdHincrbyfloat(c *ctx) {
 		c.o.err("value is NaN or Infinity")
 		return
 	}
-	key := c.argv[1]
-	sh, h, e := c.writeEntry(key)
+	sh, e, hv := c.writeHash(c.argv[1])
 	defer sh.mu.Unlock()
-	e, hv := c.hashForWrite(sh, h, e, key)
 	if e == nil {
 		return
 	}
@@ -298,20 +263,31 @@ func cmdHincrbyfloat(c *ctx) {
 	c.o.bulk(s)
 }
 
-// cmdHscan returns the whole hash in one call, with cursor 0, as
-// redis-server does for a small hash (see the package doc).
+// cmdHscan returns the whole hash in one call (see scanWhole).
 func cmdHscan(c *ctx) {
+	scanWhole(c, kindHash, 2, func(hv *hashObj, match func([]byte) bool) {
+		for _, f := range hv.fields {
+			if match(stringBytes(f.name)) {
+				c.o.bulkString(f.name)
+				c.o.bulk(f.value)
+			}
+		}
+	})
+}
+
+// scanWhole answers HSCAN, SSCAN and ZSCAN: the whole collection in one
+// call, with cursor 0, as redis-server answers for a small collection.
+// each walks the collection, asking match about each element's name and
+// writing the element (per items) when match says so: once to count,
+// once to write.
+func scanWhole[T any](c *ctx, k kind, per int, each func(v T, match func(name []byte) bool)) {
 	if _, ok := parseCursor(c.argv[2]); !ok {
 		c.o.err("invalid cursor")
 		return
 	}
-	sh, hv, ok := c.readHash(c.argv[1])
+	sh, v, ok := readValue[T](c, c.argv[1], k, emptyScan)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if hv == nil {
-		c.o.writeString(emptyScan)
 		return
 	}
 	_, pat, _, ok := scanOptions(c, 3, false)
@@ -319,17 +295,13 @@ func cmdHscan(c *ctx) {
 		return
 	}
 	n := 0
-	for _, f := range hv.fields {
-		if pat == nil || stringMatch(pat, stringBytes(f.name)) {
+	each(v, func(name []byte) bool {
+		if pat == nil || stringMatch(pat, name) {
 			n++
 		}
-	}
+		return false
+	})
 	c.o.writeString("*2\r\n$1\r\n0\r\n")
-	c.o.arrayLen(2 * n)
-	for _, f := range hv.fields {
-		if pat == nil || stringMatch(pat, stringBytes(f.name)) {
-			c.o.bulkString(f.name)
-			c.o.bulk(f.value)
-		}
-	}
+	c.o.arrayLen(per * n)
+	each(v, func(name []byte) bool { return pat == nil || stringMatch(pat, name) })
 }

@@ -28,6 +28,44 @@ func (c *ctx) writeEntry(key []byte) (*shard, uint64, *entry) {
 	return sh, h, c.s.db.lookupWrite(sh, key, c.now)
 }
 
+// readKind read-locks key's shard and returns the shard and the key's
+// entry, of kind k. ok is false, the reply written, when the key is of
+// another kind (WRONGTYPE) or absent and missing is not empty (the reply
+// for an absent key); with missing empty an absent key is a nil entry. The
+// caller read-unlocks the shard in every case.
+func (c *ctx) readKind(key []byte, k kind, missing string) (sh *shard, e *entry, ok bool) {
+	sh, e = c.readEntry(key)
+	return sh, e, c.present(e, k, missing)
+}
+
+// writeKind is readKind for a write: the shard is write-locked.
+func (c *ctx) writeKind(key []byte, k kind, missing string) (sh *shard, e *entry, ok bool) {
+	sh, _, e = c.writeEntry(key)
+	return sh, e, c.present(e, k, missing)
+}
+
+// present checks e for readKind and writeKind.
+func (c *ctx) present(e *entry, k kind, missing string) bool {
+	switch {
+	case c.wrongType(e, k):
+		return false
+	case e == nil && missing != "":
+		c.o.writeString(missing)
+		return false
+	}
+	return true
+}
+
+// readValue is readKind for a collection: its value, of type T (the zero
+// T when the key is absent and missing is empty).
+func readValue[T any](c *ctx, key []byte, k kind, missing string) (sh *shard, v T, ok bool) {
+	sh, e, ok := c.readKind(key, k, missing)
+	if ok && e != nil {
+		v = e.obj.(T)
+	}
+	return sh, v, ok
+}
+
 // wrongType writes WRONGTYPE when e exists and is not of kind k.
 func (c *ctx) wrongType(e *entry, k kind) bool {
 	if e != nil && e.kind != k {
@@ -45,6 +83,31 @@ func (c *ctx) intArg(i int) (int64, bool) {
 		c.o.writeString(errNotInt)
 	}
 	return v, ok
+}
+
+// countArg parses the count of LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX
+// (argument 2, when given), as redis-server's
+// getPositiveLongFromObjectOrReply does.
+func (c *ctx) countArg() (count int64, given, ok bool) {
+	if len(c.argv) != 3 {
+		return 0, false, true
+	}
+	v, ok := string2ll(c.argv[2])
+	if !ok || v < 0 {
+		c.o.err("value is out of range, must be positive")
+		return 0, true, false
+	}
+	return v, true, true
+}
+
+// intArgs parses arguments i and j with intArg, i first.
+func (c *ctx) intArgs(i, j int) (int64, int64, bool) {
+	a, ok := c.intArg(i)
+	if !ok {
+		return 0, 0, false
+	}
+	b, ok := c.intArg(j)
+	return a, b, ok
 }
 
 // lockKeys locks the shards of keys (for writing, or for reading), in

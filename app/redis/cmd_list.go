@@ -46,27 +46,19 @@ func cmdPop(c *ctx) {
 		c.o.err("wrong number of arguments for '" + c.cmd.name + "' command")
 		return
 	}
-	hasCount := len(c.argv) == 3
-	var count int64
-	if hasCount {
-		v, ok := string2ll(c.argv[2])
-		if !ok || v < 0 {
-			c.o.err("value is out of range, must be positive")
-			return
-		}
-		count = v
-	}
-	sh, _, e := c.writeEntry(c.argv[1])
-	defer sh.mu.Unlock()
-	if e == nil {
-		if hasCount {
-			c.o.nullArray()
-		} else {
-			c.o.null()
-		}
+	count, hasCount, ok := c.countArg()
+	if !ok {
 		return
 	}
-	if c.wrongType(e, kindList) {
+	var sh *shard
+	var e *entry
+	missing := nullBulk
+	if hasCount {
+		missing = nullArray
+	}
+	sh, e, ok = c.writeKind(c.argv[1], kindList, missing)
+	defer sh.mu.Unlock()
+	if !ok {
 		return
 	}
 	if hasCount && count == 0 {
@@ -98,13 +90,9 @@ func cmdPop(c *ctx) {
 }
 
 func cmdLlen(c *ctx) {
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindList, czero)
 	defer sh.mu.RUnlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	c.o.integer(int64(e.obj.(*list).len()))
@@ -132,21 +120,13 @@ func listRange(start, end, n int64) (int64, int64, bool) {
 }
 
 func cmdLrange(c *ctx) {
-	start, ok := c.intArg(2)
+	start, end, ok := c.intArgs(2, 3)
 	if !ok {
 		return
 	}
-	end, ok := c.intArg(3)
-	if !ok {
-		return
-	}
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindList, emptyArray)
 	defer sh.mu.RUnlock()
-	if e == nil {
-		c.o.writeString(emptyArray)
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	l := e.obj.(*list)
@@ -162,13 +142,9 @@ func cmdLrange(c *ctx) {
 }
 
 func cmdLindex(c *ctx) {
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindList, nullBulk)
 	defer sh.mu.RUnlock()
-	if e == nil {
-		c.o.null()
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	i, ok := c.intArg(2)
@@ -176,24 +152,18 @@ func cmdLindex(c *ctx) {
 		return
 	}
 	l := e.obj.(*list)
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	at, ok := l.index(i)
+	if !ok {
 		c.o.null()
 		return
 	}
-	c.o.bulk(l.at(int(i)))
+	c.o.bulk(l.at(at))
 }
 
 func cmdLset(c *ctx) {
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindList, errNoKey)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(errNoKey)
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	i, ok := c.intArg(2)
@@ -201,16 +171,14 @@ func cmdLset(c *ctx) {
 		return
 	}
 	l := e.obj.(*list)
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	at, ok := l.index(i)
+	if !ok {
 		c.o.writeString(errRange)
 		return
 	}
-	old := l.at(int(i))
+	old := l.at(at)
 	v := copyBytes(c.argv[3])
-	l.set(int(i), v)
+	l.set(at, v)
 	c.s.db.resize(e, e.size-elemSize(old)+elemSize(v))
 	c.o.ok()
 }
@@ -220,13 +188,9 @@ func cmdLrem(c *ctx) {
 	if !ok {
 		return
 	}
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindList, czero)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	l := e.obj.(*list)
@@ -270,21 +234,13 @@ func cmdLrem(c *ctx) {
 }
 
 func cmdLtrim(c *ctx) {
-	start, ok := c.intArg(2)
+	start, end, ok := c.intArgs(2, 3)
 	if !ok {
 		return
 	}
-	end, ok := c.intArg(3)
-	if !ok {
-		return
-	}
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindList, okReply)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.ok()
-		return
-	}
-	if c.wrongType(e, kindList) {
+	if !ok {
 		return
 	}
 	l := e.obj.(*list)

@@ -22,19 +22,6 @@ func (s *setObj) memberLen(i int) int {
 	return len(s.members[i])
 }
 
-// readSet read-locks key's shard and returns its set (nil when absent),
-// ok false after WRONGTYPE; the caller read-unlocks sh.
-func (c *ctx) readSet(key []byte) (sh *shard, s *setObj, ok bool) {
-	sh, e := c.readEntry(key)
-	if c.wrongType(e, kindSet) {
-		return sh, nil, false
-	}
-	if e == nil {
-		return sh, nil, true
-	}
-	return sh, e.obj.(*setObj), true
-}
-
 func cmdSadd(c *ctx) {
 	key := c.argv[1]
 	sh, h, e := c.writeEntry(key)
@@ -60,13 +47,9 @@ func cmdSadd(c *ctx) {
 }
 
 func cmdSrem(c *ctx) {
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindSet, czero)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindSet) {
+	if !ok {
 		return
 	}
 	s := e.obj.(*setObj)
@@ -87,13 +70,9 @@ func cmdSrem(c *ctx) {
 // cmdSmembers answers in the order redis-server answers an intset
 // (ascending) and otherwise in the set's own order.
 func cmdSmembers(c *ctx) {
-	sh, s, ok := c.readSet(c.argv[1])
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, emptyArray)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if s == nil {
-		c.o.writeString(emptyArray)
 		return
 	}
 	c.o.arrayLen(s.card())
@@ -103,7 +82,7 @@ func cmdSmembers(c *ctx) {
 }
 
 func cmdSismember(c *ctx) {
-	sh, s, ok := c.readSet(c.argv[1])
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -116,7 +95,7 @@ func cmdSismember(c *ctx) {
 }
 
 func cmdSmismember(c *ctx) {
-	sh, s, ok := c.readSet(c.argv[1])
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -132,13 +111,9 @@ func cmdSmismember(c *ctx) {
 }
 
 func cmdScard(c *ctx) {
-	sh, s, ok := c.readSet(c.argv[1])
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, czero)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if s == nil {
-		c.o.writeString(czero)
 		return
 	}
 	c.o.integer(int64(s.card()))
@@ -149,27 +124,19 @@ func cmdSpop(c *ctx) {
 		c.o.writeString(errSyntax)
 		return
 	}
-	hasCount := len(c.argv) == 3
-	var count int64
-	if hasCount {
-		v, ok := string2ll(c.argv[2])
-		if !ok || v < 0 {
-			c.o.err("value is out of range, must be positive")
-			return
-		}
-		count = v
-	}
-	sh, _, e := c.writeEntry(c.argv[1])
-	defer sh.mu.Unlock()
-	if e == nil {
-		if hasCount {
-			c.o.writeString(emptyArray)
-		} else {
-			c.o.null()
-		}
+	count, hasCount, ok := c.countArg()
+	if !ok {
 		return
 	}
-	if c.wrongType(e, kindSet) {
+	var sh *shard
+	var e *entry
+	missing := nullBulk
+	if hasCount {
+		missing = emptyArray
+	}
+	sh, e, ok = c.writeKind(c.argv[1], kindSet, missing)
+	defer sh.mu.Unlock()
+	if !ok {
 		return
 	}
 	s := e.obj.(*setObj)
@@ -215,7 +182,7 @@ func cmdSrandmember(c *ctx) {
 		return
 	}
 	if len(c.argv) == 2 {
-		sh, s, ok := c.readSet(c.argv[1])
+		sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, "")
 		defer sh.mu.RUnlock()
 		if !ok {
 			return
@@ -236,7 +203,7 @@ func cmdSrandmember(c *ctx) {
 		c.o.err("value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 		return
 	}
-	sh, s, ok := c.readSet(c.argv[1])
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, "")
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
@@ -280,47 +247,20 @@ func cmdSrandmember(c *ctx) {
 	}
 }
 
-// cmdSscan returns the whole set in one call, with cursor 0, as
-// redis-server does for an intset.
+// cmdSscan returns the whole set in one call (see scanWhole).
 func cmdSscan(c *ctx) {
-	if _, ok := parseCursor(c.argv[2]); !ok {
-		c.o.err("invalid cursor")
-		return
-	}
-	sh, s, ok := c.readSet(c.argv[1])
-	defer sh.mu.RUnlock()
-	if !ok {
-		return
-	}
-	if s == nil {
-		c.o.writeString(emptyScan)
-		return
-	}
-	_, pat, _, ok := scanOptions(c, 3, false)
-	if !ok {
-		return
-	}
-	var b [20]byte
-	match := func(i int) bool {
-		if pat == nil {
-			return true
+	scanWhole(c, kindSet, 1, func(s *setObj, match func([]byte) bool) {
+		var b [20]byte
+		for i := range s.card() {
+			name := b[:0]
+			if s.intset {
+				name = strconv.AppendInt(name, s.ints[i], 10)
+			} else {
+				name = stringBytes(s.members[i])
+			}
+			if match(name) {
+				c.o.bulk(name)
+			}
 		}
-		if s.intset {
-			return stringMatch(pat, strconv.AppendInt(b[:0], s.ints[i], 10))
-		}
-		return stringMatch(pat, stringBytes(s.members[i]))
-	}
-	n := 0
-	for i := range s.card() {
-		if match(i) {
-			n++
-		}
-	}
-	c.o.writeString("*2\r\n$1\r\n0\r\n")
-	c.o.arrayLen(n)
-	for i := range s.card() {
-		if match(i) {
-			c.writeMember(s, i)
-		}
-	}
+	})
 }

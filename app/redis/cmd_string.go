@@ -32,14 +32,9 @@ func (c *ctx) setString(sh *shard, h uint64, e *entry, key, val []byte, keepTTL 
 }
 
 func cmdGet(c *ctx) {
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindString, nullBulk)
 	defer sh.mu.RUnlock()
-	switch {
-	case e == nil:
-		c.o.null()
-	case e.kind != kindString:
-		c.o.writeString(errWrongType)
-	default:
+	if ok {
 		c.o.bulk(e.str)
 	}
 }
@@ -202,13 +197,9 @@ func cmdGetex(c *ctx) {
 	if !ok {
 		return
 	}
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindString, nullBulk)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.null()
-		return
-	}
-	if c.wrongType(e, kindString) {
+	if !ok {
 		return
 	}
 	var when int64
@@ -313,13 +304,9 @@ func cmdAppend(c *ctx) {
 }
 
 func cmdStrlen(c *ctx) {
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindString, czero)
 	defer sh.mu.RUnlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindString) {
+	if !ok {
 		return
 	}
 	c.o.integer(int64(len(e.str)))
@@ -411,21 +398,13 @@ func cmdIncrbyfloat(c *ctx) {
 
 // cmdGetrange answers GETRANGE and SUBSTR.
 func cmdGetrange(c *ctx) {
-	start, ok := c.intArg(2)
+	start, end, ok := c.intArgs(2, 3)
 	if !ok {
 		return
 	}
-	end, ok := c.intArg(3)
-	if !ok {
-		return
-	}
-	sh, e := c.readEntry(c.argv[1])
+	sh, e, ok := c.readKind(c.argv[1], kindString, emptyBulk)
 	defer sh.mu.RUnlock()
-	if e == nil {
-		c.o.writeString(emptyBulk)
-		return
-	}
-	if c.wrongType(e, kindString) {
+	if !ok {
 		return
 	}
 	n := int64(len(e.str))

@@ -6,19 +6,6 @@ import (
 
 func zmemberSize(m string) int64 { return 3*elemOverhead + int64(len(m)) }
 
-// readZSet read-locks key's shard and returns its sorted set (nil when
-// absent), ok false after WRONGTYPE; the caller read-unlocks sh.
-func (c *ctx) readZSet(key []byte) (sh *shard, z *zsetObj, ok bool) {
-	sh, e := c.readEntry(key)
-	if c.wrongType(e, kindZSet) {
-		return sh, nil, false
-	}
-	if e == nil {
-		return sh, nil, true
-	}
-	return sh, e.obj.(*zsetObj), true
-}
-
 // ZADD's input flags.
 const (
 	zaddNX = 1 << iota
@@ -155,13 +142,9 @@ func (c *ctx) dropIfEmpty(sh *shard, e *entry, z *zsetObj) {
 }
 
 func cmdZrem(c *ctx) {
-	sh, _, e := c.writeEntry(c.argv[1])
+	sh, e, ok := c.writeKind(c.argv[1], kindZSet, czero)
 	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(czero)
-		return
-	}
-	if c.wrongType(e, kindZSet) {
+	if !ok {
 		return
 	}
 	z := e.obj.(*zsetObj)
@@ -180,13 +163,9 @@ func cmdZrem(c *ctx) {
 }
 
 func cmdZscore(c *ctx) {
-	sh, z, ok := c.readZSet(c.argv[1])
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, nullBulk)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.null()
 		return
 	}
 	if s, found := z.scores[string(c.argv[2])]; found {
@@ -197,13 +176,9 @@ func cmdZscore(c *ctx) {
 }
 
 func cmdZcard(c *ctx) {
-	sh, z, ok := c.readZSet(c.argv[1])
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, czero)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.writeString(czero)
 		return
 	}
 	c.o.integer(int64(z.card()))
@@ -211,13 +186,9 @@ func cmdZcard(c *ctx) {
 
 // cmdZrank answers ZRANK and ZREVRANK.
 func cmdZrank(c *ctx) {
-	sh, z, ok := c.readZSet(c.argv[1])
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, nullBulk)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.null()
 		return
 	}
 	m := c.argv[2]
@@ -297,13 +268,9 @@ func cmdZrange(c *ctx) {
 			return
 		}
 	}
-	sh, z, ok := c.readZSet(c.argv[1])
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, emptyArray)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.writeString(emptyArray)
 		return
 	}
 	if byScore {
@@ -395,13 +362,9 @@ func cmdZcount(c *ctx) {
 		c.o.err("min or max is not a float")
 		return
 	}
-	sh, z, ok := c.readZSet(c.argv[1])
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, czero)
 	defer sh.mu.RUnlock()
 	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.writeString(czero)
 		return
 	}
 	var n int64
@@ -418,22 +381,16 @@ func cmdZpop(c *ctx) {
 		c.o.writeString(errSyntax)
 		return
 	}
-	count := int64(-1)
-	if len(c.argv) == 3 {
-		v, ok := string2ll(c.argv[2])
-		if !ok || v < 0 {
-			c.o.err("value is out of range, must be positive")
-			return
-		}
-		count = v
-	}
-	sh, _, e := c.writeEntry(c.argv[1])
-	defer sh.mu.Unlock()
-	if e == nil {
-		c.o.writeString(emptyArray)
+	count, hasCount, ok := c.countArg()
+	if !ok {
 		return
 	}
-	if c.wrongType(e, kindZSet) {
+	if !hasCount {
+		count = -1
+	}
+	sh, e, ok := c.writeKind(c.argv[1], kindZSet, emptyArray)
+	defer sh.mu.Unlock()
+	if !ok {
 		return
 	}
 	if count == 0 {
@@ -462,39 +419,16 @@ func cmdZpop(c *ctx) {
 	c.dropIfEmpty(sh, e, z)
 }
 
-// cmdZscan returns the whole sorted set in one call, with cursor 0, as
-// redis-server does for a small one (scores as it stores them).
+// cmdZscan returns the whole sorted set in one call (see scanWhole), its
+// scores as redis-server stores a small one's.
 func cmdZscan(c *ctx) {
-	if _, ok := parseCursor(c.argv[2]); !ok {
-		c.o.err("invalid cursor")
-		return
-	}
-	sh, z, ok := c.readZSet(c.argv[1])
-	defer sh.mu.RUnlock()
-	if !ok {
-		return
-	}
-	if z == nil {
-		c.o.writeString(emptyScan)
-		return
-	}
-	_, pat, _, ok := scanOptions(c, 3, false)
-	if !ok {
-		return
-	}
-	n := 0
-	for x := z.zsl.header.level[0].forward; x != nil; x = x.level[0].forward {
-		if pat == nil || stringMatch(pat, stringBytes(x.member)) {
-			n++
+	scanWhole(c, kindZSet, 2, func(z *zsetObj, match func([]byte) bool) {
+		var b [32]byte
+		for x := z.zsl.header.level[0].forward; x != nil; x = x.level[0].forward {
+			if match(stringBytes(x.member)) {
+				c.o.bulkString(x.member)
+				c.o.bulk(d2string(b[:0], x.score))
+			}
 		}
-	}
-	c.o.writeString("*2\r\n$1\r\n0\r\n")
-	c.o.arrayLen(2 * n)
-	var b [32]byte
-	for x := z.zsl.header.level[0].forward; x != nil && !c.o.failed; x = x.level[0].forward {
-		if pat == nil || stringMatch(pat, stringBytes(x.member)) {
-			c.o.bulkString(x.member)
-			c.o.bulk(d2string(b[:0], x.score))
-		}
-	}
+	})
 }

@@ -125,6 +125,9 @@ const (
 	czero        = ":0\r\n"
 	cone         = ":1\r\n"
 	emptyBulk    = "$0\r\n\r\n"
+	nullBulk     = "$-1\r\n"
+	nullArray    = "*-1\r\n"
+	okReply      = "+OK\r\n"
 )
 
 // unknownCommand is redis-server's error for an unknown command: the name

@@ -13,6 +13,17 @@ type list struct {
 
 func (l *list) len() int { return l.n }
 
+// index resolves a LINDEX or LSET index (negative: from the end).
+func (l *list) index(i int64) (int, bool) {
+	if i < 0 {
+		i += int64(l.n)
+	}
+	if i < 0 || i >= int64(l.n) {
+		return 0, false
+	}
+	return int(i), true
+}
+
 func (l *list) at(i int) []byte { return l.buf[(l.head+i)%len(l.buf)] }
 
 func (l *list) set(i int, v []byte) { l.buf[(l.head+i)%len(l.buf)] = v }
