@@ -352,13 +352,17 @@ type Admin struct {
 	// refused.
 	TokenFile   string `yaml:"token_file,omitempty"`
 	TokenSHA256 string `yaml:"token_sha256,omitempty"`
-	// AuditLog is the file the audit log is appended to: one JSON line per
-	// attempt to swap or roll back a classifier or change the tenants, and
-	// per refused credential. Default: the server's log (standard error).
+	// AuditLog is the file the audit log's changes are appended to: one
+	// JSON line per classifier swapped or rolled back and per tenant
+	// added, changed or removed. What is refused goes to AuditLog.refused:
+	// a refused credential once per source and kind every 10 s (the others
+	// counted), any other refusal one line each, so that refusals never
+	// push a change out. Default: both to the server's log (standard
+	// error).
 	AuditLog string `yaml:"audit_log,omitempty"`
-	// AuditLogMaxBytes bounds the audit log file: past it the file is
-	// renamed AuditLog.1 (replacing the last one) and a new one started,
-	// so it takes at most twice this much disk. Default 64 MiB.
+	// AuditLogMaxBytes bounds each audit log file: past it the file is
+	// renamed with .1 appended (replacing the last one) and a new one
+	// started, so each takes at most twice this much disk. Default 64 MiB.
 	AuditLogMaxBytes int64 `yaml:"audit_log_max_bytes,omitempty"`
 	// ReadTokenFile (or ReadTokenSHA256) is a read-only token: for a
 	// scraper (Prometheus sends it as Authorization: Bearer from its

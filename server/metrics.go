@@ -269,7 +269,7 @@ func (s *Server) registerMetrics() error {
 		newCollector(s),
 		newTenantCollector(s),
 		newAppCollector(s.app),
-		newAcceptCollector(s),
+		newAdminCollector(s),
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

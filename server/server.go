@@ -43,24 +43,25 @@ type Options struct {
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg       Config
-	log       io.Writer
-	dp        nic.Dataplane
-	addr      string
-	disp      *dispatcher.Dispatcher
-	tenants   *tenantSet
-	creds     *credentials
-	audit     *audit
-	auditFile io.Closer
-	app       *Application
-	closeApp  func() error
-	registry  *prometheus.Registry
+	cfg        Config
+	log        io.Writer
+	dp         nic.Dataplane
+	addr       string
+	disp       *dispatcher.Dispatcher
+	tenants    *tenantSet
+	creds      *credentials
+	audit      *audit
+	auditFiles []io.Closer // the changes' and the refusals' audit files
+	app        *Application
+	closeApp   func() error
+	registry   *prometheus.Registry
 	// scrape is held by the one /metrics gather running (see
 	// oneGather).
 	scrape         chan struct{}
 	adminLn        net.Listener
 	adminAccept    *accept.Listener // adminLn's TCP listener (under TLS when on)
 	files          fileBudget
+	bodies         *bodyLimits // the admin bodies' budget
 	http           *http.Server
 	started        time.Time
 	classifierOpts wasmclass.Options
@@ -99,6 +100,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		s.log = io.Discard
 	}
 	s.files = openFiles(cfg)
+	s.bodies = newBodyLimits(adminBodyBudget, adminUploadsPerCredential, adminBodyStall)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -317,7 +319,10 @@ func (s *Server) Close() error {
 		// Bounded: the process must exit soon after the drain.
 		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
+			// A request still running, or a connection closing after a
+			// refused body (net/http lingers half a second so that the
+			// client reads the answer before a reset): cut it.
+			s.http.Close()
 		}
 		cancel()
 		s.http = nil
@@ -338,10 +343,11 @@ func (s *Server) Close() error {
 			errs = append(errs, fmt.Errorf("server: close classifiers: %w", err))
 		}
 	}
-	if s.auditFile != nil {
-		s.auditFile.Close()
-		s.auditFile = nil
+	s.audit.close()
+	for _, f := range s.auditFiles {
+		f.Close()
 	}
+	s.auditFiles = nil
 	if s.closeApp != nil {
 		if err := s.closeApp(); err != nil {
 			errs = append(errs, fmt.Errorf("server: close app: %w", err))

@@ -27,6 +27,9 @@ func (s *Server) openCredentials(cfg Config) error {
 		return fmt.Errorf("server: admin read token: %w", err)
 	}
 	if ok {
+		if err := s.creds.unique(sum, ""); err != nil {
+			return fmt.Errorf("%w: admin read token: %w", ErrConfig, err)
+		}
 		s.creds.setReader(sum)
 	}
 	for _, t := range cfg.Tenants {
@@ -34,17 +37,29 @@ func (s *Server) openCredentials(cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("server: tenant %q token: %w", t.Name, err)
 		}
+		if ok {
+			if err := s.creds.unique(sum, ""); err != nil {
+				return fmt.Errorf("%w: tenant %q token: %w", ErrConfig, t.Name, err)
+			}
+		}
 		s.creds.setTenant(t.Name, sum, ok)
 	}
-	w := s.log
+	changes, refusals := s.log, s.log
 	if path := cfg.Admin.AuditLog; path != "" {
-		f, err := openRotatingFile(path, cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes))
+		max := cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes)
+		f, err := openRotatingFile(path, max)
 		if err != nil {
 			return fmt.Errorf("server: audit log: %w", err)
 		}
-		s.auditFile, w = f, f
+		s.auditFiles = append(s.auditFiles, f)
+		r, err := openRotatingFile(path+refusalsSuffix, max)
+		if err != nil {
+			return fmt.Errorf("server: audit log of refusals: %w", err)
+		}
+		s.auditFiles = append(s.auditFiles, r)
+		changes, refusals = f, r
 	}
-	s.audit = newAudit(w)
+	s.audit = newAudit(changes, refusals, refusalInterval)
 	return nil
 }
 

@@ -200,7 +200,7 @@ func serveSettings() []serveSetting {
 			"admin.token_file", str(func(c *server.Config) *string { return &c.Admin.TokenFile })},
 		{&cli.StringFlag{Name: "token-sha256", Usage: "the operator's token as its SHA-256 (64 hex digits; psp tenant token prints it), instead of --token-file"},
 			"admin.token_sha256", str(func(c *server.Config) *string { return &c.Admin.TokenSHA256 })},
-		{&cli.StringFlag{Name: "audit-log", Usage: "`FILE` the audit log is appended to: one JSON line per classifier swap, rollback, tenant change and refused credential (default: standard error)"},
+		{&cli.StringFlag{Name: "audit-log", Usage: "`FILE` the audit log is appended to: one JSON line per classifier swap, rollback and tenant change; refusals go to FILE.refused, refused credentials counted per source every 10 s (default: standard error)"},
 			"admin.audit_log", str(func(c *server.Config) *string { return &c.Admin.AuditLog })},
 		{&cli.BoolFlag{Name: "multi-tenant", Usage: "start with no tenant at all, not even the default one of --classifier (add them with psp tenant add; policy darc or darc-static)"},
 			"multi_tenant", func(c *cli.Context, n string, cfg *server.Config) { cfg.MultiTenant = c.Bool(n) }},
