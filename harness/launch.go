@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/server"
 )
 
@@ -208,10 +209,10 @@ func (InProcess) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, e
 	return rs, nil
 }
 
-// waitReady polls admin's /status until it answers, the server exits or
+// waitReady polls adminAddr's /status until it answers, the server exits or
 // startupTimeout passes.
-func waitReady(ctx context.Context, admin string, exited <-chan struct{}) error {
-	c, err := NewAdminClient(admin, time.Second)
+func waitReady(ctx context.Context, adminAddr string, exited <-chan struct{}) error {
+	c, err := admin.NewClient(adminAddr, time.Second)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func waitReady(ctx context.Context, admin string, exited <-chan struct{}) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("server did not answer /status on %s within %v", admin, startupTimeout)
+			return fmt.Errorf("server did not answer /status on %s within %v", adminAddr, startupTimeout)
 		}
 	}
 }

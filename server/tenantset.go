@@ -294,7 +294,7 @@ func (mt *tenantSet) get(name string) (*liveTenant, error) {
 func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
 	lt, ok := mt.live[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+		return nil, fmt.Errorf("%w %q", darc.ErrUnknownTenant, name)
 	}
 	return lt, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
@@ -195,15 +196,15 @@ func runClient(c *cli.Context) error {
 	}
 	p.Spec.Server = c.String("server")
 	label := c.String("label")
-	var admin *harness.AdminClient
+	var ac *admin.Client
 	var before *server.Status
 	if c.IsSet("admin") {
 		var err error
-		admin, err = harness.NewAdminClient(c.String("admin"), 0)
+		ac, err = admin.NewClient(c.String("admin"), 0)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
-		st, err := admin.Status(c.Context)
+		st, err := ac.Status(c.Context)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
@@ -249,7 +250,7 @@ func runClient(c *cli.Context) error {
 			// Let the server publish its stats (every 100ms) for the end
 			// of the run.
 			time.Sleep(250 * time.Millisecond)
-			if after, err := admin.Status(c.Context); err != nil {
+			if after, err := ac.Status(c.Context); err != nil {
 				fmt.Fprintf(out, "server: %v\n", err)
 			} else {
 				printServerAccount(out, before, after)
