@@ -21,14 +21,13 @@ const Unknown Type = 0
 // never a queue; a policy given it treats it as any type out of range.
 const Faulted Type = ^Type(0)
 
-// Classifier maps a burst of request payloads to request types in the
-// policy's type space (0 = Unknown). dstPorts[i] is the UDP destination
-// port of payloads[i] (tenant selection; nil for a tenant's classifier).
-// ClassifyBatch must write out[:len(payloads)], must not keep the payload
-// slices, and is called by one goroutine only: the dispatcher's, or a
-// tenant's lane. A *wasmclass.Caller satisfies it.
+// Classifier maps a burst of one tenant's request payloads to the
+// tenant's request types (0 = Unknown; the dispatcher maps them into the
+// policy's type space). ClassifyBatch must write out[:len(payloads)], must
+// not keep the payload slices, and is called by one goroutine only: the
+// dispatcher's, or a tenant's lane. A *wasmclass.Caller satisfies it.
 type Classifier interface {
-	ClassifyBatch(payloads [][]byte, dstPorts []uint16, out []Type)
+	ClassifyBatch(payloads [][]byte, out []Type)
 }
 
 // Handler is an application: what a worker runs for each request.

@@ -27,7 +27,7 @@ func wasmClassifier(tb testing.TB) app.Classifier {
 		tb.Fatalf("example classifier: %v", err)
 	}
 	ctx := context.Background()
-	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{{Name: "psp", Wasm: bin}}})
+	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: "psp", Wasm: bin})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func HeaderTypeNames() []string {
 type HeaderClassifier struct{}
 
 // ClassifyBatch implements app.Classifier.
-func (HeaderClassifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) {
+func (HeaderClassifier) ClassifyBatch(payloads [][]byte, out []darc.Type) {
 	out = out[:len(payloads)]
 	for i, p := range payloads {
 		t := wire.TypeOf(p)

@@ -57,11 +57,11 @@ type recvWaker interface {
 	WakeRecv()
 }
 
-// statsPerType: a stats publish reads every type, 100-250 ns each (a
-// classifier may declare 65,535: 7-15 ms of the dispatcher's time, during
-// which nothing is dispatched, BenchmarkPublish and live), so publishes are at least
-// this long per type apart (65,536 types: 1.6 s; up to 4,000 types, the
-// stats interval decides): about 1% of the dispatcher's time. It counts
+// statsPerType: a stats publish reads every type (BenchmarkPublish), and a
+// classifier may declare 65,535, during whose publish nothing is
+// dispatched, so publishes are at least this long per type apart (65,536
+// types: 1.6 s; up to 4,000 types, the stats interval decides), about 1% of
+// the dispatcher's time at BenchmarkPublish's cost per type. It counts
 // types, not the time a publish took, which the OS preempting the
 // dispatcher would stretch at random.
 const statsPerType = 25 * time.Microsecond

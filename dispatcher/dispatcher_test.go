@@ -27,7 +27,7 @@ func TestHeaderClassifier(t *testing.T) {
 	}
 	want := []darc.Type{1, 2, 11, 0, 0, 0, 0}
 	out := make([]darc.Type, len(payloads))
-	HeaderClassifier{}.ClassifyBatch(payloads, make([]uint16, len(payloads)), out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 	for i := range want {
 		if out[i] != want[i] {
 			t.Errorf("payload %d: type %d, want %d", i, out[i], want[i])

@@ -199,5 +199,5 @@ func (l *lane) classify(payloads [][]byte, types []darc.Type) {
 			clear(types)
 		}
 	}()
-	l.cls.ClassifyBatch(payloads, nil, types)
+	l.cls.ClassifyBatch(payloads, types)
 }

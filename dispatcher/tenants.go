@@ -26,10 +26,9 @@ type Tenant struct {
 	Ports []uint16
 	// Classifier maps the tenant's payloads to its own type ids (0 its
 	// UNKNOWN, up to its darc.TenantConfig.NumTypes-1; larger ids count as
-	// 0). It gets the packets' destination ports when it classifies
-	// inline, nil on the tenant's lane. It is called by one goroutine at a time
-	// (the dispatcher's or the tenant's lane, never both), so it must not
-	// be shared between tenants.
+	// 0). It is called by one goroutine at a time (the dispatcher's or
+	// the tenant's lane, never both), so it must not be shared between
+	// tenants.
 	Classifier app.Classifier
 	// Isolation says where Classifier runs: IsolateAuto (the default),
 	// IsolateLane or IsolateInline.
@@ -172,7 +171,6 @@ type tenantRT struct {
 	// Inline classification scratch, one burst.
 	bufs  []*nic.Buffer
 	pays  [][]byte
-	ports []uint16
 	types []darc.Type
 	n     int
 }
@@ -236,7 +234,6 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	}
 	rt.bufs = make([]*nic.Buffer, d.spec.Burst)
 	rt.pays = make([][]byte, d.spec.Burst)
-	rt.ports = make([]uint16, d.spec.Burst)
 	rt.types = make([]darc.Type, d.spec.Burst)
 	rt.faults, _ = t.Classifier.(faultCounter)
 	if t.Isolation != IsolateInline {
@@ -381,7 +378,6 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 			}
 			t.bufs[t.n] = b
 			t.pays[t.n] = b.Payload()
-			t.ports[t.n] = b.DstPort
 			t.n++
 			continue
 		}
@@ -427,7 +423,7 @@ func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
 			continue
 		}
 		bufs[n] = b // in place: n never passes the loop's index
-		t.pays[n], t.ports[n] = b.Payload(), b.DstPort
+		t.pays[n] = b.Payload()
 		n++
 	}
 	d.received += uint64(len(bufs))
@@ -439,10 +435,11 @@ func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
 }
 
 // intact reports whether b can be classified; a runt or a truncated
-// packet is counted and released.
+// packet is counted and released. A request cut from a stream is whole:
+// the application's framer decided its length.
 func (d *Dispatcher) intact(b *nic.Buffer) bool {
 	switch {
-	case b.Len < d.spec.MinPayload:
+	case b.Len < d.spec.MinPayload && b.Flags&nic.FromStream == 0:
 		d.drops.Runt++
 	case b.WireLen > b.Len:
 		d.drops.Truncated++
@@ -453,8 +450,8 @@ func (d *Dispatcher) intact(b *nic.Buffer) bool {
 	return false
 }
 
-// classifyEnqueue classifies t's packets bufs (their payloads and ports
-// in t.pays and t.ports) inline and enqueues them.
+// classifyEnqueue classifies t's packets bufs (their payloads in t.pays)
+// inline and enqueues them.
 func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64) {
 	n := len(bufs)
 	d.classifyInline(t, n)
@@ -478,7 +475,7 @@ func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
 	if t.lane == nil {
 		// Always inline (a trusted classifier): nothing to decide, so
 		// nothing timed.
-		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
+		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
 		return
 	}
 	var before uint64
@@ -486,7 +483,7 @@ func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
 		before = t.faults.FaultTotal()
 	}
 	start := d.dp.Now()
-	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
+	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
 	dt := d.dp.Now() - start
 	t.busyNs += uint64(max(dt, 0))
 	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {

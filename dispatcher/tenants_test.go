@@ -21,14 +21,14 @@ type gateClassifier struct {
 	blocked atomic.Int32
 }
 
-func (g *gateClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (g *gateClassifier) ClassifyBatch(payloads [][]byte, out []darc.Type) {
 	for _, p := range payloads {
 		if wire.TypeOf(p) == 9 {
 			g.blocked.Add(1)
 			<-g.gate
 		}
 	}
-	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 }
 
 const (
@@ -346,7 +346,7 @@ func TestTenantStepNoAlloc(t *testing.T) {
 // type-9 payload and is slow (2 ms) on a type-8 one.
 type faultyClassifier struct{ faults uint64 }
 
-func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, out []darc.Type) {
 	for _, p := range payloads {
 		switch wire.TypeOf(p) {
 		case 9:
@@ -355,7 +355,7 @@ func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out 
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 }
 
 func (f *faultyClassifier) FaultTotal() uint64 { return f.faults }

@@ -53,7 +53,7 @@ type Plan struct {
 	Prometheus string
 	// Token is the bearer token (the operator's or the tenant's).
 	Token string
-	// Timeout bounds each admin request (0: harness.DefaultAdminTimeout).
+	// Timeout bounds each admin request (0: admin.DefaultTimeout).
 	Timeout time.Duration
 }
 

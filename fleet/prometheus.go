@@ -14,7 +14,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 )
 
 // promSource reads the servers' counters from a Prometheus server that
@@ -37,15 +37,15 @@ func newPromSource(base string, timeout time.Duration) (*promSource, error) {
 		return nil, fmt.Errorf("fleet: prometheus %q: want http://HOST:PORT", base)
 	}
 	if timeout <= 0 {
-		timeout = harness.DefaultAdminTimeout
+		timeout = admin.DefaultTimeout
 	}
 	return &promSource{base: u.String(), http: &http.Client{Timeout: timeout}}, nil
 }
 
 // instance is the instance label Prometheus gives the server at admin
-// (the host:port it scrapes).
-func instance(admin string) (string, error) {
-	base, err := harness.AdminURL(admin)
+// address addr (the host:port it scrapes).
+func instance(addr string) (string, error) {
+	base, err := admin.ParseURL(addr)
 	if err != nil {
 		return "", err
 	}
@@ -112,10 +112,10 @@ func (s promSample) value() float64 {
 
 // counters fills snap's counters for the tenant's types (types, the
 // tenant's UNKNOWN named unknown) with the values Prometheus holds for
-// the server at admin at snap.at, and its latency histograms when
+// the server at addr at snap.at, and its latency histograms when
 // withLatency. A series Prometheus has not scraped yet counts zero.
-func (p *promSource) counters(ctx context.Context, admin, tenant string, types map[string]bool, unknown string, withLatency bool, snap *snapshot) error {
-	inst, err := instance(admin)
+func (p *promSource) counters(ctx context.Context, addr, tenant string, types map[string]bool, unknown string, withLatency bool, snap *snapshot) error {
+	inst, err := instance(addr)
 	if err != nil {
 		return err
 	}
@@ -126,10 +126,10 @@ func (p *promSource) counters(ctx context.Context, admin, tenant string, types m
 	q := fmt.Sprintf(`{__name__=~"%s",instance="%s"}`, names, inst)
 	res, err := p.query(ctx, q, snap.at)
 	if err != nil {
-		return fmt.Errorf("%s: %w", admin, err)
+		return fmt.Errorf("%s: %w", addr, err)
 	}
 	if len(res) == 0 {
-		return fmt.Errorf("%s: prometheus has no psp series of instance %q at %s (does it scrape the server as that target?)", admin, inst, snap.at.Format(time.RFC3339))
+		return fmt.Errorf("%s: prometheus has no psp series of instance %q at %s (does it scrape the server as that target?)", addr, inst, snap.at.Format(time.RFC3339))
 	}
 	isError := map[string]bool{}
 	for _, r := range errorReasons {

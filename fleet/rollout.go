@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 )
 
 // Errors returned by Run.
@@ -90,7 +90,7 @@ type Progress func(format string, args ...any)
 // member is one server of the rollout.
 type member struct {
 	addr  string
-	admin *harness.AdminClient
+	admin *admin.Client
 	orig  ServerState
 	// on: runs the new module (swapped by this rollout, or already).
 	on      bool
@@ -121,7 +121,7 @@ func members(p Plan) ([]*member, error) {
 	}
 	var ms []*member
 	for _, s := range p.Servers {
-		c, err := harness.NewAdminClient(s, p.Timeout)
+		c, err := admin.NewClient(s, p.Timeout)
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
@@ -247,7 +247,7 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 // swapWave swaps the wave's servers still on their original module,
 // provisionally.
 func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
-	opts := harness.SwapOptions{Provisional: r.p.confirmDeadline()}
+	opts := admin.SwapOptions{Provisional: r.p.confirmDeadline()}
 	if isRef(r.mod.Reference) {
 		opts.Reference = r.mod.Reference
 	}
@@ -494,7 +494,7 @@ func (r *rollout) rollback(ctx context.Context, rep *Report) error {
 			continue
 		}
 		rb := RollbackResult{Server: m.addr}
-		res, err := m.admin.RollbackIf(ctx, r.p.Tenant, r.p.Token, harness.SwapOptions{ExpectSHA256: r.mod.SHA256})
+		res, err := m.admin.RollbackIf(ctx, r.p.Tenant, r.p.Token, admin.SwapOptions{ExpectSHA256: r.mod.SHA256})
 		switch {
 		case err != nil:
 			rb.Err = err

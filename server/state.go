@@ -77,7 +77,7 @@ func stateFile(cfg Config) string {
 	default:
 		return cfg.StateFile
 	}
-	cache := OCIClient(cfg.OCI).CacheDir
+	cache := oci.CacheDir(cfg.OCI.CacheDir)
 	if cache == "" || cfg.Dataplane == DataplaneMemory || strings.HasSuffix(cfg.Listen, ":0") {
 		return ""
 	}

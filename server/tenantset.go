@@ -155,17 +155,10 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		return lt, nil
 	}
 	fail, _ := failPolicy(t.Fail) // validated
-	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{
-		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{}), Fail: fail}},
-		Options: mt.wopts,
-	})
+	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes,
+		Options: t.ClassifierOptions.wasm(wasmclass.Options{}).Merge(mt.wopts), Fail: fail})
 	if err != nil {
-		// The host names the tenant in what it reports about one
-		// (wasmclass.TenantError); anything else is named here.
-		if _, named := errors.AsType[*wasmclass.TenantError](err); !named {
-			err = fmt.Errorf("tenant %q: %w", t.Name, err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrBadClassifier, err)
+		return nil, fmt.Errorf("%w: tenant %q: %w", ErrBadClassifier, t.Name, err)
 	}
 	caller, err := host.NewCaller()
 	if err != nil {
@@ -180,7 +173,7 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		host.Close(ctx)
 		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d for a tenant", ErrConfig, t.Name, lt.numTypes, maxTypes)
 	}
-	st := host.Status()[0]
+	st := host.Status()
 	lt.typeNames = make([]string, lt.numTypes)
 	for i := range lt.typeNames {
 		if i < len(st.TypeNames) && st.TypeNames[i] != "" {
@@ -301,7 +294,7 @@ func (mt *tenantSet) get(name string) (*liveTenant, error) {
 func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
 	lt, ok := mt.live[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+		return nil, fmt.Errorf("%w %q", darc.ErrUnknownTenant, name)
 	}
 	return lt, nil
 }
@@ -315,7 +308,7 @@ func (mt *tenantSet) swap(ctx context.Context, name string, wasm []byte, exp was
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.SwapIf(ctx, name, wasm, exp)
+	v, err := lt.host.SwapIf(ctx, wasm, exp)
 	return v, swapError(name, err)
 }
 
@@ -327,7 +320,7 @@ func (mt *tenantSet) rollback(ctx context.Context, name string, exp wasmclass.Ex
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.RollbackIf(ctx, name, exp)
+	v, err := lt.host.RollbackIf(ctx, exp)
 	return v, swapError(name, err)
 }
 
@@ -364,6 +357,9 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
+	if err := mt.uniqueToken(t.Name, tok, hasTok); err != nil {
+		return nil, err
+	}
 	if mt.exists(t.Name) {
 		return nil, fmt.Errorf("%w: %q", ErrTenantExists, t.Name)
 	}
@@ -385,6 +381,11 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 		mt.closeTenant(lt)
 		return nil, err
 	}
+	// Checked again: credentials change under mt.mu only.
+	if err := mt.uniqueToken(t.Name, tok, hasTok); err != nil {
+		mt.closeTenant(lt)
+		return nil, err
+	}
 	added, err := mt.openPorts(t.Name, t.Ports)
 	if err != nil {
 		mt.closeTenant(lt)
@@ -398,6 +399,18 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	mt.live[t.Name] = lt
 	s.creds.setTenant(t.Name, tok, hasTok)
 	return lt, nil
+}
+
+// uniqueToken refuses tenant name's token (when it has one) if another
+// principal holds it.
+func (mt *tenantSet) uniqueToken(name string, tok [32]byte, hasTok bool) error {
+	if !hasTok {
+		return nil
+	}
+	if err := mt.s.creds.unique(tok, name); err != nil {
+		return fmt.Errorf("%w: tenant %q: token: %w", ErrConfig, name, err)
+	}
+	return nil
 }
 
 // memoryPages is the memory limit of t's Wasm classifier, in pages (0:
@@ -555,6 +568,9 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
 	}
+	if err := mt.uniqueToken(name, tok, hasTok); err != nil {
+		return nil, err
+	}
 	next := *lt
 	next.cfg = t
 	share, err := next.share(s.cfg, mt.pool)
@@ -627,7 +643,7 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		lt, live := mt.live[ts.Name]
 		switch {
 		case live && !ts.Removed && lt.host != nil:
-			ti = classifierInfo(lt.host.Status()[0])
+			ti = classifierInfo(lt.host.Status())
 			ti.Fail = failName(lt.cfg.Fail)
 		case live && !ts.Removed:
 			ti = TenantInfo{Name: ts.Name, Version: 1, Native: true}
@@ -671,7 +687,7 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		lt := mt.live[name]
 		ti := TenantInfo{Name: name, Version: 1, Native: true}
 		if lt.host != nil {
-			ti = classifierInfo(lt.host.Status()[0])
+			ti = classifierInfo(lt.host.Status())
 			ti.Fail = failName(lt.cfg.Fail)
 		}
 		ti.Types, ti.Ports = lt.typeNames, lt.cfg.Ports

@@ -25,8 +25,6 @@ var (
 	ErrMemoryLimit = errors.New("memory over limit")
 	// ErrClosed: the module or host was closed.
 	ErrClosed = errors.New("closed")
-	// ErrUnknownTenant: Swap named a tenant the host does not have.
-	ErrUnknownTenant = errors.New("unknown tenant")
 	// ErrBadSpec: a HostSpec or Options value is invalid.
 	ErrBadSpec = errors.New("invalid spec")
 	// ErrLimit: the module exceeds a structural bound (Options.Bounds,
@@ -35,26 +33,14 @@ var (
 	// ErrCompile: compilation failed, ran out of time or memory
 	// (Options.CompileTimeout, Options.CompileMemory).
 	ErrCompile = errors.New("compilation failed")
-	// ErrSuperseded: a newer push for the same tenant started before this
-	// one could land; this one never will.
-	ErrSuperseded = errors.New("superseded by a newer push")
+	// ErrSuperseded: a newer push to the same Host started before this
+	// one could land; this one never will. It is a conflict: it wraps
+	// ErrConflict.
+	ErrSuperseded = fmt.Errorf("%w: superseded by a newer push", ErrConflict)
 	// ErrNoPrevious: Rollback found no previous version (never swapped).
 	ErrNoPrevious = errors.New("no previous version")
 	// ErrConflict: a conditional swap or rollback (SwapIf, RollbackIf)
-	// found another module running than the one it expected to replace.
-	ErrConflict = errors.New("the running version is not the one expected")
+	// found another module running than the one it expected to replace,
+	// or a newer push started before it landed (ErrSuperseded).
+	ErrConflict = errors.New("conflict")
 )
-
-// TenantError is what NewHost returns when one tenant's spec or classifier
-// is unusable: it names the tenant once, and the cause (ErrBadSpec,
-// ErrInvalidModule, ErrBadABI, ...) stays reachable with errors.Is.
-// Callers that name the tenant themselves test for it with errors.As.
-type TenantError struct {
-	Tenant string
-	Err    error
-}
-
-func (e *TenantError) Error() string { return fmt.Sprintf("tenant %q: %v", e.Tenant, e.Err) }
-
-// Unwrap returns the cause.
-func (e *TenantError) Unwrap() error { return e.Err }

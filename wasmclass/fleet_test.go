@@ -14,30 +14,30 @@ import (
 func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 	ctx := context.Background()
 	v1, v2 := fixture(t, "good"), fixture(t, "const2")
-	h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: v1, MaxTypes: 16}}})
+	h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: v1, MaxTypes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
 	sum1, sum2 := hex.EncodeToString(sha256Of(v1)), hex.EncodeToString(sha256Of(v2))
 	for _, exp := range []Expect{{SHA256: sum2}, {Version: 2}, {SHA256: sum1, Version: 7}} {
-		if _, err := h.SwapIf(ctx, "a", v2, exp); !errors.Is(err, ErrConflict) {
+		if _, err := h.SwapIf(ctx, v2, exp); !errors.Is(err, ErrConflict) {
 			t.Fatalf("swap expecting %+v over version 1: %v, want ErrConflict", exp, err)
 		}
 	}
-	if st := h.Status()[0]; st.Version != 1 || st.SHA256 != sum1 {
+	if st := h.Status(); st.Version != 1 || st.SHA256 != sum1 {
 		t.Fatalf("after refused swaps: version %d, %s", st.Version, st.SHA256)
 	}
-	if v, err := h.SwapIf(ctx, "a", v2, Expect{SHA256: sum1, Version: 1}); err != nil || v != 2 {
+	if v, err := h.SwapIf(ctx, v2, Expect{SHA256: sum1, Version: 1}); err != nil || v != 2 {
 		t.Fatalf("swap expecting version 1: %d, %v", v, err)
 	}
-	if _, err := h.RollbackIf(ctx, "a", Expect{SHA256: sum1}); !errors.Is(err, ErrConflict) {
+	if _, err := h.RollbackIf(ctx, Expect{SHA256: sum1}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("rollback expecting the old module: %v, want ErrConflict", err)
 	}
-	if v, err := h.RollbackIf(ctx, "a", Expect{SHA256: sum2}); err != nil || v != 3 {
+	if v, err := h.RollbackIf(ctx, Expect{SHA256: sum2}); err != nil || v != 3 {
 		t.Fatalf("rollback expecting the new module: %d, %v", v, err)
 	}
-	if st := h.Status()[0]; st.SHA256 != sum1 {
+	if st := h.Status(); st.SHA256 != sum1 {
 		t.Fatalf("after the rollback: %s, want %s", st.SHA256, sum1)
 	}
 }
@@ -59,8 +59,7 @@ func TestFailPolicyMarksFaults(t *testing.T) {
 		{FailClosed, "const2", 2},
 		{FailReload, "const2", 2},
 	} {
-		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, Fail: tc.closed}},
-			Options: Options{syncSpares: true}})
+		h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, Fail: tc.closed, Options: Options{syncSpares: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +70,7 @@ func TestFailPolicyMarksFaults(t *testing.T) {
 		payloads := [][]byte{make([]byte, 16), make([]byte, 16), make([]byte, 16)}
 		out := make([]app.Type, len(payloads))
 		for range 3 { // past the breaker's opening too
-			c.ClassifyBatch(payloads, nil, out)
+			c.ClassifyBatch(payloads, out)
 			for i, got := range out {
 				if got != tc.want {
 					t.Errorf("%s, closed %v: packet %d: %d, want %d", tc.module, tc.closed, i, got, tc.want)

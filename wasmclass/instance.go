@@ -80,7 +80,7 @@ func (f *FaultCounts) add(k FaultKind, n uint64) {
 	}
 }
 
-// sharedFaults aggregates the faults of several instances (a Host tenant's
+// sharedFaults aggregates the faults of several instances (a Host's
 // callers). Updated only on fault paths.
 type sharedFaults struct {
 	kinds    [numFaultKinds]atomic.Uint64
@@ -165,7 +165,7 @@ type Instance struct {
 	fresh   bool          // the current guest has answered no call yet
 	closed  bool
 	// faultMark is the result a faulting call writes (0, UNKNOWN, unless
-	// the Host's tenant fails closed).
+	// the Host fails closed).
 	faultMark uint32
 
 	// Spares: a goroutine of the instance keeps one ready and closes dead

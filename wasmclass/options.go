@@ -56,7 +56,7 @@ var DefaultBounds = wasmbin.DefaultBounds
 
 // Options configure how one classifier module is loaded and run. The zero
 // value is the default for every field. Every field is per module, so that
-// a Host can give each tenant its own (TenantSpec.Options).
+// each Host (each tenant of a server) can have its own.
 type Options struct {
 	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages
 	// (default 64 = 4 MiB). Modules declaring a larger minimum or maximum are
@@ -92,7 +92,8 @@ type Options struct {
 	// skip compilation. Ignored when Cache is set.
 	CacheDir string
 	// Cache, if set, is a compilation cache shared with other modules (a
-	// Host shares one across its tenants). The module does not close it.
+	// Host shares one across its module versions). The module does not
+	// close it.
 	Cache wazero.CompilationCache
 	// CompileInChild compiles the module in a child process (the running
 	// executable, which must call RunCompileChild first thing in main)
@@ -146,7 +147,7 @@ type Options struct {
 }
 
 // Merge returns o with every zero field replaced by base's: a tenant's
-// options over the host's.
+// options over the server's, say.
 func (o Options) Merge(base Options) Options {
 	o.MemoryLimitPages = cmp.Or(o.MemoryLimitPages, base.MemoryLimitPages)
 	o.MaxModuleSize = cmp.Or(o.MaxModuleSize, base.MaxModuleSize)

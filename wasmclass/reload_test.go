@@ -33,8 +33,7 @@ func TestReloadKeepsAModuleThatFaultsSometimes(t *testing.T) {
 		{FailClosed, false, true},
 		{FailReload, true, false},
 	} {
-		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: faultLong, Fail: tc.fail}},
-			Options: Options{syncSpares: true, BreakerBackoff: time.Hour, BreakerMaxBackoff: time.Hour}})
+		h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: faultLong, Fail: tc.fail, Options: Options{syncSpares: true, BreakerBackoff: time.Hour, BreakerMaxBackoff: time.Hour}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +45,7 @@ func TestReloadKeepsAModuleThatFaultsSometimes(t *testing.T) {
 		shortsOK, longs := 0, 0
 		for i := range 100 {
 			typ := uint32(1 + i%2) // SHORT, LONG, SHORT...
-			c.ClassifyBatch([][]byte{header(typ)}, nil, out)
+			c.ClassifyBatch([][]byte{header(typ)}, out)
 			switch {
 			case typ == 1 && out[0] == app.Type(1):
 				shortsOK++
@@ -54,7 +53,7 @@ func TestReloadKeepsAModuleThatFaultsSometimes(t *testing.T) {
 				longs++
 			}
 		}
-		st := h.Status()[0]
+		st := h.Status()
 		if (shortsOK == 50) != tc.shortsOK || (st.BreakersOpen == 1) != tc.breakerOpen || longs != 50 {
 			t.Errorf("%v: %d of 50 SHORT classified, %d of 50 LONG faulted, breaker open %v, faults %+v",
 				tc.fail, shortsOK, longs, st.BreakersOpen == 1, st.Faults)
@@ -73,8 +72,7 @@ func TestReloadKeepsAModuleThatFaultsSometimes(t *testing.T) {
 func TestReloadBacksOffACrashLoop(t *testing.T) {
 	ctx := context.Background()
 	const base = 40 * time.Millisecond
-	h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "trap"), Fail: FailReload}},
-		Options: Options{syncSpares: true, BreakerBackoff: base, BreakerMaxBackoff: 4 * base}})
+	h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: fixture(t, "trap"), Fail: FailReload, Options: Options{syncSpares: true, BreakerBackoff: base, BreakerMaxBackoff: 4 * base}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +86,14 @@ func TestReloadBacksOffACrashLoop(t *testing.T) {
 	start := time.Now()
 	calls := 0
 	for time.Since(start) < 8*base {
-		c.ClassifyBatch([][]byte{header(1)}, nil, out)
+		c.ClassifyBatch([][]byte{header(1)}, out)
 		if out[0] != app.Faulted {
 			t.Fatalf("a trapping module's packet: %d, want Faulted", out[0])
 		}
 		calls++
 		time.Sleep(base / 20)
 	}
-	st := h.Status()[0]
+	st := h.Status()
 	// Crashes at 0, then after 1, 2 and 4 backoffs (capped): about 4 in 8
 	// backoffs, every other packet refused by the open breaker.
 	if st.Faults.Trap < 2 || st.Faults.Trap > 6 || st.Faults.BreakerOpen < uint64(calls)/2 {

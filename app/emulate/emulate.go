@@ -2,7 +2,7 @@
 // request's service time is multiplied by Config.Dilation and the worker
 // sleeps for it instead of spinning, so an experiment with 14 workers shows
 // realistic queueing on a 2-core machine. With a dilation of 1000, the High
-// Bimodal workload's 1µs and 100µs requests take 1ms and 100ms.
+// Bimodal workload's nominal 1µs and 100µs requests sleep 1ms and 100ms.
 //
 // Sleeping is imprecise (Go's time.Sleep rounds sub-millisecond sleeps up to
 // about a millisecond; nanosleep(2), used here on Linux, overshoots by the
@@ -41,7 +41,8 @@ const minSleep = 100 * time.Microsecond
 const timerMargin = 2 * time.Millisecond
 
 // initialOvershoot is the overshoot assumed before any sleep was measured
-// (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
+// (above nanosleep's overshoot at the default 50µs timer slack, which
+// BenchmarkSleep measures).
 const initialOvershoot = 100 * time.Microsecond
 
 // maxOvershoot caps the learned overshoot, so that stalls (a descheduled

@@ -244,7 +244,7 @@ func (s *Store) scan(key []byte, count uint32, out []byte) (uint32, int) {
 type Classifier struct{}
 
 // ClassifyBatch implements app.Classifier.
-func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []app.Type) {
+func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
 	for i, p := range payloads {
 		if r, err := Parse(p); err == nil {
 			out[i] = app.Type(r.Op)

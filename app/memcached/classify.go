@@ -28,7 +28,7 @@ func TypeNames() []string {
 type Classifier struct{}
 
 // ClassifyBatch implements app.Classifier.
-func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []app.Type) {
+func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
 	for i, p := range payloads {
 		out[i] = Classify(p)
 	}

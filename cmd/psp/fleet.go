@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/fleet"
-	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/server"
@@ -29,7 +29,8 @@ func ociFlags() []cli.Flag {
 }
 
 func ociClient(c *cli.Context) *oci.Client {
-	return server.OCIClient(server.OCI{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"), CacheDir: c.String("oci-cache")})
+	return &oci.Client{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"),
+		CacheDir: oci.CacheDir(c.String("oci-cache")), MaxSize: maxModuleFile}
 }
 
 // maxModuleFile bounds a module file the CLI reads (the server takes 8
@@ -208,7 +209,7 @@ func rolloutTargetFlags() []cli.Flag {
 		&cli.StringFlag{Name: "servers", Usage: "the servers' admin `ADDRS`, comma-separated, in rollout order"},
 		&cli.StringFlag{Name: "tenant", Value: server.DefaultTenant, Usage: "tenant `NAME` whose classifier is replaced"},
 		&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the operator's or the tenant's)"},
-		&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout of each admin request"},
+		&cli.DurationFlag{Name: "timeout", Value: admin.DefaultTimeout, Usage: "HTTP timeout of each admin request"},
 	}
 }
 

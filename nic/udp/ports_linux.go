@@ -161,8 +161,8 @@ func (d *Dataplane) AddPort(port uint16) error {
 // A port just closed (RemovePort) may stay bound for a moment by a child
 // process starting: fork copies every descriptor, and the child drops the
 // close-on-exec ones only at exec, later if it is descheduled in between
-// (measured up to 3.6 ms on a busy 2-core VM starting children; a
-// server's compile children start at every hot swap). listenPort waits
+// (milliseconds on a busy machine starting children; a server's compile
+// children start at every hot swap). listenPort waits
 // out such a child: EADDRINUSE is retried every bindRetryWait, at most
 // bindRetries times.
 const (
@@ -268,3 +268,18 @@ func (d *Dataplane) initEpoll() error {
 	d.events = make([]unix.EpollEvent, 64)
 	return nil
 }
+
+// RecvFds returns a descriptor of each receive socket, for a caller that
+// waits for input beside its own (a dataplane joined with this one, see
+// package nic/join). They stay the dataplane's, open until RemovePort or
+// Close: the caller only polls them.
+func (d *Dataplane) RecvFds() []int {
+	var fds []int
+	for _, s := range *d.socks.Load() {
+		s.raw.Control(func(fd uintptr) { fds = append(fds, int(fd)) })
+	}
+	return fds
+}
+
+// Owns reports whether b is one of the dataplane's buffers.
+func (d *Dataplane) Owns(b *nic.Buffer) bool { return d.pool.Owns(b) }
