@@ -447,11 +447,6 @@ func dropSummary(d dispatcher.Drops) string {
 	return " (" + d.String() + ")"
 }
 
-// logf writes one line of the server's log.
-func (s *Server) logf(format string, args ...any) {
-	fmt.Fprintf(s.log, "psp serve: "+format+"\n", args...)
-}
-
 // fdBudget says the process's file descriptor limit, which the TCP
 // connection limit is fitted under.
 func fdBudget() string {

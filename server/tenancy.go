@@ -75,7 +75,7 @@ func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) erro
 	}
 	s.tenants = ts
 	s.describeTenants = ts.describe()
-	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.logf); err != nil {
+	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.log); err != nil {
 		return err
 	}
 	lanes := 0
