@@ -56,15 +56,23 @@ func instance(addr string) (string, error) {
 	return u.Host, nil
 }
 
-// promSample is one series of an instant query's answer.
-type promSample struct {
+// promSeries is one series of a range selector's answer: its raw
+// samples, oldest first.
+type promSeries struct {
 	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
+	Values [][2]any          `json:"values"`
 }
 
-// query runs an instant query at t.
-func (p *promSource) query(ctx context.Context, q string, t time.Time) ([]promSample, error) {
-	v := url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', 3, 64)}}
+// promSample is a series' value, as counters reads it.
+type promSample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// selectRange runs a range selector (NAME{...}[RANGE]) evaluated now: the
+// raw samples scraped in that range, without staleness markers.
+func (p *promSource) selectRange(ctx context.Context, q string) ([]promSeries, error) {
+	v := url.Values{"query": {q}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/v1/query?"+v.Encode(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus: %w", err)
@@ -86,7 +94,7 @@ func (p *promSource) query(ctx context.Context, q string, t time.Time) ([]promSa
 		Error  string `json:"error"`
 		Data   struct {
 			ResultType string       `json:"resultType"`
-			Result     []promSample `json:"result"`
+			Result     []promSeries `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
@@ -95,42 +103,112 @@ func (p *promSource) query(ctx context.Context, q string, t time.Time) ([]promSa
 	if ans.Status != "success" {
 		return nil, fmt.Errorf("prometheus: %s: %s", resp.Status, ans.Error)
 	}
-	if ans.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("prometheus: a %s, want a vector", ans.Data.ResultType)
+	if ans.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("prometheus: a %s, want a matrix", ans.Data.ResultType)
 	}
 	return ans.Data.Result, nil
 }
 
-func (s promSample) value() float64 {
-	str, _ := s.Value[1].(string)
-	v, err := strconv.ParseFloat(str, 64)
-	if err != nil {
-		return math.NaN()
+// firstAtOrAfter returns the series' first sample scraped at or after t.
+func (s promSeries) firstAtOrAfter(t time.Time) (float64, bool) {
+	at := float64(t.UnixNano()) / 1e9
+	for _, v := range s.Values {
+		ts, _ := v[0].(float64)
+		if ts < at {
+			continue
+		}
+		str, _ := v[1].(string)
+		f, err := strconv.ParseFloat(str, 64)
+		return f, err == nil
 	}
-	return v
+	return 0, false
+}
+
+// last returns the series' last sample.
+func (s promSeries) last() (float64, bool) {
+	if len(s.Values) == 0 {
+		return 0, false
+	}
+	str, _ := s.Values[len(s.Values)-1][1].(string)
+	f, err := strconv.ParseFloat(str, 64)
+	return f, err == nil
+}
+
+// promWait bounds how long a snapshot waits for Prometheus to scrape the
+// server after the moment it is taken for.
+const promWait = 15 * time.Second
+
+// samples returns, for each series of the metrics names of the server at
+// addr, its first value scraped at or after t, waiting (up to promWait)
+// for a scrape that late: a window between two such scrapes holds what
+// the server counted between them, never a value older than the moment
+// asked for (a failed scrape, or one in flight, would give one). Without
+// wait it returns the last values scraped in the two seconds before t,
+// or none (a bake's progress, read without holding it up).
+func (p *promSource) samples(ctx context.Context, addr string, names []string, t time.Time, wait bool) ([]promSample, error) {
+	inst, err := instance(addr)
+	if err != nil {
+		return nil, err
+	}
+	deadline := t.Add(promWait)
+	for {
+		var out []promSample
+		fresh := false
+		for _, name := range names {
+			// The range reaches a little before t: a series whose first
+			// sample after t is its first at all is still found.
+			rng := time.Since(t) + 2*time.Second
+			q := fmt.Sprintf(`%s{instance=%q}[%dms]`, name, inst, rng.Milliseconds())
+			series, err := p.selectRange(ctx, q)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", addr, err)
+			}
+			for _, s := range series {
+				v, ok := s.firstAtOrAfter(t)
+				if !wait {
+					v, ok = s.last()
+				}
+				if !ok {
+					continue
+				}
+				fresh = true
+				if s.Metric == nil {
+					s.Metric = map[string]string{}
+				}
+				s.Metric["__name__"] = name
+				out = append(out, promSample{Metric: s.Metric, Value: v})
+			}
+		}
+		if fresh || !wait {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: prometheus scraped no psp series of instance %q from %s to %s (does it scrape the server as that target?)",
+				addr, inst, t.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // counters fills snap's counters for the tenant's types (types, the
-// tenant's UNKNOWN named unknown) with the values Prometheus holds for
-// the server at addr at snap.at, and its latency histograms when
-// withLatency. A series Prometheus has not scraped yet counts zero.
-func (p *promSource) counters(ctx context.Context, addr, tenant string, types map[string]bool, unknown string, withLatency bool, snap *snapshot) error {
-	inst, err := instance(addr)
+// tenant's UNKNOWN named unknown) from Prometheus: for a full snapshot
+// (one that bounds a window) the first values scraped of the server at
+// addr at or after snap.at, with its latency histograms; else the last
+// ones scraped (see samples). A series not found counts zero.
+func (p *promSource) counters(ctx context.Context, addr, tenant string, types map[string]bool, unknown string, full bool, snap *snapshot) error {
+	names := []string{"psp_type_requests_received_total", "psp_type_requests_dropped_total", "psp_classifier_faults_total"}
+	if full {
+		names = append(names, latencyMetric+"_bucket", latencyMetric+"_count")
+	}
+	res, err := p.samples(ctx, addr, names, snap.at, full)
 	if err != nil {
 		return err
 	}
-	names := "psp_type_requests_received_total|psp_type_requests_dropped_total|psp_classifier_faults_total"
-	if withLatency {
-		names += "|" + latencyMetric + "_bucket|" + latencyMetric + "_count"
-	}
-	q := fmt.Sprintf(`{__name__=~"%s",instance="%s"}`, names, inst)
-	res, err := p.query(ctx, q, snap.at)
-	if err != nil {
-		return fmt.Errorf("%s: %w", addr, err)
-	}
-	if len(res) == 0 {
-		return fmt.Errorf("%s: prometheus has no psp series of instance %q at %s (does it scrape the server as that target?)", addr, inst, snap.at.Format(time.RFC3339))
-	}
+	withLatency := full
 	isError := map[string]bool{}
 	for _, r := range errorReasons {
 		isError[r] = true
@@ -138,7 +216,7 @@ func (p *promSource) counters(ctx context.Context, addr, tenant string, types ma
 	buckets := map[string]map[float64]uint64{}
 	counts := map[string]uint64{}
 	for _, s := range res {
-		v := s.value()
+		v := s.Value
 		if math.IsNaN(v) || v < 0 {
 			continue
 		}

@@ -303,11 +303,12 @@ func (r *rollout) confirmAll(ctx context.Context, rep *Report) {
 	}
 }
 
-// snapAll snapshots the servers.
-func (r *rollout) snapAll(ctx context.Context, withLatency bool) (map[*member]snapshot, error) {
+// snapAll snapshots the servers (full: see take), at one moment.
+func (r *rollout) snapAll(ctx context.Context, full bool) (map[*member]snapshot, error) {
 	out := map[*member]snapshot{}
+	at := time.Now()
 	for _, m := range r.ms {
-		s, err := take(ctx, m, r.p.Tenant, withLatency, r.prom)
+		s, err := take(ctx, m, r.p.Tenant, full, r.prom, at)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.addr, err)
 		}

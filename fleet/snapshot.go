@@ -107,14 +107,20 @@ func (h histogram) quantile(q float64) float64 {
 }
 
 // take reads a server's tenant: its module from GET /status, and its
-// counters (with the latency histograms when withLatency) from the status
-// and GET /metrics, or from Prometheus when prom is set.
-func take(ctx context.Context, s *member, tenant string, withLatency bool, prom *promSource) (snapshot, error) {
+// counters from the status and GET /metrics, or from Prometheus when prom
+// is set. A full snapshot bounds a window: it has the latency histograms
+// and, from Prometheus, waits for a scrape at or after its moment; the
+// others follow a bake's progress. at is the moment Prometheus's values
+// are taken for (the status and metrics are read now).
+func take(ctx context.Context, s *member, tenant string, full bool, prom *promSource, at time.Time) (snapshot, error) {
 	st, err := s.admin.Status(ctx)
 	if err != nil {
 		return snapshot{}, err
 	}
 	snap := snapshot{at: time.Now(), types: map[string]uint64{}}
+	if prom != nil {
+		snap.at = at
+	}
 	ti, ok := findTenant(st, tenant)
 	if !ok {
 		return snapshot{}, fmt.Errorf("%s: no tenant %q (tenants: %s)", s.addr, tenant, tenantNames(st))
@@ -131,7 +137,7 @@ func take(ctx context.Context, s *member, tenant string, withLatency bool, prom 
 				unknown = ts.Name
 			}
 		}
-		if err := prom.counters(ctx, s.addr, tenant, types, unknown, withLatency, &snap); err != nil {
+		if err := prom.counters(ctx, s.addr, tenant, types, unknown, full, &snap); err != nil {
 			return snapshot{}, err
 		}
 		return snap, nil
@@ -151,7 +157,7 @@ func take(ctx context.Context, s *member, tenant string, withLatency bool, prom 
 		d := ts.Drops
 		snap.errors += d.App + d.Panic + d.TxError + d.ClassifierFault
 	}
-	if !withLatency {
+	if !full {
 		return snap, nil
 	}
 	text, err := s.admin.Metrics(ctx)

@@ -216,7 +216,7 @@ func runBin(bin string, args ...string) (stdout, stderr string, err error) {
 }
 
 // startPrometheus runs Debian's prometheus scraping the servers' admin
-// endpoints (with the token) every 500 ms, and returns its URL once it
+// endpoints (with the token) every second, and returns its URL once it
 // has scraped each of them.
 func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 	t.Helper()
@@ -226,7 +226,7 @@ func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 	for _, s := range fs {
 		targets = append(targets, `"`+s.admin+`"`)
 	}
-	cfg := fmt.Sprintf("global: {scrape_interval: 500ms, scrape_timeout: 400ms}\nscrape_configs:\n"+
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n"+
 		"  - job_name: psp\n    authorization: {type: Bearer, credentials_file: %s}\n    static_configs: [{targets: [%s]}]\n",
 		token, strings.Join(targets, ", "))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
