@@ -213,6 +213,7 @@ func (p *promSource) counters(ctx context.Context, addr, tenant string, types ma
 	for _, r := range errorReasons {
 		isError[r] = true
 	}
+	busy := map[string]uint64{} // per type: received, never typed (see take)
 	buckets := map[string]map[float64]uint64{}
 	counts := map[string]uint64{}
 	for _, s := range res {
@@ -232,8 +233,12 @@ func (p *promSource) counters(ctx context.Context, addr, tenant string, types ma
 				}
 			}
 		case "psp_type_requests_dropped_total":
-			if types[typ] && isError[s.Metric["reason"]] {
+			switch {
+			case !types[typ]:
+			case isError[s.Metric["reason"]]:
 				snap.errors += n
+			case s.Metric["reason"] == "classifier_busy":
+				busy[typ] += n
 			}
 		case "psp_classifier_faults_total":
 			if s.Metric["tenant"] == tenant {
@@ -255,6 +260,14 @@ func (p *promSource) counters(ctx context.Context, addr, tenant string, types ma
 			if types[typ] {
 				counts[typ] = n
 			}
+		}
+	}
+	for typ, n := range busy {
+		n = min(n, snap.types[typ])
+		snap.types[typ] -= n
+		snap.received -= n
+		if typ == unknown {
+			snap.unknown -= n
 		}
 	}
 	if withLatency {

@@ -149,10 +149,14 @@ func take(ctx context.Context, s *member, tenant string, full bool, prom *promSo
 		if !types[ts.Name] {
 			continue
 		}
-		snap.received += ts.Received
-		snap.types[ts.Name] += ts.Received
+		// A packet the tenant's classifier lane had no room for is
+		// counted received on its UNKNOWN and dropped (classifier_busy):
+		// overload, not a request the classifier typed.
+		typed := ts.Received - min(ts.Received, ts.Drops.ClassifierBusy)
+		snap.received += typed
+		snap.types[ts.Name] += typed
 		if isUnknown(tenant, ts) {
-			snap.unknown += ts.Received
+			snap.unknown += typed
 		}
 		d := ts.Drops
 		snap.errors += d.App + d.Panic + d.TxError + d.ClassifierFault

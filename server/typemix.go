@@ -38,7 +38,7 @@ func (m *typeMix) sample(st *dispatcher.Stats) {
 		for int(t.Type) >= len(s) {
 			s = append(s, 0)
 		}
-		s[t.Type] = t.Received
+		s[t.Type] = typed(t)
 	}
 	m.samples[m.next] = s
 	m.next = (m.next + 1) % shareSlots
@@ -71,7 +71,8 @@ func (m *typeMix) shares(st *dispatcher.Stats) []float64 {
 		if int(t.Type) < len(old) {
 			before = old[t.Type]
 		}
-		delta[i] = float64(t.Received - min(t.Received, before))
+		n := typed(t)
+		delta[i] = float64(n - min(n, before))
 		owner[i] = tenantOf(t.Type)
 		total[owner[i]] += delta[i]
 	}
@@ -99,4 +100,11 @@ func (s *Server) sampleTypeMix(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// typed is the requests of a type its classifier typed: a packet the
+// tenant's classifier lane had no room for is counted received on its
+// UNKNOWN and dropped (classifier_busy), never typed.
+func typed(t dispatcher.TypeStats) uint64 {
+	return t.Received - min(t.Received, t.Drops.ClassifierBusy)
 }
