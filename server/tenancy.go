@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/persephone-go/psp/darc"
@@ -76,8 +75,7 @@ func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) erro
 	}
 	s.tenants = ts
 	s.describeTenants = ts.describe()
-	listen := netip.MustParseAddrPort(cfg.Listen).Port() // validated
-	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(listen)); err != nil {
+	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.log); err != nil {
 		return err
 	}
 	lanes := 0
@@ -169,11 +167,10 @@ func (c Config) basePolicyConfig(pool int) darc.Config {
 
 // listenPort is the listen address's port.
 func (s *Server) listenPort() uint16 {
-	ap, err := netip.ParseAddrPort(s.addr)
-	if err != nil {
-		return netip.MustParseAddrPort(s.cfg.Listen).Port()
+	if eps, err := ParseListen(s.addr); err == nil {
+		return eps[0].Addr.Port()
 	}
-	return ap.Port()
+	return s.cfg.listenPort()
 }
 
 // declared marks, by global type id, the types the live tenants' classifiers

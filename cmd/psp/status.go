@@ -98,6 +98,23 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
 	}
 	fmt.Fprintln(w)
+	if t := st.TCP; t != nil {
+		fmt.Fprintf(w, "tcp: %d connections open (at most %d), %d accepted, %d refused over the limit, %d accept errors retried; in %d bytes, out %d; memory %d bytes\n",
+			t.Current, t.Max, t.Accepted, t.Rejected, t.AcceptErrors, t.BytesIn, t.BytesOut, t.MemoryUsed)
+		var closed []string
+		t.Closed.Each(func(reason string, n uint64) {
+			if n > 0 {
+				closed = append(closed, fmt.Sprintf("%s %d", reason, n))
+			}
+		})
+		if len(closed) > 0 {
+			fmt.Fprintf(w, "tcp closed: %s\n", strings.Join(closed, ", "))
+		}
+		if t.PipelinePauses+t.MemoryPauses+t.RepliesDropped+t.RequestsDropped > 0 {
+			fmt.Fprintf(w, "tcp bounds: %d pipeline pauses, %d memory pauses; %d replies and %d requests of closed connections dropped\n",
+				t.PipelinePauses, t.MemoryPauses, t.RepliesDropped, t.RequestsDropped)
+		}
+	}
 	if len(st.AppCounters) > 0 {
 		fmt.Fprintf(w, "app %s:", st.App)
 		for i, c := range st.AppCounters {
