@@ -50,7 +50,7 @@ type Server struct {
 	dp         nic.Dataplane
 	addr       string
 	disp       *dispatcher.Dispatcher
-	tenants    *tenantSet
+	tenants    *tenantRegistry
 	creds      *credentials
 	audit      *audit
 	auditFiles []io.Closer // the changes' and the refusals' audit files
