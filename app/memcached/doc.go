@@ -93,18 +93,22 @@
 // budget, past its queue deadline, still queued at shutdown) is answered
 // by the dispatcher (Server implements dispatcher.OverloadReplier) with
 // one datagram: the request's own frame header (request id echoed,
-// sequence 0, total 1) and memcached's line for a request it cannot carry
-// out for want of memory, OverloadedLine:
+// sequence 0, total 1) and one line (ShedLine). A request holding a
+// storage command gets memcached's line for a store it cannot carry out,
+// OverloadedLine:
 //
 //	SERVER_ERROR out of memory storing object\r\n
 //
-// for reads and writes alike, a multi-get too (the line ends the reply).
-// It is the one SERVER_ERROR line libmemcached tells apart as a failure
-// of the request alone (MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE, not
-// fatal: the connection is kept), where any other text is a
-// MEMCACHED_SERVER_ERROR it treats as fatal (it resets the connection);
-// pymemcache and Dalli raise their server error for it, which a caller may
-// retry. Nothing of a shed
+// the one SERVER_ERROR line libmemcached tells apart as a failure of the
+// request alone (MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE, not fatal:
+// the connection is kept). Any other request (a get, a multi-get, incr,
+// delete, ...) gets BusyLine, which says what happened:
+//
+//	SERVER_ERROR busy, request shed: try again\r\n
+//
+// (libmemcached takes it for a MEMCACHED_SERVER_ERROR, which it treats as
+// fatal: it resets the connection); pymemcache and Dalli raise their
+// server error for either, which a caller may retry. Nothing of a shed
 // request is run: a shed write stores nothing. A shed request gets no
 // reply when serving it would have sent none: a datagram that is not a
 // valid single-datagram frame, a request whose commands all ask for no
@@ -113,7 +117,7 @@
 // the dispatcher 45-90 ns for a get, about 1.1 µs for a multi-get of 100
 // keys, 4-5 µs at most, and allocates nothing (go test -run '^$' -bench
 // ReplyOverloaded ./app/memcached). psp client --format memcached counts
-// these replies (and memcached's other out of memory lines) as overloaded.
+// both lines (and memcached's other out of memory lines) as overloaded.
 //
 // # Types
 //
