@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/persephone-go/psp/internal/dirlock"
 )
 
 // Keys in Pebble: an item's key is itemPrefix followed by the memcached
@@ -117,7 +118,7 @@ func openStore(dir string, sync bool, limit int64) (*store, error) {
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
+		return nil, fmt.Errorf("memcached: open store %q: %w", dir, dirlock.Check(dir, err))
 	}
 	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit)}
 	if sync {
