@@ -67,7 +67,8 @@ type Config struct {
 	// machine.
 	Sync bool
 	// MaxItemSize is memcached's item size limit (-I): key, value and
-	// memcached's per-item overhead. Default 1 MiB.
+	// memcached's per-item overhead. Default 1 MiB; at most half of a
+	// bounded StoreMemory, as memcached refuses -I above half of -m.
 	MaxItemSize int
 	// Workers is the number of dispatcher workers that call the handler.
 	// Default 1.
@@ -156,6 +157,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
 	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
+	case c.StoreMemory > 0 && int64(c.MaxItemSize) > c.StoreMemory/2:
+		// memcached: "Cannot set item size limit higher than 1/2 of
+		// memory max."
+		return fmt.Errorf("%w: max item size %d is more than half the store memory %d (as memcached, which refuses -I above half of -m)", ErrConfig, c.MaxItemSize, c.StoreMemory)
 	}
 	return nil
 }

@@ -1,13 +1,18 @@
 package memcached
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // TestStoreMemoryBound: distinct keys are stored until the store holds
@@ -153,5 +158,64 @@ func TestStoreSizeObsoleteWrapped(t *testing.T) {
 	mem.mem.held.Store(110 << 20) // live and obsolete tables, as held
 	if got, want := mem.size(m), int64(118<<20); got != want {
 		t.Errorf("in memory: size %d, want %d", got, want)
+	}
+}
+
+// TestItemSizeAboveHalfTheStore: an item size limit above half the store
+// memory is refused, as memcached refuses -I above half of -m (exit 64,
+// "Cannot set item size limit higher than 1/2 of memory max."), and one
+// of exactly half is taken by both; an unbounded store takes any limit up
+// to 1 GiB.
+func TestItemSizeAboveHalfTheStore(t *testing.T) {
+	const store = 256 << 20
+	for _, c := range []struct {
+		item int
+		ok   bool
+	}{{store / 2, true}, {store/2 + 1, false}, {store/2 + 1<<20, false}, {store / 4, true}} {
+		err := Config{StoreMemory: store, MaxItemSize: c.item}.Validate()
+		if (err == nil) != c.ok {
+			t.Errorf("store %d, item size %d: %v, want ok %v", store, c.item, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "more than half the store memory") {
+			t.Errorf("item size %d: %v does not say why", c.item, err)
+		}
+	}
+	if err := (Config{StoreMemory: -1, MaxItemSize: maxItemSize}).Validate(); err != nil {
+		t.Errorf("unbounded store, 1 GiB items: %v", err)
+	}
+	if err := (Config{MaxItemSize: DefaultStoreMemory/2 + 1}).Validate(); err == nil {
+		t.Errorf("default store, items of half of it and a byte: accepted")
+	}
+
+	bin := testenv.RequireTool(t, "memcached")
+	for _, c := range []struct {
+		item string
+		ok   bool
+	}{{"128m", true}, {"129m", false}} {
+		args := []string{"-m", "256", "-I", c.item, "-p", "0", "-U", "0", "-l", "127.0.0.1"}
+		if os.Geteuid() == 0 {
+			args = append(args, "-u", "nobody")
+		}
+		cmd := exec.Command(bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if c.ok || !errors.As(err, &ee) || ee.ExitCode() != 64 || !strings.Contains(stderr.String(), "higher than 1/2 of memory max") {
+				t.Errorf("memcached -m 256 -I %s: exited %v, %q; want it refused", c.item, err, stderr.String())
+			}
+		case <-time.After(500 * time.Millisecond):
+			cmd.Process.Kill()
+			<-done
+			if !c.ok {
+				t.Errorf("memcached -m 256 -I %s runs; want it refused", c.item)
+			}
+		}
 	}
 }

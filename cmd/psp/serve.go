@@ -178,7 +178,7 @@ func serveSettings() []serveSetting {
 			"app.memcached.dir", str(func(c *server.Config) *string { return &c.App.Memcached.Dir })},
 		{&cli.StringFlag{Name: "memcached-tcp", Usage: "also serve memcached's protocol over TCP on `ADDR`, beside the dispatcher (not scheduled by DARC), for clients that read only over TCP (libmemcached's memccat, memcrm)"},
 			"app.memcached.tcp", str(func(c *server.Config) *string { return &c.App.Memcached.TCP })},
-		{&cli.GenericFlag{Name: "memcached-max-item-size", Value: new(byteSize), Usage: "memcached's item size limit (-I) in `BYTES`", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
+		{&cli.GenericFlag{Name: "memcached-max-item-size", Value: new(byteSize), Usage: "memcached's item size limit (-I) in `BYTES`: at most half of --memcached-store-memory, as memcached refuses -I above half of -m", DefaultText: fmt.Sprint(server.DefaultMemcachedMaxItemSize)},
 			"app.memcached.max_item_size", size(func(c *server.Config) *int { return &c.App.Memcached.MaxItemSize })},
 		{&cli.IntFlag{Name: "memcached-udp-reply-ratio", Usage: "bound on the bytes one UDP request may cause to be sent, in `TIMES` its own bytes (or --memcached-udp-reply-floor); a reply cut there ends with SERVER_ERROR reply too large for UDP (negative: unbounded, as memcached, an amplifier for reflection attacks)", DefaultText: fmt.Sprint(server.DefaultMemcachedUDPReplyRatio)},
 			"app.memcached.udp_reply_ratio", num(func(c *server.Config) *int { return &c.App.Memcached.UDPReplyRatio })},
