@@ -35,12 +35,19 @@
 //     by the next datagram, header and all; after a quit, every later
 //     datagram stops at its first get); psp answers nothing to a command
 //     whose value is cut short and forgets it.
-//   - It is a store, not a cache: there is no LRU and no eviction. Its
-//     size is bounded (Config.StoreMemory, 1 GiB by default): past it a
-//     storage command is answered "SERVER_ERROR out of memory storing
-//     object", as memcached answers with eviction off (-M). Expired and
-//     flushed items are hidden at once; their space is reclaimed when
-//     they are overwritten or deleted and the store compacts them.
+//   - Its items live in Pebble (in memory, or on disk with Config.Dir)
+//     and an index in memory (itemIndex) keeps them in least recently
+//     used order, one list per memcached slab class, without memcached's
+//     HOT, WARM and COLD segments. Within Config.StoreMemory they take
+//     at most half of it: the other half holds what Pebble keeps until
+//     it compacts. Past that, the least recently used item of all
+//     classes is evicted (memcached evicts within the class of the new
+//     item), or, with Config.DisableEvictions (-M), the store is refused
+//     "SERVER_ERROR out of memory storing object". An expired or flushed
+//     item is removed when a command reads it (get_expired, get_flushed)
+//     or reclaimed when an item of its class is stored (reclaimed,
+//     expired_unfetched), as by memcached without its LRU maintainer and
+//     crawler, which also reclaim in the background.
 //   - A delayed flush_all hides the items stored (not, as in memcached,
 //     last accessed) before its time. What a flush_all hid stays hidden:
 //     memcached shows again the items it flushed but no command has read

@@ -114,7 +114,7 @@ func FuzzTCP(f *testing.F) {
 		client, conn := net.Pipe()
 		done := make(chan struct{})
 		go func() {
-			srv.serveConn(conn)
+			srv.serveConn(conn, new(tcpConn))
 			conn.Close()
 			close(done)
 		}()

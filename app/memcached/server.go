@@ -62,9 +62,10 @@ type Config struct {
 	// Dir is the Pebble directory; empty: in memory (lost at exit). What is
 	// stored in a directory is there after a restart.
 	Dir string
-	// Sync syncs every write to disk before answering (with Dir). Without
-	// it a write survives a restart of the process but not a crash of the
-	// machine.
+	// Sync syncs every write to disk before answering it (with Dir), one
+	// sync for the writes of all workers waiting at once (see Durability
+	// in the package doc). Without it, an answered write survives a crash
+	// of the process but not of the machine.
 	Sync bool
 	// MaxItemSize is memcached's item size limit (-I): key, value and
 	// memcached's per-item overhead. Default 1 MiB; at most half of a
@@ -105,17 +106,32 @@ type Config struct {
 	// by memcached when its memory is full. Default DefaultTCPMemory.
 	TCPMemory int
 	// StoreMemory bounds the bytes the store holds (Pebble's tables and
-	// memtables, in memory, or on disk with Dir): past it a storage
-	// command is answered "SERVER_ERROR out of memory storing object" (a
-	// set also deletes the key's old value), as memcached answers when its
-	// memory is full and eviction is off (-M); deletes, gets, incr, decr
-	// and touch still run. A new memtable (in memory a 16th of the bound,
-	// from 4 to 64 MiB; on disk Pebble's 4 MiB) may take the store past
-	// the bound once. Space that deleted, flushed or overwritten items
-	// held comes back once the store has compacted it; expired items hold
-	// theirs until they are overwritten or deleted. Default
-	// DefaultStoreMemory; negative: unbounded.
+	// memtables, in memory, or on disk with Dir, and the item index kept
+	// in memory). Its items and their index entries take at most half of
+	// it: past that, a store first deletes the least recently used items
+	// (expired and flushed ones count as reclaimed, live ones as evicted),
+	// as memcached evicts within -m, or, with DisableEvictions, is refused
+	// "SERVER_ERROR out of memory storing object" (memcached -M). The
+	// other half holds what overwritten, deleted and evicted items leave
+	// until Pebble compacts it (the store asks for a compaction when it
+	// holds seven eighths of the bound; a store that holds all of it waits
+	// up to a second for the compaction before it refuses), and the
+	// memtables (in memory a 16th of the bound each, from 4 to 64 MiB; on
+	// disk Pebble's 4 MiB), one of which may take the store past the bound
+	// once. Default DefaultStoreMemory; negative: unbounded.
 	StoreMemory int64
+	// Connections and ListConnections, when set, report the stream
+	// dataplane's connections for stats (curr_connections and the rest)
+	// and stats conns; without them, those of ServeTCP are reported.
+	// They are called on a worker's goroutine and must be safe for
+	// concurrent use.
+	Connections     func() ConnCounts
+	ListConnections func(yield func(ConnInfo) bool)
+
+	// DisableEvictions refuses a store past the item budget ("SERVER_ERROR
+	// out of memory storing object"), as memcached -M, instead of first
+	// deleting the least recently used items.
+	DisableEvictions bool
 }
 
 // Emulation adds an emulated cost to every request, so that experiments
@@ -157,6 +173,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
 	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
+	case c.Sync && c.Dir == "":
+		return fmt.Errorf("%w: sync needs a data directory (a store in memory has nothing to sync)", ErrConfig)
 	case c.StoreMemory > 0 && int64(c.MaxItemSize) > c.StoreMemory/2:
 		// memcached: "Cannot set item size limit higher than 1/2 of
 		// memory max."
@@ -166,18 +184,19 @@ func (c Config) Validate() error {
 }
 
 // HeapBound returns the most bytes of Go heap the store holds at once
-// when its tables are in memory (Dir empty) and bounded: its bound, and
-// half as much again for what a compaction writes before it deletes the
-// tables it rewrote and for what may pass the bound (see storeLimit). ok
-// is false for a store on disk, whose tables are not in the heap, and for
-// an unbounded one. Pebble's memtables are allocated outside the Go heap;
+// when its tables are in memory (Dir empty) and bounded: its bound, half
+// as much again for what a compaction writes before it deletes the
+// tables it rewrote and for what may pass the bound (see storeLimit), and
+// half for the item index (within the items' half of the bound). ok is
+// false for a store on disk, whose tables are not in the heap, and for an
+// unbounded one. Pebble's memtables are allocated outside the Go heap;
 // the values TCP connections are reading (TCPMemory) are not counted.
 func (c Config) HeapBound() (n int64, ok bool) {
 	c = c.withDefaults()
 	if c.Dir != "" || c.StoreMemory < 0 {
 		return 0, false
 	}
-	return c.StoreMemory + c.StoreMemory/2, true
+	return 2 * c.StoreMemory, true
 }
 
 func (c Config) withDefaults() Config {
@@ -234,6 +253,7 @@ type Server struct {
 	tcpStats counters     // every TCP connection's
 	guards   guards
 	tcp      tcpState
+	prefixes prefixStats // stats detail
 }
 
 // Open opens the store and returns the application.
@@ -242,7 +262,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	st, err := openStore(cfg.Dir, cfg.Sync, cfg.StoreMemory)
+	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -363,4 +383,6 @@ func (s *Server) resetStats() {
 		ss.stats.reset()
 	}
 	s.tcpStats.reset()
+	s.st.ix.resetStats()
+	s.prefixes.clear()
 }

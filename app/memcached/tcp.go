@@ -3,12 +3,14 @@ package memcached
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,7 +37,8 @@ var msgTooManyConns = []byte("ERROR Too many open connections\r\n")
 type tcpState struct {
 	mu     sync.Mutex
 	lns    []net.Listener
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*tcpConn
+	nextID uint64
 	wg     sync.WaitGroup
 	closed bool
 }
@@ -59,8 +62,9 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	t.lns = append(t.lns, ln)
+	s.guards.accepted.Add(1) // memcached counts its listeners
 	if t.conns == nil {
-		t.conns = map[net.Conn]struct{}{}
+		t.conns = map[net.Conn]*tcpConn{}
 	}
 	t.wg.Add(1)
 	t.mu.Unlock()
@@ -92,19 +96,51 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		t.conns[c] = struct{}{}
+		tc := &tcpConn{id: t.nextID}
+		tc.last.Store(time.Now().UnixNano())
+		t.conns[c] = tc
+		t.nextID++
 		s.guards.conns.Add(1)
+		s.guards.accepted.Add(1)
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go func() {
 			defer t.wg.Done()
-			s.serveConn(c)
+			s.serveConn(c, tc)
 			t.mu.Lock()
 			delete(t.conns, c)
 			s.guards.conns.Add(-1)
 			t.mu.Unlock()
 			c.Close()
 		}()
+	}
+}
+
+// tcpConn is what stats conns shows of a TCP connection.
+type tcpConn struct {
+	id   uint64
+	last atomic.Int64 // unix ns of its last command
+	busy atomic.Bool  // a command runs
+}
+
+// tcpConns calls fn with every TCP listener and connection of ServeTCP.
+func (s *Server) tcpConns(fn func(ConnInfo) bool) {
+	t := &s.tcp
+	var out []ConnInfo
+	t.mu.Lock()
+	for i, ln := range t.lns {
+		out = append(out, ConnInfo{ID: uint64(i), Listener: true, Addr: "tcp:" + ln.Addr().String()})
+	}
+	for c, tc := range t.conns {
+		out = append(out, ConnInfo{ID: uint64(len(t.lns)) + tc.id, Addr: "tcp:" + c.RemoteAddr().String(),
+			Local: "tcp:" + c.LocalAddr().String(), Idle: time.Since(time.Unix(0, tc.last.Load())), Busy: tc.busy.Load()})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b ConnInfo) int { return cmp.Compare(a.ID, b.ID) })
+	for _, c := range out {
+		if !fn(c) {
+			return
+		}
 	}
 }
 
@@ -129,7 +165,7 @@ func (s *Server) closeTCP() {
 // responses, flushing when no more input is waiting. A command (and the
 // replies before it) must complete within Config.IdleTimeout of the moment
 // the connection had no input left.
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c net.Conn, tc *tcpConn) {
 	ss := newSession(s, &s.tcpStats)
 	defer func() { ss.batch.Close() }() // the batch in use at the end (see below)
 	ss.out, ss.resps, ss.open, ss.head = ss.out[:0], ss.resps[:0], -1, true
@@ -169,7 +205,10 @@ func (s *Server) serveConn(c net.Conn) {
 			return // the client went away, or memcached would close
 		}
 		ss.dataRefused = refused
+		tc.last.Store(time.Now().UnixNano())
+		tc.busy.Store(true)
 		a := ss.serveStream(cmd)
+		tc.busy.Store(false)
 		ss.dataRefused = false
 		if ss.swallow > 0 {
 			if int64(r.Buffered()) < ss.swallow {
@@ -212,6 +251,7 @@ func (s *Server) serveConn(c net.Conn) {
 		// part of a line it waits for, and every reqsPerEvent commands.
 		served++
 		if yields(served) {
+			s.guards.yields.Add(1)
 			ss.flush()
 		}
 		if r.Buffered() == 0 || drained || partialLine(r) {
