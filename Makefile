@@ -47,12 +47,13 @@ AS_WASM   := $(patsubst $(EX)/%.ts,$(OUT)/%.wasm,$(AS_SRC))
 GO_WASM   := $(OUT)/go/pspheader.wasm
 
 .PHONY: help classifiers classifiers-c classifiers-wat classifiers-rust \
-	classifiers-assemblyscript classifiers-go classifiers-deps
+	classifiers-assemblyscript classifiers-go classifiers-deps bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  %-28s %s\n", $$1, $$2}'
-	@echo "  variables: OUT=$(OUT) (where classifiers go), CLANG, WAT2WASM, RUSTC, GO, NPM"
+	@echo "  variables: OUT=$(OUT) (where classifiers go), CLANG, WAT2WASM, RUSTC, GO, NPM,"
+	@echo "             BENCH=ID,... (bench: only these groups; $(GO) run ./internal/cmd/benchdoc -list)"
 
 classifiers: classifiers-c classifiers-wat classifiers-rust classifiers-assemblyscript classifiers-go ## rebuild every example classifier (.wasm) from source
 classifiers-c: $(C_WASM) ## C examples (clang + lld)
@@ -62,6 +63,10 @@ classifiers-assemblyscript: $(AS_WASM) ## AssemblyScript examples (needs classif
 classifiers-go: $(GO_WASM) ## Go example (GOOS=wasip1)
 
 classifiers-deps: $(ASDEPS) ## install the pinned AssemblyScript compiler (npm ci)
+
+BENCH ?=
+bench: ## run the named benchmarks and write BENCHMARKS.md (a few minutes; BENCH=ID,... for some)
+	$(GO) run ./internal/cmd/benchdoc -o BENCHMARKS.md $(if $(BENCH),-only $(BENCH))
 
 $(ASDEPS): $(ASDIR)/package.json $(ASDIR)/package-lock.json
 	cd $(ASDIR) && $(NPM) ci --no-audit --no-fund

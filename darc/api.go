@@ -1,24 +1,27 @@
 package darc
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/persephone-go/psp/app"
+)
 
 // This file holds the contract between the policy and its two drivers (the
 // runtime dispatcher and the simulator). Keep it stable: both depend on it.
 
-// Type is a request type id in the scheduler's global type space.
-// Type 0 is Unknown; known types are 1..Config.NumTypes-1.
-type Type uint32
+// Type is a request type id in the scheduler's global type space: the
+// application contract's app.Type. Type 0 is Unknown; known types are
+// 1..Config.NumTypes-1.
+type Type = app.Type
 
-// Unknown is the type of requests the classifier did not recognise. They are
-// queued on the UNKNOWN queue and served only by spillway workers, at the
-// lowest priority.
-const Unknown Type = 0
-
-// Faulted is what a classifier answers for a request it failed to classify
-// (a fault of its own) when the request's tenant fails closed: the driver
-// drops the request, counted, instead of queueing it as Unknown. It is
-// never a queue; a policy given it treats it as any type out of range.
-const Faulted Type = ^Type(0)
+// Unknown and Faulted are app.Unknown (requests the classifier did not
+// recognise, served by spillway workers at the lowest priority) and
+// app.Faulted (a classifier's own fault under a fail-closed tenant: never a
+// queue; a policy given it treats it as any type out of range).
+const (
+	Unknown = app.Unknown
+	Faulted = app.Faulted
+)
 
 // Request is what a driver enqueues: an opaque handle (an index into the
 // driver's own request table) and the request's type.

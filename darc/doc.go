@@ -24,30 +24,14 @@
 //
 // Requests wait in bounded FIFOs: one per type (DARC, DARC-static, FP;
 // c-FCFS's central FIFO admits at most a type's capacity of each type) or
-// one per worker (d-FCFS). Type ids out of range are treated as Unknown.
-// Three limits isolate the types from each other, each counted against the
-// type that hit it:
-//
-//   - Budgets (Config.Pool): of the pool of requests the policy may hold,
-//     queued or running (the driver's packet buffers), half is divided into
-//     per-type guarantees (UNKNOWN a small one) and half is shared. A type
-//     below its guarantee is always admitted, whatever the others do; past
-//     it, it borrows from the shared part up to its budget, and an arrival
-//     that finds no room is refused (OverBudget). Guarantees and the shared
-//     part add up to the pool, so the driver never runs out of buffers.
-//   - Queue capacity (Config.QueueCapacity, by default the budget): an
-//     arrival that finds its queue full is refused (QueueFull).
-//   - Deadlines (Config.DeadlineFactor, DeadlineFloor, Deadlines): a request
-//     that waited longer than its type's deadline is dropped before service:
-//     Dispatch hands it back with Worker == Expired, whether or not a worker
-//     is idle, so after an overload the workers serve fresh requests rather
-//     than the backlog. Automatic deadlines are DeadlineFactor (10) times
-//     the longest mean service time among the types that can hold up the
-//     type's workers, at least DeadlineFloor (200 ms); see RATIONALE.md for
-//     how they were chosen.
-//
-// Dispatch checks deadlines only from the earliest time a queued request
-// can expire (kept on every enqueue), so the check costs nothing until then.
+// one per worker (d-FCFS); type ids out of range are Unknown. Three limits
+// keep the types apart, each counted against the type that hit it: its
+// budget of the pool the driver lends (Config.Pool: half divided into
+// per-type guarantees, half shared; OverBudget), its queue's capacity
+// (QueueFull), and its deadline (Config.DeadlineFactor times the longest
+// mean service time that can hold up its workers, at least DeadlineFloor
+// (200 ms)): Dispatch hands an expired request back with Worker == Expired,
+// so after an overload the workers serve fresh requests.
 //
 // # Policies
 //
@@ -63,22 +47,12 @@
 // worker(s), the last Config.Spillway worker ids, after every known type;
 // the baselines treat Unknown as any other type (FP: last).
 //
-// # Tenants
-//
-// With Config.Tenants the policy is multi-tenant (Tenants; DARC and
-// DARC-static): each tenant has its own type space (local ids, 0 its
-// UNKNOWN, laid out one range after another in the global ids the driver
-// sees), its own DARC with its own profile and reservation over its home
-// workers (its guaranteed share: a count, or a part by weight), and its own
-// part of the pool. Dispatch serves every tenant on its own workers first,
-// then lends the idle workers left to the tenants furthest below their
-// share (highest worker ids first, shortest types first), up to each
-// tenant's ceiling; a lent worker comes back at the next dispatch decision
-// after its request completes, so a tenant over its share delays another by
-// at most one service time of the worker it borrowed. Admission nests the
-// per-type budgets in per-tenant ones. Tenants are added, updated and
-// removed at run time (AddTenant, UpdateTenant, RemoveTenant); see
-// tenants.go.
+// With Config.Tenants the policy is multi-tenant (DARC and DARC-static):
+// each tenant has its own type space (a range of the global ids), its own
+// DARC over its home workers, and its own part of the pool; idle workers
+// are lent to the tenants furthest below their share and come back at the
+// next dispatch decision after the borrowed request. Tenants are added,
+// updated and removed at run time (AddTenant, UpdateTenant, RemoveTenant).
 //
 // # Choices where the paper and the prototype leave room
 //
@@ -86,76 +60,30 @@
 //     (the prototype counts dispatches); Unknown completions are not profiled.
 //   - The update check looks at the second-oldest queued request of each type,
 //     as the prototype does, with a threshold of DelayFactor times the type's
-//     mean (default 1, the prototype's; the paper uses 10: see
-//     Config.DelayFactor).
+//     mean (default 1, the prototype's; the paper uses 10).
 //   - A profiling window is also checked when it reaches Config.MaxWindow
-//     completions (default 2 x MinSamples), backlog or not (neither the
-//     paper nor the prototype limit it): at a few hundred requests per
-//     second a window closed only by a backlog can span a whole phase of
-//     the workload, so a change was seen late, through a window mixing
-//     before and after, and half-way reservations stayed. Measured with
-//     psp experiment darc-defaults (RATIONALE.md): after High Bimodal's
-//     service times swap at ~110 requests/s with 50-sample profiles, DARC
-//     reached the new reservation in 0.9-1.9 s for 8 seeds out of 8 (1 of 8
-//     never within 8 s without the limit, 4 of 8 with the paper's factor of
-//     10), with no change at the paper's scale. A limit of 1 x MinSamples
-//     re-reserves faster still, but then every window is checked as soon as
-//     it may be, and a type absent from one (a burst's tail) loses its group.
+//     completions (default 2 x MinSamples), backlog or not, so that at low
+//     rates a window does not span a whole phase of the workload.
 //   - Algorithm 1 walks types; DARC walks groups, and serves the types of a
-//     group as one class, oldest queue head first. The paper groups types
-//     because they are alike; served type by type, the shorter of two alike
-//     types became a priority class, and a random classifier (two types
-//     with the same mean, one group) made DARC worse than c-FCFS (SHORT
-//     p99.9 slowdown 166 against 101 at load 0.8 of High Bimodal, psp
-//     experiment fig9). Oldest-first within a group gives 100.8 against
-//     100.8: no worse than c-FCFS, as the paper reports.
+//     group as one class, oldest queue head first, so two alike types (a
+//     random classifier's) are served as c-FCFS would.
 //   - The deviation rule works per group: a group's new demand is compared
 //     with the demand it was reserved for, and the move must exceed
 //     DemandDeviation times the group's allocation in workers (the prototype
 //     compares per-type demands); a change in the active types or in their
 //     grouping always re-reserves.
-//   - Hysteresis (a deviation from both the paper and the prototype, which
-//     round every update's demands afresh): when an update keeps the groups,
-//     a group keeps its worker count w while its new demand stays within
-//     [w-0.5-h, w+0.5+h], h = Config.Hysteresis (default 0.25); beyond that
-//     band it takes Algorithm 2's rounding. The first reservation, shape
-//     changes and Reserve round as in the paper. Measured reason: on Extreme
-//     Bimodal (16 workers, SHORT's demand 2.65 workers, about 250 LONG
-//     completions per window) window noise moved SHORT's demand across 2.5
-//     and its reservation flipped between 3 and 2, so DARC held a 10x p99.9
-//     slowdown for every type only up to load 0.7 with seeds 1, 3, 4 and 6
-//     (0.8 with seed 5, 0.9 with seed 2), against 0.9 with the hysteresis
-//     for all six seeds, as DARC-static with 3 reserved workers does
-//     (psp sim --workload extreme-bimodal --workers 16 --loads 0.7,0.8,0.9
-//     --duration 1s --slo 10 --slo-per-type [--hysteresis -1]). With the
-//     band, a count one worker off the demand is still left as soon as one
-//     window's demand crosses the band's far edge, which noise does often
-//     from the wrong side and almost never from the right one.
+//   - Hysteresis (neither the paper nor the prototype has it): when an
+//     update keeps the groups, a group keeps its worker count w while its new
+//     demand stays within [w-0.5-h, w+0.5+h], h = Config.Hysteresis (default
+//     0.25); beyond that band it takes Algorithm 2's rounding, so window
+//     noise around a half worker does not flip a reservation.
 //   - A type absent from the window keeps its last mean for the dispatch
 //     order (the prototype sends it last) and gets no group (the prototype
 //     gives it one worker); it runs on the longest group's workers.
 //   - With more groups than workers, the groups left without workers share the
 //     spillway worker(s), as in the prototype.
 //
-// # Performance
-//
-// Measured on a shared 2-core AMD EPYC (2.6 GHz), 16 workers, High Bimodal
-// types, with
-//
-//	go test -run '^$' -bench . -benchtime=100ms -count=2 ./darc/   (three times)
-//
-// best of the six runs (typical runs were up to 1.5x slower, and up to 4x
-// while other processes loaded the machine):
-//
-//	enqueue + dispatch + complete of one request (BenchmarkCycle):
-//	  cfcfs 15 ns, dfcfs 19 ns, fp 21 ns, darc-static 22 ns, darc 22 ns
-//	bursts of 32 requests (BenchmarkBurst), per request:
-//	  cfcfs 13 ns, dfcfs 16 ns, fp 15 ns, darc-static 17 ns, darc 18 ns
-//	Dispatch with nothing queued, 12 types (BenchmarkDispatchEmpty): 2-4.4 ns
-//	profile update, Complete (BenchmarkComplete): cfcfs 4.1 ns, darc 4.8 ns (~12 cycles)
-//	reservation update, Algorithm 2 + dispatch tables (BenchmarkReservationUpdate):
-//	  2 types 79 ns (~210 cycles), 16 types in 16 groups 400 ns (~1040 cycles)
-//
-// all with 0 allocations. The prototype's figures: 75 cycles per profile
-// update and about 1000 cycles per reservation update.
+// RATIONALE.md says why each default is what it is; BenchmarkCycle,
+// BenchmarkBurst, BenchmarkComplete, BenchmarkReservationUpdate and
+// BenchmarkManyTypes measure the policy's costs (BENCHMARKS.md).
 package darc

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -19,14 +20,14 @@ import (
 var benchHeaders = []wire.Header{{Type: wire.TypeShort, ServiceNs: 1000}, {Type: wire.TypeLong, ServiceNs: 100000}}
 
 // wasmClassifier loads the example C psp-header classifier.
-func wasmClassifier(tb testing.TB) Classifier {
+func wasmClassifier(tb testing.TB) app.Classifier {
 	tb.Helper()
 	bin, err := os.ReadFile(filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm"))
 	if err != nil {
 		tb.Fatalf("example classifier: %v", err)
 	}
 	ctx := context.Background()
-	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{{Name: "psp", Wasm: bin}}})
+	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: "psp", Wasm: bin})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func BenchmarkDispatcherStep(b *testing.B) {
 	for _, cls := range []string{"native", "wasm"} {
 		for _, policy := range []string{"darc", "cfcfs", "server"} {
 			b.Run(cls+"/"+policy, func(b *testing.B) {
-				var c Classifier = HeaderClassifier{}
+				var c app.Classifier = HeaderClassifier{}
 				if cls == "wasm" {
 					c = wasmClassifier(b)
 				}
@@ -64,7 +65,7 @@ func BenchmarkDispatcherStep(b *testing.B) {
 	}
 }
 
-func benchStep(b *testing.B, cls Classifier, policyName string) {
+func benchStep(b *testing.B, cls app.Classifier, policyName string) {
 	const workers = 32 // one burst's worth: every received packet finds an idle worker
 	mcfg := memnic.Config{Workers: workers, Buffers: 1024, Generator: &memnic.Generator{Headers: benchHeaders}}
 	if policyName == "server" {
@@ -181,7 +182,7 @@ func TestPipelineStepNoAlloc(t *testing.T) {
 	for _, cls := range []string{"native", "wasm"} {
 		for _, policyName := range []string{"darc", "cfcfs", "dfcfs", "fp"} {
 			t.Run(cls+"/"+policyName, func(t *testing.T) {
-				var c Classifier = HeaderClassifier{}
+				var c app.Classifier = HeaderClassifier{}
 				if cls == "wasm" {
 					c = wasmClassifier(t)
 				}

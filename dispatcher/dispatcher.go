@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/internal/ring"
@@ -56,11 +57,11 @@ type recvWaker interface {
 	WakeRecv()
 }
 
-// statsPerType: a stats publish reads every type, 100-250 ns each (a
-// classifier may declare 65,535: 7-15 ms of the dispatcher's time, during
-// which nothing is dispatched, BenchmarkPublish and live), so publishes are at least
-// this long per type apart (65,536 types: 1.6 s; up to 4,000 types, the
-// stats interval decides): about 1% of the dispatcher's time. It counts
+// statsPerType: a stats publish reads every type (BenchmarkPublish), and a
+// classifier may declare 65,535, during whose publish nothing is
+// dispatched, so publishes are at least this long per type apart (65,536
+// types: 1.6 s; up to 4,000 types, the stats interval decides), about 1% of
+// the dispatcher's time at BenchmarkPublish's cost per type. It counts
 // types, not the time a publish took, which the OS preempting the
 // dispatcher would stretch at random.
 const statsPerType = 25 * time.Microsecond
@@ -128,10 +129,10 @@ type Dispatcher struct {
 	// sched is the policy the hot path calls (Enqueue, Dispatch,
 	// Complete): policy itself, or the one a darc.Shared shares.
 	sched    darc.Policy
-	app      Handler
-	serve    OutcomeHandler  // app, when it says why it refuses
-	admit    Admitter        // app, when it refuses some requests at the door
-	replier  OverloadReplier // app, when it answers shed requests
+	app      app.Handler
+	serve    app.OutcomeHandler  // app, when it says why it refuses
+	admit    app.Admitter        // app, when it refuses some requests at the door
+	replier  app.OverloadReplier // app, when it answers shed requests
 	numTypes int
 	names    []string
 	pool     int
@@ -211,13 +212,13 @@ type Dispatcher struct {
 // classifier cls, owning every port and the policy's whole type space. New
 // validates spec, including that every CPU in spec.CPUs is one this
 // process may use.
-func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Handler) (*Dispatcher, error) {
+func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, handler app.Handler) (*Dispatcher, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	spec = spec.withDefaults()
 	tp, withTenants := policy.(TenantPolicy)
-	if dp == nil || (cls == nil && !withTenants) || policy == nil || app == nil {
+	if dp == nil || (cls == nil && !withTenants) || policy == nil || handler == nil {
 		return nil, fmt.Errorf("%w: dataplane, classifier, policy and application are all required", ErrSpec)
 	}
 	tenants := spec.Tenants
@@ -266,7 +267,7 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 		dp:       dp,
 		policy:   tp,
 		sched:    tp,
-		app:      app,
+		app:      handler,
 		numTypes: numTypes,
 		names:    typeNames(spec.TypeNames, snap, numTypes),
 		pool:     pool,
@@ -286,13 +287,13 @@ func New(spec Spec, dp nic.Dataplane, cls Classifier, policy darc.Policy, app Ha
 	if shared, ok := tp.(*darc.Shared); ok {
 		d.sched = shared.Policy // one interface call less per request
 	}
-	d.serve, _ = app.(OutcomeHandler)
-	d.admit, _ = app.(Admitter)
+	d.serve, _ = handler.(app.OutcomeHandler)
+	d.admit, _ = handler.(app.Admitter)
 	// The dispatcher's own TX queue, the one after the workers' when the
 	// dataplane was opened with it, carries its "overloaded" replies and
 	// those of the requests it serves in place.
 	d.ownTx = dp.TxQueue(spec.Workers)
-	if r, ok := app.(OverloadReplier); ok && d.ownTx != nil {
+	if r, ok := handler.(app.OverloadReplier); ok && d.ownTx != nil {
 		d.replier = r
 	}
 	for i := range d.free {
@@ -610,16 +611,16 @@ func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
 		}
 	}()
 	switch d.admit.Admit(t, b) {
-	case nic.Answer:
+	case app.Answer:
 		return 0, true
-	case nic.RefuseOverCap:
+	case app.RefuseOverCap:
 		return ReasonServiceCap, false
 	}
 	return ReasonApp, false
 }
 
 // shed drops request b of type t, which the server chose not to serve,
-// counting it for reason r: with an OverloadReplier application the
+// counting it for reason r: with an app.OverloadReplier application the
 // request gets an "overloaded" reply, else its buffer is released.
 func (d *Dispatcher) shed(b *nic.Buffer, t darc.Type, r Reason) {
 	d.drops.add(r)
@@ -953,7 +954,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 	}
 }
 
-// multiOutcome transmits (or releases) a MultiHandler's reply and returns
+// multiOutcome transmits (or releases) an app.MultiHandler's reply and returns
 // the request's outcome.
 func multiOutcome(r *reply, answer, panicked bool) uint8 {
 	if panicked {
@@ -981,9 +982,9 @@ func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8)
 	}()
 	if d.serve != nil {
 		switch d.serve.Serve(w, typ, b) {
-		case nic.Answer:
+		case app.Answer:
 			return outcomeAnswered
-		case nic.RefuseOverCap:
+		case app.RefuseOverCap:
 			return outcomeServiceCap
 		default:
 			return outcomeApp
@@ -995,8 +996,8 @@ func (d *Dispatcher) handle(w int, typ darc.Type, b *nic.Buffer) (outcome uint8)
 	return outcomeApp
 }
 
-// handleMulti is handle for a MultiHandler.
-func (d *Dispatcher) handleMulti(m MultiHandler, w int, typ darc.Type, b *nic.Buffer, r *reply) (answer, panicked bool) {
+// handleMulti is handle for an app.MultiHandler.
+func (d *Dispatcher) handleMulti(m app.MultiHandler, w int, typ darc.Type, b *nic.Buffer, r *reply) (answer, panicked bool) {
 	defer func() {
 		if recover() != nil {
 			answer, panicked = false, true

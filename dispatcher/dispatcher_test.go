@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/internal/testenv"
@@ -26,7 +27,7 @@ func TestHeaderClassifier(t *testing.T) {
 	}
 	want := []darc.Type{1, 2, 11, 0, 0, 0, 0}
 	out := make([]darc.Type, len(payloads))
-	HeaderClassifier{}.ClassifyBatch(payloads, make([]uint16, len(payloads)), out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 	for i := range want {
 		if out[i] != want[i] {
 			t.Errorf("payload %d: type %d, want %d", i, out[i], want[i])
@@ -272,7 +273,7 @@ func TestQueueFullDropsOnlyThatType(t *testing.T) {
 
 func TestShutdownDrainsQueuedRequests(t *testing.T) {
 	dp := newFakeDataplane(2, 128, 64)
-	slow := HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { time.Sleep(200 * time.Microsecond); return true })
+	slow := app.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { time.Sleep(200 * time.Microsecond); return true })
 	d, err := New(Spec{Workers: 2}, dp, HeaderClassifier{}, newFakePolicy(2, HeaderNumTypes, 128), slow)
 	if err != nil {
 		t.Fatal(err)

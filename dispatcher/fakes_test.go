@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -230,7 +231,7 @@ func header(id, typ, serviceNs uint32) []byte {
 
 // echo is an application that echoes the header, refusing type 3
 // requests and panicking on type 4.
-var echo = HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
+var echo = app.HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
 	switch typ {
 	case 3:
 		return false

@@ -11,8 +11,8 @@ import (
 // 2): a fail-closed tenant whose classifier faults on that type.
 type faultsOnLong struct{ HeaderClassifier }
 
-func (c faultsOnLong) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
-	c.HeaderClassifier.ClassifyBatch(payloads, ports, out)
+func (c faultsOnLong) ClassifyBatch(payloads [][]byte, out []darc.Type) {
+	c.HeaderClassifier.ClassifyBatch(payloads, out)
 	for i, t := range out[:len(payloads)] {
 		if t == 2 {
 			out[i] = darc.Faulted

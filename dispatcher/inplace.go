@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -55,8 +56,8 @@ func (h HandOffs) Total() uint64 { return h.Awake + h.Long + h.Unprofiled + h.Bu
 // and sends them together.
 type runner struct {
 	one    []*nic.Buffer
-	multi  MultiHandler
-	reply  *reply // MultiHandler applications, and the dispatcher's runner
+	multi  app.MultiHandler
+	reply  *reply // app.MultiHandler applications, and the dispatcher's runner
 	stages *stageRecorder
 	held   []heldRequest
 }
@@ -70,7 +71,7 @@ type heldRequest struct {
 
 func (d *Dispatcher) newRunner(tx nic.TxQueue, stages *stageRecorder, hold bool) *runner {
 	r := &runner{one: make([]*nic.Buffer, 1), stages: stages}
-	r.multi, _ = d.app.(MultiHandler)
+	r.multi, _ = d.app.(app.MultiHandler)
 	if r.multi != nil || hold {
 		// A multi-datagram reply may take several slots: room for a
 		// round's replies without a flush in the middle, in the common

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/ring"
 	"github.com/persephone-go/psp/nic"
@@ -28,7 +29,7 @@ type classified struct {
 // (tenant-local) types. The dispatcher never has more than the ring's
 // capacity in flight on a lane, so out never overflows.
 type lane struct {
-	cls      Classifier
+	cls      app.Classifier
 	burst    int
 	in       *ring.SPSC[*nic.Buffer]
 	out      *ring.SPSC[classified]
@@ -63,7 +64,7 @@ func (l *lane) releaseOnce() {
 	}
 }
 
-func newLane(cls Classifier, capacity, burst int, spec Spec, now func() int64) *lane {
+func newLane(cls app.Classifier, capacity, burst int, spec Spec, now func() int64) *lane {
 	return &lane{
 		cls:    cls,
 		burst:  burst,
@@ -198,5 +199,5 @@ func (l *lane) classify(payloads [][]byte, types []darc.Type) {
 			clear(types)
 		}
 	}()
-	l.cls.ClassifyBatch(payloads, nil, types)
+	l.cls.ClassifyBatch(payloads, types)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -23,10 +24,10 @@ type blocker struct {
 }
 
 func (g *blocker) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return g.Serve(w, typ, b) == nic.Answer
+	return g.Serve(w, typ, b) == app.Answer
 }
 
-func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) nic.Outcome {
+func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) app.Outcome {
 	switch typ {
 	case 2:
 		g.mu.Lock()
@@ -34,10 +35,10 @@ func (g *blocker) Serve(w int, typ darc.Type, b *nic.Buffer) nic.Outcome {
 		g.mu.Unlock()
 		<-g.open
 	case 3:
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	}
 	b.Len = wire.HeaderLen
-	return nic.Answer
+	return app.Answer
 }
 
 func (g *blocker) ReplyOverloaded(typ darc.Type, b *nic.Buffer) bool {
@@ -247,19 +248,19 @@ func (g *gatekeeper) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
 	return true
 }
 
-func (g *gatekeeper) Admit(typ darc.Type, b *nic.Buffer) nic.Outcome {
+func (g *gatekeeper) Admit(typ darc.Type, b *nic.Buffer) app.Outcome {
 	switch typ {
 	case 5:
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	case 6:
-		return nic.Refuse
+		return app.Refuse
 	case 7:
 		panic("admit")
 	}
-	return nic.Answer
+	return app.Answer
 }
 
-// An Admitter's refusals are dropped before the policy sees them: no worker
+// An app.Admitter's refusals are dropped before the policy sees them: no worker
 // runs them and they are counted by reason under their type.
 func TestAdmitterRefusesAtTheDoor(t *testing.T) {
 	dp := newFakeDataplane(2, 64, 64)

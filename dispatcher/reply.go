@@ -1,29 +1,11 @@
 package dispatcher
 
 import (
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 )
 
-// MultiHandler is a Handler that may answer a request with more than one
-// datagram. Workers call HandleMulti instead of Handle when the application
-// implements it.
-//
-// HandleMulti processes the request in b like Handle, sends the reply's
-// leading datagrams, in order, with r.Send, and writes the last datagram in
-// place into b (setting b.Len), returning true to transmit it. Returning
-// false sends no final datagram; the request then counts as answered if r
-// sent anything or called r.NoReply, and as dropped for reason "app"
-// otherwise. The datagrams go out in the order they were sent, b last.
-//
-// The nic.Reply is the worker's own, reused for every request; it is valid
-// only during the call.
-type MultiHandler interface {
-	Handler
-	HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply) bool
-}
-
-// reply is a worker's nic.Reply: it queues the leading datagrams of a
+// reply is a worker's app.Reply: it queues the leading datagrams of a
 // multi-datagram reply and transmits them in batches on the worker's TX
 // queue, the request's buffer last.
 type reply struct {
@@ -55,30 +37,30 @@ func (r *reply) reset(req *nic.Buffer) {
 	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
 }
 
-// NoReply implements nic.Reply: the request counts as answered, not as
+// NoReply implements app.Reply: the request counts as answered, not as
 // dropped, when the handler returns false.
 func (r *reply) NoReply() { r.noReply = true }
 
-// Send implements nic.Reply. Queued datagrams are transmitted in batches on
+// Send implements app.Reply. Queued datagrams are transmitted in batches on
 // the worker's TX queue, and the rest, with the request's buffer last, when
 // the handler returns; earlier datagrams stay queued when Send fails.
 func (r *reply) Send(p []byte) error {
 	if r.alloc == nil {
-		return nic.ErrNoReplyBuffer
+		return app.ErrNoReplyBuffer
 	}
 	if len(p) > len(r.req.Data) {
-		return nic.ErrReplyTooLong
+		return app.ErrReplyTooLong
 	}
 	if len(r.pending) == cap(r.pending) {
 		r.flush()
 	}
 	b := r.alloc.AllocReply(r.req)
 	if b == nil {
-		return nic.ErrNoReplyBuffer
+		return app.ErrNoReplyBuffer
 	}
 	if len(p) > len(b.Data) {
 		r.dp.Release(b)
-		return nic.ErrReplyTooLong
+		return app.ErrReplyTooLong
 	}
 	b.Len = copy(b.Data, p)
 	r.pending = append(r.pending, b)
@@ -86,7 +68,7 @@ func (r *reply) Send(p []byte) error {
 	return nil
 }
 
-// Room implements nic.Reply: a buffer's payload room.
+// Room implements app.Reply: a buffer's payload room.
 func (r *reply) Room() int { return len(r.req.Data) }
 
 // Sent returns how many datagrams Send accepted for the current request.

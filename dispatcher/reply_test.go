@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/memnic"
@@ -21,10 +22,10 @@ import (
 type splitter struct{ scratch [][64]byte }
 
 func (s *splitter) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	panic("Handle called on a MultiHandler")
+	panic("Handle called on an app.MultiHandler")
 }
 
-func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply) bool {
+func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r app.Reply) bool {
 	h, _ := wire.Decode(b.Payload())
 	n := int(h.ServiceNs)
 	switch n {
@@ -39,7 +40,7 @@ func (s *splitter) HandleMulti(w int, typ darc.Type, b *nic.Buffer, r nic.Reply)
 		}
 		return false
 	case 3000:
-		if err := r.Send(make([]byte, r.Room()+1)); err != nic.ErrReplyTooLong {
+		if err := r.Send(make([]byte, r.Room()+1)); err != app.ErrReplyTooLong {
 			panic(fmt.Sprintf("oversized datagram: %v", err))
 		}
 		n = 1
@@ -133,8 +134,8 @@ func TestReplyWithoutAllocator(t *testing.T) {
 		t.Fatal("no packet")
 	}
 	r.reset(bufs[0])
-	if err := r.Send([]byte("x")); err != nic.ErrNoReplyBuffer {
-		t.Fatalf("Send without an allocator: %v, want nic.ErrNoReplyBuffer", err)
+	if err := r.Send([]byte("x")); err != app.ErrNoReplyBuffer {
+		t.Fatalf("Send without an allocator: %v, want app.ErrNoReplyBuffer", err)
 	}
 	if !r.finish(true) || dp.replyCount() != 1 {
 		t.Fatalf("final datagram not sent (replies %d)", dp.replyCount())

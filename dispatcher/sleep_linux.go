@@ -12,8 +12,7 @@ import (
 // timer slack of 1µs (the dispatcher goroutine is not always locked to its
 // thread, so it sets the slack of whichever thread it runs on). Go's
 // timers round short sleeps up to about a millisecond when the process is
-// otherwise idle (measured: a 20µs Recv wait or time.Sleep takes ~1.08ms);
-// nanosleep wakes within tens of microseconds.
+// otherwise idle; nanosleep wakes within tens of microseconds.
 func preciseSleep(d time.Duration) {
 	lowerTimerSlack()
 	ts := unix.NsecToTimespec(int64(d))
@@ -29,12 +28,9 @@ func lowerTimerSlack() {
 
 // yieldCPU gives the calling thread's CPU to any other thread ready to run
 // on it (sched_yield(2)), and returns at once when there is none: a
-// polling dispatcher then costs only a core that nothing else wants.
-// Measured on a 2-core VM with an open-loop client on the same machine,
-// 5,000 requests/s: polling without yielding took psp's GET p99.9 to 5.51
-// ms against 2.02 ms parking; polling with it keeps the p99.9 within
-// 13-20% of parking's and cuts the p50 4x (RATIONALE.md, "The dispatcher
-// stays awake").
+// polling dispatcher then costs only a core that nothing else wants
+// (without it, polling took the client's tail far past parking's; see
+// RATIONALE.md).
 func yieldCPU() {
 	_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 }

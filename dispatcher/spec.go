@@ -232,8 +232,8 @@ func (s Spec) String() string {
 // dispatcher waiting for packets, a worker in the last part of an
 // emulated service time), plus one for everything else (admin, garbage
 // collection): with fewer, a woken worker waits until the runtime's
-// monitor takes a processor back from a sleeping thread, 20µs to 10ms
-// later. Under busy-poll, where each of those threads spins on a core of
+// monitor takes a processor back from a sleeping thread, up to 10ms
+// later (sysmon's longest period). Under busy-poll, where each of those threads spins on a core of
 // its own, the machine's cores are the limit and Procs returns 0 (leave
 // GOMAXPROCS alone).
 func (s Spec) Procs() int {

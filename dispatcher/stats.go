@@ -24,7 +24,7 @@ type Drops struct {
 	// Overload: Spec.MaxRequests requests were already held.
 	Overload uint64 `json:"overload"`
 	// ServiceCap: the application refused the request because it asked
-	// for more service than the application's cap (see OutcomeHandler).
+	// for more service than the application's cap (see app.OutcomeHandler).
 	ServiceCap uint64 `json:"service_cap"`
 	// App: the application refused the request (no reply).
 	App uint64 `json:"app"`
@@ -259,7 +259,7 @@ type Stats struct {
 	Drops    Drops  `json:"drops"`
 	// OverloadReplies counts the shed requests (queue full, budget,
 	// expired, overload, shutdown) answered with an "overloaded" reply by an
-	// application implementing OverloadReplier; they are counted as drops.
+	// application implementing app.OverloadReplier; they are counted as drops.
 	OverloadReplies uint64 `json:"overload_replies"`
 	// Overloaded reports that requests were shed (Drops.Shed) during the
 	// last second; ShedRate is their rate over it, requests/s.

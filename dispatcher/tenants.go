@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -25,11 +26,10 @@ type Tenant struct {
 	Ports []uint16
 	// Classifier maps the tenant's payloads to its own type ids (0 its
 	// UNKNOWN, up to its darc.TenantConfig.NumTypes-1; larger ids count as
-	// 0). It gets the packets' destination ports when it classifies
-	// inline, nil on the tenant's lane. It is called by one goroutine at a time
-	// (the dispatcher's or the tenant's lane, never both), so it must not
-	// be shared between tenants.
-	Classifier Classifier
+	// 0). It is called by one goroutine at a time (the dispatcher's or
+	// the tenant's lane, never both), so it must not be shared between
+	// tenants.
+	Classifier app.Classifier
 	// Isolation says where Classifier runs: IsolateAuto (the default),
 	// IsolateLane or IsolateInline.
 	Isolation Isolation
@@ -171,7 +171,6 @@ type tenantRT struct {
 	// Inline classification scratch, one burst.
 	bufs  []*nic.Buffer
 	pays  [][]byte
-	ports []uint16
 	types []darc.Type
 	n     int
 }
@@ -235,7 +234,6 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	}
 	rt.bufs = make([]*nic.Buffer, d.spec.Burst)
 	rt.pays = make([][]byte, d.spec.Burst)
-	rt.ports = make([]uint16, d.spec.Burst)
 	rt.types = make([]darc.Type, d.spec.Burst)
 	rt.faults, _ = t.Classifier.(faultCounter)
 	if t.Isolation != IsolateInline {
@@ -380,7 +378,6 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 			}
 			t.bufs[t.n] = b
 			t.pays[t.n] = b.Payload()
-			t.ports[t.n] = b.DstPort
 			t.n++
 			continue
 		}
@@ -426,7 +423,7 @@ func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
 			continue
 		}
 		bufs[n] = b // in place: n never passes the loop's index
-		t.pays[n], t.ports[n] = b.Payload(), b.DstPort
+		t.pays[n] = b.Payload()
 		n++
 	}
 	d.received += uint64(len(bufs))
@@ -452,8 +449,8 @@ func (d *Dispatcher) intact(b *nic.Buffer) bool {
 	return false
 }
 
-// classifyEnqueue classifies t's packets bufs (their payloads and ports
-// in t.pays and t.ports) inline and enqueues them.
+// classifyEnqueue classifies t's packets bufs (their payloads in t.pays)
+// inline and enqueues them.
 func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64) {
 	n := len(bufs)
 	d.classifyInline(t, n)
@@ -477,7 +474,7 @@ func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
 	if t.lane == nil {
 		// Always inline (a trusted classifier): nothing to decide, so
 		// nothing timed.
-		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
+		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
 		return
 	}
 	var before uint64
@@ -485,7 +482,7 @@ func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
 		before = t.faults.FaultTotal()
 	}
 	start := d.dp.Now()
-	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.ports[:n], t.types[:n])
+	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
 	dt := d.dp.Now() - start
 	t.busyNs += uint64(max(dt, 0))
 	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
@@ -32,7 +31,7 @@ func readExample(tb testing.TB, path ...string) []byte {
 func tenantHost(tb testing.TB, name string, wasm []byte) *wasmclass.Caller {
 	tb.Helper()
 	ctx := context.Background()
-	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{{Name: name, Wasm: wasm, MaxTypes: HeaderNumTypes}}})
+	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: name, Wasm: wasm, MaxTypes: HeaderNumTypes})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,9 +60,6 @@ func burstTimes(b *testing.B, ds []time.Duration) {
 // takes to be classified (and, with lanes, enqueued) alone and with one
 // packet of a hostile tenant B in it, for each hostile example module:
 //
-//   - one-caller: both tenants in one wasmclass Host, the whole burst
-//     classified by one Caller on one goroutine (the dispatcher before
-//     tenants had lanes): A's packets wait for B's;
 //   - auto: a multi-tenant dispatcher, each tenant its own Host and
 //     Caller, classified apart (IsolateAuto, the default): inline while a
 //     classifier behaves, on the tenant's lane after a fault or a slow
@@ -78,7 +74,6 @@ func BenchmarkTenantBurst(b *testing.B) {
 		if hostile != "alone" {
 			bWasm = readExample(b, "hostile", hostile+".wasm")
 		}
-		b.Run("one-caller/"+hostile, func(b *testing.B) { benchOneCaller(b, good, bWasm, hostile != "alone") })
 		b.Run("auto/"+hostile, func(b *testing.B) { benchTenants(b, good, bWasm, hostile != "alone", IsolateAuto) })
 		b.Run("lane/"+hostile, func(b *testing.B) { benchTenants(b, good, bWasm, hostile != "alone", IsolateLane) })
 	}
@@ -96,36 +91,6 @@ func burstPayloads(withB bool) ([][]byte, []uint16) {
 		ports = append(ports, portB)
 	}
 	return payloads, ports
-}
-
-func benchOneCaller(b *testing.B, aWasm, bWasm []byte, withB bool) {
-	ctx := context.Background()
-	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{
-		{Name: "a", Ports: []uint16{portA}, Wasm: aWasm, MaxTypes: HeaderNumTypes},
-		{Name: "b", Ports: []uint16{portB}, Wasm: bWasm, MaxTypes: HeaderNumTypes},
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := h.NewCaller()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { c.Close(); h.Close(ctx) }()
-	payloads, ports := burstPayloads(withB)
-	out := make([]darc.Type, len(payloads))
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		c.ClassifyBatch(payloads, ports, out)
-		ds = append(ds, time.Since(start))
-	}
-	b.StopTimer()
-	if out[0] != darc.Type(wire.TypeShort) {
-		b.Fatalf("A's SHORT classified as %d", out[0])
-	}
-	burstTimes(b, ds)
 }
 
 func benchTenants(b *testing.B, aWasm, bWasm []byte, withB bool, iso Isolation) {

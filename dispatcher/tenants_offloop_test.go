@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
@@ -21,7 +22,7 @@ func TestRemoveReleasesOffTheLoop(t *testing.T) {
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
 			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateInline,
 				Release: func() { close(closing); <-release }},
-		}}, dp, nil, tenantPolicy(t, 4, 0), HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { return true }))
+		}}, dp, nil, tenantPolicy(t, 4, 0), app.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { return true }))
 	if err != nil {
 		t.Fatal(err)
 	}

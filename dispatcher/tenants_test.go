@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -20,14 +21,14 @@ type gateClassifier struct {
 	blocked atomic.Int32
 }
 
-func (g *gateClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (g *gateClassifier) ClassifyBatch(payloads [][]byte, out []darc.Type) {
 	for _, p := range payloads {
 		if wire.TypeOf(p) == 9 {
 			g.blocked.Add(1)
 			<-g.gate
 		}
 	}
-	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 }
 
 const (
@@ -162,7 +163,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 // requests flow; every packet stays accounted for.
 func TestTenantLifecycle(t *testing.T) {
 	dp := newFakeDataplane(4, 1024, 64)
-	slowApp := HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
+	slowApp := app.HandlerFunc(func(w int, typ darc.Type, b *nic.Buffer) bool {
 		time.Sleep(2 * time.Millisecond)
 		return true
 	})
@@ -345,7 +346,7 @@ func TestTenantStepNoAlloc(t *testing.T) {
 // type-9 payload and is slow (2 ms) on a type-8 one.
 type faultyClassifier struct{ faults uint64 }
 
-func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out []darc.Type) {
+func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, out []darc.Type) {
 	for _, p := range payloads {
 		switch wire.TypeOf(p) {
 		case 9:
@@ -354,7 +355,7 @@ func (f *faultyClassifier) ClassifyBatch(payloads [][]byte, ports []uint16, out 
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	HeaderClassifier{}.ClassifyBatch(payloads, ports, out)
+	HeaderClassifier{}.ClassifyBatch(payloads, out)
 }
 
 func (f *faultyClassifier) FaultTotal() uint64 { return f.faults }

@@ -38,7 +38,7 @@ type DemoOptions struct {
 
 // DefaultDemo is psp demo's default setup: DARC against c-FCFS on 14
 // emulated workers, High Bimodal dilated 1000x, at loads 0.5, 0.8 and 0.9,
-// each point long enough for about 1200 SHORT requests (11 to 19 s).
+// each point long enough for about 1200 SHORT requests.
 var DefaultDemo = DemoOptions{
 	Out:      "psp-demo",
 	Loads:    []float64{0.5, 0.8, 0.9},

@@ -144,8 +144,7 @@ const CalibrationLoad = 0.04
 // send times by milliseconds, and so did the server's threads. Its
 // overheads would hold the host's burst, not the server's usual cost, and
 // make any live tail look within the bound. It is measured again, up to
-// calibrationAttempts times in all, and the quietest one kept. Seen here:
-// quiet calibrations lag 0.3 to 0.9 ms at p99, busy ones 1.4 to 10 ms.
+// calibrationAttempts times in all, and the quietest one kept.
 const (
 	calibrationQuietLag = time.Millisecond
 	calibrationAttempts = 3

@@ -28,7 +28,7 @@
 // # Dilation
 //
 // Servers running the emulate application sleep for the header's service
-// time multiplied by their dilation factor (1 µs becomes 1 ms at 1000), so
+// time multiplied by their dilation factor (a nominal 1 µs sleeps 1 ms at 1000), so
 // microsecond workloads can be emulated on machines with fewer cores than
 // workers. The header always carries the nominal (undilated) service time;
 // Spec.Dilation must match the server's: the client uses it to derive the

@@ -40,11 +40,11 @@ func (c *Client) cachePut(r Ref, manifest, layer []byte) error {
 	return nil
 }
 
-// cacheGet returns the module pinned by r.Digest from the cache, verifying
-// both digests again.
 // maxTagFile bounds a cached tag's file (a digest).
 const maxTagFile = 4 << 10
 
+// cacheGet returns the module pinned by r.Digest from the cache, verifying
+// both digests again and bounding it as a pull does.
 func (c *Client) cacheGet(r Ref) (Module, error) {
 	d, err := digest.Parse(r.Digest)
 	if err != nil {
@@ -61,7 +61,10 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	layer, err := boundedfile.Read(filepath.Join(c.CacheDir, "blobs", ld.Digest.Encoded()), c.maxSize()*2)
+	if err := c.checkLayer(ld, variant); err != nil {
+		return Module{}, fmt.Errorf("oci: cache: %w", err)
+	}
+	layer, err := boundedfile.Read(filepath.Join(c.CacheDir, "blobs", ld.Digest.Encoded()), c.layerBound(variant))
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
@@ -72,8 +75,9 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	sum := sha256.Sum256(wasm)
-	return Module{Wasm: wasm, Ref: r, SHA256: hex.EncodeToString(sum[:]), Variant: variant, FromCache: true}, nil
+	m := newModule(wasm, r, variant)
+	m.FromCache = true
+	return m, nil
 }
 
 // cacheTag returns the digest a tag last resolved to.

@@ -92,8 +92,9 @@ func TestPullRefusesGzipBomb(t *testing.T) {
 	}
 	c := &oci.Client{MaxSize: 64 << 10}
 	_, err = c.Pull(context.Background(), ref)
-	if !errors.Is(err, oci.ErrNotWasm) || !strings.Contains(err.Error(), "decompresses to more than 131072 bytes") {
-		t.Fatalf("pull of a gzip bomb (%d bytes compressed): %v", len(layer), err)
+	want := fmt.Sprintf("decompression bomb: a compat layer of %d bytes inflates past %d bytes", len(layer), 64<<10+1<<10+1<<20)
+	if !errors.Is(err, oci.ErrDecompressionBomb) || !strings.Contains(err.Error(), want) || !oci.Refused(err) {
+		t.Fatalf("pull of a gzip bomb (%d bytes compressed): %v, want %q", len(layer), err, want)
 	}
 }
 
@@ -129,8 +130,46 @@ func TestPullReadsLayerToItsSize(t *testing.T) {
 	ref, _ := oci.ParseRef("oci://" + addr + "/endless:v1")
 	start := time.Now()
 	_, err := (&oci.Client{}).Pull(context.Background(), ref)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", len(layer))) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than the %d bytes the manifest gives", len(layer))) {
 		t.Fatalf("pull of an endless layer: %v", err)
 	}
 	t.Logf("refused after %v: %v", time.Since(start), err)
+}
+
+// TestPullBoundedByModuleSize: a layer announced larger than the module
+// size limit (the server's, not a larger one of the pull's own) is refused
+// before a byte of it is fetched, and a compat archive's plugin.wasm over
+// the limit too.
+func TestPullBoundedByModuleSize(t *testing.T) {
+	fetched := false
+	layer := make([]byte, 9<<20) // a module over the 8 MiB default
+	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": oci.ConfigMediaType, "digest": digest.FromString("{}").String(), "size": 2},
+		"layers": []any{map[string]any{"mediaType": oci.LayerMediaType, "digest": digest.FromBytes(layer).String(), "size": len(layer)}}})
+	addr := hostileRegistry(t, serveBytes(man), func(w http.ResponseWriter, r *http.Request) { fetched = true; serveBytes(layer)(w, r) })
+	ref, _ := oci.ParseRef("oci://" + addr + "/big:v1")
+	_, err := (&oci.Client{}).Pull(context.Background(), ref)
+	if !errors.Is(err, oci.ErrTooLarge) || !strings.Contains(err.Error(), "oci layer of 9437184 bytes, larger than 8388608") || fetched {
+		t.Fatalf("pull of a 9 MiB module: %v (layer fetched: %v)", err, fetched)
+	}
+	if m, err := (&oci.Client{MaxSize: 16 << 20}).Pull(context.Background(), ref); err != nil || len(m.Wasm) != len(layer) {
+		t.Fatalf("the same pull with a 16 MiB limit: %v", err)
+	}
+
+	// A compat archive whose plugin.wasm is over the limit, in a layer
+	// within the archive's bound.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "plugin.wasm", Mode: 0o644, Size: 100 << 10, Typeflag: tar.TypeReg})
+	tw.Write(make([]byte, 100<<10))
+	tw.Close()
+	zw.Close()
+	compat := gz.Bytes()
+	addr = hostileRegistry(t, serveBytes(compatManifest(t, compat)), serveBytes(compat))
+	ref, _ = oci.ParseRef("oci://" + addr + "/compat:v1")
+	_, err = (&oci.Client{MaxSize: 64 << 10}).Pull(context.Background(), ref)
+	if !errors.Is(err, oci.ErrTooLarge) || !strings.Contains(err.Error(), "plugin.wasm of 102400 bytes in the compat layer, the limit is 65536") {
+		t.Fatalf("pull of a compat image of a 100 KiB module, limit 64 KiB: %v", err)
+	}
 }

@@ -35,6 +35,8 @@ const (
 
 // Handler returns the admin HTTP handler:
 //
+//	GET    /healthz                      200 while the process is alive (no token)
+//	GET    /readyz                       200 when every tenant's classifier is loaded, else 503 (no token)
 //	GET    /status                       the Status as JSON
 //	GET    /metrics                      Prometheus metrics
 //	GET    /tenants                      the tenants (Status.Tenants)
@@ -53,6 +55,8 @@ const (
 // Every change and every refused credential is written to the audit log.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /readyz", s.handleReadyz)
 	mux.HandleFunc("GET /status", s.handleStatus)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /tenants", s.handleTenants)
@@ -62,7 +66,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PATCH /tenants/{name}", s.handleUpdateTenant)
 	mux.HandleFunc("DELETE /tenants/{name}", s.handleRemoveTenant)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "psp admin: GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
+		fmt.Fprintln(w, "psp admin: GET /healthz, GET /readyz, GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
 	})
 	return mux
 }

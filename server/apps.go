@@ -7,12 +7,12 @@ import (
 	"sort"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/app/tpcc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -30,12 +30,12 @@ type Application struct {
 	Name string
 	// Handler is what each worker runs for each request (required): it
 	// reads the request in the buffer and writes its reply in place. A
-	// dispatcher.MultiHandler may answer with several datagrams. It is
+	// app.MultiHandler may answer with several datagrams. It is
 	// called by all workers at once, each with its own worker index.
-	Handler dispatcher.Handler
+	Handler app.Handler
 	// Classifier is the native classifier used when the configuration
 	// names no Wasm classifier; nil: the psp-header classifier.
-	Classifier dispatcher.Classifier
+	Classifier app.Classifier
 	// TypeNames names Classifier's types, index = type id (required with
 	// Classifier; type 0 is UNKNOWN).
 	TypeNames []string

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/memcached"
-	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
@@ -86,7 +85,7 @@ func TestCustomApplication(t *testing.T) {
 	var closed atomic.Bool
 	app := &Application{
 		Name: "upper",
-		Handler: dispatcher.HandlerFunc(func(_ int, _ darc.Type, b *nic.Buffer) bool {
+		Handler: app.HandlerFunc(func(_ int, _ app.Type, b *nic.Buffer) bool {
 			p := b.Payload()
 			copy(p[wire.HeaderLen:], bytes.ToUpper(p[wire.HeaderLen:]))
 			return true

@@ -139,8 +139,10 @@ type Config struct {
 	Fail string `yaml:"fail,omitempty"`
 	// OCI says how classifiers named oci://... are pulled.
 	OCI OCI `yaml:"oci,omitempty"`
-	// classifierWasm is Classifier pulled from a registry.
-	classifierWasm []byte
+	// classifierWasm is Classifier pulled from a registry, and
+	// classifierMaxTypes the type range of its tenant while it is pending.
+	classifierWasm     []byte
+	classifierMaxTypes int
 	// Tenants are tenants selected by UDP destination port (see Tenant).
 	// Every server is the set of its tenants: without Tenants it has one,
 	// the default, of Classifier (or of the native classifier), owning
@@ -226,12 +228,25 @@ type Tenant struct {
 	// "inline" (always on the dispatcher: for a module the operator
 	// trusts). Native classifiers run inline.
 	Isolation string `yaml:"isolation,omitempty" json:"isolation,omitempty"`
-	// Fail is what becomes of a request the tenant's Wasm classifier fails
-	// on (a trap, fuel, a bad answer, its breaker open): "open" (the
-	// default) classifies it UNKNOWN, served at the lowest priority;
-	// "closed" drops it, counted as classifier_fault, with an "overloaded"
-	// reply where the application has one. Either way the breaker reopens
-	// on a backoff that doubles with each failed probe.
+	// Fail is the tenant's failure policy, Istio's failStrategy: what
+	// becomes of a request its Wasm classifier fails on (a trap, fuel, a
+	// bad answer, its breaker open), and of its requests while a module
+	// named by registry reference cannot be fetched at start.
+	//   - "open" (the default): classified UNKNOWN, served at the lowest
+	//     priority; a module that keeps faulting is shut out by its breaker
+	//     (reopened on a backoff that doubles with each failed probe).
+	//   - "closed": dropped, counted as classifier_fault, with an
+	//     "overloaded" reply where the application has one; the breaker as
+	//     with open.
+	//   - "reload": dropped as with closed, and the next call runs on a
+	//     fresh instance: the module is shut out only when it crash-loops
+	//     (a fresh instance faults before answering), for a backoff of a
+	//     second doubling up to ten (Envoy's FAIL_RELOAD).
+	// A module that cannot be fetched at start (registry and cache both
+	// failing) leaves the tenant pending: open classifies its requests
+	// UNKNOWN, closed and reload drop them, until a pull retried in the
+	// background succeeds; /readyz answers 503 meanwhile. A swap never
+	// replaces the running module with one it could not load.
 	Fail string `yaml:"fail,omitempty" json:"fail,omitempty"`
 }
 

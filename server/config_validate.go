@@ -231,7 +231,7 @@ func (c Config) validate(custom bool) error {
 	if c.Classifier != "" && (len(c.Tenants) > 0 || c.MultiTenant) {
 		return bad("classifier and tenants are exclusive: put the file in a tenant")
 	}
-	if _, err := failClosed(c.Fail); err != nil {
+	if _, err := failPolicy(c.Fail); err != nil {
 		return bad("%v", err)
 	}
 	if c.Fail != "" && c.Classifier == "" {
@@ -264,7 +264,7 @@ func (c Config) validate(custom bool) error {
 		if _, err := t.isolation(); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
-		if _, err := failClosed(t.Fail); err != nil {
+		if _, err := failPolicy(t.Fail); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
 		if !c.shares() && (t.Workers != 0 || t.Weight != 0 || t.MaxWorkers != 0 || t.Buffers != 0 || t.MaxBuffers != 0) {
@@ -410,15 +410,17 @@ func (c Config) dispatcherSpec(typeNames []string, minPayload int) dispatcher.Sp
 	}
 }
 
-// failClosed parses a failure policy.
-func failClosed(s string) (bool, error) {
+// failPolicy parses a failure policy ("": open).
+func failPolicy(s string) (wasmclass.FailPolicy, error) {
 	switch s {
 	case "", "open":
-		return false, nil
+		return wasmclass.FailOpen, nil
 	case "closed":
-		return true, nil
+		return wasmclass.FailClosed, nil
+	case "reload":
+		return wasmclass.FailReload, nil
 	}
-	return false, fmt.Errorf("fail %q: want open or closed", s)
+	return 0, fmt.Errorf("fail %q: want open, closed or reload", s)
 }
 
 // isolation parses Tenant.Isolation.

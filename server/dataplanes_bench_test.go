@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
@@ -75,7 +76,7 @@ func runDispatcher(b *testing.B, dp nic.Dataplane, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	echo := dispatcher.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { return true })
+	echo := app.HandlerFunc(func(int, app.Type, *nic.Buffer) bool { return true })
 	d, err := dispatcher.New(dispatcher.Spec{Workers: workers, StatsInterval: time.Millisecond}, dp, dispatcher.HeaderClassifier{}, policy, echo)
 	if err != nil {
 		b.Fatal(err)
@@ -160,7 +161,7 @@ func runStages(b *testing.B, dp nic.Dataplane, idle string) *dispatcher.TypeStag
 	if err != nil {
 		b.Fatal(err)
 	}
-	echo := dispatcher.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { return true })
+	echo := app.HandlerFunc(func(int, app.Type, *nic.Buffer) bool { return true })
 	d, err := dispatcher.New(dispatcher.Spec{Workers: 1, Idle: idle, StatsInterval: time.Millisecond}, dp, dispatcher.HeaderClassifier{}, policy, echo)
 	if err != nil {
 		b.Fatal(err)

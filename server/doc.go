@@ -8,7 +8,7 @@
 //
 // The application is an Application: a handler that each worker runs on
 // each request (it reads the request in the packet buffer and writes the
-// reply in place; a dispatcher.MultiHandler may answer with several
+// reply in place; an app.MultiHandler may answer with several
 // datagrams), an optional native classifier with its type names, the
 // shortest request it accepts and an optional Close. psp serve's built-in
 // applications (Config.App.Name: emulate, spin, tpcc, kv, memcached) are
@@ -18,9 +18,9 @@
 // a file or as bytes in Tenant.Wasm, for a program that embeds it), DARC
 // and the admin endpoint:
 //
-//	app := &server.Application{Name: "mine", Handler: dispatcher.HandlerFunc(handle)}
+//	mine := &server.Application{Name: "mine", Handler: app.HandlerFunc(handle)}
 //	srv, err := server.New(ctx, server.Config{Listen: ":7000", Workers: 8, Classifier: "mine.wasm"},
-//		server.Options{Application: app})
+//		server.Options{Application: mine})
 //	...
 //	err = srv.Run(ctx)
 //

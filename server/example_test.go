@@ -7,8 +7,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/server"
@@ -20,7 +19,7 @@ import (
 func ExampleNew_application() {
 	app := &server.Application{
 		Name: "upper",
-		Handler: dispatcher.HandlerFunc(func(_ int, _ darc.Type, b *nic.Buffer) bool {
+		Handler: app.HandlerFunc(func(_ int, _ app.Type, b *nic.Buffer) bool {
 			_, text, _ := bytes.Cut(b.Payload(), []byte(" "))
 			b.Len = copy(b.Data, bytes.ToUpper(text))
 			return true

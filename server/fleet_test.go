@@ -94,7 +94,7 @@ func TestCompareAndSwapHTTP(t *testing.T) {
 // served as UNKNOWN) or closed (dropped as classifier_fault).
 func TestFailPolicy(t *testing.T) {
 	trap := filepath.Join("..", "examples", "classifiers", "hostile", "trap.wasm")
-	for _, fail := range []string{"open", "closed"} {
+	for _, fail := range []string{"open", "closed", "reload"} {
 		t.Run(fail, func(t *testing.T) {
 			cfg := memConfig()
 			cfg.Tenants = []Tenant{
@@ -130,9 +130,9 @@ func TestFailPolicy(t *testing.T) {
 				if ti.Answered != n || ti.Drops.ClassifierFault != 0 {
 					t.Errorf("fail open: answered %d, classifier_fault %d", ti.Answered, ti.Drops.ClassifierFault)
 				}
-			case "closed":
+			case "closed", "reload":
 				if ti.Dropped != n || ti.Drops.ClassifierFault != n {
-					t.Errorf("fail closed: dropped %d, classifier_fault %d, want %d", ti.Dropped, ti.Drops.ClassifierFault, n)
+					t.Errorf("fail %s: dropped %d, classifier_fault %d, want %d", fail, ti.Dropped, ti.Drops.ClassifierFault, n)
 				}
 			}
 		})
@@ -179,17 +179,120 @@ func TestServeFromRegistry(t *testing.T) {
 	mr.stop()
 	reg.Stop()
 	check("registry down, from the cache")
+	// Registry down and no cache, or a digest that is not the
+	// manifest's: the tenant starts pending (see TestPendingUntilFetched)
+	// and says why.
 	cfg.OCI.CacheDir = "off"
-	if _, err := New(context.Background(), cfg, Options{}); err == nil {
-		t.Fatal("registry down, no cache: started")
+	pending := func(what, want string) {
+		t.Helper()
+		r, _ := startLogged(t, cfg)
+		ti := tenantOf(t, getStatus(t, r.srv.Handler()), "default")
+		if !strings.Contains(ti.Pending, want) || ti.SHA256 == sum {
+			t.Fatalf("%s: pending %q (want it to say %q), sha256 %s", what, ti.Pending, want, ti.SHA256)
+		}
+		r.stop()
 	}
+	pending("registry down, no cache", "connection refused")
 	reg.Restart(t)
 	wrong := pinned.Pinned()
 	wrong.Digest = "sha256:" + sum // the module's digest, not the manifest's
 	cfg.Classifier = wrong.String()
-	if _, err := New(context.Background(), cfg, Options{}); err == nil {
-		t.Fatal("a digest that is not the manifest's: started")
+	pending("a digest that is not the manifest's", "not fetched")
+}
+
+// TestPendingUntilFetched: a server whose classifier's registry is down at
+// start (and no cache) starts anyway, per its failure policy: /readyz
+// answers 503, and its requests are dropped (closed) or served UNKNOWN
+// (open) by the placeholder; once the module is published the background
+// pull swaps it in, /readyz answers 200 and the requests are classified.
+func TestPendingUntilFetched(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	for _, fail := range []string{"closed", "open"} {
+		t.Run(fail, func(t *testing.T) {
+			tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/later-" + fail + ":v1")
+			cfg := memConfig()
+			cfg.Classifier = tag.String()
+			cfg.Fail = fail
+			cfg.OCI.CacheDir = "off"
+			r, log := startLogged(t, cfg)
+			h := r.srv.Handler()
+			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "1 tenant(s) waiting") {
+				t.Fatalf("readyz while pending: %d %s", rec.Code, rec.Body)
+			}
+			if rec := do(t, h, "GET", "/healthz", "", nil); rec.Code != http.StatusOK {
+				t.Fatalf("healthz: %d", rec.Code)
+			}
+			dp := r.srv.Dataplane().(*memnic.Dataplane)
+			peer := netip.MustParseAddrPort("10.0.0.9:1")
+			const n = 20
+			for i := range n {
+				inject(dp, header(uint32(i), wire.TypeShort, 100), peer)
+			}
+			ti := waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.Answered+ti.Dropped >= n })
+			switch fail {
+			case "closed":
+				if ti.Drops.ClassifierFault != n {
+					t.Errorf("pending, fail closed: %d of %d dropped as classifier_fault", ti.Drops.ClassifierFault, n)
+				}
+			case "open":
+				st := getStatus(t, h)
+				if ti.Answered != n || typeReceived(st, "UNKNOWN") != n {
+					t.Errorf("pending, fail open: answered %d, UNKNOWN %d, want %d", ti.Answered, typeReceived(st, "UNKNOWN"), n)
+				}
+			}
+			if !strings.Contains(ti.Pending, "not fetched") {
+				t.Errorf("status pending %q", ti.Pending)
+			}
+			pinned, err := (&oci.Client{}).Publish(context.Background(), wasm, tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ti = waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.SHA256 == sum })
+			if ti.Pending != "" || ti.Reference != pinned.String() {
+				t.Errorf("after the pull: pending %q, reference %q (want %s)", ti.Pending, ti.Reference, pinned)
+			}
+			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+				t.Fatalf("readyz after the pull: %d %s\n%s", rec.Code, rec.Body, log)
+			}
+			// The types keep the names the tenant started with (type1 is
+			// SHORT) until a restart starts it from the module.
+			before := typeReceived(getStatus(t, h), "default/type1")
+			for i := range n {
+				inject(dp, header(uint32(i), wire.TypeShort, 100), peer)
+			}
+			waitTenant(t, h, "default", func(TenantInfo) bool { return typeReceived(getStatus(t, h), "default/type1") >= before+n })
+			if !strings.Contains(log.String(), "starting pending") || !strings.Contains(log.String(), "running it (version 2)") {
+				t.Errorf("log:\n%s", log)
+			}
+		})
 	}
+}
+
+// waitTenant polls tenant name's status until ok, for at most 10 s.
+func waitTenant(t *testing.T, h http.Handler, name string, ok func(TenantInfo) bool) TenantInfo {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ti := tenantOf(t, getStatus(t, h), name)
+		if ok(ti) {
+			return ti
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant %s: condition not met in 10s: %+v", name, ti)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// typeReceived is the requests received of the type called name.
+func typeReceived(st Status, name string) uint64 {
+	for _, ts := range st.Types {
+		if ts.Name == name {
+			return ts.Received
+		}
+	}
+	return 0
 }
 
 // TestReferenceIsPerTenant: the registry reference a client gives with a

@@ -5,16 +5,16 @@ import (
 	"context"
 	"testing"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
-	"github.com/persephone-go/psp/dispatcher"
 )
 
 // The memcached application answers with several datagrams, and answers
 // shed requests "overloaded".
 var (
-	_ dispatcher.MultiHandler    = (*memcached.Server)(nil)
-	_ dispatcher.OverloadReplier = (*memcached.Server)(nil)
+	_ app.MultiHandler    = (*memcached.Server)(nil)
+	_ app.OverloadReplier = (*memcached.Server)(nil)
 )
 
 // startMemcachedServer runs the memcached application over the UDP

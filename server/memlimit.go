@@ -22,10 +22,9 @@ const memoryLimitMargin = 64 << 20
 // memoryLimit returns the soft limit of the Go runtime's memory
 // (runtime/debug.SetMemoryLimit) that serve sets for cfg, with defaults
 // applied, and false when it sets none. Without one the Go heap grows to
-// twice what it held after the last collection (GOGC=100) before the next:
-// the memcached application with its store in memory and bounded at 128
-// MiB held about 330 MiB in its heap (its tables and the packet pool) and
-// grew to 750-784 MB resident under a flood of sets. What the heap may
+// twice what it held after the last collection (GOGC=100) before the next,
+// so a memcached server's store bound did not bound its resident memory
+// under a flood of sets (RATIONALE.md). What the heap may
 // hold is known only there: the store's tables in memory
 // (memcached.Config.HeapBound), the packet pool of the udp and memnic
 // dataplanes (allocated whole in the heap; DPDK's is not), the values TCP
@@ -65,14 +64,13 @@ func memoryLimitFor(cfg Config, env string, current int64) (int64, bool) {
 const wasmPageSize = 64 << 10
 
 // classifierOverhead is what a tenant's Wasm classifier holds in the Go
-// heap beside its linear memories (a Go-compiled guest held 7.6 MB more
-// than two memories, C and Rust ones 0.2 MB).
+// heap beside its linear memories, with room for a Go-compiled guest (the
+// largest of the example classifiers' by far).
 const classifierOverhead = 8 << 20
 
 // classifierHeap is what a tenant's Wasm classifier of memory limit pages
 // holds in the Go heap at most: the runtime reserves each linear memory's
-// limit when it instantiates, and a tenant holds two (measured per tenant:
-// 8.6 MB at the default 64 pages, 33.8 MB at 256, 134.5 MB at 1,024), plus
+// limit when it instantiates, and a tenant holds two, plus
 // classifierOverhead. 0 pages: no Wasm classifier.
 func classifierHeap(pages uint32) int64 {
 	if pages == 0 {
@@ -83,11 +81,8 @@ func classifierHeap(pages uint32) int64 {
 
 // memoryBudget is the soft memory limit serve set and what it is made of:
 // the limit follows the tenants' classifiers, which a server adds and
-// removes while it runs. A memcached server bounded at 128 MiB with ten
-// Wasm tenants at 1,024 pages (1.3 GB more heap) ran 713 and 810
-// collections in 15 s of a flood of sets with the limit fixed at start
-// (416 MiB), 5 with it following them (1.7 GiB), and answered 59% and 69%
-// of the sets against 93% and 94%.
+// removes while it runs: a limit fixed at start, below what large tenants'
+// classifiers hold, had the collector run without end.
 type memoryBudget struct {
 	mu       sync.Mutex
 	base     int64 // memoryLimit's; 0: serve set no limit

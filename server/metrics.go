@@ -23,9 +23,8 @@ import (
 // _sum and _count rate() can aggregate across types and servers. Per-type
 // series exist for the types the classifiers declare and for those that
 // have seen requests; a type's stage histogram from its first request in
-// that stage (186 of a type's 208 series are histogram series: a classifier
-// declaring 65,535 types made every scrape 982 MB of zeros, 60 s and 8 GB
-// to gather).
+// that stage (most of a type's series are histogram series, and a
+// classifier may declare 65,535 types that never see a request).
 type collector struct {
 	s *Server
 
@@ -270,6 +269,7 @@ func (s *Server) registerMetrics() error {
 		newCollector(s),
 		newTenantCollector(s),
 		newAppCollector(s.app),
+		newAcceptCollector(s),
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

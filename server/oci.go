@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -81,59 +82,74 @@ func OCIClient(c OCI) *oci.Client {
 
 // pullClassifiers pulls the classifiers cfg names by registry reference
 // and returns cfg with their modules in place (Classifier becomes the
-// reference pinned by digest).
+// reference pinned by digest). Each pull is bounded by the size limit of
+// the modules its tenant accepts. A module neither the registry nor the
+// cache can give leaves its tenant pending (see startPending); only a
+// malformed reference is an error.
 func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error) {
-	var client *oci.Client
-	pull := func(tenant, what, ref string) (oci.Module, error) {
+	base := cfg.ClassifierOptions.wasm(s.classifierOpts)
+	pull := func(tenant, what, ref, fail string, opts wasmclass.Options) (wasm []byte, pinned string, err error) {
 		r, err := oci.ParseRef(ref)
 		if err != nil {
-			return oci.Module{}, fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
+			return nil, "", fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
 		}
-		if client == nil {
-			client = OCIClient(cfg.OCI)
-		}
-		m, err := client.Pull(ctx, r)
+		client := OCIClient(cfg.OCI)
+		client.MaxSize = int64(cmp.Or(opts.MaxModuleSize, wasmclass.DefaultMaxModuleSize))
+		pctx, cancel := context.WithTimeout(ctx, startPullTimeout)
+		m, err := client.Pull(pctx, r)
+		cancel()
 		if err != nil {
-			return oci.Module{}, fmt.Errorf("server: %s: %w", what, err)
+			if ctx.Err() != nil {
+				return nil, "", fmt.Errorf("server: %s: %w", what, err)
+			}
+			return s.startPending(tenant, what, fail, r, client, err), "", nil
 		}
 		src := "registry"
 		if m.FromCache {
 			src = "cache " + client.CacheDir
 		}
-		fmt.Fprintf(s.log, "psp: %s: pulled %s (%d bytes, sha256 %s) from the %s\n", what, m.Ref, len(m.Wasm), m.SHA256, src)
+		fmt.Fprintf(s.log, "psp: %s: pulled %s (%d bytes, sha256 %s, %s variant) from the %s\n", what, m.Ref, len(m.Wasm), m.SHA256, m.Variant, src)
 		if m.Warning != "" {
 			fmt.Fprintf(s.log, "psp: %s: warning: %s\n", what, m.Warning)
 		}
 		s.refs.set(tenant, m.SHA256, m.Ref.String())
-		return m, nil
+		return m.Wasm, m.Ref.String(), nil
 	}
 	if oci.IsRef(cfg.Classifier) {
-		m, err := pull(DefaultTenant, "classifier", cfg.Classifier)
+		wasm, pinned, err := pull(DefaultTenant, "classifier", cfg.Classifier, cfg.Fail, base)
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Classifier, cfg.classifierWasm = m.Ref.String(), m.Wasm
+		cfg.classifierWasm = wasm
+		if pinned != "" {
+			cfg.Classifier = pinned
+		} else {
+			cfg.classifierMaxTypes = PendingMaxTypes
+		}
 	}
 	cfg.Tenants = slices.Clone(cfg.Tenants)
 	for i, t := range cfg.Tenants {
 		if len(t.Wasm) > 0 || !oci.IsRef(t.Classifier) {
 			continue
 		}
-		m, err := pull(t.Name, fmt.Sprintf("tenant %q", t.Name), t.Classifier)
+		wasm, pinned, err := pull(t.Name, fmt.Sprintf("tenant %q", t.Name), t.Classifier, t.Fail, t.ClassifierOptions.wasm(base))
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Tenants[i].Classifier, cfg.Tenants[i].Wasm = m.Ref.String(), m.Wasm
+		cfg.Tenants[i].Wasm = wasm
+		if pinned != "" {
+			cfg.Tenants[i].Classifier = pinned
+		} else if t.MaxTypes == 0 {
+			cfg.Tenants[i].MaxTypes = PendingMaxTypes
+		}
 	}
 	return cfg, nil
 }
 
 // failName is a failure policy as status shows it.
 func failName(s string) string {
-	if s == "" {
-		return "open"
-	}
-	return s
+	p, _ := failPolicy(s) // validated
+	return p.String()
 }
 
 // swapParams are a swap's or a rollback's query parameters:

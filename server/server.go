@@ -12,11 +12,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -57,13 +59,17 @@ type Server struct {
 	// oneGather).
 	scrape         chan struct{}
 	adminLn        net.Listener
+	adminAccept    *accept.Listener // adminLn's TCP listener (under TLS when on)
+	files          fileBudget
 	http           *http.Server
 	started        time.Time
 	classifierOpts wasmclass.Options
 	// describeTenants is the classifier part of the startup line.
 	describeTenants string
-	refs            references // registry references of the modules run
+	refs            references   // registry references of the modules run
+	pending         pendingPulls // tenants whose module could not be fetched at start
 	ran             bool
+	stopping        atomic.Bool // Run's context is done: draining
 	mu              sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
@@ -92,6 +98,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if s.log == nil {
 		s.log = io.Discard
 	}
+	s.files = openFiles(cfg)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -121,10 +128,14 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if cfg.Admin.Addr != "off" {
-		ln, err := net.Listen("tcp", cfg.Admin.Addr)
+		raw, err := net.Listen("tcp", cfg.Admin.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
 		}
+		// Temporary accept errors are retried with a pause, and past its
+		// share of the descriptors a connection is refused at once.
+		s.adminAccept = accept.NewListener(raw, accept.NewLoop(accept.Options{Name: "psp serve: admin", Log: s.log}), s.files.admin)
+		var ln net.Listener = s.adminAccept
 		if cfg.Admin.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.Admin.TLSCert, cfg.Admin.TLSKey)
 			if err != nil {
@@ -211,6 +222,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	dispErr := make(chan error, 1)
 	go func() { dispErr <- s.disp.Run(dispCtx) }()
+	if s.pending.count() > 0 {
+		go s.retryPending(dispCtx)
+	}
 
 	var err error
 	stopping := ctx.Done()
@@ -218,6 +232,7 @@ wait:
 	for {
 		select {
 		case <-stopping:
+			s.stopping.Store(true)
 			fmt.Fprintf(s.log, "psp serve: stopping: answering the requests already received (at most %v; then what is left is dropped)\n", s.cfg.DrainTimeout)
 			stopping = nil
 		case err = <-dispErr:
@@ -290,6 +305,7 @@ func (s *Server) describe() string {
 	if a := s.AdminAddr(); a != "" {
 		fmt.Fprintf(&b, ", admin http://%s", a)
 	}
+	fmt.Fprintf(&b, ", %s", s.files)
 	return b.String()
 }
 
@@ -362,6 +378,7 @@ func (s *Server) Status() Status {
 	st.Classifying = ds.Classifying
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
+		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name)
 	}
 	return st
 }

@@ -262,7 +262,10 @@ type TenantInfo struct {
 	// checked against the registry, and shown for this tenant only); ""
 	// for a file.
 	Reference string `json:"reference,omitempty"`
-	// Fail is the tenant's failure policy: "open" or "closed".
+	// Pending says why the tenant runs a placeholder: its module, named
+	// by registry reference, could not be fetched at start ("" otherwise).
+	Pending string `json:"pending,omitempty"`
+	// Fail is the tenant's failure policy: "open", "closed" or "reload".
 	Fail string `json:"fail,omitempty"`
 
 	// Removed tenants keep their counters while they are among the last

@@ -179,7 +179,7 @@ func (mt *tenantSet) declared(st *dispatcher.Stats) []bool {
 		}
 		n := 1
 		if lt.host != nil {
-			n = lt.host.Status()[0].NumTypes
+			n = lt.host.Status().NumTypes
 		}
 		for l := range n {
 			if id := int(ts.Base) + l; id < len(d) {

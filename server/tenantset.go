@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/wasmclass"
@@ -58,7 +59,7 @@ type tenantSet struct {
 	s           *Server
 	mu          sync.Mutex
 	live        map[string]*liveTenant
-	native      dispatcher.Classifier
+	native      app.Classifier
 	nativeTypes []string
 	nativeName  string            // describes the native classifier
 	pool        bool              // the policy has a pool (type budgets apply)
@@ -88,7 +89,7 @@ func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, 
 		mt.live[t.Name] = lt
 	}
 	if len(cfg.Tenants) == 0 && !cfg.MultiTenant {
-		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail}
+		t := Tenant{Name: DefaultTenant, Classifier: cfg.Classifier, Wasm: cfg.classifierWasm, Fail: cfg.Fail, MaxTypes: cfg.classifierMaxTypes}
 		lt, err := mt.loadUpTo(ctx, t, 0)
 		if err != nil {
 			return nil, err
@@ -153,18 +154,11 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		lt.typeNames = slices.Clone(mt.nativeTypes)
 		return lt, nil
 	}
-	closed, _ := failClosed(t.Fail) // validated
-	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{
-		Tenants: []wasmclass.TenantSpec{{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes, Options: t.ClassifierOptions.wasm(wasmclass.Options{}), FailClosed: closed}},
-		Options: mt.wopts,
-	})
+	fail, _ := failPolicy(t.Fail) // validated
+	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: t.Name, Wasm: bin, MaxTypes: t.MaxTypes,
+		Options: t.ClassifierOptions.wasm(wasmclass.Options{}).Merge(mt.wopts), Fail: fail})
 	if err != nil {
-		// The host names the tenant in what it reports about one
-		// (wasmclass.TenantError); anything else is named here.
-		if _, named := errors.AsType[*wasmclass.TenantError](err); !named {
-			err = fmt.Errorf("tenant %q: %w", t.Name, err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrBadClassifier, err)
+		return nil, fmt.Errorf("%w: tenant %q: %w", ErrBadClassifier, t.Name, err)
 	}
 	caller, err := host.NewCaller()
 	if err != nil {
@@ -179,7 +173,7 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 		host.Close(ctx)
 		return nil, fmt.Errorf("%w: tenant %q: %d types (max_types or the module's count), at most %d for a tenant", ErrConfig, t.Name, lt.numTypes, maxTypes)
 	}
-	st := host.Status()[0]
+	st := host.Status()
 	lt.typeNames = make([]string, lt.numTypes)
 	for i := range lt.typeNames {
 		if i < len(st.TypeNames) && st.TypeNames[i] != "" {
@@ -314,7 +308,7 @@ func (mt *tenantSet) swap(ctx context.Context, name string, wasm []byte, exp was
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.SwapIf(ctx, name, wasm, exp)
+	v, err := lt.host.SwapIf(ctx, wasm, exp)
 	return v, swapError(name, err)
 }
 
@@ -326,7 +320,7 @@ func (mt *tenantSet) rollback(ctx context.Context, name string, exp wasmclass.Ex
 	if lt.host == nil {
 		return 0, fmt.Errorf("%w: tenant %q runs the native classifier", ErrNoWasm, name)
 	}
-	v, err := lt.host.RollbackIf(ctx, name, exp)
+	v, err := lt.host.RollbackIf(ctx, exp)
 	return v, swapError(name, err)
 }
 
@@ -356,7 +350,7 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	if _, err := t.isolation(); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
-	if _, err := failClosed(t.Fail); err != nil {
+	if _, err := failPolicy(t.Fail); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
 	tok, hasTok, err := loadToken(t.TokenFile, t.TokenSHA256)
@@ -626,7 +620,7 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		lt, live := mt.live[ts.Name]
 		switch {
 		case live && !ts.Removed && lt.host != nil:
-			ti = classifierInfo(lt.host.Status()[0])
+			ti = classifierInfo(lt.host.Status())
 			ti.Fail = failName(lt.cfg.Fail)
 		case live && !ts.Removed:
 			ti = TenantInfo{Name: ts.Name, Version: 1, Native: true}
@@ -670,7 +664,7 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 		lt := mt.live[name]
 		ti := TenantInfo{Name: name, Version: 1, Native: true}
 		if lt.host != nil {
-			ti = classifierInfo(lt.host.Status()[0])
+			ti = classifierInfo(lt.host.Status())
 			ti.Fail = failName(lt.cfg.Fail)
 		}
 		ti.Types, ti.Ports = lt.typeNames, lt.cfg.Ports
@@ -699,6 +693,9 @@ func (mt *tenantSet) describe() string {
 			src = "wasm " + lt.cfg.Classifier
 			if lt.cfg.Classifier == "" {
 				src = fmt.Sprintf("wasm %d-byte module", len(lt.cfg.Wasm))
+			}
+			if mt.s.pending.describe(name) != "" {
+				src += " (pending: not fetched yet)"
 			}
 		}
 		p := "default"

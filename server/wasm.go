@@ -19,7 +19,7 @@ func readWasm(path string) ([]byte, error) {
 }
 
 // classifierInfo is the classifier part of a tenant's status.
-func classifierInfo(ts wasmclass.TenantStatus) TenantInfo {
+func classifierInfo(ts wasmclass.Status) TenantInfo {
 	ti := TenantInfo{Name: ts.Name, Version: ts.Version, Types: ts.TypeNames, BreakerOpen: ts.BreakersOpen > 0,
 		Faults: map[string]uint64{
 			"trap": ts.Faults.Trap, "fuel": ts.Faults.Fuel, "bad_count": ts.Faults.BadCount,
@@ -40,8 +40,6 @@ func swapError(name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, wasmclass.ErrUnknownTenant):
-		return fmt.Errorf("%w %q: %w", ErrUnknownTenant, name, err)
 	case errors.Is(err, wasmclass.ErrClosed):
 		// The tenant was removed (or the server is stopping) while the
 		// module loaded: there is no tenant left to swap, and nothing is

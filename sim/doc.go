@@ -74,18 +74,10 @@
 // The non-preemptive engine keeps the next arrival and a binary heap of
 // completions; the preemptive one adds per-worker slice events invalidated
 // by version numbers. Neither allocates per event (TestNoAllocPerEvent).
-// Simulating one second of extreme-bimodal at 5 million requests per second
-// on 16 workers (load 0.94, about 10 million events), measured with
-// "go test -run X -bench Simulate5Mrps -benchtime 1x ./sim" on a 2-core AMD
-// EPYC shared with other jobs, takes (quiet machine / loaded machine):
-//
-//	cfcfs  0.56 s / 0.93 s   (56 / 93 ns per event)
-//	dfcfs  0.63 s / 1.46 s
-//	darc   0.50 s / 0.90 s
-//	ts     0.66 s / 1.18 s
-//
-// Recording a sample costs ~24 ns (BenchmarkRecord in package report), a
-// workload draw ~23 ns (BenchmarkSampler in package workload).
+// BenchmarkSimulate5Mrps simulates one second of extreme-bimodal at 5
+// million requests per second on 16 workers under each policy; report's
+// BenchmarkRecord and workload's BenchmarkSampler measure a sample's
+// recording and a workload draw (BENCHMARKS.md).
 //
 // # Concurrency
 //

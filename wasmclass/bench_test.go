@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // exampleModule reads a committed example classifier, skipping the
@@ -99,50 +99,21 @@ func BenchmarkClassify(b *testing.B) {
 	}
 }
 
-// BenchmarkCallerTwoTenants classifies 32 packets split between two
-// tenants by port, through a Caller (global ids).
-func BenchmarkCallerTwoTenants(b *testing.B) {
-	wat := exampleModule(b, "wat/pspheader.wasm")
-	h := newTestHost(b, HostSpec{Tenants: []TenantSpec{
-		{Name: "a", Ports: []uint16{1000}, Wasm: wat},
-		{Name: "b", Wasm: wat},
-	}})
-	benchCallerAlternating(b, h)
-}
-
-// BenchmarkCallerFaultyNeighbour measures a good tenant's packets when the
-// other tenant in the same batches loops forever: once its breaker is
-// open, the faulty tenant costs almost nothing.
-func BenchmarkCallerFaultyNeighbour(b *testing.B) {
-	h := newTestHost(b, HostSpec{Tenants: []TenantSpec{
-		{Name: "good", Ports: []uint16{1000}, Wasm: exampleModule(b, "wat/pspheader.wasm")},
-		{Name: "loop", Wasm: fixture(b, "loop")},
-	}})
-	benchCallerAlternating(b, h)
-	st := h.Status()
-	b.ReportMetric(float64(st[1].Faults.Fuel), "fuel-faults")
-}
-
-// benchCallerAlternating classifies batches of 32 packets whose destination
-// ports alternate between 1000 and 0, through one Caller of h, and reports
-// ns per packet.
-func benchCallerAlternating(b *testing.B, h *Host) {
-	b.Helper()
+// BenchmarkCaller classifies batches of 32 packets through a Caller and
+// reports ns per packet.
+func BenchmarkCaller(b *testing.B) {
+	h := newTestHost(b, HostSpec{Name: "a", Wasm: exampleModule(b, "wat/pspheader.wasm")})
 	c, err := h.NewCaller()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 	ps := headerPayloads(MaxBatch)
-	ports := make([]uint16, len(ps))
-	for k := range ports {
-		ports[k] = uint16(1000 * (k % 2))
-	}
-	out := make([]darc.Type, len(ps))
-	c.ClassifyBatch(ps, ports, out) // create the instances
+	out := make([]app.Type, len(ps))
+	c.ClassifyBatch(ps, out) // create the instance
 	b.ReportAllocs()
 	for b.Loop() {
-		c.ClassifyBatch(ps, ports, out)
+		c.ClassifyBatch(ps, out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ps)), "ns/packet")
 }

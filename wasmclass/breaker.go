@@ -17,6 +17,8 @@ import (
 // goes back to Options.BreakerBackoff only once the breaker has stayed
 // closed for Options.BreakerReset; so a module that keeps faulting spends
 // ever longer off the hot path, not a fixed probation.
+// With Options.Reload it counts only crashes (faults of instances that
+// had answered no call yet) and opens at the first.
 // Exceeding Options.TimeLimit disables the module for good.
 //
 // The hot path reads state once per call; a clock is read only on fault
@@ -34,6 +36,7 @@ type breaker struct {
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	reset       time.Duration // closed this long, the backoff is back to minBackoff
+	reload      bool          // count crashes only, open at the first (Options.Reload)
 	backoff     time.Duration // of the next opening
 	closedAt    time.Duration // when a half-open call last closed it; 0: never opened
 	windowStart time.Duration
@@ -47,6 +50,7 @@ func (b *breaker) init(o Options) {
 	b.threshold, b.window = o.BreakerThreshold, o.BreakerWindow
 	b.minBackoff, b.maxBackoff, b.backoff = o.BreakerBackoff, o.BreakerMaxBackoff, o.BreakerBackoff
 	b.reset = o.BreakerReset
+	b.reload = o.Reload
 	b.epoch = time.Now()
 }
 
@@ -83,9 +87,10 @@ func (b *breaker) probeDone(probing bool) bool {
 	return false
 }
 
-// fault records a faulting call (the half-open call if probing).
-func (b *breaker) fault(probing bool) {
-	if b.threshold == 0 {
+// fault records a faulting call (the half-open call if probing); crash
+// says that the instance had answered no call yet.
+func (b *breaker) fault(probing, crash bool) {
+	if b.threshold == 0 || (b.reload && !probing && !crash) {
 		return
 	}
 	b.mu.Lock()
@@ -99,7 +104,7 @@ func (b *breaker) fault(probing bool) {
 	if now-b.windowStart > b.window {
 		b.windowStart, b.count = now, 0
 	}
-	if b.count++; b.count >= b.threshold && b.state.Load() == 0 {
+	if b.count++; (b.reload || b.count >= b.threshold) && b.state.Load() == 0 {
 		if b.closedAt != 0 && now-b.closedAt >= b.reset {
 			b.backoff = b.minBackoff // a clean period since it last closed
 		}

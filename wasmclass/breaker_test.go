@@ -15,8 +15,8 @@ func TestBreakerBackoffGrows(t *testing.T) {
 	b.init(Options{BreakerThreshold: 2, BreakerWindow: time.Hour, BreakerBackoff: base, BreakerMaxBackoff: maxBackoff, BreakerReset: reset})
 	trip := func() time.Duration {
 		t.Helper()
-		b.fault(false)
-		b.fault(false)
+		b.fault(false, false)
+		b.fault(false, false)
 		if !b.isOpen() {
 			t.Fatal("two faults did not open the breaker")
 		}

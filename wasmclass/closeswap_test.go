@@ -18,7 +18,7 @@ import (
 func TestSwapAfterOrDuringCloseIsErrClosed(t *testing.T) {
 	ctx := context.Background()
 	spec := HostSpec{
-		Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "good")}},
+		Name: "a", Wasm: fixture(t, "good"),
 		Options: Options{CacheDir: t.TempDir()},
 	}
 
@@ -27,7 +27,7 @@ func TestSwapAfterOrDuringCloseIsErrClosed(t *testing.T) {
 		if err := h.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Swap(ctx, "a", fixture(t, "const1")); !errors.Is(err, ErrClosed) {
+		if _, err := h.Swap(ctx, fixture(t, "const1")); !errors.Is(err, ErrClosed) {
 			t.Fatalf("swap after close: %v, want ErrClosed", err)
 		}
 	})
@@ -46,7 +46,7 @@ func TestSwapAfterOrDuringCloseIsErrClosed(t *testing.T) {
 		mod := fixture(t, "const1")
 		errc := make(chan error, 1)
 		go func() {
-			_, err := h.Swap(ctx, "a", mod)
+			_, err := h.Swap(ctx, mod)
 			errc <- err
 		}()
 		// Two uses of the cache: the load's and its compilation's, which

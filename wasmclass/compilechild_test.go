@@ -215,7 +215,7 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	return ok
 }
 
-// TestCompileConcurrencyBounded: however many tenants and hosts load at
+// TestCompileConcurrencyBounded: however many hosts and modules load at
 // once, no more compile children run at once than SetCompileConcurrency
 // allows.
 func TestCompileConcurrencyBounded(t *testing.T) {
@@ -229,16 +229,14 @@ func TestCompileConcurrencyBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var tenants []TenantSpec
 			for k := range 3 {
-				tenants = append(tenants, TenantSpec{Name: fmt.Sprintf("t%d", k), Ports: []uint16{uint16(1000*h + k + 1)}, Wasm: fixture(t, "good")})
+				host, err := NewHost(ctx, HostSpec{Name: fmt.Sprintf("h%dt%d", h, k), Wasm: fixture(t, "good"), Options: Options{CompileInChild: true}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				_ = host.Close(ctx)
 			}
-			host, err := NewHost(ctx, HostSpec{Tenants: tenants, Options: Options{CompileInChild: true}})
-			if err != nil {
-				errs <- err
-				return
-			}
-			_ = host.Close(ctx)
 		}()
 	}
 	for range 3 {

@@ -40,81 +40,58 @@
 //
 // # Bounded execution
 //
-// Compiled Wasm cannot be interrupted without
-// wazero.RuntimeConfig.WithCloseOnContextDone, which costs about a
-// microsecond per call. Instead every module is rewritten at load time
-// (internal/fuel) to pay fuel from a global, the tank, and trap when it is
-// spent. Fuel is time: the cost model weighs every instruction class,
-// memory.grow, bulk and table instructions and every host function by its
-// measured time (by argument size where the work grows with it), in units
-// of an empty loop iteration. BenchmarkAdversarial runs one module per
-// instruction class and host call, each looping over the dearest code of
-// its class, and checks that none costs more than twice an empty loop per
-// unit; on the project's machines the worst is about 1.2x, and a unit is
-// about 1 ns, so the default budget (Options.Fuel, 10^6 units, shared by a
-// batch) is about a millisecond at most.
-//
-// Each export is wrapped so that a call from the host starts with a full
-// budget while calls inside the module do not refill it. The budget comes
-// in slices of fuel.SliceUnits units with an exit to the host between them,
-// where the Go runtime can stop the goroutine for a garbage collection.
+// Compiled Wasm cannot be interrupted cheaply (wazero's
+// WithCloseOnContextDone costs more per call than a whole classification),
+// so every module is rewritten at load time (internal/fuel) to pay fuel
+// from a global, the tank, and trap when it is spent. Fuel is time: the
+// cost model weighs every instruction class, memory.grow, bulk and table
+// instructions and every host function by its measured time (by argument
+// size where the work grows with it), in units of an empty loop iteration;
+// BenchmarkAdversarial runs one module per class and checks that none costs
+// more than twice an empty loop per unit. The default budget (Options.Fuel,
+// 10^6 units) is shared by a batch. Each export is wrapped so that a call
+// from the host starts with a full budget while calls inside the module do
+// not refill it; the budget comes in slices (fuel.SliceUnits) with an exit
+// to the host between them, where the Go runtime can stop the goroutine for
+// a garbage collection.
 //
 // Behind the fuel, Options.TimeLimit bounds a call's wall-clock time: a
-// watchdog goroutine per module samples each instance's call counter and
-// fuel every TimeLimit/2, stops a call that has been running for longer
-// (it traps at its next check), counts a FaultTime and disables the
-// module until it is replaced. Calls pay nothing for it.
-//
-// The call stack is priced and bounded too. A call pays for the values its
-// caller may keep live across it (the compiled code spills them to the
-// stack and reloads them). Functions whose depth cannot be known at load
-// (recursion, indirect calls) keep an account of estimated frames, pay two
-// units of fuel per byte of their frame at entry (a deep call grows the
-// stack: on an instance's first deep call, and after every trap, wazero
-// allocates, zeroes and copies it, and keeps it until the instance
-// closes), and trap past Options.StackLimit or the bytes the budget buys,
-// whichever is smaller (wazero's own limit is far larger).
-// BenchmarkStackCalls compares the deepest calls of recursive modules of
-// every shape (many live values, none, mutual, indirect, many parameters,
-// many locals, v128) with a loop that spends the whole budget.
+// watchdog goroutine per module stops a call running longer (it traps at
+// its next check), counts a FaultTime and disables the module until it is
+// replaced. The call stack is priced too: a call pays for the values its
+// caller keeps live across it, and functions whose depth cannot be known at
+// load (recursion, indirect calls) pay two units per byte of their frame at
+// entry and trap past Options.StackLimit or the bytes the budget buys,
+// whichever is smaller (BenchmarkStackCalls).
 //
 // # Faults
 //
 // Classification never returns an error. A trap, a fuel trap, a call over
 // the time limit, a batch that returns the wrong count or a type outside
 // 0..N-1 sends the packets concerned to 0 (UNKNOWN) and is counted per kind
-// (FaultCounts). After a trap the instance switches, in O(1), to a spare
-// that its own goroutine prepared from the snapshot (a guest stopped
-// half-way may have left its memory inconsistent), and prepares the next;
-// the start function never runs again. The circuit breaker belongs to the
-// module version: Options.BreakerThreshold faulting calls within
-// Options.BreakerWindow, all instances together, open it, whatever good
-// calls came in between; it then refuses calls for a backoff that doubles
-// at each opening (a failed half-open call, or a new run of faults after
-// it closed), up to Options.BreakerMaxBackoff, and starts over only after
-// the breaker has stayed closed for Options.BreakerReset: a module that
-// keeps faulting spends ever longer off the hot path (a crash-loop backoff,
-// as Envoy's).
+// (FaultCounts). After a trap the instance switches to a spare prepared from
+// the snapshot (a guest stopped half-way may have left its memory
+// inconsistent). The circuit breaker belongs to the module version:
+// Options.BreakerThreshold faulting calls within Options.BreakerWindow open
+// it; it then refuses calls for a backoff that doubles at each opening, up
+// to Options.BreakerMaxBackoff, and starts over only after the breaker has
+// stayed closed for Options.BreakerReset (a crash-loop backoff, as Envoy's).
+// With Options.Reload (HostSpec.Fail FailReload, Envoy's FAIL_RELOAD) the
+// breaker counts only crashes, faults of an instance that had answered no
+// call yet: a module that faults on some requests costs those requests
+// only, each next call running on a fresh instance.
 //
-// # Tenants and hot swap
+// # Hot swap
 //
-// A Host holds several tenants, each with its own classifier (own runtime,
-// shared compilation cache) and options (TenantSpec.Options over
-// HostSpec.Options), selected by UDP destination port, with its types
-// mapped into one global type space: 0 is UNKNOWN, then each tenant's range
-// of TenantSpec.MaxTypes-1 ids. Host.Swap loads a new module off the hot
-// path and publishes it atomically; each Caller switches at its next batch,
-// so every packet is classified by exactly one version. Swaps of a tenant
-// are ordered: a swap whose context is done before it lands never lands,
-// and a newer swap cancels the older ones still loading. Each version keeps
-// the bytes it was loaded from: Status reports their SHA-256, size and load
-// time, and Host.Rollback swaps the previous version back in.
-//
-// A multi-tenant server gives each tenant a Host of its own, whose Caller
-// runs on the tenant's lane (package dispatcher): a single-tenant Host
-// without ports classifies into the module's own type ids. Its fault
-// counters and its circuit breaker (per module version) are the tenant's
-// alone.
+// A Host runs one classifier; its types are the module's own ids, up to
+// HostSpec.MaxTypes-1, named "name/type". Host.Swap loads a new module off
+// the hot path and publishes it atomically; each Caller switches at its
+// next batch, so every packet is classified by exactly one version. A
+// newer swap cancels older ones still loading. Status reports each
+// version's SHA-256, size and load time, and Host.Rollback swaps the
+// previous version back in. psp's server gives each tenant a Host of its
+// own; package dispatcher routes packets to tenants and maps their type
+// ids into the policy's.
 //
 // # Concurrency and ownership
 //

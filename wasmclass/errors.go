@@ -2,7 +2,6 @@ package wasmclass
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Errors returned by Load, NewHost and Host.Swap. The returned errors wrap
@@ -25,8 +24,6 @@ var (
 	ErrMemoryLimit = errors.New("memory over limit")
 	// ErrClosed: the module or host was closed.
 	ErrClosed = errors.New("closed")
-	// ErrUnknownTenant: Swap named a tenant the host does not have.
-	ErrUnknownTenant = errors.New("unknown tenant")
 	// ErrBadSpec: a HostSpec or Options value is invalid.
 	ErrBadSpec = errors.New("invalid spec")
 	// ErrLimit: the module exceeds a structural bound (Options.Bounds,
@@ -35,7 +32,7 @@ var (
 	// ErrCompile: compilation failed, ran out of time or memory
 	// (Options.CompileTimeout, Options.CompileMemory).
 	ErrCompile = errors.New("compilation failed")
-	// ErrSuperseded: a newer push for the same tenant started before this
+	// ErrSuperseded: a newer push to the same Host started before this
 	// one could land; this one never will.
 	ErrSuperseded = errors.New("superseded by a newer push")
 	// ErrNoPrevious: Rollback found no previous version (never swapped).
@@ -44,17 +41,3 @@ var (
 	// found another module running than the one it expected to replace.
 	ErrConflict = errors.New("the running version is not the one expected")
 )
-
-// TenantError is what NewHost returns when one tenant's spec or classifier
-// is unusable: it names the tenant once, and the cause (ErrBadSpec,
-// ErrInvalidModule, ErrBadABI, ...) stays reachable with errors.Is.
-// Callers that name the tenant themselves test for it with errors.As.
-type TenantError struct {
-	Tenant string
-	Err    error
-}
-
-func (e *TenantError) Error() string { return fmt.Sprintf("tenant %q: %v", e.Tenant, e.Err) }
-
-// Unwrap returns the cause.
-func (e *TenantError) Unwrap() error { return e.Err }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -33,7 +33,7 @@ func ExampleLoad() {
 	// Output: [UNKNOWN type1 type2 type3] [1 3 0] 0
 }
 
-// Two tenants selected by destination port, then a hot swap.
+// A classifier, then a hot swap.
 func ExampleHost() {
 	ctx := context.Background()
 	read := func(name string) []byte {
@@ -43,10 +43,7 @@ func ExampleHost() {
 		}
 		return b
 	}
-	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Tenants: []wasmclass.TenantSpec{
-		{Name: "kv", Ports: []uint16{11211}, Wasm: read("good")},
-		{Name: "web", Wasm: read("const1")}, // no ports: the default tenant
-	}})
+	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: "web", Wasm: read("const1")})
 	if err != nil {
 		panic(err)
 	}
@@ -57,15 +54,15 @@ func ExampleHost() {
 	}
 	defer c.Close()
 
-	out := make([]darc.Type, 2)
-	c.ClassifyBatch([][]byte{{2}, {2}}, []uint16{11211, 80}, out)
-	fmt.Println(out)
-	if _, err := h.Swap(ctx, "web", read("const2")); err != nil {
+	out := make([]app.Type, 2)
+	c.ClassifyBatch([][]byte{{2}, {2}}, out)
+	fmt.Println(out, h.Types()[out[0]])
+	if _, err := h.Swap(ctx, read("const2")); err != nil {
 		panic(err)
 	}
-	c.ClassifyBatch([][]byte{{2}, {2}}, []uint16{11211, 80}, out)
-	fmt.Println(out, h.Types()[out[1]])
+	c.ClassifyBatch([][]byte{{2}, {2}}, out)
+	fmt.Println(out, h.Types()[out[0]])
 	// Output:
-	// [2 4]
-	// [2 5] web/two
+	// [1 1] web/one
+	// [2 2] web/two
 }

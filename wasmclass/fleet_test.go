@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 )
 
 // TestSwapIfRefusesAnotherVersion: a conditional swap or rollback lands
@@ -14,51 +14,52 @@ import (
 func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 	ctx := context.Background()
 	v1, v2 := fixture(t, "good"), fixture(t, "const2")
-	h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: v1, MaxTypes: 16}}})
+	h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: v1, MaxTypes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
 	sum1, sum2 := hex.EncodeToString(sha256Of(v1)), hex.EncodeToString(sha256Of(v2))
 	for _, exp := range []Expect{{SHA256: sum2}, {Version: 2}, {SHA256: sum1, Version: 7}} {
-		if _, err := h.SwapIf(ctx, "a", v2, exp); !errors.Is(err, ErrConflict) {
+		if _, err := h.SwapIf(ctx, v2, exp); !errors.Is(err, ErrConflict) {
 			t.Fatalf("swap expecting %+v over version 1: %v, want ErrConflict", exp, err)
 		}
 	}
-	if st := h.Status()[0]; st.Version != 1 || st.SHA256 != sum1 {
+	if st := h.Status(); st.Version != 1 || st.SHA256 != sum1 {
 		t.Fatalf("after refused swaps: version %d, %s", st.Version, st.SHA256)
 	}
-	if v, err := h.SwapIf(ctx, "a", v2, Expect{SHA256: sum1, Version: 1}); err != nil || v != 2 {
+	if v, err := h.SwapIf(ctx, v2, Expect{SHA256: sum1, Version: 1}); err != nil || v != 2 {
 		t.Fatalf("swap expecting version 1: %d, %v", v, err)
 	}
-	if _, err := h.RollbackIf(ctx, "a", Expect{SHA256: sum1}); !errors.Is(err, ErrConflict) {
+	if _, err := h.RollbackIf(ctx, Expect{SHA256: sum1}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("rollback expecting the old module: %v, want ErrConflict", err)
 	}
-	if v, err := h.RollbackIf(ctx, "a", Expect{SHA256: sum2}); err != nil || v != 3 {
+	if v, err := h.RollbackIf(ctx, Expect{SHA256: sum2}); err != nil || v != 3 {
 		t.Fatalf("rollback expecting the new module: %d, %v", v, err)
 	}
-	if st := h.Status()[0]; st.SHA256 != sum1 {
+	if st := h.Status(); st.SHA256 != sum1 {
 		t.Fatalf("after the rollback: %s, want %s", st.SHA256, sum1)
 	}
 }
 
-// TestFailClosedMarksFaults: a fail-closed tenant's faulting packets come
-// out darc.Faulted, a fail-open tenant's darc.Unknown, and a good module's
-// answers are unchanged.
-func TestFailClosedMarksFaults(t *testing.T) {
+// TestFailPolicyMarksFaults: a fail-closed or reloading tenant's faulting
+// packets come out app.Faulted, a fail-open tenant's app.Unknown, and a
+// good module's answers are unchanged.
+func TestFailPolicyMarksFaults(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		closed bool
+		closed FailPolicy
 		module string
-		want   darc.Type
+		want   app.Type
 	}{
-		{false, "trap", darc.Unknown},
-		{true, "trap", darc.Faulted},
-		{true, "outofrange", darc.Faulted},
-		{true, "const2", 2},
+		{FailOpen, "trap", app.Unknown},
+		{FailClosed, "trap", app.Faulted},
+		{FailReload, "trap", app.Faulted},
+		{FailClosed, "outofrange", app.Faulted},
+		{FailClosed, "const2", 2},
+		{FailReload, "const2", 2},
 	} {
-		h, err := NewHost(ctx, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, FailClosed: tc.closed}},
-			Options: Options{syncSpares: true}})
+		h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: fixture(t, tc.module), MaxTypes: 16, Fail: tc.closed, Options: Options{syncSpares: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,9 +68,9 @@ func TestFailClosedMarksFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		payloads := [][]byte{make([]byte, 16), make([]byte, 16), make([]byte, 16)}
-		out := make([]darc.Type, len(payloads))
+		out := make([]app.Type, len(payloads))
 		for range 3 { // past the breaker's opening too
-			c.ClassifyBatch(payloads, nil, out)
+			c.ClassifyBatch(payloads, out)
 			for i, got := range out {
 				if got != tc.want {
 					t.Errorf("%s, closed %v: packet %d: %d, want %d", tc.module, tc.closed, i, got, tc.want)

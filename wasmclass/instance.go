@@ -80,7 +80,7 @@ func (f *FaultCounts) add(k FaultKind, n uint64) {
 	}
 }
 
-// sharedFaults aggregates the faults of several instances (a Host tenant's
+// sharedFaults aggregates the faults of several instances (a Host's
 // callers). Updated only on fault paths.
 type sharedFaults struct {
 	kinds    [numFaultKinds]atomic.Uint64
@@ -162,9 +162,10 @@ type Instance struct {
 	faults  FaultCounts
 	shared  *sharedFaults // optional aggregate (Host)
 	probing bool          // this instance makes the breaker's half-open call
+	fresh   bool          // the current guest has answered no call yet
 	closed  bool
 	// faultMark is the result a faulting call writes (0, UNKNOWN, unless
-	// the Host's tenant fails closed).
+	// the Host fails closed).
 	faultMark uint32
 
 	// Spares: a goroutine of the instance keeps one ready and closes dead
@@ -200,6 +201,7 @@ func (m *Module) newInstance(ctx context.Context, shared *sharedFaults) (*Instan
 		kick: make(chan struct{}, 1), dead: make(chan *guest, 8), stopped: make(chan struct{}),
 	}
 	i.cur.Store(g)
+	i.fresh = true
 	i.done.Add(1)
 	go i.spares()
 	i.kick <- struct{}{}
@@ -377,6 +379,7 @@ func (i *Instance) ready(n int) bool {
 		}
 		i.g = g
 		i.cur.Store(g)
+		i.fresh = true
 		select {
 		case i.kick <- struct{}{}:
 		default:
@@ -452,12 +455,14 @@ func (i *Instance) count(kind FaultKind, n uint64) {
 // fault records a faulting call with the module's breaker.
 func (i *Instance) fault(kind FaultKind, n uint64) {
 	i.count(kind, n)
-	i.m.breaker.fault(i.probing)
+	i.m.breaker.fault(i.probing, i.fresh)
 	i.probing = false
 }
 
-// success ends a half-open call: the breaker closes.
+// success records an answered call; it ends a half-open call (the
+// breaker closes).
 func (i *Instance) success() {
+	i.fresh = false
 	if i.probing {
 		i.m.breaker.succeeded()
 		i.probing = false

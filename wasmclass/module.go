@@ -660,7 +660,7 @@ func parseTypeNames(b []byte, n int) ([]string, error) {
 	// Names are label values (metrics, status) and keys: each must be
 	// unique, defaults included, and a default name ("type<k>",
 	// "UNKNOWN") may only be given to the type that would get it anyway,
-	// since a Host names the ids of a tenant's range past N that way.
+	// since a Host names the ids of its range past N that way.
 	seen := make(map[string]int, n)
 	for i, s := range names {
 		if j, dup := seen[s]; dup {

@@ -29,8 +29,13 @@ const (
 	DefaultBreakerBackoff    = 100 * time.Millisecond
 	DefaultBreakerMaxBackoff = 30 * time.Second
 	DefaultBreakerReset      = time.Minute
-	DefaultCompileTimeout    = 30 * time.Second
-	DefaultCompileMemory     = 2 << 30 // bytes of address space for a compiling child
+	// DefaultReloadBackoff and DefaultReloadMaxBackoff are the breaker's
+	// backoff with Options.Reload: Envoy's reload backoff (a base of a
+	// second, at most ten times that).
+	DefaultReloadBackoff    = time.Second
+	DefaultReloadMaxBackoff = 10 * time.Second
+	DefaultCompileTimeout   = 30 * time.Second
+	DefaultCompileMemory    = 2 << 30 // bytes of address space for a compiling child
 	// MaxTypeName and MaxTypeNames bound the type names a module declares:
 	// bytes per name and in all.
 	MaxTypeName  = 64
@@ -51,7 +56,7 @@ var DefaultBounds = wasmbin.DefaultBounds
 
 // Options configure how one classifier module is loaded and run. The zero
 // value is the default for every field. Every field is per module, so that
-// a Host can give each tenant its own (TenantSpec.Options).
+// each Host (each tenant of a server) can have its own.
 type Options struct {
 	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages
 	// (default 64 = 4 MiB). Modules declaring a larger minimum or maximum are
@@ -87,7 +92,8 @@ type Options struct {
 	// skip compilation. Ignored when Cache is set.
 	CacheDir string
 	// Cache, if set, is a compilation cache shared with other modules (a
-	// Host shares one across its tenants). The module does not close it.
+	// Host shares one across its module versions). The module does not
+	// close it.
 	Cache wazero.CompilationCache
 	// CompileInChild compiles the module in a child process (the running
 	// executable, which must call RunCompileChild first thing in main)
@@ -116,6 +122,17 @@ type Options struct {
 	BreakerBackoff    time.Duration
 	BreakerMaxBackoff time.Duration
 	BreakerReset      time.Duration
+	// Reload gives a faulting module a fresh instance for its next call
+	// and shuts it out only when it crash-loops (Envoy's FAIL_RELOAD):
+	// the breaker counts only the faults of instances that had not yet
+	// answered a call (a fresh one that faults at once) and opens at the
+	// first, for a backoff of BreakerBackoff (default
+	// DefaultReloadBackoff with Reload) doubling at each new crash, up to
+	// BreakerMaxBackoff (default DefaultReloadMaxBackoff). A fault of an
+	// instance that had answered calls costs only the packets of that
+	// call. Without Reload the breaker counts every faulting call
+	// (BreakerThreshold).
+	Reload bool
 
 	// noFuel skips the instrumentation; only for the benchmark that
 	// measures its cost (an uninstrumented guest can stall the process).
@@ -130,7 +147,7 @@ type Options struct {
 }
 
 // Merge returns o with every zero field replaced by base's: a tenant's
-// options over the host's.
+// options over the server's, say.
 func (o Options) Merge(base Options) Options {
 	o.MemoryLimitPages = cmp.Or(o.MemoryLimitPages, base.MemoryLimitPages)
 	o.MaxModuleSize = cmp.Or(o.MaxModuleSize, base.MaxModuleSize)
@@ -151,6 +168,7 @@ func (o Options) Merge(base Options) Options {
 	o.BreakerBackoff = cmp.Or(o.BreakerBackoff, base.BreakerBackoff)
 	o.BreakerMaxBackoff = cmp.Or(o.BreakerMaxBackoff, base.BreakerMaxBackoff)
 	o.BreakerReset = cmp.Or(o.BreakerReset, base.BreakerReset)
+	o.Reload = o.Reload || base.Reload
 	o.noFuel = o.noFuel || base.noFuel
 	o.syncSpares = o.syncSpares || base.syncSpares
 	return o
@@ -158,6 +176,10 @@ func (o Options) Merge(base Options) Options {
 
 // withDefaults validates o and fills in zero fields.
 func (o Options) withDefaults() (Options, error) {
+	if o.Reload {
+		o.BreakerBackoff = cmp.Or(o.BreakerBackoff, DefaultReloadBackoff)
+		o.BreakerMaxBackoff = cmp.Or(o.BreakerMaxBackoff, max(DefaultReloadMaxBackoff, o.BreakerBackoff))
+	}
 	o = o.Merge(Options{
 		MemoryLimitPages: DefaultMemoryLimitPages, MaxModuleSize: DefaultMaxModuleSize, Bounds: DefaultBounds,
 		Fuel: DefaultFuel, TimeLimit: DefaultTimeLimit, StackLimit: DefaultStackLimit,

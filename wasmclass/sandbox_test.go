@@ -204,11 +204,11 @@ func TestSwapsAreOrdered(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	h := newTestHost(t, HostSpec{Tenants: []TenantSpec{{Name: "a", Wasm: fixture(t, "const1")}}})
+	h := newTestHost(t, HostSpec{Name: "a", Wasm: fixture(t, "const1")})
 	// A push whose client gave up never lands.
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := h.Swap(gone, "a", fixture(t, "const2")); err == nil {
+	if _, err := h.Swap(gone, fixture(t, "const2")); err == nil {
 		t.Fatal("a push with a cancelled context landed")
 	}
 	// A slow push (Go: about a second to compile) then a fast one: the
@@ -218,18 +218,18 @@ func TestSwapsAreOrdered(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, slowErr = h.Swap(ctx, "a", goModule)
+		_, slowErr = h.Swap(ctx, goModule)
 	}()
 	time.Sleep(20 * time.Millisecond)
-	v, err := h.Swap(ctx, "a", fixture(t, "const2"))
+	v, err := h.Swap(ctx, fixture(t, "const2"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if slowErr == nil && h.Status()[0].Version > v {
+	if slowErr == nil && h.Status().Version > v {
 		t.Fatalf("the older push landed after the newer one")
 	}
-	if st := h.Status()[0]; st.Version != v || st.NumTypes != 3 {
+	if st := h.Status(); st.Version != v || st.NumTypes != 3 {
 		t.Errorf("status = %+v, want the newer push (const2, version %d)", st, v)
 	}
 	if slowErr == nil || !errors.Is(slowErr, ErrSuperseded) {

@@ -17,7 +17,7 @@ var compileSlots = newSlots(defaultCompileConcurrency())
 func defaultCompileConcurrency() int { return max(1, runtime.NumCPU()/2) }
 
 // SetCompileConcurrency sets how many modules the process compiles at
-// once, all Hosts and tenants together (n <= 0: the default, half the
+// once, all Hosts together (n <= 0: the default, half the
 // CPUs, at least one), and returns the previous setting. Loads past it
 // wait for a slot, within their context; the wait does not count against
 // Options.CompileTimeout. Safe for concurrent use; compilations already

@@ -2,7 +2,7 @@
 // request's service time is multiplied by Config.Dilation and the worker
 // sleeps for it instead of spinning, so an experiment with 14 workers shows
 // realistic queueing on a 2-core machine. With a dilation of 1000, the High
-// Bimodal workload's 1µs and 100µs requests take 1ms and 100ms.
+// Bimodal workload's nominal 1µs and 100µs requests sleep 1ms and 100ms.
 //
 // Sleeping is imprecise (Go's time.Sleep rounds sub-millisecond sleeps up to
 // about a millisecond; nanosleep(2), used here on Linux, overshoots by the
@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/spin"
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -41,7 +41,8 @@ const minSleep = 100 * time.Microsecond
 const timerMargin = 2 * time.Millisecond
 
 // initialOvershoot is the overshoot assumed before any sleep was measured
-// (nanosleep with the default 50µs timer slack: ~60-80µs; see BenchmarkSleep).
+// (above nanosleep's overshoot at the default 50µs timer slack, which
+// BenchmarkSleep measures).
 const initialOvershoot = 100 * time.Microsecond
 
 // maxOvershoot caps the learned overshoot, so that stalls (a descheduled
@@ -182,27 +183,27 @@ func New(c Config) (*Handler, error) {
 	return &Handler{sleeper: s, max: c.MaxService}, nil
 }
 
-// Handle implements dispatcher.Handler.
-func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == nic.Answer
+// Handle implements app.Handler.
+func (h *Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == app.Answer
 }
 
-// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// Admit implements app.Admitter (see spin.Cap.Admit): requests over
 // the cap are refused before they are queued.
-func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
+func (h *Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.max.Admit(b) }
 
 // Serve implements nic.OutcomeHandler. Payloads shorter than the
 // header are refused, nominal service times above Config.MaxService are
 // refused as over the cap (no reply).
-func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
+func (h *Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return nic.Refuse
+		return app.Refuse
 	case h.max.Over(hdr.ServiceNs):
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	}
 	h.sleeper.Wait(time.Duration(hdr.ServiceNs))
 	spin.Echo(b)
-	return nic.Answer
+	return app.Answer
 }

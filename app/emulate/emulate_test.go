@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -102,19 +103,19 @@ func TestServiceCap(t *testing.T) {
 	b := &nic.Buffer{Data: make([]byte, 16), Len: 16}
 	wire.Header{ID: 1, Type: 3, ServiceNs: 9_990_000}.Encode(b.Data)
 	start := time.Now()
-	if got := h.Serve(0, 3, b); got != nic.RefuseOverCap {
+	if got := h.Serve(0, 3, b); got != app.RefuseOverCap {
 		t.Errorf("9.99ms under the default cap: %v, want RefuseOverCap", got)
 	}
 	if el := time.Since(start); el > 100*time.Millisecond {
 		t.Errorf("refusing took %v", el)
 	}
 	wire.Header{ID: 2, Type: 1, ServiceNs: 20}.Encode(b.Data) // 20µs at x1000
-	if got := h.Serve(0, 1, b); got != nic.Answer {
+	if got := h.Serve(0, 1, b); got != app.Answer {
 		t.Errorf("20ns: %v, want Answer", got)
 	}
 	small, _ := New(Config{Dilation: 1, MaxService: spin.Cap(10 * time.Nanosecond)})
 	b.Len = 16
-	if got := small.Serve(0, 1, b); got != nic.RefuseOverCap {
+	if got := small.Serve(0, 1, b); got != app.RefuseOverCap {
 		t.Errorf("20ns under a 10ns cap: %v, want RefuseOverCap", got)
 	}
 	if _, err := New(Config{MaxService: -1}); err == nil {

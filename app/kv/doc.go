@@ -30,7 +30,7 @@
 // A request the server shed (its type over its budget, past its deadline in
 // the queue, still queued at shutdown) is answered with the header alone and
 // StatusOverloaded, from the dispatcher (Store implements
-// dispatcher.OverloadReplier): the client can retry later or elsewhere at
+// app.OverloadReplier): the client can retry later or elsewhere at
 // once rather than wait for a timeout.
 //
 // # Classification

@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/internal/dirlock"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -161,9 +161,9 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Handle implements dispatcher.Handler: it answers every request, malformed
+// Handle implements app.Handler: it answers every request, malformed
 // ones with StatusBadRequest (payloads shorter than the header are refused).
-func (s *Store) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
+func (s *Store) Handle(_ int, _ app.Type, b *nic.Buffer) bool {
 	req, err := Parse(b.Payload())
 	if errors.Is(err, ErrShort) {
 		return false
@@ -183,11 +183,11 @@ func (s *Store) Handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 	return true
 }
 
-// ReplyOverloaded implements dispatcher.OverloadReplier: a request with a
+// ReplyOverloaded implements app.OverloadReplier: a request with a
 // psp header gets its header back with StatusOverloaded at offset 8;
 // shorter payloads get no reply. It allocates nothing and is safe to call
 // concurrently with Handle.
-func (s *Store) ReplyOverloaded(_ darc.Type, b *nic.Buffer) bool {
+func (s *Store) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
 	if b.Len < wire.HeaderLen || len(b.Data) < wire.HeaderLen {
 		return false
 	}
@@ -244,13 +244,13 @@ func (s *Store) scan(key []byte, count uint32, out []byte) (uint32, int) {
 // safe for concurrent use and allocates nothing.
 type Classifier struct{}
 
-// ClassifyBatch implements dispatcher.Classifier.
-func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) {
+// ClassifyBatch implements app.Classifier.
+func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
 	for i, p := range payloads {
 		if r, err := Parse(p); err == nil {
-			out[i] = darc.Type(r.Op)
+			out[i] = app.Type(r.Op)
 		} else {
-			out[i] = darc.Unknown
+			out[i] = app.Unknown
 		}
 	}
 }

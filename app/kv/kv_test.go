@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -99,12 +99,12 @@ func TestClassifier(t *testing.T) {
 	n1 := Encode(buf1, Request{Op: wire.TypeGet, Key: Key(1)})
 	n2 := Encode(buf2, Request{Op: wire.TypeScan, Key: Key(1)})
 	payloads := [][]byte{buf1[:n1], buf2[:n2], buf1[:16], {1}}
-	out := make([]darc.Type, 4)
-	Classifier{}.ClassifyBatch(payloads, nil, out)
-	if want := []darc.Type{10, 11, 0, 0}; out[0] != want[0] || out[1] != want[1] || out[2] != want[2] || out[3] != want[3] {
+	out := make([]app.Type, 4)
+	Classifier{}.ClassifyBatch(payloads, out)
+	if want := []app.Type{10, 11, 0, 0}; out[0] != want[0] || out[1] != want[1] || out[2] != want[2] || out[3] != want[3] {
 		t.Errorf("classified %v, want %v", out, want)
 	}
-	if a := testing.AllocsPerRun(100, func() { Classifier{}.ClassifyBatch(payloads, nil, out) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { Classifier{}.ClassifyBatch(payloads, out) }); a != 0 {
 		t.Errorf("ClassifyBatch allocates %.1f", a)
 	}
 }

@@ -1,18 +1,16 @@
 package memcached
 
-import (
-	"github.com/persephone-go/psp/darc"
-)
+import "github.com/persephone-go/psp/app"
 
 // Request types, the same as the example Wasm classifier
 // examples/classifiers/c/memcached.c: what a request costs, so DARC can
 // keep single-key reads away from the work of large multi-gets.
 const (
-	TypeUnknown  darc.Type = iota // not a memcached request
-	TypeGet                       // get, gets or bget of one key
-	TypeMultiGet                  // get, gets, bget, gat or gats of several keys
-	TypeWrite                     // set, add, replace, append, prepend, cas, delete, incr, decr, touch, gat and gats of one key
-	TypeOther                     // version, stats, flush_all, verbosity, mn, quit, meta commands, ...
+	TypeUnknown  app.Type = iota // not a memcached request
+	TypeGet                      // get, gets or bget of one key
+	TypeMultiGet                 // get, gets, bget, gat or gats of several keys
+	TypeWrite                    // set, add, replace, append, prepend, cas, delete, incr, decr, touch, gat and gats of one key
+	TypeOther                    // version, stats, flush_all, verbosity, mn, quit, meta commands, ...
 	NumTypes
 )
 
@@ -29,8 +27,8 @@ func TypeNames() []string {
 // use and allocates nothing.
 type Classifier struct{}
 
-// ClassifyBatch implements dispatcher.Classifier.
-func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) {
+// ClassifyBatch implements app.Classifier.
+func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
 	for i, p := range payloads {
 		out[i] = Classify(p)
 	}
@@ -42,7 +40,7 @@ func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []darc.Type) 
 const ClassifyPrefix = 248
 
 // Classify types one request from its first ClassifyPrefix bytes.
-func Classify(p []byte) darc.Type {
+func Classify(p []byte) app.Type {
 	if len(p) > ClassifyPrefix {
 		p = p[:ClassifyPrefix]
 	}
@@ -53,7 +51,7 @@ func Classify(p []byte) darc.Type {
 }
 
 // classifyCommand types the command line at the start of p.
-func classifyCommand(p []byte) darc.Type {
+func classifyCommand(p []byte) app.Type {
 	i := 0
 	for i < len(p) && p[i] == ' ' {
 		i++

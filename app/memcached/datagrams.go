@@ -1,6 +1,6 @@
 package memcached
 
-// sender takes a reply's datagrams but the last (a nic.Reply).
+// sender takes a reply's datagrams but the last (a app.Reply).
 type sender interface {
 	Send(p []byte) error
 }

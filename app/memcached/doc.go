@@ -64,8 +64,9 @@
 //   - A UDP request may cause at most Config.UDPReplyRatio times its own
 //     bytes to be sent (100 by default), or Config.UDPReplyFloor (16 KiB)
 //     for a smaller request; memcached sends whatever the commands ask
-//     for, which makes it a reflection amplifier (a 1,409-byte get of one
-//     1 MB value 698 times sends 736 MB to the request's source address).
+//     for, which makes it a reflection amplifier (a get of one large value
+//     repeated in one datagram sends it that many times to the request's
+//     source address).
 //     A reply that would go past the bound is cut after its last whole
 //     response object (no message is sent in part) and ends with a
 //     datagram of its own, "SERVER_ERROR reply too large for UDP"; the
@@ -98,7 +99,7 @@
 //
 // A request the server sheds without serving it (its type over its
 // budget, past its queue deadline, still queued at shutdown) is answered
-// by the dispatcher (Server implements dispatcher.OverloadReplier) with
+// by the dispatcher (Server implements app.OverloadReplier) with
 // one datagram: the request's own frame header (request id echoed,
 // sequence 0, total 1) and one line (ShedLine). A request holding a
 // storage command gets memcached's line for a store it cannot carry out,
@@ -120,10 +121,8 @@
 // reply when serving it would have sent none: a datagram that is not a
 // valid single-datagram frame, a request whose commands all ask for no
 // reply (noreply), a quit, a value cut short. The decision reads at most
-// about 2 KiB of command lines (values are skipped, not read); it costs
-// the dispatcher 45-90 ns for a get, about 1.1 µs for a multi-get of 100
-// keys, 4-5 µs at most, and allocates nothing (go test -run '^$' -bench
-// ReplyOverloaded ./app/memcached). psp client --format memcached counts
+// about 2 KiB of command lines (values are skipped, not read) and allocates
+// nothing (BenchmarkReplyOverloaded). psp client --format memcached counts
 // both lines (and memcached's other out of memory lines) as overloaded.
 //
 // # Types
@@ -150,13 +149,8 @@
 // lose no update. Open the Server before the dispatcher runs and Close it
 // after the dispatcher has stopped.
 //
-// # Performance
-//
-// Measured on the project's 2-core VM (go test -run '^$' -bench . ./app/memcached),
-// in the application, per request, with datagrams framed: get 0.58-0.65
-// µs, multi-get of 100 keys 57-67 µs (100 datagrams), set 1.9-3.9 µs (the
-// memtable's growth); no allocation per request
-// (TestRequestsAllocateNothing). Package server's
-// BenchmarkMemcachedUnderMemcaslap runs memcaslap and memcslap against psp
-// and Debian's memcached in one run.
+// BenchmarkGet, BenchmarkMultiGet100 and BenchmarkSet measure a request in
+// the application, datagrams framed (BENCHMARKS.md); TestRequestsAllocateNothing
+// asserts none allocates. Package server's BenchmarkMemcachedUnderMemcaslap
+// runs memcaslap against psp and Debian's memcached in one run.
 package memcached

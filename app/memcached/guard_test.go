@@ -13,7 +13,7 @@ import (
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 )
 
-// recorder is a nic.Reply that keeps the datagrams.
+// recorder is an app.Reply that keeps the datagrams.
 type recorder struct{ dgs [][]byte }
 
 func (r *recorder) Send(p []byte) error { r.dgs = append(r.dgs, bytes.Clone(p)); return nil }

@@ -3,7 +3,7 @@ package memcached
 import (
 	"bytes"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -23,7 +23,7 @@ const OverloadedLine = "SERVER_ERROR out of memory storing object\r\n"
 // it; clients report it as a server error carrying this text.
 const BusyLine = "SERVER_ERROR busy, request shed: try again\r\n"
 
-// ReplyOverloaded implements dispatcher.OverloadReplier: the dispatcher
+// ReplyOverloaded implements app.OverloadReplier: the dispatcher
 // calls it, on its own goroutine, for a request it sheds unserved (its type
 // over its budget, past its deadline in the queue, still queued at
 // shutdown). A request that would have been answered gets one datagram, its
@@ -38,7 +38,7 @@ const BusyLine = "SERVER_ERROR busy, request shed: try again\r\n"
 // so a shed write stores nothing. ReplyOverloaded reads only the request's
 // buffer, allocates nothing and is safe to call concurrently with the
 // workers.
-func (s *Server) ReplyOverloaded(_ darc.Type, b *nic.Buffer) bool {
+func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
 	if b.Len < 0 || b.Len > len(b.Data) || len(b.Data) < UDPHeaderLen+max(len(OverloadedLine), len(BusyLine)) {
 		return false
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/emulate"
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -238,10 +238,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Server is the memcached application: a dispatcher.MultiHandler (the
-// dispatcher gives it a nic.Reply for replies of several datagrams) serving
+// Server is the memcached application: an app.MultiHandler (the
+// dispatcher gives it an app.Reply for replies of several datagrams) serving
 // memcached's text protocol over UDP from a Pebble store, and a
-// dispatcher.OverloadReplier (see ReplyOverloaded). Open it before the
+// app.OverloadReplier (see ReplyOverloaded). Open it before the
 // dispatcher starts and Close it after the dispatcher has stopped.
 type Server struct {
 	cfg      Config
@@ -296,19 +296,19 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Handle implements dispatcher.Handler for dispatchers that cannot send
+// Handle implements app.Handler for dispatchers that cannot send
 // more than one datagram per request: a reply longer than one datagram
 // loses every datagram but the last.
-func (s *Server) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
+func (s *Server) Handle(w int, typ app.Type, b *nic.Buffer) bool {
 	return s.HandleMulti(w, typ, b, nil)
 }
 
-// HandleMulti implements dispatcher.MultiHandler: it runs the commands of
+// HandleMulti implements app.MultiHandler: it runs the commands of
 // one UDP request and answers with memcached's datagrams, the last one in
 // b. Requests of 8 bytes or less and requests announcing more than one
 // datagram get no reply, as from memcached, and count as dropped; requests
 // that ask for no reply (noreply) count as answered.
-func (s *Server) HandleMulti(w int, _ darc.Type, b *nic.Buffer, r nic.Reply) bool {
+func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool {
 	if w < 0 || w >= len(s.sessions) || len(b.Data) < MinBufSize {
 		return false
 	}

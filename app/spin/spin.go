@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -57,42 +57,42 @@ type Handler struct {
 	MaxService Cap
 }
 
-// Handle implements dispatcher.Handler.
-func (h Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == nic.Answer
+// Handle implements app.Handler.
+func (h Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == app.Answer
 }
 
-// Admit implements dispatcher.Admitter: the header and the cap are checked
+// Admit implements app.Admitter: the header and the cap are checked
 // before the request is queued, so a flood of requests over the cap costs
 // no worker anything.
-func (h Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.MaxService.Admit(b) }
+func (h Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.MaxService.Admit(b) }
 
 // Admit is the check of Handler.Admit for any synthetic application under
 // cap c: Refuse for a payload shorter than the header, RefuseOverCap for a
 // service time over the cap, Answer otherwise.
-func (c Cap) Admit(b *nic.Buffer) nic.Outcome {
+func (c Cap) Admit(b *nic.Buffer) app.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return nic.Refuse
+		return app.Refuse
 	case c.Over(hdr.ServiceNs):
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	}
-	return nic.Answer
+	return app.Answer
 }
 
 // Serve implements nic.OutcomeHandler.
-func (h Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
+func (h Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return nic.Refuse
+		return app.Refuse
 	case h.MaxService.Over(hdr.ServiceNs):
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	}
 	Wait(time.Duration(hdr.ServiceNs))
 	Echo(b)
-	return nic.Answer
+	return app.Answer
 }
 
 // Echo turns the request in b into its response: the request's header,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -24,7 +25,7 @@ func TestHandleSpinsAndEchoes(t *testing.T) {
 	}
 	wire.Header{ID: 10, Type: wire.TypeShort, ServiceNs: uint32(DefaultMaxService + 1)}.Encode(b.Data)
 	b.Len = 16
-	if got := (Handler{}).Serve(0, 1, b); got != nic.RefuseOverCap {
+	if got := (Handler{}).Serve(0, 1, b); got != app.RefuseOverCap {
 		t.Errorf("a service time above the default cap: %v, want RefuseOverCap", got)
 	}
 	if !(Handler{MaxService: Cap(2 * DefaultMaxService)}).Handle(0, 1, b) {
@@ -32,7 +33,7 @@ func TestHandleSpinsAndEchoes(t *testing.T) {
 	}
 	b.Len = 16
 	wire.Header{ID: 11, Type: wire.TypeShort, ServiceNs: 2000}.Encode(b.Data)
-	if got := (Handler{MaxService: Cap(time.Microsecond)}).Serve(0, 1, b); got != nic.RefuseOverCap {
+	if got := (Handler{MaxService: Cap(time.Microsecond)}).Serve(0, 1, b); got != app.RefuseOverCap {
 		t.Errorf("2µs under a 1µs cap: %v, want RefuseOverCap", got)
 	}
 	b.Len = 15
@@ -45,15 +46,15 @@ func TestAdmit(t *testing.T) {
 	b := &nic.Buffer{Data: make([]byte, 64)}
 	b.Len = 16
 	wire.Header{ID: 1, Type: 4, ServiceNs: 9_990_000}.Encode(b.Data)
-	if got := (Handler{}).Admit(4, b); got != nic.RefuseOverCap {
+	if got := (Handler{}).Admit(4, b); got != app.RefuseOverCap {
 		t.Errorf("9.99ms: %v, want RefuseOverCap", got)
 	}
 	wire.Header{ID: 1, Type: 4, ServiceNs: 900_000}.Encode(b.Data)
-	if got := (Handler{}).Admit(4, b); got != nic.Answer {
+	if got := (Handler{}).Admit(4, b); got != app.Answer {
 		t.Errorf("900µs: %v, want Answer", got)
 	}
 	b.Len = 3
-	if got := (Handler{}).Admit(4, b); got != nic.Refuse {
+	if got := (Handler{}).Admit(4, b); got != app.Refuse {
 		t.Errorf("runt: %v, want Refuse", got)
 	}
 	if a := testing.AllocsPerRun(100, func() { (Handler{}).Admit(4, b) }); a != 0 {

@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/spin"
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -93,25 +93,25 @@ func New(c Config) (*Handler, error) {
 	return h, nil
 }
 
-// Handle implements dispatcher.Handler.
-func (h *Handler) Handle(w int, typ darc.Type, b *nic.Buffer) bool {
-	return h.Serve(w, typ, b) == nic.Answer
+// Handle implements app.Handler.
+func (h *Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
+	return h.Serve(w, typ, b) == app.Answer
 }
 
-// Admit implements dispatcher.Admitter (see spin.Cap.Admit): requests over
+// Admit implements app.Admitter (see spin.Cap.Admit): requests over
 // the cap are refused before they are queued.
-func (h *Handler) Admit(_ darc.Type, b *nic.Buffer) nic.Outcome { return h.max.Admit(b) }
+func (h *Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.max.Admit(b) }
 
 // Serve implements nic.OutcomeHandler. Requests of other types run
 // for their header's service time; payloads shorter than the header are
 // refused, service times above Config.MaxService refused as over the cap.
-func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
+func (h *Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return nic.Refuse
+		return app.Refuse
 	case h.max.Over(hdr.ServiceNs):
-		return nic.RefuseOverCap
+		return app.RefuseOverCap
 	}
 	d := time.Duration(hdr.ServiceNs)
 	if d == 0 {
@@ -123,5 +123,5 @@ func (h *Handler) Serve(_ int, _ darc.Type, b *nic.Buffer) nic.Outcome {
 		spin.Wait(d)
 	}
 	spin.Echo(b)
-	return nic.Answer
+	return app.Answer
 }

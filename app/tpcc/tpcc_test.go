@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
@@ -57,11 +58,11 @@ func TestServiceCap(t *testing.T) {
 	}
 	b := &nic.Buffer{Data: make([]byte, 16), Len: 16}
 	wire.Header{ID: 1, Type: wire.TypeStockLevel, ServiceNs: 100_000}.Encode(b.Data)
-	if got := h.Serve(0, 9, b); got != nic.RefuseOverCap {
+	if got := h.Serve(0, 9, b); got != app.RefuseOverCap {
 		t.Errorf("100µs under a 50µs cap: %v, want RefuseOverCap", got)
 	}
 	wire.Header{ID: 2, Type: wire.TypePayment, ServiceNs: 0}.Encode(b.Data) // nominal 5.7µs
-	if got := h.Serve(0, 6, b); got != nic.Answer {
+	if got := h.Serve(0, 6, b); got != app.Answer {
 		t.Errorf("Payment at its nominal mean: %v, want Answer", got)
 	}
 	if _, err := New(Config{MaxService: -1}); err == nil {

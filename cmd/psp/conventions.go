@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The command-line conventions (README, "Command-line conventions"):
+// The command-line conventions (docs/operating.md, "Command-line conventions"):
 //
 //   - a short flag means the same in every command that has it (shortFlags);
 //   - --json prints the command's result as JSON on stdout instead of a

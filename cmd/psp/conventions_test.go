@@ -240,6 +240,45 @@ func TestDemoOutsideRepository(t *testing.T) {
 	if !strings.Contains(out.String(), "built-in C psp-header") {
 		t.Errorf("output:\n%s", out.String())
 	}
+	checkDemoVerdictFirst(t, out.String(), []string{"0.5"})
+	for _, f := range []string{demoReportFile, demoLogFile} {
+		if b, err := os.ReadFile(filepath.Join("d", f)); err != nil || len(b) == 0 {
+			t.Errorf("%s: %v, %d bytes", f, err, len(b))
+		}
+	}
+}
+
+// checkDemoVerdictFirst checks that the demo's output shows its verdict
+// within its first 15 lines: the table's header, a row per load with each
+// policy's p99 and p99.9, and the one-line answer.
+func checkDemoVerdictFirst(t *testing.T, out string, loads []string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	first := lines[:min(15, len(lines))]
+	find := func(pred func(string) bool) int {
+		for i, l := range first {
+			if pred(l) {
+				return i
+			}
+		}
+		return -1
+	}
+	header := find(func(l string) bool {
+		f := strings.Fields(l)
+		return len(f) == 9 && f[0] == "load" && f[1] == "DARC" && f[3] == "c-FCFS" && f[6] == "p99.9"
+	})
+	if header < 0 {
+		t.Fatalf("no verdict table header in the first 15 lines:\n%s", strings.Join(first, "\n"))
+	}
+	for i, load := range loads {
+		row := header + 1 + i
+		if row >= len(first) || !strings.HasPrefix(first[row], load+" ") || strings.Count(first[row], "(") != 4 {
+			t.Errorf("no row for load %s, with the simulator's expectation in each of its 4 cells, under the header:\n%s", load, strings.Join(first, "\n"))
+		}
+	}
+	if find(func(l string) bool { return strings.HasPrefix(l, "Verdict: DARC") }) < header {
+		t.Errorf("no verdict line after the table in the first 15 lines:\n%s", strings.Join(first, "\n"))
+	}
 }
 
 // TestSweepCalibrationFlags: the two ways of measuring the overhead are

@@ -71,14 +71,19 @@ func classifierPublishCommand() *cli.Command {
 		Name:      "publish",
 		Usage:     "push a classifier to an OCI registry; print its reference pinned by digest",
 		ArgsUsage: "FILE.wasm oci://HOST[:PORT]/REPO[:TAG]",
-		Description: "Pushes FILE.wasm in the Wasm image format Istio and Envoy read (config\n" +
-			"application/vnd.module.wasm.config.v1+json, one layer application/vnd.module.wasm.content.layer.v1+wasm),\n" +
+		Description: "Pushes FILE.wasm in the Wasm image format Istio and Envoy read, the two-layer \"oci\"\n" +
+			"variant Istio's fetcher accepts: a runtime config (application/vnd.module.wasm.config.v1+json,\n" +
+			"{\"type\": \"psp_classifier\", \"abiVersions\": [\"psp_abi_v1\"], \"config\": {\"types\": [...]}}) as the\n" +
+			"manifest's config and its first layer, then the module (application/vnd.module.wasm.content.layer.v1+wasm),\n" +
 			"tagged TAG (default latest). The last line of stdout is the reference pinned by digest,\n" +
 			"oci://HOST/REPO@sha256:..., for psp serve --classifier, a tenant's classifier:,\n" +
 			"psp tenant add --classifier, psp classifier push and psp rollout. Publishing the same\n" +
 			"bytes again gives the same digest. Credentials come from the Docker config file; a\n" +
 			"registry off loopback is spoken to over HTTPS unless --plain-http. The module is loaded\n" +
-			"first, as psp classifier check does: one psp serve would refuse is not published.",
+			"first, as psp classifier check does: one psp serve would refuse is not published.\n\n" +
+			"psp serve pulls every shape Istio and Envoy Gateway read too: the oci variant, the compat\n" +
+			"variant (the last layer a tar archive holding plugin.wasm, OCI or Docker media types) and\n" +
+			"the Wasm working group's artifact (an application/wasm layer).",
 		Flags: append(ociFlags(), &cli.BoolFlag{Name: "no-check", Usage: "publish without loading the module first (one meant for servers with larger limits)"}),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -98,6 +103,7 @@ func classifierPublishCommand() *cli.Command {
 			}
 			ctx, cancel := signalContext(c.Context)
 			defer cancel()
+			var rc oci.RuntimeConfig
 			if !c.Bool("no-check") {
 				// What a server would refuse is not worth a tag: load it as
 				// psp classifier check does, with the default limits.
@@ -105,13 +111,17 @@ func classifierPublishCommand() *cli.Command {
 				if err != nil {
 					return fmt.Errorf("classifier publish: %s is not a classifier psp serve loads (see psp classifier check; --no-check publishes it anyway): %w", file, err)
 				}
+				rc.Config = map[string]any{"types": m.Types()}
 				m.Close(ctx)
 			}
 			client := ociClient(c)
 			if !c.IsSet("oci-cache") {
 				client.CacheDir = "" // the registry has it; keep a copy only when asked
 			}
-			pinned, err := client.Publish(ctx, wasm, ref)
+			if c.Bool("no-check") {
+				client.MaxSize = maxModuleFile // for servers with larger limits
+			}
+			pinned, err := client.PublishConfig(ctx, wasm, ref, rc)
 			if err != nil {
 				return err
 			}

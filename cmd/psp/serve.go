@@ -156,7 +156,7 @@ func serveSettings() []serveSetting {
 			"deadline_floor", func(c *cli.Context, n string, cfg *server.Config) { cfg.DeadlineFloor = c.Duration(n) }},
 		{&cli.StringFlag{Name: "classifier", Usage: "Wasm classifier for every port: a `FILE`, or oci://HOST/REPO[:TAG][@sha256:...] pulled at start (default: the native psp-header classifier)"},
 			"classifier", func(c *cli.Context, n string, cfg *server.Config) { cfg.Classifier, cfg.Tenants = c.String(n), nil }},
-		{&cli.StringFlag{Name: "fail", Usage: "failure `POLICY` of --classifier: open (a request it faults on is classified UNKNOWN) or closed (dropped as classifier_fault, answered overloaded where the app can)", DefaultText: "open"},
+		{&cli.StringFlag{Name: "fail", Usage: "failure `POLICY` of --classifier (Istio's failStrategy): open (a request it faults on is classified UNKNOWN), closed (dropped as classifier_fault, answered overloaded where the app can) or reload (dropped, and the next call runs on a fresh instance: shut out only when it crash-loops); also what its requests get while an oci:// module cannot be fetched at start", DefaultText: "open"},
 			"fail", str(func(c *server.Config) *string { return &c.Fail })},
 		{&cli.StringFlag{Name: "oci-cache", Usage: "`DIR` keeping classifiers pulled from registries by digest, so a restart with the registry down starts from it; off: none", DefaultText: "psp/oci in the user's cache directory"},
 			"oci.cache_dir", str(func(c *server.Config) *string { return &c.OCI.CacheDir })},

@@ -154,17 +154,16 @@ func runSweep(c *cli.Context) error {
 	defer stop()
 	res, err := sw.Run(ctx)
 	if res != nil && len(res.Points) > 0 {
-		if perr := printSweep(c, res); perr != nil && err == nil {
+		if perr := printSweep(c, c.App.Writer, res); perr != nil && err == nil {
 			err = perr
 		}
 	}
 	return err
 }
 
-// printSweep prints a sweep's table, summaries and files, or its points as
-// JSON with --json.
-func printSweep(c *cli.Context, res *harness.SweepResult) error {
-	out := c.App.Writer
+// printSweep prints a sweep's table, summaries and files to out, or its
+// points as JSON with --json.
+func printSweep(c *cli.Context, out io.Writer, res *harness.SweepResult) error {
 	if c.Bool("json") {
 		if len(res.Tails) == 0 {
 			return report.WriteJSON(out, res.Points, res.Summaries)

@@ -218,7 +218,7 @@ func tenantAddCommand() *cli.Command {
 		Flags: append(append(adminFlags(true),
 			&cli.StringFlag{Name: "classifier", Usage: "the tenant's Wasm classifier `FILE` or oci://REF, pulled here (default: the application's native classifier)"},
 			&cli.IntFlag{Name: "max-types", Usage: "room for hot swaps with more types (default: the module's count)"},
-			&cli.StringFlag{Name: "fail", Usage: "failure `POLICY` of its classifier: open (faults classify UNKNOWN) or closed (faults drop the request)", DefaultText: "open"},
+			&cli.StringFlag{Name: "fail", Usage: "failure `POLICY` of its classifier: open (faults classify UNKNOWN), closed (faults drop the request) or reload (drop it, and a fresh instance for the next; shut out only when crash-looping)", DefaultText: "open"},
 			jsonFlag()), append(shareFlags(), ociFlags()...)...),
 		Action: func(c *cli.Context) error {
 			name, err := nameArg(c, "tenant add")
@@ -436,8 +436,8 @@ func tenantLine(t server.TenantInfo) string {
 		if t.Reference != "" {
 			m += ", from " + t.Reference
 		}
-		if t.Fail == "closed" {
-			m += ", fails closed"
+		if t.Fail == "closed" || t.Fail == "reload" {
+			m += ", fails " + t.Fail
 		}
 		if t.LoadedAt != "" {
 			if at, err := time.Parse(time.RFC3339Nano, t.LoadedAt); err == nil {
@@ -521,13 +521,13 @@ func printTenants(w io.Writer, ts []server.TenantInfo) {
 		if t.Removed || t.Native {
 			continue
 		}
-		if t.Reference != "" || t.Fail == "closed" {
+		if t.Reference != "" || t.Fail == "closed" || t.Fail == "reload" {
 			line := t.Name + ":"
 			if t.Reference != "" {
 				line += " module from " + t.Reference
 			}
-			if t.Fail == "closed" {
-				line += " (fails closed)"
+			if t.Fail == "closed" || t.Fail == "reload" {
+				line += " (fails " + t.Fail + ")"
 			}
 			fmt.Fprintln(w, line)
 		}

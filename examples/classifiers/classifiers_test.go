@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/app/memcached"
-	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
@@ -656,8 +656,8 @@ func checkKV(t *testing.T, dir string) {
 	for i, r := range reqs {
 		payloads[i] = r.payload
 	}
-	nativeOut := make([]darc.Type, len(reqs))
-	native.ClassifyBatch(payloads, nil, nativeOut)
+	nativeOut := make([]app.Type, len(reqs))
+	native.ClassifyBatch(payloads, nativeOut)
 	for i, r := range reqs {
 		if uint32(nativeOut[i]) != r.want {
 			t.Errorf("table entry %q: want %d, but kv.Classifier says %d", r.name, r.want, nativeOut[i])

@@ -15,14 +15,13 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/server"
 )
 
 // handle answers one request in place; false drops it (no reply).
-func handle(_ int, _ darc.Type, b *nic.Buffer) bool {
+func handle(_ int, _ app.Type, b *nic.Buffer) bool {
 	cmd, arg, _ := bytes.Cut(b.Payload(), []byte(" "))
 	switch string(cmd) {
 	case "echo":
@@ -51,8 +50,8 @@ func handle(_ int, _ darc.Type, b *nic.Buffer) bool {
 
 // serve runs the service until ctx is done.
 func serve(ctx context.Context, cfg server.Config) (*server.Server, error) {
-	app := &server.Application{Name: "textservice", Handler: dispatcher.HandlerFunc(handle)}
-	return server.New(ctx, cfg, server.Options{Application: app, Log: os.Stderr})
+	service := &server.Application{Name: "textservice", Handler: app.HandlerFunc(handle)}
+	return server.New(ctx, cfg, server.Options{Application: service, Log: os.Stderr})
 }
 
 func main() {

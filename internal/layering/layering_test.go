@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,9 +23,11 @@ const module = "github.com/persephone-go/psp"
 // import from the module: May for every file, TestsMay in addition for
 // _test.go files. An entry "p" allows package p only, "p/..." p and every
 // package below it. StdlibOnly forbids imports from outside the module other
-// than the standard library (tests included).
+// than the standard library (tests included). TopOnly applies the rule to the
+// package in Dir alone, not to those below it.
 type rule struct {
 	Dir        string
+	TopOnly    bool
 	StdlibOnly bool
 	May        []string
 	TestsMay   []string
@@ -34,23 +37,25 @@ type rule struct {
 var rules = []rule{
 	{Dir: "wire", StdlibOnly: true, May: []string{"wire"},
 		Why: "the wire format is a leaf"},
-	{Dir: "darc", StdlibOnly: true, May: []string{"darc"},
-		Why: "the policy is pure and shared by the runtime and the simulator"},
+	{Dir: "app", TopOnly: true, StdlibOnly: true, May: []string{"app", "nic"},
+		Why: "the application contract is a leaf over the dataplane's buffer"},
+	{Dir: "darc", StdlibOnly: true, May: []string{"darc", "app"},
+		Why: "the policy is pure and shared by the runtime and the simulator; its request types are the application contract's"},
 	{Dir: "internal/boundedfile", StdlibOnly: true, May: []string{"internal/boundedfile"},
 		Why: "reading the files users name with a bound is a leaf every layer may use"},
 	{Dir: "workload", May: []string{"workload", "wire", "internal/boundedfile"},
 		Why: "workloads are plain data shared by the simulator and the load generator"},
 	{Dir: "report", May: []string{"report", "internal/boundedfile"},
 		Why: "reports are plain data and plots"},
-	{Dir: "nic", May: []string{"nic/...", "wire", "darc", "internal/..."},
+	{Dir: "nic", May: []string{"nic/...", "wire", "internal/..."}, TestsMay: []string{"darc"},
 		Why: "the dataplane sits below the dispatcher"},
-	{Dir: "wasmclass", May: []string{"wasmclass/...", "darc", "wire", "internal/..."},
+	{Dir: "wasmclass", May: []string{"wasmclass/...", "app", "wire", "internal/..."},
 		Why: "classifiers know nothing of the runtime"},
-	{Dir: "dispatcher", May: []string{"dispatcher", "darc", "nic", "wire", "internal/..."},
+	{Dir: "dispatcher", May: []string{"dispatcher", "app", "darc", "nic", "wire", "internal/..."},
 		TestsMay: []string{"nic/memnic", "wasmclass"},
 		Why:      "the dispatcher knows applications, classifiers and dataplanes only through interfaces"},
-	{Dir: "app", May: []string{"app/...", "darc", "nic", "wire", "internal/..."},
-		Why: "applications are below the server"},
+	{Dir: "app", May: []string{"app/...", "nic", "wire", "internal/..."},
+		Why: "applications know the contract in app, not the scheduler; they are below the server"},
 	{Dir: "sim", May: []string{"sim", "darc", "workload", "report", "internal/..."},
 		Why: "the simulator drives the pure policy only"},
 	{Dir: "loadgen", May: []string{"loadgen", "workload", "report", "wire", "internal/..."},
@@ -147,7 +152,7 @@ func checkImport(file, imp string) []string {
 	}
 	isTest := strings.HasSuffix(file, "_test.go")
 	for _, r := range rules {
-		if !under(file, r.Dir) {
+		if !under(file, r.Dir) || (r.TopOnly && path.Dir(file) != r.Dir) {
 			continue
 		}
 		if local, inModule := strings.CutPrefix(imp, module+"/"); inModule {
@@ -204,6 +209,11 @@ func TestRulesCatch(t *testing.T) {
 		{"server/wasm.go", "github.com/tetratelabs/wazero", true},
 		{"wasmclass/host.go", "github.com/tetratelabs/wazero/api", false},
 		{"sim/sim.go", module + "/server", true},
+		{"app/app.go", module + "/wire", true},
+		{"app/memcached/server.go", module + "/wire", false},
+		{"app/spin/spin.go", module + "/darc", true},
+		{"wasmclass/host.go", module + "/darc", true},
+		{"darc/api.go", module + "/app", false},
 	} {
 		if got := len(checkImport(c.file, c.imp)) > 0; got != c.bad {
 			t.Errorf("%s importing %s: flagged %v, want %v", c.file, c.imp, got, c.bad)

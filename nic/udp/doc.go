@@ -16,9 +16,9 @@
 // socket per worker bound to the same port with SO_REUSEPORT, loses
 // requests: the kernel spreads incoming datagrams over every socket in a
 // reuseport group, and shutdown(SHUT_RD) on an unconnected UDP socket fails
-// with ENOTCONN and does not take it out of the group (measured: with one
-// receive and two transmit sockets, the receive socket got 63 of 200
-// requests). TestNoRequestLostWithManyWorkers checks the chosen design.
+// with ENOTCONN and does not take it out of the group, so transmit-only
+// sockets receive requests nobody reads. TestNoRequestLostWithManyWorkers
+// checks the chosen design.
 //
 // # Several ports
 //

@@ -18,11 +18,9 @@
 // out memory no core has touched for thousands of requests, and the first
 // pass over the pool touches pages never mapped. BenchmarkReuse measures
 // the difference against such a queue (github.com/puzpuzpuz/xsync/v4's
-// MPMCQueue, which this pool used before); on the UDP dataplane of a 2-core
-// VM, a lone memcached get's in-server latency p50 fell from 40 µs to
-// 10-16 µs with it. The price is contention: Get and Put swap one word,
-// and BenchmarkGetPutParallel, which does nothing else, is an order of
-// magnitude slower than with the queue. A lock would be simpler, but a
+// MPMCQueue, which this pool used before). The price is contention: Get
+// and Put swap one word, and BenchmarkGetPutParallel, which does nothing
+// else, is slower than with the queue. A lock would be simpler, but a
 // thread preempted while holding it would stall every other caller.
 package bufpool
 

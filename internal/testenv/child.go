@@ -1,0 +1,50 @@
+package testenv
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// Child runs the test binary again as a helper process, with env added to
+// the environment and no test selected: its TestMain sees the variable
+// and plays its part (a server under other limits, a lone client) until
+// its standard input closes. Child returns the helper's standard output;
+// when the test ends it closes the helper's input and waits for it to
+// exit (a helper still running 10 s later is killed and the test fails;
+// so does one exiting with an error).
+func Child(tb testing.TB, env ...string) *bufio.Reader {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		stdin.Close()
+		select {
+		case err := <-exited:
+			if err != nil {
+				tb.Errorf("helper process %v: %v", env, err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			tb.Errorf("helper process %v did not exit", env)
+		}
+	})
+	return bufio.NewReader(stdout)
+}

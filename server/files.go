@@ -1,0 +1,79 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/persephone-go/psp/internal/accept"
+)
+
+// File descriptors. Go raises the soft RLIMIT_NOFILE to the hard limit at
+// start; the server divides what that allows: a reserve for its own files
+// (the dataplane's sockets and each transmit queue's duplicates of them,
+// the store's tables, logs, module files and compile children), a cap on
+// the admin endpoint's connections, and the rest for the connections of a
+// stream dataplane. A flood of connections to one listener then ends in
+// refused connections on that listener, never in "too many open files"
+// anywhere else.
+type fileBudget struct {
+	limit    uint64 // the soft RLIMIT_NOFILE (0: unknown, no caps)
+	reserved int    // for the server's own files
+	admin    int    // admin HTTP connections open at once
+	streams  int    // stream dataplane connections open at once
+}
+
+// Reserve terms: a base for the process (standard streams, epoll and
+// event descriptors, the audit log, module and token files, a compile
+// child's pipes), per transmit queue and port (the UDP dataplane dup(2)s
+// each port's socket for every queue; tenants add ports at run time, so
+// at least reservePorts are counted), and Pebble's open tables (its
+// default MaxOpenFiles) when a store lives on disk.
+const (
+	reserveBase     = 128
+	reservePorts    = 4
+	reservePebble   = 1000
+	minAdminConns   = 8
+	maxAdminConns   = 256
+	adminConnsShare = 16 // the admin endpoint may hold 1/adminConnsShare of what is left, within the bounds above
+)
+
+// planFiles divides limit for cfg.
+func planFiles(cfg Config, limit uint64) fileBudget {
+	b := fileBudget{limit: limit}
+	if limit == 0 {
+		return b
+	}
+	ports := 1 // the listen port
+	for _, t := range cfg.Tenants {
+		ports += len(t.Ports)
+	}
+	ports = max(ports, reservePorts)
+	b.reserved = reserveBase + (cfg.Workers+2)*ports
+	if cfg.App.Memcached.Dir != "" || cfg.App.KV.Dir != "" {
+		b.reserved += reservePebble
+	}
+	free := int(min(limit, 1<<30)) - b.reserved
+	b.admin = min(max(free/adminConnsShare, minAdminConns), maxAdminConns)
+	b.streams = max(free-b.admin, 0)
+	return b
+}
+
+// String is the budget as the startup line says it.
+func (b fileBudget) String() string {
+	if b.limit == 0 {
+		return "file descriptors: no limit known, connections uncapped"
+	}
+	s := fmt.Sprintf("file descriptors %d (RLIMIT_NOFILE): %d kept for the server's own files, admin connections at most %d", b.limit, b.reserved, b.admin)
+	if b.streams < b.admin {
+		s += fmt.Sprintf(" (warning: %d left for connections to the dataplane: raise the hard limit, ulimit -Hn)", b.streams)
+	}
+	return s
+}
+
+// openFiles reads RLIMIT_NOFILE and plans the server's descriptors.
+func openFiles(cfg Config) fileBudget {
+	soft, _, err := accept.FileLimit()
+	if err != nil {
+		return fileBudget{}
+	}
+	return planFiles(cfg, soft)
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
+)
+
+func TestFileBudget(t *testing.T) {
+	base := Config{Workers: 4}
+	onDisk := base
+	onDisk.App.Memcached.Dir = "/somewhere"
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		limit uint64
+	}{
+		{"tiny", base, 256},
+		{"ulimit 1024", base, 1024},
+		{"ulimit 1024, store on disk", onDisk, 1024},
+		{"default hard limit", base, 1 << 20},
+		{"huge", base, 1 << 40},
+	} {
+		b := planFiles(tc.cfg, tc.limit)
+		t.Logf("%s: %s (streams %d)", tc.name, b, b.streams)
+		if b.admin < minAdminConns || b.admin > maxAdminConns {
+			t.Errorf("%s: admin cap %d outside [%d, %d]", tc.name, b.admin, minAdminConns, maxAdminConns)
+		}
+		if b.streams < 0 || b.reserved <= 0 {
+			t.Errorf("%s: %+v", tc.name, b)
+		}
+		if fits := uint64(b.reserved+b.admin+b.streams) <= tc.limit; !fits && b.streams > 0 {
+			t.Errorf("%s: %d reserved + %d admin + %d streams exceed the limit %d", tc.name, b.reserved, b.admin, b.streams, tc.limit)
+		}
+	}
+	if a, b := planFiles(base, 4096), planFiles(onDisk, 4096); b.reserved-a.reserved != reservePebble {
+		t.Errorf("a store on disk reserves %d more descriptors, want Pebble's %d", b.reserved-a.reserved, reservePebble)
+	}
+	if b := planFiles(onDisk, 1024); !strings.Contains(b.String(), "warning") {
+		t.Errorf("a limit the store nearly fills says no warning: %s", b)
+	}
+	if b := planFiles(base, 0); b.admin != 0 || b.streams != 0 {
+		t.Errorf("unknown limit: caps %+v, want none", b)
+	}
+}
+
+// fdChildEnv, when set, makes the test binary a psp server whose
+// RLIMIT_NOFILE is its value (see runFDChild).
+const fdChildEnv = "PSP_TEST_FD_CHILD_LIMIT"
+
+// runFDChild serves the emulate application over UDP with the admin
+// endpoint on, under a low descriptor limit, and prints its startup line
+// and addresses; it stops when its standard input closes.
+func runFDChild(limit string) error {
+	n, err := strconv.ParseUint(limit, 10, 64)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+		return fmt.Errorf("setrlimit: %w", err)
+	}
+	pr, pw := io.Pipe()
+	srv, err := New(context.Background(), Config{
+		Listen: "127.0.0.1:0", Workers: 2, Buffers: 512, Policy: "cfcfs",
+		App:   App{Name: AppEmulate, Dilation: 1, SpinTail: -1},
+		Admin: Admin{Addr: "127.0.0.1:0"},
+	}, Options{Log: pw})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	fmt.Printf("%s %s\n", srv.Addr(), srv.AdminAddr())
+	go io.Copy(os.Stdout, pr)
+	return srv.Run(ctx)
+}
+
+// TestAdminFloodUnderFileLimit floods the admin endpoint of a server
+// limited to 512 descriptors with 1,100 connections that send nothing
+// (the issue's flood, under half its limit). The admin listener holds at
+// most its share of the descriptors and refuses the rest at once, so
+// accept never runs out of descriptors, the dataplane answers throughout,
+// and the endpoint answers again once the flood ends.
+func TestAdminFloodUnderFileLimit(t *testing.T) {
+	const limit = 512
+	out := bufio.NewScanner(testenv.Child(t, fdChildEnv+"="+strconv.Itoa(limit)))
+	if !out.Scan() {
+		t.Fatal("server printed nothing")
+	}
+	addrs := strings.Fields(out.Text())
+	if len(addrs) != 2 {
+		t.Fatalf("server: %s", out.Text())
+	}
+	listen, admin := addrs[0], addrs[1]
+	lines := make(chan string, 100)
+	go func() {
+		for out.Scan() {
+			lines <- out.Text()
+		}
+		close(lines)
+	}()
+	startup := <-lines
+	if want := fmt.Sprintf("file descriptors %d", limit); !strings.Contains(startup, want) {
+		t.Errorf("startup line does not say %q: %s", want, startup)
+	}
+
+	udp, err := net.Dial("udp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	answers := func(id uint32) bool {
+		udp.Write(header(id, 1, 1000))
+		udp.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := udp.Read(make([]byte, 2048))
+		return err == nil
+	}
+	if !answers(1) {
+		t.Fatal("no answer before the flood")
+	}
+
+	var flood []net.Conn
+	for len(flood) < 1100 {
+		c, err := net.DialTimeout("tcp", admin, 2*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", len(flood), err)
+		}
+		flood = append(flood, c)
+	}
+	if !answers(2) {
+		t.Error("the dataplane did not answer during the flood")
+	}
+	for _, c := range flood {
+		c.Close()
+	}
+
+	var metrics string
+	waitUntil(t, "the admin endpoint after the flood", func() bool {
+		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + admin + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		metrics = string(b)
+		return resp.StatusCode == http.StatusOK
+	})
+	refused := sumMetric(metrics, `psp_accept_refused_total{listener="admin"}`)
+	exhausted := sumMetric(metrics, `psp_accept_errors_total{class="exhausted",listener="admin"}`)
+	t.Logf("admin: %g connections refused at the cap, %g accepts out of descriptors", refused, exhausted)
+	if refused == 0 || exhausted != 0 {
+		t.Errorf("want connections refused at the cap and no accept out of descriptors")
+	}
+	if !answers(3) {
+		t.Error("the dataplane did not answer after the flood")
+	}
+}
+
+// TestAdminAcceptFatalStopsServer: a listening socket that stops working
+// (shut down under the server: accept fails with EINVAL) stops Run with an
+// error that says so, rather than leaving a dead admin port.
+func TestAdminAcceptFatalStopsServer(t *testing.T) {
+	cfg := memConfig()
+	srv, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background()) }()
+	time.Sleep(50 * time.Millisecond)
+	raw, err := srv.adminAccept.Listener.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RD) })
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "unusable") {
+			t.Errorf("Run = %v, want the admin accept's fatal error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still serves with a dead admin socket")
+	}
+}

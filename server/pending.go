@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/persephone-go/psp/oci"
+	"github.com/persephone-go/psp/wasmclass"
+)
+
+// A tenant whose classifier is a registry reference that neither the
+// registry nor the cache could give at start is pending: it runs a
+// placeholder module chosen by its failure policy (open: every request
+// UNKNOWN; closed and reload: every request dropped as a classifier
+// fault), with room for PendingMaxTypes types unless it sets max_types,
+// while the pull is retried in the background with a backoff (the first
+// retry after pendingRetryMin, doubling up to pendingRetryMax). When it
+// succeeds the module is swapped in over the placeholder; /readyz answers
+// 503 until no tenant is pending.
+
+// Placeholder modules (see placeholder/*.wat).
+var (
+	//go:embed placeholder/open.wasm
+	placeholderOpen []byte
+	//go:embed placeholder/closed.wasm
+	placeholderClosed []byte
+)
+
+// PendingMaxTypes is the type range of a pending tenant without max_types:
+// the module it waits for may declare up to this many types.
+const PendingMaxTypes = 64
+
+// Bounds of the pulls of pending tenants.
+const (
+	// startPullTimeout bounds the pull of each classifier at start, before
+	// its tenant starts pending.
+	startPullTimeout = 10 * time.Second
+	pendingRetryMin  = time.Second
+	pendingRetryMax  = 30 * time.Second
+)
+
+// placeholder is the module a pending tenant with failure policy fail
+// runs.
+func placeholder(fail string) []byte {
+	if p, _ := failPolicy(fail); p == wasmclass.FailOpen {
+		return placeholderOpen
+	}
+	return placeholderClosed
+}
+
+// pendingPull is a pending tenant's pull.
+type pendingPull struct {
+	tenant string
+	what   string // "classifier" or `tenant "name"`, for the log
+	ref    oci.Ref
+	client *oci.Client
+	// sha is the placeholder's SHA-256 (hex): the swap that ends the wait
+	// replaces only it.
+	sha      string
+	since    time.Time
+	attempts int
+	err      error
+	next     time.Time
+}
+
+// pendingPulls are the server's pending tenants. Safe for concurrent use.
+type pendingPulls struct {
+	mu sync.Mutex
+	m  map[string]*pendingPull // by tenant
+}
+
+func (p *pendingPulls) add(pp *pendingPull) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*pendingPull{}
+	}
+	p.m[pp.tenant] = pp
+}
+
+func (p *pendingPulls) remove(tenant string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, tenant)
+}
+
+// count returns the number of pending tenants.
+func (p *pendingPulls) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
+}
+
+// describe says why tenant is pending ("" when it is not).
+func (p *pendingPulls) describe(tenant string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp := p.m[tenant]
+	if pp == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s not fetched (%d attempts since %s, next in %v): %v",
+		pp.ref, pp.attempts, pp.since.Format(time.RFC3339), max(0, time.Until(pp.next)).Round(time.Second), pp.err)
+}
+
+// due returns the pending pulls to try now, and how long until the next
+// one is due (pendingRetryMax when none is pending).
+func (p *pendingPulls) due(now time.Time) ([]*pendingPull, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*pendingPull
+	wait := pendingRetryMax
+	for _, name := range slices.Sorted(maps.Keys(p.m)) {
+		pp := p.m[name]
+		if d := pp.next.Sub(now); d > 0 {
+			wait = min(wait, d)
+			continue
+		}
+		out = append(out, pp)
+	}
+	return out, wait
+}
+
+// failed records a failed attempt and schedules the next.
+func (p *pendingPulls) failed(pp *pendingPull, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp.attempts++
+	pp.err = err
+	pp.next = time.Now().Add(retryAfter(pp.attempts))
+}
+
+// retryAfter is the wait after attempts failed pulls: pendingRetryMin,
+// doubling up to pendingRetryMax.
+func retryAfter(attempts int) time.Duration {
+	d := pendingRetryMin
+	for range min(attempts-1, 16) {
+		d = min(2*d, pendingRetryMax)
+	}
+	return d
+}
+
+// startPending makes tenant pending on ref after the pull err at start:
+// it returns the placeholder to start the tenant with.
+func (s *Server) startPending(tenant, what, fail string, ref oci.Ref, client *oci.Client, err error) []byte {
+	wasm := placeholder(fail)
+	sum := sha256.Sum256(wasm)
+	pp := &pendingPull{tenant: tenant, what: what, ref: ref, client: client, sha: hex.EncodeToString(sum[:]), since: time.Now()}
+	s.pending.add(pp)
+	s.pending.failed(pp, err)
+	fmt.Fprintf(s.log, "psp: %s: cannot fetch %s: %v\n", what, ref, err)
+	fmt.Fprintf(s.log, "psp: %s: starting pending (fail %s: %s until it is fetched; retrying in the background, /readyz 503 meanwhile)\n",
+		what, failName(fail), pendingEffect(fail))
+	return wasm
+}
+
+// pendingEffect says what a pending tenant's requests get.
+func pendingEffect(fail string) string {
+	if p, _ := failPolicy(fail); p == wasmclass.FailOpen {
+		return "its requests are classified UNKNOWN"
+	}
+	return "its requests are dropped (classifier_fault)"
+}
+
+// retryPending pulls the pending tenants' modules until none is pending
+// or ctx ends, swapping each in when it arrives.
+func (s *Server) retryPending(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		due, _ := s.pending.due(time.Now())
+		for _, pp := range due {
+			s.tryPending(ctx, pp)
+		}
+		if s.pending.count() == 0 {
+			return
+		}
+		_, wait := s.pending.due(time.Now())
+		t.Reset(wait)
+	}
+}
+
+// tryPending pulls a pending tenant's module once and swaps it in over
+// the placeholder.
+func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
+	pctx, cancel := context.WithTimeout(ctx, startPullTimeout+oci.DefaultTimeout)
+	defer cancel()
+	m, err := pp.client.Pull(pctx, pp.ref)
+	if err != nil {
+		s.pending.failed(pp, err)
+		fmt.Fprintf(s.log, "psp: %s: still cannot fetch %s (attempt %d): %v\n", pp.what, pp.ref, pp.attempts, err)
+		return
+	}
+	v, err := s.SwapIf(pctx, pp.tenant, m.Wasm, wasmclass.Expect{SHA256: pp.sha})
+	switch {
+	case errors.Is(err, ErrConflict) || errors.Is(err, ErrUnknownTenant):
+		// Swapped or removed over the admin API meanwhile: that module
+		// is the operator's choice, not this wait's to replace.
+		s.pending.remove(pp.tenant)
+		fmt.Fprintf(s.log, "psp: %s: fetched %s, but the tenant changed meanwhile (%v): not swapped in\n", pp.what, m.Ref, err)
+	case err != nil:
+		s.pending.failed(pp, err)
+		fmt.Fprintf(s.log, "psp: %s: fetched %s, but it does not load (attempt %d): %v\n", pp.what, m.Ref, pp.attempts, err)
+	default:
+		s.pending.remove(pp.tenant)
+		s.refs.set(pp.tenant, m.SHA256, m.Ref.String())
+		fmt.Fprintf(s.log, "psp: %s: pulled %s (%d bytes, sha256 %s) after %v: running it (version %d)\n",
+			pp.what, m.Ref, len(m.Wasm), m.SHA256, time.Since(pp.since).Round(time.Millisecond), v)
+	}
+}
