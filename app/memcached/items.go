@@ -300,32 +300,26 @@ func (ix *itemIndex) compactKeys() {
 }
 
 // link puts node i at the head of its class (mu held).
-func (ix *itemIndex) link(i int32) {
-	n := ix.node(i)
-	c := &ix.classes[n.class]
-	n.prev, n.next = nilNode, c.head
-	if c.head != nilNode {
-		ix.node(c.head).prev = i
-	}
-	c.head = i
-	if c.tail == nilNode {
-		c.tail = i
-	}
-	c.number++
-	c.requested += int64(n.size)
-}
+func (ix *itemIndex) link(i int32) { ix.linkAt(i, true) }
 
 // linkTail puts node i at the tail of its class (mu held).
-func (ix *itemIndex) linkTail(i int32) {
+func (ix *itemIndex) linkTail(i int32) { ix.linkAt(i, false) }
+
+func (ix *itemIndex) linkAt(i int32, head bool) {
 	n := ix.node(i)
 	c := &ix.classes[n.class]
-	n.prev, n.next = c.tail, nilNode
-	if c.tail != nilNode {
-		ix.node(c.tail).next = i
-	}
-	c.tail = i
-	if c.head == nilNode {
+	switch {
+	case c.head == nilNode:
+		n.prev, n.next = nilNode, nilNode
+		c.head, c.tail = i, i
+	case head:
+		n.prev, n.next = nilNode, c.head
+		ix.node(c.head).prev = i
 		c.head = i
+	default:
+		n.prev, n.next = c.tail, nilNode
+		ix.node(c.tail).next = i
+		c.tail = i
 	}
 	c.number++
 	c.requested += int64(n.size)

@@ -3,25 +3,28 @@ package dirlock
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // TestMain makes the test binary, started with DIRLOCK_HOLD=dir, open a
-// Pebble store in dir, say "ready" and hold it until its input closes.
+// Pebble store in dir, say "ready" and its pid, and hold the store until
+// its input closes.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("DIRLOCK_HOLD"); dir != "" {
 		db, err := pebble.Open(dir, &pebble.Options{})
 		if err != nil {
-			os.Stdout.WriteString("error " + err.Error() + "\n")
+			fmt.Println("error", err)
 			os.Exit(1)
 		}
-		os.Stdout.WriteString("ready\n")
+		fmt.Println("ready", os.Getpid())
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		db.Close()
 		os.Exit(0)
@@ -32,25 +35,12 @@ func TestMain(m *testing.M) {
 // holdInChild opens dir in a child process and returns its pid.
 func holdInChild(t *testing.T, dir string) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DIRLOCK_HOLD="+dir)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if line != "ready\n" {
+	line, _ := testenv.Child(t, "DIRLOCK_HOLD="+dir).ReadString('\n')
+	var pid int
+	if _, err := fmt.Sscanf(line, "ready %d", &pid); err != nil {
 		t.Fatalf("child: %q", line)
 	}
-	return cmd.Process.Pid
+	return pid
 }
 
 // TestCheck: a directory another process holds is named with that
