@@ -435,10 +435,11 @@ func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
 }
 
 // intact reports whether b can be classified; a runt or a truncated
-// packet is counted and released.
+// packet is counted and released. A request cut from a stream is whole:
+// the application's framer decided its length.
 func (d *Dispatcher) intact(b *nic.Buffer) bool {
 	switch {
-	case b.Len < d.spec.MinPayload:
+	case b.Len < d.spec.MinPayload && b.Flags&nic.FromStream == 0:
 		d.drops.Runt++
 	case b.WireLen > b.Len:
 		d.drops.Truncated++

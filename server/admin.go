@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -19,7 +19,8 @@ import (
 const maxClassifierUpload = wasmclass.DefaultMaxModuleSize
 
 // Admin HTTP server timeouts. A request (headers and body) must arrive
-// within adminReadTimeout, its answer (including a hot swap's compilation,
+// within adminReadTimeout (a body must also keep arriving: see
+// adminBodyStall), its answer (including a hot swap's compilation,
 // bounded by swapTimeout) within adminWriteTimeout; idle keep-alive
 // connections are closed after adminIdleTimeout.
 const (
@@ -27,7 +28,7 @@ const (
 	// included): a token and a tenant name fit many times over.
 	adminMaxHeaderBytes    = 64 << 10
 	adminReadHeaderTimeout = 5 * time.Second
-	adminReadTimeout       = time.Minute
+	adminReadTimeout       = 30 * time.Second
 	swapTimeout            = 30 * time.Second
 	adminWriteTimeout      = adminReadTimeout + swapTimeout
 	adminIdleTimeout       = 2 * time.Minute
@@ -52,7 +53,8 @@ const (
 //	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
 //	DELETE /tenants/{name}               remove it; the operator's token
 //
-// Every change and every refused credential is written to the audit log.
+// Every change is written to the audit log, every refusal to its
+// refusals' log (see Admin.AuditLog).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
@@ -92,6 +94,7 @@ type apiError struct {
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, event, tenant string, operatorOnly bool) (principal, bool) {
 	refuse := func(code int, outcome, msg string, p principal) (principal, bool) {
 		s.audit.record(auditEvent{Event: event, Tenant: tenant, Principal: p.String(), Remote: r.RemoteAddr, Outcome: outcome, Error: msg})
+		refuseBody(w, r)
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="psp"`)
 		}
@@ -129,18 +132,11 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxClassifierUpload))
-	if err != nil {
-		e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Size: len(body)}
-		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-			e.Error = fmt.Sprintf("classifier larger than the %d-byte limit", maxClassifierUpload)
-			s.audit.record(e)
-			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{e.Error})
-			return
-		}
-		e.Error = fmt.Sprintf("read body: %v", err)
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+	body, release, berr := s.readBody(w, r, p, maxClassifierUpload)
+	defer release()
+	if berr != nil {
+		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
+		writeJSON(w, berr.code, apiError{berr.msg})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
@@ -202,7 +198,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 // refusal is the audit outcome of a failed swap or rollback: "conflict"
 // when a compare-and-swap found another module, else "refused".
 func refusal(err error) string {
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, wasmclass.ErrConflict) {
 		return "conflict"
 	}
 	return "refused"
@@ -211,9 +207,9 @@ func refusal(err error) string {
 // swapStatus is the HTTP status of a failed swap or rollback.
 func swapStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrUnknownTenant):
+	case errors.Is(err, darc.ErrUnknownTenant):
 		return http.StatusNotFound
-	case errors.Is(err, ErrNoWasm), errors.Is(err, ErrNoPrevious), errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrNoWasm), errors.Is(err, wasmclass.ErrNoPrevious), errors.Is(err, wasmclass.ErrConflict):
 		return http.StatusConflict
 	}
 	return http.StatusBadRequest
@@ -223,10 +219,14 @@ func swapStatus(err error) int {
 // settings.
 const maxTenantRequest = maxClassifierUpload*4/3 + 1<<20
 
+// maxTenantUpdate bounds a PATCH /tenants/{name} body: ports, a share and
+// a token digest.
+const maxTenantUpdate = 1 << 20
+
 // lifecycleStatus is the HTTP status of a failed tenant change.
 func lifecycleStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrUnknownTenant):
+	case errors.Is(err, darc.ErrUnknownTenant):
 		return http.StatusNotFound
 	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrFixedTenants):
 		return http.StatusConflict
@@ -242,10 +242,14 @@ func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var t Tenant
-	body, derr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTenantRequest))
-	if derr == nil {
-		derr = json.Unmarshal(body, &t)
+	body, release, berr := s.readBody(w, r, p, maxTenantRequest)
+	defer release()
+	if berr != nil {
+		s.audit.record(auditEvent{Event: "tenant_add", Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
+		writeJSON(w, berr.code, apiError{berr.msg})
+		return
 	}
+	derr := json.Unmarshal(body, &t)
 	e := auditEvent{Event: "tenant_add", Tenant: t.Name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
 	if derr != nil {
 		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant as JSON)", derr)
@@ -281,11 +285,15 @@ func (s *Server) handleUpdateTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	e := auditEvent{Event: "tenant_update", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
 	var u TenantUpdate
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err == nil {
-		err = json.Unmarshal(body, &u)
+	body, release, berr := s.readBody(w, r, p, maxTenantUpdate)
+	defer release()
+	if berr != nil {
+		e.Outcome, e.Error = "refused", berr.msg
+		s.audit.record(e)
+		writeJSON(w, berr.code, apiError{berr.msg})
+		return
 	}
-	if err != nil {
+	if err := json.Unmarshal(body, &u); err != nil {
 		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant update as JSON)", err)
 		s.audit.record(e)
 		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
@@ -339,7 +347,7 @@ func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, err
 }
 
 // SwapIf is Swap, only over the running module exp names (its sha256 or
-// version; zero fields are not checked): otherwise ErrConflict.
+// version; zero fields are not checked): otherwise wasmclass.ErrConflict.
 func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (v int, err error) {
 	err = s.withClassifier(s.tenants.pagesOf(tenant), func() error {
 		v, err = s.tenants.swap(ctx, tenant, wasm, exp)

@@ -1,23 +1,17 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
-	"unicode/utf8"
-
-	"github.com/persephone-go/psp/wasmclass"
 )
 
 // Credentials. The admin endpoint knows two kinds of bearer tokens: the
@@ -175,6 +169,31 @@ func (c *credentials) setTenant(name string, sum [32]byte, ok bool) {
 	}
 }
 
+// unique returns an error when a principal other than tenant self (""
+// for none) holds the token digest sum: two principals with one token
+// would make who a request comes from a matter of chance.
+func (c *credentials) unique(sum [32]byte, self string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	holder := ""
+	switch {
+	case c.operator != nil && *c.operator == sum:
+		holder = "the operator"
+	case c.reader != nil && *c.reader == sum:
+		holder = "the read-only token"
+	default:
+		for name, d := range c.tenants {
+			if d == sum && name != self {
+				holder = fmt.Sprintf("tenant %q", name)
+			}
+		}
+	}
+	if holder == "" {
+		return nil
+	}
+	return fmt.Errorf("%s has this token already: every credential must be a token of its own (openssl rand -hex 32)", holder)
+}
+
 // any reports whether some token exists (else every change is refused).
 func (c *credentials) any() bool {
 	c.mu.RLock()
@@ -219,170 +238,6 @@ func bearer(r *http.Request) string {
 		return ""
 	}
 	return strings.TrimSpace(tok)
-}
-
-// audit writes the audit log: one JSON line per attempt to change a
-// classifier or the tenant set, and per refused credential. Every field a
-// client chooses (a tenant name, a path, an error quoting a body) is cut
-// to maxAuditField bytes, so one line is at most a few KiB whatever the
-// request; the file rotates at Admin.AuditLogMaxBytes (rotatingFile).
-type audit struct {
-	log *slog.Logger
-}
-
-// maxAuditField bounds one audit field, in bytes; maxAuditError an error
-// message.
-const (
-	maxAuditField = 256
-	maxAuditError = 1024
-)
-
-func newAudit(w io.Writer) *audit {
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if a.Key == slog.TimeKey && len(groups) == 0 {
-			a.Value = slog.StringValue(a.Value.Time().UTC().Format(time.RFC3339Nano))
-		}
-		return a
-	}})
-	return &audit{log: slog.New(h).With("log", "psp-audit")}
-}
-
-// auditEvent is one audit line's fields; empty ones are left out.
-type auditEvent struct {
-	Event     string // swap, rollback, tenant_add, tenant_update, tenant_remove, read, auth
-	Tenant    string
-	Principal string
-	Remote    string
-	SHA256    string
-	Size      int
-	Version   int
-	Outcome   string // ok, refused, conflict, unauthorized, forbidden, error
-	Error     string
-	Duration  time.Duration
-	Expected  wasmclass.Expect // a compare-and-swap's expectation
-	Reference string           // the registry reference a module came from
-}
-
-// clip cuts s to at most n bytes (on a rune boundary), saying how long it
-// was.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s...(%d bytes)", s[:cut], len(s))
-}
-
-func (a *audit) record(e auditEvent) {
-	if a == nil {
-		return
-	}
-	attrs := []slog.Attr{slog.String("event", clip(e.Event, maxAuditField)), slog.String("outcome", clip(e.Outcome, maxAuditField))}
-	add := func(k, v string) {
-		if v != "" {
-			attrs = append(attrs, slog.String(k, clip(v, maxAuditField)))
-		}
-	}
-	add("tenant", e.Tenant)
-	add("principal", e.Principal)
-	add("remote", e.Remote)
-	add("sha256", e.SHA256)
-	if e.Size > 0 || e.SHA256 != "" {
-		attrs = append(attrs, slog.Int("size", e.Size))
-	}
-	if e.Version > 0 {
-		attrs = append(attrs, slog.Int("version", e.Version))
-	}
-	add("expected_sha256", e.Expected.SHA256)
-	if e.Expected.Version > 0 {
-		attrs = append(attrs, slog.Int("expected_version", e.Expected.Version))
-	}
-	add("reference", e.Reference)
-	if e.Error != "" {
-		attrs = append(attrs, slog.String("error", clip(e.Error, maxAuditError)))
-	}
-	if e.Duration > 0 {
-		attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
-	}
-	level := slog.LevelInfo
-	if e.Outcome != "ok" {
-		level = slog.LevelWarn
-	}
-	a.log.LogAttrs(context.Background(), level, "admin", attrs...)
-}
-
-// DefaultAuditLogMaxBytes is Admin.AuditLogMaxBytes's default: 64 MiB.
-const DefaultAuditLogMaxBytes = 64 << 20
-
-// rotatingFile is the audit log file: when a write would take it past max
-// bytes, it is renamed to path.1 (replacing the previous one) and a new
-// file is started, so the log takes at most about 2 x max bytes of disk.
-type rotatingFile struct {
-	mu   sync.Mutex
-	path string
-	max  int64
-	f    *os.File
-	size int64
-}
-
-func openRotatingFile(path string, max int64) (*rotatingFile, error) {
-	r := &rotatingFile{path: path, max: max}
-	if err := r.open(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (r *rotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	r.f, r.size = f, fi.Size()
-	return nil
-}
-
-// Write writes p (one audit line: slog writes a record at once),
-// rotating first when p would take the file past its bound.
-func (r *rotatingFile) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.f == nil {
-		return 0, os.ErrClosed
-	}
-	if r.size > 0 && r.size+int64(len(p)) > r.max {
-		r.f.Close()
-		r.f = nil
-		if err := os.Rename(r.path, r.path+".1"); err != nil {
-			return 0, fmt.Errorf("audit log: rotate: %w", err)
-		}
-		if err := r.open(); err != nil {
-			return 0, fmt.Errorf("audit log: rotate: %w", err)
-		}
-	}
-	n, err := r.f.Write(p)
-	r.size += int64(n)
-	return n, err
-}
-
-// Close closes the file.
-func (r *rotatingFile) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.f == nil {
-		return nil
-	}
-	err := r.f.Close()
-	r.f = nil
-	return err
 }
 
 // sha256Hex is the hex SHA-256 of b.

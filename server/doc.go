@@ -54,8 +54,10 @@
 // or many; under the other policies the tenants share one policy
 // (darc.Shared) and are fixed at start (ErrFixedTenants). Swap and
 // Rollback change a tenant's classifier (its own token or the
-// operator's). Tokens are kept as SHA-256 digests; every change and every
-// refused credential is a JSON line in the audit log (Admin.AuditLog).
+// operator's). Tokens are kept as SHA-256 digests, one principal each;
+// every change is a JSON line in the audit log (Admin.AuditLog), every
+// refusal in the refusals' log beside it (refused credentials counted per
+// source and interval).
 //
 // # Lifecycle
 //

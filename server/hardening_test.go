@@ -179,8 +179,8 @@ func TestUnauthenticatedCostsNothing(t *testing.T) {
 	do(t, h, "PUT", "/tenants/"+long+"/classifier", "wrong", nil)
 	do(t, h, "GET", "/status", "", nil)
 	lines := auditLines(t, log.String())
-	if len(lines) != 6 {
-		t.Fatalf("%d audit lines, want 6", len(lines))
+	if len(lines) != 5 { // the second anonymous POST is counted, not written
+		t.Fatalf("%d audit lines, want 5", len(lines))
 	}
 	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 		if strings.Contains(l, "psp-audit") && len(l) > 2048 {
@@ -197,7 +197,7 @@ func TestAuditLogRotates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAudit(f)
+	a := newAudit(f, f, time.Hour)
 	for i := range 1000 {
 		a.record(auditEvent{Event: "swap", Tenant: strings.Repeat("t", 300), Outcome: "unauthorized", Remote: fmt.Sprint(i)})
 	}

@@ -269,11 +269,16 @@ func (s *Server) registerMetrics() error {
 		newCollector(s),
 		newTenantCollector(s),
 		newAppCollector(s.app),
-		newAcceptCollector(s),
+		newAdminCollector(s),
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := s.registry.Register(col); err != nil {
+			return fmt.Errorf("server: metrics: %w", err)
+		}
+	}
+	if t, ok := tcpDataplane(s.dp); ok {
+		if err := s.registry.Register(newTCPCollector(t)); err != nil {
 			return fmt.Errorf("server: metrics: %w", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,24 +44,25 @@ type Options struct {
 
 // Server is psp's live server. Build it with New, run it with Run.
 type Server struct {
-	cfg       Config
-	log       io.Writer
-	dp        nic.Dataplane
-	addr      string
-	disp      *dispatcher.Dispatcher
-	tenants   *tenantSet
-	creds     *credentials
-	audit     *audit
-	auditFile io.Closer
-	app       *Application
-	closeApp  func() error
-	registry  *prometheus.Registry
+	cfg        Config
+	log        io.Writer
+	dp         nic.Dataplane
+	addr       string
+	disp       *dispatcher.Dispatcher
+	tenants    *tenantSet
+	creds      *credentials
+	audit      *audit
+	auditFiles []io.Closer // the changes' and the refusals' audit files
+	app        *Application
+	closeApp   func() error
+	registry   *prometheus.Registry
 	// scrape is held by the one /metrics gather running (see
 	// oneGather).
 	scrape         chan struct{}
 	adminLn        net.Listener
 	adminAccept    *accept.Listener // adminLn's TCP listener (under TLS when on)
 	files          fileBudget
+	bodies         *bodyLimits // the admin bodies' budget
 	http           *http.Server
 	started        time.Time
 	classifierOpts wasmclass.Options
@@ -99,6 +101,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 		s.log = io.Discard
 	}
 	s.files = openFiles(cfg)
+	s.bodies = newBodyLimits(adminBodyBudget, adminUploadsPerCredential, adminBodyStall)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -288,8 +291,8 @@ func (s *Server) workersText() string {
 // describe is the startup line.
 func (s *Server) describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %s (%s), app %s",
-		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
+	fmt.Fprintf(&b, "%s on %s, policy %s, %s (%s), app %s",
+		s.dataplaneText(), s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
 	if s.cfg.Idle == dispatcher.IdleSpinThenPark {
 		if s.cfg.DispatcherSpin > 0 {
 			fmt.Fprintf(&b, ", dispatcher polls %v before parking", s.cfg.DispatcherSpin)
@@ -309,6 +312,27 @@ func (s *Server) describe() string {
 	return b.String()
 }
 
+// dataplaneText names the dataplanes served, with the TCP connection limit
+// and the file descriptor budget it was fitted under.
+func (s *Server) dataplaneText() string {
+	var names []string
+	for _, e := range s.cfg.endpoints() {
+		if e.Transport == TransportTCP {
+			names = append(names, "tcp")
+		} else {
+			names = append(names, s.cfg.Dataplane)
+		}
+	}
+	text := strings.Join(names, " and ") + " dataplane"
+	if len(names) > 1 {
+		text += "s"
+	}
+	if t, ok := tcpDataplane(s.dp); ok {
+		text += fmt.Sprintf(" (up to %d TCP connections%s)", t.MaxConns(), fdBudget())
+	}
+	return text
+}
+
 // Close releases everything New opened. Run calls it; call it yourself only
 // when you do not call Run.
 func (s *Server) Close() error {
@@ -317,7 +341,10 @@ func (s *Server) Close() error {
 		// Bounded: the process must exit soon after the drain.
 		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 		if err := s.http.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("server: admin shutdown: %w", err))
+			// A request still running, or a connection closing after a
+			// refused body (net/http lingers half a second so that the
+			// client reads the answer before a reset): cut it.
+			s.http.Close()
 		}
 		cancel()
 		s.http = nil
@@ -338,10 +365,11 @@ func (s *Server) Close() error {
 			errs = append(errs, fmt.Errorf("server: close classifiers: %w", err))
 		}
 	}
-	if s.auditFile != nil {
-		s.auditFile.Close()
-		s.auditFile = nil
+	s.audit.close()
+	for _, f := range s.auditFiles {
+		f.Close()
 	}
+	s.auditFiles = nil
 	if s.closeApp != nil {
 		if err := s.closeApp(); err != nil {
 			errs = append(errs, fmt.Errorf("server: close app: %w", err))
@@ -361,6 +389,10 @@ func (s *Server) Status() Status {
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr
 	st.Dataplane = s.cfg.Dataplane
+	if t, ok := tcpDataplane(s.dp); ok {
+		cs := t.ConnStats()
+		st.TCP = &cs
+	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
 	if s.app != nil && s.app.Counters != nil {
 		st.AppCounters = s.app.Counters()
@@ -389,4 +421,19 @@ func dropSummary(d dispatcher.Drops) string {
 		return ""
 	}
 	return " (" + d.String() + ")"
+}
+
+// logf writes one line of the server's log.
+func (s *Server) logf(format string, args ...any) {
+	fmt.Fprintf(s.log, "psp serve: "+format+"\n", args...)
+}
+
+// fdBudget says the process's file descriptor limit, which the TCP
+// connection limit is fitted under.
+func fdBudget() string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(", file descriptor limit %d", lim.Cur)
 }

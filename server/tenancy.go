@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/persephone-go/psp/darc"
@@ -27,6 +26,9 @@ func (s *Server) openCredentials(cfg Config) error {
 		return fmt.Errorf("server: admin read token: %w", err)
 	}
 	if ok {
+		if err := s.creds.unique(sum, ""); err != nil {
+			return fmt.Errorf("%w: admin read token: %w", ErrConfig, err)
+		}
 		s.creds.setReader(sum)
 	}
 	for _, t := range cfg.Tenants {
@@ -34,17 +36,29 @@ func (s *Server) openCredentials(cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("server: tenant %q token: %w", t.Name, err)
 		}
+		if ok {
+			if err := s.creds.unique(sum, ""); err != nil {
+				return fmt.Errorf("%w: tenant %q token: %w", ErrConfig, t.Name, err)
+			}
+		}
 		s.creds.setTenant(t.Name, sum, ok)
 	}
-	w := s.log
+	changes, refusals := s.log, s.log
 	if path := cfg.Admin.AuditLog; path != "" {
-		f, err := openRotatingFile(path, cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes))
+		max := cmp.Or(cfg.Admin.AuditLogMaxBytes, DefaultAuditLogMaxBytes)
+		f, err := openRotatingFile(path, max)
 		if err != nil {
 			return fmt.Errorf("server: audit log: %w", err)
 		}
-		s.auditFile, w = f, f
+		s.auditFiles = append(s.auditFiles, f)
+		r, err := openRotatingFile(path+refusalsSuffix, max)
+		if err != nil {
+			return fmt.Errorf("server: audit log of refusals: %w", err)
+		}
+		s.auditFiles = append(s.auditFiles, r)
+		changes, refusals = f, r
 	}
-	s.audit = newAudit(w)
+	s.audit = newAudit(changes, refusals, refusalInterval)
 	return nil
 }
 
@@ -61,8 +75,7 @@ func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) erro
 	}
 	s.tenants = ts
 	s.describeTenants = ts.describe()
-	listen := netip.MustParseAddrPort(cfg.Listen).Port() // validated
-	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(listen)); err != nil {
+	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.logf); err != nil {
 		return err
 	}
 	lanes := 0
@@ -154,11 +167,10 @@ func (c Config) basePolicyConfig(pool int) darc.Config {
 
 // listenPort is the listen address's port.
 func (s *Server) listenPort() uint16 {
-	ap, err := netip.ParseAddrPort(s.addr)
-	if err != nil {
-		return netip.MustParseAddrPort(s.cfg.Listen).Port()
+	if eps, err := ParseListen(s.addr); err == nil {
+		return eps[0].Addr.Port()
 	}
-	return ap.Port()
+	return s.cfg.listenPort()
 }
 
 // declared marks, by global type id, the types the live tenants' classifiers

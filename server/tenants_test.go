@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -201,8 +202,9 @@ func TestMultiTenantServer(t *testing.T) {
 }
 
 // TestCredentials: a tenant's token changes that tenant only, the
-// operator's every one; every attempt and every refused credential is one
-// audit line.
+// operator's every one; every attempt is one audit line, and so is the
+// first refused credential of each source, event, outcome and principal
+// in an interval (the others are counted in one line when it ends).
 func TestCredentials(t *testing.T) {
 	r, log := startLogged(t, tenantConfig(t))
 	h := r.srv.Handler()
@@ -235,14 +237,14 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("b's rollback: %d %s", rec.Code, rec.Body)
 	}
 	lines := auditLines(t, log.String())
-	if len(lines) != 11 {
-		t.Fatalf("%d audit lines, want 11:\n%s", len(lines), log)
+	if len(lines) != 9 {
+		t.Fatalf("%d audit lines, want 9:\n%s", len(lines), log)
 	}
 	sum := sha256.Sum256(random)
 	want := []struct{ event, tenant, principal, outcome string }{
-		{"swap", "b", "", "unauthorized"}, {"swap", "b", "", "unauthorized"}, {"swap", "b", "tenant:a", "forbidden"},
+		{"swap", "b", "", "unauthorized"}, {"swap", "b", "tenant:a", "forbidden"},
 		{"swap", "b", "tenant:b", "ok"}, {"swap", "b", "operator", "ok"}, {"swap", "a", "tenant:b", "forbidden"},
-		{"swap", "a", "tenant:a", "refused"}, {"swap", "nobody", "tenant:b", "forbidden"}, {"swap", "nobody", "operator", "refused"},
+		{"swap", "a", "tenant:a", "refused"}, {"swap", "nobody", "operator", "refused"},
 		{"tenant_remove", "b", "tenant:b", "forbidden"}, {"rollback", "b", "tenant:b", "ok"},
 	}
 	for i, w := range want {
@@ -252,13 +254,25 @@ func TestCredentials(t *testing.T) {
 			t.Errorf("audit line %d: %v, want %+v", i, l, w)
 		}
 	}
-	if l := lines[3]; l["sha256"] != hex.EncodeToString(sum[:]) || l["size"] != float64(len(random)) || l["version"] != float64(2) {
+	if l := lines[2]; l["sha256"] != hex.EncodeToString(sum[:]) || l["size"] != float64(len(random)) || l["version"] != float64(2) {
 		t.Errorf("audit line of the accepted swap: %v", l)
 	}
 
 	st := getStatus(t, h)
 	if b := tenantOf(t, st, "b"); b.Version != 4 || b.SHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("b after two swaps and a rollback: version %d sha %s", b.Version, b.SHA256)
+	}
+	// Stopping ends the interval: the refusals told in no line of their
+	// own are counted.
+	r.stop()
+	repeated := map[string]float64{}
+	for _, l := range auditLines(t, log.String()) {
+		if l["msg"] == "admin refusals repeated" {
+			repeated[fmt.Sprint(l["event"], "/", l["outcome"], "/", l["principal"], "/", l["source"])] = l["count"].(float64)
+		}
+	}
+	if want := map[string]float64{"swap/unauthorized/anonymous/192.0.2.7": 1, "swap/forbidden/tenant:b/192.0.2.7": 1}; !maps.Equal(repeated, want) {
+		t.Errorf("repeated refusals %v, want %v", repeated, want)
 	}
 }
 

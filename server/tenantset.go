@@ -294,7 +294,7 @@ func (mt *tenantSet) get(name string) (*liveTenant, error) {
 func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
 	lt, ok := mt.live[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTenant, name)
+		return nil, fmt.Errorf("%w %q", darc.ErrUnknownTenant, name)
 	}
 	return lt, nil
 }
@@ -357,6 +357,9 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, t.Name, err)
 	}
+	if err := mt.uniqueToken(t.Name, tok, hasTok); err != nil {
+		return nil, err
+	}
 	if mt.exists(t.Name) {
 		return nil, fmt.Errorf("%w: %q", ErrTenantExists, t.Name)
 	}
@@ -378,6 +381,11 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 		mt.closeTenant(lt)
 		return nil, err
 	}
+	// Checked again: credentials change under mt.mu only.
+	if err := mt.uniqueToken(t.Name, tok, hasTok); err != nil {
+		mt.closeTenant(lt)
+		return nil, err
+	}
 	added, err := mt.openPorts(t.Name, t.Ports)
 	if err != nil {
 		mt.closeTenant(lt)
@@ -391,6 +399,18 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 	mt.live[t.Name] = lt
 	s.creds.setTenant(t.Name, tok, hasTok)
 	return lt, nil
+}
+
+// uniqueToken refuses tenant name's token (when it has one) if another
+// principal holds it.
+func (mt *tenantSet) uniqueToken(name string, tok [32]byte, hasTok bool) error {
+	if !hasTok {
+		return nil
+	}
+	if err := mt.s.creds.unique(tok, name); err != nil {
+		return fmt.Errorf("%w: tenant %q: token: %w", ErrConfig, name, err)
+	}
+	return nil
 }
 
 // memoryPages is the memory limit of t's Wasm classifier, in pages (0:
@@ -547,6 +567,9 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	tok, hasTok, err := loadToken(t.TokenFile, t.TokenSHA256)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
+	}
+	if err := mt.uniqueToken(name, tok, hasTok); err != nil {
+		return nil, err
 	}
 	next := *lt
 	next.cfg = t

@@ -1,6 +1,10 @@
 package memcached
 
 import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,23 +45,67 @@ type ConnInfo struct {
 	Idle time.Duration
 }
 
+// connTable is the application's own view of the stream dataplane's
+// connections: every framer (NewConn) until its connection closes
+// (ConnClosed), what yielded, and what was refused.
+type connTable struct {
+	mu     sync.Mutex
+	open   map[uint64]*framer
+	total  atomic.Uint64
+	yields atomic.Uint64
+}
+
+func (t *connTable) add(f *framer) {
+	t.mu.Lock()
+	if t.open == nil {
+		t.open = make(map[uint64]*framer)
+	}
+	t.open[f.id] = f
+	t.mu.Unlock()
+	t.total.Add(1)
+}
+
+func (t *connTable) remove(f *framer) {
+	t.mu.Lock()
+	delete(t.open, f.id)
+	t.mu.Unlock()
+}
+
 // connCounts returns the connection figures: Config.Connections', or the
-// TCP service's (ServeTCP) without it.
+// framers' count without it.
 func (s *Server) connCounts() ConnCounts {
 	if f := s.cfg.Connections; f != nil {
 		return f()
 	}
-	g := &s.guards
-	return ConnCounts{Current: g.conns.Load(), Total: g.accepted.Load(), Rejected: g.connsRefused.Load(),
-		Yields: g.yields.Load(), Max: s.cfg.MaxConns}
+	t := &s.conns
+	t.mu.Lock()
+	open := len(t.open)
+	t.mu.Unlock()
+	return ConnCounts{Current: int64(open), Total: t.total.Load(), Rejected: s.guards.connsRefused.Load(),
+		Yields: t.yields.Load(), Max: s.cfg.MaxConns}
 }
 
 // eachConn calls fn with every connection and listener:
-// Config.ListConnections', or the TCP service's without it.
+// Config.ListConnections', or the framers' connections without it (no
+// listeners: the framers do not see them), in the order they opened.
 func (s *Server) eachConn(fn func(ConnInfo) bool) {
 	if f := s.cfg.ListConnections; f != nil {
 		f(fn)
 		return
 	}
-	s.tcpConns(fn)
+	t := &s.conns
+	t.mu.Lock()
+	out := make([]ConnInfo, 0, len(t.open))
+	now := time.Now()
+	for _, f := range t.open {
+		out = append(out, ConnInfo{ID: f.id, Addr: "tcp:" + f.peer.String(), Busy: f.busy.Load(),
+			Idle: now.Sub(time.Unix(0, f.last.Load()))})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b ConnInfo) int { return cmp.Compare(a.ID, b.ID) })
+	for _, c := range out {
+		if !fn(c) {
+			return
+		}
+	}
 }
