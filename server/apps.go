@@ -165,7 +165,6 @@ func memcachedConfig(cfg Config) memcached.Config {
 }
 
 func openMemcached(cfg Config) (*Application, error) {
-	m := cfg.App.Memcached
 	s, err := memcached.Open(memcachedConfig(cfg))
 	if err != nil {
 		return nil, err
