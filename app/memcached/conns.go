@@ -39,7 +39,7 @@ type ConnInfo struct {
 	// "tcp:127.0.0.1:11211".
 	Addr, Local string
 	// Busy: a request of the connection is being served (memcached's
-	// conn_parse_cmd); otherwise it waits for input (conn_waiting).
+	// conn_parse_cmd); otherwise it waits for input (conn_read).
 	Busy bool
 	// Idle is the time since its last request.
 	Idle time.Duration

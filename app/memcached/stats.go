@@ -205,7 +205,7 @@ func (s *session) statsCommand() {
 		s.out = s.out[:s.open]
 		s.app.eachConn(func(c ConnInfo) bool {
 			s.connStat(c.ID, "addr", c.Addr)
-			if !c.Listener {
+			if !c.Listener && c.Local != "" {
 				s.connStat(c.ID, "listen_addr", c.Local)
 			}
 			switch {
@@ -214,7 +214,7 @@ func (s *session) statsCommand() {
 			case c.Busy:
 				s.connStat(c.ID, "state", "conn_parse_cmd")
 			default:
-				s.connStat(c.ID, "state", "conn_waiting")
+				s.connStat(c.ID, "state", "conn_read")
 			}
 			s.out = append(s.out, "STAT "...)
 			s.out = strconv.AppendUint(s.out, c.ID, 10)
