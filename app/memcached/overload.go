@@ -36,8 +36,8 @@ const BusyLine = "SERVER_ERROR busy, request shed: try again\r\n"
 // would be answered (all noreply, a quit alone, a value cut short), exactly
 // as HandleMulti would answer nothing. Nothing of a shed request is run,
 // so a shed write stores nothing. A command cut from a TCP stream is
-// answered OverloadedLine alone, in its turn (a quit closes the connection,
-// a noreply command gets nothing). ReplyOverloaded reads only the
+// answered its line alone, in its turn (a quit closes the connection, a
+// noreply command gets nothing). ReplyOverloaded reads only the
 // request's buffer, allocates nothing and is safe to call concurrently
 // with the workers.
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
@@ -46,13 +46,14 @@ func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
 	}
 	p := b.Payload()
 	if b.Flags&nic.FromStream != 0 {
+		reply, stores := shedVerdict(p)
 		switch {
 		case string(commandWord(p)) == "quit":
 			b.Len, b.Flags = 0, nic.ReplyClose
-		case !wantsReply(p):
+		case !reply:
 			return false // nothing in its turn
 		default:
-			b.Len, b.Flags = copy(b.Data, OverloadedLine), 0
+			b.Len, b.Flags = copy(b.Data, ShedLine(stores)), 0
 		}
 		return true
 	}

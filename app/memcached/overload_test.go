@@ -241,7 +241,8 @@ func BenchmarkReplyOverloaded(b *testing.B) {
 }
 
 // TestReplyOverloadedStream: a command cut from a TCP stream and shed is
-// answered the overloaded line alone (no frame header), in its turn; a
+// answered its line alone (no frame header), in its turn: the busy line
+// for a read or any other command, the out of memory line for a store; a
 // noreply command gets nothing; a quit still closes the connection.
 func TestReplyOverloadedStream(t *testing.T) {
 	srv := openServer(t, Config{})
@@ -251,8 +252,12 @@ func TestReplyOverloadedStream(t *testing.T) {
 		want  string
 		flags nic.Flags
 	}{
-		{"get a\r\n", true, OverloadedLine, 0},
+		{"get a\r\n", true, BusyLine, 0},
+		{"gets a b c\r\n", true, BusyLine, 0},
+		{"incr n 1\r\n", true, BusyLine, 0},
+		{"delete a\r\n", true, BusyLine, 0},
 		{"set a 0 0 1\r\nx\r\n", true, OverloadedLine, 0},
+		{"cas a 0 0 1 5\r\nx\r\n", true, OverloadedLine, 0},
 		{"set a 0 0 1 noreply\r\nx\r\n", false, "", 0},
 		{"quit\r\n", true, "", nic.ReplyClose},
 	} {
