@@ -95,7 +95,9 @@ type serverOptions struct {
 	dilation   float64 // default: the dilation constant; < 0: none
 	// tcp adds a TCP listener (tcp://127.0.0.1:PORT in --listen, on a
 	// free port) beside the UDP one.
-	tcp   bool
+	tcp bool
+	// env adds variables to the server's environment.
+	env   []string
 	extra []string
 }
 
@@ -162,6 +164,9 @@ func startServer(t testing.TB, o serverOptions) *server {
 	}
 	args = append(args, o.extra...)
 	s.cmd = exec.Command(pspBinary, args...)
+	if o.env != nil {
+		s.cmd.Env = append(os.Environ(), o.env...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start psp serve: %v", err)
