@@ -214,6 +214,25 @@ func (b *attackBench) underAttack(t *testing.T, attack func(ctx context.Context)
 	}
 }
 
+// oneAfterAnother opens connections one after the other until ctx is
+// done, giving each to attack, and closes it; it stops early when attack
+// returns false. It returns the number of connections opened.
+func (b *attackBench) oneAfterAnother(ctx context.Context, t *testing.T, attack func(i int, c net.Conn) bool) (conns int) {
+	for ; ctx.Err() == nil; conns++ {
+		c, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return conns
+		}
+		ok := attack(conns, c)
+		c.Close()
+		if !ok {
+			return conns + 1
+		}
+	}
+	return conns
+}
+
 // settle waits until the server holds no connection and no TCP memory
 // (every attacker gone), and fails the test if that does not happen
 // within the idle timeout and a few seconds.
@@ -263,19 +282,13 @@ func (b *attackBench) longLines(t *testing.T) {
 	var most int64
 	chunk := bytes.Repeat([]byte("k"), 64<<10)
 	b.underAttack(t, func(ctx context.Context) {
-		for ctx.Err() == nil {
+		conns += b.oneAfterAnother(ctx, t, func(i int, c net.Conn) bool {
 			prefix := "get "
-			if conns%2 == 1 {
+			if i%2 == 1 {
 				prefix = "set "
 			}
-			c, err := net.Dial("tcp", b.addr)
-			if err != nil {
-				t.Errorf("dial: %v", err)
-				return
-			}
-			conns++
 			sent := int64(0)
-			_, err = io.WriteString(c, prefix)
+			_, err := io.WriteString(c, prefix)
 			for err == nil && sent < 1<<30 {
 				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 				var n int
@@ -285,10 +298,9 @@ func (b *attackBench) longLines(t *testing.T) {
 			most = max(most, sent)
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			reply, rerr := io.ReadAll(c)
-			c.Close()
 			if err == nil || isTimeout(err) || isTimeout(rerr) {
 				t.Errorf("%q and %d bytes without a line end: write %v, read %v: want the connection closed by the server", prefix, sent, err, rerr)
-				return
+				return false
 			}
 			if prefix == "get " {
 				gets++
@@ -298,7 +310,8 @@ func (b *attackBench) longLines(t *testing.T) {
 			} else if len(reply) > 0 {
 				t.Errorf("a line too long answered %q, want nothing", reply)
 			}
-		}
+			return true
+		})
 	})
 	after := b.settle(t)
 	app := appCounters(t, b.s)
@@ -324,22 +337,16 @@ func (b *attackBench) pipelineNeverRead(t *testing.T) {
 	var most int64
 	gets := bytes.Repeat([]byte("get v4k\r\n"), 1_000_000)
 	b.underAttack(t, func(ctx context.Context) {
-		for ctx.Err() == nil {
-			c, err := net.Dial("tcp", b.addr)
-			if err != nil {
-				t.Errorf("dial: %v", err)
-				return
-			}
-			conns++
+		conns += b.oneAfterAnother(ctx, t, func(_ int, c net.Conn) bool {
 			c.SetWriteDeadline(time.Now().Add(attackIdleTimeout + 5*time.Second))
 			n, err := c.Write(gets)
-			c.Close()
 			most = max(most, int64(n))
 			if err == nil || isTimeout(err) {
 				t.Errorf("a million gets never read: %d bytes written, %v: want the connection closed by the server", n, err)
-				return
+				return false
 			}
-		}
+			return true
+		})
 	})
 	after := b.settle(t)
 	t.Logf("%d connections, the most gets sent before one was closed: %d of 1,000,000; pipeline pauses %d", conns, most/9, after.PipelinePauses-before.PipelinePauses)
@@ -445,13 +452,7 @@ func (b *attackBench) resetMidReply(t *testing.T) {
 	var conns int
 	gets := bytes.Repeat([]byte("get big\r\n"), 12) // 3 MiB of replies: under --tcp-max-output
 	b.underAttack(t, func(ctx context.Context) {
-		for ctx.Err() == nil {
-			c, err := net.Dial("tcp", b.addr)
-			if err != nil {
-				t.Errorf("dial: %v", err)
-				return
-			}
-			conns++
+		conns += b.oneAfterAnother(ctx, t, func(_ int, c net.Conn) bool {
 			c.SetDeadline(time.Now().Add(5 * time.Second))
 			if _, err := c.Write(gets); err != nil {
 				t.Errorf("write: %v", err)
@@ -460,8 +461,8 @@ func (b *attackBench) resetMidReply(t *testing.T) {
 				t.Errorf("the first 64 KiB of 12 replies of 256 KiB: %v", err)
 			}
 			c.(*net.TCPConn).SetLinger(0)
-			c.Close()
-		}
+			return true
+		})
 	})
 	after := b.settle(t)
 	t.Logf("%d connections reset mid-reply: closed reset %d, peer %d; replies dropped %d, requests dropped %d", conns,
