@@ -89,17 +89,19 @@ type attackBench struct {
 // TestMemcachedTCPUnderAttack attacks psp serve --app memcached over TCP
 // (through the TCP dataplane and DARC) while a GET load runs on four
 // connections of its own, one attack per subtest: a connection sending
-// 1 GiB without a line end, one pipelining 1,000,000 gets and never reading
-// (and nine at once, more than the TCP memory holds), 5,000 connections at once over --memcached-max-conns, peers that reset
-// mid-reply, requests split one byte per write, and slowloris connections
+// 1 GiB without a line end; one pipelining 1,000,000 gets and never
+// reading, and nine at once (more than the TCP memory holds); 5,000
+// connections at once over --memcached-max-conns; peers that reset
+// mid-reply; requests split one byte per write; slowloris connections
 // holding half a request. Each bound acts and is counted (psp status, and
 // /metrics at the end), the server's RSS stays under its memory before the
-// attack plus the TCP memory bound (and slack for the runtime), nothing is
-// leaked once the attackers are gone (no connection left open, no memory
-// held), and the load's GET p99.9 stays within 2x of its figure with no
-// attack, measured in the same test (measured again, and the attack run
-// again, once when it is not; asserted only with PSP_ATTACK_TAILS set,
-// when the test runs alone: see attackTailsEnv).
+// attacks plus its buffer pool, the TCP and value memory bounds and slack
+// for the runtime, nothing is held once the attackers are gone (no
+// connection left open, no memory held), and the load's GET p99.9 stays
+// within 2x of its figure with no attack, measured in the same test
+// (measured again, and the attack run again, once when it is not; asserted
+// only with PSP_ATTACK_TAILS set, when the test runs alone: see
+// attackTailsEnv).
 func TestMemcachedTCPUnderAttack(t *testing.T) {
 	b := startAttackBench(t)
 	t.Run("1GiB-without-a-line-end", b.longLines)
