@@ -167,7 +167,10 @@ func TestRolloutMeetsAnotherChange(t *testing.T) {
 	}
 	var out strings.Builder
 	rep.Write(&out)
-	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "conflict") {
+	// The summary counts what the table shows: one swapped, its rollback
+	// refused, one untouched.
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "conflict") ||
+		!strings.Contains(out.String(), "stopped: 1 server(s) swapped: 0 rolled back, 1 rollback(s) FAILED (see above); 1 untouched") {
 		t.Errorf("report:\n%s", out.String())
 	}
 }

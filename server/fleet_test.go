@@ -200,6 +200,45 @@ func TestServeFromRegistry(t *testing.T) {
 	pending("a digest that is not the manifest's", "not fetched")
 }
 
+// TestServeShapesMadeWithoutPSP: a server started from each shape of Wasm
+// image Istio's and Envoy Gateway's fetchers accept, made without psp
+// (registrytest.PushShapes), runs the module, pinned by the manifest's
+// digest, and classifies its requests with it.
+func TestServeShapesMadeWithoutPSP(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	for _, sh := range registrytest.PushShapes(t, reg, wasm) {
+		t.Run(sh.Name, func(t *testing.T) {
+			cfg := memConfig()
+			cfg.Classifier = sh.Ref
+			cfg.Fail = "closed"
+			cfg.OCI.CacheDir = "off"
+			r, log := startLogged(t, cfg)
+			defer r.stop()
+			h := r.srv.Handler()
+			if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum || ti.Reference != sh.Ref+"@"+sh.Digest() || ti.Pending != "" {
+				t.Fatalf("sha256 %s reference %q pending %q, want %s from %s@%s\n%s", ti.SHA256, ti.Reference, ti.Pending, sum, sh.Ref, sh.Digest(), log)
+			}
+			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+				t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+			}
+			dp := r.srv.Dataplane().(*memnic.Dataplane)
+			peer := netip.MustParseAddrPort("10.0.0.9:1")
+			const n = 10
+			for i := range n {
+				inject(dp, header(uint32(2*i), wire.TypeShort, 100), peer)
+				inject(dp, header(uint32(2*i+1), wire.TypeLong, 100), peer)
+			}
+			ti := waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.Answered+ti.Dropped >= 2*n })
+			st := getStatus(t, h)
+			if ti.Answered != 2*n || typeReceived(st, "default/SHORT") != n || typeReceived(st, "default/LONG") != n {
+				t.Errorf("answered %d of %d; SHORT %d, LONG %d, want %d each", ti.Answered, 2*n,
+					typeReceived(st, "default/SHORT"), typeReceived(st, "default/LONG"), n)
+			}
+		})
+	}
+}
+
 // TestPendingUntilFetched: a server whose classifier's registry is down at
 // start (and no cache) starts anyway, per its failure policy: /readyz
 // answers 503, and its requests are dropped (closed) or served UNKNOWN
