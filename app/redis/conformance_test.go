@@ -1,10 +1,7 @@
 package redis
 
 import (
-	"bufio"
 	"bytes"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
@@ -51,42 +48,10 @@ func compareSequence(t *testing.T, real, psp string, c redistest.Case) {
 			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", cmd, err, got, want)
 		}
 		if c.Unordered {
-			got, want = sortedReply(got), sortedReply(want)
+			got, want = redistest.SortedReply(got), redistest.SortedReply(want)
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
 		}
 	}
-}
-
-// sortedReply sorts the elements of an array reply (nested arrays as
-// wholes, a SCAN reply's second element), for replies whose order
-// redis-server leaves to its hash tables.
-func sortedReply(p []byte) []byte {
-	if len(p) == 0 || p[0] != '*' {
-		return p
-	}
-	r := bufio.NewReader(bytes.NewReader(p))
-	head, _ := r.ReadBytes('\n')
-	var elems [][]byte
-	for {
-		e, err := redistest.ReadReply(r)
-		if err != nil {
-			break
-		}
-		elems = append(elems, sortedReply(e))
-	}
-	if strings.HasPrefix(string(head), "*2") && len(elems) == 2 && elems[1][0] == '*' {
-		return append(append(head, elems[0]...), elems[1]...) // SCAN: cursor, keys
-	}
-	slices.SortFunc(elems, bytes.Compare)
-	return append(head, bytes.Join(elems, nil)...)
-}
-
-// TestRedisPy runs redis-py's script of every command family against the
-// server (and against redis-server, so that the script's own checks are
-// known to hold for Redis).
-func TestRedisPy(t *testing.T) {
-	redistest.RunRedisPy(t, redistest.StartRedis(t))
-	redistest.RunRedisPy(t, serveTest(t, openTest(t, Config{})))
 }

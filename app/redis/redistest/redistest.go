@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,4 +262,28 @@ func RunRedisPy(tb testing.TB, addr string) {
 	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
 		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
 	}
+}
+
+// SortedReply sorts the elements of an array reply (nested arrays as
+// wholes, a SCAN reply's keys), for replies whose order redis-server
+// leaves to its hash tables.
+func SortedReply(p []byte) []byte {
+	if len(p) == 0 || p[0] != '*' {
+		return p
+	}
+	r := bufio.NewReader(bytes.NewReader(p))
+	head, _ := r.ReadBytes('\n')
+	var elems [][]byte
+	for {
+		e, err := ReadReply(r)
+		if err != nil {
+			break
+		}
+		elems = append(elems, SortedReply(e))
+	}
+	if strings.HasPrefix(string(head), "*2") && len(elems) == 2 && elems[1][0] == '*' {
+		return append(append(head, elems[0]...), elems[1]...) // SCAN: cursor, keys
+	}
+	slices.SortFunc(elems, bytes.Compare)
+	return append(head, bytes.Join(elems, nil)...)
 }
