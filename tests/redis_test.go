@@ -19,6 +19,7 @@ import (
 
 	"github.com/persephone-go/psp/app/redis/redistest"
 	"github.com/persephone-go/psp/internal/testenv"
+	pspserver "github.com/persephone-go/psp/server"
 )
 
 // startRedisServer starts psp serve --app redis on a free TCP port and
@@ -299,5 +300,62 @@ func fillKeys(t *testing.T, addr string, n int, pad string, size int) {
 	wg.Wait()
 	if b := bad.Load(); b != nil {
 		t.Fatalf("MSET: %v", b)
+	}
+}
+
+// TestRedisMaxMemory: with --redis-maxmemory, a flood of SETs past it is
+// refused with Redis's OOM error, GETs are served, and the process's
+// memory stays within the stated margin (the Go memory limit serve sets:
+// maxmemory and a tenth, a request per worker, the buffers and the TCP
+// memory bound, 64 MiB).
+func TestRedisMaxMemory(t *testing.T) {
+	const maxMemory = 64 << 20
+	s, addr := startRedisServer(t, "--redis-maxmemory", "64MiB", "--tcp-memory", "32MiB")
+	before := rssMB(t, s.cmd.Process.Pid)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	val := strings.Repeat("v", 1000)
+	w, r := bufio.NewWriter(c), bufio.NewReader(c)
+	const sets = 120000 // 120 MB of values
+	go func() {
+		for i := range sets {
+			w.Write(redistest.Command("SET", "k:"+strconv.Itoa(i), val))
+		}
+		w.Flush()
+	}()
+	ok, oom := 0, 0
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for range sets {
+		line, err := r.ReadString('\n')
+		switch {
+		case err != nil:
+			t.Fatalf("after %d OK and %d OOM: %v", ok, oom, err)
+		case line == "+OK\r\n":
+			ok++
+		case line == "-OOM command not allowed when used memory > 'maxmemory'.\r\n":
+			oom++
+		default:
+			t.Fatalf("SET: %q", line)
+		}
+	}
+	after := rssMB(t, s.cmd.Process.Pid)
+	t.Logf("%d SETs of 1 KB stored, %d refused; RSS %.0f MB before, %.0f MB after (maxmemory 64 MiB)", ok, oom, before, after)
+	if oom == 0 || ok*1000 > maxMemory {
+		t.Errorf("%d stored, %d refused: want refusals once 64 MiB are held", ok, oom)
+	}
+	pc, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if r, err := pc.Do("GET", "k:7"); err != nil || string(r) != "$1000\r\n"+val+"\r\n" {
+		t.Errorf("GET past maxmemory: %.40q %v", r, err)
+	}
+	limitMB := float64(maxMemory+maxMemory/10+2*(4<<20)+pspserver.DefaultBuffers*(16<<10)+32<<20+64<<20) / (1 << 20)
+	if after > limitMB {
+		t.Errorf("RSS %.0f MB, over the stated bound of %.0f MB", after, limitMB)
 	}
 }
