@@ -28,7 +28,7 @@ const (
 	// DefaultRedisListen is the redis application's listen address:
 	// Redis's port, over TCP.
 	DefaultRedisListen = "tcp://127.0.0.1:6379"
-	DefaultAdmin  = "127.0.0.1:9090"
+	DefaultAdmin       = "127.0.0.1:9090"
 	// MinAutoWorkers is the fewest workers Workers' automatic default
 	// gives: DARC needs two to keep a short type's worker apart from the
 	// long types'.

@@ -75,8 +75,8 @@ const (
 
 // store is the keyspace.
 type store struct {
-	seed   maphash.Seed
-	shards [numShards]shard
+	seed     maphash.Seed
+	shards   [numShards]shard
 	used     atomic.Int64 // estimated bytes
 	keys     atomic.Int64
 	keyBytes atomic.Int64 // the keys' own bytes
