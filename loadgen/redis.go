@@ -137,15 +137,7 @@ func RedisMix(mix string) (workload.Workload, error) {
 }
 
 // appendBulk appends a RESP bulk string.
-func appendBulk(b []byte, s []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
-func appendBulkString(b []byte, s string) []byte {
+func appendBulk[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '$')
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, '\r', '\n')
@@ -180,35 +172,35 @@ func (redisStream) encode(r *run, b []byte, id int) []byte {
 	key := mix64(uint64(id)) % keys
 	switch c.kind {
 	case rdGet:
-		b = appendBulkString(appendArrayLen(b, 2), "GET")
+		b = appendBulk(appendArrayLen(b, 2), "GET")
 		return appendRedisKey(b, key)
 	case rdSet:
-		b = appendBulkString(appendArrayLen(b, 3), "SET")
+		b = appendBulk(appendArrayLen(b, 3), "SET")
 		return appendBulk(appendRedisKey(b, key), r.rdValue)
 	case rdIncr:
-		b = appendBulkString(appendArrayLen(b, 2), "INCR")
+		b = appendBulk(appendArrayLen(b, 2), "INCR")
 		return appendRedisKey(b, key)
 	case rdPing:
-		return appendBulkString(appendArrayLen(b, 1), "PING")
+		return appendBulk(appendArrayLen(b, 1), "PING")
 	case rdMget:
-		b = appendBulkString(appendArrayLen(b, 1+c.n), "MGET")
+		b = appendBulk(appendArrayLen(b, 1+c.n), "MGET")
 		for j := range c.n {
 			b = appendRedisKey(b, mix64(uint64(id)*uint64(c.n)+uint64(j))%keys)
 		}
 		return b
 	case rdScan:
-		b = appendBulkString(appendArrayLen(b, 4), "SCAN")
-		b = appendBulkString(appendBulkString(b, "0"), "COUNT")
+		b = appendBulk(appendArrayLen(b, 4), "SCAN")
+		b = appendBulk(appendBulk(b, "0"), "COUNT")
 		return appendBulkInt(b, int64(c.n))
 	case rdKeys:
-		return appendBulkString(appendBulkString(appendArrayLen(b, 2), "KEYS"), "*")
+		return appendBulk(appendBulk(appendArrayLen(b, 2), "KEYS"), "*")
 	case rdZrange:
-		b = appendBulkString(appendArrayLen(b, 4), "ZRANGE")
-		b = appendBulkString(appendBulkString(b, "zset"), "0")
+		b = appendBulk(appendArrayLen(b, 4), "ZRANGE")
+		b = appendBulk(appendBulk(b, "zset"), "0")
 		return appendBulkInt(b, int64(c.n-1))
 	default: // rdLrange
-		b = appendBulkString(appendArrayLen(b, 4), "LRANGE")
-		b = appendBulkString(appendBulkString(b, "list"), "0")
+		b = appendBulk(appendArrayLen(b, 4), "LRANGE")
+		b = appendBulk(appendBulk(b, "list"), "0")
 		return appendBulkInt(b, int64(c.n-1))
 	}
 }
@@ -301,7 +293,7 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 		}
 		return nil
 	}
-	if err := send(appendBulkString(appendArrayLen(nil, 1), "FLUSHALL"), 1); err != nil {
+	if err := send(appendBulk(appendArrayLen(nil, 1), "FLUSHALL"), 1); err != nil {
 		return err
 	}
 	const batch, window = 100, 64
@@ -311,7 +303,7 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 		n := 0
 		for ; next < keys && n < window; n++ {
 			m := min(batch, keys-next)
-			req = appendBulkString(appendArrayLen(req, 1+2*m), "MSET")
+			req = appendBulk(appendArrayLen(req, 1+2*m), "MSET")
 			for range m {
 				req = appendBulk(appendRedisKey(req, uint64(next)), value)
 				next++
@@ -326,13 +318,13 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 			m := min(1000, RedisCollection-next)
 			req = req[:0]
 			if c.cmd == "ZADD" {
-				req = appendBulkString(appendBulkString(appendArrayLen(req, 2+2*m), c.cmd), c.key)
+				req = appendBulk(appendBulk(appendArrayLen(req, 2+2*m), c.cmd), c.key)
 				for range m {
 					req = appendBulk(appendBulkInt(req, int64(next)), []byte("member:"+strconv.Itoa(next)))
 					next++
 				}
 			} else {
-				req = appendBulkString(appendBulkString(appendArrayLen(req, 2+m), c.cmd), c.key)
+				req = appendBulk(appendBulk(appendArrayLen(req, 2+m), c.cmd), c.key)
 				for range m {
 					req = appendBulk(req, []byte("element:"+strconv.Itoa(next)))
 					next++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
 	"github.com/persephone-go/psp/internal/testenv"
@@ -106,38 +103,7 @@ func TestRedisConformanceThroughServe(t *testing.T) {
 	real := redistest.StartRedis(t)
 	_, addr := startRedisServer(t)
 	for _, c := range redistest.Cases {
-		rc, err := redistest.Dial(real)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pc, err := redistest.Dial(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, conn := range []*redistest.Conn{rc, pc} {
-			if _, err := conn.Do("FLUSHALL"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, cmd := range c.Commands {
-			args := redistest.Args(cmd)
-			want, err := rc.Do(args...)
-			if err != nil {
-				t.Fatalf("%s: %s: redis-server: %v", c.Name, cmd, err)
-			}
-			got, err := pc.Do(args...)
-			if err != nil {
-				t.Fatalf("%s: %s: psp: %v (redis-server: %q)", c.Name, cmd, err, want)
-			}
-			if c.Unordered {
-				got, want = redistest.SortedReply(got), redistest.SortedReply(want)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s: %s:\npsp:          %q\nredis-server: %q", c.Name, cmd, got, want)
-			}
-		}
-		rc.Close()
-		pc.Close()
+		t.Run(c.Name, func(t *testing.T) { redistest.Compare(t, real, addr, c) })
 	}
 }
 
@@ -227,9 +193,9 @@ func TestRedisBadInput(t *testing.T) {
 		stalled = append(stalled, c)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for tcpClosed(t, s, "output_limit") < uint64(len(stalled)) {
+	for appCounters(t, s)["tcp_closed_output_limit"] < float64(len(stalled)) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d connections that do not read their KEYS * reply closed after 30s", tcpClosed(t, s, "output_limit"), len(stalled))
+			t.Fatalf("%.0f of %d connections that do not read their KEYS * reply closed after 30s", appCounters(t, s)["tcp_closed_output_limit"], len(stalled))
 		}
 		get()
 		time.Sleep(100 * time.Millisecond)
@@ -242,26 +208,6 @@ func TestRedisBadInput(t *testing.T) {
 	if after-before > 200 {
 		t.Errorf("RSS grew by %.0f MB for unread replies bounded at 1 MiB each", after-before)
 	}
-}
-
-// tcpClosed is how many TCP connections psp serve closed for reason (its
-// status's tcp.closed).
-func tcpClosed(t *testing.T, s *server, reason string) uint64 {
-	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st struct {
-		TCP struct {
-			Closed map[string]uint64 `json:"closed"`
-		} `json:"tcp"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st.TCP.Closed[reason]
 }
 
 // fillKeys sets n keys fill:<i>:<pad> (i from 0 to n-1) with values of

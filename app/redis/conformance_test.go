@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
@@ -15,43 +14,15 @@ func TestConformanceWithRedis(t *testing.T) {
 	psp := serveTest(t, openTest(t, Config{}))
 	for _, c := range redistest.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			compareSequence(t, real, psp, c)
+			redistest.Compare(t, real, psp, c)
 		})
 	}
 }
 
-func compareSequence(t *testing.T, real, psp string, c redistest.Case) {
-	t.Helper()
-	rc, err := redistest.Dial(real)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	pc, err := redistest.Dial(psp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	for _, conn := range []*redistest.Conn{rc, pc} {
-		if _, err := conn.Do("FLUSHALL"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, cmd := range c.Commands {
-		args := redistest.Args(cmd)
-		want, err := rc.Do(args...)
-		if err != nil {
-			t.Fatalf("%s: redis-server: %v", cmd, err)
-		}
-		got, err := pc.Do(args...)
-		if err != nil {
-			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", cmd, err, got, want)
-		}
-		if c.Unordered {
-			got, want = redistest.SortedReply(got), redistest.SortedReply(want)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
-		}
-	}
+// TestRedisPy runs redis-py's script of every command family against the
+// server (and against redis-server, so that the script's own checks are
+// known to hold for Redis).
+func TestRedisPy(t *testing.T) {
+	redistest.RunRedisPy(t, redistest.StartRedis(t))
+	redistest.RunRedisPy(t, serveTest(t, openTest(t, Config{})))
 }

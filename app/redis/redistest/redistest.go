@@ -287,3 +287,39 @@ func SortedReply(p []byte) []byte {
 	slices.SortFunc(elems, bytes.Compare)
 	return append(head, bytes.Join(elems, nil)...)
 }
+
+// Compare sends case c's commands to redis-server at real and to psp at
+// psp, each on a fresh connection after FLUSHALL, and fails the test at
+// each reply that is not byte for byte redis-server's.
+func Compare(t *testing.T, real, psp string, c Case) {
+	t.Helper()
+	var conns [2]*Conn
+	for i, addr := range []string{real, psp} {
+		conn, err := Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Do("FLUSHALL"); err != nil {
+			t.Fatalf("FLUSHALL on %s: %v", addr, err)
+		}
+		conns[i] = conn
+	}
+	for _, cmd := range c.Commands {
+		args := Args(cmd)
+		want, err := conns[0].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: redis-server: %v", cmd, err)
+		}
+		got, err := conns[1].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", cmd, err, got, want)
+		}
+		if c.Unordered {
+			got, want = SortedReply(got), SortedReply(want)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
+		}
+	}
+}
