@@ -926,26 +926,43 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 type txQueue struct{ d *Dataplane }
 
 // Send implements nic.TxQueue: each buffer goes to its connection in its
-// request's turn; every buffer is back in the pool when Send returns. It
+// request's turn; the replies of one connection that come in a row are
+// written together. Every buffer is back in the pool when Send returns. It
 // returns how many were not dropped (their connection closed).
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 	d := q.d
 	sent := 0
-	for _, b := range bufs {
-		m := d.meta[b.Index]
-		if m.c != nil {
-			var ok bool
-			if m.kind == kindChunk {
-				ok = m.c.chunk(m.seq, b)
-			} else {
-				ok = m.c.settle(m.seq, b, m.readOnly)
-			}
-			if ok {
-				sent++
-				d.stats.txReplies.Add(1)
-			}
+	for i := 0; i < len(bufs); {
+		c := d.meta[bufs[i].Index].c
+		j := i + 1
+		for j < len(bufs) && d.meta[bufs[j].Index].c == c {
+			j++
 		}
-		d.put(b)
+		if c != nil {
+			c.mu.Lock()
+			c.batching = true
+			for _, b := range bufs[i:j] {
+				m := &d.meta[b.Index]
+				var ok bool
+				if m.kind == kindChunk {
+					ok = c.chunkLocked(m.seq, b)
+				} else {
+					ok = c.settleLocked(m.seq, b, m.readOnly)
+				}
+				if ok {
+					sent++
+					d.stats.txReplies.Add(1)
+				}
+			}
+			c.batching = false
+			c.write()
+			c.closeIfDone()
+			c.mu.Unlock()
+		}
+		for _, b := range bufs[i:j] {
+			d.put(b)
+		}
+		i = j
 	}
 	return sent, nil
 }
