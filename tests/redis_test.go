@@ -181,7 +181,7 @@ func TestRedisBadInput(t *testing.T) {
 	for range 300 {
 		get()
 	}
-	before := rssMB(t, s.cmd.Process.Pid)
+	before := readRSSMB(s.cmd.Process.Pid)
 	var stalled []net.Conn
 	for range 8 {
 		c, err := net.Dial("tcp", addr)
@@ -200,7 +200,7 @@ func TestRedisBadInput(t *testing.T) {
 		get()
 		time.Sleep(100 * time.Millisecond)
 	}
-	after := rssMB(t, s.cmd.Process.Pid)
+	after := readRSSMB(s.cmd.Process.Pid)
 	for _, c := range stalled {
 		c.Close()
 	}
@@ -257,7 +257,7 @@ func fillKeys(t *testing.T, addr string, n int, pad string, size int) {
 func TestRedisMaxMemory(t *testing.T) {
 	const maxMemory = 64 << 20
 	s, addr := startRedisServer(t, "--redis-maxmemory", "64MiB", "--tcp-memory", "32MiB")
-	before := rssMB(t, s.cmd.Process.Pid)
+	before := readRSSMB(s.cmd.Process.Pid)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestRedisMaxMemory(t *testing.T) {
 			t.Fatalf("SET: %q", line)
 		}
 	}
-	after := rssMB(t, s.cmd.Process.Pid)
+	after := readRSSMB(s.cmd.Process.Pid)
 	t.Logf("%d SETs of 1 KB stored, %d refused; RSS %.0f MB before, %.0f MB after (maxmemory 64 MiB)", ok, oom, before, after)
 	if oom == 0 || ok*1000 > maxMemory {
 		t.Errorf("%d stored, %d refused: want refusals once 64 MiB are held", ok, oom)
