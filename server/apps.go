@@ -173,14 +173,24 @@ func openMemcached(cfg Config) (*Application, error) {
 	}
 	return &Application{Name: AppMemcached, Handler: s, Stream: s.Protocol(), Classifier: memcached.Classifier{},
 		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close,
-		Counters: func() []AppCounter {
-			cs := s.Counters()
-			out := make([]AppCounter, len(cs))
-			for i, c := range cs {
-				out[i] = AppCounter(c)
-			}
-			return out
-		}}, nil
+		Counters: appCounters(s.Counters)}, nil
+}
+
+// appCounters turns an application package's counters, each of
+// AppCounter's shape, into the server's.
+func appCounters[C ~struct {
+	Name, Help string
+	Gauge      bool
+	Value      float64
+}](counters func() []C) func() []AppCounter {
+	return func() []AppCounter {
+		cs := counters()
+		out := make([]AppCounter, len(cs))
+		for i, c := range cs {
+			out[i] = AppCounter(c)
+		}
+		return out
+	}
 }
 
 func openRedis(cfg Config) (*Application, error) {
@@ -194,14 +204,7 @@ func openRedis(cfg Config) (*Application, error) {
 	}
 	return &Application{Name: AppRedis, Handler: s, Stream: s, Classifier: redis.Classifier{},
 		TypeNames: redis.TypeNames(), Close: s.Close,
-		Counters: func() []AppCounter {
-			cs := s.Counters()
-			out := make([]AppCounter, len(cs))
-			for i, c := range cs {
-				out[i] = AppCounter(c)
-			}
-			return out
-		}}, nil
+		Counters: appCounters(s.Counters)}, nil
 }
 
 // DefaultMemcachedMaxItemSize is the memcached application's item size
