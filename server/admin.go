@@ -132,11 +132,7 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	exp, ref, perr := swapParams(r.URL.Query())
-	var provisional time.Duration
-	if perr == nil {
-		provisional, perr = provisionalParam(r.URL.Query())
-	}
+	exp, ref, provisional, perr := provisionalSwapParams(r.URL.Query())
 	if perr != nil {
 		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
 		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})

@@ -28,21 +28,29 @@ func fileSHA(t *testing.T, path string) ([]byte, string) {
 	return b, hex.EncodeToString(s[:])
 }
 
+// twoModules starts a server with the operator token "operator-secret",
+// running the C header classifier (sha256 sum1), and returns its handler,
+// its log, and a second module (the WAT one) to swap in.
+func twoModules(t *testing.T) (h http.Handler, log *syncBuffer, sum1 string, v2 []byte, sum2 string) {
+	t.Helper()
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
+	r, log := startLogged(t, cfg)
+	_, sum1 = fileSHA(t, cfg.Classifier)
+	v2, sum2 = fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	if sum1 == sum2 {
+		t.Fatal("the two modules are the same")
+	}
+	return r.srv.Handler(), log, sum1, v2, sum2
+}
+
 // TestCompareAndSwapHTTP: a swap or rollback naming another module than
 // the running one is refused with 409 and audited as a conflict; naming
 // the running one, it lands, and the reference it gives shows in the
 // status.
 func TestCompareAndSwapHTTP(t *testing.T) {
-	cfg := memConfig()
-	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
-	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
-	r, log := startLogged(t, cfg)
-	h := r.srv.Handler()
-	_, sum1 := fileSHA(t, cfg.Classifier)
-	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
-	if sum1 == sum2 {
-		t.Fatal("the two modules are the same")
-	}
+	h, log, sum1, v2, sum2 := twoModules(t)
 	ref := "oci://127.0.0.1:5000/psp/header:v2@sha256:" + strings.Repeat("ab", 32)
 
 	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+sum2, "operator-secret", v2); rec.Code != http.StatusConflict {

@@ -149,6 +149,16 @@ func provisionalParam(q url.Values) (time.Duration, error) {
 	return d, nil
 }
 
+// provisionalSwapParams are swapParams and ?provisional=DURATION.
+func provisionalSwapParams(q url.Values) (wasmclass.Expect, string, time.Duration, error) {
+	exp, ref, err := swapParams(q)
+	if err != nil {
+		return exp, ref, 0, err
+	}
+	d, err := provisionalParam(q)
+	return exp, ref, d, err
+}
+
 // revertFunc returns what reverts tenant's provisional swap at its
 // deadline.
 func (s *Server) revertFunc(tenant string) func(sha string, gen uint64) {
@@ -186,11 +196,7 @@ func (s *Server) handleConfirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	exp, _, err := swapParams(r.URL.Query())
-	var d time.Duration
-	if err == nil {
-		d, err = provisionalParam(r.URL.Query())
-	}
+	exp, _, d, err := provisionalSwapParams(r.URL.Query())
 	if err == nil && exp.SHA256 == "" {
 		err = errors.New("expect_sha256 is required: the module to confirm")
 	}

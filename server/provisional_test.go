@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +12,7 @@ import (
 // an extension stays provisional past its first deadline; one confirmed
 // for good stays. A confirm naming another module is refused (409).
 func TestProvisionalSwap(t *testing.T) {
-	cfg := memConfig()
-	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
-	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
-	r, log := startLogged(t, cfg)
-	h := r.srv.Handler()
-	_, sum1 := fileSHA(t, cfg.Classifier)
-	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	h, log, sum1, v2, sum2 := twoModules(t)
 	running := func() TenantInfo { return tenantOf(t, getStatus(t, h), "default") }
 
 	// Unconfirmed: reverted within its second.

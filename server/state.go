@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/internal/boundedfile"
@@ -172,35 +174,20 @@ func (st *stateStore) prune() {
 	}
 	mods, _ := os.ReadDir(st.modules())
 	for _, m := range mods {
-		if !keep[m.Name()] && !strings.HasPrefix(m.Name(), ".tmp-") {
+		if !keep[m.Name()] && !strings.HasPrefix(m.Name(), ".") {
 			os.Remove(filepath.Join(st.modules(), m.Name()))
 		}
 	}
 }
 
-// writeFileAtomic writes data to path through a temporary file renamed
+// writeFileAtomic writes data to path through a temporary file, synced, renamed
 // over it (the directory created if needed).
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
+	if err := renameio.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("state file: %w", err)
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("state file: %w", werr)
 	}
 	return nil
 }
