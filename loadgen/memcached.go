@@ -212,6 +212,10 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 	if tcp, ok := tcpAddr(addr); ok {
 		return preloadMemcachedTCP(ctx, tcp, keys, valueSize)
 	}
+	addr, err := udpAddr(addr)
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
 	if n := memcachedRequestLen(Spec{MemcachedKeys: keys, MultiGetKeys: 2, ValueSize: valueSize}); n > maxDatagram {
 		return fmt.Errorf("preload: value size %d: %w (a set of %d bytes does not fit one UDP datagram of %d)", valueSize, ErrBadSpec, n, maxDatagram)
 	}

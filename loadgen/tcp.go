@@ -25,8 +25,12 @@ import (
 // knows which request a reply answers. A reply's time is when its reader
 // parsed it.
 
-// TCPScheme prefixes Spec.Server for a run over TCP.
-const TCPScheme = "tcp://"
+// TCPScheme prefixes Spec.Server for a run over TCP; UDPScheme (or none)
+// for one over UDP.
+const (
+	TCPScheme = "tcp://"
+	UDPScheme = "udp://"
+)
 
 // DefaultConns is Spec.Conns's default over TCP.
 const DefaultConns = 20
@@ -37,6 +41,18 @@ const MaxConns = 10000
 // tcpAddr returns the TCP address of a "tcp://host:port" server.
 func tcpAddr(server string) (string, bool) {
 	return strings.CutPrefix(server, TCPScheme)
+}
+
+// udpAddr returns the UDP address of a "host:port" or "udp://host:port"
+// server, or an error for any other scheme.
+func udpAddr(server string) (string, error) {
+	if a, ok := strings.CutPrefix(server, UDPScheme); ok {
+		return a, nil
+	}
+	if scheme, _, ok := strings.Cut(server, "://"); ok {
+		return "", fmt.Errorf("server %q: %w (want host:port, udp://host:port or tcp://host:port, not %s://)", server, ErrBadSpec, scheme)
+	}
+	return server, nil
 }
 
 // Outcomes of a reply read from a stream.

@@ -18,11 +18,12 @@ import (
 
 // serveTCP serves srv over TCP on a free port, as psp serve does: the TCP
 // dataplane and its framer, the native classifier, DARC and a dispatcher
-// with srv's workers. srv must be closed after the dispatcher stops
-// (t.Cleanup runs in reverse: open srv first).
+// with srv's workers, but for the last when srv has several (a test may
+// then call the handler directly as that one). srv must be closed after
+// the dispatcher stops (t.Cleanup runs in reverse: open srv first).
 func serveTCP(t testing.TB, srv *Server) string {
 	t.Helper()
-	workers := srv.Config().Workers
+	workers := max(srv.Config().Workers-1, 1)
 	dp, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), Workers: workers + 1,
 		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4})
 	if err != nil {

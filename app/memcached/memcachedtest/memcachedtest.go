@@ -1,11 +1,13 @@
 // Package memcachedtest holds what psp's memcached tests share: a UDP client
 // that collects every datagram of a reply, a TCP exchange, a launcher of
-// Debian's memcached, and the command sequences the conformance tests send
-// to psp and to a real memcached to compare their replies byte for byte.
+// Debian's memcached, a pymemcache script, and the command sequences the
+// conformance tests send to psp and to a real memcached to compare their
+// replies byte for byte.
 package memcachedtest
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -398,4 +400,35 @@ func waitMemcached(addr string, udp bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// Pymemcache is a short script run by Debian's python3 with
+// python3-pymemcache: set, get, get_many, gets and cas, incr and decr,
+// touch, delete, add, append and prepend, a 500 KB value, 200 keys set and
+// read at once, version and stats, each checked (python3 - HOST PORT).
+//
+//go:embed pymemcache.py
+var Pymemcache []byte
+
+// RunPymemcache runs Pymemcache against addr (host:port, TCP) with
+// /usr/bin/python3 (the interpreter python3-pymemcache is installed for)
+// and fails the test unless every check passes; it skips (fails in CI)
+// without python3-pymemcache.
+func RunPymemcache(tb testing.TB, addr string) {
+	tb.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import pymemcache").Run(); err != nil {
+		testenv.Skip(tb, "python3-pymemcache is not installed for %s: %v", py, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(py, "-", host, port)
+	cmd.Stdin = bytes.NewReader(Pymemcache)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.HasPrefix(out, []byte("ok: ")) {
+		tb.Fatalf("pymemcache against %s: %v\n%s", addr, err, out)
+	}
+	tb.Logf("pymemcache against %s: %s", addr, bytes.TrimSpace(out))
 }
