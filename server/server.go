@@ -20,6 +20,7 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/udp"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -368,6 +369,9 @@ func (s *Server) Status() Status {
 	st.Listen = s.addr
 	st.Dataplane = s.cfg.Dataplane
 	st.UptimeSeconds = time.Since(s.started).Seconds()
+	if pd, ok := s.dp.(portDropper); ok {
+		st.KernelDrops = pd.PortDrops()
+	}
 	if s.app != nil && s.app.Counters != nil {
 		st.AppCounters = s.app.Counters()
 	}
@@ -388,6 +392,9 @@ func (s *Server) Status() Status {
 	}
 	return st
 }
+
+// portDropper is a dataplane that counts the kernel's drops per port.
+type portDropper interface{ PortDrops() []udp.PortDrops }
 
 // dropSummary is " (budget 3, expired 2)", or "" without drops.
 func dropSummary(d dispatcher.Drops) string {

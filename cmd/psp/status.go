@@ -98,6 +98,17 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
 	}
 	fmt.Fprintln(w)
+	if kernelDrops(st) > 0 {
+		fmt.Fprintf(w, "kernel drops at the receive sockets (the server did not read fast enough: a stall, or a socket buffer too small for the bursts):")
+		for i, p := range st.KernelDrops {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s port %d: %d", sep, p.Port, p.Drops)
+		}
+		fmt.Fprintln(w)
+	}
 	if len(st.AppCounters) > 0 {
 		fmt.Fprintf(w, "app %s:", st.App)
 		for i, c := range st.AppCounters {
@@ -302,4 +313,13 @@ func ns(v float64) string {
 		return "-"
 	}
 	return time.Duration(v).Round(10 * time.Nanosecond).String()
+}
+
+// kernelDrops adds up the kernel's drops at the server's sockets.
+func kernelDrops(st *server.Status) uint64 {
+	var n uint64
+	for _, p := range st.KernelDrops {
+		n += p.Drops
+	}
+	return n
 }
