@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
 )
 
-// Tenant is one tenant of a dispatcher (Spec.Tenants, AddTenant, or the
+// TenantSpec is one tenant of a dispatcher (Spec.Tenants, AddTenant, or the
 // default tenant New makes of a lone classifier): its ports, its
 // classifier and, for AddTenant, its share.
-type Tenant struct {
+type TenantSpec struct {
 	// Name is the tenant's name in the policy (darc.TenantConfig.Name).
 	Name string
 	// Ports are the UDP destination ports of the tenant's packets; empty:
@@ -109,46 +108,10 @@ var (
 	ErrTenant = errors.New("dispatcher: tenant")
 )
 
-// TenantStats are one tenant's counters: its packets (Received = Answered
-// + Dropped + Queued + Running + Classifying), its types' sums, its lane and
-// its share in the policy.
-type TenantStats struct {
-	Name     string    `json:"name"`
-	Ports    []uint16  `json:"ports,omitempty"`
-	Base     darc.Type `json:"base"`
-	NumTypes int       `json:"num_types"`
-	// Isolation is the tenant's setting; OnLane whether its classifier
-	// runs on its lane now, Escalations how many times it was moved there.
-	Isolation   string `json:"isolation"`
-	OnLane      bool   `json:"on_lane,omitempty"`
-	Escalations uint64 `json:"escalations,omitempty"`
-	// Probation is the clean lane calls an IsolateAuto tenant needs, once
-	// on its lane, to be classified inline again: Spec.LaneProbation,
-	// doubled by each escalation soon after the previous one.
-	Probation uint64 `json:"probation,omitempty"`
-	Removed   bool   `json:"removed,omitempty"`
-	// Received counts the packets routed to the tenant.
-	Received uint64 `json:"received"`
-	Answered uint64 `json:"answered"`
-	Dropped  uint64 `json:"dropped"`
-	Drops    Drops  `json:"drops"`
-	Queued   int    `json:"queued"`
-	Running  int    `json:"running"`
-	// Classifying is the number of its packets on its lane now.
-	Classifying int `json:"classifying"`
-	// ClassifierCalls and ClassifierBusyNs count its classifier's calls
-	// (batches), inline and on its lane, and their time (not measured for
-	// an IsolateInline tenant: nothing depends on it).
-	ClassifierCalls  uint64 `json:"classifier_calls"`
-	ClassifierBusyNs uint64 `json:"classifier_busy_ns"`
-	// Policy is its state in the policy (home workers, busy, borrowed,
-	// lent, pool share).
-	Policy darc.TenantState `json:"policy"`
-}
-
-// tenantRT is a tenant's runtime state, owned by the dispatcher goroutine.
-type tenantRT struct {
-	spec     Tenant
+// routedTenant is a tenant as the dispatcher routes and classifies its
+// packets, owned by the dispatcher goroutine.
+type routedTenant struct {
+	spec     TenantSpec
 	base     darc.Type
 	numTypes int
 	removed  bool
@@ -175,13 +138,14 @@ type tenantRT struct {
 	n     int
 }
 
-// tenantSet is the dispatcher's tenants and their routes.
-type tenantSet struct {
+// tenantRouter is the dispatcher's tenants, the routes of their ports
+// and their lanes.
+type tenantRouter struct {
 	policy      TenantPolicy
 	route       []int32 // port -> tenant index, -1: none
 	dflt        int32   // default tenant, -1: none
 	sole        int32   // the only tenant, live and routed every port, or -1
-	tenants     []*tenantRT
+	tenants     []*routedTenant
 	inline      []int // tenants with inline packets in the current burst
 	classifying int
 	laneCap     int
@@ -196,10 +160,10 @@ type command struct {
 	done  chan error
 }
 
-// newTenantSet sets up tenants for d (New): every tenant must be in the
+// newTenantRouter sets up tenants for d (New): every tenant must be in the
 // policy.
-func newTenantSet(d *Dispatcher, tp TenantPolicy, tenants []Tenant) (*tenantSet, error) {
-	mt := &tenantSet{policy: tp, route: make([]int32, 1<<16), dflt: -1, sole: -1, laneCap: d.spec.LaneCapacity,
+func newTenantRouter(d *Dispatcher, tp TenantPolicy, tenants []TenantSpec) (*tenantRouter, error) {
+	mt := &tenantRouter{policy: tp, route: make([]int32, 1<<16), dflt: -1, sole: -1, laneCap: d.spec.LaneCapacity,
 		cmds: make(chan command, 16)}
 	for i := range mt.route {
 		mt.route[i] = -1
@@ -213,7 +177,7 @@ func newTenantSet(d *Dispatcher, tp TenantPolicy, tenants []Tenant) (*tenantSet,
 }
 
 // add registers tenant t (already in the policy) and routes its ports.
-func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
+func (mt *tenantRouter) add(d *Dispatcher, t TenantSpec) (*routedTenant, error) {
 	base, ok := mt.policy.Base(t.Name)
 	if !ok {
 		return nil, fmt.Errorf("tenant %q is not in the policy", t.Name)
@@ -226,7 +190,7 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	}
 	var snap darc.Snapshot
 	mt.policy.Snapshot(&snap)
-	rt := &tenantRT{spec: t, base: base, numTypes: 1}
+	rt := &routedTenant{spec: t, base: base, numTypes: 1}
 	for _, ts := range snap.Tenants {
 		if ts.Base == base {
 			rt.numTypes = ts.NumTypes
@@ -243,7 +207,7 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 		rt.lane.faults = rt.faults
 		rt.onLane = t.Isolation == IsolateLane
 	}
-	k := int32(slices.IndexFunc(mt.tenants, func(o *tenantRT) bool { return o.retired }))
+	k := int32(slices.IndexFunc(mt.tenants, func(o *routedTenant) bool { return o.retired }))
 	if k < 0 {
 		k = int32(len(mt.tenants))
 		mt.tenants = append(mt.tenants, rt)
@@ -255,14 +219,14 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 }
 
 // checkPorts refuses ports another live tenant has, and a second default.
-func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
-	var others []Tenant
+func (mt *tenantRouter) checkPorts(name string, ports []uint16) error {
+	var others []TenantSpec
 	for _, t := range mt.tenants {
 		if !t.removed {
-			others = append(others, Tenant{Name: t.spec.Name, Ports: t.spec.Ports})
+			others = append(others, TenantSpec{Name: t.spec.Name, Ports: t.spec.Ports})
 		}
 	}
-	return CheckPorts(Tenant{Name: name, Ports: ports}, others)
+	return CheckPorts(TenantSpec{Name: name, Ports: ports}, others)
 }
 
 // CheckPorts is the one check of a tenant's ports against the other
@@ -271,7 +235,7 @@ func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
 // tenant (one without ports: it gets every port no one has) are refused.
 // The dispatcher applies it to every tenant it adds or updates; a server
 // applies it to its configuration before it opens anything.
-func CheckPorts(t Tenant, others []Tenant) error {
+func CheckPorts(t TenantSpec, others []TenantSpec) error {
 	for i, p := range t.Ports {
 		switch {
 		case p == 0:
@@ -298,7 +262,7 @@ func CheckPorts(t Tenant, others []Tenant) error {
 
 // setRoutes routes ports (none: every port no one has) to tenant k,
 // dropping k's previous routes.
-func (mt *tenantSet) setRoutes(k int32, ports []uint16) {
+func (mt *tenantRouter) setRoutes(k int32, ports []uint16) {
 	mt.clearRoutes(k)
 	for _, p := range ports {
 		mt.route[p] = k
@@ -312,7 +276,7 @@ func (mt *tenantSet) setRoutes(k int32, ports []uint16) {
 
 // findSole sets sole: the tenant that gets every packet, if one does
 // (the only live tenant, the default, with no ports of its own).
-func (mt *tenantSet) findSole() {
+func (mt *tenantRouter) findSole() {
 	mt.sole = -1
 	live := 0
 	for _, t := range mt.tenants {
@@ -325,7 +289,7 @@ func (mt *tenantSet) findSole() {
 	}
 }
 
-func (mt *tenantSet) clearRoutes(k int32) {
+func (mt *tenantRouter) clearRoutes(k int32) {
 	for _, p := range mt.tenants[k].spec.Ports {
 		if mt.route[p] == k {
 			mt.route[p] = -1
@@ -335,331 +299,6 @@ func (mt *tenantSet) clearRoutes(k int32) {
 		mt.dflt = -1
 	}
 	mt.findSole()
-}
-
-// tenantOf returns the tenant of a packet to port, or -1.
-func (mt *tenantSet) tenantOf(port uint16) int32 {
-	if k := mt.route[port]; k >= 0 {
-		return k
-	}
-	return mt.dflt
-}
-
-// accept routes each packet of a received burst to its tenant: inline
-// tenants' packets are classified and enqueued in this burst, the others
-// go to their lanes.
-func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
-	mt := d.mt
-	mt.inline = mt.inline[:0]
-	if mt.sole >= 0 && !mt.tenants[mt.sole].onLane {
-		d.acceptSole(bufs, now)
-		return
-	}
-	var kicked uint64 // lanes to wake, by index (the first 64; others always)
-	for _, b := range bufs {
-		d.received++
-		if !d.intact(b) {
-			continue
-		}
-		k := mt.tenantOf(b.DstPort)
-		if k < 0 {
-			c := &d.counters[darc.Unknown]
-			c.received++
-			d.drops.add(ReasonNoTenant)
-			c.drops.add(ReasonNoTenant)
-			d.release = append(d.release, b)
-			continue
-		}
-		t := mt.tenants[k]
-		t.received++
-		if !t.onLane {
-			if t.n == 0 {
-				mt.inline = append(mt.inline, int(k))
-			}
-			t.bufs[t.n] = b
-			t.pays[t.n] = b.Payload()
-			t.n++
-			continue
-		}
-		if mt.classifying >= d.spec.LaneBuffers || !t.lane.push(b) {
-			c := &d.counters[t.base]
-			c.received++
-			d.drops.add(ReasonClassifierBusy)
-			c.drops.add(ReasonClassifierBusy)
-			d.release = append(d.release, b)
-			continue
-		}
-		mt.classifying++
-		if k < 64 {
-			kicked |= 1 << k
-		} else {
-			t.lane.kick()
-		}
-	}
-	for kicked != 0 {
-		k := trailingZeros(kicked)
-		kicked &= kicked - 1
-		mt.tenants[k].lane.kick()
-	}
-	for _, k := range mt.inline {
-		t := mt.tenants[k]
-		n := t.n
-		t.n = 0
-		d.classifyEnqueue(t, t.bufs[:n], now)
-		clear(t.bufs[:n])
-	}
-	if len(d.release)+len(d.replies) > 0 {
-		d.flush()
-	}
-}
-
-// acceptSole is accept when one tenant, classified inline, gets every
-// packet (a server of one classifier): no routes to look up.
-func (d *Dispatcher) acceptSole(bufs []*nic.Buffer, now int64) {
-	t := d.mt.tenants[d.mt.sole]
-	n := 0
-	for _, b := range bufs {
-		if !d.intact(b) {
-			continue
-		}
-		bufs[n] = b // in place: n never passes the loop's index
-		t.pays[n] = b.Payload()
-		n++
-	}
-	d.received += uint64(len(bufs))
-	t.received += uint64(n)
-	d.classifyEnqueue(t, bufs[:n], now)
-	if len(d.release)+len(d.replies) > 0 {
-		d.flush()
-	}
-}
-
-// intact reports whether b can be classified; a runt or a truncated
-// packet is counted and released.
-func (d *Dispatcher) intact(b *nic.Buffer) bool {
-	switch {
-	case b.Len < d.spec.MinPayload:
-		d.drops.Runt++
-	case b.WireLen > b.Len:
-		d.drops.Truncated++
-	default:
-		return true
-	}
-	d.release = append(d.release, b)
-	return false
-}
-
-// classifyEnqueue classifies t's packets bufs (their payloads in t.pays)
-// inline and enqueues them.
-func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64) {
-	n := len(bufs)
-	d.classifyInline(t, n)
-	live := !t.removed
-	for i, b := range bufs {
-		local := t.types[i]
-		t.pays[i] = nil
-		if live && int(local) < t.numTypes { // Faulted is out of range
-			d.enqueue(b, t.base+local, now)
-		} else {
-			d.enqueueTenant(t, b, local, now)
-		}
-	}
-}
-
-// classifyInline classifies t's n packets of the burst on the dispatcher
-// goroutine. An IsolateAuto tenant whose call faulted or took longer than
-// Spec.InlineLimit is moved to its lane for its next packets.
-func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
-	t.calls++
-	if t.lane == nil {
-		// Always inline (a trusted classifier): nothing to decide, so
-		// nothing timed.
-		t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
-		return
-	}
-	var before uint64
-	if t.faults != nil {
-		before = t.faults.FaultTotal()
-	}
-	start := d.dp.Now()
-	t.spec.Classifier.ClassifyBatch(t.pays[:n], t.types[:n])
-	dt := d.dp.Now() - start
-	t.busyNs += uint64(max(dt, 0))
-	if dt > int64(d.spec.InlineLimit) || (t.faults != nil && t.faults.FaultTotal() != before) {
-		t.escalate(uint64(d.spec.LaneProbation), start)
-	}
-}
-
-// Growing lane probation (IsolateAuto): each escalation within
-// laneProbationReset of the previous one doubles the clean lane calls the
-// tenant needs before it comes back inline, up to maxProbationDoublings
-// doublings; a tenant that behaved for laneProbationReset starts again
-// from Spec.LaneProbation.
-const (
-	laneProbationReset    = int64(60e9) // one minute
-	maxProbationDoublings = 10
-)
-
-// escalate moves t to its lane (at time now, dispatcher clock), setting
-// its probation.
-func (t *tenantRT) escalate(base uint64, now int64) {
-	switch {
-	case t.probation == 0 || (t.escalations > 0 && now-t.lastEscalation > laneProbationReset):
-		t.probation = base
-	case t.probation < base<<maxProbationDoublings:
-		t.probation *= 2
-	}
-	t.onLane = true
-	t.escalations++
-	t.lastEscalation = now
-	t.lane.clean.Store(0)
-}
-
-func trailingZeros(x uint64) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
-}
-
-// collectLanes takes the packets the lanes classified and enqueues them.
-func (d *Dispatcher) collectLanes(now int64) int {
-	mt := d.mt
-	n := 0
-	for _, t := range mt.tenants {
-		l := t.lane
-		if l == nil {
-			continue
-		}
-		if l.inflight == 0 {
-			continue
-		}
-		for {
-			c, ok := l.out.Pop()
-			if !ok {
-				break
-			}
-			l.inflight--
-			mt.classifying--
-			n++
-			d.enqueueTenant(t, c.buf, c.typ, now)
-		}
-		// Back inline once it behaved on its lane: with nothing in flight
-		// the lane calls the classifier no more (its last call ended
-		// before the dispatcher took its packets).
-		if l.inflight == 0 && t.onLane && t.spec.Isolation == IsolateAuto && !t.removed &&
-			l.clean.Load() >= max(t.probation, uint64(d.spec.LaneProbation)) {
-			t.onLane = false
-		}
-	}
-	if n > 0 && len(d.release)+len(d.replies) > 0 {
-		d.flush()
-	}
-	return n
-}
-
-// enqueueTenant enqueues b of tenant t's local type local: the same path
-// as accept's after classification.
-func (d *Dispatcher) enqueueTenant(t *tenantRT, b *nic.Buffer, local darc.Type, now int64) {
-	if local == darc.Faulted && !t.removed {
-		d.faulted(b, t.base)
-		return
-	}
-	if int(local) >= t.numTypes {
-		local = darc.Unknown
-	}
-	typ := t.base + local
-	if t.removed {
-		c := &d.counters[typ]
-		c.received++
-		d.drops.add(ReasonRemoved)
-		c.drops.add(ReasonRemoved)
-		d.release = append(d.release, b)
-		return
-	}
-	d.enqueue(b, typ, now)
-}
-
-// startLanes starts every lane (Run).
-func (d *Dispatcher) startLanes() {
-	for _, t := range d.mt.tenants {
-		if t.lane != nil && !t.removed {
-			t.lane.start(&d.mt.lanes, d.lockThread)
-		}
-	}
-}
-
-// stopLanes stops the lanes once the drain is over and drops what they
-// still hold as shutdown drops.
-func (d *Dispatcher) stopLanes() {
-	mt := d.mt
-	for _, t := range mt.tenants {
-		switch {
-		case t.lane != nil:
-			t.lane.halt()
-		case !t.removed && t.spec.Release != nil:
-			t.spec.Release()
-		}
-	}
-	done := make(chan struct{})
-	go func() { mt.lanes.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(stopGrace):
-	}
-	for _, t := range mt.tenants {
-		l := t.lane
-		if l == nil {
-			continue
-		}
-		select {
-		case <-l.done:
-		default:
-			continue // still classifying: its packets are counted below, not released
-		}
-		c := &d.counters[t.base]
-		for {
-			cl, ok := l.out.Pop()
-			if !ok {
-				break
-			}
-			d.dropLane(l, c, cl.buf)
-		}
-		for {
-			b, ok := l.in.Pop()
-			if !ok {
-				break
-			}
-			d.dropLane(l, c, b)
-		}
-	}
-	// Packets of lanes still in a classifier call: counted, not released
-	// (the lane still reads them).
-	for _, t := range mt.tenants {
-		if l := t.lane; l != nil && l.inflight > 0 {
-			c := &d.counters[t.base]
-			c.received += uint64(l.inflight)
-			c.drops.Shutdown += uint64(l.inflight)
-			d.drops.Shutdown += uint64(l.inflight)
-			mt.classifying -= l.inflight
-			l.inflight = 0
-		}
-	}
-	d.flush()
-}
-
-func (d *Dispatcher) dropLane(l *lane, c *typeCounters, b *nic.Buffer) {
-	l.inflight--
-	d.mt.classifying--
-	c.received++
-	c.drops.Shutdown++
-	d.drops.Shutdown++
-	d.release = append(d.release, b)
-	if len(d.release) >= d.spec.Burst {
-		d.flush()
-	}
 }
 
 // runCommands applies the pending lifecycle changes (dispatcher goroutine).
@@ -738,7 +377,7 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 // to it and its lane starts. It returns the global id of its local type 0.
 // Safe for concurrent use; it waits for the dispatcher goroutine (at most
 // one loop iteration) or ctx.
-func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error) {
+func (d *Dispatcher) AddTenant(ctx context.Context, t TenantSpec) (darc.Type, error) {
 	var base darc.Type
 	t.Share.Name = t.Name
 	// The tenant's own policy (its per-type state: hundreds of KiB for
@@ -805,7 +444,7 @@ func (d *Dispatcher) policyPreparer() (tenantPreparer, bool) {
 
 // UpdateTenant changes a live tenant's ports and share (t.Share; its
 // classifier changes by a hot swap of the classifier itself).
-func (d *Dispatcher) UpdateTenant(ctx context.Context, t Tenant) error {
+func (d *Dispatcher) UpdateTenant(ctx context.Context, t TenantSpec) error {
 	t.Share.Name = t.Name
 	return d.do(ctx, func(d *Dispatcher) error {
 		mt := d.mt
@@ -868,7 +507,7 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 }
 
 // live returns the index of the live tenant called name, or -1.
-func (mt *tenantSet) live(name string) int {
+func (mt *tenantRouter) live(name string) int {
 	for k, t := range mt.tenants {
 		if t.spec.Name == name && !t.removed {
 			return k
@@ -900,51 +539,6 @@ func (d *Dispatcher) growTypes() {
 	d.snapshotBuffer = snap
 }
 
-// tenantStats fills s.Tenants (publish).
-func (d *Dispatcher) tenantStats(s *Stats) {
-	mt := d.mt
-	s.Tenants = make([]TenantStats, 0, len(mt.tenants))
-	for _, t := range mt.tenants {
-		if t.retired {
-			continue
-		}
-		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
-			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Probation: t.probation, Removed: t.removed,
-			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
-		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
-			x := &s.Types[typ]
-			if x.Answered == 0 && x.Dropped == 0 && x.Queued == 0 && x.Running == 0 {
-				continue
-			}
-			ts.Answered += x.Answered
-			ts.Drops = ts.Drops.plus(x.Drops)
-			ts.Queued += x.Queued
-			ts.Running += x.Running
-		}
-		ts.Dropped = ts.Drops.Total()
-		if l := t.lane; l != nil {
-			ts.Classifying = l.inflight
-			ts.ClassifierCalls += l.calls.Load()
-			ts.ClassifierBusyNs += l.busyNs.Load()
-		}
-		for _, p := range s.Policy.Tenants {
-			if p.Base == t.base {
-				ts.Policy = p
-			}
-		}
-		s.Tenants = append(s.Tenants, ts)
-	}
-	s.Classifying = uint64(mt.classifying)
-}
-
-// plus returns the reason-by-reason sum of d and o.
-func (d Drops) plus(o Drops) Drops {
-	for r := range numReasons {
-		*d.field(r) += o.Count(r)
-	}
-	return d
-}
-
 // keepRemoved is how many removed tenants keep their counters in Stats.
 // Older ones are retired once nothing of theirs is queued, running or on
 // their lane: their slot, type ids, counters and stage histograms go to
@@ -974,13 +568,13 @@ func (d *Dispatcher) retireRemoved() {
 	if n <= keepRemoved {
 		return // the common case: nothing to sort, nothing allocated
 	}
-	removed := make([]*tenantRT, 0, n)
+	removed := make([]*routedTenant, 0, n)
 	for _, t := range mt.tenants {
 		if t.removed && !t.retired {
 			removed = append(removed, t)
 		}
 	}
-	slices.SortFunc(removed, func(a, b *tenantRT) int { return cmp.Compare(a.removal, b.removal) })
+	slices.SortFunc(removed, func(a, b *routedTenant) int { return cmp.Compare(a.removal, b.removal) })
 	for _, t := range removed[:len(removed)-keepRemoved] {
 		if l := t.lane; l != nil {
 			if l.inflight > 0 {
@@ -1006,6 +600,6 @@ func (d *Dispatcher) retireRemoved() {
 		// The per-type shed totals went back to zero: start the window
 		// again.
 		d.shedCount, d.shedNext = 0, 0
-		*t = tenantRT{base: t.base, numTypes: t.numTypes, removed: true, retired: true}
+		*t = routedTenant{base: t.base, numTypes: t.numTypes, removed: true, retired: true}
 	}
 }

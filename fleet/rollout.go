@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 )
 
 // Errors returned by Run.
@@ -47,7 +47,7 @@ type Plan struct {
 	Bounds Bounds
 	// Token is the bearer token (the operator's or the tenant's).
 	Token string
-	// Timeout bounds each admin request (0: harness.DefaultAdminTimeout).
+	// Timeout bounds each admin request (0: admin.DefaultTimeout).
 	Timeout time.Duration
 }
 
@@ -145,7 +145,7 @@ type Progress func(format string, args ...any)
 // member is one server of the rollout.
 type member struct {
 	addr  string
-	admin *harness.AdminClient
+	admin *admin.Client
 	orig  ServerState
 	// on: runs the new module (swapped by this rollout, or already).
 	on      bool
@@ -175,7 +175,7 @@ func members(p Plan) ([]*member, error) {
 	}
 	var ms []*member
 	for _, s := range p.Servers {
-		c, err := harness.NewAdminClient(s, p.Timeout)
+		c, err := admin.NewClient(s, p.Timeout)
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
@@ -278,7 +278,7 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 
 // swapWave swaps the wave's servers still on their original module.
 func swapWave(ctx context.Context, wave []*member, p Plan, mod Module, w *Wave, progress Progress) error {
-	opts := harness.SwapOptions{}
+	opts := admin.SwapOptions{}
 	if isRef(mod.Reference) {
 		opts.Reference = mod.Reference
 	}
@@ -445,7 +445,7 @@ func rollback(ctx context.Context, ms []*member, p Plan, mod Module, rep *Report
 			continue
 		}
 		r := RollbackResult{Server: m.addr}
-		res, err := m.admin.RollbackIf(ctx, p.Tenant, p.Token, harness.SwapOptions{ExpectSHA256: mod.SHA256})
+		res, err := m.admin.RollbackIf(ctx, p.Tenant, p.Token, admin.SwapOptions{ExpectSHA256: mod.SHA256})
 		switch {
 		case err != nil:
 			r.Err = err

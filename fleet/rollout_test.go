@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/server"
+	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -133,7 +134,7 @@ func TestRolloutMeetsAnotherChange(t *testing.T) {
 	if err != nil || before[0].Err != nil || before[0].Version != 1 {
 		t.Fatalf("inspect: %v %+v", err, before)
 	}
-	admin, _ := harness.NewAdminClient(a, 0)
+	admin, _ := admin.NewClient(a, 0)
 	admin.SetToken("tok")
 	progress := func(format string, args ...any) {
 		if strings.Contains(format, "swapped") {
@@ -150,7 +151,7 @@ func TestRolloutMeetsAnotherChange(t *testing.T) {
 	if len(rep.Waves) != 1 || rep.Waves[0].Err == nil || !strings.Contains(rep.Waves[0].Err.Error(), "changed by someone else") {
 		t.Fatalf("waves: %+v", rep.Waves)
 	}
-	if len(rep.Rollbacks) != 1 || !errors.Is(rep.Rollbacks[0].Err, harness.ErrConflict) {
+	if len(rep.Rollbacks) != 1 || !errors.Is(rep.Rollbacks[0].Err, wasmclass.ErrConflict) {
 		t.Fatalf("rollbacks: %+v", rep.Rollbacks)
 	}
 	st, err := admin.Status(context.Background())

@@ -1,8 +1,8 @@
 // Package harness runs experiments on psp: it starts servers (as child
 // processes or in this process), plays open-loop load at them with package
 // loadgen, sweeps policies and loads, simulates the same setup with package
-// sim, reads a running server's state over its admin endpoint and writes
-// results and charts with package report.
+// sim, reads a running server's state over its admin endpoint (package
+// admin) and writes results and charts with package report.
 //
 // cmd/psp is a thin layer of flags and printing over this package; tests
 // and other programs call it directly:
@@ -41,8 +41,6 @@
 //     replay of the same requests, show the comparison tells policies
 //     apart.
 //     tests/TestLiveTailsMatchSimulator checks it.
-//   - AdminClient: a running server's GET /status (the server's own
-//     server.Status) and classifier hot swaps.
 //   - WriteCharts, WriteTimelines: the charts of a set of points.
 //   - Experiments: the paper's figures and tables (psp experiment NAME),
 //     each a simulation of the paper's testbed (TestbedRTT,
@@ -54,5 +52,5 @@
 // # Concurrency
 //
 // A Sweep or Plan runs on the calling goroutine (the load generator starts
-// its own). AdminClient is safe for concurrent use.
+// its own).
 package harness

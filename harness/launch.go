@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/server"
 )
 
@@ -37,11 +38,15 @@ type ServerSpec struct {
 	Args []string
 	// LogPath receives the server's output; "" discards it.
 	LogPath string
+	// Transport is how requests reach the server: "udp" (the default) or
+	// "tcp" (the load generator opens connections).
+	Transport string
 }
 
 // Target is a running server's addresses.
 type Target struct {
-	// Listen is the UDP address requests go to.
+	// Listen is the address requests go to: host:port (UDP) or
+	// tcp://host:port.
 	Listen string
 	// Admin is the admin endpoint's address, or "" when unknown.
 	Admin string
@@ -85,7 +90,7 @@ func (e Exec) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, erro
 			return nil, fmt.Errorf("start server: %w", err)
 		}
 	}
-	listen, admin, err := freeLoopbackAddrs()
+	listen, admin, err := freeLoopbackAddrs(spec.Transport == server.TransportTCP)
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
@@ -161,8 +166,12 @@ func (InProcess) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, e
 	if len(spec.Args) > 0 {
 		return nil, fmt.Errorf("start server: extra psp serve arguments %q need child processes (Exec)", spec.Args)
 	}
+	listen := "127.0.0.1:0"
+	if spec.Transport == server.TransportTCP {
+		listen = "tcp://" + listen
+	}
 	cfg := server.Config{
-		Listen:     "127.0.0.1:0",
+		Listen:     listen,
 		Policy:     spec.Policy,
 		Workers:    spec.Workers,
 		MinSamples: spec.MinSamples,
@@ -200,10 +209,10 @@ func (InProcess) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, e
 	return rs, nil
 }
 
-// waitReady polls admin's /status until it answers, the server exits or
+// waitReady polls adminAddr's /status until it answers, the server exits or
 // startupTimeout passes.
-func waitReady(ctx context.Context, admin string, exited <-chan struct{}) error {
-	c, err := NewAdminClient(admin, time.Second)
+func waitReady(ctx context.Context, adminAddr string, exited <-chan struct{}) error {
+	c, err := admin.NewClient(adminAddr, time.Second)
 	if err != nil {
 		return err
 	}
@@ -220,7 +229,7 @@ func waitReady(ctx context.Context, admin string, exited <-chan struct{}) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("server did not answer /status on %s within %v", admin, startupTimeout)
+			return fmt.Errorf("server did not answer /status on %s within %v", adminAddr, startupTimeout)
 		}
 	}
 }
@@ -241,15 +250,25 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// freeLoopbackAddrs picks a free UDP port for requests and a free TCP port
-// for the admin endpoint on 127.0.0.1.
-func freeLoopbackAddrs() (listen, admin string, err error) {
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return "", "", fmt.Errorf("find a free udp port: %w", err)
+// freeLoopbackAddrs picks a free port for requests (UDP, or TCP: then
+// listen is tcp://host:port) and a free TCP port for the admin endpoint on
+// 127.0.0.1.
+func freeLoopbackAddrs(tcp bool) (listen, admin string, err error) {
+	if tcp {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", "", fmt.Errorf("find a free tcp port: %w", err)
+		}
+		listen = "tcp://" + l.Addr().String()
+		l.Close()
+	} else {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return "", "", fmt.Errorf("find a free udp port: %w", err)
+		}
+		listen = c.LocalAddr().String()
+		c.Close()
 	}
-	listen = c.LocalAddr().String()
-	c.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", "", fmt.Errorf("find a free tcp port: %w", err)

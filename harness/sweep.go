@@ -15,6 +15,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
@@ -296,7 +297,7 @@ func (s *Sweep) resolveDilation(ctx context.Context) error {
 	switch {
 	case s.Plan.Spec.Dilation != 0:
 	case s.Target != nil && s.Target.Admin != "":
-		c, err := NewAdminClient(s.Target.Admin, 0)
+		c, err := admin.NewClient(s.Target.Admin, 0)
 		if err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
@@ -389,10 +390,10 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		}()
 		target = &srv.Target
 	}
-	var admin *AdminClient
+	var client *admin.Client
 	if target.Admin != "" {
 		var err error
-		if admin, err = NewAdminClient(target.Admin, 2*time.Second); err != nil {
+		if client, err = admin.NewClient(target.Admin, 2*time.Second); err != nil {
 			return err
 		}
 	}
@@ -455,10 +456,10 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		if s.Samples > 0 && !plan.phased() {
 			plan.Duration = plan.DurationFor(s.Samples, ShortestType(&plan.Workload))
 		}
-		idle := startIdleSampler(ctx, admin)
+		idle := startIdleSampler(ctx, client)
 		var reservations func() []report.Reservation
-		if s.Timeline > 0 && admin != nil {
-			reservations = startReservationPoller(ctx, admin)
+		if s.Timeline > 0 && client != nil {
+			reservations = startReservationPoller(ctx, client)
 		}
 		var alongside func() (*OverheadDist, error)
 		if twin != nil {
@@ -482,9 +483,9 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 			return err
 		}
 		reservation := ""
-		if admin != nil {
-			if st, err := admin.Status(ctx); err == nil {
-				if r := Reservation(st); r != "" {
+		if client != nil {
+			if st, err := client.Status(ctx); err == nil {
+				if r := admin.Reservation(st); r != "" {
 					reservation = fmt.Sprintf(" [%s phase: %s]", st.Phase, r)
 				}
 			}
@@ -683,8 +684,8 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 // and cpu_waste are means over the server's last stats interval) until
 // the returned function is called; that function returns the means of the
 // samples (NaN, shown as unknown, without an admin client or samples).
-func startIdleSampler(ctx context.Context, admin *AdminClient) func() (idle, wasted float64) {
-	if admin == nil {
+func startIdleSampler(ctx context.Context, client *admin.Client) func() (idle, wasted float64) {
+	if client == nil {
 		return func() (float64, float64) { return math.NaN(), math.NaN() }
 	}
 	stop := make(chan struct{})
@@ -703,7 +704,7 @@ func startIdleSampler(ctx context.Context, admin *AdminClient) func() (idle, was
 				}
 				return
 			case <-t.C:
-				if st, err := admin.Status(ctx); err == nil {
+				if st, err := client.Status(ctx); err == nil {
 					idle += st.IdleWorkers
 					wasted += st.CPUWaste
 					n++
@@ -721,7 +722,7 @@ func startIdleSampler(ctx context.Context, admin *AdminClient) func() (idle, was
 // startReservationPoller polls the server's /status every 100 ms and
 // keeps every reservation it sees adopted (times from the call) until the
 // returned function is called, which returns them.
-func startReservationPoller(ctx context.Context, admin *AdminClient) func() []report.Reservation {
+func startReservationPoller(ctx context.Context, client *admin.Client) func() []report.Reservation {
 	stop := make(chan struct{})
 	result := make(chan []report.Reservation, 1)
 	start := time.Now()
@@ -731,7 +732,7 @@ func startReservationPoller(ctx context.Context, admin *AdminClient) func() []re
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if st, err := admin.Status(ctx); err == nil && len(st.Groups) > 0 {
+			if st, err := client.Status(ctx); err == nil && len(st.Groups) > 0 {
 				r := report.Reservation{AtSec: time.Since(start).Seconds()}
 				for _, g := range st.Groups {
 					r.Groups = append(r.Groups, report.ReservedGroup{Types: g.Types, Workers: len(g.Reserved), Spillway: g.Spillway})

@@ -57,8 +57,12 @@ const (
 // Spec configures a run. Its zero value is usable: every zero field takes
 // the default documented on it.
 type Spec struct {
-	// Server is the server's UDP address, host:port (default 127.0.0.1:6789).
+	// Server is the server's address: host:port over UDP (default
+	// 127.0.0.1:6789), tcp://host:port over TCP (Conns connections).
 	Server string
+	// Conns is the number of TCP connections a run over TCP opens
+	// (default DefaultConns); request i goes on connection i mod Conns.
+	Conns int
 	// Dilation is the server's time dilation factor (emulate application):
 	// slowdowns are computed against service time × Dilation. Zero means 1.
 	Dilation float64
@@ -145,6 +149,9 @@ func (s Spec) withDefaults(sched *Schedule) Spec {
 	if s.Format == "" {
 		s.Format = FormatPSP
 	}
+	if _, ok := tcpAddr(s.Server); ok && s.Conns == 0 {
+		s.Conns = DefaultConns
+	}
 	if s.Format == FormatKV && s.KVKeys == 0 {
 		s.KVKeys = 5000
 	}
@@ -196,6 +203,15 @@ func (s Spec) validate(sched *Schedule) error {
 		return fmt.Errorf("grace %v: %w (want >= 0)", s.Grace, ErrBadSpec)
 	case s.Batch < 0 || s.Batch > 1024:
 		return fmt.Errorf("batch %d: %w (want 1..1024)", s.Batch, ErrBadSpec)
+	case s.Conns < 0 || s.Conns > MaxConns:
+		return fmt.Errorf("connections %d: %w (want 1..%d)", s.Conns, ErrBadSpec, MaxConns)
+	}
+	if _, ok := tcpAddr(s.Server); ok {
+		if _, err := streamFormatOf(s.Format); err != nil {
+			return err
+		}
+	} else if _, err := udpAddr(s.Server); err != nil {
+		return err
 	}
 	switch s.Format {
 	case FormatPSP:
@@ -294,9 +310,16 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: run: %w", err)
 	}
 	spec = spec.withDefaults(sched)
-	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
+	if addr, ok := tcpAddr(spec.Server); ok {
+		return runTCP(ctx, spec, sched, addr)
+	}
+	addr, err := udpAddr(spec.Server)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port)", spec.Server, err)
+		return nil, fmt.Errorf("loadgen: run: %w", err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port, or tcp://host:port)", spec.Server, err)
 	}
 	conn, err := net.DialUDP("udp", nil, raddr)
 	if err != nil {
@@ -313,37 +336,70 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); r.receive() }()
-
-	stopProgress := make(chan struct{})
-	var progressDone sync.WaitGroup
-	if spec.Progress != nil {
-		progressDone.Add(1)
-		go func() {
-			defer progressDone.Done()
-			t := time.NewTicker(200 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopProgress:
-					spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
-					return
-				case <-t.C:
-					spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
-				}
-			}
-		}()
-	}
+	stopProgress := r.startProgress()
 
 	interrupted := r.send(ctx)
 
-	// Wait for the replies: in time until the end of the schedule plus
-	// Grace, late until another Grace has passed. Stop early once every
-	// request sent is answered.
-	end := max(sched.Duration.Nanoseconds(), r.senderEnd)
-	inTime := end + spec.Grace.Nanoseconds()
-	stopAt := inTime + spec.Grace.Nanoseconds()
+	inTime, interrupted := r.awaitReplies(ctx, interrupted)
+	var clientDrops sockstat.Drops
+	drops, dropsKnown := uint64(0), false
+	if raw, err := conn.SyscallConn(); err == nil {
+		drops, dropsKnown = clientDrops.Read(raw)
+	}
+	_ = conn.Close()
+	wg.Wait()
+	stopProgress()
+	if r.receiverErr != nil {
+		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
+	}
+	res := r.result(inTime)
+	res.ClientDrops, res.ClientDropsKnown = int64(drops), dropsKnown
 	if interrupted {
-		stopAt = min(stopAt, r.now()+spec.Grace.Nanoseconds())
+		res.Interrupted, res.Sustained = true, false
+	}
+	return res, nil
+}
+
+// startProgress calls Spec.Progress about every 200 ms from a goroutine of
+// its own, until the function it returns is called (once more then).
+func (r *run) startProgress() (stop func()) {
+	if r.spec.Progress == nil {
+		return func() {}
+	}
+	stopCh := make(chan struct{})
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopCh:
+				r.spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
+				return
+			case <-t.C:
+				r.spec.Progress(int(r.sent.Load()), int(r.answered.Load()))
+			}
+		}
+	}()
+	return func() {
+		close(stopCh)
+		done.Wait()
+	}
+}
+
+// awaitReplies waits for the replies once the sender is done: in time
+// until the end of the schedule plus Grace, late until another Grace has
+// passed, and no longer once every request sent is answered. It returns
+// when replies stop counting as in time, and whether the run was
+// interrupted.
+func (r *run) awaitReplies(ctx context.Context, interrupted bool) (int64, bool) {
+	end := max(r.sched.Duration.Nanoseconds(), r.senderEnd)
+	inTime := end + r.spec.Grace.Nanoseconds()
+	stopAt := inTime + r.spec.Grace.Nanoseconds()
+	if interrupted {
+		stopAt = min(stopAt, r.now()+r.spec.Grace.Nanoseconds())
 	}
 	expected := int64(0)
 	for _, ok := range r.sentOK[:r.sentUpTo] {
@@ -360,24 +416,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	var clientDrops sockstat.Drops
-	drops, dropsKnown := uint64(0), false
-	if raw, err := conn.SyscallConn(); err == nil {
-		drops, dropsKnown = clientDrops.Read(raw)
-	}
-	_ = conn.Close()
-	wg.Wait()
-	close(stopProgress)
-	progressDone.Wait()
-	if r.receiverErr != nil {
-		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
-	}
-	res := r.result(inTime)
-	res.ClientDrops, res.ClientDropsKnown = int64(drops), dropsKnown
-	if interrupted {
-		res.Interrupted, res.Sustained = true, false
-	}
-	return res, nil
+	return inTime, interrupted
 }
 
 // send plays the schedule. It reports whether ctx stopped it early.

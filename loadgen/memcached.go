@@ -75,12 +75,17 @@ func appendKey(b []byte, k uint64) []byte {
 
 // encodeMemcached writes request id's datagram into b and returns it.
 func (r *run) encodeMemcached(b []byte, id int, typ int) []byte {
-	s := &r.spec
 	b = b[:0]
 	var h [8]byte
 	binary.BigEndian.PutUint16(h[0:], uint16(id))
 	binary.BigEndian.PutUint16(h[4:], 1)
 	b = append(b, h[:]...)
+	return r.memcachedCommand(b, id, typ)
+}
+
+// memcachedCommand appends request id's command to b.
+func (r *run) memcachedCommand(b []byte, id int, typ int) []byte {
+	s := &r.spec
 	keys := uint64(s.MemcachedKeys)
 	switch r.mcCmds[typ] {
 	case mcGet:
@@ -195,13 +200,21 @@ const silentWindows = 4
 const maxMissed = 1 << 20
 
 // PreloadMemcached stores keys "k0" to "k<keys-1>" with values of
-// valueSize bytes on the memcached server at addr (UDP), so that the
-// memcached format's reads hit. It keeps a window of sets in flight and
-// resends those not acknowledged; it fails when some key is still not
-// stored after a few attempts.
+// valueSize bytes on the memcached server at addr (host:port over UDP,
+// tcp://host:port over TCP), so that the memcached format's reads hit.
+// Over UDP it keeps a window of sets in flight and resends those not
+// acknowledged; it fails when some key is still not stored after a few
+// attempts. Over TCP it pipelines the sets on one connection.
 func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) error {
 	if keys < 1 || keys > MaxMemcachedKeys || valueSize < 0 || valueSize > 1<<20 {
 		return fmt.Errorf("preload: %d keys of %d bytes: %w (want 1..%d keys of at most 1 MiB)", keys, valueSize, ErrBadSpec, MaxMemcachedKeys)
+	}
+	if tcp, ok := tcpAddr(addr); ok {
+		return preloadMemcachedTCP(ctx, tcp, keys, valueSize)
+	}
+	addr, err := udpAddr(addr)
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
 	}
 	if n := memcachedRequestLen(Spec{MemcachedKeys: keys, MultiGetKeys: 2, ValueSize: valueSize}); n > maxDatagram {
 		return fmt.Errorf("preload: value size %d: %w (a set of %d bytes does not fit one UDP datagram of %d)", valueSize, ErrBadSpec, n, maxDatagram)

@@ -4,9 +4,10 @@ import "net/netip"
 
 // Stream dataplanes (nic/tcp) receive byte streams, not datagrams: an
 // application's Protocol cuts each connection's bytes into requests, each
-// of which then travels the pipeline exactly as a datagram does. Replies
-// leave a connection in the order of its requests, whatever order the
-// workers finish them in.
+// of which then travels the pipeline exactly as a datagram does. A
+// connection sees its requests run in its order (reads in a row may run at
+// once: Frame.ReadOnly), and its replies leave in that order, whatever
+// order the workers finish them in.
 
 // Protocol is an application's byte-stream protocol, as a stream dataplane
 // sees it. It is called from the dataplane's receive goroutine only.
@@ -34,6 +35,13 @@ type Framer interface {
 	// for more with max bytes in hand has its connection closed, counted
 	// as a request too long. Frame must not keep in or modify it.
 	Frame(in []byte, max int) Frame
+}
+
+// ConnCloser is implemented by Framers that hold something for their
+// connection (memory, a place in a list): the dataplane calls ConnClosed
+// once, on its receive goroutine, when the connection is closed.
+type ConnCloser interface {
+	ConnClosed()
 }
 
 // FrameKind says what a Frame is.
@@ -71,6 +79,12 @@ type Frame struct {
 	// DiscardHeld (FrameClose) drops the held replies instead of sending
 	// them.
 	DiscardHeld bool
+	// ReadOnly (FrameRequest): the request changes nothing a later request
+	// of the connection could see (a get). A connection's requests run in
+	// their order: a request that is not ReadOnly starts once every
+	// earlier one has finished, and no later one starts before it has;
+	// ReadOnly requests in a row may run at once, on several workers.
+	ReadOnly bool
 }
 
 // Flags are what a stream dataplane and an application tell each other

@@ -13,6 +13,23 @@ import (
 	"github.com/persephone-go/psp/internal/boundedfile"
 )
 
+// CacheDir turns a cache setting (a configuration's or a flag's) into
+// Client.CacheDir: "" is psp/oci in the user's cache directory (none when
+// there is no such directory), "off" no cache, anything else that
+// directory.
+func CacheDir(setting string) string {
+	switch setting {
+	case "off":
+		return ""
+	case "":
+		if dir, err := os.UserCacheDir(); err == nil {
+			return filepath.Join(dir, "psp", "oci")
+		}
+		return ""
+	}
+	return setting
+}
+
 // The cache under Client.CacheDir:
 //
 //	manifests/HEX   a manifest, by its digest

@@ -9,6 +9,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -197,7 +198,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 // refusal is the audit outcome of a failed swap or rollback: "conflict"
 // when a compare-and-swap found another module, else "refused".
 func refusal(err error) string {
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, wasmclass.ErrConflict) {
 		return "conflict"
 	}
 	return "refused"
@@ -206,9 +207,9 @@ func refusal(err error) string {
 // swapStatus is the HTTP status of a failed swap or rollback.
 func swapStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrUnknownTenant):
+	case errors.Is(err, darc.ErrUnknownTenant):
 		return http.StatusNotFound
-	case errors.Is(err, ErrNoWasm), errors.Is(err, ErrNoPrevious), errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrNoWasm), errors.Is(err, wasmclass.ErrNoPrevious), errors.Is(err, wasmclass.ErrConflict):
 		return http.StatusConflict
 	}
 	return http.StatusBadRequest
@@ -225,7 +226,7 @@ const maxTenantUpdate = 1 << 20
 // lifecycleStatus is the HTTP status of a failed tenant change.
 func lifecycleStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrUnknownTenant):
+	case errors.Is(err, darc.ErrUnknownTenant):
 		return http.StatusNotFound
 	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrFixedTenants):
 		return http.StatusConflict
@@ -346,7 +347,7 @@ func (s *Server) Swap(ctx context.Context, tenant string, wasm []byte) (int, err
 }
 
 // SwapIf is Swap, only over the running module exp names (its sha256 or
-// version; zero fields are not checked): otherwise ErrConflict.
+// version; zero fields are not checked): otherwise wasmclass.ErrConflict.
 func (s *Server) SwapIf(ctx context.Context, tenant string, wasm []byte, exp wasmclass.Expect) (v int, err error) {
 	err = s.withClassifier(s.tenants.pagesOf(tenant), func() error {
 		v, err = s.tenants.swap(ctx, tenant, wasm, exp)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/persephone-go/psp/app/memcached"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/app/tpcc"
+	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -33,6 +33,10 @@ type Application struct {
 	// app.MultiHandler may answer with several datagrams. It is
 	// called by all workers at once, each with its own worker index.
 	Handler app.Handler
+	// Stream is the application's byte-stream protocol: with it the
+	// application can be served on a tcp:// listen address (its framer
+	// cuts each connection's bytes into requests). Nil: datagrams only.
+	Stream nic.Protocol
 	// Classifier is the native classifier used when the configuration
 	// names no Wasm classifier; nil: the psp-header classifier.
 	Classifier app.Classifier
@@ -109,7 +113,7 @@ func openApp(cfg Config) (*Application, error) {
 }
 
 func openSpin(cfg Config) (*Application, error) {
-	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen}, nil
+	return &Application{Name: AppSpin, Handler: spin.Handler{MaxService: spin.Cap(cfg.App.MaxService)}, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openEmulate(cfg Config) (*Application, error) {
@@ -117,7 +121,7 @@ func openEmulate(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Application{Name: AppEmulate, Handler: h, MinPayload: wire.HeaderLen}, nil
+	return &Application{Name: AppEmulate, Handler: h, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openTPCC(cfg Config) (*Application, error) {
@@ -125,7 +129,7 @@ func openTPCC(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Application{Name: AppTPCC, Handler: h, MinPayload: wire.HeaderLen}, nil
+	return &Application{Name: AppTPCC, Handler: h, MinPayload: wire.HeaderLen, Stream: spin.Stream{}}, nil
 }
 
 func openKV(cfg Config) (*Application, error) {
@@ -136,7 +140,7 @@ func openKV(cfg Config) (*Application, error) {
 	// Stricter than the header classifier: malformed kv requests are
 	// UNKNOWN. Same type space.
 	return &Application{Name: AppKV, Handler: s, Classifier: kv.Classifier{}, TypeNames: headerTypes(),
-		MinPayload: wire.HeaderLen, Close: s.Close}, nil
+		MinPayload: wire.HeaderLen, Close: s.Close, Stream: spin.Stream{}}, nil
 }
 
 func openMemcached(cfg Config) (*Application, error) {
@@ -159,15 +163,7 @@ func openMemcached(cfg Config) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.TCP != "" {
-		ln, err := net.Listen("tcp", m.TCP)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("memcached tcp: %w", err)
-		}
-		go s.ServeTCP(ln) // ends when s closes
-	}
-	return &Application{Name: AppMemcached, Handler: s, Classifier: memcached.Classifier{},
+	return &Application{Name: AppMemcached, Handler: s, Stream: s.Protocol(), Classifier: memcached.Classifier{},
 		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close,
 		Counters: func() []AppCounter {
 			cs := s.Counters()
@@ -203,10 +199,9 @@ type Memcached struct {
 	Sync bool `yaml:"sync,omitempty"`
 	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
 	MaxItemSize int `yaml:"max_item_size,omitempty"`
-	// TCP, when set, is a TCP address where the same store also serves
-	// memcached's protocol over TCP, beside the dispatcher (not scheduled
-	// by DARC): for clients that read only over TCP, such as libmemcached's
-	// tools. Empty: UDP only.
+	// TCP, when set, is a TCP address where memcached's protocol is served
+	// too, its requests scheduled with the UDP ones: the same as adding
+	// tcp://TCP to Listen.
 	TCP string `yaml:"tcp,omitempty"`
 	// CostPerCommand and CostPerKey are the nominal costs slept (times
 	// App.Dilation) when App.Dilation is set: emulated service times for

@@ -48,8 +48,13 @@ var ErrConfig = errors.New("server: invalid config")
 // flag) is never silently replaced by a default: ExplicitZero either gives
 // it its meaning (a negative value, "none") or refuses it.
 type Config struct {
-	// Listen is the UDP address requests arrive on. Default 127.0.0.1:6789.
+	// Listen is the address requests arrive on: IP:PORT or udp://IP:PORT
+	// for UDP datagrams, tcp://IP:PORT for TCP connections (the
+	// application's framer cuts their streams into requests), or one of
+	// each, separated by a comma. Default 127.0.0.1:6789 (UDP).
 	Listen string `yaml:"listen"`
+	// TCP bounds the TCP connections of a tcp:// listen address.
+	TCP TCP `yaml:"tcp,omitempty"`
 	// Dataplane is udp (default), dpdk (needs a build with -tags dpdk) or
 	// memnic (in memory, for tests).
 	Dataplane string `yaml:"dataplane"`
@@ -329,6 +334,37 @@ type App struct {
 	KV KV `yaml:"kv,omitempty"`
 	// Memcached configures the memcached application.
 	Memcached Memcached `yaml:"memcached,omitempty"`
+}
+
+// TCP bounds the TCP dataplane's connections; zero fields take the
+// defaults of package nic/tcp (the memcached application's max_conns and
+// idle_timeout stand for max_conns and idle_timeout when these are not
+// set).
+type TCP struct {
+	// MaxConns is the most connections open at once (memcached's -c);
+	// more are refused and counted. Lowered to fit the file descriptor
+	// limit. Default 1024.
+	MaxConns int `yaml:"max_conns,omitempty"`
+	// MaxPipeline is the most requests of one connection received and
+	// not yet answered; past it the connection is not read until its
+	// replies catch up. Default 256.
+	MaxPipeline int `yaml:"max_pipeline,omitempty"`
+	// MaxRequest is the longest request accepted, in bytes. Default 4
+	// MiB (memcached: at least its item size limit and its longest line).
+	MaxRequest int `yaml:"max_request,omitempty"`
+	// MaxOutput is the most reply bytes held for a connection that does
+	// not read them; past it the connection is closed. Default 64 MiB.
+	MaxOutput int `yaml:"max_output,omitempty"`
+	// Memory bounds the bytes held for all connections (input not yet
+	// framed, long requests, replies not yet taken); past it no
+	// connection is read until memory comes back. Default 512 MiB.
+	Memory int `yaml:"memory,omitempty"`
+	// IdleTimeout closes a connection that sends no byte and takes no
+	// reply for this long. Default 5m; negative: never.
+	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
+	// PartialTimeout closes a connection holding an incomplete request
+	// for this long (slowloris). Default 30s; negative: never.
+	PartialTimeout time.Duration `yaml:"partial_timeout,omitempty"`
 }
 
 // KV configures the kv application.

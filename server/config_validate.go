@@ -181,8 +181,12 @@ func (c Config) validate(custom bool) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 	}
-	if _, err := netip.ParseAddrPort(c.Listen); err != nil {
-		return bad("listen address %q: %v (want IP:PORT, e.g. %s)", c.Listen, err, DefaultListen)
+	eps, err := ParseListen(c.Listen)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if err := c.validateTCP(eps, custom); err != nil {
+		return err
 	}
 	if !slices.Contains([]string{DataplaneUDP, DataplaneDPDK, DataplaneMemory}, c.Dataplane) {
 		return bad("dataplane %q, want udp, dpdk or memnic", c.Dataplane)
@@ -244,7 +248,7 @@ func (c Config) validate(custom bool) error {
 		return bad("classifier_options: %v", err)
 	}
 	seen := map[string]bool{}
-	var routed []dispatcher.Tenant
+	var routed []dispatcher.TenantSpec
 	for i, t := range c.Tenants {
 		if err := validTenantName(t.Name); err != nil {
 			return bad("tenant %d: %v", i, err)
@@ -253,7 +257,7 @@ func (c Config) validate(custom bool) error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		dt := dispatcher.Tenant{Name: t.Name, Ports: t.Ports}
+		dt := dispatcher.TenantSpec{Name: t.Name, Ports: t.Ports}
 		if err := dispatcher.CheckPorts(dt, routed); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}
@@ -577,6 +581,50 @@ func checkDurations(ds ...namedDuration) error {
 		if nd.d > MaxDuration || nd.d < -MaxDuration {
 			return fmt.Errorf("%s %v: at most %v", nd.key, nd.d, MaxDuration)
 		}
+	}
+	return nil
+}
+
+// validateTCP checks the transports against the dataplane and the TCP
+// bounds.
+func (c Config) validateTCP(eps []Endpoint, custom bool) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	tcp := false
+	for _, e := range eps {
+		tcp = tcp || e.Transport == TransportTCP
+	}
+	if m := c.App.Memcached; c.App.Name == AppMemcached && m.TCP != "" {
+		if tcp {
+			return bad("memcached tcp %q and a tcp:// listen address: give one (app.memcached.tcp is the same as adding tcp://ADDR to listen)", m.TCP)
+		}
+		if _, err := netip.ParseAddrPort(m.TCP); err != nil {
+			return bad("memcached tcp address %q: %v (want IP:PORT)", m.TCP, err)
+		}
+		tcp = true
+	}
+	if !tcp {
+		return nil
+	}
+	switch c.Dataplane {
+	case DataplaneDPDK:
+		return bad("the dpdk dataplane serves UDP only (psp runs no user-space TCP stack): listen on udp://, or use the default dataplane for tcp://")
+	case DataplaneMemory:
+		return bad("the memnic dataplane carries datagrams only: listen on udp:// with it")
+	}
+	if !custom && !slices.Contains([]string{AppSpin, AppEmulate, AppTPCC, AppKV, AppMemcached}, c.App.Name) {
+		return bad("app %q has no framer for TCP", c.App.Name)
+	}
+	t := c.TCP
+	switch {
+	case t.MaxConns < 0, t.MaxRequest < 0, t.MaxOutput < 0, t.Memory < 0:
+		return bad("tcp: a negative bound (max_conns %d, max_request %d, max_output %d, memory %d)", t.MaxConns, t.MaxRequest, t.MaxOutput, t.Memory)
+	case t.MaxPipeline < 0 || t.MaxPipeline > 1<<16:
+		return bad("tcp: max_pipeline %d, want 1..65536", t.MaxPipeline)
+	}
+	if err := checkDurations(namedDuration{"tcp.idle_timeout", t.IdleTimeout}, namedDuration{"tcp.partial_timeout", t.PartialTimeout}); err != nil {
+		return err
 	}
 	return nil
 }

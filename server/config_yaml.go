@@ -279,7 +279,14 @@ func refuse(want string) zeroRule {
 // YAML key (flags use the same rules). Settings not listed take a zero as
 // it is.
 var zeroRules = map[string]zeroRule{
-	"listen":                         refuse("want IP:PORT"),
+	"listen":                         refuse("want [udp://|tcp://]IP:PORT"),
+	"tcp.max_conns":                  refuse("want >= 1"),
+	"tcp.max_pipeline":               refuse("want 1..65536"),
+	"tcp.max_request":                refuse("want > 0"),
+	"tcp.max_output":                 refuse("want > 0"),
+	"tcp.memory":                     refuse("want > 0"),
+	"tcp.idle_timeout":               func(c *Config) error { c.TCP.IdleTimeout = -1; return nil },    // never
+	"tcp.partial_timeout":            func(c *Config) error { c.TCP.PartialTimeout = -1; return nil }, // never
 	"dataplane":                      refuse("want udp, dpdk or memnic"),
 	"buffers":                        refuse("want at least the burst size"),
 	"buf_size":                       refuse("want at least the 16-byte header"),

@@ -284,5 +284,10 @@ func (s *Server) registerMetrics() error {
 			return fmt.Errorf("server: metrics: %w", err)
 		}
 	}
+	if t, ok := tcpDataplane(s.dp); ok {
+		if err := s.registry.Register(newTCPCollector(t)); err != nil {
+			return fmt.Errorf("server: metrics: %w", err)
+		}
+	}
 	return nil
 }

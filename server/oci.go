@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -65,19 +63,9 @@ func (r *references) forget(tenant string) {
 	delete(r.m, tenant)
 }
 
-// OCIClient returns the registry client a config asks for.
-func OCIClient(c OCI) *oci.Client {
-	cl := &oci.Client{PlainHTTP: c.PlainHTTP, DockerConfig: c.DockerConfig, MaxSize: maxWasmFileBytes}
-	switch c.CacheDir {
-	case "off":
-	case "":
-		if dir, err := os.UserCacheDir(); err == nil {
-			cl.CacheDir = filepath.Join(dir, "psp", "oci")
-		}
-	default:
-		cl.CacheDir = c.CacheDir
-	}
-	return cl
+// ociClient returns the registry client a config asks for.
+func ociClient(c OCI) *oci.Client {
+	return &oci.Client{PlainHTTP: c.PlainHTTP, DockerConfig: c.DockerConfig, CacheDir: oci.CacheDir(c.CacheDir), MaxSize: maxWasmFileBytes}
 }
 
 // pullClassifiers pulls the classifiers cfg names by registry reference
@@ -93,7 +81,7 @@ func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
 		}
-		client := OCIClient(cfg.OCI)
+		client := ociClient(cfg.OCI)
 		client.MaxSize = int64(cmp.Or(opts.MaxModuleSize, wasmclass.DefaultMaxModuleSize))
 		pctx, cancel := context.WithTimeout(ctx, startPullTimeout)
 		m, err := client.Pull(pctx, r)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -206,7 +207,7 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 	}
 	v, err := s.SwapIf(pctx, pp.tenant, m.Wasm, wasmclass.Expect{SHA256: pp.sha})
 	switch {
-	case errors.Is(err, ErrConflict) || errors.Is(err, ErrUnknownTenant):
+	case errors.Is(err, wasmclass.ErrConflict) || errors.Is(err, darc.ErrUnknownTenant):
 		// Swapped or removed over the admin API meanwhile: that module
 		// is the operator's choice, not this wait's to replace.
 		s.pending.remove(pp.tenant)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,7 +50,7 @@ type Server struct {
 	dp         nic.Dataplane
 	addr       string
 	disp       *dispatcher.Dispatcher
-	tenants    *tenantSet
+	tenants    *tenantRegistry
 	creds      *credentials
 	audit      *audit
 	auditFiles []io.Closer // the changes' and the refusals' audit files
@@ -291,8 +292,8 @@ func (s *Server) workersText() string {
 // describe is the startup line.
 func (s *Server) describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s dataplane on %s, policy %s, %s (%s), app %s",
-		s.cfg.Dataplane, s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
+	fmt.Fprintf(&b, "%s on %s, policy %s, %s (%s), app %s",
+		s.dataplaneText(), s.addr, s.cfg.Policy, s.workersText(), s.cfg.Idle, s.cfg.App.Name)
 	if s.cfg.Idle == dispatcher.IdleSpinThenPark {
 		if s.cfg.DispatcherSpin > 0 {
 			fmt.Fprintf(&b, ", dispatcher polls %v before parking", s.cfg.DispatcherSpin)
@@ -310,6 +311,27 @@ func (s *Server) describe() string {
 	}
 	fmt.Fprintf(&b, ", %s", s.files)
 	return b.String()
+}
+
+// dataplaneText names the dataplanes served, with the TCP connection limit
+// and the file descriptor budget it was fitted under.
+func (s *Server) dataplaneText() string {
+	var names []string
+	for _, e := range s.cfg.endpoints() {
+		if e.Transport == TransportTCP {
+			names = append(names, "tcp")
+		} else {
+			names = append(names, s.cfg.Dataplane)
+		}
+	}
+	text := strings.Join(names, " and ") + " dataplane"
+	if len(names) > 1 {
+		text += "s"
+	}
+	if t, ok := tcpDataplane(s.dp); ok {
+		text += fmt.Sprintf(" (up to %d TCP connections%s)", t.MaxConns(), fdBudget())
+	}
+	return text
 }
 
 // Close releases everything New opened. Run calls it; call it yourself only
@@ -368,6 +390,10 @@ func (s *Server) Status() Status {
 	st.Dilation = s.cfg.App.Dilation
 	st.Listen = s.addr
 	st.Dataplane = s.cfg.Dataplane
+	if t, ok := tcpDataplane(s.dp); ok {
+		cs := t.ConnStats()
+		st.TCP = &cs
+	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
 	if pd, ok := s.dp.(portDropper); ok {
 		st.KernelDrops = pd.PortDrops()
@@ -402,4 +428,14 @@ func dropSummary(d dispatcher.Drops) string {
 		return ""
 	}
 	return " (" + d.String() + ")"
+}
+
+// fdBudget says the process's file descriptor limit, which the TCP
+// connection limit is fitted under.
+func fdBudget() string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(", file descriptor limit %d", lim.Cur)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/tcp"
 	"github.com/persephone-go/psp/nic/udp"
 )
 
@@ -17,12 +18,15 @@ type Status struct {
 	Workers  int     `json:"workers"`
 	// WorkersAuto: Workers followed the usable CPUs (--workers auto, the
 	// default).
-	WorkersAuto   bool    `json:"workers_auto"`
-	Listen        string  `json:"listen"`
-	Dataplane     string  `json:"dataplane"`
-	UptimeSeconds float64 `json:"uptime_seconds"`
-	Running       bool    `json:"running"`
-	Draining      bool    `json:"draining"`
+	WorkersAuto bool   `json:"workers_auto"`
+	Listen      string `json:"listen"`
+	Dataplane   string `json:"dataplane"`
+	// TCP holds the TCP dataplane's connection counters (a tcp:// listen
+	// address).
+	TCP           *tcp.ConnStats `json:"tcp,omitempty"`
+	UptimeSeconds float64        `json:"uptime_seconds"`
+	Running       bool           `json:"running"`
+	Draining      bool           `json:"draining"`
 
 	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
 	// the kernel or the device dropped before psp received them are in

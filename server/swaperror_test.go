@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -16,8 +17,8 @@ import (
 // (it was answered 400 "classifier rejected").
 func TestSwapErrorOfClosedHostIsUnknownTenant(t *testing.T) {
 	err := swapError("a", fmt.Errorf("wasmclass: swap %q: wasmclass: load: compilation cache: %w", "a", wasmclass.ErrClosed))
-	if !errors.Is(err, ErrUnknownTenant) || errors.Is(err, ErrBadClassifier) {
-		t.Fatalf("swapError = %v, want ErrUnknownTenant and not ErrBadClassifier", err)
+	if !errors.Is(err, darc.ErrUnknownTenant) || errors.Is(err, ErrBadClassifier) {
+		t.Fatalf("swapError = %v, want darc.ErrUnknownTenant and not ErrBadClassifier", err)
 	}
 	if got := swapStatus(err); got != http.StatusNotFound {
 		t.Errorf("status %d, want %d", got, http.StatusNotFound)
@@ -33,8 +34,8 @@ func TestSwapErrorOfClosedHostIsUnknownTenant(t *testing.T) {
 // 30 s: 11,960 such answers, 6 swaps landed).
 func TestSwapErrorOfSupersededPushIsConflict(t *testing.T) {
 	err := swapError("a", fmt.Errorf("wasmclass: swap %q: %w (%w) (the running version stays)", "a", wasmclass.ErrSuperseded, context.Canceled))
-	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrBadClassifier) {
-		t.Fatalf("swapError = %v, want ErrConflict and not ErrBadClassifier", err)
+	if !errors.Is(err, wasmclass.ErrConflict) || errors.Is(err, ErrBadClassifier) {
+		t.Fatalf("swapError = %v, want wasmclass.ErrConflict and not ErrBadClassifier", err)
 	}
 	if got := swapStatus(err); got != http.StatusConflict {
 		t.Errorf("status %d, want %d", got, http.StatusConflict)

@@ -7,21 +7,18 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 )
 
-// Errors of the tenant operations (swap, rollback, add, update, remove).
+// Errors of the tenant operations (swap, rollback, add, update, remove),
+// besides darc.ErrUnknownTenant (no tenant has that name: HTTP 404),
+// wasmclass.ErrNoPrevious (a rollback found no previous classifier: 409)
+// and wasmclass.ErrConflict (a conditional swap or rollback found another
+// module running than the one it expected to replace, or a newer push for
+// the tenant started before it landed: 409).
 var (
 	// ErrNoWasm: the tenant runs the native classifier, there is nothing
 	// to swap.
 	ErrNoWasm = errors.New("server: no Wasm classifier to swap (a native classifier runs)")
-	// ErrUnknownTenant: no tenant has that name.
-	ErrUnknownTenant = errors.New("server: unknown tenant")
 	// ErrBadClassifier: the new module failed to load; the old one stays.
 	ErrBadClassifier = errors.New("server: classifier rejected")
-	// ErrNoPrevious: a rollback found no previous classifier.
-	ErrNoPrevious = errors.New("server: no previous classifier to roll back to")
-	// ErrConflict: a conditional swap or rollback found another module
-	// running than the one it expected to replace, or a newer push for the
-	// tenant started before it landed (HTTP 409).
-	ErrConflict = errors.New("server: conflict")
 	// ErrTenantExists: an added tenant's name is taken.
 	ErrTenantExists = errors.New("server: tenant exists")
 	// ErrFixedTenants: the policy has no tenant shares (c-FCFS, d-FCFS,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/wasmclass"
 )
@@ -44,13 +45,11 @@ func swapError(name string, err error) error {
 		// The tenant was removed (or the server is stopping) while the
 		// module loaded: there is no tenant left to swap, and nothing is
 		// wrong with the module.
-		return fmt.Errorf("%w %q (removed while its classifier loaded): %w", ErrUnknownTenant, name, err)
-	case errors.Is(err, wasmclass.ErrNoPrevious):
-		return fmt.Errorf("%w: %w", ErrNoPrevious, err)
-	case errors.Is(err, wasmclass.ErrConflict), errors.Is(err, wasmclass.ErrSuperseded):
-		// Superseded: a newer push for the tenant started before this one
-		// landed (the newest wins); the module is not at fault.
-		return fmt.Errorf("%w: %w", ErrConflict, err)
+		return fmt.Errorf("%w %q (removed while its classifier loaded): %w", darc.ErrUnknownTenant, name, err)
+	case errors.Is(err, wasmclass.ErrNoPrevious), errors.Is(err, wasmclass.ErrConflict):
+		// A conflict includes a push superseded by a newer one for the
+		// tenant (the newest wins): the module is not at fault.
+		return err
 	default:
 		return fmt.Errorf("%w: %w", ErrBadClassifier, err)
 	}

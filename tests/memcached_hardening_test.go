@@ -33,11 +33,19 @@ func appCounters(t *testing.T, s *server) map[string]float64 {
 		Net struct {
 			TxPackets float64 `json:"tx_packets"`
 		} `json:"net"`
+		TCP *struct {
+			Closed map[string]float64 `json:"closed"`
+		} `json:"tcp"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]float64{"tx_packets": st.Net.TxPackets}
+	if st.TCP != nil {
+		for reason, n := range st.TCP.Closed {
+			m["tcp_closed_"+reason] = n
+		}
+	}
 	for _, c := range st.AppCounters {
 		m[c.Name] = c.Value
 	}
@@ -291,7 +299,7 @@ func TestMemcachedTCPMemoryBounded(t *testing.T) {
 	}
 	m := appCounters(t, s)
 	t.Logf("counters: %v", m)
-	if m["memcached_tcp_long_lines_total"] < 50 || m["memcached_tcp_idle_timeouts_total"] < 1 || m["memcached_tcp_memory_refusals_total"] < 1 ||
+	if m["memcached_tcp_long_lines_total"] < 50 || m["tcp_closed_idle"] < 1 || m["memcached_tcp_memory_refusals_total"] < 1 ||
 		m["memcached_tcp_read_memory_bytes"] != 0 {
 		t.Errorf("counters %v: want 50 long lines, idle timeouts, memory refusals, no read memory held", m)
 	}

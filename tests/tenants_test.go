@@ -19,8 +19,8 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/darc"
-	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	pspserver "github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/sim"
@@ -112,7 +112,7 @@ tenants:
 // tenantStatus returns the server's status as package server has it.
 func (ts *tenantServer) tenantStatus(t testing.TB) *pspserver.Status {
 	t.Helper()
-	c, err := harness.NewAdminClient(ts.admin, 5*time.Second)
+	c, err := admin.NewClient(ts.admin, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestHostileNeighbour(t *testing.T) {
 	if err != nil || len(hostile) < 8 {
 		t.Fatalf("hostile examples: %v %v", hostile, err)
 	}
-	admin, err := harness.NewAdminClient(s.admin, 30*time.Second)
+	admin, err := admin.NewClient(s.admin, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

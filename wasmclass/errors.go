@@ -2,6 +2,7 @@ package wasmclass
 
 import (
 	"errors"
+	"fmt"
 )
 
 // Errors returned by Load, NewHost and Host.Swap. The returned errors wrap
@@ -33,11 +34,13 @@ var (
 	// (Options.CompileTimeout, Options.CompileMemory).
 	ErrCompile = errors.New("compilation failed")
 	// ErrSuperseded: a newer push to the same Host started before this
-	// one could land; this one never will.
-	ErrSuperseded = errors.New("superseded by a newer push")
+	// one could land; this one never will. It is a conflict: it wraps
+	// ErrConflict.
+	ErrSuperseded = fmt.Errorf("%w: superseded by a newer push", ErrConflict)
 	// ErrNoPrevious: Rollback found no previous version (never swapped).
 	ErrNoPrevious = errors.New("no previous version")
 	// ErrConflict: a conditional swap or rollback (SwapIf, RollbackIf)
-	// found another module running than the one it expected to replace.
-	ErrConflict = errors.New("the running version is not the one expected")
+	// found another module running than the one it expected to replace,
+	// or a newer push started before it landed (ErrSuperseded).
+	ErrConflict = errors.New("conflict")
 )

@@ -113,8 +113,12 @@ type session struct {
 	// dataRefused: the TCP stream's data block of this storage command was
 	// not read for want of memory (Config.TCPMemory).
 	dataRefused bool
-	keys        int // keys looked up or written in this request (emulated cost)
-	cmds        int // commands in this request (emulated cost)
+	// culled: the command discarded the responses pending before it.
+	culled bool
+	// reply is where a TCP command's responses go (stream points to it).
+	reply streamReply
+	keys  int // keys looked up or written in this request (emulated cost)
+	cmds  int // commands in this request (emulated cost)
 
 	stats *counters
 }
@@ -299,6 +303,7 @@ func (s *session) flush() {
 // cull drops every response not yet transmitted (memcached's
 // conn_release_items).
 func (s *session) cull() {
+	s.culled = true
 	s.resps = s.resps[:0]
 	s.out = s.out[:0]
 	s.open = -1

@@ -1,11 +1,12 @@
 package memcached
 
 import (
-	"io"
-	"net"
+	"net/netip"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/nic"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 )
@@ -94,38 +95,83 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
-// FuzzTCP feeds an arbitrary byte stream to a TCP connection: the server
-// must never panic, and must finish the connection once the client stops.
-func FuzzTCP(f *testing.F) {
+// FuzzStream feeds an arbitrary byte stream, cut in arbitrary pieces, to
+// a connection's framer and serves every command it frames, as the TCP
+// dataplane and a worker would: nothing panics, every request lies within
+// the input, every reply within its buffer, and the memory a value held
+// while it arrived is given back.
+func FuzzStream(f *testing.F) {
 	for _, c := range memcachedtest.Cases {
 		for _, r := range c.Requests {
 			if len(r.Body) < 4096 {
-				f.Add([]byte(r.Body))
+				f.Add([]byte(r.Body), uint16(7))
 			}
 		}
 	}
-	f.Add([]byte("set a 0 0 5000000\r\nabc"))
-	srv, err := Open(Config{MaxItemSize: 4096})
+	f.Add([]byte("set a 0 0 5000000\r\nabc"), uint16(3))
+	f.Add([]byte("set a 0 0 20000\r\n"+strings.Repeat("v", 20000)+"\r\nget a\r\n"), uint16(1000))
+	srv, err := Open(Config{MaxItemSize: 32 << 10, TCPMemory: 30000})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { srv.Close() })
-	f.Fuzz(func(t *testing.T, in []byte) {
-		client, conn := net.Pipe()
-		done := make(chan struct{})
-		go func() {
-			srv.serveConn(conn)
-			conn.Close()
-			close(done)
+	f.Fuzz(func(t *testing.T, in []byte, piece uint16) {
+		step := int(piece%512) + 1
+		fr := srv.Protocol().NewConn(1, netip.AddrPort{})
+		var pending []byte
+		skip := 0
+		reply := &fakeReply{}
+		defer func() {
+			fr.(nic.ConnCloser).ConnClosed()
+			if held := srv.guards.memHeld.Load(); held != 0 {
+				t.Fatalf("%d bytes of TCP memory held after the connection closed", held)
+			}
 		}()
-		go io.Copy(io.Discard, client) // the replies
-		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		client.Write(in) // fails when the server closes first: fine
-		client.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("connection not finished after %q", in)
+		for off := 0; off < len(in); off += step {
+			pending = append(pending, in[off:min(off+step, len(in))]...)
+			for {
+				if skip > 0 {
+					k := min(skip, len(pending))
+					pending, skip = pending[k:], skip-k
+					if skip > 0 {
+						break
+					}
+				}
+				fm := fr.Frame(pending, 1<<20)
+				switch fm.Kind {
+				case nic.FrameRequest:
+					if fm.Len <= 0 || fm.Len > len(pending) {
+						t.Fatalf("request of %d bytes in %d", fm.Len, len(pending))
+					}
+					b := &nic.Buffer{Data: make([]byte, max(4096, fm.Len)), Flags: nic.FromStream}
+					b.Len = copy(b.Data, pending[:fm.Len])
+					srv.HandleMulti(0, Classify(b.Payload()), b, reply)
+					if b.Len < 0 || b.Len > len(b.Data) {
+						t.Fatalf("reply of %d bytes in a buffer of %d", b.Len, len(b.Data))
+					}
+					pending = pending[fm.Len:]
+					continue
+				case nic.FrameSkip:
+					skip = fm.Len
+					continue
+				case nic.FrameClose:
+					return
+				}
+				break
+			}
 		}
 	})
 }
+
+// fakeReply collects the leading parts of a reply.
+type fakeReply struct{ parts int }
+
+func (r *fakeReply) Send(p []byte) error {
+	if len(p) > r.Room() {
+		return app.ErrReplyTooLong
+	}
+	r.parts++
+	return nil
+}
+func (r *fakeReply) Room() int { return 4096 }
+func (r *fakeReply) NoReply()  {}

@@ -226,9 +226,7 @@ type Server struct {
 	sleeper  *emulate.Sleeper
 	started  time.Time
 	clock    func() int64 // unix seconds; tests move it
-	tcpStats counters     // every TCP connection's
 	guards   guards
-	tcp      tcpState
 }
 
 // Open opens the store and returns the application.
@@ -258,10 +256,8 @@ func Open(cfg Config) (*Server, error) {
 // Config returns the configuration with defaults applied.
 func (s *Server) Config() Config { return s.cfg }
 
-// Close stops the TCP service (see ServeTCP) and closes the store. The
-// dispatcher's workers must have stopped.
+// Close closes the store. The dispatcher's workers must have stopped.
 func (s *Server) Close() error {
-	s.closeTCP()
 	for _, ss := range s.sessions {
 		ss.batch.Close()
 	}
@@ -287,6 +283,16 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	if w < 0 || w >= len(s.sessions) || len(b.Data) < MinBufSize {
 		return false
 	}
+	if b.Flags&nic.FromStream != 0 {
+		ss := s.sessions[w]
+		var send streamSender
+		if r != nil {
+			send = r
+		}
+		ok := s.serveStream(ss, b, send)
+		s.emulate(ss)
+		return ok
+	}
 	p := b.Payload()
 	h, ok := ParseFrameHeader(p)
 	if !ok || len(p) == UDPHeaderLen || h.Total != 1 {
@@ -304,11 +310,7 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 		ss.dg.cutLine()
 		s.guards.udpCut.Add(1)
 	}
-	if s.sleeper != nil {
-		e := &s.cfg.Emulate
-		cost := e.CostPerCommand*time.Duration(ss.cmds) + e.CostPerKey*time.Duration(ss.keys)
-		s.sleeper.Wait(cost)
-	}
+	s.emulate(ss)
 	if ss.dg.lost > 0 {
 		ss.stats.lostDatagrams.Add(uint64(ss.dg.lost))
 	}
@@ -320,6 +322,15 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	}
 	b.Len = copy(b.Data, ss.dg.held[:ss.dg.n])
 	return true
+}
+
+// emulate sleeps the emulated cost of what ss just served (Config.Emulate).
+func (s *Server) emulate(ss *session) {
+	if s.sleeper != nil {
+		e := &s.cfg.Emulate
+		cost := e.CostPerCommand*time.Duration(ss.cmds) + e.CostPerKey*time.Duration(ss.keys)
+		s.sleeper.Wait(cost)
+	}
 }
 
 func unixNow() int64 { return time.Now().Unix() }
@@ -349,7 +360,6 @@ func (s *Server) sumStats() total {
 	for _, ss := range s.sessions {
 		t.add(ss.stats)
 	}
-	t.add(&s.tcpStats)
 	return t
 }
 
@@ -357,5 +367,4 @@ func (s *Server) resetStats() {
 	for _, ss := range s.sessions {
 		ss.stats.reset()
 	}
-	s.tcpStats.reset()
 }

@@ -38,10 +38,8 @@ type counters struct {
 type guards struct {
 	udpCut       atomic.Uint64 // UDP replies cut at their byte limit
 	connsRefused atomic.Uint64 // TCP connections over MaxConns
-	timeouts     atomic.Uint64 // TCP connections closed by IdleTimeout
 	longLines    atomic.Uint64 // TCP connections closed for a long line
 	memRefused   atomic.Uint64 // values refused for want of TCPMemory
-	conns        atomic.Int64  // TCP connections open
 	memHeld      atomic.Int64  // bytes of TCPMemory held
 }
 
@@ -63,10 +61,8 @@ func (s *Server) Counters() []Counter {
 	return []Counter{
 		{Name: "memcached_udp_replies_cut_total", Help: "UDP replies cut at their byte limit (udp reply ratio x the request's bytes) and ended with SERVER_ERROR.", Value: float64(g.udpCut.Load())},
 		{Name: "memcached_tcp_connections_refused_total", Help: "TCP connections refused over the connection cap.", Value: float64(g.connsRefused.Load())},
-		{Name: "memcached_tcp_idle_timeouts_total", Help: "TCP connections closed for completing no command (or taking no reply) within the idle timeout.", Value: float64(g.timeouts.Load())},
 		{Name: "memcached_tcp_long_lines_total", Help: "TCP connections closed for a command line over its bound (2048 bytes, or the max line for a get).", Value: float64(g.longLines.Load())},
 		{Name: "memcached_tcp_memory_refusals_total", Help: "Values refused over TCP (SERVER_ERROR out of memory storing object) because the connections' read memory was in use.", Value: float64(g.memRefused.Load())},
-		{Name: "memcached_tcp_connections", Help: "TCP connections open.", Gauge: true, Value: float64(g.conns.Load())},
 		{Name: "memcached_tcp_read_memory_bytes", Help: "Bytes of values being read over TCP, out of the tcp memory bound.", Gauge: true, Value: float64(g.memHeld.Load())},
 		{Name: "memcached_store_full_refusals_total", Help: "Storage commands refused (SERVER_ERROR out of memory storing object) because the store held its memory bound.", Value: float64(s.st.lim.refused.Load())},
 		{Name: "memcached_store_bytes", Help: "Bytes the store held when last measured (its tables and memtables), out of the store memory bound.", Gauge: true, Value: float64(s.st.lim.used.Load())},

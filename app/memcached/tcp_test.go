@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"slices"
 	"strconv"
@@ -10,17 +11,43 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/nic/tcp"
 )
 
-// serveTCP serves srv over TCP on a free port.
+// serveTCP serves srv over TCP on a free port, as psp serve does: the TCP
+// dataplane and its framer, the native classifier, DARC and a dispatcher
+// with srv's workers, but for the last when srv has several (a test may
+// then call the handler directly as that one). srv must be closed after
+// the dispatcher stops (t.Cleanup runs in reverse: open srv first).
 func serveTCP(t testing.TB, srv *Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	workers := max(srv.Config().Workers-1, 1)
+	dp, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), Workers: workers + 1,
+		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.ServeTCP(ln)
-	return ln.Addr().String()
+	policy, err := darc.New(darc.NameDARC, darc.Config{Workers: workers, NumTypes: int(NumTypes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dispatcher.New(dispatcher.Spec{Workers: workers, StatsInterval: time.Millisecond}, dp, Classifier{}, policy, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dispatcher: %v", err)
+		}
+		dp.Close()
+	})
+	return dp.Addr().String()
 }
 
 // TestTCPConformanceWithMemcached sends the conformance sequences over TCP

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
@@ -34,7 +35,7 @@ func loadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time", DefaultText: "20 x the longest mean service time x dilation, at least 100ms"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
-		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's UDP protocol: get, multi-get, set; use the memcached workload)"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's protocol, over UDP or TCP: get, multi-get, set; use the memcached workload)"},
 		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
 		&cli.IntFlag{Name: "memcached-keys", Value: loadgen.DefaultMemcachedKeys, Usage: "--format memcached: the key space k0..k<N-1>, stored before each run (see --preload)"},
 		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
@@ -42,6 +43,7 @@ func loadFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
 		&cli.DurationFlag{Name: "spin-window", Value: loadgen.DefaultSpinWindow, Usage: "how close to each send time the sender stops sleeping and spins without yielding, so that the send leaves on time (a sleep can wake tens of microseconds late); 0 always sleeps. A server on the same cores loses the CPU the spin takes"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
+		&cli.IntFlag{Name: "conns", Value: loadgen.DefaultConns, Usage: "TCP connections to a tcp:// server; request i goes on connection i mod `N`, pipelined when requests come close together"},
 		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
 	}
 }
@@ -81,7 +83,10 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			return harness.Plan{}, fmt.Errorf("--%s %v: want a duration up to %v (not negative)", f, d, server.MaxDuration)
 		}
 	}
-	if c.String("format") == loadgen.FormatMemcached {
+	if n := c.Int("conns"); n < 1 || n > loadgen.MaxConns {
+		return harness.Plan{}, fmt.Errorf("--conns %d: want 1..%d", n, loadgen.MaxConns)
+	}
+	if c.String("format") == loadgen.FormatMemcached && !strings.HasPrefix(c.String("server"), loadgen.TCPScheme) {
 		if v, most := c.Int("value-size"), loadgen.MaxValueSize(c.Int("memcached-keys")); v > most {
 			return harness.Plan{}, fmt.Errorf("--value-size %d: at most %d (a memcached set must fit one UDP datagram)", v, most)
 		}
@@ -110,6 +115,7 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			MemcachedKeys:  c.Int("memcached-keys"),
 			MultiGetKeys:   c.Int("multiget-keys"),
 			ValueSize:      c.Int("value-size"),
+			Conns:          c.Int("conns"),
 		},
 		Preload: c.Bool("preload"),
 	}
@@ -157,9 +163,10 @@ func clientCommand() *cli.Command {
 			"Examples:\n" +
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
 			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json\n" +
-			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000",
+			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000\n" +
+			"  psp client --server tcp://127.0.0.1:11211 --conns 20 --format memcached --workload memcached --rate 5000",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's UDP `ADDR` (host:port)"},
+			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's `ADDR`: host:port (UDP) or tcp://host:port (TCP, over --conns connections)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
 			&cli.Float64Flag{Name: "load", Usage: "offered load as a fraction of the workers' capacity: rate = load x workers / (mean service time x dilation)"},
 			&cli.StringFlag{Name: "admin", Usage: "the server's admin `ADDR` (host:port or URL): --dilation and --label then default to the server's dilation and policy, and the report adds the server's own account of the run (drops by reason, kernel drops)"},
@@ -189,15 +196,15 @@ func runClient(c *cli.Context) error {
 	}
 	p.Spec.Server = c.String("server")
 	label := c.String("label")
-	var admin *harness.AdminClient
+	var ac *admin.Client
 	var before *server.Status
 	if c.IsSet("admin") {
 		var err error
-		admin, err = harness.NewAdminClient(c.String("admin"), 0)
+		ac, err = admin.NewClient(c.String("admin"), 0)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
-		st, err := admin.Status(c.Context)
+		st, err := ac.Status(c.Context)
 		if err != nil {
 			return fmt.Errorf("client: --admin: %w", err)
 		}
@@ -243,7 +250,7 @@ func runClient(c *cli.Context) error {
 			// Let the server publish its stats (every 100ms) for the end
 			// of the run.
 			time.Sleep(250 * time.Millisecond)
-			if after, err := admin.Status(c.Context); err != nil {
+			if after, err := ac.Status(c.Context); err != nil {
 				fmt.Fprintf(out, "server: %v\n", err)
 			} else {
 				printServerAccount(out, before, after)

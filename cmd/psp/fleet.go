@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/fleet"
-	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/server"
@@ -29,7 +29,8 @@ func ociFlags() []cli.Flag {
 }
 
 func ociClient(c *cli.Context) *oci.Client {
-	return server.OCIClient(server.OCI{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"), CacheDir: c.String("oci-cache")})
+	return &oci.Client{PlainHTTP: c.Bool("plain-http"), DockerConfig: c.String("docker-config"),
+		CacheDir: oci.CacheDir(c.String("oci-cache")), MaxSize: maxModuleFile}
 }
 
 // maxModuleFile bounds a module file the CLI reads (the server takes 8
@@ -178,7 +179,7 @@ func rolloutCommand() *cli.Command {
 			&cli.DurationFlag{Name: "bake", Value: time.Minute, Usage: "how long each wave runs the module before it is judged"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan (servers, their running modules, waves, bounds) and change nothing (reads with --token-file when given; fails when no server could be read)"},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the operator's or the tenant's)"},
-			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout of each admin request"},
+			&cli.DurationFlag{Name: "timeout", Value: admin.DefaultTimeout, Usage: "HTTP timeout of each admin request"},
 			&cli.Float64Flag{Name: "max-fault-rate", Value: 0.001, Usage: "most classifier faults per request above the baseline's"},
 			&cli.Float64Flag{Name: "max-unknown-increase", Value: 0.01, Usage: "most share of UNKNOWN requests above the baseline's"},
 			&cli.Float64Flag{Name: "max-error-rate", Value: 0.001, Usage: "most error drops per request above the baseline's"},

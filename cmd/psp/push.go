@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/server"
 )
@@ -29,7 +29,7 @@ func classifierPushCommand() *cli.Command {
 			&cli.StringFlag{Name: "tenant", Value: server.DefaultTenant, Usage: "tenant `NAME` (a server started with --classifier has one tenant, \"default\")"},
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token: the tenant's own, or the operator's (the server's --token-file)"},
-			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultSwapTimeout, Usage: "HTTP timeout"},
+			&cli.DurationFlag{Name: "timeout", Value: admin.DefaultSwapTimeout, Usage: "HTTP timeout"},
 			&cli.StringFlag{Name: "expect-sha256", Usage: "swap only if the running module has this `SHA256` (hex), else 409"},
 			&cli.IntFlag{Name: "expect-version", Usage: "swap only if the running version is `N`, else 409"},
 		}, ociFlags()...),
@@ -57,13 +57,13 @@ func classifierPushCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("classifier push: token: %w", err)
 			}
-			admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
+			ac, err := admin.NewClient(c.String("admin"), c.Duration("timeout"))
 			if err != nil {
 				return fmt.Errorf("classifier push: --admin: %w", err)
 			}
 			start := time.Now()
-			res, err := admin.PushClassifierIf(ctx, c.String("tenant"), wasm, string(tok),
-				harness.SwapOptions{ExpectSHA256: c.String("expect-sha256"), ExpectVersion: c.Int("expect-version"), Reference: ref})
+			res, err := ac.PushClassifierIf(ctx, c.String("tenant"), wasm, string(tok),
+				admin.SwapOptions{ExpectSHA256: c.String("expect-sha256"), ExpectVersion: c.Int("expect-version"), Reference: ref})
 			if err != nil {
 				return err
 			}

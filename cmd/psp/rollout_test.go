@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/registrytest"
 	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/server"
@@ -85,7 +85,7 @@ func startFleet(t *testing.T, bin string, n int, ref, token, cache string) []*fl
 		t.Fatal(err)
 	}
 	for _, s := range fs {
-		c, _ := harness.NewAdminClient(s.admin, time.Second)
+		c, _ := admin.NewClient(s.admin, time.Second)
 		c.SetToken(string(tok)) // reads need a token on a server with tokens
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -148,9 +148,9 @@ func load(t *testing.T, fs []*fleetServer, rate int) (stop func()) {
 // fleetToken is the operator's token of TestRolloutFleet's servers.
 const fleetToken = "fleet-secret"
 
-func tenantState(t *testing.T, admin string) server.TenantInfo {
+func tenantState(t *testing.T, addr string) server.TenantInfo {
 	t.Helper()
-	c, _ := harness.NewAdminClient(admin, 5*time.Second)
+	c, _ := admin.NewClient(addr, 5*time.Second)
 	c.SetToken(fleetToken) // the servers' operator token: reads need one
 	st, err := c.Status(context.Background())
 	if err != nil {
@@ -161,7 +161,7 @@ func tenantState(t *testing.T, admin string) server.TenantInfo {
 			return ti
 		}
 	}
-	t.Fatalf("%s: no default tenant", admin)
+	t.Fatalf("%s: no default tenant", addr)
 	return server.TenantInfo{}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
 )
@@ -35,7 +35,7 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process")
 	}
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	udpLn.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSecondSignalQuits$")
-	cmd.Env = append(os.Environ(), "PSP_TEST_SERVE_CHILD=1", "PSP_TEST_LISTEN="+listen, "PSP_TEST_ADMIN="+admin)
+	cmd.Env = append(os.Environ(), "PSP_TEST_SERVE_CHILD=1", "PSP_TEST_LISTEN="+listen, "PSP_TEST_ADMIN="+adminAddr)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	}()
 
 	status := func() (server.Status, bool) {
-		c, err := harness.NewAdminClient(admin, time.Second)
+		c, err := admin.NewClient(adminAddr, time.Second)
 		if err != nil {
 			return server.Status{}, false
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/server"
 )
@@ -23,7 +23,7 @@ func statusCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
 			jsonFlag(),
-			&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout"},
+			&cli.DurationFlag{Name: "timeout", Value: admin.DefaultTimeout, Usage: "HTTP timeout"},
 			readTokenFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -36,22 +36,22 @@ func statusCommand() *cli.Command {
 			if c.Duration("timeout") < 0 {
 				return fmt.Errorf("status: --timeout %v: want > 0", c.Duration("timeout"))
 			}
-			admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
+			ac, err := admin.NewClient(c.String("admin"), c.Duration("timeout"))
 			if err != nil {
 				return fmt.Errorf("status: --admin: %w", err)
 			}
-			if err := setReadToken(c, admin, "status"); err != nil {
+			if err := setReadToken(c, ac, "status"); err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				body, err := admin.StatusJSON(c.Context)
+				body, err := ac.StatusJSON(c.Context)
 				if err != nil {
 					return err
 				}
 				_, err = c.App.Writer.Write(body)
 				return err
 			}
-			st, err := admin.Status(c.Context)
+			st, err := ac.Status(c.Context)
 			if err != nil {
 				return err
 			}
@@ -108,6 +108,23 @@ func printStatus(w io.Writer, st *server.Status) error {
 			fmt.Fprintf(w, "%s port %d: %d", sep, p.Port, p.Drops)
 		}
 		fmt.Fprintln(w)
+	}
+	if t := st.TCP; t != nil {
+		fmt.Fprintf(w, "tcp: %d connections open (at most %d), %d accepted, %d refused over the limit, %d accept errors retried; in %d bytes, out %d; memory %d bytes\n",
+			t.Current, t.Max, t.Accepted, t.Rejected, t.AcceptErrors, t.BytesIn, t.BytesOut, t.MemoryUsed)
+		var closed []string
+		t.Closed.Each(func(reason string, n uint64) {
+			if n > 0 {
+				closed = append(closed, fmt.Sprintf("%s %d", reason, n))
+			}
+		})
+		if len(closed) > 0 {
+			fmt.Fprintf(w, "tcp closed: %s\n", strings.Join(closed, ", "))
+		}
+		if t.PipelinePauses+t.MemoryPauses+t.RepliesDropped+t.RequestsDropped > 0 {
+			fmt.Fprintf(w, "tcp bounds: %d pipeline pauses, %d memory pauses; %d replies and %d requests of closed connections dropped\n",
+				t.PipelinePauses, t.MemoryPauses, t.RepliesDropped, t.RequestsDropped)
+		}
 	}
 	if len(st.AppCounters) > 0 {
 		fmt.Fprintf(w, "app %s:", st.App)

@@ -16,6 +16,7 @@ import (
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/harness"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -42,7 +43,8 @@ func sweepCommand() *cli.Command {
 			&cli.IntFlag{Name: "min-samples", Value: 200, Usage: "completions DARC profiles before reserving (passed to the started servers)"},
 			&cli.StringSliceFlag{Name: "serve-arg", Usage: "extra argument for the started psp serve processes (repeatable), e.g. --serve-arg=--idle=busy-poll"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the servers inside this process instead of child processes (quicker to start; they share the Go runtime with the load generator)"},
-			&cli.StringFlag{Name: "server", Usage: "target a running server's UDP `ADDR` instead of starting servers"},
+			&cli.StringFlag{Name: "transport", Value: "udp", Usage: "how requests reach the started servers: udp, or tcp (over --conns connections)"},
+			&cli.StringFlag{Name: "server", Usage: "target a running server's `ADDR` (host:port, or tcp://host:port) instead of starting servers"},
 			&cli.StringFlag{Name: "admin", Usage: "the running server's admin `ADDR` (host:port or URL), for its /status"},
 			&cli.DurationFlag{Name: "prewarm", Value: 2 * time.Second, Usage: "traffic sent at the middle load before each policy's first point, not measured (0: none)"},
 			&cli.StringFlag{Name: "out", Value: "psp-sweep", Usage: "output `DIR` (created if missing)"},
@@ -82,6 +84,9 @@ func runSweep(c *cli.Context) error {
 	if c.Duration("timeline") < 0 {
 		return fmt.Errorf("sweep: --timeline %v: want > 0", c.Duration("timeline"))
 	}
+	if t := c.String("transport"); t != server.TransportUDP && t != server.TransportTCP {
+		return fmt.Errorf("sweep: --transport %q: want udp or tcp", t)
+	}
 	loads, err := harness.ParseLoads(c.String("loads"))
 	if err != nil {
 		return fmt.Errorf("sweep: --%w", err)
@@ -94,6 +99,7 @@ func runSweep(c *cli.Context) error {
 			Classifier: c.String("classifier"),
 			MinSamples: c.Int("min-samples"),
 			Args:       c.StringSlice("serve-arg"),
+			Transport:  c.String("transport"),
 		},
 		Prewarm:  c.Duration("prewarm"),
 		Out:      c.String("out"),

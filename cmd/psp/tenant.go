@@ -13,7 +13,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/urfave/cli/v2"
 
-	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/affinity"
 	"github.com/persephone-go/psp/internal/boundedfile"
 	"github.com/persephone-go/psp/server"
@@ -48,7 +48,7 @@ func tenantCommand() *cli.Command {
 func adminFlags(token bool) []cli.Flag {
 	fs := []cli.Flag{
 		&cli.StringFlag{Name: "admin", Value: server.DefaultAdmin, Usage: "the server's admin `ADDR` (host:port or URL)"},
-		&cli.DurationFlag{Name: "timeout", Value: harness.DefaultAdminTimeout, Usage: "HTTP timeout (adding a tenant waits for its classifier to compile, at least 60s)"},
+		&cli.DurationFlag{Name: "timeout", Value: admin.DefaultTimeout, Usage: "HTTP timeout (adding a tenant waits for its classifier to compile, at least 60s)"},
 	}
 	if token {
 		fs = append(fs, &cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token (the operator's; rollback: the tenant's too)"})
@@ -60,19 +60,19 @@ func adminFlags(token bool) []cli.Flag {
 
 // adminClient checks the admin flags and returns a client, and the token
 // when the command needs one.
-func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient, string, error) {
+func adminClient(c *cli.Context, what string, token bool) (*admin.Client, string, error) {
 	if err := refuseZero(c, "admin", "timeout"); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	if c.Duration("timeout") < 0 {
 		return nil, "", fmt.Errorf("%s: --timeout %v: want > 0", what, c.Duration("timeout"))
 	}
-	admin, err := harness.NewAdminClient(c.String("admin"), c.Duration("timeout"))
+	ac, err := admin.NewClient(c.String("admin"), c.Duration("timeout"))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: --admin: %w", what, err)
 	}
 	if !token {
-		return admin, "", setReadToken(c, admin, what)
+		return ac, "", setReadToken(c, ac, what)
 	}
 	path := c.String("token-file")
 	if path == "" {
@@ -82,7 +82,7 @@ func adminClient(c *cli.Context, what string, token bool) (*harness.AdminClient,
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: token: %w", what, err)
 	}
-	return admin, strings.TrimSpace(string(b)), nil
+	return ac, strings.TrimSpace(string(b)), nil
 }
 
 // readTokenFlag is the token-file flag of read-only commands.
@@ -91,7 +91,7 @@ func readTokenFlag() cli.Flag {
 }
 
 // setReadToken gives admin the token of --token-file, when given.
-func setReadToken(c *cli.Context, admin *harness.AdminClient, what string) error {
+func setReadToken(c *cli.Context, ac *admin.Client, what string) error {
 	path := c.String("token-file")
 	if path == "" {
 		return nil
@@ -100,7 +100,7 @@ func setReadToken(c *cli.Context, admin *harness.AdminClient, what string) error
 	if err != nil {
 		return fmt.Errorf("%s: token: %w", what, err)
 	}
-	admin.SetToken(string(b))
+	ac.SetToken(string(b))
 	return nil
 }
 
@@ -186,11 +186,11 @@ func tenantListCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return fmt.Errorf("tenant list: unexpected argument %q", c.Args().First())
 			}
-			admin, _, err := adminClient(c, "tenant list", false)
+			ac, _, err := adminClient(c, "tenant list", false)
 			if err != nil {
 				return err
 			}
-			ts, err := admin.Tenants(c.Context)
+			ts, err := ac.Tenants(c.Context)
 			if err != nil {
 				return err
 			}
@@ -245,14 +245,14 @@ func tenantAddCommand() *cli.Command {
 					return fmt.Errorf("tenant add: %w", err)
 				}
 			}
-			admin, token, err := adminClient(c, "tenant add", true)
+			ac, token, err := adminClient(c, "tenant add", true)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := signalContext(c.Context)
 			defer cancel()
 			start := time.Now()
-			ti, err := admin.AddTenant(ctx, t, token)
+			ti, err := ac.AddTenant(ctx, t, token)
 			if err != nil {
 				return err
 			}
@@ -311,11 +311,11 @@ func tenantUpdateCommand() *cli.Command {
 			if u == (server.TenantUpdate{}) {
 				return fmt.Errorf("tenant update: nothing to change (give --ports, --workers, --weight, --max-workers, --buffers, --max-buffers or a tenant token)")
 			}
-			admin, token, err := adminClient(c, "tenant update", true)
+			ac, token, err := adminClient(c, "tenant update", true)
 			if err != nil {
 				return err
 			}
-			ti, err := admin.UpdateTenant(c.Context, name, u, token)
+			ti, err := ac.UpdateTenant(c.Context, name, u, token)
 			if err != nil {
 				return err
 			}
@@ -339,11 +339,11 @@ func tenantRemoveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			admin, token, err := adminClient(c, "tenant remove", true)
+			ac, token, err := adminClient(c, "tenant remove", true)
 			if err != nil {
 				return err
 			}
-			if err := admin.RemoveTenant(c.Context, name, token); err != nil {
+			if err := ac.RemoveTenant(c.Context, name, token); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "tenant %s removed (its counters stay in psp status)\n", name)
@@ -363,13 +363,13 @@ func tenantRollbackCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			admin, token, err := adminClient(c, "tenant rollback", true)
+			ac, token, err := adminClient(c, "tenant rollback", true)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := signalContext(c.Context)
 			defer cancel()
-			res, err := admin.Rollback(ctx, name, token)
+			res, err := ac.Rollback(ctx, name, token)
 			if err != nil {
 				return err
 			}

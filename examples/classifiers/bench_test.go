@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/app/redis"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -35,6 +37,7 @@ func BenchmarkClassifyBatch(b *testing.B) {
 		{"c/kv.wasm", kvPayloads()},
 		{"c/memcached.wasm", memcached},
 		{"c/resp.wasm", resp},
+		{"rust/resp.wasm", resp},
 	} {
 		b.Run(strings.TrimSuffix(strings.ReplaceAll(bm.path, "/", "_"), ".wasm"), func(b *testing.B) {
 			m := load(b, filepath.Clean(bm.path))
@@ -53,85 +56,14 @@ func BenchmarkClassifyBatch(b *testing.B) {
 	}
 }
 
-// nativeRESP is resp.c's parser in Go, for BenchmarkRESPNative: the bar the
-// Wasm classifier is measured against (within 3x).
-type nativeRESP map[string]uint32
-
-func newNativeRESP() nativeRESP {
-	m := make(nativeRESP, len(respNames))
-	for i, n := range respNames[1:] {
-		m[n] = uint32(i + 1)
-	}
-	return m
-}
-
-func (m nativeRESP) classify(p []byte) uint32 {
-	var name []byte
-	if len(p) > 0 && p[0] == '*' {
-		i := 1
-		count, ok := respNumber(p, &i)
-		if !ok || count < 1 || i >= len(p) || p[i] != '$' {
-			return 0
-		}
-		i++
-		n, ok := respNumber(p, &i)
-		if !ok || n < 1 || n > 16 || i+n > len(p) {
-			return 0
-		}
-		name = p[i : i+n]
-	} else {
-		n := 0
-		for n < len(p) && n <= 16 && p[n] != ' ' && p[n] != '\r' && p[n] != '\n' {
-			n++
-		}
-		name = p[:n]
-	}
-	if len(name) == 0 || len(name) > 16 {
-		return 0
-	}
-	var buf [16]byte
-	for i, c := range name {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return m[string(buf[:len(name)])]
-}
-
-func respNumber(p []byte, i *int) (int, bool) {
-	j, v := *i, 0
-	for j < len(p) && '0' <= p[j] && p[j] <= '9' && v < 1e8 {
-		v = v*10 + int(p[j]-'0')
-		j++
-	}
-	if j == *i || j+2 > len(p) || p[j] != '\r' || p[j+1] != '\n' {
-		return 0, false
-	}
-	*i = j + 2
-	return v, true
-}
-
-func TestNativeRESPAgrees(t *testing.T) {
-	m := newNativeRESP()
-	for _, r := range respRequests(t) {
-		if got := m.classify(r.payload); got != r.want {
-			t.Errorf("native %s: %d, want %d", r.name, got, r.want)
-		}
-	}
-}
-
-// BenchmarkRESPNative is the Go counterpart of
-// BenchmarkClassifyBatch/c_resp (same payloads).
+// BenchmarkRESPNative is the Go counterpart of BenchmarkClassifyBatch's
+// RESP classifiers (same payloads): app/redis's native classifier.
 func BenchmarkRESPNative(b *testing.B) {
-	m := newNativeRESP()
 	payloads := respBenchPayloads()
-	out := make([]uint32, len(payloads))
+	out := make([]app.Type, len(payloads))
 	b.ReportAllocs()
 	for b.Loop() {
-		for i, p := range payloads {
-			out[i] = m.classify(p)
-		}
+		redis.Classifier{}.ClassifyBatch(payloads, nil, out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(payloads)), "ns/packet")
 }
@@ -139,7 +71,14 @@ func BenchmarkRESPNative(b *testing.B) {
 func respBenchPayloads() [][]byte {
 	resp := make([][]byte, 32)
 	for i := range resp {
-		resp[i] = respArray([]string{"GET", "SET", "scan", "EVAL"}[i%4], "key:"+strings.Repeat("x", i), "0")
+		switch i % 4 {
+		case 0, 1:
+			resp[i] = respArray([]string{"GET", "SET"}[i%4], "key:"+strings.Repeat("x", i), "0")
+		case 2:
+			resp[i] = respArray("scan", "0", "COUNT", "10000")
+		case 3:
+			resp[i] = respArray("ZRANGE", "z", "0", "9", "WITHSCORES")
+		}
 	}
 	return resp
 }

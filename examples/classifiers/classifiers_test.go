@@ -15,6 +15,7 @@ import (
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/redis"
 	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wasmclass"
 	"github.com/persephone-go/psp/wire"
@@ -281,13 +282,8 @@ func checkMemcached(t *testing.T, dir string) {
 	runTable(t, m, reqs)
 }
 
-// respNames are the RESP classifier's types, in the order of resp.c.
-var respNames = strings.Fields(`UNKNOWN
-	GET SET DEL EXISTS EXPIRE TTL INCR DECR INCRBY APPEND STRLEN GETSET SETEX SETNX
-	MGET MSET SCAN KEYS EVAL EVALSHA HGET HSET HDEL HGETALL HMGET HMSET HINCRBY
-	LPUSH RPUSH LPOP RPOP LRANGE LLEN SADD SREM SMEMBERS SISMEMBER ZADD ZREM ZRANGE
-	ZRANGEBYSCORE ZSCORE ZINCRBY PING ECHO INFO SELECT AUTH MULTI EXEC PUBLISH
-	SUBSCRIBE FLUSHALL DBSIZE`)
+// respNames are the RESP classifier's types: app/redis's.
+var respNames = redis.TypeNames()
 
 // respArray encodes a command as a RESP array of bulk strings.
 func respArray(args ...string) []byte {
@@ -298,7 +294,7 @@ func respArray(args ...string) []byte {
 	return b
 }
 
-func respType(t *testing.T, name string) uint32 {
+func respType(t testing.TB, name string) uint32 {
 	for i, n := range respNames {
 		if n == name {
 			return uint32(i)
@@ -308,29 +304,92 @@ func respType(t *testing.T, name string) uint32 {
 	return 0
 }
 
-// respRequests is the RESP table: every command name in three spellings and
-// both framings, plus malformed requests.
-func respRequests(t *testing.T) []request {
+// respRequests is the RESP table the native classifier and every Wasm one
+// must pass: every command in three spellings and both framings, the
+// sized commands at each size, requests cut by the prefix, malformed
+// requests.
+func respRequests(t testing.TB) []request {
 	var reqs []request
 	for id, name := range respNames[1:] {
+		if strings.Contains(name, "_") {
+			continue // a size, below
+		}
 		want := uint32(id + 1)
 		lower := strings.ToLower(name)
 		mixed := strings.ToUpper(lower[:1]) + lower[1:]
 		reqs = append(reqs,
-			request{"array " + name, respArray(name, "key", "value"), want},
+			request{"array " + name, respArray(name, "key", "1"), want},
 			request{"array " + lower, respArray(lower, "key"), want},
-			request{"array " + mixed, respArray(mixed), want},
 			request{"inline " + name, []byte(name + " key\r\n"), want},
-			request{"inline " + lower, []byte(lower + "\r\n"), want},
 			request{"inline, no line end " + mixed, []byte(mixed), want},
 		)
+		if name != "MGET" && name != "SCAN" && name != "LRANGE" && name != "ZRANGE" && name != "ZREVRANGE" {
+			reqs = append(reqs, request{"array, alone " + mixed, respArray(mixed), want})
+		}
 	}
-	long := respArray("EVAL", strings.Repeat("return 1;", 40), "0")
-	reqs = append(reqs,
-		request{"EVAL with a script longer than the prefix", long, respType(t, "EVAL")},
-		request{"SET with a large value", respArray("SET", "k", strings.Repeat("v", 1000)), respType(t, "SET")},
-		request{"inline, line feed only", []byte("scan 0\n"), respType(t, "SCAN")},
-	)
+	keys := func(n int) []string {
+		k := []string{"MGET"}
+		for i := range n {
+			k = append(k, fmt.Sprint("k", i))
+		}
+		return k
+	}
+	long := strings.Repeat("p", 300)
+	for _, c := range []struct {
+		name    string
+		payload []byte
+		want    string
+	}{
+		{"MGET of 1 key", respArray(keys(1)...), "MGET"},
+		{"MGET of 100 keys", respArray(keys(100)...), "MGET"},
+		{"MGET of 101 keys", respArray(keys(101)...), "MGET_1K"},
+		{"MGET of 1,000 keys", respArray(keys(1000)...), "MGET_1K"},
+		{"MGET of 5,000 keys", respArray(keys(5000)...), "MGET_10K"},
+		{"MGET of 20,000 keys", respArray(keys(20000)...), "MGET_BIG"},
+		{"MGET inline of 3 keys", []byte("MGET a b c\r\n"), "MGET"},
+		{"MGET inline cut by the prefix", []byte(strings.Join(keys(200), " ") + "\r\n"), "MGET_BIG"},
+		{"SCAN default count", respArray("SCAN", "0"), "SCAN"},
+		{"SCAN COUNT 100", respArray("SCAN", "0", "COUNT", "100"), "SCAN"},
+		{"SCAN COUNT 1000", respArray("scan", "0", "count", "1000"), "SCAN_1K"},
+		{"SCAN COUNT 10000", respArray("SCAN", "0", "COUNT", "10000"), "SCAN_10K"},
+		{"SCAN COUNT 10001", respArray("SCAN", "0", "COUNT", "10001"), "SCAN_BIG"},
+		{"SCAN MATCH COUNT TYPE", respArray("SCAN", "0", "MATCH", "k*", "COUNT", "5000", "TYPE", "string"), "SCAN_10K"},
+		{"SCAN last COUNT", respArray("SCAN", "0", "COUNT", "5000", "COUNT", "5"), "SCAN"},
+		{"SCAN COUNT not a number", respArray("SCAN", "0", "COUNT", "x"), "SCAN"},
+		{"SCAN COUNT 0", respArray("SCAN", "0", "COUNT", "0"), "SCAN"},
+		{"SCAN COUNT negative", respArray("SCAN", "0", "COUNT", "-5"), "SCAN"},
+		{"SCAN COUNT without a value", respArray("SCAN", "0", "COUNT"), "SCAN"},
+		{"SCAN unknown option", respArray("SCAN", "0", "FOO", "1"), "SCAN"},
+		{"SCAN with COUNT past the prefix", respArray("SCAN", "0", "MATCH", long, "COUNT", "10"), "SCAN_BIG"},
+		{"SCAN inline COUNT 10000", []byte("SCAN 0 COUNT 10000\r\n"), "SCAN_10K"},
+		{"SCAN inline", []byte("scan 0\n"), "SCAN"},
+		{"SCAN inline cut", []byte("SCAN 0 MATCH " + long), "SCAN_BIG"},
+		{"LRANGE 0 99", respArray("LRANGE", "l", "0", "99"), "LRANGE"},
+		{"LRANGE 0 100", respArray("LRANGE", "l", "0", "100"), "LRANGE_1K"},
+		{"LRANGE 5 1", respArray("LRANGE", "l", "5", "1"), "LRANGE"},
+		{"LRANGE -600 -1", respArray("LRANGE", "l", "-600", "-1"), "LRANGE_1K"},
+		{"LRANGE 0 -1", respArray("LRANGE", "l", "0", "-1"), "LRANGE_BIG"},
+		{"LRANGE 0 9999", respArray("LRANGE", "l", "0", "9999"), "LRANGE_10K"},
+		{"LRANGE 0 x", respArray("LRANGE", "l", "0", "x"), "LRANGE"},
+		{"LRANGE huge index", respArray("LRANGE", "l", "0", "999999999999999999"), "LRANGE_BIG"},
+		{"LRANGE indexes past the prefix", respArray("LRANGE", long, "0", "1"), "LRANGE_BIG"},
+		{"LRANGE missing stop", respArray("LRANGE", "l", "0"), "LRANGE"},
+		{"ZRANGE 0 9999", respArray("ZRANGE", "z", "0", "9999"), "ZRANGE_10K"},
+		{"ZRANGE 0 9 WITHSCORES", respArray("ZRANGE", "z", "0", "9", "WITHSCORES"), "ZRANGE"},
+		{"ZRANGE 0 9 REV", respArray("zrange", "z", "0", "9", "rev"), "ZRANGE"},
+		{"ZRANGE BYSCORE", respArray("ZRANGE", "z", "0", "9", "BYSCORE"), "ZRANGE_BIG"},
+		{"ZRANGE BYLEX", respArray("ZRANGE", "z", "[a", "[b", "bylex"), "ZRANGE_BIG"},
+		{"ZRANGE options past the prefix", respArray("ZRANGE", "z", "0", "9", long), "ZRANGE_BIG"},
+		{"ZREVRANGE 0 -1", respArray("ZREVRANGE", "z", "0", "-1"), "ZREVRANGE_BIG"},
+		{"ZREVRANGE 0 500", respArray("ZREVRANGE", "z", "0", "500"), "ZREVRANGE_1K"},
+		{"ZRANGE inline 0 9999", []byte("ZRANGE z 0 9999\r\n"), "ZRANGE_10K"},
+		{"KEYS", respArray("KEYS", "*"), "KEYS"},
+		{"SET with a large value", respArray("SET", "k", strings.Repeat("v", 1000)), "SET"},
+		{"GET with a key past the prefix", respArray("GET", long), "GET"},
+		{"inline with leading spaces", []byte("  GET key\r\n"), "GET"},
+	} {
+		reqs = append(reqs, request{c.name, c.payload, respType(t, c.want)})
+	}
 	for _, bad := range []string{
 		"",
 		"*",
@@ -342,30 +401,45 @@ func respRequests(t *testing.T) []request {
 		"*1\r\n$20\r\nGETGETGETGETGETGET\r\n", // length past the name
 		"*1\r\n$3GET\r\n",                     // no line end after the length
 		"*1\r\n:3\r\nGET\r\n",                 // not a bulk string
+		"*1\r\n$3\r\nGETxx",                   // no line end after the name
 		"*1\r\n$3\r\nGEX\r\n",
 		"*1\r\n$7\r\nUNKNOWN\r\n",
 		"*1\r\n$4\r\nGETX\r\n",
 		"*1\r\n$17\r\nZRANGEBYSCOREXXXX\r\n",
-		"*1\r\n$9\r\nSISMEMBEX\r\n",
-		"*1\r\n$8\r\nSMEMBERX\r\n",
+		"*1\r\n$5\r\nMULTI\r\n",
+		"*1\r\n$4\r\nEVAL\r\n",
 		"$3\r\nGET\r\n",
 		"GE key\r\n",
 		"GETX key\r\n",
-		" GET key\r\n",
+		"\r\n",
 		"ZRANGEBYSCOREXXXXXXX 0 1\r\n",
 		"G\x00T key\r\n",
+		strings.Repeat("G", 300),
 	} {
 		reqs = append(reqs, request{fmt.Sprintf("malformed %q", bad), []byte(bad), 0})
 	}
 	return reqs
 }
 
+// respModules are the RESP classifier in every guest language.
+var respModules = []string{"c/resp.wasm", "rust/resp.wasm"}
+
 func TestRESP(t *testing.T) { checkRESP(t, ".") }
 
 func checkRESP(t *testing.T, dir string) {
-	m := load(t, filepath.Join(dir, "c/resp.wasm"))
-	checkNames(t, m, respNames)
-	runTable(t, m, respRequests(t))
+	reqs := respRequests(t)
+	for _, r := range reqs {
+		if got := redis.Classify(r.payload); uint32(got) != r.want {
+			t.Errorf("native classifier: %s %.60q is %s, want %s", r.name, r.payload, respNames[got], respNames[r.want])
+		}
+	}
+	for _, path := range respModules {
+		t.Run(path, func(t *testing.T) {
+			m := load(t, filepath.Join(dir, path))
+			checkNames(t, m, respNames)
+			runTable(t, m, reqs)
+		})
+	}
 }
 
 func TestRandom(t *testing.T) { checkRandom(t, ".") }

@@ -10,7 +10,10 @@
 //     MULTIGET, WRITE and OTHER, as psp's memcached application
 //     (app/memcached) types them natively; a fuzz test checks that both
 //     agree.
-//   - c/resp.c: Redis RESP, one type per command name, case-insensitive.
+//   - c/resp.c, rust/resp.rs: Redis requests (RESP and inline), one type
+//     per command, with SCAN, MGET, LRANGE, ZRANGE and ZREVRANGE typed
+//     apart by size, as psp's Redis application (app/redis) types them
+//     natively; a fuzz test checks that all three agree.
 //   - c/kv.c: the kv application's GET and SCAN requests (package app/kv),
 //     malformed ones UNKNOWN.
 //   - c/random.c: SHORT or LONG at random, for the wrong-classifier

@@ -30,11 +30,12 @@ func Example_resp() {
 	}
 	defer inst.Close(ctx)
 
-	for _, req := range []string{"*2\r\n$3\r\nget\r\n$3\r\nkey\r\n", "SCAN 0 COUNT 10\r\n"} {
+	for _, req := range []string{"*2\r\n$3\r\nget\r\n$3\r\nkey\r\n", "SCAN 0 COUNT 10\r\n", "SCAN 0 COUNT 10000\r\n"} {
 		typ := inst.Classify([]byte(req))
 		fmt.Printf("%q: %d %s\n", req, typ, m.Types()[typ])
 	}
 	// Output:
-	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 1 GET
-	// "SCAN 0 COUNT 10\r\n": 17 SCAN
+	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 16 GET
+	// "SCAN 0 COUNT 10\r\n": 69 SCAN
+	// "SCAN 0 COUNT 10000\r\n": 109 SCAN_10K
 }

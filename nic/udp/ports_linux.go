@@ -274,3 +274,18 @@ func (d *Dataplane) initEpoll() error {
 	d.events = make([]unix.EpollEvent, 64)
 	return nil
 }
+
+// RecvFds returns a descriptor of each receive socket, for a caller that
+// waits for input beside its own (a dataplane joined with this one, see
+// package nic/join). They stay the dataplane's, open until RemovePort or
+// Close: the caller only polls them.
+func (d *Dataplane) RecvFds() []int {
+	var fds []int
+	for _, s := range *d.socks.Load() {
+		s.raw.Control(func(fd uintptr) { fds = append(fds, int(fd)) })
+	}
+	return fds
+}
+
+// Owns reports whether b is one of the dataplane's buffers.
+func (d *Dataplane) Owns(b *nic.Buffer) bool { return d.pool.Owns(b) }

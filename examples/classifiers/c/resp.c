@@ -1,265 +1,340 @@
-// Redis RESP classifier: one type per command, by command name,
-// case-insensitive. Requests are RESP arrays of bulk strings
-// ("*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n") or inline commands ("get key\r\n").
-// Commands not listed here are UNKNOWN.
+// Redis classifier: the type is the command, case-insensitively, with
+// the commands whose cost grows with an argument typed apart by it in four
+// sizes (up to 100, 1,000, 10,000, more): SCAN by its COUNT (10 by
+// default), MGET by its number of keys, LRANGE, ZRANGE and ZREVRANGE by
+// their span (stop - start + 1 when both indexes have one sign; a span
+// that depends on the length, such as 0 -1, and ZRANGE BYSCORE or BYLEX,
+// are the largest size). KEYS has a type of its own. Requests are RESP
+// multibulk requests ("*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n") or inline
+// commands ("GET key\r\n", words separated by spaces). An argument is read
+// only when it lies whole within the captured prefix: a request cut before
+// the arguments that size it is given its command's largest size. psp's
+// native classifier (app/redis.Classify) types requests the same way.
 //
 // Build (`make classifiers` from the repository root, or from this directory):
 // clang --target=wasm32 -nostdlib -O2 -Wall -Wextra -Werror -Wl,--no-entry -Wl,--strip-all -I ../../../sdk/c -o resp.wasm resp.c
 #include "psp.h"
 
-enum {
-	UNKNOWN,
-	GET,
-	SET,
-	DEL,
-	EXISTS,
-	EXPIRE,
-	TTL,
-	INCR,
-	DECR,
-	INCRBY,
-	APPEND,
-	STRLEN,
-	GETSET,
-	SETEX,
-	SETNX,
-	MGET,
-	MSET,
-	SCAN,
-	KEYS,
-	EVAL,
-	EVALSHA,
-	HGET,
-	HSET,
-	HDEL,
-	HGETALL,
-	HMGET,
-	HMSET,
-	HINCRBY,
-	LPUSH,
-	RPUSH,
-	LPOP,
-	RPOP,
-	LRANGE,
-	LLEN,
-	SADD,
-	SREM,
-	SMEMBERS,
-	SISMEMBER,
-	ZADD,
-	ZREM,
-	ZRANGE,
-	ZRANGEBYSCORE,
-	ZSCORE,
-	ZINCRBY,
-	PING,
-	ECHO,
-	INFO,
-	SELECT,
-	AUTH,
-	MULTI,
-	EXEC,
-	PUBLISH,
-	SUBSCRIBE,
-	FLUSHALL,
-	DBSIZE,
-	NUM_TYPES
+// COMMANDS are the commands with a type, sorted: type 1 + index.
+static const char *const COMMANDS[] = {
+	"APPEND", "AUTH", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DECR", "DECRBY", "DEL",
+	"ECHO", "EXISTS", "EXPIRE", "EXPIREAT", "FLUSHALL", "FLUSHDB", "GET", "GETDEL",
+	"GETEX", "GETRANGE", "GETSET", "HDEL", "HELLO", "HEXISTS", "HGET", "HGETALL",
+	"HINCRBY", "HINCRBYFLOAT", "HKEYS", "HLEN", "HMGET", "HMSET", "HSCAN", "HSET",
+	"HSETNX", "HSTRLEN", "HVALS", "INCR", "INCRBY", "INCRBYFLOAT", "INFO", "KEYS",
+	"LINDEX", "LLEN", "LPOP", "LPUSH", "LPUSHX", "LRANGE", "LREM", "LSET", "LTRIM",
+	"MGET", "MSET", "MSETNX", "PERSIST", "PEXPIRE", "PEXPIREAT", "PING", "PSETEX", "PTTL",
+	"QUIT", "RANDOMKEY", "RENAME", "RENAMENX", "RESET", "RPOP", "RPUSH", "RPUSHX", "SADD",
+	"SCAN", "SCARD", "SELECT", "SET", "SETEX", "SETNX", "SETRANGE", "SISMEMBER",
+	"SMEMBERS", "SMISMEMBER", "SPOP", "SRANDMEMBER", "SREM", "SSCAN", "STRLEN", "SUBSTR",
+	"TIME", "TOUCH", "TTL", "TYPE", "UNLINK", "ZADD", "ZCARD", "ZCOUNT", "ZINCRBY",
+	"ZPOPMAX", "ZPOPMIN", "ZRANGE", "ZRANGEBYSCORE", "ZRANK", "ZREM", "ZREVRANGE",
+	"ZREVRANGEBYSCORE", "ZREVRANK", "ZSCAN", "ZSCORE",
 };
 
+#define NUM_COMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
+
+// The sized commands, in the order of their larger sizes' types (which
+// follow the commands'), each with 3 larger sizes: _1K, _10K, _BIG.
+enum { S_MGET, S_SCAN, S_LRANGE, S_ZRANGE, S_ZREVRANGE, NUM_SIZED };
+enum { SIZE_BASE, SIZE_1K, SIZE_10K, SIZE_BIG };
+
+#define NUM_TYPES (1 + NUM_COMMANDS + NUM_SIZED * 3)
+
 #define NAMES \
-	"UNKNOWN\n" \
-	"GET\nSET\nDEL\nEXISTS\nEXPIRE\nTTL\nINCR\nDECR\nINCRBY\n" \
-	"APPEND\nSTRLEN\nGETSET\nSETEX\nSETNX\nMGET\nMSET\nSCAN\n" \
-	"KEYS\nEVAL\nEVALSHA\nHGET\nHSET\nHDEL\nHGETALL\nHMGET\n" \
-	"HMSET\nHINCRBY\nLPUSH\nRPUSH\nLPOP\nRPOP\nLRANGE\nLLEN\n" \
-	"SADD\nSREM\nSMEMBERS\nSISMEMBER\nZADD\nZREM\nZRANGE\n" \
-	"ZRANGEBYSCORE\nZSCORE\nZINCRBY\nPING\nECHO\nINFO\nSELECT\n" \
-	"AUTH\nMULTI\nEXEC\nPUBLISH\nSUBSCRIBE\nFLUSHALL\nDBSIZE"
+	"UNKNOWN\nAPPEND\nAUTH\nCLIENT\nCOMMAND\nCONFIG\nDBSIZE\nDECR\nDECRBY\nDEL\nECHO\n" \
+	"EXISTS\nEXPIRE\nEXPIREAT\nFLUSHALL\nFLUSHDB\nGET\nGETDEL\nGETEX\nGETRANGE\n" \
+	"GETSET\nHDEL\nHELLO\nHEXISTS\nHGET\nHGETALL\nHINCRBY\nHINCRBYFLOAT\nHKEYS\nHLEN\n" \
+	"HMGET\nHMSET\nHSCAN\nHSET\nHSETNX\nHSTRLEN\nHVALS\nINCR\nINCRBY\nINCRBYFLOAT\n" \
+	"INFO\nKEYS\nLINDEX\nLLEN\nLPOP\nLPUSH\nLPUSHX\nLRANGE\nLREM\nLSET\nLTRIM\nMGET\n" \
+	"MSET\nMSETNX\nPERSIST\nPEXPIRE\nPEXPIREAT\nPING\nPSETEX\nPTTL\nQUIT\nRANDOMKEY\n" \
+	"RENAME\nRENAMENX\nRESET\nRPOP\nRPUSH\nRPUSHX\nSADD\nSCAN\nSCARD\nSELECT\nSET\n" \
+	"SETEX\nSETNX\nSETRANGE\nSISMEMBER\nSMEMBERS\nSMISMEMBER\nSPOP\nSRANDMEMBER\nSREM\n" \
+	"SSCAN\nSTRLEN\nSUBSTR\nTIME\nTOUCH\nTTL\nTYPE\nUNLINK\nZADD\nZCARD\nZCOUNT\n" \
+	"ZINCRBY\nZPOPMAX\nZPOPMIN\nZRANGE\nZRANGEBYSCORE\nZRANK\nZREM\nZREVRANGE\n" \
+	"ZREVRANGEBYSCORE\nZREVRANK\nZSCAN\nZSCORE\nMGET_1K\nMGET_10K\nMGET_BIG\nSCAN_1K\n" \
+	"SCAN_10K\nSCAN_BIG\nLRANGE_1K\nLRANGE_10K\nLRANGE_BIG\nZRANGE_1K\nZRANGE_10K\n" \
+	"ZRANGE_BIG\nZREVRANGE_1K\nZREVRANGE_10K\nZREVRANGE_BIG"
 
-#define MAX_NAME 16 // longer command names are UNKNOWN
+#define PREFIX PSP_PREFIX
+#define MAX_NAME 16
 
-// K packs up to 8 bytes into a u64, first byte lowest.
-#define K_(a, b, c, d, e, f, g, h, ...)                                   \
-	((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16 |           \
-	 (uint64_t)(d) << 24 | (uint64_t)(e) << 32 | (uint64_t)(f) << 40 |    \
-	 (uint64_t)(g) << 48 | (uint64_t)(h) << 56)
-#define K(...) K_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0, 0)
+// args reads a request's arguments in order.
+typedef struct {
+	const uint8_t *p;
+	uint32_t n;       // captured bytes (the line, for an inline command)
+	int truncated;    // the request is longer than p[0:n]
+	int is_inline;
+	int32_t argc;     // arguments, -1 when unknown
+	uint32_t pos;     // where the next argument starts
+	int32_t next;     // its index
+	int bad;          // an argument could not be read
+	const uint8_t *last;
+	uint32_t last_len;
+} args;
 
-// lookup maps an upper-case name of n bytes, packed into lo (bytes 0-7) and
-// hi (bytes 8-15), to its type.
-static uint32_t lookup(uint32_t n, uint64_t lo, uint64_t hi) {
-	switch (n) {
-	case 3:
-		switch (lo) {
-		case K('D', 'E', 'L'): return DEL;
-		case K('G', 'E', 'T'): return GET;
-		case K('S', 'E', 'T'): return SET;
-		case K('T', 'T', 'L'): return TTL;
-		}
-		return UNKNOWN;
-	case 4:
-		switch (lo) {
-		case K('A', 'U', 'T', 'H'): return AUTH;
-		case K('D', 'E', 'C', 'R'): return DECR;
-		case K('E', 'C', 'H', 'O'): return ECHO;
-		case K('E', 'V', 'A', 'L'): return EVAL;
-		case K('E', 'X', 'E', 'C'): return EXEC;
-		case K('H', 'D', 'E', 'L'): return HDEL;
-		case K('H', 'G', 'E', 'T'): return HGET;
-		case K('H', 'S', 'E', 'T'): return HSET;
-		case K('I', 'N', 'C', 'R'): return INCR;
-		case K('I', 'N', 'F', 'O'): return INFO;
-		case K('K', 'E', 'Y', 'S'): return KEYS;
-		case K('L', 'L', 'E', 'N'): return LLEN;
-		case K('L', 'P', 'O', 'P'): return LPOP;
-		case K('M', 'G', 'E', 'T'): return MGET;
-		case K('M', 'S', 'E', 'T'): return MSET;
-		case K('P', 'I', 'N', 'G'): return PING;
-		case K('R', 'P', 'O', 'P'): return RPOP;
-		case K('S', 'A', 'D', 'D'): return SADD;
-		case K('S', 'C', 'A', 'N'): return SCAN;
-		case K('S', 'R', 'E', 'M'): return SREM;
-		case K('Z', 'A', 'D', 'D'): return ZADD;
-		case K('Z', 'R', 'E', 'M'): return ZREM;
-		}
-		return UNKNOWN;
-	case 5:
-		switch (lo) {
-		case K('H', 'M', 'G', 'E', 'T'): return HMGET;
-		case K('H', 'M', 'S', 'E', 'T'): return HMSET;
-		case K('L', 'P', 'U', 'S', 'H'): return LPUSH;
-		case K('M', 'U', 'L', 'T', 'I'): return MULTI;
-		case K('R', 'P', 'U', 'S', 'H'): return RPUSH;
-		case K('S', 'E', 'T', 'E', 'X'): return SETEX;
-		case K('S', 'E', 'T', 'N', 'X'): return SETNX;
-		}
-		return UNKNOWN;
-	case 6:
-		switch (lo) {
-		case K('A', 'P', 'P', 'E', 'N', 'D'): return APPEND;
-		case K('D', 'B', 'S', 'I', 'Z', 'E'): return DBSIZE;
-		case K('E', 'X', 'I', 'S', 'T', 'S'): return EXISTS;
-		case K('E', 'X', 'P', 'I', 'R', 'E'): return EXPIRE;
-		case K('G', 'E', 'T', 'S', 'E', 'T'): return GETSET;
-		case K('I', 'N', 'C', 'R', 'B', 'Y'): return INCRBY;
-		case K('L', 'R', 'A', 'N', 'G', 'E'): return LRANGE;
-		case K('S', 'E', 'L', 'E', 'C', 'T'): return SELECT;
-		case K('S', 'T', 'R', 'L', 'E', 'N'): return STRLEN;
-		case K('Z', 'R', 'A', 'N', 'G', 'E'): return ZRANGE;
-		case K('Z', 'S', 'C', 'O', 'R', 'E'): return ZSCORE;
-		}
-		return UNKNOWN;
-	case 7:
-		switch (lo) {
-		case K('E', 'V', 'A', 'L', 'S', 'H', 'A'): return EVALSHA;
-		case K('H', 'G', 'E', 'T', 'A', 'L', 'L'): return HGETALL;
-		case K('H', 'I', 'N', 'C', 'R', 'B', 'Y'): return HINCRBY;
-		case K('P', 'U', 'B', 'L', 'I', 'S', 'H'): return PUBLISH;
-		case K('Z', 'I', 'N', 'C', 'R', 'B', 'Y'): return ZINCRBY;
-		}
-		return UNKNOWN;
-	case 8:
-		switch (lo) {
-		case K('F', 'L', 'U', 'S', 'H', 'A', 'L', 'L'): return FLUSHALL;
-		case K('S', 'M', 'E', 'M', 'B', 'E', 'R', 'S'): return SMEMBERS;
-		}
-		return UNKNOWN;
-	case 9:
-		switch (lo) {
-		case K('S', 'I', 'S', 'M', 'E', 'M', 'B', 'E'): return hi == K('R') ? SISMEMBER : UNKNOWN;
-		case K('S', 'U', 'B', 'S', 'C', 'R', 'I', 'B'): return hi == K('E') ? SUBSCRIBE : UNKNOWN;
-		}
-		return UNKNOWN;
-	case 13:
-		switch (lo) {
-		case K('Z', 'R', 'A', 'N', 'G', 'E', 'B', 'Y'): return hi == K('S', 'C', 'O', 'R', 'E') ? ZRANGEBYSCORE : UNKNOWN;
-		}
-		return UNKNOWN;
+static int32_t count_tokens(const uint8_t *p, uint32_t n) {
+	int32_t c = 0;
+	uint32_t i = 0;
+	while (i < n) {
+		while (i < n && p[i] == ' ')
+			i++;
+		if (i == n)
+			break;
+		c++;
+		while (i < n && p[i] != ' ')
+			i++;
 	}
-	return UNKNOWN;
+	return c;
 }
 
-// upper folds the ASCII lower-case letters of the 8 bytes in w to upper
-// case, all at once (the other bytes are unchanged).
-static inline uint64_t upper(uint64_t w) {
-	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
-	uint64_t low7 = w & ~high;
-	uint64_t ge_a = low7 + ones * (0x80 - 'a');     // bit 7 set where byte >= 'a'
-	uint64_t gt_z = low7 + ones * (0x80 - 'z' - 1); // bit 7 set where byte > 'z'
-	uint64_t lower = ge_a & ~gt_z & ~w & high;       // ASCII a..z only
-	return w - (lower >> 2);                         // 0x80 >> 2 = 0x20
-}
-
-// mask keeps the first n (< 8) bytes of w.
-static inline uint64_t mask(uint64_t w, uint32_t n) {
-	return w & ((1ull << (8 * n)) - 1);
-}
-
-static inline uint64_t load64(const uint8_t *p) {
-	uint64_t v;
-	__builtin_memcpy(&v, p, 8);
-	return v;
-}
-
-// name folds the command name in p[0:n] to upper case and looks it up.
-// p[0:16] must be readable: the slot holds PSP_PREFIX bytes, and bytes past
-// caplen are unspecified but masked off here.
-static uint32_t name(const uint8_t *p, uint32_t n) {
-	if (n == 0 || n > MAX_NAME)
-		return UNKNOWN;
-	uint64_t lo = load64(p), hi = 0;
-	if (n < 8) {
-		lo = mask(lo, n);
-	} else if (n > 8) {
-		hi = load64(p + 8);
-		if (n < 16)
-			hi = mask(hi, n - 8);
-		hi = upper(hi);
-	}
-	return lookup(n, upper(lo), hi);
-}
-
-// readable returns whether 16 bytes from offset i of a slot's payload lie
-// inside the slot.
-static inline int readable(uint32_t i) { return i + MAX_NAME <= PSP_PREFIX; }
-
-// number parses the decimal digits at p[*i:n] up to "\r\n", which it skips.
-// It returns -1 on a malformed or missing number.
-static int32_t number(const uint8_t *p, uint32_t n, uint32_t *i) {
+// length_line reads 1 to 9 digits at p[*i] up to "\r\n"; it returns -1
+// when malformed, and leaves *i after the line.
+static int32_t length_line(const uint8_t *p, uint32_t n, uint32_t *i) {
 	uint32_t j = *i;
 	int32_t v = 0;
-	while (j < n && (uint8_t)(p[j] - '0') < 10) {
-		if (v > 100000000)
-			return -1;
+	while (j < n && (uint8_t)(p[j] - '0') < 10 && j - *i < 9) {
 		v = v * 10 + (p[j] - '0');
 		j++;
 	}
-	if (j == *i || j + 2 > n || p[j] != '\r' || p[j + 1] != '\n')
+	if (j == *i || j + 1 >= n || p[j] != '\r' || p[j + 1] != '\n')
 		return -1;
 	*i = j + 2;
 	return v;
 }
 
-static uint32_t classify(const uint8_t *p, uint32_t caplen, uint32_t wirelen) {
-	(void)wirelen;
+static int args_init(args *a, const uint8_t *p, uint32_t caplen, uint32_t wirelen) {
+	__builtin_memset(a, 0, sizeof *a);
+	a->p = p;
+	a->n = caplen;
+	a->truncated = wirelen > caplen;
 	if (caplen == 0)
-		return UNKNOWN;
-	if (p[0] == '*') {
-		// *<count>\r\n$<len>\r\n<name>\r\n...
-		uint32_t i = 1;
-		if (number(p, caplen, &i) < 1 || i >= caplen || p[i] != '$')
-			return UNKNOWN;
-		i++;
-		int32_t len = number(p, caplen, &i);
-		if (len < 1 || len > MAX_NAME || i + (uint32_t)len > caplen || !readable(i))
-			return UNKNOWN;
-		return name(p + i, (uint32_t)len);
+		return 0;
+	if (p[0] != '*') {
+		a->is_inline = 1;
+		a->argc = -1;
+		for (uint32_t i = 0; i < caplen; i++) {
+			if (p[i] == '\r' || p[i] == '\n') {
+				a->n = i;
+				a->truncated = 0;
+				a->argc = count_tokens(p, i);
+				return 1;
+			}
+		}
+		if (!a->truncated)
+			a->argc = count_tokens(p, caplen);
+		return 1;
 	}
-	// Inline command: the name runs to the first space or line end.
-	uint32_t len = 0;
-	while (len < caplen && len <= MAX_NAME && p[len] != ' ' && p[len] != '\r' && p[len] != '\n')
-		len++;
-	return name(p, len); // readable(0) holds
+	uint32_t i = 1;
+	int32_t count = length_line(p, caplen, &i);
+	if (count < 1)
+		return 0;
+	a->argc = count;
+	a->pos = i;
+	return 1;
+}
+
+// arg reads argument i (at or after the last one read); it returns 0 when
+// the argument does not exist or cannot be read within the prefix.
+static int arg(args *a, int32_t i) {
+	while (a->next <= i && !a->bad) {
+		if (a->argc >= 0 && a->next >= a->argc)
+			return 0;
+		if (a->is_inline) {
+			while (a->pos < a->n && a->p[a->pos] == ' ')
+				a->pos++;
+			uint32_t start = a->pos;
+			while (a->pos < a->n && a->p[a->pos] != ' ')
+				a->pos++;
+			if (a->pos == start || (a->pos == a->n && a->truncated)) {
+				a->bad = 1;
+				break;
+			}
+			a->last = a->p + start;
+			a->last_len = a->pos - start;
+		} else {
+			if (a->pos >= a->n || a->p[a->pos] != '$') {
+				a->bad = 1;
+				break;
+			}
+			uint32_t j = a->pos + 1;
+			int32_t len = length_line(a->p, a->n, &j);
+			if (len < 0 || (uint64_t)j + (uint64_t)len + 2 > a->n ||
+			    a->p[j + len] != '\r' || a->p[j + len + 1] != '\n') {
+				a->bad = 1;
+				break;
+			}
+			a->last = a->p + j;
+			a->last_len = (uint32_t)len;
+			a->pos = j + (uint32_t)len + 2;
+		}
+		a->next++;
+	}
+	return !a->bad && a->next == i + 1;
+}
+
+// cut: argument i exists but could not be read.
+static int cut(const args *a, int32_t i) {
+	if (a->argc >= 0 && i >= a->argc)
+		return 0;
+	return a->bad;
+}
+
+static int fold_equal(const uint8_t *p, uint32_t n, const char *s) {
+	uint32_t i = 0;
+	for (; i < n && s[i]; i++) {
+		uint8_t c = p[i];
+		if (c >= 'a' && c <= 'z')
+			c -= 'a' - 'A';
+		if (c != (uint8_t)s[i])
+			return 0;
+	}
+	return i == n && s[i] == 0;
+}
+
+// parse_int parses an optional '-' and 1 to 18 digits.
+static int parse_int(const uint8_t *p, uint32_t n, int64_t *v) {
+	int neg = n > 0 && p[0] == '-';
+	if (neg) {
+		p++;
+		n--;
+	}
+	if (n == 0 || n > 18)
+		return 0;
+	int64_t x = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if ((uint8_t)(p[i] - '0') >= 10)
+			return 0;
+		x = x * 10 + (p[i] - '0');
+	}
+	*v = neg ? -x : x;
+	return 1;
+}
+
+static int bucket(int64_t n) {
+	if (n <= 100)
+		return SIZE_BASE;
+	if (n <= 1000)
+		return SIZE_1K;
+	if (n <= 10000)
+		return SIZE_10K;
+	return SIZE_BIG;
+}
+
+// scan_size reads SCAN's options pairwise, as redis-server does.
+static int scan_size(args *a) {
+	int64_t count = 10;
+	for (int32_t i = 2;; i += 2) {
+		if (!arg(a, i))
+			return cut(a, i) ? SIZE_BIG : bucket(count);
+		const uint8_t *opt = a->last;
+		uint32_t opt_len = a->last_len;
+		if (!arg(a, i + 1))
+			return cut(a, i + 1) ? SIZE_BIG : SIZE_BASE;
+		if (fold_equal(opt, opt_len, "COUNT")) {
+			int64_t v;
+			if (!parse_int(a->last, a->last_len, &v) || v < 1)
+				return SIZE_BASE;
+			count = v;
+		} else if (!fold_equal(opt, opt_len, "MATCH") && !fold_equal(opt, opt_len, "TYPE")) {
+			return SIZE_BASE;
+		}
+	}
+}
+
+// range_size sizes LRANGE, ZRANGE and ZREVRANGE by their span.
+static int range_size(args *a, int zset) {
+	int ok_start = arg(a, 2);
+	const uint8_t *start_p = a->last;
+	uint32_t start_n = a->last_len;
+	int ok_stop = ok_start && arg(a, 3);
+	if (!ok_start || !ok_stop)
+		return (cut(a, 2) || cut(a, 3)) ? SIZE_BIG : SIZE_BASE;
+	const uint8_t *stop_p = a->last;
+	uint32_t stop_n = a->last_len;
+	if (zset) {
+		for (int32_t i = 4;; i++) {
+			if (!arg(a, i)) {
+				if (cut(a, i))
+					return SIZE_BIG;
+				break;
+			}
+			if (fold_equal(a->last, a->last_len, "BYSCORE") || fold_equal(a->last, a->last_len, "BYLEX"))
+				return SIZE_BIG;
+		}
+	}
+	int64_t start, stop;
+	if (!parse_int(start_p, start_n, &start) || !parse_int(stop_p, stop_n, &stop))
+		return SIZE_BASE;
+	if ((start < 0) != (stop < 0))
+		return SIZE_BIG;
+	return bucket(stop - start + 1);
+}
+
+// find returns the index of the upper-case name in COMMANDS, or -1.
+static int32_t find(const uint8_t *name, uint32_t n) {
+	int32_t lo = 0, hi = (int32_t)NUM_COMMANDS - 1;
+	while (lo <= hi) {
+		int32_t mid = (lo + hi) / 2;
+		const char *s = COMMANDS[mid];
+		int cmp = 0;
+		uint32_t i = 0;
+		for (; i < n && s[i]; i++) {
+			if (name[i] != (uint8_t)s[i]) {
+				cmp = name[i] < (uint8_t)s[i] ? -1 : 1;
+				break;
+			}
+		}
+		if (cmp == 0) {
+			if (i == n && s[i] == 0)
+				return mid;
+			cmp = i == n ? -1 : 1; // name is a prefix of s, or s of name
+		}
+		if (cmp < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+static uint32_t sized(int which, int size) {
+	static const char *const base[NUM_SIZED] = {"MGET", "SCAN", "LRANGE", "ZRANGE", "ZREVRANGE"};
+	if (size == SIZE_BASE) {
+		uint32_t n = 0;
+		while (base[which][n])
+			n++;
+		return 1 + (uint32_t)find((const uint8_t *)base[which], n);
+	}
+	return 1 + NUM_COMMANDS + (uint32_t)which * 3 + (uint32_t)size - 1;
+}
+
+static uint32_t classify(const uint8_t *p, uint32_t caplen, uint32_t wirelen) {
+	args a;
+	if (!args_init(&a, p, caplen, wirelen) || !arg(&a, 0))
+		return 0;
+	if (a.last_len == 0 || a.last_len > MAX_NAME)
+		return 0;
+	uint8_t name[MAX_NAME];
+	uint32_t n = a.last_len;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t c = a.last[i];
+		name[i] = (c >= 'a' && c <= 'z') ? (uint8_t)(c - ('a' - 'A')) : c;
+	}
+	int32_t id = find(name, n);
+	if (id < 0)
+		return 0;
+	if (fold_equal(name, n, "MGET"))
+		return sized(S_MGET, a.argc < 0 ? SIZE_BIG : bucket(a.argc - 1));
+	if (fold_equal(name, n, "SCAN"))
+		return sized(S_SCAN, scan_size(&a));
+	if (fold_equal(name, n, "LRANGE"))
+		return sized(S_LRANGE, range_size(&a, 0));
+	if (fold_equal(name, n, "ZRANGE"))
+		return sized(S_ZRANGE, range_size(&a, 1));
+	if (fold_equal(name, n, "ZREVRANGE"))
+		return sized(S_ZREVRANGE, range_size(&a, 1));
+	return 1 + (uint32_t)id;
 }
 
 PSP_CLASSIFIER(classify, NUM_TYPES, NAMES)

@@ -147,3 +147,9 @@ func (p *Pool) Free() int {
 	}
 	return n
 }
+
+// Owns reports whether b is one of the pool's buffers.
+func (p *Pool) Owns(b *nic.Buffer) bool {
+	i := int(b.Index)
+	return i >= 0 && i < len(p.bufs) && &p.bufs[i] == b
+}

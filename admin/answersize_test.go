@@ -1,4 +1,4 @@
-package harness
+package admin
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 func TestAdminAnswersOfLargeServers(t *testing.T) {
 	status := `{"policy":"darc","types":[` + strings.Repeat(`{"id":1,"name":"`+strings.Repeat("x", 1000)+`"},`, 17<<10) + `{"id":2}]}`
 	metrics := strings.Repeat("psp_x{type=\"t\"} 1\n", 17<<20/19)
-	serve := func(h http.HandlerFunc) *AdminClient {
+	serve := func(h http.HandlerFunc) *Client {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
-		c, err := NewAdminClient(srv.URL, 20*time.Second)
+		c, err := NewClient(srv.URL, 20*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

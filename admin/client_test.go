@@ -1,4 +1,4 @@
-package harness
+package admin
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/persephone-go/psp/server"
 )
 
-func TestAdminURL(t *testing.T) {
+func TestParseURL(t *testing.T) {
 	good := map[string]string{
 		"127.0.0.1:9090":           "http://127.0.0.1:9090",
 		"localhost:1":              "http://localhost:1",
@@ -21,19 +21,19 @@ func TestAdminURL(t *testing.T) {
 		"https://psp.example/adm/": "https://psp.example/adm",
 	}
 	for in, want := range good {
-		if got, err := AdminURL(in); err != nil || got != want {
-			t.Errorf("AdminURL(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := ParseURL(in); err != nil || got != want {
+			t.Errorf("ParseURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "127.0.0.1", "http//127.0.0.1:1", "ftp://h:1", "http://", "127.0.0.1:0",
 		"127.0.0.1:99999", "host/x:1", "http://h:1/?q=1", "http://u@h:1"} {
-		if got, err := AdminURL(bad); err == nil {
-			t.Errorf("AdminURL(%q) = %q, accepted", bad, got)
+		if got, err := ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q) = %q, accepted", bad, got)
 		}
 	}
 }
 
-func TestAdminClientStatusAndErrors(t *testing.T) {
+func TestClientStatusAndErrors(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/base/status":
@@ -51,7 +51,7 @@ func TestAdminClientStatusAndErrors(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := NewAdminClient(srv.URL+"/base/", time.Second)
+	c, err := NewClient(srv.URL+"/base/", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,6 @@ func TestAdminClientStatusAndErrors(t *testing.T) {
 	if got, want := Reservation(st), "SHORT on 0; LONG on 1-3 + spillway"; got != want {
 		t.Errorf("reservation %q, want %q", got, want)
 	}
-	p := Plan{}
-	p.UseStatus(st)
-	if p.Spec.Dilation != 1000 {
-		t.Errorf("UseStatus: dilation %v", p.Spec.Dilation)
-	}
 	res, err := c.PushClassifier(context.Background(), "default", []byte("\x00asm"), "tok\n")
 	if err != nil || res != (server.SwapResult{Tenant: "default", Version: 2}) {
 		t.Errorf("push: %+v, %v", res, err)
@@ -77,21 +72,21 @@ func TestAdminClientStatusAndErrors(t *testing.T) {
 	if _, err := c.PushClassifier(context.Background(), "default", nil, "wrong"); err == nil || !strings.Contains(err.Error(), "wrong bearer token") {
 		t.Errorf("push with a wrong token: %v", err)
 	}
-	bad, _ := NewAdminClient(srv.URL+"/nothing", time.Second)
+	bad, _ := NewClient(srv.URL+"/nothing", time.Second)
 	if _, err := bad.Status(context.Background()); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("status of a wrong path: %v", err)
 	}
 }
 
-// TestAdminClientRefusesOtherJSON: an address answering JSON that is not
+// TestClientRefusesOtherJSON: an address answering JSON that is not
 // a psp status document (another service on the admin port) is refused by
 // Status and by StatusJSON (psp status --json), not passed on.
-func TestAdminClientRefusesOtherJSON(t *testing.T) {
+func TestClientRefusesOtherJSON(t *testing.T) {
 	for _, body := range []string{`{"status":"ok"}`, `[1,2,3]`, `"policy"`, `null`, `{"policy"`} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(body))
 		}))
-		c, err := NewAdminClient(srv.URL, time.Second)
+		c, err := NewClient(srv.URL, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

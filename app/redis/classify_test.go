@@ -1,0 +1,69 @@
+package redis
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/app/redis/redistest"
+)
+
+// TestClassifierTypes: the typed commands are sorted (Classify searches
+// them), each is a command the server runs, and every command of the
+// conformance sequences that the server runs (not refused) has a type.
+func TestClassifierTypes(t *testing.T) {
+	if !slices.IsSorted(commandTypes[:]) {
+		t.Fatal("commandTypes is not sorted")
+	}
+	cmds, _ := commandTable()
+	for _, name := range commandTypes {
+		if cmds[strings.ToLower(name)] == nil {
+			t.Errorf("type %s: no such command", name)
+		}
+	}
+	for _, c := range redistest.Cases {
+		for _, line := range c.Commands {
+			args := redistest.Args(line)
+			cmd := cmds[strings.ToLower(args[0])]
+			if cmd == nil || cmd.run == nil || cmd.refused {
+				continue
+			}
+			if typ := Classify(redistest.Command(args...)); typ == app.Unknown {
+				t.Errorf("%q is UNKNOWN", line)
+			}
+		}
+	}
+	if n := len(TypeNames()); n != NumTypes {
+		t.Errorf("%d names, %d types", n, NumTypes)
+	}
+}
+
+func TestClassifyAllocatesNothing(t *testing.T) {
+	payloads := [][]byte{redistest.Command("GET", "k"), redistest.Command("SCAN", "0", "COUNT", "10000"),
+		[]byte("ZRANGE z 0 -1 WITHSCORES\r\n"), redistest.Command("MGET", "a", "b")}
+	out := make([]app.Type, len(payloads))
+	if n := testing.AllocsPerRun(100, func() { Classifier{}.ClassifyBatch(payloads, nil, out) }); n != 0 {
+		t.Errorf("%.1f allocations per batch", n)
+	}
+}
+
+// TestEveryCommandRuns: every command and subcommand of the table has a
+// runner (a container's own is reached only with its name alone, which
+// its arity refuses).
+func TestEveryCommandRuns(t *testing.T) {
+	cmds, _ := commandTable()
+	for name, c := range cmds {
+		if c.subs == nil && c.run == nil {
+			t.Errorf("%s: no runner", name)
+		}
+		if c.subs != nil && c.run == nil && c.arity > -2 {
+			t.Errorf("%s: a container without a runner that its arity lets run alone", name)
+		}
+		for sub, sc := range c.subs {
+			if sc.run == nil {
+				t.Errorf("%s %s: no runner", name, sub)
+			}
+		}
+	}
+}

@@ -1,0 +1,529 @@
+package redis
+
+import (
+	"math"
+	"slices"
+)
+
+// readEntry read-locks key's shard and returns the shard and the key's
+// live entry (nil when absent), counting a hit or a miss; the caller
+// read-unlocks the shard.
+func (c *ctx) readEntry(key []byte) (*shard, *entry) {
+	sh, _ := c.s.db.shardOf(key)
+	sh.mu.RLock()
+	e := sh.lookup(key, c.now)
+	if e == nil {
+		c.w.stats.misses.Add(1)
+	} else {
+		c.w.stats.hits.Add(1)
+	}
+	return sh, e
+}
+
+// writeEntry write-locks key's shard and returns the shard, the key's
+// hash and its live entry (nil when absent); the caller unlocks the shard.
+func (c *ctx) writeEntry(key []byte) (*shard, uint64, *entry) {
+	sh, h := c.s.db.shardOf(key)
+	sh.mu.Lock()
+	return sh, h, c.s.db.lookupWrite(sh, key, c.now)
+}
+
+// readKind read-locks key's shard and returns the shard and the key's
+// entry, of kind k. ok is false, the reply written, when the key is of
+// another kind (WRONGTYPE) or absent and missing is not empty (the reply
+// for an absent key); with missing empty an absent key is a nil entry. The
+// caller read-unlocks the shard in every case.
+func (c *ctx) readKind(key []byte, k kind, missing string) (sh *shard, e *entry, ok bool) {
+	sh, e = c.readEntry(key)
+	return sh, e, c.present(e, k, missing)
+}
+
+// writeKind is readKind for a write: the shard is write-locked.
+func (c *ctx) writeKind(key []byte, k kind, missing string) (sh *shard, e *entry, ok bool) {
+	sh, _, e = c.writeEntry(key)
+	return sh, e, c.present(e, k, missing)
+}
+
+// present checks e for readKind and writeKind.
+func (c *ctx) present(e *entry, k kind, missing string) bool {
+	switch {
+	case c.wrongType(e, k):
+		return false
+	case e == nil && missing != "":
+		c.o.writeString(missing)
+		return false
+	}
+	return true
+}
+
+// readValue is readKind for a collection: its value, of type T (the zero
+// T when the key is absent and missing is empty).
+func readValue[T any](c *ctx, key []byte, k kind, missing string) (sh *shard, v T, ok bool) {
+	sh, e, ok := c.readKind(key, k, missing)
+	if ok && e != nil {
+		v = e.obj.(T)
+	}
+	return sh, v, ok
+}
+
+// wrongType writes WRONGTYPE when e exists and is not of kind k.
+func (c *ctx) wrongType(e *entry, k kind) bool {
+	if e != nil && e.kind != k {
+		c.o.writeString(errWrongType)
+		return true
+	}
+	return false
+}
+
+// intArg parses argument i as redis-server's getLongLongFromObjectOrReply
+// does, answering its error when it is not an integer.
+func (c *ctx) intArg(i int) (int64, bool) {
+	v, ok := string2ll(c.argv[i])
+	if !ok {
+		c.o.writeString(errNotInt)
+	}
+	return v, ok
+}
+
+// countArg parses the count of LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX
+// (argument 2, when given), as redis-server's
+// getPositiveLongFromObjectOrReply does.
+func (c *ctx) countArg() (count int64, given, ok bool) {
+	if len(c.argv) != 3 {
+		return 0, false, true
+	}
+	v, ok := string2ll(c.argv[2])
+	if !ok || v < 0 {
+		c.o.err("value is out of range, must be positive")
+		return 0, true, false
+	}
+	return v, true, true
+}
+
+// intArgs parses arguments i and j with intArg, i first.
+func (c *ctx) intArgs(i, j int) (int64, int64, bool) {
+	a, ok := c.intArg(i)
+	if !ok {
+		return 0, 0, false
+	}
+	b, ok := c.intArg(j)
+	return a, b, ok
+}
+
+// lockKeys locks the shards of keys (for writing, or for reading), in
+// shard order; unlockKeys releases them.
+func (c *ctx) lockKeys(keys [][]byte, write bool) {
+	c.w.ss.collect(c.s.db, keys)
+	if write {
+		c.w.ss.lock(c.s.db)
+	} else {
+		c.w.ss.rlock(c.s.db)
+	}
+}
+
+func (c *ctx) unlockKeys(write bool) {
+	if write {
+		c.w.ss.unlock(c.s.db)
+	} else {
+		c.w.ss.runlock(c.s.db)
+	}
+}
+
+// shardFor returns key's shard (already locked by lockKeys) and hash.
+func (c *ctx) shardFor(key []byte) (*shard, uint64) { return c.s.db.shardOf(key) }
+
+func cmdDel(c *ctx) {
+	keys := c.argv[1:]
+	c.lockKeys(keys, true)
+	n := 0
+	for _, k := range keys {
+		sh, _ := c.shardFor(k)
+		if e := c.s.db.lookupWrite(sh, k, c.now); e != nil {
+			c.s.db.remove(sh, e)
+			n++
+		}
+	}
+	c.unlockKeys(true)
+	c.o.integer(int64(n))
+}
+
+// cmdExists answers EXISTS and TOUCH.
+func cmdExists(c *ctx) {
+	keys := c.argv[1:]
+	c.lockKeys(keys, false)
+	n := 0
+	for _, k := range keys {
+		sh, _ := c.shardFor(k)
+		if sh.lookup(k, c.now) != nil {
+			n++
+		}
+	}
+	c.unlockKeys(false)
+	c.o.integer(int64(n))
+}
+
+func cmdType(c *ctx) {
+	sh, e := c.readEntry(c.argv[1])
+	defer sh.mu.RUnlock()
+	if e == nil {
+		c.o.simple("none")
+		return
+	}
+	c.o.simple(e.kind.typeName())
+}
+
+// cmdExpire answers EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
+func cmdExpire(c *ctx) {
+	name := c.cmd.name
+	var nx, xx, gt, lt bool
+	for _, opt := range c.argv[3:] {
+		switch {
+		case equalFold(opt, "nx"):
+			nx = true
+		case equalFold(opt, "xx"):
+			xx = true
+		case equalFold(opt, "gt"):
+			gt = true
+		case equalFold(opt, "lt"):
+			lt = true
+		default:
+			c.o.errBytes(append([]byte("Unsupported option "), cstr(opt)...))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		c.o.err("NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		c.o.err("GT and LT options at the same time are not compatible")
+		return
+	}
+	when, ok := c.intArg(2)
+	if !ok {
+		return
+	}
+	seconds := name == "expire" || name == "expireat"
+	if seconds {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			c.o.err("invalid expire time in '" + name + "' command")
+			return
+		}
+		when *= 1000
+	}
+	var base int64
+	if name == "expire" || name == "pexpire" {
+		base = c.now
+	}
+	if when > math.MaxInt64-base {
+		c.o.err("invalid expire time in '" + name + "' command")
+		return
+	}
+	when += base
+	sh, _, e := c.writeEntry(c.argv[1])
+	defer sh.mu.Unlock()
+	if e == nil {
+		c.o.writeString(czero)
+		return
+	}
+	cur := e.expire
+	switch {
+	case nx && cur != 0, xx && cur == 0,
+		gt && (cur == 0 || when <= cur),
+		lt && cur != 0 && when >= cur:
+		c.o.writeString(czero)
+		return
+	}
+	if when <= c.now {
+		c.s.db.remove(sh, e)
+	} else {
+		sh.setExpire(e, when)
+	}
+	c.o.writeString(cone)
+}
+
+// cmdTTL answers TTL and PTTL.
+func cmdTTL(c *ctx) {
+	sh, e := c.readEntry(c.argv[1])
+	defer sh.mu.RUnlock()
+	switch {
+	case e == nil:
+		c.o.integer(-2)
+	case e.expire == 0:
+		c.o.integer(-1)
+	default:
+		ttl := max(e.expire-c.now, 0)
+		if c.cmd.name == "ttl" {
+			ttl = (ttl + 500) / 1000
+		}
+		c.o.integer(ttl)
+	}
+}
+
+func cmdPersist(c *ctx) {
+	sh, _, e := c.writeEntry(c.argv[1])
+	defer sh.mu.Unlock()
+	if e == nil || e.expire == 0 {
+		c.o.writeString(czero)
+		return
+	}
+	sh.setExpire(e, 0)
+	c.o.writeString(cone)
+}
+
+// cmdRename answers RENAME and RENAMENX, atomically: both keys' shards
+// are held.
+func cmdRename(c *ctx) {
+	nx := c.cmd.name == "renamenx"
+	src, dst := c.argv[1], c.argv[2]
+	keys := c.argv[1:3]
+	c.lockKeys(keys, true)
+	defer c.unlockKeys(true)
+	ssh, _ := c.shardFor(src)
+	e := c.s.db.lookupWrite(ssh, src, c.now)
+	if e == nil {
+		c.o.writeString(errNoKey)
+		return
+	}
+	if string(src) == string(dst) {
+		if nx {
+			c.o.writeString(czero)
+		} else {
+			c.o.ok()
+		}
+		return
+	}
+	dsh, dh := c.shardFor(dst)
+	if old := c.s.db.lookupWrite(dsh, dst, c.now); old != nil {
+		if nx {
+			c.o.writeString(czero)
+			return
+		}
+		c.s.db.remove(dsh, old)
+	}
+	expire := e.expire
+	c.s.db.remove(ssh, e)
+	ne := c.s.db.add(dsh, dst, dh, e.kind)
+	ne.str, ne.obj = e.str, e.obj
+	c.s.db.resize(ne, e.size-int64(len(src))+int64(len(dst)))
+	if expire != 0 {
+		dsh.setExpire(ne, expire)
+	}
+	if nx {
+		c.o.writeString(cone)
+	} else {
+		c.o.ok()
+	}
+}
+
+// cmdKeys walks the keyspace one shard at a time: the shard being read
+// is read-locked, the others are free. A key present for the whole walk
+// is returned once; one created or deleted during it may or may not be.
+// The keys are copied out of each shard while it is held, then written.
+func cmdKeys(c *ctx) {
+	pat := c.argv[1]
+	if len(pat) == 1 && pat[0] == '*' {
+		pat = nil
+	}
+	var keys keyList
+	keys.reset(c.w, c.s.db.keys.Load())
+	for i := range c.s.db.shards {
+		sh := &c.s.db.shards[i]
+		sh.mu.RLock()
+		for _, e := range sh.order {
+			if e.live(c.now) && (pat == nil || stringMatch(pat, stringBytes(e.key))) {
+				keys.add(e.key)
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	keys.write(c.o)
+	keys.release(c.w)
+}
+
+// keyList collects key names copied out of the store, one after the
+// other in a worker's scratch space.
+type keyList struct {
+	buf  []byte
+	lens []int32
+}
+
+// reset starts a list for about n keys.
+func (l *keyList) reset(w *worker, n int64) {
+	l.buf, l.lens = w.scratch[:0], w.lens[:0]
+	if n > int64(cap(l.lens)) {
+		n = min(n, 1<<24)
+		l.lens = make([]int32, 0, n)
+		l.buf = make([]byte, 0, n*16)
+	}
+}
+
+func (l *keyList) add(k string) {
+	l.buf = append(l.buf, k...)
+	l.lens = append(l.lens, int32(len(k)))
+}
+
+func (l *keyList) write(o *out) {
+	o.arrayLen(len(l.lens))
+	off := 0
+	for _, n := range l.lens {
+		o.bulk(l.buf[off : off+int(n)])
+		off += int(n)
+	}
+}
+
+// release gives the space back to the worker, unless it grew large (a
+// KEYS of millions of keys): one command's peak is not held for good.
+func (l *keyList) release(w *worker) {
+	w.scratch, w.lens = nil, nil
+	if cap(l.buf) <= 1<<20 && cap(l.lens) <= 1<<16 {
+		w.scratch, w.lens = l.buf[:0], l.lens[:0]
+	}
+}
+
+// cmdScan walks the keyspace in hash order from the cursor, the hash of
+// the next key to return: at least COUNT keys are visited (then MATCH and
+// TYPE filter them), each shard read-locked only while it is read. Every
+// key present from the first call to the last is returned, once.
+func cmdScan(c *ctx) {
+	cursor, ok := parseCursor(c.argv[1])
+	if !ok {
+		c.o.err("invalid cursor")
+		return
+	}
+	count, pat, typ, ok := scanOptions(c, 2, true)
+	if !ok {
+		return
+	}
+	db := c.s.db
+	var keys keyList
+	keys.reset(c.w, int64(min(count, 1<<16)))
+	visited := 0
+	next := cursor
+	for {
+		si := shardIndex(next)
+		sh := &db.shards[si]
+		sh.mu.RLock()
+		i, _ := slices.BinarySearchFunc(sh.order, next, func(e *entry, h uint64) int {
+			return cmpUint64(e.hash, h)
+		})
+		for i < len(sh.order) && visited < count {
+			h := sh.order[i].hash // keys of one hash are returned together
+			for ; i < len(sh.order) && sh.order[i].hash == h; i++ {
+				e := sh.order[i]
+				visited++
+				if e.live(c.now) && (pat == nil || stringMatch(pat, stringBytes(e.key))) &&
+					(typ == nil || equalFold(typ, e.kind.typeName())) {
+					keys.add(e.key)
+				}
+			}
+		}
+		stopped := i < len(sh.order)
+		if stopped {
+			next = sh.order[i].hash
+		}
+		sh.mu.RUnlock()
+		if stopped {
+			break
+		}
+		if si == numShards-1 {
+			next = 0
+			break
+		}
+		next = uint64(si+1) << (64 - shardBits)
+		if visited >= count {
+			break
+		}
+	}
+	c.o.arrayLen(2)
+	c.o.bulkString(uitoa(next))
+	keys.write(c.o)
+	keys.release(c.w)
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func uitoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}
+
+// scanOptions parses SCAN's (and HSCAN's, SSCAN's, ZSCAN's) options from
+// argument i: COUNT, MATCH, and TYPE for SCAN. A MATCH of "*" is no
+// pattern.
+func scanOptions(c *ctx, i int, keyspace bool) (count int, pat, typ []byte, ok bool) {
+	count = 10
+	for i < len(c.argv) {
+		left := len(c.argv) - i
+		switch {
+		case equalFold(c.argv[i], "count") && left >= 2:
+			n, ok := c.intArg(i + 1)
+			if !ok {
+				return 0, nil, nil, false
+			}
+			if n < 1 {
+				c.o.writeString(errSyntax)
+				return 0, nil, nil, false
+			}
+			count = int(min(n, math.MaxInt32))
+			i += 2
+		case equalFold(c.argv[i], "match") && left >= 2:
+			pat = c.argv[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+			i += 2
+		case equalFold(c.argv[i], "type") && keyspace && left >= 2:
+			typ = cstr(c.argv[i+1])
+			i += 2
+		default:
+			c.o.writeString(errSyntax)
+			return 0, nil, nil, false
+		}
+	}
+	return count, pat, typ, true
+}
+
+// cmdRandomkey picks a random shard, then a random key of it, skipping
+// empty shards and expired keys.
+func cmdRandomkey(c *ctx) {
+	db := c.s.db
+	if db.keys.Load() == 0 {
+		c.o.null()
+		return
+	}
+	start := c.w.rng.IntN(numShards)
+	for tries := 0; tries < 2*numShards; tries++ {
+		sh := &db.shards[(start+tries)%numShards]
+		sh.mu.RLock()
+		if n := len(sh.order); n > 0 {
+			for k := 0; k < 4; k++ {
+				e := sh.order[c.w.rng.IntN(n)]
+				if e.live(c.now) {
+					c.o.bulkString(e.key)
+					sh.mu.RUnlock()
+					return
+				}
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	c.o.null()
+}

@@ -1,0 +1,649 @@
+package redis
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/persephone-go/psp/nic"
+)
+
+// Version is the redis-server version psp answers as (HELLO, INFO): the
+// one whose replies it reproduces.
+const Version = "7.0.15"
+
+// refusedCommands are the commands psp knows and refuses, saying why:
+// transactions, scripts, pub/sub.
+func refusedCommands() []string {
+	return []string{"multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
+		"evalsha_ro", "fcall", "fcall_ro", "script", "function", "subscribe", "psubscribe", "publish"}
+}
+
+// commandRunners maps each command's full name to what runs it.
+func commandRunners() map[string]func(*ctx) {
+	return map[string]func(*ctx){
+		// Connection and server.
+		"ping": cmdPing, "echo": cmdEcho, "select": cmdSelect, "quit": cmdQuit,
+		"hello": cmdHello, "auth": cmdAuth, "reset": cmdReset, "time": cmdTime,
+		"client|id": cmdClientID, "client|setname": cmdClientSetname,
+		"client|getname": cmdClientGetname, "client|setinfo": cmdClientSetinfo,
+		"client|info": cmdClientInfo, "client|help": cmdClientHelp,
+		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
+		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
+		"info": cmdInfo, "config|get": cmdConfigGet, "config|help": cmdConfigHelp,
+		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
+		// Keys.
+		"del": cmdDel, "unlink": cmdDel, "exists": cmdExists, "touch": cmdExists, "type": cmdType,
+		"expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,
+		"ttl": cmdTTL, "pttl": cmdTTL, "persist": cmdPersist, "rename": cmdRename,
+		"renamenx": cmdRename, "keys": cmdKeys, "scan": cmdScan, "randomkey": cmdRandomkey,
+		// Strings.
+		"get": cmdGet, "set": cmdSet, "setnx": cmdSetnx, "setex": cmdSetex, "psetex": cmdSetex,
+		"getset": cmdGetset, "getdel": cmdGetdel, "getex": cmdGetex, "mget": cmdMget,
+		"mset": cmdMset, "msetnx": cmdMset, "append": cmdAppend, "strlen": cmdStrlen,
+		"incr": cmdIncr, "decr": cmdIncr, "incrby": cmdIncr, "decrby": cmdIncr,
+		"incrbyfloat": cmdIncrbyfloat, "getrange": cmdGetrange, "substr": cmdGetrange,
+		"setrange": cmdSetrange,
+		// Lists.
+		"lpush": cmdPush, "rpush": cmdPush, "lpushx": cmdPush, "rpushx": cmdPush,
+		"lpop": cmdPop, "rpop": cmdPop, "llen": cmdLlen, "lrange": cmdLrange,
+		"lindex": cmdLindex, "lset": cmdLset, "lrem": cmdLrem, "ltrim": cmdLtrim,
+		// Hashes.
+		"hset": cmdHset, "hmset": cmdHset, "hsetnx": cmdHsetnx, "hget": cmdHget,
+		"hmget": cmdHmget, "hdel": cmdHdel, "hlen": cmdHlen, "hstrlen": cmdHstrlen,
+		"hgetall": cmdHgetall, "hkeys": cmdHgetall, "hvals": cmdHgetall,
+		"hexists": cmdHexists, "hincrby": cmdHincrby, "hincrbyfloat": cmdHincrbyfloat,
+		"hscan": cmdHscan,
+		// Sets.
+		"sadd": cmdSadd, "srem": cmdSrem, "smembers": cmdSmembers, "sismember": cmdSismember,
+		"smismember": cmdSmismember, "scard": cmdScard, "spop": cmdSpop,
+		"srandmember": cmdSrandmember, "sscan": cmdSscan,
+		// Sorted sets.
+		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
+		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
+		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,
+		"zpopmin": cmdZpop, "zpopmax": cmdZpop, "zscan": cmdZscan,
+	}
+}
+
+func cmdPing(c *ctx) {
+	switch len(c.argv) {
+	case 1:
+		c.o.writeString("+PONG\r\n")
+	case 2:
+		c.o.bulk(c.argv[1])
+	default:
+		c.o.err("wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdEcho(c *ctx) { c.o.bulk(c.argv[1]) }
+
+// cmdSelect: psp has one database, as redis-server with "databases 1".
+func cmdSelect(c *ctx) {
+	id, ok := c.intArg(1)
+	if !ok {
+		return
+	}
+	if id < -1<<31 || id > 1<<31-1 {
+		c.o.err("value is out of range, value must between -2147483648 and 2147483647")
+		return
+	}
+	if id != 0 {
+		c.o.err("DB index is out of range")
+		return
+	}
+	c.o.ok()
+}
+
+func cmdQuit(c *ctx) {
+	c.o.ok()
+	c.replyFlags |= nic.ReplyClose
+}
+
+// cmdHello answers in RESP2 (HELLO 2, or no version); psp does not speak
+// RESP3, and answers HELLO 3 as redis-server answers a version it does
+// not speak.
+func cmdHello(c *ctx) {
+	next, ver := 1, int64(0)
+	if len(c.argv) >= 2 {
+		v, ok := string2ll(c.argv[1])
+		if !ok {
+			c.o.err("Protocol version is not an integer or out of range")
+			return
+		}
+		if v < 2 || v > 3 {
+			c.o.err("-NOPROTO unsupported protocol version")
+			return
+		}
+		ver, next = v, 2
+	}
+	var name []byte
+	setName := false
+	for j := next; j < len(c.argv); j++ {
+		more := len(c.argv) - 1 - j
+		switch {
+		case equalFold(c.argv[j], "auth") && more >= 2:
+			if !authOK(c.argv[j+1]) {
+				c.o.err("-WRONGPASS invalid username-password pair or user is disabled.")
+				return
+			}
+			j += 2
+		case equalFold(c.argv[j], "setname") && more >= 1:
+			if !validClientName(c.argv[j+1]) {
+				c.o.err("Client names cannot contain spaces, newlines or special characters.")
+				return
+			}
+			name, setName = c.argv[j+1], true
+			j++
+		default:
+			c.o.errBytes(append([]byte("Syntax error in HELLO option '"), append(cstr(c.argv[j]), '\'')...))
+			return
+		}
+	}
+	if ver == 3 {
+		// Refused after the options are checked, as redis-server checks
+		// them, and before anything is changed.
+		c.o.err("-NOPROTO unsupported protocol version")
+		return
+	}
+	if setName && c.conn != nil {
+		c.conn.setName(name)
+	}
+	c.o.arrayLen(14)
+	c.o.bulkString("server")
+	c.o.bulkString("redis")
+	c.o.bulkString("version")
+	c.o.bulkString(Version)
+	c.o.bulkString("proto")
+	c.o.integer(2)
+	c.o.bulkString("id")
+	c.o.integer(int64(c.connID()))
+	c.o.bulkString("mode")
+	c.o.bulkString("standalone")
+	c.o.bulkString("role")
+	c.o.bulkString("master")
+	c.o.bulkString("modules")
+	c.o.writeString(emptyArray)
+}
+
+// authOK: psp has no passwords (its tenants' tokens guard its admin API),
+// so, as redis-server's default user without a password, "default"
+// authenticates with any password and no other user exists.
+func authOK(user []byte) bool { return string(user) == "default" }
+
+func cmdAuth(c *ctx) {
+	switch len(c.argv) {
+	case 2:
+		c.o.err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	case 3:
+		if authOK(c.argv[1]) {
+			c.o.ok()
+		} else {
+			c.o.err("-WRONGPASS invalid username-password pair or user is disabled.")
+		}
+	default:
+		c.o.writeString(errSyntax)
+	}
+}
+
+func cmdReset(c *ctx) {
+	if c.conn != nil {
+		c.conn.setName(nil)
+	}
+	c.o.simple("RESET")
+}
+
+func cmdTime(c *ctx) {
+	t := c.s.now()
+	c.o.arrayLen(2)
+	c.o.bulkInt(t.Unix())
+	c.o.bulkInt(int64(t.Nanosecond() / 1000))
+}
+
+// cmdRefused refuses what psp does not implement, saying so.
+func cmdRefused(c *ctx) {
+	name := strings.ToUpper(c.cmd.name)
+	switch c.cmd.name {
+	case "multi", "exec", "discard", "watch", "unwatch":
+		c.o.err(name + " is not supported: psp runs each command atomically but has no transactions")
+	case "subscribe", "psubscribe", "publish":
+		c.o.err(name + " is not supported: psp has no pub/sub")
+	default:
+		c.o.err(name + " is not supported: psp does not run scripts")
+	}
+}
+
+// connID is the connection's CLIENT ID (0 for a request not cut from a
+// stream).
+func (c *ctx) connID() uint64 {
+	if c.conn == nil {
+		return 0
+	}
+	return c.conn.id
+}
+
+func validClientName(name []byte) bool {
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (cn *Conn) setName(name []byte) {
+	cn.mu.Lock()
+	cn.name = string(name)
+	cn.mu.Unlock()
+}
+
+func (cn *Conn) getName() string {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.name
+}
+
+func cmdClientID(c *ctx) { c.o.integer(int64(c.connID())) }
+
+func cmdClientSetname(c *ctx) {
+	if !validClientName(c.argv[2]) {
+		c.o.err("Client names cannot contain spaces, newlines or special characters.")
+		return
+	}
+	if c.conn != nil {
+		c.conn.setName(c.argv[2])
+	}
+	c.o.ok()
+}
+
+func cmdClientGetname(c *ctx) {
+	if c.conn == nil {
+		c.o.null()
+		return
+	}
+	name := c.conn.getName()
+	if name == "" {
+		c.o.null()
+		return
+	}
+	c.o.bulkString(name)
+}
+
+// cmdClientSetinfo is redis-server 7.2's CLIENT SETINFO (redis-py 5 and
+// other clients send it when they connect).
+func cmdClientSetinfo(c *ctx) {
+	attr, val := c.argv[2], c.argv[3]
+	lib := equalFold(attr, "lib-name")
+	if !lib && !equalFold(attr, "lib-ver") {
+		c.o.errBytes(append([]byte("Unrecognized option '"), append(cstr(attr), '\'')...))
+		return
+	}
+	for _, b := range val {
+		if b < '!' || b > '~' || (lib && b == ' ') {
+			c.o.errBytes(append([]byte(strings.ToUpper(string(cstr(attr)))+" cannot contain spaces, newlines or special characters."), nil...))
+			return
+		}
+	}
+	if c.conn != nil {
+		c.conn.mu.Lock()
+		if lib {
+			c.conn.libName = string(val)
+		} else {
+			c.conn.libVer = string(val)
+		}
+		c.conn.mu.Unlock()
+	}
+	c.o.ok()
+}
+
+// cmdClientInfo describes the connection in CLIENT LIST's format, with the
+// fields psp knows.
+func cmdClientInfo(c *ctx) {
+	var line string
+	if cn := c.conn; cn != nil {
+		cn.mu.Lock()
+		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
+			cn.id, cn.peer, cn.name, (c.now-cn.created)/1000, cn.libName, cn.libVer)
+		cn.mu.Unlock()
+	} else {
+		line = "id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n"
+	}
+	c.o.bulkString(line)
+}
+
+func writeHelp(c *ctx, lines []string) {
+	c.o.arrayLen(len(lines))
+	for _, l := range lines {
+		c.o.simple(l)
+	}
+}
+
+func cmdClientHelp(c *ctx) {
+	writeHelp(c, []string{
+		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GETNAME", "    Return the name of the current connection.",
+		"ID", "    Return the ID of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"SETINFO <option> <value>", "    Set LIB-NAME or LIB-VER of the current connection.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"HELP", "    Print this help.",
+	})
+}
+
+// COMMAND.
+
+func writeCommandInfo(c *ctx, cmd *command) {
+	c.o.arrayLen(10)
+	c.o.bulkString(cmd.fullname)
+	c.o.integer(int64(cmd.arity))
+	c.o.arrayLen(len(cmd.flagNames))
+	for _, f := range cmd.flagNames {
+		c.o.simple(f)
+	}
+	c.o.integer(int64(cmd.firstKey))
+	c.o.integer(int64(cmd.lastKey))
+	c.o.integer(int64(cmd.step))
+	c.o.arrayLen(len(cmd.acl))
+	for _, a := range cmd.acl {
+		c.o.simple(a)
+	}
+	c.o.writeString(cmd.tips)
+	c.o.writeString(cmd.keySpecs)
+	subs := sortedSubs(cmd)
+	c.o.arrayLen(len(subs))
+	for _, sc := range subs {
+		writeCommandInfo(c, sc)
+	}
+}
+
+func sortedSubs(cmd *command) []*command {
+	var subs []*command
+	for _, sc := range cmd.subs {
+		subs = append(subs, sc)
+	}
+	for i := 1; i < len(subs); i++ {
+		for j := i; j > 0 && subs[j].name < subs[j-1].name; j-- {
+			subs[j], subs[j-1] = subs[j-1], subs[j]
+		}
+	}
+	return subs
+}
+
+func cmdCommand(c *ctx) {
+	c.o.arrayLen(len(c.s.byName))
+	for _, cmd := range c.s.byName {
+		writeCommandInfo(c, cmd)
+	}
+}
+
+func cmdCommandCount(c *ctx) { c.o.integer(int64(len(c.s.byName))) }
+
+// lookupFull finds a command by name or by "container|sub".
+func (s *Server) lookupFull(name []byte) *command {
+	parent, sub, ok := strings.Cut(strings.ToLower(string(name)), "|")
+	cmd := s.cmds[parent]
+	if cmd == nil || !ok {
+		return cmd
+	}
+	return cmd.subs[sub]
+}
+
+func cmdCommandInfo(c *ctx) {
+	if len(c.argv) == 2 {
+		cmdCommand(c)
+		return
+	}
+	c.o.arrayLen(len(c.argv) - 2)
+	for _, name := range c.argv[2:] {
+		if cmd := c.s.lookupFull(name); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.o.null()
+		}
+	}
+}
+
+func writeCommandDocs(c *ctx, cmd *command) {
+	c.o.bulkString(cmd.fullname)
+	n := 6
+	if cmd.subs != nil {
+		n += 2
+	}
+	c.o.arrayLen(n)
+	c.o.bulkString("summary")
+	c.o.bulkString(cmd.summary)
+	c.o.bulkString("since")
+	c.o.bulkString(cmd.since)
+	c.o.bulkString("group")
+	c.o.bulkString(cmd.group)
+	if cmd.subs != nil {
+		subs := sortedSubs(cmd)
+		c.o.bulkString("subcommands")
+		c.o.arrayLen(2 * len(subs))
+		for _, sc := range subs {
+			writeCommandDocs(c, sc)
+		}
+	}
+}
+
+// cmdCommandDocs answers each command's summary, version and group (what
+// redis-cli shows in its help), without the arguments' descriptions.
+func cmdCommandDocs(c *ctx) {
+	if len(c.argv) == 2 {
+		c.o.arrayLen(2 * len(c.s.byName))
+		for _, cmd := range c.s.byName {
+			writeCommandDocs(c, cmd)
+		}
+		return
+	}
+	var found []*command
+	for _, name := range c.argv[2:] {
+		if cmd := c.s.lookupFull(name); cmd != nil {
+			found = append(found, cmd)
+		}
+	}
+	c.o.arrayLen(2 * len(found))
+	for _, cmd := range found {
+		writeCommandDocs(c, cmd)
+	}
+}
+
+func cmdCommandList(c *ctx) {
+	var names []string
+	for _, cmd := range c.s.byName {
+		names = append(names, cmd.fullname)
+		for _, sc := range sortedSubs(cmd) {
+			names = append(names, sc.fullname)
+		}
+	}
+	if len(c.argv) > 2 {
+		if len(c.argv) != 5 || !equalFold(c.argv[2], "filterby") || !equalFold(c.argv[3], "pattern") {
+			c.o.writeString(errSyntax)
+			return
+		}
+		kept := names[:0]
+		for _, n := range names {
+			if stringMatch(c.argv[4], []byte(n)) {
+				kept = append(kept, n)
+			}
+		}
+		names = kept
+	}
+	c.o.arrayLen(len(names))
+	for _, n := range names {
+		c.o.bulkString(n)
+	}
+}
+
+func cmdCommandHelp(c *ctx) {
+	writeHelp(c, []string{
+		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"(no subcommand)", "    Return details about all commands.",
+		"COUNT", "    Return the total number of commands in this server.",
+		"LIST", "    Return a list of all commands in this server.",
+		"INFO [<command-name> ...]", "    Return details about the given commands.",
+		"DOCS [<command-name> ...]", "    Return documentation details about the given commands.",
+		"HELP", "    Print this help.",
+	})
+}
+
+// CONFIG GET: the parameters clients and benchmarks read, with psp's
+// values.
+func (s *Server) configParams() [][2]string {
+	return [][2]string{
+		{"appendonly", "no"},
+		{"databases", "1"},
+		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
+		{"maxmemory-policy", "noeviction"},
+		{"port", strconv.Itoa(s.cfg.Port)},
+		{"proto-max-bulk-len", strconv.Itoa(s.maxBulk)},
+		{"save", ""},
+		{"timeout", "0"},
+	}
+}
+
+func cmdConfigGet(c *ctx) {
+	params := c.s.configParams()
+	var out [][2]string
+	seen := make(map[string]bool)
+	for _, pat := range c.argv[2:] {
+		for _, p := range params {
+			if !seen[p[0]] && stringMatchFold(pat, p[0]) {
+				seen[p[0]] = true
+				out = append(out, p)
+			}
+		}
+	}
+	c.o.arrayLen(2 * len(out))
+	for _, p := range out {
+		c.o.bulkString(p[0])
+		c.o.bulkString(p[1])
+	}
+}
+
+// stringMatchFold matches a CONFIG GET pattern, case-insensitively.
+func stringMatchFold(pat []byte, name string) bool {
+	return stringMatch([]byte(strings.ToLower(string(pat))), []byte(name))
+}
+
+func cmdConfigHelp(c *ctx) {
+	writeHelp(c, []string{
+		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"HELP", "    Print this help.",
+	})
+}
+
+func cmdDbsize(c *ctx) { c.o.integer(c.s.db.keys.Load()) }
+
+func cmdFlush(c *ctx) {
+	if len(c.argv) > 2 || (len(c.argv) == 2 && !equalFold(c.argv[1], "sync") && !equalFold(c.argv[1], "async")) {
+		c.o.writeString(errSyntax)
+		return
+	}
+	c.s.db.lockAll()
+	c.s.db.flush()
+	c.s.db.unlockAll()
+	c.o.ok()
+}
+
+// cmdInfo answers the sections clients read, in redis-server's format.
+func cmdInfo(c *ctx) {
+	s := c.s
+	sections := map[string]bool{}
+	for _, a := range c.argv[1:] {
+		sections[strings.ToLower(string(a))] = true
+	}
+	all := len(sections) == 0 || sections["all"] || sections["everything"] || sections["default"]
+	want := func(name string) bool { return all || sections[name] }
+	var b strings.Builder
+	add := func(section string, kv ...string) {
+		if !want(strings.ToLower(section)) {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + section + "\r\n")
+		for i := 0; i+1 < len(kv); i += 2 {
+			b.WriteString(kv[i] + ":" + kv[i+1] + "\r\n")
+		}
+	}
+	var commands, hits, misses, oom uint64
+	for _, w := range s.workers {
+		commands += w.stats.commands.Load()
+		hits += w.stats.hits.Load()
+		misses += w.stats.misses.Load()
+		oom += w.stats.oom.Load()
+	}
+	uptime := (c.now - s.started.UnixMilli()) / 1000
+	host, _ := os.Hostname()
+	_ = host
+	used := s.db.used.Load()
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	add("Server",
+		"redis_version", Version,
+		"redis_mode", "standalone",
+		"os", runtime.GOOS+" "+runtime.GOARCH,
+		"arch_bits", "64",
+		"multiplexing_api", "psp",
+		"process_id", strconv.Itoa(os.Getpid()),
+		"tcp_port", strconv.Itoa(s.cfg.Port),
+		"server_time_usec", i64(c.now*1000),
+		"uptime_in_seconds", i64(uptime),
+		"uptime_in_days", i64(uptime/86400),
+		"executable", "psp",
+		"io_threads_active", "0")
+	add("Clients",
+		"connected_clients", u64(s.connsOpened.Load()-s.connsClosed.Load()),
+		"maxclients", "0",
+		"blocked_clients", "0")
+	add("Memory",
+		"used_memory", i64(used),
+		"used_memory_human", humanBytes(used),
+		"maxmemory", i64(s.cfg.MaxMemory),
+		"maxmemory_human", humanBytes(s.cfg.MaxMemory),
+		"maxmemory_policy", "noeviction")
+	add("Persistence",
+		"loading", "0",
+		"rdb_changes_since_last_save", "0",
+		"rdb_bgsave_in_progress", "0",
+		"rdb_last_bgsave_status", "ok",
+		"aof_enabled", "0",
+		"aof_rewrite_in_progress", "0")
+	add("Stats",
+		"total_connections_received", u64(s.connsOpened.Load()),
+		"total_commands_processed", u64(commands),
+		"expired_keys", i64(s.expired.Load()),
+		"evicted_keys", "0",
+		"keyspace_hits", u64(hits),
+		"keyspace_misses", u64(misses),
+		"rejected_oom_commands", u64(oom))
+	add("Replication",
+		"role", "master",
+		"connected_slaves", "0")
+	add("Cluster", "cluster_enabled", "0")
+	var keyspace []string
+	if n := s.db.keys.Load(); n > 0 {
+		keyspace = []string{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, s.db.volatileKeys())}
+	}
+	add("Keyspace", keyspace...)
+	c.o.bulkString(b.String())
+}
+
+func humanBytes(n int64) string {
+	f := float64(n)
+	switch {
+	case f < 1024:
+		return strconv.FormatInt(n, 10) + "B"
+	case f < 1024*1024:
+		return strconv.FormatFloat(f/1024, 'f', 2, 64) + "K"
+	case f < 1024*1024*1024:
+		return strconv.FormatFloat(f/(1024*1024), 'f', 2, 64) + "M"
+	}
+	return strconv.FormatFloat(f/(1024*1024*1024), 'f', 2, 64) + "G"
+}

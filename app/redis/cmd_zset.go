@@ -1,0 +1,434 @@
+package redis
+
+import (
+	"math"
+)
+
+func zmemberSize(m string) int64 { return 3*elemOverhead + int64(len(m)) }
+
+// ZADD's input flags.
+const (
+	zaddNX = 1 << iota
+	zaddXX
+	zaddGT
+	zaddLT
+	zaddIncr
+)
+
+// cmdZadd answers ZADD (with NX, XX, GT, LT, CH, INCR) and ZINCRBY, as
+// redis-server's zaddGenericCommand does.
+func cmdZadd(c *ctx) {
+	flags, ch := 0, false
+	i := 2
+	if c.cmd.name == "zincrby" {
+		flags = zaddIncr
+	} else {
+		for ; i < len(c.argv); i++ {
+			switch opt := c.argv[i]; {
+			case equalFold(opt, "nx"):
+				flags |= zaddNX
+			case equalFold(opt, "xx"):
+				flags |= zaddXX
+			case equalFold(opt, "ch"):
+				ch = true
+			case equalFold(opt, "incr"):
+				flags |= zaddIncr
+			case equalFold(opt, "gt"):
+				flags |= zaddGT
+			case equalFold(opt, "lt"):
+				flags |= zaddLT
+			default:
+				goto scores
+			}
+		}
+	}
+scores:
+	elements := len(c.argv) - i
+	if elements%2 != 0 || elements == 0 {
+		c.o.writeString(errSyntax)
+		return
+	}
+	elements /= 2
+	incr, nx, xx, gt, lt := flags&zaddIncr != 0, flags&zaddNX != 0, flags&zaddXX != 0, flags&zaddGT != 0, flags&zaddLT != 0
+	switch {
+	case nx && xx:
+		c.o.err("XX and NX options at the same time are not compatible")
+		return
+	case (gt && nx) || (lt && nx) || (gt && lt):
+		c.o.err("GT, LT, and/or NX options at the same time are not compatible")
+		return
+	case incr && elements > 1:
+		c.o.err("INCR option supports a single increment-element pair")
+		return
+	}
+	for j := 0; j < elements; j++ {
+		if _, ok := parseDouble(c.argv[i+2*j]); !ok {
+			c.o.writeString(errNotFloat)
+			return
+		}
+	}
+	key := c.argv[1]
+	sh, h, e := c.writeEntry(key)
+	defer sh.mu.Unlock()
+	if c.wrongType(e, kindZSet) {
+		return
+	}
+	added, updated, processed := 0, 0, 0
+	var score float64
+	if e == nil && !xx {
+		e = c.s.db.add(sh, key, h, kindZSet)
+		e.obj = newZSetObj()
+	}
+	if e != nil {
+		z := e.obj.(*zsetObj)
+		for j := 0; j < elements; j++ {
+			score, _ = parseDouble(c.argv[i+2*j])
+			member := c.argv[i+2*j+1]
+			cur, exists := z.scores[string(member)]
+			if exists {
+				if nx {
+					continue
+				}
+				if incr {
+					score += cur
+					if math.IsNaN(score) {
+						c.o.err("resulting score is not a number (NaN)")
+						c.dropIfEmpty(sh, e, z)
+						return
+					}
+				}
+				if (lt && score >= cur) || (gt && score <= cur) {
+					continue
+				}
+				processed++
+				if score != cur {
+					z.add(string(member), score)
+					updated++
+				}
+				continue
+			}
+			if xx {
+				continue
+			}
+			m := string(member)
+			z.add(m, score)
+			c.s.db.resize(e, e.size+zmemberSize(m))
+			added++
+			processed++
+		}
+		c.dropIfEmpty(sh, e, z)
+	}
+	if incr {
+		if processed > 0 {
+			c.o.double(score)
+		} else {
+			c.o.null()
+		}
+		return
+	}
+	if ch {
+		c.o.integer(int64(added + updated))
+	} else {
+		c.o.integer(int64(added))
+	}
+}
+
+// dropIfEmpty deletes a sorted set left empty (created by a ZADD that
+// added nothing).
+func (c *ctx) dropIfEmpty(sh *shard, e *entry, z *zsetObj) {
+	if z.card() == 0 {
+		c.s.db.remove(sh, e)
+	}
+}
+
+func cmdZrem(c *ctx) {
+	sh, e, ok := c.writeKind(c.argv[1], kindZSet, czero)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	z := e.obj.(*zsetObj)
+	deleted := 0
+	for _, m := range c.argv[2:] {
+		if z.remove(string(m)) {
+			deleted++
+			c.s.db.resize(e, e.size-zmemberSize(string(m)))
+		}
+		if z.card() == 0 {
+			c.s.db.remove(sh, e)
+			break
+		}
+	}
+	c.o.integer(int64(deleted))
+}
+
+func cmdZscore(c *ctx) {
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, nullBulk)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	if s, found := z.scores[string(c.argv[2])]; found {
+		c.o.double(s)
+	} else {
+		c.o.null()
+	}
+}
+
+func cmdZcard(c *ctx) {
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, czero)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	c.o.integer(int64(z.card()))
+}
+
+// cmdZrank answers ZRANK and ZREVRANK.
+func cmdZrank(c *ctx) {
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, nullBulk)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	m := c.argv[2]
+	s, found := z.scores[string(m)]
+	if !found {
+		c.o.null()
+		return
+	}
+	r := int64(z.zsl.rank(s, string(m))) - 1
+	if c.cmd.name == "zrevrank" {
+		r = int64(z.card()) - 1 - r
+	}
+	c.o.integer(r)
+}
+
+// cmdZrange answers ZRANGE (BYSCORE, REV, LIMIT, WITHSCORES), ZREVRANGE,
+// ZRANGEBYSCORE and ZREVRANGEBYSCORE, as redis-server's
+// zrangeGenericCommand does. BYLEX is refused.
+func cmdZrange(c *ctx) {
+	name := c.cmd.name
+	byScore := name == "zrangebyscore" || name == "zrevrangebyscore"
+	rev := name == "zrevrange" || name == "zrevrangebyscore"
+	auto := name == "zrange"
+	withScores := false
+	offset, limit := int64(0), int64(-1)
+	for j := 4; j < len(c.argv); j++ {
+		left := len(c.argv) - j - 1
+		opt := c.argv[j]
+		switch {
+		case equalFold(opt, "withscores"):
+			withScores = true
+		case equalFold(opt, "limit") && left >= 2:
+			var ok bool
+			if offset, ok = c.intArg(j + 1); !ok {
+				return
+			}
+			if limit, ok = c.intArg(j + 2); !ok {
+				return
+			}
+			j += 2
+		case auto && !rev && equalFold(opt, "rev"):
+			rev = true
+		case auto && !byScore && equalFold(opt, "byscore"):
+			byScore = true
+		case auto && !byScore && equalFold(opt, "bylex"):
+			c.o.err("BYLEX is not supported by psp")
+			return
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+	}
+	if limit != -1 && !byScore {
+		c.o.err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return
+	}
+	minArg, maxArg := c.argv[2], c.argv[3]
+	var start, end int64
+	var r scoreRange
+	if byScore {
+		if rev {
+			minArg, maxArg = maxArg, minArg
+		}
+		var ok1, ok2 bool
+		r.min, r.minex, ok1 = parseRangeBound(minArg)
+		r.max, r.maxex, ok2 = parseRangeBound(maxArg)
+		if !ok1 || !ok2 {
+			c.o.err("min or max is not a float")
+			return
+		}
+	} else {
+		var ok bool
+		if start, ok = c.intArg(2); !ok {
+			return
+		}
+		if end, ok = c.intArg(3); !ok {
+			return
+		}
+	}
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, emptyArray)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	if byScore {
+		c.zrangeByScore(z, &r, offset, limit, withScores, rev)
+		return
+	}
+	n := int64(z.card())
+	start, end, ok = listRange(start, end, n)
+	if !ok {
+		c.o.writeString(emptyArray)
+		return
+	}
+	count := end - start + 1
+	if withScores {
+		c.o.arrayLen(int(2 * count))
+	} else {
+		c.o.arrayLen(int(count))
+	}
+	var x *zslNode
+	if rev {
+		x = z.zsl.byRank(uint64(n - start))
+	} else {
+		x = z.zsl.byRank(uint64(start + 1))
+	}
+	for ; count > 0 && x != nil && !c.o.failed; count-- {
+		c.o.bulkString(x.member)
+		if withScores {
+			c.o.double(x.score)
+		}
+		if rev {
+			x = x.backward
+		} else {
+			x = x.level[0].forward
+		}
+	}
+}
+
+// zrangeByScore writes the members in r, after offset, at most limit (a
+// negative limit: all), as redis-server's genericZrangebyscoreCommand.
+func (c *ctx) zrangeByScore(z *zsetObj, r *scoreRange, offset, limit int64, withScores, rev bool) {
+	if offset > 0 && offset >= int64(z.card()) {
+		c.o.writeString(emptyArray)
+		return
+	}
+	var first *zslNode
+	if rev {
+		first = z.zsl.lastIn(r)
+	} else {
+		first = z.zsl.firstIn(r)
+	}
+	step := func(x *zslNode) *zslNode {
+		if rev {
+			return x.backward
+		}
+		return x.level[0].forward
+	}
+	inRange := func(x *zslNode) bool {
+		if rev {
+			return r.gteMin(x.score)
+		}
+		return r.lteMax(x.score)
+	}
+	for ; first != nil && offset != 0; offset-- {
+		first = step(first)
+	}
+	n := 0
+	for x, l := first, limit; x != nil && l != 0 && inRange(x); x, l = step(x), l-1 {
+		n++
+	}
+	if withScores {
+		c.o.arrayLen(2 * n)
+	} else {
+		c.o.arrayLen(n)
+	}
+	for x := first; n > 0 && !c.o.failed; x, n = step(x), n-1 {
+		c.o.bulkString(x.member)
+		if withScores {
+			c.o.double(x.score)
+		}
+	}
+}
+
+func cmdZcount(c *ctx) {
+	var r scoreRange
+	var ok1, ok2 bool
+	r.min, r.minex, ok1 = parseRangeBound(c.argv[2])
+	r.max, r.maxex, ok2 = parseRangeBound(c.argv[3])
+	if !ok1 || !ok2 {
+		c.o.err("min or max is not a float")
+		return
+	}
+	sh, z, ok := readValue[*zsetObj](c, c.argv[1], kindZSet, czero)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	var n int64
+	if first := z.zsl.firstIn(&r); first != nil {
+		last := z.zsl.lastIn(&r)
+		n = int64(z.zsl.rank(last.score, last.member)) - int64(z.zsl.rank(first.score, first.member)) + 1
+	}
+	c.o.integer(n)
+}
+
+// cmdZpop answers ZPOPMIN and ZPOPMAX.
+func cmdZpop(c *ctx) {
+	if len(c.argv) > 3 {
+		c.o.writeString(errSyntax)
+		return
+	}
+	count, hasCount, ok := c.countArg()
+	if !ok {
+		return
+	}
+	if !hasCount {
+		count = -1
+	}
+	sh, e, ok := c.writeKind(c.argv[1], kindZSet, emptyArray)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	if count == 0 {
+		c.o.writeString(emptyArray)
+		return
+	}
+	if count == -1 {
+		count = 1
+	}
+	z := e.obj.(*zsetObj)
+	n := min(count, int64(z.card()))
+	c.o.arrayLen(int(2 * n))
+	for range n {
+		var x *zslNode
+		if c.cmd.name == "zpopmax" {
+			x = z.zsl.tail
+		} else {
+			x = z.zsl.header.level[0].forward
+		}
+		m, s := x.member, x.score
+		z.remove(m)
+		c.s.db.resize(e, e.size-zmemberSize(m))
+		c.o.bulkString(m)
+		c.o.double(s)
+	}
+	c.dropIfEmpty(sh, e, z)
+}
+
+// cmdZscan returns the whole sorted set in one call (see scanWhole), its
+// scores as redis-server stores a small one's.
+func cmdZscan(c *ctx) {
+	scanWhole(c, kindZSet, 2, func(z *zsetObj, match func([]byte) bool) {
+		var b [32]byte
+		for x := z.zsl.header.level[0].forward; x != nil; x = x.level[0].forward {
+			if match(stringBytes(x.member)) {
+				c.o.bulkString(x.member)
+				c.o.bulk(d2string(b[:0], x.score))
+			}
+		}
+	})
+}

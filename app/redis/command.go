@@ -1,0 +1,256 @@
+package redis
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"github.com/persephone-go/psp/nic"
+)
+
+// ctx is one command being run.
+type ctx struct {
+	s          *Server
+	w          *worker
+	conn       *Conn // nil for a request not cut from a stream
+	argv       [][]byte
+	now        int64 // unix ms, the command's time
+	o          *out
+	cmd        *command
+	replyFlags nic.Flags
+}
+
+// Command flags psp acts on (the rest are only shown by COMMAND).
+const (
+	flagWrite = 1 << iota
+	flagDenyOOM
+)
+
+// command is one command (or subcommand) of the table.
+type command struct {
+	name      string // lower case
+	fullname  string // "client|setname" for a subcommand
+	arity     int    // > 0: exactly; < 0: at least -arity
+	flagNames []string
+	flags     int
+	firstKey  int
+	lastKey   int
+	step      int
+	group     string
+	summary   string
+	since     string
+	acl       []string
+	refused   bool   // known, not implemented: refused with an error saying so
+	tips      string // RESP, as redis-server sends it
+	keySpecs  string // RESP, as redis-server sends it
+	run       func(*ctx)
+	subs      map[string]*command
+}
+
+// lookup finds argv's command as redis-server does: the command by its
+// name, case-insensitively, and for a container (CLIENT, CONFIG, ...)
+// given more than its name, the subcommand named by argv[1] (nil when
+// there is none). It reports whether argv[0] names a container.
+func (s *Server) lookup(argv [][]byte) (cmd *command, container bool) {
+	base := findCommand(s.cmds, argv[0])
+	if base == nil {
+		return nil, false
+	}
+	if len(argv) == 1 || base.subs == nil {
+		return base, base.subs != nil
+	}
+	return findCommand(base.subs, argv[1]), true
+}
+
+// findCommand looks name up case-insensitively without allocating.
+func findCommand(m map[string]*command, name []byte) *command {
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return m[string(buf[:len(name)])]
+}
+
+// run checks and runs the command in c.argv, as redis-server's
+// processCommand does: an unknown command or subcommand, a wrong number
+// of arguments, then the memory limit, answered with its errors.
+func (s *Server) run(c *ctx) {
+	c.w.stats.commands.Add(1)
+	cmd, container := s.lookup(c.argv)
+	if cmd == nil {
+		name := cstr(c.argv[0])
+		if equalFold(name, "host:") || equalFold(name, "post") {
+			c.replyFlags |= nic.ReplyClose // an HTTP request: closed unanswered
+			return
+		}
+		c.w.stats.errors.Add(1)
+		if container {
+			c.o.errBytes(unknownSubcommand(c.argv))
+		} else {
+			c.o.errBytes(unknownCommand(c.argv))
+		}
+		return
+	}
+	if (cmd.arity > 0 && cmd.arity != len(c.argv)) || len(c.argv) < -cmd.arity {
+		c.w.stats.errors.Add(1)
+		c.o.err("wrong number of arguments for '" + cmd.fullname + "' command")
+		return
+	}
+	if cmd.flags&flagDenyOOM != 0 && s.cfg.MaxMemory > 0 && s.db.used.Load() > s.cfg.MaxMemory {
+		c.w.stats.oom.Add(1)
+		c.o.writeString(errOOM)
+		return
+	}
+	c.cmd = cmd
+	cmd.run(c)
+}
+
+// Shared replies.
+const (
+	errOOM       = "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+	errWrongType = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+	errSyntax    = "-ERR syntax error\r\n"
+	errNotInt    = "-ERR value is not an integer or out of range\r\n"
+	errNotFloat  = "-ERR value is not a valid float\r\n"
+	errNoKey     = "-ERR no such key\r\n"
+	errRange     = "-ERR index out of range\r\n"
+	emptyArray   = "*0\r\n"
+	emptyScan    = "*2\r\n$1\r\n0\r\n*0\r\n"
+	czero        = ":0\r\n"
+	cone         = ":1\r\n"
+	emptyBulk    = "$0\r\n\r\n"
+	nullBulk     = "$-1\r\n"
+	nullArray    = "*-1\r\n"
+	okReply      = "+OK\r\n"
+)
+
+// unknownCommand is redis-server's error for an unknown command: the name
+// and the first arguments, each cut at a NUL byte and at 128 bytes in all,
+// line ends turned into spaces.
+func unknownCommand(argv [][]byte) []byte {
+	var args []byte
+	for i := 1; i < len(argv) && len(args) < 128; i++ {
+		a := cstr(argv[i])
+		a = a[:min(len(a), 128-len(args))]
+		args = append(append(append(args, '\''), a...), '\'', ' ')
+	}
+	name := cstr(argv[0])
+	name = name[:min(len(name), 128)]
+	msg := append([]byte("unknown command '"), name...)
+	msg = append(append(msg, "', with args beginning with: "...), args...)
+	return mapLineEnds(msg)
+}
+
+// unknownSubcommand is redis-server's error for an unknown subcommand of a
+// container.
+func unknownSubcommand(argv [][]byte) []byte {
+	sub := cstr(argv[1])
+	sub = sub[:min(len(sub), 128)]
+	msg := append([]byte("unknown subcommand '"), sub...)
+	msg = append(append(msg, "'. Try "...), bytes.ToUpper(cstr(argv[0]))...)
+	return mapLineEnds(append(msg, " HELP."...))
+}
+
+// mapLineEnds replaces \r and \n with spaces, as redis-server does in the
+// error replies it builds from arguments.
+func mapLineEnds(p []byte) []byte {
+	for i, c := range p {
+		if c == '\r' || c == '\n' {
+			p[i] = ' '
+		}
+	}
+	return p
+}
+
+// cstr is p as redis-server reads an argument as a C string: up to its
+// first NUL byte.
+func cstr(p []byte) []byte {
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// equalFold reports whether p equals s ignoring ASCII case (strcasecmp),
+// p read as a C string.
+func equalFold(p []byte, s string) bool {
+	p = cstr(p)
+	if len(p) != len(s) {
+		return false
+	}
+	for i := range p {
+		a, b := p[i], s[i]
+		if a >= 'A' && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// commandTable builds the command table from the commands' descriptions
+// and runners: by lower-case name, and sorted by name.
+func commandTable() (map[string]*command, []*command) {
+	specs, runners := commandSpecs(), commandRunners()
+	for _, name := range refusedCommands() {
+		runners[name] = cmdRefused
+	}
+	refused := make(map[string]bool)
+	for _, name := range refusedCommands() {
+		refused[name] = true
+	}
+	m := make(map[string]*command)
+	for full, spec := range specs {
+		if strings.Contains(full, "|") {
+			continue
+		}
+		c := spec
+		c.fullname, c.run, c.refused = full, runners[full], refused[full]
+		c.flags = flagBits(c.flagNames)
+		m[full] = &c
+	}
+	for full, spec := range specs {
+		parent, _, ok := strings.Cut(full, "|")
+		if !ok {
+			continue
+		}
+		p := m[parent]
+		if p.subs == nil {
+			p.subs = make(map[string]*command)
+		}
+		c := spec
+		c.fullname, c.run = full, runners[full]
+		c.flags = flagBits(c.flagNames)
+		p.subs[c.name] = &c
+	}
+	all := make([]*command, 0, len(m))
+	for _, c := range m {
+		all = append(all, c)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	return m, all
+}
+
+func flagBits(names []string) int {
+	bits := 0
+	for _, n := range names {
+		switch n {
+		case "write":
+			bits |= flagWrite
+		case "denyoom":
+			bits |= flagDenyOOM
+		}
+	}
+	return bits
+}

@@ -1,0 +1,390 @@
+package redis
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/app/redis/redistest"
+	"github.com/persephone-go/psp/nic"
+)
+
+// caller runs commands on one worker of a server, without a dataplane.
+type caller struct {
+	s    *Server
+	w    int
+	conn *Conn
+	b    nic.Buffer
+	r    testReply
+}
+
+func newCaller(s *Server, w int) *caller {
+	return &caller{s: s, w: w, conn: s.NewConn(uint64(w+1), netipAddrPort()).(*Conn),
+		b: nic.Buffer{Data: make([]byte, testRoom)}, r: testReply{room: testRoom}}
+}
+
+// load puts the request in the caller's buffer.
+func (c *caller) load(req []byte) {
+	if len(req) > len(c.b.Data) {
+		c.b.Data = make([]byte, len(req))
+	}
+	c.b.Len = copy(c.b.Data, req)
+	c.b.Flags, c.b.Session = nic.FromStream, c.conn
+	c.r.chunks = c.r.chunks[:0]
+}
+
+// do runs one command and returns its whole reply.
+func (c *caller) do(args ...string) string {
+	c.load(redistest.Command(args...))
+	if !c.s.HandleMulti(c.w, 0, &c.b, &c.r) {
+		return "<dropped>"
+	}
+	var all []byte
+	for _, ch := range c.r.chunks {
+		all = append(all, ch...)
+	}
+	return string(append(all, c.b.Payload()...))
+}
+
+// TestCommandsAllocateNothing: the common commands run without a heap
+// allocation once their key exists (the store keeps a copy of what a new
+// key or value holds: that allocation is the data).
+func TestCommandsAllocateNothing(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	for _, setup := range [][]string{{"SET", "k", "value"}, {"SET", "n", "1"}, {"HSET", "h", "f", "v"},
+		{"ZADD", "z", "1", "m"}, {"RPUSH", "l", "a", "b", "c"}, {"SADD", "s", "x"}} {
+		c.do(setup...)
+	}
+	for _, args := range [][]string{
+		{"PING"}, {"GET", "k"}, {"GET", "missing"}, {"SET", "k", "other"}, {"INCR", "n"},
+		{"MGET", "k", "n", "missing"}, {"EXISTS", "k"}, {"HGET", "h", "f"}, {"ZSCORE", "z", "m"},
+		{"LRANGE", "l", "0", "-1"}, {"SISMEMBER", "s", "x"}, {"TTL", "k"}, {"ECHO", "hello"},
+		{"SCAN", "0", "COUNT", "10"},
+	} {
+		req := redistest.Command(args...)
+		if n := testing.AllocsPerRun(200, func() {
+			c.load(req)
+			c.s.HandleMulti(0, 0, &c.b, &c.r)
+		}); n != 0 {
+			t.Errorf("%s: %.1f allocations per command", strings.Join(args, " "), n)
+		}
+	}
+}
+
+// TestIncrIsAtomic: INCRs from many workers at once lose no update.
+func TestIncrIsAtomic(t *testing.T) {
+	const workers, each = 4, 500
+	s := openTest(t, Config{Workers: workers})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newCaller(s, w)
+			for range each {
+				if r := c.do("INCR", "n"); r[0] != ':' {
+					t.Errorf("INCR: %q", r)
+					return
+				}
+				c.do("HINCRBY", "h", "f", "2")
+				c.do("ZINCRBY", "z", "1", "m")
+				c.do("RPUSH", "l", "x")
+			}
+		}()
+	}
+	wg.Wait()
+	c := newCaller(s, 0)
+	for _, q := range []struct{ cmd []string }{
+		{[]string{"GET", "n"}}, {[]string{"HGET", "h", "f"}}, {[]string{"ZSCORE", "z", "m"}}, {[]string{"LLEN", "l"}},
+	} {
+		got := c.do(q.cmd...)
+		var want string
+		switch q.cmd[0] {
+		case "GET":
+			want = bulk(strconv.Itoa(workers * each))
+		case "HGET":
+			want = bulk(strconv.Itoa(2 * workers * each))
+		case "ZSCORE":
+			want = bulk(strconv.Itoa(workers * each))
+		case "LLEN":
+			want = ":" + strconv.Itoa(workers*each) + "\r\n"
+		}
+		if got != want {
+			t.Errorf("%v: %q, want %q", q.cmd, got, want)
+		}
+	}
+}
+
+func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+
+// TestMsetIsAtomic: MGET never sees some keys of an MSET and not the
+// others, however the keys fall across shards; RENAME is never seen half
+// done.
+func TestMsetIsAtomic(t *testing.T) {
+	s := openTest(t, Config{Workers: 3})
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		c := newCaller(s, 0)
+		for i := 0; !stop.Load(); i++ {
+			args := []string{"MSET"}
+			for _, k := range keys {
+				args = append(args, k, strconv.Itoa(i))
+			}
+			c.do(args...)
+			c.do("SET", "src", strconv.Itoa(i))
+			c.do("RENAME", "src", "dst")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		c := newCaller(s, 1)
+		for i := 0; !stop.Load(); i++ {
+			c.do("EXISTS", "src", "dst") // either, or both between rounds, never neither once started
+		}
+	}()
+	c := newCaller(s, 2)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	checks := 0
+	for time.Now().Before(deadline) {
+		r := c.do(append([]string{"MGET"}, keys...)...)
+		parts := strings.Split(r, "\r\n")
+		var vals []string
+		for i := 2; i < len(parts); i += 2 {
+			vals = append(vals, parts[i])
+		}
+		for _, v := range vals {
+			if v != vals[0] {
+				t.Fatalf("MGET saw a partial MSET: %q", r)
+			}
+		}
+		checks++
+	}
+	stop.Store(true)
+	wg.Wait()
+	if checks == 0 {
+		t.Fatal("no MGET ran")
+	}
+}
+
+// TestScanGuarantee: a full SCAN returns every key present for its whole
+// duration, exactly once, while other workers create and delete keys,
+// whatever COUNT; a cursor never issued is a place to start like any
+// other.
+func TestScanGuarantee(t *testing.T) {
+	s := openTest(t, Config{Workers: 2})
+	c := newCaller(s, 0)
+	const stable = 3000
+	for i := range stable {
+		c.do("SET", "stable:"+strconv.Itoa(i), "v")
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w := newCaller(s, 1)
+		for i := 0; !stop.Load(); i++ {
+			w.do("SET", "churn:"+strconv.Itoa(i%5000), "v")
+			w.do("DEL", "churn:"+strconv.Itoa((i+2500)%5000))
+		}
+	}()
+	for _, count := range []string{"1", "7", "100", "5000"} {
+		seen := map[string]int{}
+		cursor := "0"
+		for calls := 0; ; calls++ {
+			if calls > 100000 {
+				t.Fatalf("COUNT %s: SCAN did not end", count)
+			}
+			r := c.do("SCAN", cursor, "COUNT", count, "MATCH", "stable:*")
+			next, keys := parseScan(t, r)
+			for _, k := range keys {
+				seen[k]++
+			}
+			if cursor = next; cursor == "0" {
+				break
+			}
+		}
+		if len(seen) != stable {
+			t.Errorf("COUNT %s: %d of %d stable keys returned", count, len(seen), stable)
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("COUNT %s: %s returned %d times", count, k, n)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	// A cursor never issued: the scan goes on from there to the end.
+	next, _ := parseScan(t, c.do("SCAN", "12345678901234567890", "COUNT", "1000000"))
+	if next != "0" {
+		t.Errorf("SCAN from a cursor never issued with a huge COUNT ended at %s, want 0", next)
+	}
+}
+
+// parseScan splits a SCAN reply into its cursor and keys.
+func parseScan(t *testing.T, r string) (string, []string) {
+	t.Helper()
+	parts := strings.Split(r, "\r\n")
+	if len(parts) < 4 || parts[0] != "*2" {
+		t.Fatalf("SCAN reply %q", r)
+	}
+	var keys []string
+	for i := 5; i < len(parts); i += 2 {
+		keys = append(keys, parts[i])
+	}
+	return parts[2], keys
+}
+
+// TestMaxMemory: past maxmemory, commands that may grow the dataset are
+// refused with redis-server's noeviction error, reads and deletes are
+// served, and writes work again once memory is freed; the estimate stays
+// within the limit plus one command.
+func TestMaxMemory(t *testing.T) {
+	const limit = 1 << 20
+	s := openTest(t, Config{Workers: 1, MaxMemory: limit})
+	c := newCaller(s, 0)
+	val := strings.Repeat("x", 1000)
+	var refused int
+	for i := 0; i < 5000; i++ {
+		r := c.do("SET", "k"+strconv.Itoa(i), val)
+		if r == "-OOM command not allowed when used memory > 'maxmemory'.\r\n" {
+			refused = i
+			break
+		}
+		if r != "+OK\r\n" {
+			t.Fatalf("SET: %q", r)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no SET was refused")
+	}
+	if used := s.db.used.Load(); used > limit+2000 {
+		t.Errorf("used %d, limit %d: over by more than one SET", used, limit)
+	}
+	for _, args := range [][]string{{"LPUSH", "l", "x"}, {"SADD", "s", "m"}, {"HSET", "h", "f", "v"}, {"APPEND", "k1", "x"}, {"INCR", "n"}} {
+		if r := c.do(args...); !strings.HasPrefix(r, "-OOM") {
+			t.Errorf("%v past maxmemory: %q", args, r)
+		}
+	}
+	if r := c.do("GET", "k1"); r != bulk(val) {
+		t.Errorf("GET past maxmemory: %.40q", r)
+	}
+	for i := 0; i < refused/2; i++ {
+		c.do("DEL", "k"+strconv.Itoa(i))
+	}
+	if r := c.do("SET", "again", "v"); r != "+OK\r\n" {
+		t.Errorf("SET after DELs: %q", r)
+	}
+	if r := c.do("INFO", "memory"); !strings.Contains(r, "maxmemory:"+strconv.Itoa(limit)+"\r\n") {
+		t.Errorf("INFO memory: %q", r)
+	}
+}
+
+// TestLongCommandsDoNotStopGets: while one worker runs KEYS over many
+// keys, GETs on another worker start and finish: the long command holds
+// one shard at a time, read-locked (a store locked whole for the KEYS
+// would finish no GET that started during it).
+func TestLongCommandsDoNotStopGets(t *testing.T) {
+	s := openTest(t, Config{Workers: 2})
+	c := newCaller(s, 0)
+	const keys = 30000
+	fill(c, keys)
+	c.r.room = 1 << 20
+	var inKeys, stop atomic.Bool
+	var during atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g := newCaller(s, 1)
+		for !stop.Load() {
+			before := inKeys.Load()
+			if r := g.do("GET", "key:77"); r != bulk("v") {
+				t.Errorf("GET: %q", r)
+				return
+			}
+			if before && inKeys.Load() {
+				during.Add(1)
+			}
+		}
+	}()
+	start := time.Now()
+	for range 2 {
+		inKeys.Store(true)
+		r := c.do("KEYS", "*")
+		inKeys.Store(false)
+		if !strings.HasPrefix(r, "*"+strconv.Itoa(keys)+"\r\n") {
+			t.Fatalf("KEYS: %.40q", r)
+		}
+	}
+	elapsed := time.Since(start)
+	stop.Store(true)
+	<-done
+	if during.Load() < 10 {
+		t.Errorf("%d GETs started and finished during %v of KEYS", during.Load(), elapsed)
+	}
+	t.Logf("%d GETs started and finished during 2 KEYS * of %d keys (%v)", during.Load(), keys, elapsed)
+}
+
+// TestReplyLongerThanABuffer: a reply longer than one buffer leaves in
+// chunks of the dataplane's room; when no buffer is left for a chunk, the
+// reply is cut and the connection closed.
+func TestReplyLongerThanABuffer(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	big := strings.Repeat("v", 3*testRoom+17)
+	c.do("SET", "big", big)
+	if r := c.do("GET", "big"); r != bulk(big) {
+		t.Fatalf("GET of %d bytes: %d bytes back", len(big), len(r))
+	}
+	if len(c.r.chunks) != 3 {
+		t.Errorf("%d leading chunks, want 3", len(c.r.chunks))
+	}
+	c.r.fail = true
+	c.do("GET", "big")
+	if c.b.Flags&nic.ReplyClose == 0 || c.b.Len != 0 {
+		t.Errorf("a cut reply: flags %v, len %d; want ReplyClose and nothing more", c.b.Flags, c.b.Len)
+	}
+	c.r.fail = false
+	if r := c.do("PING"); r != "+PONG\r\n" {
+		t.Errorf("after a cut reply: %q", r)
+	}
+}
+
+// TestOverloadReply: a shed command is answered with a BUSY error.
+func TestOverloadReply(t *testing.T) {
+	s := openTest(t, Config{})
+	b := nic.Buffer{Data: make([]byte, 256)}
+	b.Len = copy(b.Data, redistest.Command("GET", "k"))
+	if !s.ReplyOverloaded(0, &b) || !bytes.Equal(b.Payload(), []byte(BusyReply)) {
+		t.Fatalf("%q", b.Payload())
+	}
+	if n := testing.AllocsPerRun(100, func() { s.ReplyOverloaded(0, &b) }); n != 0 {
+		t.Errorf("%.1f allocations", n)
+	}
+}
+
+func ExampleServer() {
+	s, _ := Open(Config{})
+	defer s.Close()
+	b := nic.Buffer{Data: make([]byte, 512)}
+	for _, cmd := range []string{"SET greeting hello", "GET greeting", "INCR greeting"} {
+		b.Len = copy(b.Data, cmd+"\r\n") // an inline command
+		s.Handle(0, 0, &b)
+		fmt.Printf("%q\n", b.Payload())
+	}
+	// Output:
+	// "+OK\r\n"
+	// "$5\r\nhello\r\n"
+	// "-ERR value is not an integer or out of range\r\n"
+}

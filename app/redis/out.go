@@ -1,0 +1,155 @@
+package redis
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/persephone-go/psp/app"
+)
+
+// out is a worker's reply under construction, in RESP2. It fills a chunk
+// of at most room bytes; a full chunk leaves at once through the
+// dataplane's app.Reply (the reply's leading buffers), and the last one is
+// copied into the request's buffer when the command is done. A reply that
+// cannot be sent whole (no buffer left, or no app.Reply for a reply longer
+// than one buffer) is cut: failed is set, later writes are dropped, and
+// the connection is closed after what was sent.
+type out struct {
+	buf    []byte // the chunk being filled, cap(buf) == room
+	r      app.Reply
+	room   int
+	failed bool
+	num    [32]byte
+}
+
+// reset prepares o for a reply of chunks of room bytes sent through r (nil:
+// the reply must fit one chunk).
+func (o *out) reset(r app.Reply, room int) {
+	if cap(o.buf) < room || cap(o.buf) > 2*room {
+		o.buf = make([]byte, 0, room)
+	}
+	o.buf, o.r, o.room, o.failed = o.buf[:0], r, room, false
+}
+
+// write appends p to the reply.
+func (o *out) write(p []byte) {
+	for len(p) > 0 && !o.failed {
+		n := copy(o.buf[len(o.buf):o.room], p)
+		o.buf = o.buf[:len(o.buf)+n]
+		p = p[n:]
+		if len(p) > 0 {
+			o.flush()
+		}
+	}
+}
+
+func (o *out) writeString(s string) {
+	for len(s) > 0 && !o.failed {
+		n := copy(o.buf[len(o.buf):o.room], s)
+		o.buf = o.buf[:len(o.buf)+n]
+		s = s[n:]
+		if len(s) > 0 {
+			o.flush()
+		}
+	}
+}
+
+// flush sends the full chunk as one of the reply's leading buffers.
+func (o *out) flush() {
+	if o.r == nil || o.r.Send(o.buf) != nil {
+		o.failed = true
+		return
+	}
+	o.buf = o.buf[:0]
+}
+
+// Reply shapes.
+
+func (o *out) simple(s string) {
+	o.writeString("+")
+	o.writeString(s)
+	o.writeString("\r\n")
+}
+
+func (o *out) ok() { o.writeString("+OK\r\n") }
+
+// err writes an error reply: "-ERR " and msg, unless msg carries its own
+// code ("-WRONGTYPE ...").
+func (o *out) err(msg string) {
+	if len(msg) == 0 || msg[0] != '-' {
+		o.writeString("-ERR ")
+	} else {
+		msg = msg[1:]
+		o.writeString("-")
+	}
+	o.writeString(msg)
+	o.writeString("\r\n")
+}
+
+// errBytes writes an error reply built by the caller (without "-ERR ").
+func (o *out) errBytes(msg []byte) {
+	o.writeString("-ERR ")
+	o.write(msg)
+	o.writeString("\r\n")
+}
+
+func (o *out) integer(v int64) {
+	b := append(o.num[:0], ':')
+	b = strconv.AppendInt(b, v, 10)
+	b = append(b, '\r', '\n')
+	o.write(b)
+}
+
+func (o *out) arrayLen(n int) {
+	b := append(o.num[:0], '*')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\r', '\n')
+	o.write(b)
+}
+
+func (o *out) bulkHeader(n int) {
+	b := append(o.num[:0], '$')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\r', '\n')
+	o.write(b)
+}
+
+func (o *out) bulk(p []byte) {
+	o.bulkHeader(len(p))
+	o.write(p)
+	o.writeString("\r\n")
+}
+
+func (o *out) bulkString(s string) {
+	o.bulkHeader(len(s))
+	o.writeString(s)
+	o.writeString("\r\n")
+}
+
+// bulkInt writes v as a bulk string.
+func (o *out) bulkInt(v int64) {
+	var b [24]byte
+	o.bulk(strconv.AppendInt(b[:0], v, 10))
+}
+
+func (o *out) null()      { o.writeString("$-1\r\n") }
+func (o *out) nullArray() { o.writeString("*-1\r\n") }
+
+// double writes a score as redis-server's addReplyDouble does in RESP2:
+// a bulk string of %.17g, "inf" or "-inf".
+func (o *out) double(d float64) {
+	var b [32]byte
+	o.bulk(formatDouble(b[:0], d))
+}
+
+// formatDouble appends d as C's printf("%.17g") does (inf and -inf as
+// redis-server spells them).
+func formatDouble(dst []byte, d float64) []byte {
+	switch {
+	case math.IsInf(d, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(d, -1):
+		return append(dst, "-inf"...)
+	}
+	return strconv.AppendFloat(dst, d, 'g', 17, 64)
+}

@@ -1,0 +1,275 @@
+package redis
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+	"sync"
+
+	"github.com/persephone-go/psp/nic"
+)
+
+// Protocol limits, redis-server's.
+const (
+	// inlineMax is the longest inline command line, and the longest run
+	// of a multibulk request's count lines without a line end
+	// (PROTO_INLINE_MAX_SIZE).
+	inlineMax = 64 << 10
+	// DefaultMaxBulk is the longest argument accepted by default
+	// (proto-max-bulk-len).
+	DefaultMaxBulk = 512 << 20
+	// minArgLen is the shortest a multibulk argument can be: "$0\r\n\r\n".
+	minArgLen = 6
+)
+
+// Replies of the framer, redis-server's protocol errors. Each closes the
+// connection after it is sent, as redis-server closes it.
+var (
+	errTooBigInline    = []byte("-ERR Protocol error: too big inline request\r\n")
+	errUnbalanced      = []byte("-ERR Protocol error: unbalanced quotes in request\r\n")
+	errTooBigMbulk     = []byte("-ERR Protocol error: too big mbulk count string\r\n")
+	errInvalidMbulk    = []byte("-ERR Protocol error: invalid multibulk length\r\n")
+	errTooBigBulkCount = []byte("-ERR Protocol error: too big bulk count string\r\n")
+	errInvalidBulk     = []byte("-ERR Protocol error: invalid bulk length\r\n")
+	errTooManyClients  = []byte("-ERR max number of clients reached\r\n")
+)
+
+// NewConn implements nic.Protocol: the framer, and session, of a new
+// connection; id is the connection's CLIENT ID.
+func (s *Server) NewConn(id uint64, peer netip.AddrPort) nic.Framer {
+	s.connsOpened.Add(1)
+	return &Conn{srv: s, id: id, peer: peer, created: s.clock()}
+}
+
+// TooManyConns implements nic.Protocol: redis-server's answer to a
+// connection over maxclients.
+func (s *Server) TooManyConns() []byte { return errTooManyClients }
+
+// Conn is one connection's framer and session. Frame runs on the stream
+// dataplane's receive goroutine; the commands of the connection read and
+// set its state (its name, CLIENT SETINFO's library) from the workers,
+// under mu.
+type Conn struct {
+	srv     *Server
+	id      uint64
+	peer    netip.AddrPort
+	created int64   // unix ms
+	mb      mbState // the receive goroutine's alone
+
+	mu      sync.Mutex
+	name    string
+	libName string
+	libVer  string
+}
+
+// ConnClosed is called by the dataplane once the connection is closed.
+func (c *Conn) ConnClosed() { c.srv.connsClosed.Add(1) }
+
+// ID returns the connection's id (CLIENT ID).
+func (c *Conn) ID() uint64 { return c.id }
+
+// Frame implements nic.Framer: it cuts the head of a connection's input
+// as redis-server's processInputBuffer does, a multibulk request when the
+// input starts with '*', an inline command otherwise, and answers the
+// protocol errors redis-server answers, with its words, closing the
+// connection after them as it does. Requests longer than max are refused
+// as soon as their length is known, with redis-server's error for an
+// argument or a request too long ("invalid bulk length", "invalid
+// multibulk length"), where redis-server (whose limits are 512 MB per
+// argument and 1 GB per connection's input) would read on.
+func (c *Conn) Frame(in []byte, max int) nic.Frame {
+	if len(in) == 0 {
+		c.mb = mbState{}
+		return nic.Frame{Kind: nic.FrameMore}
+	}
+	if in[0] == '*' {
+		return frameMultibulk(in, max, c.srv.maxBulk, &c.mb)
+	}
+	c.mb = mbState{}
+	return frameInline(in, max)
+}
+
+// lineEnd returns the index of the first c in p, or -1 when there is none
+// before the first NUL byte (redis-server searches its query buffer with
+// strchr, which stops there).
+func lineEnd(p []byte, c byte) int {
+	i := bytes.IndexByte(p, c)
+	if i < 0 {
+		return -1
+	}
+	if bytes.IndexByte(p[:i], 0) >= 0 {
+		return -1
+	}
+	return i
+}
+
+func closeWith(reply []byte) nic.Frame { return nic.Frame{Kind: nic.FrameClose, Reply: reply} }
+
+// frameInline frames an inline command: a line ending in \n (or \r\n),
+// split into arguments as redis-server's sdssplitargs splits it. An empty
+// line is skipped without a reply.
+func frameInline(in []byte, max int) nic.Frame {
+	nl := lineEnd(in, '\n')
+	if nl < 0 {
+		if len(in) > inlineMax || len(in) >= max {
+			return closeWith(errTooBigInline)
+		}
+		return nic.Frame{Kind: nic.FrameMore}
+	}
+	if nl+1 > max {
+		return closeWith(errTooBigInline)
+	}
+	line := in[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	argc, ok := splitArgs(line)
+	switch {
+	case !ok:
+		return closeWith(errUnbalanced)
+	case argc == 0:
+		return nic.Frame{Kind: nic.FrameSkip, Len: nl + 1}
+	}
+	return nic.Frame{Kind: nic.FrameRequest, Len: nl + 1}
+}
+
+// mbState is where framing a multibulk request stopped for want of input:
+// the offset of the next argument and how many are left (pos 0: at the
+// start). A long request arriving in many reads is parsed once, not from
+// its start at every read.
+type mbState struct {
+	pos  int
+	left int64
+}
+
+// frameMultibulk frames a multibulk request: *<count>\r\n followed by
+// count arguments $<len>\r\n<len bytes>\r\n. As in redis-server, the byte
+// after each \r is taken for a \n without being read, and so are the two
+// bytes after an argument's data. A count of 0 or less is skipped without
+// a reply.
+func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
+	pos, count := st.pos, st.left
+	if pos == 0 || pos > len(in) {
+		cr := lineEnd(in, '\r')
+		if cr < 0 {
+			if len(in) > inlineMax {
+				return closeWith(errTooBigMbulk)
+			}
+			return more(len(in), max, errTooBigMbulk)
+		}
+		if cr > len(in)-2 {
+			return more(len(in), max, errTooBigMbulk)
+		}
+		n, ok := string2ll(in[1:cr])
+		if !ok || n > 1<<31-1 {
+			return closeWith(errInvalidMbulk)
+		}
+		pos, count = cr+2, n
+		if count <= 0 {
+			return nic.Frame{Kind: nic.FrameSkip, Len: pos}
+		}
+		if int64(pos)+count*minArgLen > int64(max) {
+			return closeWith(errInvalidMbulk)
+		}
+	}
+	*st = mbState{}
+	for ; count > 0; count-- {
+		cr := lineEnd(in[pos:], '\r')
+		if cr < 0 {
+			if len(in)-pos > inlineMax {
+				return closeWith(errTooBigBulkCount)
+			}
+			*st = mbState{pos, count}
+			return more(len(in), max, errTooBigBulkCount)
+		}
+		if cr > len(in)-pos-2 {
+			*st = mbState{pos, count}
+			return more(len(in), max, errTooBigBulkCount)
+		}
+		if in[pos] != '$' {
+			return closeWith(expectedDollar(in[pos]))
+		}
+		n, ok := string2ll(in[pos+1 : pos+cr])
+		if !ok || n < 0 || n > int64(maxBulk) {
+			return closeWith(errInvalidBulk)
+		}
+		end := int64(pos+cr+2) + n + 2
+		if end+(count-1)*minArgLen > int64(max) {
+			return closeWith(errInvalidBulk)
+		}
+		if end > int64(len(in)) {
+			*st = mbState{pos, count}
+			return nic.Frame{Kind: nic.FrameMore}
+		}
+		pos = int(end)
+	}
+	return nic.Frame{Kind: nic.FrameRequest, Len: pos}
+}
+
+// more asks for more input, or refuses a head that has reached max bytes
+// without being complete.
+func more(have, max int, refusal []byte) nic.Frame {
+	if have >= max {
+		return closeWith(refusal)
+	}
+	return nic.Frame{Kind: nic.FrameMore}
+}
+
+// expectedDollar is redis-server's error for an argument that does not
+// start with '$' (the byte is sent as it is, a line end as a space).
+func expectedDollar(c byte) []byte {
+	if c == '\r' || c == '\n' {
+		c = ' '
+	}
+	b := append([]byte("-ERR Protocol error: expected '$', got '"), c)
+	return append(b, "'\r\n"...)
+}
+
+// string2ll parses a decimal integer as redis-server's string2ll does: an
+// optional '-', no leading zeros, no spaces, no '+', within int64.
+func string2ll(p []byte) (int64, bool) {
+	if len(p) == 0 || len(p) >= 21 {
+		return 0, false
+	}
+	if len(p) == 1 && p[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	if p[0] == '-' {
+		neg = true
+		p = p[1:]
+		if len(p) == 0 {
+			return 0, false
+		}
+	}
+	if p[0] < '1' || p[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<64-1)/10 {
+			return 0, false
+		}
+		v *= 10
+		if v > 1<<64-1-uint64(c-'0') {
+			return 0, false
+		}
+		v += uint64(c - '0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// appendInt appends v in decimal.
+func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }

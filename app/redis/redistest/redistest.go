@@ -1,0 +1,264 @@
+// Package redistest holds what psp's Redis tests share: a launcher of
+// Debian's redis-server, a reader of whole RESP replies, and the command
+// sequences the conformance tests send to psp and to redis-server to
+// compare their replies byte for byte.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
+)
+
+// StartRedis starts redis-server on a free loopback port, configured as
+// psp serves (one database, no persistence), and returns its address; the
+// server is stopped when the test ends. The test is skipped (failed in
+// CI) without redis-server.
+func StartRedis(tb testing.TB, args ...string) string {
+	tb.Helper()
+	bin := testenv.RequireTool(tb, "redis-server")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--databases", "1", "--daemonize", "no", "--loglevel", "warning"}, args...)
+	cmd := exec.Command(bin, argv...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("redis-server: %v", err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redis-server did not start on %s: %s", addr, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ReadReply reads one whole RESP2 reply (an array with all its elements)
+// and returns its bytes as sent.
+func ReadReply(r *bufio.Reader) ([]byte, error) {
+	var out []byte
+	err := readReply(r, &out, 0)
+	return out, err
+}
+
+func readReply(r *bufio.Reader, out *[]byte, depth int) error {
+	if depth > 64 {
+		return errors.New("redistest: reply nested too deep")
+	}
+	line, err := r.ReadBytes('\n')
+	*out = append(*out, line...)
+	if err != nil {
+		return err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return fmt.Errorf("redistest: bad reply line %q", line)
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+', '-', ':':
+		return nil
+	case '$':
+		n, err := strconv.Atoi(string(body))
+		if err != nil {
+			return fmt.Errorf("redistest: bad bulk length %q", line)
+		}
+		if n < 0 {
+			return nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		*out = append(*out, buf...)
+		return nil
+	case '*':
+		n, err := strconv.Atoi(string(body))
+		if err != nil {
+			return fmt.Errorf("redistest: bad array length %q", line)
+		}
+		for i := 0; i < n; i++ {
+			if err := readReply(r, out, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("redistest: unknown reply type %q", line)
+}
+
+// Command encodes args as a RESP multibulk request.
+func Command(args ...string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, "$"+strconv.Itoa(len(a))+"\r\n"...)
+		b = append(append(b, a...), "\r\n"...)
+	}
+	return b
+}
+
+// Conn is a client connection that sends raw requests and reads whole
+// replies.
+type Conn struct {
+	c net.Conn
+	r *bufio.Reader
+	// Timeout bounds each exchange (default 5s).
+	Timeout time.Duration
+}
+
+// Dial connects to addr.
+func Dial(addr string) (*Conn, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{c: c, r: bufio.NewReaderSize(c, 1<<16), Timeout: 5 * time.Second}, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// Send writes raw bytes.
+func (c *Conn) Send(p []byte) error {
+	_ = c.c.SetWriteDeadline(time.Now().Add(c.Timeout))
+	_, err := c.c.Write(p)
+	return err
+}
+
+// Read reads n whole replies and returns their bytes, concatenated.
+func (c *Conn) Read(n int) ([]byte, error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(c.Timeout))
+	var all []byte
+	for i := 0; i < n; i++ {
+		b, err := ReadReply(c.r)
+		all = append(all, b...)
+		if err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+// Do sends one command and reads its reply.
+func (c *Conn) Do(args ...string) ([]byte, error) {
+	if err := c.Send(Command(args...)); err != nil {
+		return nil, err
+	}
+	return c.Read(1)
+}
+
+// ReadAll reads until the server closes the connection (or the timeout)
+// and returns what it sent.
+func (c *Conn) ReadAll() ([]byte, error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(c.Timeout))
+	return io.ReadAll(c.r)
+}
+
+// A Case is a sequence of commands sent on one connection, after FLUSHALL,
+// whose replies psp and redis-server must send byte for byte alike.
+type Case struct {
+	Name string
+	// Commands are inline-quoted commands ("SET k v", "SET k \"a b\"")
+	// sent as multibulk requests, one reply each.
+	Commands []string
+	// Unordered: replies are arrays of members whose order redis-server
+	// leaves to its hash tables; they are compared sorted.
+	Unordered bool
+}
+
+// Args splits an inline-quoted command into its arguments.
+func Args(cmd string) []string {
+	var args []string
+	var cur strings.Builder
+	inq, any := false, false
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case inq && c == '\\' && i+1 < len(cmd):
+			i++
+			switch cmd[i] {
+			case 'n':
+				cur.WriteByte('\n')
+			case 'r':
+				cur.WriteByte('\r')
+			case 't':
+				cur.WriteByte('\t')
+			case '0':
+				cur.WriteByte(0)
+			case 'x':
+				v, _ := strconv.ParseUint(cmd[i+1:i+3], 16, 8)
+				cur.WriteByte(byte(v))
+				i += 2
+			default:
+				cur.WriteByte(cmd[i])
+			}
+		case c == '"':
+			inq, any = !inq, true
+		case c == ' ' && !inq:
+			if cur.Len() > 0 || any {
+				args = append(args, cur.String())
+				cur.Reset()
+				any = false
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if cur.Len() > 0 || any {
+		args = append(args, cur.String())
+	}
+	return args
+}
+
+// RedisPy is a short script of every command family psp serves, run by
+// Debian's python3 with python3-redis (redis-py): python3 - HOST PORT.
+//
+//go:embed redispy.py
+var RedisPy []byte
+
+// RunRedisPy runs RedisPy against addr with /usr/bin/python3 (the
+// interpreter python3-redis is installed for) and fails the test unless
+// every check passes; it skips (fails in CI) without python3-redis.
+func RunRedisPy(tb testing.TB, addr string) {
+	tb.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import redis").Run(); err != nil {
+		testenv.Skip(tb, "python3-redis is not installed for %s: %v", py, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(py, "-", host, port)
+	cmd.Stdin = bytes.NewReader(RedisPy)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
+		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
+	}
+}

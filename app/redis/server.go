@@ -1,0 +1,203 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/nic"
+)
+
+// Config configures a Server. The zero value serves one worker with no
+// memory limit.
+type Config struct {
+	// Workers is how many workers call the handler at once (their index
+	// selects per-worker state). Default 1.
+	Workers int
+	// MaxMemory bounds the dataset's estimated size in bytes: past it,
+	// commands that may grow the dataset are refused with redis-server's
+	// noeviction error. 0: no limit.
+	MaxMemory int64
+	// MaxBulk is the longest argument accepted (redis-server's
+	// proto-max-bulk-len) and the longest string a command may build.
+	// Default DefaultMaxBulk.
+	MaxBulk int
+	// Port is the port INFO reports (tcp_port).
+	Port int
+	// Now returns the time; nil: time.Now.
+	Now func() time.Time
+}
+
+// Errors returned by Open.
+var ErrConfig = errors.New("redis: invalid configuration")
+
+// Server is the Redis-protocol application: a nic.Protocol for a stream
+// dataplane, and the dispatcher's handler of the requests it frames.
+type Server struct {
+	cfg     Config
+	maxBulk int
+	db      *store
+	cmds    map[string]*command
+	byName  []*command // sorted, for COMMAND
+	workers []*worker
+	now     func() time.Time
+	started time.Time
+
+	connsOpened atomic.Uint64
+	connsClosed atomic.Uint64
+	expired     atomic.Int64
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// worker is one worker's state.
+type worker struct {
+	c       ctx
+	req     request
+	o       out
+	ss      shardSet
+	scratch []byte
+	keys    [][]byte
+	lens    []int32
+	rng     *rand.Rand
+	stats   workerStats
+}
+
+// workerStats are a worker's counters (read by INFO from any worker).
+type workerStats struct {
+	commands atomic.Uint64
+	hits     atomic.Uint64
+	misses   atomic.Uint64
+	errors   atomic.Uint64
+	oom      atomic.Uint64
+	cut      atomic.Uint64
+	_        [32]byte
+}
+
+// Open returns a Server with an empty keyspace, and starts its expiry
+// sweeper (Close stops it).
+func Open(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Workers < 0:
+		return nil, fmt.Errorf("%w: %d workers", ErrConfig, cfg.Workers)
+	case cfg.MaxMemory < 0:
+		return nil, fmt.Errorf("%w: maxmemory %d", ErrConfig, cfg.MaxMemory)
+	case cfg.MaxBulk < 0:
+		return nil, fmt.Errorf("%w: max bulk %d", ErrConfig, cfg.MaxBulk)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	if cfg.MaxBulk == 0 {
+		cfg.MaxBulk = DefaultMaxBulk
+	}
+	s := &Server{cfg: cfg, maxBulk: cfg.MaxBulk, db: newStore(), now: cfg.Now, stop: make(chan struct{})}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.started = s.now()
+	s.cmds, s.byName = commandTable()
+	s.workers = make([]*worker, cfg.Workers)
+	for i := range s.workers {
+		s.workers[i] = &worker{rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	}
+	s.done.Add(1)
+	go s.sweep()
+	return s, nil
+}
+
+// Close stops the expiry sweeper. Call it once the workers have stopped.
+func (s *Server) Close() error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.done.Wait()
+	return nil
+}
+
+// clock returns the time in unix milliseconds.
+func (s *Server) clock() int64 { return s.now().UnixMilli() }
+
+// sweep deletes expired keys in the background, a slice of the shards
+// every tick, as redis-server's active expiry does: keys that expire and
+// are never read again do not hold memory for long.
+func (s *Server) sweep() {
+	defer s.done.Done()
+	const perTick = numShards / 16
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	next := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.expired.Add(int64(s.db.expireSome(next, perTick, s.clock())))
+		next = (next + perTick) % numShards
+	}
+}
+
+// Handle implements app.Handler: a reply that does not fit the
+// request's buffer is cut (see HandleMulti).
+func (s *Server) Handle(w int, typ app.Type, b *nic.Buffer) bool {
+	return s.HandleMulti(w, typ, b, nil)
+}
+
+// HandleMulti implements app.MultiHandler: it runs the command in b
+// (one request as Frame cut it) on worker w and writes its reply, the
+// leading part through r in chunks of r.Room() bytes, the rest in b. A
+// reply that cannot be sent whole is cut and the connection closed after
+// it (ReplyClose).
+func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool {
+	if w < 0 || w >= len(s.workers) || b.Len <= 0 || b.Len > len(b.Data) {
+		return false
+	}
+	wk := s.workers[w]
+	room := len(b.Data)
+	if r != nil {
+		room = min(r.Room(), room)
+	}
+	wk.o.reset(r, room)
+	if !wk.req.parse(b.Payload()) {
+		return false
+	}
+	conn, _ := b.Session.(*Conn)
+	c := &wk.c
+	*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, now: s.clock(), o: &wk.o}
+	s.run(c)
+	if wk.o.failed {
+		wk.stats.cut.Add(1)
+		b.Len = 0
+		b.Flags |= nic.ReplyClose
+		return true
+	}
+	b.Len = copy(b.Data, wk.o.buf)
+	b.Flags |= c.replyFlags
+	return true
+}
+
+// ReplyOverloaded implements app.OverloadReplier: a command the
+// dispatcher sheds unserved is answered with BusyReply, in its place among
+// the connection's replies; nothing of it runs. It reads nothing of the
+// request and allocates nothing.
+func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
+	if len(b.Data) < len(BusyReply) {
+		return false
+	}
+	b.Len = copy(b.Data, BusyReply)
+	return true
+}
+
+// BusyReply answers a command the server shed without running it (its
+// type over its budget or past its queue deadline): a Redis error, so
+// clients raise it for that command alone and keep the connection, whose
+// code says the server is busy and the command may be tried again.
+const BusyReply = "-BUSY server overloaded: command not executed, try again later\r\n"

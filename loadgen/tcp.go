@@ -1,0 +1,327 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/persephone-go/psp/wire"
+)
+
+// TCP: with Spec.Server "tcp://host:port" a run opens Spec.Conns
+// connections and sends request i on connection i mod Conns, open loop as
+// over UDP (a request leaves at its time whether or not the earlier ones
+// on its connection were answered: they are pipelined). A connection's
+// replies come back in its requests' order, so each reader goroutine
+// knows which request a reply answers. A reply's time is when its reader
+// parsed it.
+
+// TCPScheme prefixes Spec.Server for a run over TCP; UDPScheme (or none)
+// for one over UDP.
+const (
+	TCPScheme = "tcp://"
+	UDPScheme = "udp://"
+)
+
+// DefaultConns is Spec.Conns's default over TCP.
+const DefaultConns = 20
+
+// MaxConns bounds Spec.Conns.
+const MaxConns = 10000
+
+// tcpAddr returns the TCP address of a "tcp://host:port" server.
+func tcpAddr(server string) (string, bool) {
+	return strings.CutPrefix(server, TCPScheme)
+}
+
+// udpAddr returns the UDP address of a "host:port" or "udp://host:port"
+// server, or an error for any other scheme.
+func udpAddr(server string) (string, error) {
+	if a, ok := strings.CutPrefix(server, UDPScheme); ok {
+		return a, nil
+	}
+	if scheme, _, ok := strings.Cut(server, "://"); ok {
+		return "", fmt.Errorf("server %q: %w (want host:port, udp://host:port or tcp://host:port, not %s://)", server, ErrBadSpec, scheme)
+	}
+	return server, nil
+}
+
+// Outcomes of a reply read from a stream.
+const (
+	replyAnswer     = iota // served
+	replyError             // served, with an error reply
+	replyOverloaded        // shed by the server, and said so
+)
+
+// streamFormat is a request format over TCP.
+type streamFormat interface {
+	// encode appends request id's bytes to b.
+	encode(r *run, b []byte, id int) []byte
+	// reply reads the reply to request id from rd; an error ends the
+	// connection's run (a reply it cannot parse, the connection gone).
+	reply(r *run, rd *bufio.Reader, id int) (int, error)
+}
+
+// streamFormatOf returns the format's stream encoding.
+func streamFormatOf(format string) (streamFormat, error) {
+	switch format {
+	case FormatPSP:
+		return pspStream{}, nil
+	case FormatMemcached:
+		return memcachedStream{}, nil
+	}
+	return nil, fmt.Errorf("format %q over TCP: %w (want %s or %s)", format, ErrBadSpec, FormatPSP, FormatMemcached)
+}
+
+// pspStream: the 16-byte psp header each way.
+type pspStream struct{}
+
+func (pspStream) encode(r *run, b []byte, id int) []byte {
+	q := &r.sched.Requests[id]
+	var h [wire.HeaderLen]byte
+	wire.Header{ID: uint32(id), Type: r.sched.Types[q.Type].WireID, ServiceNs: q.ServiceNs}.Encode(h[:])
+	return append(b, h[:]...)
+}
+
+func (pspStream) reply(r *run, rd *bufio.Reader, id int) (int, error) {
+	var h [wire.HeaderLen]byte
+	if _, err := io.ReadFull(rd, h[:]); err != nil {
+		return 0, err
+	}
+	if got := binary.LittleEndian.Uint32(h[:]); got != uint32(id) {
+		return 0, fmt.Errorf("reply for request %d where %d was due", got, id)
+	}
+	return replyAnswer, nil
+}
+
+// memcachedStream: memcached's text protocol, without the UDP frame
+// header.
+type memcachedStream struct{}
+
+func (memcachedStream) encode(r *run, b []byte, id int) []byte {
+	return r.memcachedCommand(b, id, int(r.sched.Requests[id].Type))
+}
+
+func (memcachedStream) reply(r *run, rd *bufio.Reader, id int) (int, error) {
+	get := r.mcCmds[r.sched.Requests[id].Type] != mcSet
+	for {
+		line, err := rd.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		for _, o := range mcOutOfMemory {
+			if bytes.HasPrefix(line, o) {
+				return replyOverloaded, nil
+			}
+		}
+		for _, e := range mcErrors {
+			if bytes.HasPrefix(line, e) {
+				return replyError, nil
+			}
+		}
+		if !get || bytes.Equal(line, mcEnd) {
+			return replyAnswer, nil
+		}
+		if !bytes.HasPrefix(line, mcValue) {
+			return 0, fmt.Errorf("memcached reply line %q", line)
+		}
+		// VALUE <key> <flags> <bytes> [<cas>]
+		f := bytes.Fields(line)
+		if len(f) < 4 {
+			return 0, fmt.Errorf("memcached reply line %q", line)
+		}
+		n, err := strconv.Atoi(string(f[3]))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("memcached reply line %q", line)
+		}
+		if _, err := rd.Discard(n + 2); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// tcpConn is one connection of a run.
+type tcpConn struct {
+	c   net.Conn
+	out []byte // requests due, not yet written
+	ids []int  // their ids
+	// counters of the reader, added up after the run
+	errorReplies, badReplies uint64
+	err                      error
+}
+
+// runTCP is Run over TCP.
+func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Result, error) {
+	format, err := streamFormatOf(spec.Format)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: run: %w", err)
+	}
+	conns := make([]*tcpConn, spec.Conns)
+	d := net.Dialer{Timeout: 5 * time.Second}
+	for i := range conns {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			for _, tc := range conns[:i] {
+				tc.c.Close()
+			}
+			return nil, fmt.Errorf("loadgen: dial %s (connection %d of %d): %w", addr, i+1, spec.Conns, err)
+		}
+		conns[i] = &tcpConn{c: c}
+	}
+	r := newRun(spec, sched, nil)
+	var wg sync.WaitGroup
+	for k, tc := range conns {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.receiveTCP(tc, k, format) }()
+	}
+	stopProgress := r.startProgress()
+
+	interrupted := r.sendTCP(ctx, conns, format)
+
+	inTime, interrupted := r.awaitReplies(ctx, interrupted)
+	for _, tc := range conns {
+		tc.c.Close()
+	}
+	wg.Wait()
+	stopProgress()
+	for _, tc := range conns {
+		r.errorReplies += tc.errorReplies
+		r.badReplies += tc.badReplies
+	}
+	res := r.result(inTime)
+	if interrupted {
+		res.Interrupted, res.Sustained = true, false
+	}
+	return res, nil
+}
+
+// sendTCP plays the schedule over conns. It reports whether ctx stopped it
+// early.
+func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat) (interrupted bool) {
+	reqs := r.sched.Requests
+	spin := r.spec.SpinWindow.Nanoseconds()
+	done := ctx.Done()
+	i := 0
+	defer func() {
+		r.sentUpTo = i
+		r.senderEnd = r.now()
+	}()
+	for i < len(reqs) {
+		now := r.now()
+		if wait := reqs[i].At - now; wait > 0 {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+			if wait > spin {
+				sleepPrecise(time.Duration(wait - max(spin, 0)))
+			}
+			continue
+		}
+		// Every request due now, at most a batch, each on its
+		// connection; then one write per connection.
+		for k := 0; k < r.spec.Batch && i < len(reqs) && reqs[i].At <= now; k++ {
+			tc := conns[i%len(conns)]
+			tc.out = format.encode(r, tc.out, i)
+			tc.ids = append(tc.ids, i)
+			r.lag.record(now - reqs[i].At)
+			r.sentAt[i] = now
+			i++
+		}
+		for _, tc := range conns {
+			if len(tc.ids) == 0 {
+				continue
+			}
+			if tc.err == nil {
+				tc.c.SetWriteDeadline(time.Now().Add(r.spec.Grace + time.Second))
+				_, tc.err = tc.c.Write(tc.out)
+			}
+			for _, id := range tc.ids {
+				if tc.err == nil {
+					r.sentOK[id] = true
+				} else {
+					r.sendErrors++
+				}
+			}
+			tc.out, tc.ids = tc.out[:0], tc.ids[:0]
+		}
+		r.sent.Store(int64(i))
+	}
+	return false
+}
+
+// receiveTCP reads connection k's replies: the j-th answers request
+// k + j*len(conns), the j-th sent on it.
+func (r *run) receiveTCP(tc *tcpConn, k int, format streamFormat) {
+	rd := bufio.NewReaderSize(tc.c, 64<<10)
+	n := r.spec.Conns
+	for id := k; id < len(r.sched.Requests); id += n {
+		outcome, err := format.reply(r, rd, id)
+		now := r.now()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				tc.badReplies++
+			}
+			return
+		}
+		switch outcome {
+		case replyError:
+			tc.errorReplies++
+		case replyOverloaded:
+			r.shed[id] = true
+		}
+		r.recv[id] = max(now, 1)
+		r.answered.Add(1)
+	}
+}
+
+// preloadMemcachedTCP is PreloadMemcached over TCP: sets pipelined in
+// windows on one connection, each answered STORED.
+func preloadMemcachedTCP(ctx context.Context, addr string, keys, valueSize int) error {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("preload: dial %s: %w", addr, err)
+	}
+	defer c.Close()
+	const window = 256
+	value := bytes.Repeat([]byte{'v'}, valueSize)
+	rd := bufio.NewReader(c)
+	var req []byte
+	for next := 0; next < keys; {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		req = req[:0]
+		n := 0
+		for ; next < keys && n < window; next, n = next+1, n+1 {
+			req = appendKey(append(req, "set "...), uint64(next))
+			req = strconv.AppendInt(append(req, " 0 0 "...), int64(valueSize), 10)
+			req = append(append(append(req, "\r\n"...), value...), "\r\n"...)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(req); err != nil {
+			return fmt.Errorf("preload: %s: %w", addr, err)
+		}
+		for range n {
+			line, err := rd.ReadSlice('\n')
+			if err != nil {
+				return fmt.Errorf("preload: %s: %w", addr, err)
+			}
+			if !bytes.Equal(line, []byte("STORED\r\n")) {
+				return fmt.Errorf("preload: %s answered %q to a set", addr, bytes.TrimSpace(line))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+	"github.com/persephone-go/psp/wire"
+)
+
+// startTCPEcho serves psp headers over TCP: each 16-byte request is
+// echoed after sleeping its service time; a connection's requests are
+// answered in order.
+func startTCPEcho(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var h [wire.HeaderLen]byte
+				for {
+					if _, err := io.ReadFull(c, h[:]); err != nil {
+						return
+					}
+					hd, _ := wire.Decode(h[:])
+					time.Sleep(time.Duration(hd.ServiceNs))
+					if _, err := c.Write(h[:]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestRunOverTCP: the psp format over several connections, pipelined when
+// requests come close together: every reply matched to its request.
+func TestRunOverTCP(t *testing.T) {
+	addr := startTCPEcho(t)
+	sched, err := NewSchedule(highBimodal(t), 3000, 300*time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Spec{Server: TCPScheme + addr, Conns: 4, MaxLag: time.Second, Grace: 10 * time.Second}, sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(sched.Requests))
+	if res.Sent != n || res.Answered != n || res.Lost != 0 || res.BadReplies != 0 {
+		t.Fatalf("sent %d answered %d lost %d bad %d of %d", res.Sent, res.Answered, res.Lost, res.BadReplies, n)
+	}
+	for i, ts := range res.Types {
+		if float64(ts.P50Latency) < sched.Types[i].MeanServiceNs {
+			t.Errorf("%s: p50 latency %vns below its service time", ts.Name, ts.P50Latency)
+		}
+	}
+	// A server that is not there: a clear error.
+	if _, err := Run(context.Background(), Spec{Server: TCPScheme + "127.0.0.1:1"}, sched); err == nil {
+		t.Error("no error without a server")
+	}
+}
+
+// TestMemcachedOverTCP plays the memcached workload over TCP against
+// memcached itself: gets, multi-gets and sets parsed from the stream.
+func TestMemcachedOverTCP(t *testing.T) {
+	addr := memcachedtest.StartMemcached(t, false)
+	sched, err := NewSchedule(memcachedWorkload(t), 3000, 300*time.Millisecond, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PreloadMemcached(context.Background(), TCPScheme+addr, 200, 100); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Server: TCPScheme + addr, Format: FormatMemcached, Conns: 5, MemcachedKeys: 200, MultiGetKeys: 10, ValueSize: 100, MaxLag: time.Second, Grace: 10 * time.Second}
+	res, err := Run(context.Background(), spec, sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(sched.Requests))
+	if res.Answered != n || res.Lost != 0 || res.BadReplies != 0 || res.ErrorReplies != 0 {
+		t.Fatalf("answered %d of %d, lost %d, bad %d, errors %d", res.Answered, n, res.Lost, res.BadReplies, res.ErrorReplies)
+	}
+}
