@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -329,7 +328,7 @@ func (s *Server) dataplaneText() string {
 		text += "s"
 	}
 	if t, ok := tcpDataplane(s.dp); ok {
-		text += fmt.Sprintf(" (up to %d TCP connections%s)", t.MaxConns(), fdBudget())
+		text += fmt.Sprintf(" (up to %d TCP connections)", t.MaxConns())
 	}
 	return text
 }
@@ -428,14 +427,4 @@ func dropSummary(d dispatcher.Drops) string {
 		return ""
 	}
 	return " (" + d.String() + ")"
-}
-
-// fdBudget says the process's file descriptor limit, which the TCP
-// connection limit is fitted under.
-func fdBudget() string {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return ""
-	}
-	return fmt.Sprintf(", file descriptor limit %d", lim.Cur)
 }
