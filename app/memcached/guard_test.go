@@ -109,7 +109,7 @@ func TestUDPReplyBounded(t *testing.T) {
 		{"distinct large keys", distinct.String(), true},
 		{"repeated commands", strings.Repeat("get m1\r\n", 500), true},
 		{"hits among misses", many("get", "nope", 300) + many("get", "m2", 20), true},
-		{"stats many times", strings.Repeat("stats\r\n", 9000), false},
+		{"stats many times", strings.Repeat("stats\r\n", 9000), true},
 		{"stats settings many times", strings.Repeat("stats settings\r\n", 4000), false},
 		{"version many times", strings.Repeat("version\r\n", 7000), false},
 		{"mn many times", strings.Repeat("mn\r\n", 16000), false},

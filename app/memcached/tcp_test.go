@@ -23,9 +23,16 @@ import (
 // the dispatcher stops (t.Cleanup runs in reverse: open srv first).
 func serveTCP(t testing.TB, srv *Server) string {
 	t.Helper()
+	return serveTCPConns(t, srv, 0)
+}
+
+// serveTCPConns is serveTCP with at most maxConns connections at once (0:
+// nic/tcp's default).
+func serveTCPConns(t testing.TB, srv *Server, maxConns int) string {
+	t.Helper()
 	workers := max(srv.Config().Workers-1, 1)
 	dp, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), Workers: workers + 1,
-		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4})
+		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4, MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

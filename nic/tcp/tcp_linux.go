@@ -632,8 +632,7 @@ func (d *Dataplane) read(c *conn, now int64) bool {
 	case err == nil: // end of stream: answer what is in, then close
 		c.eof = true
 		d.setRead(c, false)
-		d.closeWhenDone(c, closePeer)
-		return c.inEnd > c.inOff
+		return true // frame decides when the input is done
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 		return false
 	default:
@@ -761,6 +760,12 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 				c.flushNow()
 				c.mu.Unlock()
 			}
+			if c.eof {
+				// No more input: what is left can never be a request.
+				c.inOff, c.partialSince = c.inEnd, 0
+				d.closeWhenDone(c, closePeer)
+				return n
+			}
 			switch {
 			case len(in) == 0:
 				c.partialSince = 0
@@ -771,6 +776,9 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			}
 			return n
 		}
+	}
+	if c.eof && c.skip > 0 && !c.dead {
+		d.closeWhenDone(c, closePeer) // the bytes to skip will not come
 	}
 	return n
 }
