@@ -54,10 +54,12 @@ const (
 )
 
 // attackTailsEnv, when set, makes TestMemcachedTCPUnderAttack hold the GET
-// load's p99.9 under each attack to twice its figure without one; without
-// it the figures are logged only: tests running beside it on a shared
-// machine move a p99.9 by more than that (.ci/run runs it alone with the
-// variable set).
+// load's p99.9 under each attack to twice its figure without one, and
+// fail when a GET is shed; without it the figures are logged only: tests
+// running beside it on a shared machine move a p99.9 by more than that.
+// Run it alone:
+//
+//	PSP_ATTACK_TAILS=1 go test -run TestMemcachedTCPUnderAttack -v ./tests
 const attackTailsEnv = "PSP_ATTACK_TAILS"
 
 // attackPoolBytes is the TCP dataplane's buffer pool.
@@ -127,10 +129,14 @@ func TestMemcachedTCPUnderAttack(t *testing.T) {
 	}
 }
 
+// startAttackBench starts psp serve --app memcached with its defaults but
+// the attack bounds, stores the GET load's keys and the values the attacks
+// read, and measures the GET load with no attack.
 func startAttackBench(t *testing.T) *attackBench {
 	t.Helper()
 	s := startServer(t, serverOptions{app: "memcached", policy: "darc", dilation: -1, tcp: true, minSamples: 5000, env: []string{attackGOGC},
-		extra: []string{"--workers", "auto", "--buffers", strconv.Itoa(attackBuffers), "--buf-size", strconv.Itoa(attackBufSize), "--tcp-partial-timeout", attackPartialTimeout.String(), "--tcp-idle-timeout", attackIdleTimeout.String(),
+		extra: []string{"--workers", "auto", "--buffers", strconv.Itoa(attackBuffers), "--buf-size", strconv.Itoa(attackBufSize),
+			"--tcp-partial-timeout", attackPartialTimeout.String(), "--tcp-idle-timeout", attackIdleTimeout.String(),
 			"--memcached-max-conns", strconv.Itoa(attackMaxConns), "--tcp-max-output", strconv.Itoa(attackMaxOutput),
 			"--tcp-memory", strconv.Itoa(attackTCPMemory), "--memcached-tcp-memory", strconv.Itoa(attackValueMemory)}})
 	b := &attackBench{s: s, addr: s.tcp, tails: os.Getenv(attackTailsEnv) != ""}
