@@ -93,6 +93,7 @@ type serverOptions struct {
 	classifier string  // path relative to the repository root, or ""
 	token      string  // admin token enabling hot swaps, or ""
 	dilation   float64 // default: the dilation constant; < 0: none
+	listen     string  // default: a free UDP port
 	// tcp adds a TCP listener (tcp://127.0.0.1:PORT in --listen, on a
 	// free port) beside the UDP one.
 	tcp bool
@@ -132,6 +133,9 @@ func startServer(t testing.TB, o serverOptions) *server {
 		log:    &bytes.Buffer{},
 		done:   make(chan struct{}),
 		token:  o.token,
+	}
+	if o.listen != "" {
+		s.listen = o.listen
 	}
 	s.dilation = o.dilation
 	switch {
