@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/internal/registrytest"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/wire"
@@ -31,7 +32,7 @@ func fileSHA(t *testing.T, path string) ([]byte, string) {
 // twoModules starts a server with the operator token "operator-secret",
 // running the C header classifier (sha256 sum1), and returns its handler,
 // its log, and a second module (the WAT one) to swap in.
-func twoModules(t *testing.T) (h http.Handler, log *syncBuffer, sum1 string, v2 []byte, sum2 string) {
+func twoModules(t *testing.T) (h http.Handler, log *testenv.SyncBuffer, sum1 string, v2 []byte, sum2 string) {
 	t.Helper()
 	cfg := memConfig()
 	cfg.Admin.TokenFile = writeToken(t, "operator-secret")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/persephone-go/psp/internal/registrytest"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/oci"
 )
 
@@ -36,7 +37,7 @@ func TestStateFileResumes(t *testing.T) {
 	cfg.Classifier = tag.String()
 	cfg.OCI.CacheDir = filepath.Join(dir, "cache")
 	cfg.StateFile = filepath.Join(dir, "state.json")
-	run := func() (running, *syncBuffer, TenantInfo) {
+	run := func() (running, *testenv.SyncBuffer, TenantInfo) {
 		t.Helper()
 		r, log := startLogged(t, cfg)
 		return r, log, tenantOf(t, getStatus(t, r.srv.Handler()), "default")

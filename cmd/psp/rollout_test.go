@@ -30,25 +30,7 @@ type fleetServer struct {
 	admin, listen string
 	args          []string
 	cmd           *exec.Cmd
-	log           syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log           testenv.SyncBuffer
 }
 
 // buildPSP builds the psp binary once for the test.
@@ -233,7 +215,7 @@ func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -398,7 +380,7 @@ func TestRolloutFleet(t *testing.T) {
 	// confirm deadline.
 	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "30s", "--confirm-deadline", "3s",
 		"--token-file", token, "--oci-cache", "off")
-	var progress syncBuffer
+	var progress testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &progress, &progress
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
