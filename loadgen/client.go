@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/wire"
 	"golang.org/x/net/ipv4"
 )
@@ -372,6 +373,11 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	interrupted := r.send(ctx)
 
 	inTime, interrupted := r.awaitReplies(ctx, interrupted)
+	var clientDrops sockstat.Drops
+	drops, dropsKnown := uint64(0), false
+	if raw, err := conn.SyscallConn(); err == nil {
+		drops, dropsKnown = clientDrops.Read(raw)
+	}
 	_ = conn.Close()
 	wg.Wait()
 	stopProgress()
@@ -379,6 +385,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
 	}
 	res := r.result(inTime)
+	res.ClientDrops, res.ClientDropsKnown = int64(drops), dropsKnown
 	if interrupted {
 		res.Interrupted, res.Sustained = true, false
 	}

@@ -308,6 +308,9 @@ func printServerAccount(w io.Writer, before, after *server.Status) {
 // printClientDetails prints the client-side counters the table has no room for.
 func printClientDetails(w io.Writer, r *loadgen.Result) {
 	fmt.Fprintf(w, "sent %d of %d scheduled, answered %d in time, %d late, %d lost", r.Sent, r.Scheduled, r.Answered, r.Late, r.Lost)
+	if r.ClientDrops > 0 {
+		fmt.Fprintf(w, " (%d replies dropped by the kernel at this client's socket: lost outside the server)", r.ClientDrops)
+	}
 	if r.Overloaded > 0 {
 		fmt.Fprintf(w, ", %d answered \"overloaded\" (shed)", r.Overloaded)
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/tcp"
 )
@@ -650,7 +651,7 @@ func TestCloseWithConnections(t *testing.T) {
 // burst once, keeps serving its open connections, and accepts the waiting
 // connections once descriptors are back.
 func TestAcceptOutOfDescriptors(t *testing.T) {
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	dp := open(t, tcp.Config{Log: &log})
 	bufs := make([]*nic.Buffer, 8)
 	// step receives what is there and echoes it.
@@ -733,24 +734,6 @@ func lowestFreeFd(t *testing.T) int {
 	}
 	syscall.Close(fd)
 	return fd
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestEndOfStreamAfterRequests: a client that sends many requests and
