@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/persephone-go/psp/darc"
@@ -243,27 +242,15 @@ func startRedisBinary(ctx context.Context, path string) (redisServer, error) {
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no")
-	if err := cmd.Start(); err != nil {
+	child, err := startChild(cmd)
+	if err != nil {
 		return redisServer{}, fmt.Errorf("start %s: %w", path, err)
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop := func() error {
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited early: %w", path, waitErr)
-		default:
+		if err := child.stop(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-			return nil
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("%s did not stop within 10s of SIGTERM: killed", path)
-		}
+		return nil
 	}
 	s := redisServer{label: RedisServerBinary, addr: addr, stop: stop}
 	deadline := time.Now().Add(startupTimeout)
@@ -275,8 +262,8 @@ func startRedisBinary(ctx context.Context, path string) (redisServer, error) {
 			return redisServer{}, fmt.Errorf("start %s on %s: %w", path, addr, err)
 		}
 		select {
-		case <-exited:
-			return redisServer{}, fmt.Errorf("start %s on %s: exited: %v", path, addr, waitErr)
+		case <-child.exited:
+			return redisServer{}, fmt.Errorf("start %s on %s: exited: %v", path, addr, child.waitErr)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
