@@ -372,7 +372,12 @@ func TestRolloutFleet(t *testing.T) {
 	} else if d, _ := time.ParseDuration(m[1]); d >= time.Second {
 		t.Errorf("the trapping module baked %v of 2s: want less than half", d)
 	}
+	// The same verdicts with Prometheus as the source (its scrapes, a
+	// second apart, see the trapping module's faults only at the next
+	// one: no early abort within 200 ms, but a FAIL all the same).
 	bad(allLong, "type mix", "--prometheus", prom)
+	bad(allShort, "type mix", "--prometheus", prom)
+	bad(faultLong, "classifier faults", "--prometheus", prom)
 	good(v3, "rust/pspheader.wasm", "--prometheus", prom)
 
 	// (c) psp rollout killed (SIGKILL) during the canary's bake: the
