@@ -373,8 +373,9 @@ func TestRolloutFleet(t *testing.T) {
 		t.Errorf("the trapping module baked %v of 2s: want less than half", d)
 	}
 	// The same verdicts with Prometheus as the source (its scrapes, a
-	// second apart, see the trapping module's faults only at the next
-	// one: no early abort within 200 ms, but a FAIL all the same).
+	// second apart, show the trapping module's faults only at the first
+	// one after the swap: stopped later than from the servers, but
+	// stopped).
 	bad(allLong, "type mix", "--prometheus", prom)
 	bad(allShort, "type mix", "--prometheus", prom)
 	bad(faultLong, "classifier faults", "--prometheus", prom)
