@@ -361,6 +361,28 @@ func TestHoldAndDiscard(t *testing.T) {
 	}
 }
 
+// TestHeldRepliesBounded: replies held for a flush that does not come are
+// written anyway once they grow large, in order.
+func TestHeldRepliesBounded(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 2})
+	serve(t, dp, 2, func(w int, b *nic.Buffer) bool {
+		b.Flags |= nic.ReplyHold
+		return true
+	})
+	c := dial(t, dp)
+	line := "hold " + strings.Repeat("x", 994) + "\n" // 1,000 bytes
+	const n = 200
+	go fmt.Fprint(c, strings.Repeat(line, n))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(io.LimitReader(c, 100<<10))
+	if err != nil || len(got) < 100<<10 {
+		t.Fatalf("read %d bytes of %d held replies (%v): held replies past the bound were not written", len(got), n, err)
+	}
+	if !bytes.Equal(got, []byte(strings.Repeat(line, n))[:len(got)]) {
+		t.Fatal("held replies written out of order")
+	}
+}
+
 // TestReleaseAnswersNothing: a request released unanswered (a drop) sends
 // nothing in its turn and does not hold up the next.
 func TestReleaseAnswersNothing(t *testing.T) {
