@@ -69,6 +69,10 @@ type TailComparison struct {
 	// SimPolicy, when set, is the policy the replay ran instead of Policy:
 	// a contrast (SweepResult.Contrasts), the check's negative control.
 	SimPolicy string `json:"sim_policy,omitempty"`
+	// Conns is the number of connections the replay modelled: a run over
+	// TCP is replayed with its own (replies in order per connection), 0
+	// over UDP and in SweepResult.WithoutConns.
+	Conns int `json:"conns,omitempty"`
 
 	// The overhead-distribution model (zero OverheadSamples: not
 	// calibrated, and the constant model judges). OverheadSamples

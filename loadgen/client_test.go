@@ -165,6 +165,7 @@ func TestRunAgainstEcho(t *testing.T) {
 	progressCalls := 0
 	res, err := Run(context.Background(), Spec{
 		Server:   srv.addr(),
+		Conns:    3,           // over UDP: no connections
 		MaxLag:   time.Second, // shared test machines: sender lag is not what this test checks
 		Progress: func(sent, answered int) { progressCalls++ },
 	}, sched)
@@ -177,6 +178,9 @@ func TestRunAgainstEcho(t *testing.T) {
 	}
 	if !res.Sustained {
 		t.Errorf("not sustained: %s", res.NotSustainedReason())
+	}
+	if res.Conns != 0 {
+		t.Errorf("a run over UDP reports %d connections", res.Conns)
 	}
 	if want := uint64(n - n/10); res.Overall.Count != want {
 		t.Errorf("measured %d requests, want %d (10%% warm-up discarded)", res.Overall.Count, want)

@@ -39,6 +39,15 @@ func tcpAddr(server string) (string, bool) {
 	return strings.CutPrefix(server, TCPScheme)
 }
 
+// tcpConns returns the run's connections: Spec.Conns over TCP, 0 over
+// UDP.
+func (r *run) tcpConns() int {
+	if _, ok := tcpAddr(r.spec.Server); ok {
+		return r.spec.Conns
+	}
+	return 0
+}
+
 // Outcomes of a reply read from a stream.
 const (
 	replyAnswer     = iota // served

@@ -187,6 +187,9 @@ func printSweep(c *cli.Context, out io.Writer, res *harness.SweepResult) error {
 		if len(res.Contrasts) > 0 {
 			doc["contrasts"] = res.Contrasts
 		}
+		if len(res.WithoutConns) > 0 {
+			doc["tails_without_conns"] = res.WithoutConns
+		}
 		enc, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return fmt.Errorf("json: %w", err)
@@ -201,6 +204,7 @@ func printSweep(c *cli.Context, out io.Writer, res *harness.SweepResult) error {
 		printTails(out, res.Tails)
 		printHostMisses(out, res.Tails, c.Float64("slo"))
 		printContrasts(out, res.Contrasts)
+		printWithoutConns(out, res.WithoutConns)
 	}
 	if len(res.Summaries) > 0 {
 		fmt.Fprintln(out)
@@ -237,6 +241,9 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 		fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
 			"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
 		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
+	}
+	if t0.Conns > 0 {
+		fmt.Fprintf(w, "(a run over TCP, replayed on its %d connections: a reply leaves after the earlier ones of its connection)\n", t0.Conns)
 	}
 	bad := 0
 	span := func(r [2]float64) string { return fmt.Sprintf("%.3g-%.3g", r[0], r[1]) }
@@ -307,6 +314,25 @@ func printContrasts(w io.Writer, contrasts []harness.TailComparison) {
 		p99, p999 := c.Ratios()
 		d99, d999 := c.Deviations()
 		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Policy, c.SimPolicy, c.Load, p99, d99, p999, d999)
+	}
+	tw.Flush()
+}
+
+// printWithoutConns prints the live points of a run over TCP against a
+// replay that ignores their connections: how much of the tail the
+// connections' reply order accounts for.
+func printWithoutConns(w io.Writer, tails []harness.TailComparison) {
+	if len(tails) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nThe same live points against a replay that ignores their connections (every request answered\n"+
+		"on its own, as over UDP): ratios far above 1 are the time replies waited for their connection's turn:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tload\tp99 live\texpected\tratio\tp99.9 live\texpected\tratio\t")
+	for _, c := range tails {
+		p99, p999 := c.Ratios()
+		e99, e999 := c.Expected()
+		fmt.Fprintf(tw, "%s\t%.2g\t%.3g\t%.3g\t%.2f\t%.3g\t%.3g\t%.2f\t\n", c.Policy, c.Load, c.LiveP99, e99, p99, c.LiveP999, e999, p999)
 	}
 	tw.Flush()
 }
