@@ -82,7 +82,7 @@ func benchStep(b *testing.B, cls app.Classifier, policyName string) {
 		spec.LaneBuffers = mcfg.ExtraBuffers
 		policy, err = darc.NewTenants(darc.NameDARC, darc.Config{Workers: workers, MinSamples: 1000, Pool: dp.RequestBuffers(),
 			Tenants: []darc.TenantConfig{{Name: DefaultTenant, Default: true, NumTypes: HeaderNumTypes}}})
-		spec.Tenants = []Tenant{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
+		spec.Tenants = []TenantSpec{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
 	} else {
 		policy, err = darc.New(policyName, darc.Config{Workers: workers, NumTypes: HeaderNumTypes, MinSamples: 1000, Pool: dp.RequestBuffers()})
 	}

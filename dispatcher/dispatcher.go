@@ -154,7 +154,7 @@ type Dispatcher struct {
 
 	// The tenants, their lanes and the lifecycle commands the loop
 	// applies (a dispatcher built with one classifier has one tenant).
-	mt       *tenantSet
+	mt       *tenantRouter
 	lifeMu   sync.Mutex // guards started, stopped
 	started  bool
 	stopped  bool
@@ -231,7 +231,7 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 		}
 		tp = shared
-		tenants = []Tenant{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
+		tenants = []TenantSpec{{Name: DefaultTenant, Classifier: cls, Isolation: IsolateInline}}
 	}
 	if len(spec.CPUs) > 0 {
 		if err := affinity.Validate(spec.CPUs); err != nil {
@@ -324,7 +324,7 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 	d.inPlaceRunner = d.newRunner(d.ownTx, d.inPlaceStages, true)
 	d.snapshotBuffer = snap
 	d.stageTypes.Store(int64(numTypes))
-	mt, err := newTenantSet(d, tp, tenants)
+	mt, err := newTenantRouter(d, tp, tenants)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ type lane struct {
 	calls  atomic.Uint64
 	busyNs atomic.Uint64
 
-	release  func() // Tenant.Release
+	release  func() // TenantSpec.Release
 	released sync.Once
 
 	// clean counts consecutive calls that neither faulted nor took longer

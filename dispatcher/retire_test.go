@@ -27,7 +27,7 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := New(Spec{Workers: 2, Spin: -1, StatsInterval: time.Millisecond,
-		Tenants: []Tenant{{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}}}}, dp, nil, policy, echo)
+		Tenants: []TenantSpec{{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}}}}, dp, nil, policy, echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 	var typesAt30 int
 	for i := range cycles {
 		name := fmt.Sprintf("big%d", i)
-		base, err := d.AddTenant(ctx, Tenant{Name: name, Ports: []uint16{portB}, Classifier: HeaderClassifier{},
+		base, err := d.AddTenant(ctx, TenantSpec{Name: name, Ports: []uint16{portB}, Classifier: HeaderClassifier{},
 			Share: darc.TenantConfig{NumTypes: bigTypes}})
 		if err != nil {
 			t.Fatalf("cycle %d: add: %v", i, err)

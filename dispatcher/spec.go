@@ -89,10 +89,10 @@ type Spec struct {
 	// Tenants are the dispatcher's tenants with a TenantPolicy (which
 	// must already have them): each packet goes to the tenant its UDP
 	// destination port names and is classified by that tenant's
-	// classifier, inline or on the tenant's own lane (see Tenant). New's
+	// classifier, inline or on the tenant's own lane (see TenantSpec). New's
 	// classifier argument is then unused. A TenantPolicy without Tenants
 	// makes a dispatcher whose tenants come with AddTenant.
-	Tenants []Tenant
+	Tenants []TenantSpec
 	// LaneCapacity bounds the packets one tenant's lane holds (waiting
 	// for or in its classifier). Default 256.
 	LaneCapacity int

@@ -14,10 +14,10 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// Tenant is one tenant of a dispatcher (Spec.Tenants, AddTenant, or the
+// TenantSpec is one tenant of a dispatcher (Spec.Tenants, AddTenant, or the
 // default tenant New makes of a lone classifier): its ports, its
 // classifier and, for AddTenant, its share.
-type Tenant struct {
+type TenantSpec struct {
 	// Name is the tenant's name in the policy (darc.TenantConfig.Name).
 	Name string
 	// Ports are the UDP destination ports of the tenant's packets; empty:
@@ -146,9 +146,10 @@ type TenantStats struct {
 	Policy darc.TenantState `json:"policy"`
 }
 
-// tenantRT is a tenant's runtime state, owned by the dispatcher goroutine.
-type tenantRT struct {
-	spec     Tenant
+// routedTenant is a tenant as the dispatcher routes and classifies its
+// packets, owned by the dispatcher goroutine.
+type routedTenant struct {
+	spec     TenantSpec
 	base     darc.Type
 	numTypes int
 	removed  bool
@@ -175,13 +176,14 @@ type tenantRT struct {
 	n     int
 }
 
-// tenantSet is the dispatcher's tenants and their routes.
-type tenantSet struct {
+// tenantRouter is the dispatcher's tenants, the routes of their ports
+// and their lanes.
+type tenantRouter struct {
 	policy      TenantPolicy
 	route       []int32 // port -> tenant index, -1: none
 	dflt        int32   // default tenant, -1: none
 	sole        int32   // the only tenant, live and routed every port, or -1
-	tenants     []*tenantRT
+	tenants     []*routedTenant
 	inline      []int // tenants with inline packets in the current burst
 	classifying int
 	laneCap     int
@@ -196,10 +198,10 @@ type command struct {
 	done  chan error
 }
 
-// newTenantSet sets up tenants for d (New): every tenant must be in the
+// newTenantRouter sets up tenants for d (New): every tenant must be in the
 // policy.
-func newTenantSet(d *Dispatcher, tp TenantPolicy, tenants []Tenant) (*tenantSet, error) {
-	mt := &tenantSet{policy: tp, route: make([]int32, 1<<16), dflt: -1, sole: -1, laneCap: d.spec.LaneCapacity,
+func newTenantRouter(d *Dispatcher, tp TenantPolicy, tenants []TenantSpec) (*tenantRouter, error) {
+	mt := &tenantRouter{policy: tp, route: make([]int32, 1<<16), dflt: -1, sole: -1, laneCap: d.spec.LaneCapacity,
 		cmds: make(chan command, 16)}
 	for i := range mt.route {
 		mt.route[i] = -1
@@ -213,7 +215,7 @@ func newTenantSet(d *Dispatcher, tp TenantPolicy, tenants []Tenant) (*tenantSet,
 }
 
 // add registers tenant t (already in the policy) and routes its ports.
-func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
+func (mt *tenantRouter) add(d *Dispatcher, t TenantSpec) (*routedTenant, error) {
 	base, ok := mt.policy.Base(t.Name)
 	if !ok {
 		return nil, fmt.Errorf("tenant %q is not in the policy", t.Name)
@@ -226,7 +228,7 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 	}
 	var snap darc.Snapshot
 	mt.policy.Snapshot(&snap)
-	rt := &tenantRT{spec: t, base: base, numTypes: 1}
+	rt := &routedTenant{spec: t, base: base, numTypes: 1}
 	for _, ts := range snap.Tenants {
 		if ts.Base == base {
 			rt.numTypes = ts.NumTypes
@@ -243,7 +245,7 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 		rt.lane.faults = rt.faults
 		rt.onLane = t.Isolation == IsolateLane
 	}
-	k := int32(slices.IndexFunc(mt.tenants, func(o *tenantRT) bool { return o.retired }))
+	k := int32(slices.IndexFunc(mt.tenants, func(o *routedTenant) bool { return o.retired }))
 	if k < 0 {
 		k = int32(len(mt.tenants))
 		mt.tenants = append(mt.tenants, rt)
@@ -255,14 +257,14 @@ func (mt *tenantSet) add(d *Dispatcher, t Tenant) (*tenantRT, error) {
 }
 
 // checkPorts refuses ports another live tenant has, and a second default.
-func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
-	var others []Tenant
+func (mt *tenantRouter) checkPorts(name string, ports []uint16) error {
+	var others []TenantSpec
 	for _, t := range mt.tenants {
 		if !t.removed {
-			others = append(others, Tenant{Name: t.spec.Name, Ports: t.spec.Ports})
+			others = append(others, TenantSpec{Name: t.spec.Name, Ports: t.spec.Ports})
 		}
 	}
-	return CheckPorts(Tenant{Name: name, Ports: ports}, others)
+	return CheckPorts(TenantSpec{Name: name, Ports: ports}, others)
 }
 
 // CheckPorts is the one check of a tenant's ports against the other
@@ -271,7 +273,7 @@ func (mt *tenantSet) checkPorts(name string, ports []uint16) error {
 // tenant (one without ports: it gets every port no one has) are refused.
 // The dispatcher applies it to every tenant it adds or updates; a server
 // applies it to its configuration before it opens anything.
-func CheckPorts(t Tenant, others []Tenant) error {
+func CheckPorts(t TenantSpec, others []TenantSpec) error {
 	for i, p := range t.Ports {
 		switch {
 		case p == 0:
@@ -298,7 +300,7 @@ func CheckPorts(t Tenant, others []Tenant) error {
 
 // setRoutes routes ports (none: every port no one has) to tenant k,
 // dropping k's previous routes.
-func (mt *tenantSet) setRoutes(k int32, ports []uint16) {
+func (mt *tenantRouter) setRoutes(k int32, ports []uint16) {
 	mt.clearRoutes(k)
 	for _, p := range ports {
 		mt.route[p] = k
@@ -312,7 +314,7 @@ func (mt *tenantSet) setRoutes(k int32, ports []uint16) {
 
 // findSole sets sole: the tenant that gets every packet, if one does
 // (the only live tenant, the default, with no ports of its own).
-func (mt *tenantSet) findSole() {
+func (mt *tenantRouter) findSole() {
 	mt.sole = -1
 	live := 0
 	for _, t := range mt.tenants {
@@ -325,7 +327,7 @@ func (mt *tenantSet) findSole() {
 	}
 }
 
-func (mt *tenantSet) clearRoutes(k int32) {
+func (mt *tenantRouter) clearRoutes(k int32) {
 	for _, p := range mt.tenants[k].spec.Ports {
 		if mt.route[p] == k {
 			mt.route[p] = -1
@@ -338,7 +340,7 @@ func (mt *tenantSet) clearRoutes(k int32) {
 }
 
 // tenantOf returns the tenant of a packet to port, or -1.
-func (mt *tenantSet) tenantOf(port uint16) int32 {
+func (mt *tenantRouter) tenantOf(port uint16) int32 {
 	if k := mt.route[port]; k >= 0 {
 		return k
 	}
@@ -452,7 +454,7 @@ func (d *Dispatcher) intact(b *nic.Buffer) bool {
 
 // classifyEnqueue classifies t's packets bufs (their payloads in t.pays)
 // inline and enqueues them.
-func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64) {
+func (d *Dispatcher) classifyEnqueue(t *routedTenant, bufs []*nic.Buffer, now int64) {
 	n := len(bufs)
 	d.classifyInline(t, n)
 	live := !t.removed
@@ -470,7 +472,7 @@ func (d *Dispatcher) classifyEnqueue(t *tenantRT, bufs []*nic.Buffer, now int64)
 // classifyInline classifies t's n packets of the burst on the dispatcher
 // goroutine. An IsolateAuto tenant whose call faulted or took longer than
 // Spec.InlineLimit is moved to its lane for its next packets.
-func (d *Dispatcher) classifyInline(t *tenantRT, n int) {
+func (d *Dispatcher) classifyInline(t *routedTenant, n int) {
 	t.calls++
 	if t.lane == nil {
 		// Always inline (a trusted classifier): nothing to decide, so
@@ -503,7 +505,7 @@ const (
 
 // escalate moves t to its lane (at time now, dispatcher clock), setting
 // its probation.
-func (t *tenantRT) escalate(base uint64, now int64) {
+func (t *routedTenant) escalate(base uint64, now int64) {
 	switch {
 	case t.probation == 0 || (t.escalations > 0 && now-t.lastEscalation > laneProbationReset):
 		t.probation = base
@@ -563,7 +565,7 @@ func (d *Dispatcher) collectLanes(now int64) int {
 
 // enqueueTenant enqueues b of tenant t's local type local: the same path
 // as accept's after classification.
-func (d *Dispatcher) enqueueTenant(t *tenantRT, b *nic.Buffer, local darc.Type, now int64) {
+func (d *Dispatcher) enqueueTenant(t *routedTenant, b *nic.Buffer, local darc.Type, now int64) {
 	if local == darc.Faulted && !t.removed {
 		d.faulted(b, t.base)
 		return
@@ -739,7 +741,7 @@ func (d *Dispatcher) do(ctx context.Context, apply func(d *Dispatcher) error) er
 // to it and its lane starts. It returns the global id of its local type 0.
 // Safe for concurrent use; it waits for the dispatcher goroutine (at most
 // one loop iteration) or ctx.
-func (d *Dispatcher) AddTenant(ctx context.Context, t Tenant) (darc.Type, error) {
+func (d *Dispatcher) AddTenant(ctx context.Context, t TenantSpec) (darc.Type, error) {
 	var base darc.Type
 	t.Share.Name = t.Name
 	// The tenant's own policy (its per-type state: hundreds of KiB for
@@ -806,7 +808,7 @@ func (d *Dispatcher) policyPreparer() (tenantPreparer, bool) {
 
 // UpdateTenant changes a live tenant's ports and share (t.Share; its
 // classifier changes by a hot swap of the classifier itself).
-func (d *Dispatcher) UpdateTenant(ctx context.Context, t Tenant) error {
+func (d *Dispatcher) UpdateTenant(ctx context.Context, t TenantSpec) error {
 	t.Share.Name = t.Name
 	return d.do(ctx, func(d *Dispatcher) error {
 		mt := d.mt
@@ -869,7 +871,7 @@ func (d *Dispatcher) RemoveTenant(ctx context.Context, name string) error {
 }
 
 // live returns the index of the live tenant called name, or -1.
-func (mt *tenantSet) live(name string) int {
+func (mt *tenantRouter) live(name string) int {
 	for k, t := range mt.tenants {
 		if t.spec.Name == name && !t.removed {
 			return k
@@ -975,13 +977,13 @@ func (d *Dispatcher) retireRemoved() {
 	if n <= keepRemoved {
 		return // the common case: nothing to sort, nothing allocated
 	}
-	removed := make([]*tenantRT, 0, n)
+	removed := make([]*routedTenant, 0, n)
 	for _, t := range mt.tenants {
 		if t.removed && !t.retired {
 			removed = append(removed, t)
 		}
 	}
-	slices.SortFunc(removed, func(a, b *tenantRT) int { return cmp.Compare(a.removal, b.removal) })
+	slices.SortFunc(removed, func(a, b *routedTenant) int { return cmp.Compare(a.removal, b.removal) })
 	for _, t := range removed[:len(removed)-keepRemoved] {
 		if l := t.lane; l != nil {
 			if l.inflight > 0 {
@@ -1007,6 +1009,6 @@ func (d *Dispatcher) retireRemoved() {
 		// The per-type shed totals went back to zero: start the window
 		// again.
 		d.shedCount, d.shedNext = 0, 0
-		*t = tenantRT{base: t.base, numTypes: t.numTypes, removed: true, retired: true}
+		*t = routedTenant{base: t.base, numTypes: t.numTypes, removed: true, retired: true}
 	}
 }

@@ -96,7 +96,7 @@ func burstPayloads(withB bool) ([][]byte, []uint16) {
 func benchTenants(b *testing.B, aWasm, bWasm []byte, withB bool, iso Isolation) {
 	dp := newFakeDataplane(32, 2048, 64)
 	dp.keep = false
-	d, err := New(Spec{Workers: 32, Tenants: []Tenant{
+	d, err := New(Spec{Workers: 32, Tenants: []TenantSpec{
 		{Name: "a", Ports: []uint16{portA}, Classifier: tenantHost(b, "a", aWasm), Isolation: iso},
 		{Name: "b", Ports: []uint16{portB}, Classifier: tenantHost(b, "b", bWasm), Isolation: iso},
 	}}, dp, nil, tenantPolicy(b, 32, 0), echo)

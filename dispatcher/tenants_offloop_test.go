@@ -18,7 +18,7 @@ func TestRemoveReleasesOffTheLoop(t *testing.T) {
 	dp := newFakeDataplane(4, 1024, 64)
 	closing, release := make(chan struct{}), make(chan struct{})
 	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond,
-		Tenants: []Tenant{
+		Tenants: []TenantSpec{
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
 			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateInline,
 				Release: func() { close(closing); <-release }},
@@ -38,7 +38,7 @@ func TestRemoveReleasesOffTheLoop(t *testing.T) {
 	start := time.Now()
 	updated := make(chan error, 1)
 	go func() {
-		updated <- d.UpdateTenant(ctx, Tenant{Name: "a", Ports: []uint16{portA, 3000},
+		updated <- d.UpdateTenant(ctx, TenantSpec{Name: "a", Ports: []uint16{portA, 3000},
 			Share: darc.TenantConfig{NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()}})
 	}()
 	select {

@@ -114,7 +114,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 	dp := newFakeDataplane(4, 512, 64)
 	gate := &gateClassifier{gate: make(chan struct{})}
 	d, err := New(Spec{Workers: 4, Spin: -1, LaneCapacity: 24, StatsInterval: time.Millisecond,
-		Tenants: []Tenant{
+		Tenants: []TenantSpec{
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Isolation: IsolateLane},
 			{Name: "b", Ports: []uint16{portB}, Classifier: gate, Isolation: IsolateLane},
 		}}, dp, nil, tenantPolicy(t, 4, 0), echo)
@@ -168,7 +168,7 @@ func TestTenantLifecycle(t *testing.T) {
 		return true
 	})
 	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond,
-		Tenants: []Tenant{
+		Tenants: []TenantSpec{
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
 			{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateInline},
 		}}, dp, nil, tenantPolicy(t, 4, 0), slowApp)
@@ -189,7 +189,7 @@ func TestTenantLifecycle(t *testing.T) {
 	feed(portA, 50)
 	feed(portB, 50)
 	waitUntil(t, "some of b's answers", func() bool { s := d.Stats(); return len(s.Tenants) > 1 && s.Tenants[1].Answered > 0 })
-	c := Tenant{Name: "c", Ports: []uint16{3000}, Classifier: HeaderClassifier{},
+	c := TenantSpec{Name: "c", Ports: []uint16{3000}, Classifier: HeaderClassifier{},
 		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames(), Workers: 1}}
 	base, err := d.AddTenant(ctx, c)
 	if err != nil {
@@ -198,12 +198,12 @@ func TestTenantLifecycle(t *testing.T) {
 	if base != 2*HeaderNumTypes+1 {
 		t.Fatalf("c's base %d", base)
 	}
-	if _, err := d.AddTenant(ctx, Tenant{Name: "d", Ports: []uint16{portA}, Classifier: HeaderClassifier{},
+	if _, err := d.AddTenant(ctx, TenantSpec{Name: "d", Ports: []uint16{portA}, Classifier: HeaderClassifier{},
 		Share: darc.TenantConfig{NumTypes: 2}}); !errors.Is(err, ErrTenant) {
 		t.Fatalf("a tenant on a's port: %v", err)
 	}
 	feed(3000, 30)
-	if err := d.UpdateTenant(ctx, Tenant{Name: "a", Ports: []uint16{portA, 1001},
+	if err := d.UpdateTenant(ctx, TenantSpec{Name: "a", Ports: []uint16{portA, 1001},
 		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, Workers: 2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestTenantLanesDrainAtShutdown(t *testing.T) {
 	dp := newFakeDataplane(2, 64, 64)
 	gate := &gateClassifier{gate: make(chan struct{})}
 	d, err := New(Spec{Workers: 2, Spin: -1, DrainTimeout: 20 * time.Millisecond,
-		Tenants: []Tenant{{Name: "a", Classifier: gate, Isolation: IsolateLane}}}, dp, nil, tenantPolicyOne(t), echo)
+		Tenants: []TenantSpec{{Name: "a", Classifier: gate, Isolation: IsolateLane}}}, dp, nil, tenantPolicyOne(t), echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func tenantPolicyOne(t testing.TB) *darc.Tenants {
 func TestTenantStepNoAlloc(t *testing.T) {
 	dp := newFakeDataplane(32, 256, 64)
 	dp.keep = false
-	d, err := New(Spec{Workers: 32, Tenants: []Tenant{
+	d, err := New(Spec{Workers: 32, Tenants: []TenantSpec{
 		{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}, Isolation: IsolateInline},
 		{Name: "b", Ports: []uint16{portB}, Classifier: HeaderClassifier{}, Isolation: IsolateLane},
 	}}, dp, nil, tenantPolicy(t, 32, 0), echo)
@@ -366,7 +366,7 @@ func (f *faultyClassifier) FaultTotal() uint64 { return f.faults }
 func TestTenantAutoIsolation(t *testing.T) {
 	dp := newFakeDataplane(4, 512, 64)
 	d, err := New(Spec{Workers: 4, Spin: -1, StatsInterval: time.Millisecond, LaneProbation: 3,
-		Tenants: []Tenant{
+		Tenants: []TenantSpec{
 			{Name: "a", Ports: []uint16{portA}, Classifier: HeaderClassifier{}},
 			{Name: "b", Ports: []uint16{portB}, Classifier: &faultyClassifier{}},
 		}}, dp, nil, tenantPolicy(t, 4, 0), echo)
@@ -408,7 +408,7 @@ func TestTenantAutoIsolation(t *testing.T) {
 // back inline needs twice the clean lane calls each time (up to a cap),
 // and starts over once it behaved for laneProbationReset.
 func TestLaneProbationGrows(t *testing.T) {
-	tr := &tenantRT{lane: &lane{}}
+	tr := &routedTenant{lane: &lane{}}
 	const base = 64
 	want := []uint64{64, 128, 256, 512}
 	for i, w := range want {

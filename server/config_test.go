@@ -55,7 +55,7 @@ app: {name: emulate, max_service: 2ms}
 	}
 	// The default tenant of the native classifier: the types by their
 	// plain names.
-	native := &liveTenant{cfg: Tenant{Name: DefaultTenant}, typeNames: headerTypes(), numTypes: len(headerTypes()), implicit: true}
+	native := &loadedTenant{cfg: Tenant{Name: DefaultTenant}, typeNames: headerTypes(), numTypes: len(headerTypes()), implicit: true}
 	d := cfg.withDefaults().basePolicyConfig(8160)
 	tc, err := native.share(cfg.withDefaults(), true)
 	if err != nil {
@@ -70,7 +70,7 @@ app: {name: emulate, max_service: 2ms}
 		t.Errorf("policy config refused: %v", err)
 	}
 	cfg.Types["NOPE"] = TypeLimits{Budget: 3}
-	ts := &tenantSet{live: map[string]*liveTenant{DefaultTenant: native}}
+	ts := &tenantRegistry{live: map[string]*loadedTenant{DefaultTenant: native}}
 	if err := checkTypeOverrides(cfg.withDefaults(), ts); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"NOPE"`) {
 		t.Errorf("unknown type name: %v", err)
 	}

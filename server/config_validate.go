@@ -248,7 +248,7 @@ func (c Config) validate(custom bool) error {
 		return bad("classifier_options: %v", err)
 	}
 	seen := map[string]bool{}
-	var routed []dispatcher.Tenant
+	var routed []dispatcher.TenantSpec
 	for i, t := range c.Tenants {
 		if err := validTenantName(t.Name); err != nil {
 			return bad("tenant %d: %v", i, err)
@@ -257,7 +257,7 @@ func (c Config) validate(custom bool) error {
 			return bad("tenant %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		dt := dispatcher.Tenant{Name: t.Name, Ports: t.Ports}
+		dt := dispatcher.TenantSpec{Name: t.Name, Ports: t.Ports}
 		if err := dispatcher.CheckPorts(dt, routed); err != nil {
 			return bad("tenant %q: %v", t.Name, err)
 		}

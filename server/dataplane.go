@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -36,8 +37,8 @@ func requestBuffers(dp nic.Dataplane) int {
 // addresses requests go to. It has one TX queue per worker and one more for
 // the dispatcher's own ("overloaded") replies. ports are further ports to
 // receive on (tenants' own); proto is the application's stream protocol
-// (tcp:// addresses); logf receives the dataplane's operator messages.
-func openDataplane(cfg Config, ports []uint16, proto nic.Protocol, logf func(string, ...any)) (nic.Dataplane, string, error) {
+// (tcp:// addresses); log receives the dataplane's operator messages.
+func openDataplane(cfg Config, ports []uint16, proto nic.Protocol, log io.Writer) (nic.Dataplane, string, error) {
 	eps := cfg.endpoints()
 	switch cfg.Dataplane {
 	case DataplaneMemory:
@@ -54,7 +55,7 @@ func openDataplane(cfg Config, ports []uint16, proto nic.Protocol, logf func(str
 		var addr string
 		var err error
 		if e.Transport == TransportTCP {
-			dp, addr, err = openTCP(cfg, e.Addr, ports, proto, logf)
+			dp, addr, err = openTCP(cfg, e.Addr, ports, proto, log)
 		} else {
 			dp, addr, err = openUDP(cfg, e.Addr, ports)
 		}
@@ -98,14 +99,14 @@ func openUDP(cfg Config, ap netip.AddrPort, ports []uint16) (nic.Dataplane, stri
 
 // openTCP opens the TCP dataplane on ap and the tenants' ports, framing
 // with proto.
-func openTCP(cfg Config, ap netip.AddrPort, ports []uint16, proto nic.Protocol, logf func(string, ...any)) (nic.Dataplane, string, error) {
+func openTCP(cfg Config, ap netip.AddrPort, ports []uint16, proto nic.Protocol, log io.Writer) (nic.Dataplane, string, error) {
 	if proto == nil {
 		return nil, "", fmt.Errorf("%w: app %q has no stream protocol: it cannot be served over TCP", ErrConfig, cfg.App.Name)
 	}
 	if ports == nil {
 		ports = tenantPorts(cfg)
 	}
-	dp, err := tcp.Open(cfg.tcpConfig(ap, ports, proto, logf))
+	dp, err := tcp.Open(cfg.tcpConfig(ap, ports, proto, log))
 	if err != nil {
 		return nil, "", fmt.Errorf("server: dataplane: %w", err)
 	}
@@ -113,12 +114,12 @@ func openTCP(cfg Config, ap netip.AddrPort, ports []uint16, proto nic.Protocol, 
 }
 
 // tcpConfig is the TCP dataplane's configuration.
-func (c Config) tcpConfig(ap netip.AddrPort, ports []uint16, proto nic.Protocol, logf func(string, ...any)) tcp.Config {
+func (c Config) tcpConfig(ap netip.AddrPort, ports []uint16, proto nic.Protocol, log io.Writer) tcp.Config {
 	t := c.TCP
 	tc := tcp.Config{Addr: ap.String(), Ports: ports, Protocol: proto, Workers: c.Workers + 1,
 		Buffers: c.Buffers, ExtraBuffers: laneBuffers(c), BufSize: max(c.BufSize, tcp.DefaultBufSize),
 		MaxConns: t.MaxConns, MaxPipeline: t.MaxPipeline, MaxRequest: t.MaxRequest, MaxOutput: t.MaxOutput,
-		Memory: int64(t.Memory), IdleTimeout: t.IdleTimeout, PartialTimeout: t.PartialTimeout, Logf: logf}
+		Memory: int64(t.Memory), IdleTimeout: t.IdleTimeout, PartialTimeout: t.PartialTimeout, Log: log, Name: "psp serve: tcp"}
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
 		tc.MaxConns = cmp.Or(tc.MaxConns, m.MaxConns)

@@ -11,14 +11,14 @@ import (
 // 1,024 ports each may run. It names 16 tenants, counts the others, and
 // prints runs of ports as ranges.
 func TestStartupLineBounded(t *testing.T) {
-	mt := &tenantSet{live: map[string]*liveTenant{}, nativeName: "native psp header"}
+	mt := &tenantRegistry{live: map[string]*loadedTenant{}, nativeName: "native psp header"}
 	for i := range 1024 {
 		var ports []uint16
 		for p := range 1024 {
 			ports = append(ports, uint16(1024+p))
 		}
 		name := fmt.Sprintf("t%04d", i)
-		mt.live[name] = &liveTenant{cfg: Tenant{Name: name, Ports: ports}}
+		mt.live[name] = &loadedTenant{cfg: Tenant{Name: name, Ports: ports}}
 	}
 	line := mt.describe()
 	if len(line) > 2048 {

@@ -385,7 +385,7 @@ func TestAddCompilesOutsideTheLock(t *testing.T) {
 	h := r.srv.Handler()
 	compiling, release := make(chan struct{}), make(chan struct{})
 	load := r.srv.tenants.compile
-	r.srv.tenants.compile = func(ctx context.Context, tn Tenant) (*liveTenant, error) {
+	r.srv.tenants.compile = func(ctx context.Context, tn Tenant) (*loadedTenant, error) {
 		close(compiling)
 		<-release
 		return load(ctx, tn)

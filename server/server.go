@@ -49,7 +49,7 @@ type Server struct {
 	dp         nic.Dataplane
 	addr       string
 	disp       *dispatcher.Dispatcher
-	tenants    *tenantSet
+	tenants    *tenantRegistry
 	creds      *credentials
 	audit      *audit
 	auditFiles []io.Closer // the changes' and the refusals' audit files
@@ -421,11 +421,6 @@ func dropSummary(d dispatcher.Drops) string {
 		return ""
 	}
 	return " (" + d.String() + ")"
-}
-
-// logf writes one line of the server's log.
-func (s *Server) logf(format string, args ...any) {
-	fmt.Fprintf(s.log, "psp serve: "+format+"\n", args...)
 }
 
 // fdBudget says the process's file descriptor limit, which the TCP

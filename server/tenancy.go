@@ -69,13 +69,13 @@ func (s *Server) openCredentials(cfg Config) error {
 // hold; the other policies: one policy the tenants share) and the
 // dispatcher.
 func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) error {
-	ts, err := newTenantSet(ctx, s, cfg, s.app, opts.Classifiers)
+	ts, err := newTenantRegistry(ctx, s, cfg, s.app, opts.Classifiers)
 	if err != nil {
 		return err
 	}
 	s.tenants = ts
 	s.describeTenants = ts.describe()
-	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.logf); err != nil {
+	if s.dp, s.addr, err = openDataplane(cfg, ts.ports(cfg.listenPort()), s.app.Stream, s.log); err != nil {
 		return err
 	}
 	lanes := 0
@@ -119,7 +119,7 @@ func (s *Server) openTenants(ctx context.Context, cfg Config, opts Options) erro
 
 // checkTypeOverrides refuses per-type overrides that name no tenant's
 // type.
-func checkTypeOverrides(cfg Config, ts *tenantSet) error {
+func checkTypeOverrides(cfg Config, ts *tenantRegistry) error {
 	var all []string
 	for name := range cfg.Types {
 		found := false
@@ -177,7 +177,7 @@ func (s *Server) listenPort() uint16 {
 // declare (and each tenant's UNKNOWN); native classifiers declare none:
 // their types are the wire's whole type space, shown once they see a
 // request.
-func (mt *tenantSet) declared(st *dispatcher.Stats) []bool {
+func (mt *tenantRegistry) declared(st *dispatcher.Stats) []bool {
 	d := make([]bool, len(st.Types))
 	if len(d) > 0 {
 		d[0] = true

@@ -27,9 +27,12 @@ import (
 // fixed set sharing one policy: darc.Shared) and its own token. A server
 // started with one classifier (Config.Classifier, or none: the native
 // one) has one tenant, the default, called DefaultTenant, owning every
-// port: tenants added later take their ports from it. tenantSet holds what
-// the server keeps per tenant; the dispatcher and the policy hold the rest
-// and apply changes between two iterations of the dispatcher's loop.
+// port: tenants added later take their ports from it. The server keeps
+// each tenant's configuration and classifier (a loadedTenant in its
+// tenantRegistry); the dispatcher routes its ports and runs its
+// classifier (a dispatcher.TenantSpec), the policy holds its type range
+// and share (a darc.TenantConfig); changes apply between two iterations
+// of the dispatcher's loop.
 
 // MaxTenantTypes bounds the type range of a tenant added or listed in
 // Config.Tenants (its module's type count, or max_types): each type has
@@ -37,8 +40,9 @@ import (
 // policy's type space alone, as a server of one classifier always was.
 const MaxTenantTypes = 1024
 
-// liveTenant is one live tenant of a server.
-type liveTenant struct {
+// loadedTenant is one live tenant of a server: its configuration and its
+// classifier, loaded.
+type loadedTenant struct {
 	cfg       Tenant
 	host      *wasmclass.Host // nil: the native classifier
 	caller    *wasmclass.Caller
@@ -53,12 +57,12 @@ type liveTenant struct {
 	memoryPages uint32
 }
 
-// tenantSet is a server's tenants. Lifecycle changes are serialised by
-// mu; status reads take it too.
-type tenantSet struct {
+// tenantRegistry is a server's tenants, by name. Lifecycle changes are
+// serialised by mu; status reads take it too.
+type tenantRegistry struct {
 	s           *Server
 	mu          sync.Mutex
-	live        map[string]*liveTenant
+	live        map[string]*loadedTenant
 	native      app.Classifier
 	nativeTypes []string
 	nativeName  string            // describes the native classifier
@@ -66,14 +70,14 @@ type tenantSet struct {
 	wopts       wasmclass.Options // every tenant's base classifier options
 	// compile builds an added tenant's classifier (load; tests slow it
 	// down). Called without mu.
-	compile func(ctx context.Context, t Tenant) (*liveTenant, error)
+	compile func(ctx context.Context, t Tenant) (*loadedTenant, error)
 }
 
-// newTenantSet loads every configured tenant's classifier: Config.Tenants,
-// or the default tenant of Config.Classifier (or of the native classifier)
-// unless MultiTenant asks to start with none.
-func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, wopts wasmclass.Options) (*tenantSet, error) {
-	mt := &tenantSet{s: s, live: map[string]*liveTenant{}, wopts: cfg.ClassifierOptions.wasm(wopts)}
+// newTenantRegistry loads every configured tenant's classifier:
+// Config.Tenants, or the default tenant of Config.Classifier (or of the
+// native classifier) unless MultiTenant asks to start with none.
+func newTenantRegistry(ctx context.Context, s *Server, cfg Config, app *Application, wopts wasmclass.Options) (*tenantRegistry, error) {
+	mt := &tenantRegistry{s: s, live: map[string]*loadedTenant{}, wopts: cfg.ClassifierOptions.wasm(wopts)}
 	mt.compile = mt.load
 	if app.Classifier != nil {
 		mt.native, mt.nativeTypes, mt.nativeName = app.Classifier, app.TypeNames, "native "+app.Name
@@ -102,8 +106,8 @@ func newTenantSet(ctx context.Context, s *Server, cfg Config, app *Application, 
 
 // configured returns the tenants the server starts with, in order:
 // Config.Tenants, or the implicit default tenant.
-func (mt *tenantSet) configured(cfg Config) []*liveTenant {
-	var out []*liveTenant
+func (mt *tenantRegistry) configured(cfg Config) []*loadedTenant {
+	var out []*loadedTenant
 	for _, t := range cfg.Tenants {
 		out = append(out, mt.live[t.Name])
 	}
@@ -117,7 +121,7 @@ func (mt *tenantSet) configured(cfg Config) []*liveTenant {
 // space: "tenant/type", but for the implicit default tenant the name a
 // server of one classifier always gave it (a Wasm classifier's types are
 // default/type, the native classifier's its own, UNKNOWN the policy's).
-func (lt *liveTenant) typeName(local int) string {
+func (lt *loadedTenant) typeName(local int) string {
 	n := lt.typeNames[local]
 	switch {
 	case !lt.implicit:
@@ -131,15 +135,15 @@ func (lt *liveTenant) typeName(local int) string {
 }
 
 // load builds a tenant's classifier (off the hot path).
-func (mt *tenantSet) load(ctx context.Context, t Tenant) (*liveTenant, error) {
+func (mt *tenantRegistry) load(ctx context.Context, t Tenant) (*loadedTenant, error) {
 	return mt.loadUpTo(ctx, t, MaxTenantTypes)
 }
 
 // loadUpTo is load with a bound on the tenant's types (0: the policy's
 // own bound only; the default tenant of Config.Classifier, whose types are
 // the server's whole type space, as they always were).
-func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liveTenant, error) {
-	lt := &liveTenant{cfg: t, added: time.Now()}
+func (mt *tenantRegistry) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*loadedTenant, error) {
+	lt := &loadedTenant{cfg: t, added: time.Now()}
 	bin := t.Wasm
 	if len(bin) == 0 && t.Classifier != "" {
 		var err error
@@ -189,7 +193,7 @@ func (mt *tenantSet) loadUpTo(ctx context.Context, t Tenant, maxTypes int) (*liv
 
 // share is t's configuration in the policy, with the per-type limits cfg
 // gives as "tenant/type".
-func (lt *liveTenant) share(cfg Config, pool bool) (darc.TenantConfig, error) {
+func (lt *loadedTenant) share(cfg Config, pool bool) (darc.TenantConfig, error) {
 	t := lt.cfg
 	tc := darc.TenantConfig{Name: t.Name, NumTypes: lt.numTypes, TypeNames: lt.typeNames,
 		Workers: t.Workers, Weight: t.Weight, MaxWorkers: t.MaxWorkers, Buffers: t.Buffers, MaxBuffers: t.MaxBuffers}
@@ -222,8 +226,8 @@ func (lt *liveTenant) share(cfg Config, pool bool) (darc.TenantConfig, error) {
 }
 
 // dispatcherTenant is t as the dispatcher runs it.
-func (mt *tenantSet) dispatcherTenant(lt *liveTenant, share darc.TenantConfig) dispatcher.Tenant {
-	dt := dispatcher.Tenant{Name: lt.cfg.Name, Ports: lt.cfg.Ports, Share: share}
+func (mt *tenantRegistry) dispatcherTenant(lt *loadedTenant, share darc.TenantConfig) dispatcher.TenantSpec {
+	dt := dispatcher.TenantSpec{Name: lt.cfg.Name, Ports: lt.cfg.Ports, Share: share}
 	if lt.host == nil {
 		dt.Classifier, dt.Isolation = mt.native, dispatcher.IsolateInline
 		return dt
@@ -240,9 +244,9 @@ func (mt *tenantSet) dispatcherTenant(lt *liveTenant, share darc.TenantConfig) d
 }
 
 // policyTenants returns the policy's tenants for the configured ones.
-func (mt *tenantSet) policyTenants(cfg Config) ([]darc.TenantConfig, []dispatcher.Tenant, error) {
+func (mt *tenantRegistry) policyTenants(cfg Config) ([]darc.TenantConfig, []dispatcher.TenantSpec, error) {
 	var tcs []darc.TenantConfig
-	var dts []dispatcher.Tenant
+	var dts []dispatcher.TenantSpec
 	for _, lt := range mt.configured(cfg) {
 		tc, err := lt.share(cfg, mt.pool)
 		if err != nil {
@@ -255,7 +259,7 @@ func (mt *tenantSet) policyTenants(cfg Config) ([]darc.TenantConfig, []dispatche
 }
 
 // ports returns every live tenant's ports but the listen port.
-func (mt *tenantSet) ports(listen uint16) []uint16 {
+func (mt *tenantRegistry) ports(listen uint16) []uint16 {
 	var ps []uint16
 	for _, lt := range mt.live {
 		for _, p := range lt.cfg.Ports {
@@ -270,7 +274,7 @@ func (mt *tenantSet) ports(listen uint16) []uint16 {
 
 // closeAll closes every classifier (the dispatcher never ran, or has
 // stopped: closing twice is harmless).
-func (mt *tenantSet) closeAll() error {
+func (mt *tenantRegistry) closeAll() error {
 	var errs []error
 	for _, lt := range mt.live {
 		if lt.caller != nil {
@@ -284,14 +288,14 @@ func (mt *tenantSet) closeAll() error {
 }
 
 // get returns the live tenant called name.
-func (mt *tenantSet) get(name string) (*liveTenant, error) {
+func (mt *tenantRegistry) get(name string) (*loadedTenant, error) {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	return mt.lookup(name)
 }
 
 // lookup is get with mt.mu held.
-func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
+func (mt *tenantRegistry) lookup(name string) (*loadedTenant, error) {
 	lt, ok := mt.live[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", darc.ErrUnknownTenant, name)
@@ -300,7 +304,7 @@ func (mt *tenantSet) lookup(name string) (*liveTenant, error) {
 }
 
 // swap hot-swaps a tenant's Wasm classifier.
-func (mt *tenantSet) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
+func (mt *tenantRegistry) swap(ctx context.Context, name string, wasm []byte, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -312,7 +316,7 @@ func (mt *tenantSet) swap(ctx context.Context, name string, wasm []byte, exp was
 	return v, swapError(name, err)
 }
 
-func (mt *tenantSet) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
+func (mt *tenantRegistry) rollback(ctx context.Context, name string, exp wasmclass.Expect) (int, error) {
 	lt, err := mt.get(name)
 	if err != nil {
 		return 0, err
@@ -333,7 +337,7 @@ type portSet interface {
 
 // add adds a tenant while the server runs: classifier, ports, policy share
 // and credentials, or nothing on error.
-func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
+func (mt *tenantRegistry) add(ctx context.Context, t Tenant) (*loadedTenant, error) {
 	s := mt.s
 	if !s.cfg.shares() {
 		return nil, fmt.Errorf("%w: add %q: policy %s has no tenant shares, so its tenants are fixed when the server starts (start it with policy darc or darc-static to add tenants)", ErrFixedTenants, t.Name, s.cfg.Policy)
@@ -403,7 +407,7 @@ func (mt *tenantSet) add(ctx context.Context, t Tenant) (*liveTenant, error) {
 
 // uniqueToken refuses tenant name's token (when it has one) if another
 // principal holds it.
-func (mt *tenantSet) uniqueToken(name string, tok [32]byte, hasTok bool) error {
+func (mt *tenantRegistry) uniqueToken(name string, tok [32]byte, hasTok bool) error {
 	if !hasTok {
 		return nil
 	}
@@ -415,7 +419,7 @@ func (mt *tenantSet) uniqueToken(name string, tok [32]byte, hasTok bool) error {
 
 // memoryPages is the memory limit of t's Wasm classifier, in pages (0:
 // the native classifier).
-func (mt *tenantSet) memoryPages(t Tenant) uint32 {
+func (mt *tenantRegistry) memoryPages(t Tenant) uint32 {
 	if len(t.Wasm) == 0 && t.Classifier == "" {
 		return 0
 	}
@@ -424,7 +428,7 @@ func (mt *tenantSet) memoryPages(t Tenant) uint32 {
 
 // pagesOf is the memory limit of the live tenant name's Wasm classifier,
 // in pages (0: the native classifier, or no such tenant).
-func (mt *tenantSet) pagesOf(name string) uint32 {
+func (mt *tenantRegistry) pagesOf(name string) uint32 {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	if lt, ok := mt.live[name]; ok {
@@ -435,7 +439,7 @@ func (mt *tenantSet) pagesOf(name string) uint32 {
 
 // classifierHeap is what the live tenants' classifiers hold in the Go heap
 // at most (see classifierHeap).
-func (mt *tenantSet) classifierHeap() int64 {
+func (mt *tenantRegistry) classifierHeap() int64 {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	var n int64
@@ -446,7 +450,7 @@ func (mt *tenantSet) classifierHeap() int64 {
 }
 
 // exists reports whether a live tenant is called name.
-func (mt *tenantSet) exists(name string) bool {
+func (mt *tenantRegistry) exists(name string) bool {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	_, ok := mt.live[name]
@@ -457,12 +461,12 @@ func (mt *tenantSet) exists(name string) bool {
 // returns those. It first checks name's ports against the other live
 // tenants' (dispatcher.CheckPorts, which the dispatcher applies again),
 // so that nothing is opened for ports that will be refused.
-func (mt *tenantSet) openPorts(name string, ports []uint16) ([]uint16, error) {
-	var others []dispatcher.Tenant
+func (mt *tenantRegistry) openPorts(name string, ports []uint16) ([]uint16, error) {
+	var others []dispatcher.TenantSpec
 	for n, lt := range mt.live {
-		others = append(others, dispatcher.Tenant{Name: n, Ports: lt.cfg.Ports})
+		others = append(others, dispatcher.TenantSpec{Name: n, Ports: lt.cfg.Ports})
 	}
-	if err := dispatcher.CheckPorts(dispatcher.Tenant{Name: name, Ports: ports}, others); err != nil {
+	if err := dispatcher.CheckPorts(dispatcher.TenantSpec{Name: name, Ports: ports}, others); err != nil {
 		return nil, fmt.Errorf("%w: tenant %q: %v", ErrConfig, name, err)
 	}
 	listen := mt.s.listenPort()
@@ -487,7 +491,7 @@ func (mt *tenantSet) openPorts(name string, ports []uint16) ([]uint16, error) {
 }
 
 // closePorts stops receiving on ports.
-func (mt *tenantSet) closePorts(ports []uint16) {
+func (mt *tenantRegistry) closePorts(ports []uint16) {
 	if ps, ok := mt.s.dp.(portSet); ok {
 		for _, p := range ports {
 			_ = ps.RemovePort(p)
@@ -496,7 +500,7 @@ func (mt *tenantSet) closePorts(ports []uint16) {
 }
 
 // closeTenant closes a classifier the dispatcher never got.
-func (mt *tenantSet) closeTenant(lt *liveTenant) {
+func (mt *tenantRegistry) closeTenant(lt *loadedTenant) {
 	if lt.caller != nil {
 		lt.caller.Close()
 	}
@@ -549,7 +553,7 @@ func (u TenantUpdate) apply(t Tenant) Tenant {
 }
 
 // update changes a live tenant's ports, share and token.
-func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*liveTenant, error) {
+func (mt *tenantRegistry) update(ctx context.Context, name string, u TenantUpdate) (*loadedTenant, error) {
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
@@ -581,7 +585,7 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := s.disp.UpdateTenant(ctx, dispatcher.Tenant{Name: name, Ports: t.Ports, Share: share}); err != nil {
+	if err := s.disp.UpdateTenant(ctx, dispatcher.TenantSpec{Name: name, Ports: t.Ports, Share: share}); err != nil {
 		mt.closePorts(added)
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -596,7 +600,7 @@ func (mt *tenantSet) update(ctx context.Context, name string, u TenantUpdate) (*
 
 // unused returns the ports of ports no live tenant has (nor the listen
 // port).
-func (mt *tenantSet) unused(ports []uint16) []uint16 {
+func (mt *tenantRegistry) unused(ports []uint16) []uint16 {
 	listen := mt.s.listenPort()
 	served := mt.ports(listen)
 	var out []uint16
@@ -611,7 +615,7 @@ func (mt *tenantSet) unused(ports []uint16) []uint16 {
 // remove removes a live tenant: the dispatcher drops its queued requests
 // (removed) and answers its running ones, its lane closes its classifier,
 // its ports close, its token is forgotten.
-func (mt *tenantSet) remove(ctx context.Context, name string) (*liveTenant, error) {
+func (mt *tenantRegistry) remove(ctx context.Context, name string) (*loadedTenant, error) {
 	s := mt.s
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
@@ -633,7 +637,7 @@ func (mt *tenantSet) remove(ctx context.Context, name string) (*liveTenant, erro
 
 // status returns every tenant's state, live ones first in the order the
 // dispatcher has them, then removed ones.
-func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
+func (mt *tenantRegistry) status(st *dispatcher.Stats) []TenantInfo {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	var out []TenantInfo
@@ -701,7 +705,7 @@ func (mt *tenantSet) status(st *dispatcher.Stats) []TenantInfo {
 const maxDescribed = 16
 
 // describe is the classifier part of the startup line.
-func (mt *tenantSet) describe() string {
+func (mt *tenantRegistry) describe() string {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	if len(mt.live) == 0 {

@@ -68,25 +68,25 @@
 //
 // # TCP
 //
-// ServeTCP serves the same protocol and store over TCP, as memcached's TCP
-// port does (replies unframed, a connection closed after quit or a line of
-// more than 2048 bytes without a line end, values up to the item size
-// limit), for clients that read only over TCP: libmemcached's get does not
-// run over UDP. TCP requests are served beside the dispatcher, one
-// goroutine per connection: they are not scheduled by DARC.
-//
-// What a connection can make the server hold is bounded, where memcached's
-// is not: a get line longer than Config.MaxLine (64 KiB; memcached reads a
-// get line of any length) is answered "CLIENT_ERROR line too long" and the
-// connection closed; values being read share Config.TCPMemory (64 MiB),
-// past which a storage command is answered memcached's "SERVER_ERROR out
-// of memory storing object" and its data skipped; a connection completes
-// a command within Config.IdleTimeout (5 minutes) or is closed; past
-// Config.MaxConns (1024) a connection is answered "ERROR Too many open
-// connections" and closed, as by memcached. A connection's buffers are 16
-// KiB for reading and for writing (memcached's read buffer size), a get's
-// values go to the writer without a copy, and buffers grown past 16 KiB
-// are dropped after the command.
+// Over TCP (the TCP dataplane, nic/tcp), Protocol's framer cuts each
+// connection's stream into commands as memcached reads it (a line, and a
+// storage command's data block), each one request the dispatcher
+// schedules like a datagram; gets and version are read-only, so a
+// connection's pipelined gets may run at once while a write waits for what
+// came before it. What memcached does with a connection's output between
+// commands is said with the reply flags of package nic: it holds the
+// responses of most commands and transmits them at a get, mn or quit,
+// every 20 commands of a read, and when it waits for input (ReplyHold,
+// Frame.Flush); a get of a key too long discards what it holds
+// (ReplyDiscardHeld); quit and a command memcached closes on end the
+// connection (ReplyClose). A value over the item size limit is answered
+// "SERVER_ERROR object too large for cache" and its data skipped; values
+// being read share Config.TCPMemory, past which a storage command is
+// answered memcached's out-of-memory line and its data skipped; a get line
+// longer than Config.MaxLine is answered "CLIENT_ERROR line too long" and
+// the connection closed, as is a line of more than 2048 bytes without an
+// end that is not a get. The connection limit, idle and partial timeouts
+// are the dataplane's.
 //
 // # Overload
 //

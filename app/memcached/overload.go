@@ -30,14 +30,27 @@ const OverloadedLine = "SERVER_ERROR out of memory storing object\r\n"
 // a datagram count other than 1) and a request none of whose commands
 // would be answered (all noreply, a quit alone, a value cut short), exactly
 // as HandleMulti would answer nothing. Nothing of a shed request is run,
-// so a shed write stores nothing. ReplyOverloaded reads only the request's
-// buffer, allocates nothing and is safe to call concurrently with the
-// workers.
+// so a shed write stores nothing. A command cut from a TCP stream is
+// answered OverloadedLine alone, in its turn (a quit closes the connection,
+// a noreply command gets nothing). ReplyOverloaded reads only the
+// request's buffer, allocates nothing and is safe to call concurrently
+// with the workers.
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
 	if b.Len < 0 || b.Len > len(b.Data) || len(b.Data) < UDPHeaderLen+len(OverloadedLine) {
 		return false
 	}
 	p := b.Payload()
+	if b.Flags&nic.FromStream != 0 {
+		switch {
+		case string(commandWord(p)) == "quit":
+			b.Len, b.Flags = 0, nic.ReplyClose
+		case !wantsReply(p):
+			return false // nothing in its turn
+		default:
+			b.Len, b.Flags = copy(b.Data, OverloadedLine), 0
+		}
+		return true
+	}
 	h, ok := ParseFrameHeader(p)
 	if !ok || len(p) == UDPHeaderLen || h.Total != 1 || !wantsReply(p[UDPHeaderLen:]) {
 		return false

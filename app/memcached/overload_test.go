@@ -233,3 +233,28 @@ func BenchmarkReplyOverloaded(b *testing.B) {
 		})
 	}
 }
+
+// TestReplyOverloadedStream: a command cut from a TCP stream and shed is
+// answered the overloaded line alone (no frame header), in its turn; a
+// noreply command gets nothing; a quit still closes the connection.
+func TestReplyOverloadedStream(t *testing.T) {
+	srv := openServer(t, Config{})
+	for _, c := range []struct {
+		cmd   string
+		reply bool
+		want  string
+		flags nic.Flags
+	}{
+		{"get a\r\n", true, OverloadedLine, 0},
+		{"set a 0 0 1\r\nx\r\n", true, OverloadedLine, 0},
+		{"set a 0 0 1 noreply\r\nx\r\n", false, "", 0},
+		{"quit\r\n", true, "", nic.ReplyClose},
+	} {
+		b := &nic.Buffer{Data: make([]byte, 4096), Flags: nic.FromStream}
+		b.Len = copy(b.Data, c.cmd)
+		got := srv.ReplyOverloaded(TypeGet, b)
+		if got != c.reply || (got && (string(b.Payload()) != c.want || b.Flags != c.flags)) {
+			t.Errorf("%q: replied %v %q flags %v; want %v %q flags %v", c.cmd, got, b.Payload(), b.Flags, c.reply, c.want, c.flags)
+		}
+	}
+}

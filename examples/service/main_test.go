@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +66,40 @@ func TestService(t *testing.T) {
 	// Type names are the tenant's ("default" for Config.Classifier).
 	if types["default/ECHO"] != 1 || types["default/PRIMES"] != 2 || types["UNKNOWN"] != 1 {
 		t.Errorf("the classifier typed %v, want 1 ECHO, 2 PRIMES, 1 UNKNOWN", types)
+	}
+}
+
+// TestServiceOverTCP: the same service over TCP, a line per request,
+// pipelined, replies in order; a line too long closes the connection.
+func TestServiceOverTCP(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := serve(ctx, server.Config{Listen: "tcp://127.0.0.1:0", Workers: 2, Admin: server.Admin{Addr: "off"},
+		Classifier: filepath.Join("..", "classifiers", "c", "textservice.wasm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.Addr(), "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprint(conn, "primes 200000\necho hello\nnope\nprimes x\necho bye\n")
+	got, err := io.ReadAll(io.LimitReader(conn, int64(len("17984\nhello\nerror\nerror\nbye\n"))))
+	if err != nil || string(got) != "17984\nhello\nerror\nerror\nbye\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	fmt.Fprint(conn, strings.Repeat("x", 5000))
+	rest, _ := io.ReadAll(conn)
+	if string(rest) != "error: line too long\n" {
+		t.Fatalf("after a long line: %q", rest)
 	}
 }

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"time"
@@ -76,9 +77,11 @@ type Config struct {
 	PartialTimeout time.Duration
 	// Backlog is the listen queue length (default DefaultBacklog).
 	Backlog int
-	// Logf, when set, receives one line per event an operator should
-	// know of (a burst of accept errors); nil: silent.
-	Logf func(format string, args ...any)
+	// Log, when set, receives one line per event an operator should know
+	// of (a burst of accept errors starting and ending); nil: silent.
+	// Name starts those lines (default "tcp").
+	Log  io.Writer
+	Name string
 }
 
 // Validate reports the first invalid field of c.

@@ -3,6 +3,7 @@
 package tcp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/internal/bufpool"
 )
@@ -31,9 +33,6 @@ const (
 	inBufStart = 16 << 10
 	// sweepEvery is how often idle and partial timeouts are checked.
 	sweepEvery = 100 * time.Millisecond
-	// Backoff of a listener after an accept error the dataplane retries.
-	acceptBackoffMin = 5 * time.Millisecond
-	acceptBackoffMax = time.Second
 	// fdReserve is how many file descriptors are kept for the rest of the
 	// process when MaxConns is fitted under RLIMIT_NOFILE.
 	fdReserve = 64
@@ -102,10 +101,9 @@ type Dataplane struct {
 type listener struct {
 	fd       int
 	addr     netip.AddrPort
-	off      bool  // out of the epoll set after an accept error
-	resumeAt int64 // when it goes back in
-	backoff  time.Duration
-	errs     int // accept errors in the current burst
+	loop     *accept.Loop // its errors, pauses and counters
+	off      bool         // out of the epoll set, pausing after an error
+	resumeAt int64        // when it goes back in
 }
 
 // Open listens on cfg.Addr and cfg.Ports.
@@ -134,15 +132,15 @@ func Open(cfg Config) (*Dataplane, error) {
 // descriptor limit (the soft limit, which Go raises to the hard one at
 // start) with fdReserve to spare.
 func fitConns(want int) int {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+	soft, _, err := accept.FileLimit()
+	if err != nil || soft == unix.RLIM_INFINITY {
 		return want
 	}
 	open := 0
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		open = len(ents)
 	}
-	room := int(min(lim.Cur, 1<<30)) - open - fdReserve
+	room := int(min(soft, 1<<30)) - open - fdReserve
 	return max(min(want, room), 1)
 }
 
@@ -205,6 +203,7 @@ func (d *Dataplane) listen(ap netip.AddrPort) (*listener, error) {
 		return fail("getsockname", err)
 	}
 	ln := &listener{fd: fd, addr: addrPort(sa)}
+	ln.loop = accept.NewLoop(accept.Options{Name: cmp.Or(d.cfg.Name, "tcp") + " " + ln.addr.String(), Log: d.cfg.Log})
 	if err := d.epollAdd(fd, unix.EPOLLIN); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -509,28 +508,34 @@ func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 	return n
 }
 
-// accept accepts the connections waiting on ln.
+// accept accepts the connections waiting on ln. An error that a pause may
+// cure takes ln out of the epoll set for that pause (the connections wait
+// in its backlog); a fatal one is returned by Recv.
 func (d *Dataplane) accept(ln *listener, now int64) {
 	for range acceptBurst {
 		fd, sa, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		switch {
-		case err == nil:
-		case errors.Is(err, unix.EAGAIN):
-			d.acceptOK(ln)
-			return
-		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED), errors.Is(err, unix.EPROTO):
-			d.stats.acceptErrors.Add(1)
-			continue
-		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
-			d.stats.acceptErrors.Add(1)
-			d.acceptPause(ln, now, err)
-			return
-		default:
-			d.fatal = fmt.Errorf("tcp: accept on %s: %w", ln.addr, err)
+		if errors.Is(err, unix.EAGAIN) {
 			return
 		}
+		if err != nil {
+			pause, ferr := ln.loop.Failed(err)
+			if ferr != nil {
+				d.fatal = fmt.Errorf("tcp: %w", ferr)
+				return
+			}
+			d.stats.acceptErrors.Add(1)
+			if pause > 0 {
+				ln.off = true
+				ln.resumeAt = now + int64(pause)
+				unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
+				return
+			}
+			continue
+		}
+		ln.loop.Accepted()
 		if int(d.stats.current.Load()) >= d.maxConns {
 			d.stats.rejected.Add(1)
+			ln.loop.Refused()
 			if msg := d.cfg.Protocol.TooManyConns(); len(msg) > 0 {
 				unix.SendmsgN(fd, msg, nil, nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 			}
@@ -539,32 +544,6 @@ func (d *Dataplane) accept(ln *listener, now int64) {
 		}
 		d.adopt(fd, sa, ln, now)
 	}
-	d.acceptOK(ln)
-}
-
-// acceptPause takes ln out of the epoll set for a growing backoff: the
-// connections wait in its queue until descriptors or memory come back.
-func (d *Dataplane) acceptPause(ln *listener, now int64, err error) {
-	if ln.backoff == 0 {
-		ln.backoff = acceptBackoffMin
-	} else {
-		ln.backoff = min(2*ln.backoff, acceptBackoffMax)
-	}
-	if ln.errs == 0 && d.cfg.Logf != nil {
-		d.cfg.Logf("tcp: accept on %s: %v: retrying with a backoff (up to %v) until it succeeds", ln.addr, err, acceptBackoffMax)
-	}
-	ln.errs++
-	ln.off = true
-	ln.resumeAt = now + int64(ln.backoff)
-	unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
-}
-
-// acceptOK ends a burst of accept errors.
-func (d *Dataplane) acceptOK(ln *listener) {
-	if ln.errs > 0 && d.cfg.Logf != nil {
-		d.cfg.Logf("tcp: accept on %s works again after %d failed attempts", ln.addr, ln.errs)
-	}
-	ln.errs, ln.backoff = 0, 0
 }
 
 // adopt serves the accepted connection fd.

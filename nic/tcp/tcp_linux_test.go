@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -642,4 +643,112 @@ func TestCloseWithConnections(t *testing.T) {
 	if dp.FreeBuffers() != dp.Config().Buffers {
 		t.Fatalf("free %d of %d", dp.FreeBuffers(), dp.Config().Buffers)
 	}
+}
+
+// TestAcceptOutOfDescriptors: when accept fails for want of file
+// descriptors, the dataplane pauses that listener, counts and logs the
+// burst once, keeps serving its open connections, and accepts the waiting
+// connections once descriptors are back.
+func TestAcceptOutOfDescriptors(t *testing.T) {
+	var log syncBuffer
+	dp := open(t, tcp.Config{Log: &log})
+	bufs := make([]*nic.Buffer, 8)
+	// step receives what is there and echoes it.
+	step := func() {
+		n, err := dp.Recv(bufs, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dp.TxQueue(0).Send(bufs[:n])
+	}
+	exchange := func(c net.Conn, line string) {
+		t.Helper()
+		fmt.Fprint(c, line)
+		r := bufio.NewReader(c)
+		got := make(chan string, 1)
+		go func() { l, _ := r.ReadString('\n'); got <- l }()
+		for deadline := time.Now().Add(5 * time.Second); ; step() {
+			select {
+			case l := <-got:
+				if l != line {
+					t.Fatalf("got %q, want %q", l, line)
+				}
+				return
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no reply to %q", line)
+			}
+		}
+	}
+	served := dial(t, dp)
+	exchange(served, "0 first\n")
+	var clients []net.Conn
+	for range 3 { // connected by the kernel, waiting in the backlog
+		clients = append(clients, dial(t, dp))
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// The lowest free descriptor is the next one open(2) or accept(2)
+	// would take: a limit there fails every one.
+	low := lim
+	low.Cur = uint64(lowestFreeFd(t))
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skipf("cannot lower RLIMIT_NOFILE: %v", err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+			restored = true
+		}
+	}
+	defer restore()
+	for range 5 {
+		step()
+	}
+	if s := dp.ConnStats(); s.AcceptErrors == 0 || s.Current != 1 {
+		restore()
+		t.Fatalf("accept errors %d, connections %d: want errors counted and the one connection", s.AcceptErrors, s.Current)
+	}
+	exchange(served, "0 still served\n")
+	restore()
+	time.Sleep(20 * time.Millisecond) // past the listener's first pause
+	for i, c := range clients {
+		exchange(c, fmt.Sprintf("0 late %d\n", i))
+	}
+	if s := log.String(); strings.Count(s, "retrying") != 1 || !strings.Contains(s, "recovered") {
+		t.Errorf("log %q: want one line when the burst starts, one when it ends", s)
+	}
+}
+
+// lowestFreeFd returns the lowest descriptor number not open: dup(2)
+// takes it.
+func lowestFreeFd(t *testing.T) int {
+	fd, err := syscall.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	return fd
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
