@@ -137,6 +137,9 @@ type replayed struct {
 	// times are the shortest type's replayed requests, latencies and
 	// service times on the live server's scale.
 	times []RequestTime
+	// onConns, for a replay on connections, is every replayed request
+	// with its connection, for the overhead model (ConnSlowdownQuantile).
+	onConns []ConnRequest
 	// overhead, when set, is the overhead measured during the point
 	// (Sweep.CalibrateAlongside); else the policy's calibration counts.
 	overhead *OverheadDist
@@ -355,10 +358,18 @@ func (s *Sweep) compareTails(res *SweepResult, replays []replayed) ([]TailCompar
 				c.SimPolicy = rp.simPolicy
 			}
 			c.Conns = rp.conns
-			if rp.overhead != nil {
-				c.ExpectWithOverhead(rp.times, rp.overhead)
-			} else if o, ok := res.Overheads[c.Policy]; ok {
-				c.ExpectWithOverhead(rp.times, &o)
+			o := rp.overhead
+			if o == nil {
+				if po, ok := res.Overheads[c.Policy]; ok {
+					o = &po
+				}
+			}
+			switch {
+			case o == nil:
+			case rp.onConns != nil:
+				c.ExpectOnConnsWithOverhead(rp.onConns, o)
+			default:
+				c.ExpectWithOverhead(rp.times, o)
 			}
 			break
 		}
@@ -697,7 +708,7 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 		return replayed{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
 	}
 	latencies := make([]int64, len(trace))
-	pt, err := sim.RunContext(ctx, sim.Config{
+	cfg := sim.Config{
 		Workload: plan.Workload,
 		Workers:  plan.Workers,
 		Policy:   policy,
@@ -710,7 +721,8 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 		Conns:    conns,
 
 		TraceLatencies: latencies,
-	})
+	}
+	pt, err := sim.RunContext(ctx, cfg)
 	if err != nil {
 		return replayed{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
 	}
@@ -722,7 +734,40 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 			times = append(times, RequestTime{LatencyNs: int64(float64(l) * d), ServiceNs: int64(float64(trace[i].ServiceNs) * d)})
 		}
 	}
-	return replayed{point: pt, simPolicy: policy, conns: conns, times: times}, nil
+	rp := replayed{point: pt, simPolicy: policy, conns: conns, times: times}
+	if conns > 0 {
+		// Each request's completion, warm-up included: the order of
+		// replies does not change when requests run, so it is that of
+		// the replay without connections.
+		done := make([]int64, len(trace))
+		cfg.Conns, cfg.Warmup, cfg.TraceLatencies = 0, -1, done
+		for i := range trace {
+			trace[i].Conn = 0
+		}
+		if _, err := sim.RunContext(ctx, cfg); err != nil {
+			return replayed{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
+		}
+		rp.onConns = make([]ConnRequest, len(trace))
+		last := make([]int, conns)
+		for i := range last {
+			last[i] = -1
+		}
+		k := 0
+		for i := range int(res.Sent) {
+			if _, ok := res.SentAt(i); !ok {
+				continue
+			}
+			a := trace[k]
+			r := ConnRequest{SentNs: int64(float64(a.At) * d), DoneNs: -1, ServiceNs: int64(float64(a.ServiceNs) * d),
+				Prev: last[i%conns], Measured: latencies[k] >= 0 && a.Type == short}
+			if done[k] >= 0 {
+				r.DoneNs = int64(float64(a.At+done[k]) * d)
+			}
+			rp.onConns[k], last[i%conns] = r, k
+			k++
+		}
+	}
+	return rp, nil
 }
 
 // startIdleSampler polls the server's /status every 250 ms (idle_workers
