@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
@@ -200,4 +201,84 @@ func (l *lane) classify(payloads [][]byte, types []darc.Type) {
 		}
 	}()
 	l.cls.ClassifyBatch(payloads, types)
+}
+
+// startLanes starts every lane (Run).
+func (d *Dispatcher) startLanes() {
+	for _, t := range d.mt.tenants {
+		if t.lane != nil && !t.removed {
+			t.lane.start(&d.mt.lanes, d.lockThread)
+		}
+	}
+}
+
+// stopLanes stops the lanes once the drain is over and drops what they
+// still hold as shutdown drops.
+func (d *Dispatcher) stopLanes() {
+	mt := d.mt
+	for _, t := range mt.tenants {
+		switch {
+		case t.lane != nil:
+			t.lane.halt()
+		case !t.removed && t.spec.Release != nil:
+			t.spec.Release()
+		}
+	}
+	done := make(chan struct{})
+	go func() { mt.lanes.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+	}
+	for _, t := range mt.tenants {
+		l := t.lane
+		if l == nil {
+			continue
+		}
+		select {
+		case <-l.done:
+		default:
+			continue // still classifying: its packets are counted below, not released
+		}
+		c := &d.counters[t.base]
+		for {
+			cl, ok := l.out.Pop()
+			if !ok {
+				break
+			}
+			d.dropLane(l, c, cl.buf)
+		}
+		for {
+			b, ok := l.in.Pop()
+			if !ok {
+				break
+			}
+			d.dropLane(l, c, b)
+		}
+	}
+	// Packets of lanes still in a classifier call: counted, not released
+	// (the lane still reads them).
+	for _, t := range mt.tenants {
+		if l := t.lane; l != nil && l.inflight > 0 {
+			c := &d.counters[t.base]
+			c.received += uint64(l.inflight)
+			c.drops.Shutdown += uint64(l.inflight)
+			d.drops.Shutdown += uint64(l.inflight)
+			mt.classifying -= l.inflight
+			l.inflight = 0
+		}
+	}
+	d.flush()
+}
+
+func (d *Dispatcher) dropLane(l *lane, c *typeCounters, b *nic.Buffer) {
+	l.inflight--
+	d.mt.classifying--
+	c.received++
+	c.drops.Shutdown++
+	d.drops.Shutdown++
+	d.release = append(d.release, b)
+	if len(d.release) >= d.spec.Burst {
+		d.flush()
+	}
 }

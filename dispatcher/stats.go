@@ -1,7 +1,9 @@
 package dispatcher
 
 import (
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/nic"
@@ -316,4 +318,233 @@ type typeCounters struct {
 	inPlace    uint64 // served by the dispatcher itself
 	handOffs   HandOffs
 	expect     darc.ServiceEstimate
+}
+
+// TenantStats are one tenant's counters: its packets (Received = Answered
+// + Dropped + Queued + Running + Classifying), its types' sums, its lane and
+// its share in the policy.
+type TenantStats struct {
+	Name     string    `json:"name"`
+	Ports    []uint16  `json:"ports,omitempty"`
+	Base     darc.Type `json:"base"`
+	NumTypes int       `json:"num_types"`
+	// Isolation is the tenant's setting; OnLane whether its classifier
+	// runs on its lane now, Escalations how many times it was moved there.
+	Isolation   string `json:"isolation"`
+	OnLane      bool   `json:"on_lane,omitempty"`
+	Escalations uint64 `json:"escalations,omitempty"`
+	// Probation is the clean lane calls an IsolateAuto tenant needs, once
+	// on its lane, to be classified inline again: Spec.LaneProbation,
+	// doubled by each escalation soon after the previous one.
+	Probation uint64 `json:"probation,omitempty"`
+	Removed   bool   `json:"removed,omitempty"`
+	// Received counts the packets routed to the tenant.
+	Received uint64 `json:"received"`
+	Answered uint64 `json:"answered"`
+	Dropped  uint64 `json:"dropped"`
+	Drops    Drops  `json:"drops"`
+	Queued   int    `json:"queued"`
+	Running  int    `json:"running"`
+	// Classifying is the number of its packets on its lane now.
+	Classifying int `json:"classifying"`
+	// ClassifierCalls and ClassifierBusyNs count its classifier's calls
+	// (batches), inline and on its lane, and their time (not measured for
+	// an IsolateInline tenant: nothing depends on it).
+	ClassifierCalls  uint64 `json:"classifier_calls"`
+	ClassifierBusyNs uint64 `json:"classifier_busy_ns"`
+	// Policy is its state in the policy (home workers, busy, borrowed,
+	// lent, pool share).
+	Policy darc.TenantState `json:"policy"`
+}
+
+// plus returns the reason-by-reason sum of d and o.
+func (d Drops) plus(o Drops) Drops {
+	for r := range numReasons {
+		*d.field(r) += o.Count(r)
+	}
+	return d
+}
+
+// statsPerType: a stats publish reads every type (BenchmarkPublish), and a
+// classifier may declare 65,535, during whose publish nothing is
+// dispatched, so publishes are at least this long per type apart (65,536
+// types: 1.6 s; up to 4,000 types, the stats interval decides), about 1% of
+// the dispatcher's time at BenchmarkPublish's cost per type. It counts
+// types, not the time a publish took, which the OS preempting the
+// dispatcher would stretch at random.
+const statsPerType = 25 * time.Microsecond
+
+// statsEvery is how long after a stats publish the next one comes.
+func (d *Dispatcher) statsEvery() time.Duration {
+	return max(d.spec.StatsInterval, time.Duration(d.numTypes)*statsPerType)
+}
+
+// shedWindow is the span over which Stats.ShedRate is measured and
+// Stats.Overloaded decided; shedSlots is how many stats intervals the ring
+// of past totals keeps to cover it.
+const (
+	shedWindow = time.Second
+	shedSlots  = 64
+)
+
+// publish builds a Stats snapshot and makes it visible to Stats.
+func (d *Dispatcher) publish(now int64) {
+	snap := &d.snapshotBuffer
+	d.policy.Snapshot(snap)
+	d.inPlaceStages.publish(now)
+	s := &Stats{
+		InPlaceLimitNs:   d.inPlaceLimit,
+		DispatcherSpinNs: d.dispatcherSpin(),
+		DispatcherParks:  d.parks,
+		At:               now,
+		Workers:          len(d.workers),
+		Running:          d.ran.Load() && !d.stop.Load(),
+		Draining:         d.draining,
+		Received:         d.received,
+		Answered:         d.answered,
+		Drops:            d.drops,
+		Dropped:          d.drops.Total(),
+		OverloadReplies:  d.replied,
+		Queued:           d.queued,
+		Busy:             d.busy,
+		InFlight:         d.queued + uint64(d.busy) + uint64(d.classifying()),
+		Pool:             d.pool,
+		Abandoned:        d.abandon,
+		Types:            make([]TypeStats, d.numTypes),
+		Policy:           cloneSnapshot(snap),
+		Dataplane:        d.dp.Stats(),
+	}
+	if window := float64(now - d.windowStart); window > 0 {
+		s.IdleWorkers = d.idleAcc / window
+		s.CPUWaste = d.wasteAcc / window
+	}
+	if run := float64(now - d.runStart); run > 0 && d.runStart != 0 {
+		s.CPUWasteTotal = d.wasteTotal / run
+	}
+	s.IdleWorkerSeconds = d.idleTotal / 1e9
+	s.WasteWorkerSeconds = d.wasteTotal / 1e9
+	d.idleAcc, d.wasteAcc, d.windowStart = 0, 0, now
+	for t := range s.Types {
+		c := &d.counters[t]
+		if *c == (typeCounters{}) { // never seen: a name, all zeros
+			s.Types[t].Type, s.Types[t].Name = darc.Type(t), d.names[t]
+			continue
+		}
+		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
+			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
+			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs,
+			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expect.Ns()}
+		c.maxWait = 0
+		s.Types[t] = ts
+	}
+	d.shedRates(s, now)
+	d.tenantStats(s)
+	d.retireRemoved()
+	d.stats.Store(s)
+}
+
+// shedRates fills s's shed rates over the last shedWindow from a ring of
+// the shed totals recorded at most every shedWindow/32 (so the ring covers
+// the window whatever the stats interval).
+func (d *Dispatcher) shedRates(s *Stats, now int64) {
+	stride := d.numTypes + 1
+	total := func(t int) uint64 { // t = -1: all types
+		if t < 0 {
+			return s.Drops.Shed()
+		}
+		return s.Types[t].Drops.Shed()
+	}
+	// The oldest recorded slot within the window, else the newest before it.
+	base := -1
+	for i := 1; i <= d.shedCount; i++ {
+		j := (d.shedNext - i + shedSlots) % shedSlots
+		base = j
+		if now-d.shedAt[j] > int64(shedWindow) {
+			break
+		}
+	}
+	if base >= 0 {
+		if span := float64(now-d.shedAt[base]) / 1e9; span > 0 {
+			b := d.shedRing[base*stride : (base+1)*stride]
+			s.ShedRate = float64(total(-1)-b[0]) / span
+			s.Overloaded = total(-1) > b[0]
+			for t := range s.Types {
+				if x := total(t) - b[t+1]; x != 0 {
+					s.Types[t].ShedRate = float64(x) / span
+				}
+			}
+		}
+	}
+	last := (d.shedNext - 1 + shedSlots) % shedSlots
+	if d.shedCount > 0 && now-d.shedAt[last] < int64(shedWindow)/32 {
+		return
+	}
+	slot := d.shedRing[d.shedNext*stride : (d.shedNext+1)*stride]
+	slot[0] = total(-1)
+	for t := range s.Types {
+		slot[t+1] = total(t)
+	}
+	d.shedAt[d.shedNext] = now
+	d.shedNext = (d.shedNext + 1) % shedSlots
+	d.shedCount = min(d.shedCount+1, shedSlots)
+}
+
+// cloneSnapshot deep-copies s so the published copy shares nothing with the
+// dispatcher's reused buffer.
+func cloneSnapshot(s *darc.Snapshot) darc.Snapshot {
+	c := *s
+	c.Groups = make([]darc.Group, len(s.Groups))
+	for i, g := range s.Groups {
+		g.Types = append([]darc.Type(nil), g.Types...)
+		g.Reserved = append([]int(nil), g.Reserved...)
+		g.Stealable = append([]int(nil), g.Stealable...)
+		c.Groups[i] = g
+	}
+	c.Types = append([]darc.TypeState(nil), s.Types...)
+	c.Busy = append([]bool(nil), s.Busy...)
+	if s.Tenants != nil {
+		c.Tenants = make([]darc.TenantState, len(s.Tenants))
+		for i, t := range s.Tenants {
+			t.Home = append([]int(nil), t.Home...)
+			c.Tenants[i] = t
+		}
+	}
+	return c
+}
+
+// tenantStats fills s.Tenants (publish).
+func (d *Dispatcher) tenantStats(s *Stats) {
+	mt := d.mt
+	s.Tenants = make([]TenantStats, 0, len(mt.tenants))
+	for _, t := range mt.tenants {
+		if t.retired {
+			continue
+		}
+		ts := TenantStats{Name: t.spec.Name, Ports: slices.Clone(t.spec.Ports), Base: t.base, NumTypes: t.numTypes,
+			Isolation: t.spec.Isolation.String(), OnLane: t.onLane, Escalations: t.escalations, Probation: t.probation, Removed: t.removed,
+			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
+		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
+			x := &s.Types[typ]
+			if x.Answered == 0 && x.Dropped == 0 && x.Queued == 0 && x.Running == 0 {
+				continue
+			}
+			ts.Answered += x.Answered
+			ts.Drops = ts.Drops.plus(x.Drops)
+			ts.Queued += x.Queued
+			ts.Running += x.Running
+		}
+		ts.Dropped = ts.Drops.Total()
+		if l := t.lane; l != nil {
+			ts.Classifying = l.inflight
+			ts.ClassifierCalls += l.calls.Load()
+			ts.ClassifierBusyNs += l.busyNs.Load()
+		}
+		for _, p := range s.Policy.Tenants {
+			if p.Base == t.base {
+				ts.Policy = p
+			}
+		}
+		s.Tenants = append(s.Tenants, ts)
+	}
+	s.Classifying = uint64(mt.classifying)
 }

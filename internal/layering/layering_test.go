@@ -94,12 +94,31 @@ var importRules = []importRule{
 }
 
 func TestLayering(t *testing.T) {
+	root, files := goFiles(t)
+	fset := token.NewFileSet()
+	for _, rel := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			for _, problem := range checkImport(rel, p) {
+				t.Error(problem)
+			}
+		}
+	}
+}
+
+// goFiles returns the module's root and its Go files, relative to the
+// root with slashes (testdata, node_modules and hidden directories left
+// out).
+func goFiles(t *testing.T) (root string, files []string) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	checked := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -111,30 +130,19 @@ func TestLayering(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		checked++
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			for _, problem := range checkImport(rel, p) {
-				t.Error(problem)
-			}
+		if strings.HasSuffix(path, ".go") {
+			rel, _ := filepath.Rel(root, path)
+			files = append(files, filepath.ToSlash(rel))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked < 10 {
-		t.Fatalf("checked only %d files: is the module root right (%s)?", checked, root)
+	if len(files) < 10 {
+		t.Fatalf("found only %d files: is the module root right (%s)?", len(files), root)
 	}
+	return root, files
 }
 
 // checkImport returns the rules file breaks by importing imp.
