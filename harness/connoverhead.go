@@ -109,20 +109,6 @@ func ConnSlowdownQuantile(reqs []ConnRequest, o *OverheadDist, q float64) float6
 		}
 		hi = max(hi, (latest+oMax-r.sent)/r.svc)
 	}
-	// Invariant: share(hi) >= want (every reply has left by hi); below lo
-	// none has. The margins absorb the rounding of x x service.
-	lo -= 1e-12*math.Abs(lo) + 1e-300
-	hi += 1e-12*math.Abs(hi) + 1e-300
-	for range 200 {
-		mid := lo + (hi-lo)/2
-		if mid <= lo || mid >= hi {
-			break
-		}
-		if share(mid) >= want*(1-1e-12) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
+	// share(hi) >= want (every reply has left by hi); below lo none has.
+	return bisect(lo, hi, func(x float64) bool { return share(x) >= want*(1-1e-12) })
 }
