@@ -55,6 +55,9 @@ type ExperimentOptions struct {
 	Log io.Writer
 	// Progress, when set, receives the live experiments' progress bars.
 	Progress io.Writer
+	// Transport is how the live experiments' requests reach their servers:
+	// "udp" (the default) or "tcp".
+	Transport string
 }
 
 // Table is one printed table of an experiment's result.

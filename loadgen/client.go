@@ -209,6 +209,8 @@ func (s Spec) validate(sched *Schedule) error {
 		if _, err := streamFormatOf(s.Format); err != nil {
 			return err
 		}
+	} else if _, err := udpAddr(s.Server); err != nil {
+		return err
 	}
 	switch s.Format {
 	case FormatPSP:
@@ -310,7 +312,11 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	if addr, ok := tcpAddr(spec.Server); ok {
 		return runTCP(ctx, spec, sched, addr)
 	}
-	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
+	addr, err := udpAddr(spec.Server)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: run: %w", err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: resolve server %q: %w (want host:port, or tcp://host:port)", spec.Server, err)
 	}

@@ -24,7 +24,8 @@ import (
 // otherwise); error lines (ERROR, CLIENT_ERROR, SERVER_ERROR) count as
 // ErrorReplies, except memcached's lines for a request it could not carry
 // out for want of memory ("SERVER_ERROR out of memory ...", which psp
-// serve --app memcached sends for every request it sheds): those count as
+// serve --app memcached sends for every write it sheds) and psp's line for
+// any other request it sheds ("SERVER_ERROR busy ..."): those count as
 // Overloaded, neither answered nor lost.
 const FormatMemcached = "memcached"
 
@@ -114,8 +115,9 @@ var (
 	// mcOutOfMemory are the starts of memcached 1.6's lines for a request
 	// it did not carry out for want of memory ("SERVER_ERROR out of memory
 	// storing object", "... writing get response", "SERVER_ERROR Out of
-	// memory allocating item", ...): the server shed the request.
-	mcOutOfMemory = [][]byte{[]byte("SERVER_ERROR out of memory"), []byte("SERVER_ERROR Out of memory")}
+	// memory allocating item", ...) and of psp's line for a request it
+	// shed while busy: the server shed the request.
+	mcOutOfMemory = [][]byte{[]byte("SERVER_ERROR out of memory"), []byte("SERVER_ERROR Out of memory"), []byte("SERVER_ERROR busy")}
 )
 
 // What a reply datagram does to its request (memcachedReplyEnd).
@@ -211,6 +213,10 @@ func PreloadMemcached(ctx context.Context, addr string, keys, valueSize int) err
 	}
 	if tcp, ok := tcpAddr(addr); ok {
 		return preloadMemcachedTCP(ctx, tcp, keys, valueSize)
+	}
+	addr, err := udpAddr(addr)
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
 	}
 	if n := memcachedRequestLen(Spec{MemcachedKeys: keys, MultiGetKeys: 2, ValueSize: valueSize}); n > maxDatagram {
 		return fmt.Errorf("preload: value size %d: %w (a set of %d bytes does not fit one UDP datagram of %d)", valueSize, ErrBadSpec, n, maxDatagram)

@@ -326,6 +326,7 @@ func TestMemcachedReplyEnd(t *testing.T) {
 		{dgram(0, 1, "SERVER_ERROR out of memory storing object\r\n"), mcOverloaded},
 		{dgram(0, 1, "SERVER_ERROR out of memory writing get response\r\n"), mcOverloaded},
 		{dgram(0, 1, "SERVER_ERROR Out of memory allocating item\r\n"), mcOverloaded},
+		{dgram(0, 1, "SERVER_ERROR busy, request shed: try again\r\n"), mcOverloaded},
 		{dgram(0, 1, "SERVER_ERROR object too large for cache\r\n"), mcError},
 		{dgram(0, 1, "CLIENT_ERROR bad data chunk\r\n"), mcError},
 		{dgram(0, 1, "ERROR\r\n"), mcError},

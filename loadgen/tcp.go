@@ -25,8 +25,12 @@ import (
 // knows which request a reply answers. A reply's time is when its reader
 // parsed it.
 
-// TCPScheme prefixes Spec.Server for a run over TCP.
-const TCPScheme = "tcp://"
+// TCPScheme prefixes Spec.Server for a run over TCP; UDPScheme (or none)
+// for one over UDP.
+const (
+	TCPScheme = "tcp://"
+	UDPScheme = "udp://"
+)
 
 // DefaultConns is Spec.Conns's default over TCP.
 const DefaultConns = 20
@@ -46,6 +50,18 @@ func (r *run) tcpConns() int {
 		return r.spec.Conns
 	}
 	return 0
+}
+
+// udpAddr returns the UDP address of a "host:port" or "udp://host:port"
+// server, or an error for any other scheme.
+func udpAddr(server string) (string, error) {
+	if a, ok := strings.CutPrefix(server, UDPScheme); ok {
+		return a, nil
+	}
+	if scheme, _, ok := strings.Cut(server, "://"); ok {
+		return "", fmt.Errorf("server %q: %w (want host:port, udp://host:port or tcp://host:port, not %s://)", server, ErrBadSpec, scheme)
+	}
+	return server, nil
 }
 
 // Outcomes of a reply read from a stream.

@@ -143,23 +143,29 @@ func openKV(cfg Config) (*Application, error) {
 		MinPayload: wire.HeaderLen, Close: s.Close, Stream: spin.Stream{}}, nil
 }
 
-func openMemcached(cfg Config) (*Application, error) {
+// memcachedConfig is the memcached application's configuration in cfg.
+func memcachedConfig(cfg Config) memcached.Config {
 	m := cfg.App.Memcached
-	s, err := memcached.Open(memcached.Config{
-		Dir:           m.Dir,
-		Sync:          m.Sync,
-		MaxItemSize:   m.MaxItemSize,
-		Workers:       cfg.Workers,
-		UDPReplyRatio: m.UDPReplyRatio,
-		UDPReplyFloor: m.UDPReplyFloor,
-		MaxConns:      m.MaxConns,
-		MaxLine:       m.MaxLine,
-		IdleTimeout:   m.IdleTimeout,
-		TCPMemory:     m.TCPMemory,
-		StoreMemory:   int64(m.StoreMemory),
+	return memcached.Config{
+		Dir:              m.Dir,
+		Sync:             m.Sync,
+		MaxItemSize:      m.MaxItemSize,
+		Workers:          cfg.Workers,
+		UDPReplyRatio:    m.UDPReplyRatio,
+		UDPReplyFloor:    m.UDPReplyFloor,
+		MaxConns:         m.MaxConns,
+		MaxLine:          m.MaxLine,
+		IdleTimeout:      m.IdleTimeout,
+		TCPMemory:        m.TCPMemory,
+		StoreMemory:      int64(m.StoreMemory),
+		DisableEvictions: m.DisableEvictions,
 		Emulate: memcached.Emulation{Dilation: cfg.App.Dilation, CostPerCommand: m.CostPerCommand,
 			CostPerKey: m.CostPerKey, SpinTail: cfg.App.SpinTail},
-	})
+	}
+}
+
+func openMemcached(cfg Config) (*Application, error) {
+	s, err := memcached.Open(memcachedConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +201,10 @@ type Memcached struct {
 	// Dir is the Pebble directory; empty: in memory. What is stored in a
 	// directory is there after a restart.
 	Dir string `yaml:"dir,omitempty"`
-	// Sync syncs each write to disk before answering.
+	// Sync syncs each write to disk (with Dir) before answering it, one
+	// sync for the writes of all workers waiting at once: an answered
+	// write survives a crash of the machine. Without it, it survives a
+	// crash of the process.
 	Sync bool `yaml:"sync,omitempty"`
 	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
 	MaxItemSize int `yaml:"max_item_size,omitempty"`
@@ -230,8 +239,12 @@ type Memcached struct {
 	// connections at once. Default 64 MiB.
 	TCPMemory int `yaml:"tcp_memory,omitempty"`
 	// StoreMemory bounds the bytes the store holds (in memory, or on disk
-	// with Dir); past it storage commands are answered "SERVER_ERROR out
-	// of memory storing object" (memcached -M). Default 1 GiB, at least
-	// 128 MiB; negative: unbounded.
+	// with Dir): its items take at most half, past which the least
+	// recently used are evicted, as memcached evicts within -m. Default 1
+	// GiB, at least 128 MiB; negative: unbounded.
 	StoreMemory int `yaml:"store_memory,omitempty"`
+	// DisableEvictions answers a store past the items' half of
+	// StoreMemory "SERVER_ERROR out of memory storing object" instead of
+	// evicting, as memcached -M.
+	DisableEvictions bool `yaml:"disable_evictions,omitempty"`
 }

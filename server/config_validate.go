@@ -368,11 +368,7 @@ func (c Config) validateApp() error {
 	}
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
-		if err := (memcached.Config{MaxItemSize: m.MaxItemSize, Workers: c.Workers,
-			Emulate:       memcached.Emulation{Dilation: c.App.Dilation, CostPerCommand: m.CostPerCommand, CostPerKey: m.CostPerKey},
-			UDPReplyRatio: m.UDPReplyRatio, UDPReplyFloor: m.UDPReplyFloor, MaxConns: m.MaxConns, MaxLine: m.MaxLine, IdleTimeout: m.IdleTimeout, TCPMemory: m.TCPMemory,
-			StoreMemory: int64(m.StoreMemory),
-		}).Validate(); err != nil {
+		if err := memcachedConfig(c).Validate(); err != nil {
 			return bad("%v", err)
 		}
 		if m.TCP != "" {

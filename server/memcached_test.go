@@ -95,3 +95,55 @@ func sameDatagrams(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// TestMemcachedStatsConformance sends each StatCase that fits in
+// datagrams to a fresh memcached 1.6.18 and a fresh psp behind the UDP
+// dataplane and the dispatcher, and compares their item and command
+// stats.
+func TestMemcachedStatsConformance(t *testing.T) {
+	body := func(dgs [][]byte) []byte {
+		var b []byte
+		for _, d := range dgs {
+			b = append(b, d[8:]...)
+		}
+		return b
+	}
+cases:
+	for _, c := range memcachedtest.StatCases {
+		for _, r := range c.Requests {
+			if len(r) > 60000 {
+				continue cases // more than a datagram takes
+			}
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			mc, err := memcachedtest.Dial(memcachedtest.StartMemcached(t, true, "-o", "no_lru_maintainer,no_lru_crawler"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mc.Close()
+			ps, err := memcachedtest.Dial(startMemcachedServer(t, 1, "cfcfs").Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Close()
+			for i, r := range append(append([]string(nil), c.Requests...), "stats\r\n") {
+				d := memcachedtest.Request{Body: r}.Datagram(uint16(100 + i))
+				want, err := mc.Exchange(d)
+				if err != nil {
+					t.Fatalf("request %d: memcached: %v", i, err)
+				}
+				got, err := ps.Exchange(d)
+				if err != nil {
+					t.Fatalf("request %d: psp: %v", i, err)
+				}
+				if i == len(c.Requests) {
+					for _, d := range memcachedtest.CompareStats(body(got), body(want), c.Stats...) {
+						t.Error(d)
+					}
+				} else if !sameDatagrams(got, want) {
+					t.Errorf("request %d %.60q:\npsp:%s\nmemcached:%s", i, r, memcachedtest.Describe(got), memcachedtest.Describe(want))
+				}
+			}
+		})
+	}
+}

@@ -74,10 +74,13 @@ type server struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	listen string
-	admin  string
-	log    *bytes.Buffer
-	done   chan struct{}
-	token  string
+	// tcp is the TCP address (host:port) of a server started with
+	// serverOptions.tcp, else "".
+	tcp   string
+	admin string
+	log   *bytes.Buffer
+	done  chan struct{}
+	token string
 	// dilation is the emulate app's time dilation.
 	dilation float64
 }
@@ -90,7 +93,12 @@ type serverOptions struct {
 	classifier string  // path relative to the repository root, or ""
 	token      string  // admin token enabling hot swaps, or ""
 	dilation   float64 // default: the dilation constant; < 0: none
-	extra      []string
+	// tcp adds a TCP listener (tcp://127.0.0.1:PORT in --listen, on a
+	// free port) beside the UDP one.
+	tcp bool
+	// env adds variables to the server's environment.
+	env   []string
+	extra []string
 }
 
 func freePort(t testing.TB, network string) int {
@@ -136,7 +144,12 @@ func startServer(t testing.TB, o serverOptions) *server {
 	if app == "" {
 		app = "emulate"
 	}
-	args := []string{"serve", "--listen", s.listen, "--admin", s.admin,
+	listen := s.listen
+	if o.tcp {
+		s.tcp = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+		listen += ",tcp://" + s.tcp
+	}
+	args := []string{"serve", "--listen", listen, "--admin", s.admin,
 		"--policy", o.policy, "--workers", strconv.Itoa(workers),
 		"--app", app, "--dilation", strconv.FormatFloat(s.dilation, 'g', -1, 64), "--min-samples", strconv.Itoa(cmp.Or(o.minSamples, minSamples))}
 	if o.classifier != "" {
@@ -151,6 +164,9 @@ func startServer(t testing.TB, o serverOptions) *server {
 	}
 	args = append(args, o.extra...)
 	s.cmd = exec.Command(pspBinary, args...)
+	if o.env != nil {
+		s.cmd.Env = append(os.Environ(), o.env...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start psp serve: %v", err)

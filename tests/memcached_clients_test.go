@@ -18,14 +18,14 @@ import (
 	"github.com/persephone-go/psp/internal/testenv"
 )
 
-// startMemcachedServer starts psp serve --app memcached with UDP on its
-// listen address and TCP on another port.
+// startMemcachedServer starts psp serve --app memcached listening on UDP
+// and on TCP (tcp:// in --listen: requests of both scheduled by DARC); the
+// server's tcp field is the TCP address.
 func startMemcachedServer(t *testing.T, extra ...string) (*server, string) {
 	t.Helper()
-	tcp := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	s := startServer(t, serverOptions{app: "memcached", policy: "darc", dilation: -1,
-		extra: append([]string{"--memcached-tcp", tcp, "--workers", "4"}, extra...)})
-	return s, tcp
+	s := startServer(t, serverOptions{app: "memcached", policy: "darc", dilation: -1, tcp: true,
+		extra: append([]string{"--workers", "4"}, extra...)})
+	return s, s.tcp
 }
 
 // run runs a client tool and returns its output.
@@ -115,28 +115,53 @@ func TestMemcachedWithLibmemcachedTools(t *testing.T) {
 	}
 }
 
-// TestMemcachedUnderLoadTools: memcaslap (gets and sets over UDP) and
-// memcslap (sets over UDP) run against psp without a lost or late reply.
+// TestMemcachedWithPymemcache: pymemcache, the Python client most Python
+// users have, runs its script (every command family, a 500 KB value, 200
+// keys at once) against psp over TCP, and against memcached, so that the
+// script's own checks are known to hold for memcached.
+func TestMemcachedWithPymemcache(t *testing.T) {
+	memcachedtest.RunPymemcache(t, memcachedtest.StartMemcached(t, false))
+	s, tcp := startMemcachedServer(t)
+	memcachedtest.RunPymemcache(t, tcp)
+	if st := s.status(); st.Drops["app"] != 0 {
+		t.Errorf("drops %v", st.Drops)
+	}
+}
+
+// TestMemcachedUnderLoadTools: memcaslap (gets and sets, over UDP and
+// over TCP) and memcslap (sets over UDP) run against psp without a lost,
+// late or missing reply.
 func TestMemcachedUnderLoadTools(t *testing.T) {
-	s, _ := startMemcachedServer(t)
-	out, err := runTool(t, "memcaslap", "-s", s.listen, "-U", "-t", "2s", "-T", "1", "-c", "8")
-	if err != nil {
-		t.Fatalf("memcaslap: %v\n%s", err, out)
-	}
-	counter := func(name string) int {
-		m := regexp.MustCompile(name + `: (\d+)`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("memcaslap output without %s:\n%s", name, out)
+	s, tcp := startMemcachedServer(t)
+	for _, run := range []struct {
+		transport string
+		args      []string
+	}{
+		{"udp", []string{"-s", s.listen, "-U"}},
+		{"tcp", []string{"-s", tcp}},
+	} {
+		out, err := runTool(t, "memcaslap", append(run.args, "-t", "2s", "-T", "1", "-c", "8")...)
+		if err != nil {
+			t.Fatalf("memcaslap over %s: %v\n%s", run.transport, err, out)
 		}
-		n, _ := strconv.Atoi(m[1])
-		return n
+		counter := func(name string) int {
+			m := regexp.MustCompile(name + `: (\d+)`).FindStringSubmatch(out)
+			if m == nil {
+				if run.transport == "tcp" && name != "cmd_get" && name != "cmd_set" && name != "get_misses" {
+					return 0 // memcaslap counts datagrams over UDP only
+				}
+				t.Fatalf("memcaslap over %s: output without %s:\n%s", run.transport, name, out)
+			}
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		t.Logf("memcaslap over %s against psp: %s", run.transport, regexp.MustCompile(`Run time.*`).FindString(out))
+		if counter("cmd_get") == 0 || counter("cmd_set") == 0 || counter("udp_timeout") != 0 || counter("packet_drop") != 0 || counter("packet_disorder") != 0 || counter("get_misses") != 0 {
+			t.Errorf("memcaslap over %s: gets %d, sets %d, udp timeouts %d, drops %d, disorder %d, misses %d", run.transport,
+				counter("cmd_get"), counter("cmd_set"), counter("udp_timeout"), counter("packet_drop"), counter("packet_disorder"), counter("get_misses"))
+		}
 	}
-	t.Logf("memcaslap against psp: %s", regexp.MustCompile(`Run time.*`).FindString(out))
-	if counter("cmd_get") == 0 || counter("cmd_set") == 0 || counter("udp_timeout") != 0 || counter("packet_drop") != 0 || counter("packet_disorder") != 0 || counter("get_misses") != 0 {
-		t.Errorf("memcaslap: gets %d, sets %d, udp timeouts %d, drops %d, disorder %d, misses %d",
-			counter("cmd_get"), counter("cmd_set"), counter("udp_timeout"), counter("packet_drop"), counter("packet_disorder"), counter("get_misses"))
-	}
-	out, err = runTool(t, "memcslap", "--servers="+s.listen, "--udp", "--test=set", "--concurrency=2", "--execute-number=2000")
+	out, err := runTool(t, "memcslap", "--servers="+s.listen, "--udp", "--test=set", "--concurrency=2", "--execute-number=2000")
 	if err != nil || !strings.Contains(out, "Time to set") {
 		t.Fatalf("memcslap --udp: %v\n%s", err, out)
 	}

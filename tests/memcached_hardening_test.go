@@ -2,15 +2,12 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -122,7 +119,7 @@ func TestMemcachedUDPAmplificationBounded(t *testing.T) {
 		{"tiny get of 100 bytes", "get small\r\n", false},
 		{"distinct large keys", distinct.String(), true},
 		{"repeated gets", strings.Repeat("get m3\r\n", 1000), true},
-		{"stats many times", strings.Repeat("stats\r\n", 2000), false},
+		{"stats many times", strings.Repeat("stats\r\n", 2000), true},
 		{"multi-get of small values", many("get", "small", 100), false},
 	} {
 		body := c.body
@@ -176,184 +173,5 @@ func TestMemcachedUDPAmplificationBounded(t *testing.T) {
 	}
 	if m := metricsText(t, s); !strings.Contains(m, fmt.Sprintf("psp_memcached_udp_replies_cut_total %d\n", cuts)) {
 		t.Errorf("/metrics does not count %d cut replies", cuts)
-	}
-}
-
-// rssMB is a process's resident set, MB.
-func rssMB(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb float64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb / 1024
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
-// flood opens n connections and writes prefix then size bytes of filler on
-// each, without a line end; it returns them once the writes are done or
-// refused.
-func flood(t *testing.T, addr string, n int, prefix string, size int) []net.Conn {
-	t.Helper()
-	conns := make([]net.Conn, n)
-	var wg sync.WaitGroup
-	chunk := bytes.Repeat([]byte("k"), 64<<10)
-	for i := range conns {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(c, prefix); err != nil {
-				return
-			}
-			for sent := 0; sent < size; sent += len(chunk) {
-				if _, err := c.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return conns
-}
-
-// TestMemcachedTCPMemoryBounded: 50 connections sending "get " and 2 MB
-// without a line end raised psp's RSS from 87 to 343 MB, not given back
-// (memcached: 5 -> 109 -> 6 MB). Now a get line past the max line (64 KiB)
-// is answered CLIENT_ERROR line too long and its connection closed, values
-// being read share a bounded memory (a set past it is answered memcached's
-// out of memory line), idle connections are closed, and connections past
-// the cap are refused: the RSS stays within a few MB of where it was,
-// during the attack and after.
-func TestMemcachedTCPMemoryBounded(t *testing.T) {
-	s, tcp := startMemcachedServer(t, "--memcached-idle-timeout", "2s", "--memcached-tcp-memory", "8000000")
-	pid := s.cmd.Process.Pid
-	tcpSet(t, tcp, "warm", 100<<10) // the store's and the runtime's first growth
-	before := rssMB(t, pid)
-
-	// 50 connections: "get " and 2 MB, no line end.
-	conns := flood(t, tcp, 50, "get ", 2<<20)
-	during := rssMB(t, pid)
-	for i, c := range conns {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		b, err := io.ReadAll(c)
-		if string(b) != "CLIENT_ERROR line too long\r\n" {
-			t.Errorf("connection %d: %q, %v; want the line-too-long error, then the connection closed", i, b, err)
-			break
-		}
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	// 50 connections: a set of 1 MB sent but for its last 100 kB.
-	sets := flood(t, tcp, 50, "set big 0 0 1000000\r\n", 900_000)
-	duringSets := rssMB(t, pid)
-	for _, c := range sets {
-		c.Close()
-	}
-	time.Sleep(2 * time.Second)
-	after := rssMB(t, pid)
-	t.Logf("RSS before %.0f MB, during 50 long get lines %.0f MB, during 50 partial 1 MB sets %.0f MB, after %.0f MB", before, during, duringSets, after)
-	if during > before+48 || duringSets > before+48 || after > before+48 {
-		t.Errorf("RSS before %.0f MB, during %.0f and %.0f MB, after %.0f MB: want within 48 MB", before, during, duringSets, after)
-	}
-
-	// The connections did not stay: the long lines were closed at once,
-	// the partial sets by the idle timeout, and so is a silent one.
-	silent, err := net.Dial("tcp", tcp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	start := time.Now()
-	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := silent.Read(make([]byte, 10)); err != io.EOF || time.Since(start) > 5*time.Second {
-		t.Errorf("silent connection: %d bytes, %v after %v; want closed by the 2s idle timeout", n, err, time.Since(start))
-	}
-	// A busy one is not closed by it.
-	busy, err := net.Dial("tcp", tcp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	r := bufio.NewReader(busy)
-	for i := range 6 {
-		busy.SetDeadline(time.Now().Add(5 * time.Second))
-		fmt.Fprintf(busy, "version\r\n")
-		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "VERSION ") {
-			t.Fatalf("busy connection, command %d: %q, %v", i, line, err)
-		}
-		time.Sleep(time.Second / 2)
-	}
-	m := appCounters(t, s)
-	t.Logf("counters: %v", m)
-	if m["memcached_tcp_long_lines_total"] < 50 || m["tcp_closed_idle"] < 1 || m["memcached_tcp_memory_refusals_total"] < 1 ||
-		m["memcached_tcp_read_memory_bytes"] != 0 {
-		t.Errorf("counters %v: want 50 long lines, idle timeouts, memory refusals, no read memory held", m)
-	}
-}
-
-// TestMemcachedTCPConnectionCap: past --memcached-max-conns a connection is
-// answered memcached's "ERROR Too many open connections" and closed; once
-// one closes, a new one is served.
-func TestMemcachedTCPConnectionCap(t *testing.T) {
-	s, tcp := startMemcachedServer(t, "--memcached-max-conns", "5")
-	var open []net.Conn
-	for range 5 {
-		c, err := net.Dial("tcp", tcp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		open = append(open, c)
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		fmt.Fprintf(c, "version\r\n")
-		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "VERSION ") {
-			t.Fatalf("connection within the cap: %q, %v", line, err)
-		}
-	}
-	extra, err := net.Dial("tcp", tcp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra.SetDeadline(time.Now().Add(5 * time.Second))
-	b, err := io.ReadAll(extra)
-	extra.Close()
-	if string(b) != "ERROR Too many open connections\r\n" {
-		t.Errorf("connection past the cap: %q, %v", b, err)
-	}
-	open[0].Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.Dial("tcp", tcp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		fmt.Fprintf(c, "version\r\n")
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		if strings.HasPrefix(line, "VERSION ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection served after one closed: %q", line)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if m := appCounters(t, s); m["memcached_tcp_connections_refused_total"] < 1 {
-		t.Errorf("counters %v: want a refused connection", m)
 	}
 }

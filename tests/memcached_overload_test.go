@@ -30,9 +30,8 @@ import (
 // requests as overloaded, as many as the server says it answered so, and
 // the server's accounting identity holds.
 func TestMemcachedOverloadedReplies(t *testing.T) {
-	tcp := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	s := startServer(t, serverOptions{app: "memcached", policy: "cfcfs", dilation: memcachedDilation,
-		extra: []string{"--memcached-tcp", tcp, "--deadline", "GET=20ms", "--deadline", "WRITE=20ms"}})
+	s := startServer(t, serverOptions{app: "memcached", policy: "cfcfs", dilation: memcachedDilation, tcp: true,
+		extra: []string{"--deadline", "GET=20ms", "--deadline", "WRITE=20ms"}})
 	before := s.mustFullStatus(t)
 	for _, ts := range before.Types {
 		if (ts.Name == "GET" || ts.Name == "WRITE") && (ts.DeadlineNs == nil || *ts.DeadlineNs != int64(20*time.Millisecond)) {
@@ -163,7 +162,7 @@ func TestMemcachedOverloadedReplies(t *testing.T) {
 
 	// What was shed stored nothing; what was stored is there (read over
 	// TCP, beside the dispatcher).
-	tc, err := net.DialTimeout("tcp", tcp, 5*time.Second)
+	tc, err := net.DialTimeout("tcp", s.tcp, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/internal/dirlock"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -122,7 +123,7 @@ func Open(c Config) (*Store, error) {
 	}
 	db, err := pebble.Open(c.Dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("kv: open pebble %q: %w", c.Dir, err)
+		return nil, fmt.Errorf("kv: open store %q: %w", c.Dir, dirlock.Check(c.Dir, err))
 	}
 	s := &Store{db: db, cfg: c}
 	if err := s.preload(); err != nil {

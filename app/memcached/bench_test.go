@@ -120,4 +120,28 @@ func TestRequestsAllocateNothing(t *testing.T) {
 			t.Errorf("%.40q: %.1f allocations per request, want 0", body, n)
 		}
 	}
+	// Sets of new keys in a store that evicts one item for each: the
+	// index's nodes and keys are reused.
+	srv.st.itemBudget = srv.st.ix.bytes.Load()
+	i := 0
+	var body []byte
+	value := strings.Repeat("w", 64)
+	set := func() {
+		body = append(body[:0], "set new"...)
+		body = strconv.AppendInt(body, int64(i%5000), 10)
+		body = append(body, " 0 0 64\r\n"...)
+		body = append(body, value...)
+		body = append(body, "\r\n"...)
+		run(srv, body)
+		i++
+	}
+	for range 20000 {
+		set() // warm up: every key once, and the index's pages
+	}
+	if n := testing.AllocsPerRun(200, set); n != 0 {
+		t.Errorf("sets of new keys, evicting: %.1f allocations per request, want 0", n)
+	}
+	if srv.st.ix.totals().evicted == 0 {
+		t.Error("no item was evicted")
+	}
 }

@@ -35,12 +35,19 @@
 //     by the next datagram, header and all; after a quit, every later
 //     datagram stops at its first get); psp answers nothing to a command
 //     whose value is cut short and forgets it.
-//   - It is a store, not a cache: there is no LRU and no eviction. Its
-//     size is bounded (Config.StoreMemory, 1 GiB by default): past it a
-//     storage command is answered "SERVER_ERROR out of memory storing
-//     object", as memcached answers with eviction off (-M). Expired and
-//     flushed items are hidden at once; their space is reclaimed when
-//     they are overwritten or deleted and the store compacts them.
+//   - Its items live in Pebble (in memory, or on disk with Config.Dir)
+//     and an index in memory (itemIndex) keeps them in least recently
+//     used order, one list per memcached slab class, without memcached's
+//     HOT, WARM and COLD segments. Within Config.StoreMemory they take
+//     at most half of it: the other half holds what Pebble keeps until
+//     it compacts. Past that, the least recently used item of all
+//     classes is evicted (memcached evicts within the class of the new
+//     item), or, with Config.DisableEvictions (-M), the store is refused
+//     "SERVER_ERROR out of memory storing object". An expired or flushed
+//     item is removed when a command reads it (get_expired, get_flushed)
+//     or reclaimed when an item of its class is stored (reclaimed,
+//     expired_unfetched), as by memcached without its LRU maintainer and
+//     crawler, which also reclaim in the background.
 //   - A delayed flush_all hides the items stored (not, as in memcached,
 //     last accessed) before its time. What a flush_all hid stays hidden:
 //     memcached shows again the items it flushed but no command has read
@@ -94,25 +101,29 @@
 // budget, past its queue deadline, still queued at shutdown) is answered
 // by the dispatcher (Server implements app.OverloadReplier) with
 // one datagram: the request's own frame header (request id echoed,
-// sequence 0, total 1) and memcached's line for a request it cannot carry
-// out for want of memory, OverloadedLine:
+// sequence 0, total 1) and one line (ShedLine). A request holding a
+// storage command gets memcached's line for a store it cannot carry out,
+// OverloadedLine:
 //
 //	SERVER_ERROR out of memory storing object\r\n
 //
-// for reads and writes alike, a multi-get too (the line ends the reply).
-// It is the one SERVER_ERROR line libmemcached tells apart as a failure
-// of the request alone (MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE, not
-// fatal: the connection is kept), where any other text is a
-// MEMCACHED_SERVER_ERROR it treats as fatal (it resets the connection);
-// pymemcache and Dalli raise their server error for it, which a caller may
-// retry. Nothing of a shed
+// the one SERVER_ERROR line libmemcached tells apart as a failure of the
+// request alone (MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE, not fatal:
+// the connection is kept). Any other request (a get, a multi-get, incr,
+// delete, ...) gets BusyLine, which says what happened:
+//
+//	SERVER_ERROR busy, request shed: try again\r\n
+//
+// (libmemcached takes it for a MEMCACHED_SERVER_ERROR, which it treats as
+// fatal: it resets the connection); pymemcache and Dalli raise their
+// server error for either, which a caller may retry. Nothing of a shed
 // request is run: a shed write stores nothing. A shed request gets no
 // reply when serving it would have sent none: a datagram that is not a
 // valid single-datagram frame, a request whose commands all ask for no
 // reply (noreply), a quit, a value cut short. The decision reads at most
 // about 2 KiB of command lines (values are skipped, not read) and allocates
 // nothing (BenchmarkReplyOverloaded). psp client --format memcached counts
-// these replies (and memcached's other out of memory lines) as overloaded.
+// both lines (and memcached's other out of memory lines) as overloaded.
 //
 // # Types
 //

@@ -2,7 +2,6 @@ package memcached
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"strconv"
 
@@ -121,6 +120,12 @@ type session struct {
 	cmds  int // commands in this request (emulated cost)
 
 	stats *counters
+
+	// Eviction (makeRoom): the index nodes taken, their keys, and the
+	// stripes locked (a bit per stripe) until the batch is applied.
+	victims    []int32
+	victimKeys []byte
+	held       [numStripes / 64]uint64
 }
 
 func newSession(app *Server, stats *counters) *session {
@@ -454,72 +459,6 @@ func (s *session) itemKey(key []byte) []byte {
 	return s.key[:1+copy(s.key[1:], key)]
 }
 
-// lookup reads key's item if it is live. The caller must close the closer
-// when ok; it.value is valid until then.
-func (s *session) lookup(key []byte) (it item, closer io.Closer, ok bool) {
-	v, c, err := s.st.db.Get(s.itemKey(key))
-	if err != nil {
-		if !errors.Is(err, pebble.ErrNotFound) {
-			s.stats.storeErrors.Add(1)
-		}
-		return item{}, nil, false
-	}
-	it, ok = decodeItem(v)
-	if !ok || !s.st.live(&it, s.now) {
-		c.Close()
-		return item{}, nil, false
-	}
-	return it, c, true
-}
-
-// write stores key's item with the given value (the caller holds the key's
-// stripe lock).
-func (s *session) write(key []byte, it *item, value ...[]byte) error {
-	k := s.itemKey(key)
-	n := headerLen
-	for _, v := range value {
-		n += len(v)
-	}
-	b := s.batch
-	b.Reset()
-	op := b.SetDeferred(len(k), n)
-	copy(op.Key, k)
-	putHeader(op.Value, it)
-	off := headerLen
-	for _, v := range value {
-		off += copy(op.Value[off:], v)
-	}
-	if err := op.Finish(); err != nil {
-		return err
-	}
-	if err := s.st.db.Apply(b, s.st.sync); err != nil {
-		s.stats.storeErrors.Add(1)
-		return err
-	}
-	return nil
-}
-
-// remove deletes key's item (the caller holds the key's stripe lock).
-func (s *session) remove(key []byte) error {
-	b := s.batch
-	b.Reset()
-	if err := b.Delete(s.itemKey(key), nil); err != nil {
-		return err
-	}
-	if err := s.st.db.Apply(b, s.st.sync); err != nil {
-		s.stats.storeErrors.Add(1)
-		return err
-	}
-	return nil
-}
-
-// removeLocked deletes key's item under its stripe lock.
-func (s *session) removeLocked(key []byte) {
-	m := s.st.lock(key)
-	defer m.Unlock()
-	s.remove(key)
-}
-
 // maxDelta is memcached's REALTIME_MAXDELTA: an expiry above it is a unix
 // time, not seconds from now.
 const maxDelta = 60 * 60 * 24 * 30
@@ -662,7 +601,7 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		m := s.st.lock(key)
 		defer m.Unlock()
 	}
-	it, closer, ok := s.lookup(key)
+	it, closer, ok := s.lookup(key, touch)
 	if ok && s.stream == nil && s.dg.limit > 0 && !s.dg.fits(len(s.out)-s.open+len(valuePrefix)+len(key)+len(" 0 0\r\n\r\n")+len(it.value)) {
 		closer.Close() // past the reply's byte limit: neither touched nor copied
 		return
@@ -671,12 +610,13 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		// The item is answered as it was read; its new expiry applies
 		// from now on (a gat with a past expiry returns it once).
 		touched := it
-		touched.exp = exp
-		if s.write(key, &touched, it.value) != nil {
+		touched.exp, touched.fetched = exp, true
+		if s.write(key, &touched, false, it.value) != nil {
 			closer.Close()
 			ok = false
 		}
 	}
+	s.app.prefixes.record(key, prefixGet, ok)
 	if !ok {
 		if touch {
 			s.stats.touchMisses.Add(1)
@@ -689,6 +629,7 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 		s.stats.touchHits.Add(1)
 	} else {
 		s.stats.getHits.Add(1)
+		s.st.ix.touch(key, s.now)
 	}
 	s.out = append(s.out, valuePrefix...)
 	s.out = append(s.out, key...)
@@ -720,12 +661,12 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 func (s *session) touchItem(key []byte, exp int64) (item, bool) {
 	m := s.st.lock(key)
 	defer m.Unlock()
-	it, closer, ok := s.lookup(key)
+	it, closer, ok := s.lookup(key, true)
 	if !ok {
 		return item{}, false
 	}
-	it.exp = exp
-	err := s.write(key, &it, it.value)
+	it.exp, it.fetched = exp, true
+	err := s.write(key, &it, false, it.value)
 	closer.Close()
 	return it, err == nil
 }
@@ -769,10 +710,11 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 		return next, data, true
 	}
 	need := int(vlen) + 2
-	s.stats.setCmds.Add(1)
 	s.keys++
+	s.app.prefixes.record(key, prefixSet, false)
 	if tooLarge := !s.app.fits(len(key), flags, int(vlen)); tooLarge || s.dataRefused {
 		if tooLarge {
+			s.stats.storeTooLarge.Add(1)
 			s.outString(msgTooLarge)
 		} else {
 			s.outString(msgStoreFailed) // memcached's line when its memory is full
@@ -794,6 +736,7 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 	if len(data) < need {
 		return next, nil, false
 	}
+	s.stats.setCmds.Add(1) // as memcached, once the value is read into an item
 	block := data[:need]
 	rest := data[need:]
 	if block[need-2] != '\r' || block[need-1] != '\n' {
@@ -808,7 +751,7 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint64, value []byte) []byte {
 	m := s.st.lock(key)
 	defer m.Unlock()
-	old, closer, exists := s.lookup(key)
+	old, closer, exists := s.lookup(key, true)
 	if exists {
 		defer closer.Close()
 	}
@@ -837,6 +780,8 @@ func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint
 		size += len(old.value) // the whole item is written again
 	}
 	if !s.st.admit(size) {
+		s.stats.storeNoMemory.Add(1)
+		s.st.ix.refused(itemSize(len(key), flags, len(value)))
 		if op == cmdSet {
 			// memcached does not keep a stale value after a failed set.
 			s.remove(key)
@@ -845,6 +790,9 @@ func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint
 	}
 	id, err := s.st.nextCas()
 	if err != nil {
+		if op == cmdSet {
+			s.remove(key) // as above
+		}
 		return msgStoreFailed
 	}
 	it := item{flags: flags, exp: exp, cas: id, stored: s.now}
@@ -854,19 +802,23 @@ func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint
 			return msgNotStored
 		}
 		it.flags, it.exp = old.flags, old.exp
-		err = s.write(key, &it, old.value, value)
+		err = s.write(key, &it, true, old.value, value)
 	case cmdPrepend:
 		if !s.app.fits(len(key), old.flags, len(old.value)+len(value)) {
 			return msgNotStored
 		}
 		it.flags, it.exp = old.flags, old.exp
-		err = s.write(key, &it, value, old.value)
+		err = s.write(key, &it, true, value, old.value)
 	default:
-		err = s.write(key, &it, value)
+		err = s.write(key, &it, true, value)
 	}
 	if err != nil {
+		if op == cmdSet {
+			s.remove(key) // as above
+		}
 		return msgStoreFailed
 	}
+	s.stats.totalItems.Add(1)
 	return msgStored
 }
 
@@ -888,7 +840,7 @@ func (s *session) arith(incr bool) {
 	s.keys++
 	m := s.st.lock(key)
 	defer m.Unlock()
-	it, closer, exists := s.lookup(key)
+	it, closer, exists := s.lookup(key, true)
 	if !exists {
 		if incr {
 			s.stats.incrMisses.Add(1)
@@ -942,9 +894,13 @@ func (s *session) arith(incr bool) {
 			n -= k
 		}
 	}
-	if err := s.write(key, &it, digits); err != nil {
+	grown := len(digits) > len(it.value) // memcached links a new item
+	if err := s.write(key, &it, grown, digits); err != nil {
 		s.outString(msgStoreFailed)
 		return
+	}
+	if grown {
+		s.stats.totalItems.Add(1)
 	}
 	s.outString(num[:len(strconv.AppendUint(num[:0], v, 10))])
 }
@@ -987,10 +943,11 @@ func (s *session) delete() {
 		s.outString(msgBadFormat)
 		return
 	}
+	s.app.prefixes.record(key, prefixDelete, false)
 	s.keys++
 	m := s.st.lock(key)
 	defer m.Unlock()
-	_, closer, exists := s.lookup(key)
+	_, closer, exists := s.lookup(key, true)
 	if !exists {
 		s.stats.deleteMisses.Add(1)
 		s.outString(msgNotFound)

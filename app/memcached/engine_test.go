@@ -202,7 +202,7 @@ func TestStats(t *testing.T) {
 	if got := text(exchange(srv, 1, "stats\r\n")); !strings.Contains(got, "STAT cmd_get 0\r\n") {
 		t.Errorf("after a reset: %q", got)
 	}
-	expect(t, srv, "stats items\r\nstats detail\r\nstats nope\r\n", "END\r\nCLIENT_ERROR usage: stats detail on|off|dump\r\nERROR\r\n")
+	expect(t, srv, "stats slabs\r\nstats detail\r\nstats nope\r\n", "END\r\nCLIENT_ERROR usage: stats detail on|off|dump\r\nERROR\r\n")
 }
 
 // TestDatagramFraming checks the split of long responses.
@@ -229,12 +229,13 @@ func TestDatagramFraming(t *testing.T) {
 
 // TestStatsStoreLimit: stats report the store's bound as memcached reports
 // its memory limit (limit_maxbytes, and maxbytes in stats settings), 0
-// when unbounded, and the bytes it held at its last reading when bounded.
+// when unbounded, the bytes of its items as memcached sizes them (bytes),
+// and the bytes it held at its last reading when bounded (store_bytes).
 func TestStatsStoreLimit(t *testing.T) {
 	srv := openServer(t, Config{StoreMemory: MinStoreMemory})
 	exchange(srv, 0, "set a 0 0 1\r\nx\r\n")
 	got := text(exchange(srv, 0, "stats\r\n"))
-	for _, want := range []string{fmt.Sprintf("STAT limit_maxbytes %d\r\n", MinStoreMemory), "STAT bytes "} {
+	for _, want := range []string{fmt.Sprintf("STAT limit_maxbytes %d\r\n", MinStoreMemory), "STAT bytes 61\r\n", "STAT store_bytes "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stats lack %q:\n%s", want, got)
 		}
@@ -244,7 +245,7 @@ func TestStatsStoreLimit(t *testing.T) {
 	}
 	unbounded := openServer(t, Config{StoreMemory: -1})
 	got = text(exchange(unbounded, 0, "stats\r\n"))
-	if !strings.Contains(got, "STAT limit_maxbytes 0\r\n") || strings.Contains(got, "STAT bytes ") {
+	if !strings.Contains(got, "STAT limit_maxbytes 0\r\n") || strings.Contains(got, "STAT store_bytes ") {
 		t.Errorf("unbounded store's stats:\n%s", got)
 	}
 }

@@ -7,57 +7,76 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// OverloadedLine is the reply line of a request the server shed without
-// serving it: memcached 1.6's own line for a storage command it cannot
-// carry out for want of memory. libmemcached recognises exactly this line
+// OverloadedLine is the reply line of a shed request that would have
+// stored a value (set, add, replace, append, prepend, cas): memcached 1.6's
+// own line for a storage command it cannot carry out for want of memory.
+// libmemcached recognises exactly this line
 // (MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE, which its memcached_fatal
 // does not count as a failure of the server: the connection is kept and
 // the server stays in the pool, and the caller may try again), while any
 // other SERVER_ERROR text is a MEMCACHED_SERVER_ERROR it treats as fatal.
-// memcached's own lines for a get it cannot answer ("SERVER_ERROR out of
-// memory writing get response") fall in the second class, so a shed read
-// gets this line too.
 const OverloadedLine = "SERVER_ERROR out of memory storing object\r\n"
+
+// BusyLine is the reply line of any other shed request (a get, a
+// multi-get, incr, delete, touch, ...): the server is busy, not out of
+// memory, and the request may be sent again. memcached has no line for
+// it; clients report it as a server error carrying this text.
+const BusyLine = "SERVER_ERROR busy, request shed: try again\r\n"
 
 // ReplyOverloaded implements app.OverloadReplier: the dispatcher
 // calls it, on its own goroutine, for a request it sheds unserved (its type
 // over its budget, past its deadline in the queue, still queued at
 // shutdown). A request that would have been answered gets one datagram, its
-// own frame header (request id echoed, sequence 0, total 1) and
-// OverloadedLine, whatever its commands (a multi-get too: the line ends the
-// reply, as a SERVER_ERROR from memcached does). Nothing else gets a reply:
+// own frame header (request id echoed, sequence 0, total 1) and one line:
+// OverloadedLine when it holds a storage command, BusyLine otherwise (a
+// multi-get too: the line ends the reply, as a SERVER_ERROR from memcached
+// does). Nothing else gets a reply:
 // a datagram that is not a request memcached would serve (8 bytes or less,
 // a datagram count other than 1) and a request none of whose commands
 // would be answered (all noreply, a quit alone, a value cut short), exactly
 // as HandleMulti would answer nothing. Nothing of a shed request is run,
 // so a shed write stores nothing. A command cut from a TCP stream is
-// answered OverloadedLine alone, in its turn (a quit closes the connection,
-// a noreply command gets nothing). ReplyOverloaded reads only the
+// answered its line alone, in its turn (a quit closes the connection, a
+// noreply command gets nothing). ReplyOverloaded reads only the
 // request's buffer, allocates nothing and is safe to call concurrently
 // with the workers.
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
-	if b.Len < 0 || b.Len > len(b.Data) || len(b.Data) < UDPHeaderLen+len(OverloadedLine) {
+	if b.Len < 0 || b.Len > len(b.Data) || len(b.Data) < UDPHeaderLen+max(len(OverloadedLine), len(BusyLine)) {
 		return false
 	}
 	p := b.Payload()
 	if b.Flags&nic.FromStream != 0 {
+		reply, stores := shedVerdict(p)
 		switch {
 		case string(commandWord(p)) == "quit":
 			b.Len, b.Flags = 0, nic.ReplyClose
-		case !wantsReply(p):
+		case !reply:
 			return false // nothing in its turn
 		default:
-			b.Len, b.Flags = copy(b.Data, OverloadedLine), 0
+			b.Len, b.Flags = copy(b.Data, ShedLine(stores)), 0
 		}
 		return true
 	}
 	h, ok := ParseFrameHeader(p)
-	if !ok || len(p) == UDPHeaderLen || h.Total != 1 || !wantsReply(p[UDPHeaderLen:]) {
+	if !ok || len(p) == UDPHeaderLen || h.Total != 1 {
+		return false
+	}
+	reply, stores := shedVerdict(p[UDPHeaderLen:])
+	if !reply {
 		return false
 	}
 	FrameHeader{RequestID: h.RequestID, Total: 1}.Put(b.Data)
-	b.Len = UDPHeaderLen + copy(b.Data[UDPHeaderLen:], OverloadedLine)
+	b.Len = UDPHeaderLen + copy(b.Data[UDPHeaderLen:], ShedLine(stores))
 	return true
+}
+
+// ShedLine is the line a shed request is answered with: OverloadedLine
+// for one that stores a value, BusyLine for any other.
+func ShedLine(stores bool) string {
+	if stores {
+		return OverloadedLine
+	}
+	return BusyLine
 }
 
 // shedScan bounds what wantsReply reads of a request: the bytes of its
@@ -78,13 +97,20 @@ const shedScan = 2048
 // lines and the line that crosses that bound (a line longer than shedScan
 // is cut there): what follows is taken to change nothing.
 func wantsReply(body []byte) bool {
+	reply, _ := shedVerdict(body)
+	return reply
+}
+
+// shedVerdict is wantsReply, and whether the commands it read hold a
+// storage command (set, add, replace, append, prepend, cas).
+func shedVerdict(body []byte) (reply, stores bool) {
 	var t tokens
 	sent, pending := false, false
 	for scanned := 0; len(body) > 0 && scanned < shedScan; {
 		nl := bytes.IndexByte(body, '\n')
 		if nl < 0 {
 			if len(body) > maxLineScan && !largeGet(body) {
-				return sent
+				return sent, stores
 			}
 			break
 		}
@@ -99,9 +125,10 @@ func wantsReply(body []byte) bool {
 		r, need := replyOf(&t)
 		if need >= 0 {
 			if len(body) < need {
-				return sent // the value is cut short: nothing pending is sent
+				return sent, stores // the value is cut short: nothing pending is sent
 			}
 			body = body[need:]
+			stores = true
 		}
 		switch r {
 		case replies:
@@ -109,12 +136,12 @@ func wantsReply(body []byte) bool {
 		case repliesNow:
 			sent = true
 		case quits:
-			return sent || pending
+			return sent || pending, stores
 		case closes:
-			return sent
+			return sent, stores
 		}
 	}
-	return sent || pending
+	return sent || pending, stores
 }
 
 // What a command line does to the reply (replyOf).

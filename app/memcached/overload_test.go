@@ -25,60 +25,61 @@ func frame(id, seq, total, reserved uint16, body string) []byte {
 	return append(d, body...)
 }
 
-// overloadedReply is the datagram a shed request with this id gets.
-func overloadedReply(id uint16) []byte {
-	return frame(id, 0, 1, 0, OverloadedLine)
+// shedReply is the datagram a shed request with this id gets.
+func shedReply(id uint16, stores bool) []byte {
+	return frame(id, 0, 1, 0, ShedLine(stores))
 }
 
-// shedCases are request datagrams and whether the shed request is answered
-// (every answered one gets overloadedReply of its id).
+// shedCases are request datagrams, whether the shed request is answered
+// (with shedReply of its id) and whether it stores a value.
 var shedCases = []struct {
 	name     string
 	datagram []byte
 	reply    bool
+	stores   bool
 }{
-	{"get", frame(0x1234, 0, 1, 0, "get k1\r\n"), true},
-	{"multi-get", frame(0xbeef, 0, 1, 0, "get k1 k2 k3 k4 k5\r\n"), true},
-	{"multi-get gets", frame(7, 0, 1, 0, "gets "+strings.Repeat("key ", 60)+"\r\n"), true},
-	{"gat", frame(8, 0, 1, 0, "gat 100 a b\r\n"), true},
-	{"bget", frame(9, 0, 1, 0, "bget a\r\n"), true},
-	{"set", frame(0xffff, 0, 1, 0, "set k 0 0 5\r\nhello\r\n"), true},
-	{"cas", frame(1, 0, 1, 0, "cas k 0 0 1 99\r\nx\r\n"), true},
-	{"seq and reserved not echoed", frame(77, 3, 1, 9, "get k\r\n"), true},
-	{"request id 0", frame(0, 0, 1, 0, "get k\r\n"), true},
-	{"a line end without CR", frame(3, 0, 1, 0, "get k\n"), true},
-	{"incr", frame(4, 0, 1, 0, "incr n 1\r\n"), true},
-	{"delete of the key noreply", frame(5, 0, 1, 0, "delete noreply\r\n"), true},
-	{"get of the key noreply", frame(6, 0, 1, 0, "get noreply\r\n"), true},
-	{"noreply that is not the last word", frame(6, 0, 1, 0, "incr n 1 noreply 2\r\n"), true}, // ERROR
-	{"unknown command", frame(10, 0, 1, 0, "hello\r\n"), true},                               // ERROR
-	{"empty line", frame(10, 0, 1, 0, "\r\n"), true},                                         // ERROR
-	{"version, stats, mn", frame(11, 0, 1, 0, "version\r\nstats\r\nmn\r\n"), true},
-	{"noreply set then a get", frame(12, 0, 1, 0, "set a 0 0 1 noreply\r\nx\r\nget a\r\n"), true},
-	{"a get then a value cut short", frame(12, 0, 1, 0, "get a\r\nset b 0 0 9\r\nab"), true},
-	{"quit after a get", frame(13, 0, 1, 0, "get a\r\nquit\r\nget b\r\n"), true},
-	{"noreply with a bad data chunk, then set", frame(14, 0, 1, 0, "set a 0 0 1 noreply\r\nxyz\r\nset b 0 0 1\r\nx\r\n"), true},
+	{"get", frame(0x1234, 0, 1, 0, "get k1\r\n"), true, false},
+	{"multi-get", frame(0xbeef, 0, 1, 0, "get k1 k2 k3 k4 k5\r\n"), true, false},
+	{"multi-get gets", frame(7, 0, 1, 0, "gets "+strings.Repeat("key ", 60)+"\r\n"), true, false},
+	{"gat", frame(8, 0, 1, 0, "gat 100 a b\r\n"), true, false},
+	{"bget", frame(9, 0, 1, 0, "bget a\r\n"), true, false},
+	{"set", frame(0xffff, 0, 1, 0, "set k 0 0 5\r\nhello\r\n"), true, true},
+	{"cas", frame(1, 0, 1, 0, "cas k 0 0 1 99\r\nx\r\n"), true, true},
+	{"seq and reserved not echoed", frame(77, 3, 1, 9, "get k\r\n"), true, false},
+	{"request id 0", frame(0, 0, 1, 0, "get k\r\n"), true, false},
+	{"a line end without CR", frame(3, 0, 1, 0, "get k\n"), true, false},
+	{"incr", frame(4, 0, 1, 0, "incr n 1\r\n"), true, false},
+	{"delete of the key noreply", frame(5, 0, 1, 0, "delete noreply\r\n"), true, false},
+	{"get of the key noreply", frame(6, 0, 1, 0, "get noreply\r\n"), true, false},
+	{"noreply that is not the last word", frame(6, 0, 1, 0, "incr n 1 noreply 2\r\n"), true, false}, // ERROR
+	{"unknown command", frame(10, 0, 1, 0, "hello\r\n"), true, false},                               // ERROR
+	{"empty line", frame(10, 0, 1, 0, "\r\n"), true, false},                                         // ERROR
+	{"version, stats, mn", frame(11, 0, 1, 0, "version\r\nstats\r\nmn\r\n"), true, false},
+	{"noreply set then a get", frame(12, 0, 1, 0, "set a 0 0 1 noreply\r\nx\r\nget a\r\n"), true, true},
+	{"a get then a value cut short", frame(12, 0, 1, 0, "get a\r\nset b 0 0 9\r\nab"), true, false},
+	{"quit after a get", frame(13, 0, 1, 0, "get a\r\nquit\r\nget b\r\n"), true, false},
+	{"noreply with a bad data chunk, then set", frame(14, 0, 1, 0, "set a 0 0 1 noreply\r\nxyz\r\nset b 0 0 1\r\nx\r\n"), true, true},
 
-	{"set noreply", frame(20, 0, 1, 0, "set k 0 0 5 noreply\r\nhello\r\n"), false},
-	{"cas noreply", frame(20, 0, 1, 0, "cas k 0 0 1 99 noreply\r\nx\r\n"), false},
+	{"set noreply", frame(20, 0, 1, 0, "set k 0 0 5 noreply\r\nhello\r\n"), false, false},
+	{"cas noreply", frame(20, 0, 1, 0, "cas k 0 0 1 99 noreply\r\nx\r\n"), false, false},
 	{"every write noreply", frame(21, 0, 1, 0, "add a 0 0 1 noreply\r\nx\r\nappend a 0 0 1 noreply\r\ny\r\n"+
 		"prepend a 0 0 1 noreply\r\nw\r\nreplace a 0 0 1 noreply\r\nz\r\nincr n 1 noreply\r\ndecr n 1 noreply\r\n"+
-		"touch a 10 noreply\r\ndelete a noreply\r\ndelete a 0 noreply\r\nflush_all noreply\r\nflush_all 10 noreply\r\nverbosity 1 noreply\r\n"), false},
-	{"noreply with a bad line", frame(22, 0, 1, 0, "set a x 0 1 noreply\r\n"), false},
-	{"quit", frame(23, 0, 1, 0, "quit\r\n"), false},
-	{"quit then a get", frame(23, 0, 1, 0, "quit\r\nget a\r\n"), false},
-	{"value cut short", frame(24, 0, 1, 0, "set k 0 0 5\r\nhel"), false},
-	{"a set, then a value cut short", frame(24, 0, 1, 0, "set a 0 0 1\r\nx\r\nset b 0 0 5\r\nab"), false},
-	{"no line end", frame(25, 0, 1, 0, "get k"), false},
-	{"an HTTP request", frame(26, 0, 1, 0, "GET / HTTP/1.1\r\n"), false},
-	{"a long line that never ends", frame(27, 0, 1, 0, "set "+strings.Repeat("k", 3000)), false},
+		"touch a 10 noreply\r\ndelete a noreply\r\ndelete a 0 noreply\r\nflush_all noreply\r\nflush_all 10 noreply\r\nverbosity 1 noreply\r\n"), false, false},
+	{"noreply with a bad line", frame(22, 0, 1, 0, "set a x 0 1 noreply\r\n"), false, false},
+	{"quit", frame(23, 0, 1, 0, "quit\r\n"), false, false},
+	{"quit then a get", frame(23, 0, 1, 0, "quit\r\nget a\r\n"), false, false},
+	{"value cut short", frame(24, 0, 1, 0, "set k 0 0 5\r\nhel"), false, false},
+	{"a set, then a value cut short", frame(24, 0, 1, 0, "set a 0 0 1\r\nx\r\nset b 0 0 5\r\nab"), false, false},
+	{"no line end", frame(25, 0, 1, 0, "get k"), false, false},
+	{"an HTTP request", frame(26, 0, 1, 0, "GET / HTTP/1.1\r\n"), false, false},
+	{"a long line that never ends", frame(27, 0, 1, 0, "set "+strings.Repeat("k", 3000)), false, false},
 
-	{"header only", frame(30, 0, 1, 0, ""), false},
-	{"shorter than a header", []byte{0, 1, 0, 0, 0, 1}, false},
-	{"empty", nil, false},
-	{"two datagrams announced", frame(31, 0, 2, 0, "get k\r\n"), false},
-	{"total 0", frame(32, 0, 0, 0, "get k\r\n"), false},
-	{"no frame header", []byte("get k\r\n"), false},
+	{"header only", frame(30, 0, 1, 0, ""), false, false},
+	{"shorter than a header", []byte{0, 1, 0, 0, 0, 1}, false, false},
+	{"empty", nil, false, false},
+	{"two datagrams announced", frame(31, 0, 2, 0, "get k\r\n"), false, false},
+	{"total 0", frame(32, 0, 0, 0, "get k\r\n"), false, false},
+	{"no frame header", []byte("get k\r\n"), false, false},
 }
 
 // TestReplyOverloaded checks the reply of every shed request, byte for
@@ -99,16 +100,21 @@ func TestReplyOverloaded(t *testing.T) {
 			if len(c.datagram) >= 2 {
 				id = uint16(c.datagram[0])<<8 | uint16(c.datagram[1])
 			}
-			if want := overloadedReply(id); !bytes.Equal(b.Payload(), want) || b.Peer != peer {
+			if want := shedReply(id, c.stores); !bytes.Equal(b.Payload(), want) || b.Peer != peer {
 				t.Errorf("%s: reply %q to %v, want %q to %v", c.name, b.Payload(), b.Peer, want, peer)
 			}
 		}
 	}
 	// The exact bytes, once spelled out.
 	b := shedBuffer(frame(0x1234, 5, 1, 6, "get a b c\r\n"), 2048)
-	want := "\x12\x34\x00\x00\x00\x01\x00\x00SERVER_ERROR out of memory storing object\r\n"
+	want := "\x12\x34\x00\x00\x00\x01\x00\x00SERVER_ERROR busy, request shed: try again\r\n"
 	if !srv.ReplyOverloaded(TypeMultiGet, b) || string(b.Payload()) != want {
 		t.Errorf("multi-get shed: %q, want %q", b.Payload(), want)
+	}
+	b = shedBuffer(frame(0x1234, 5, 1, 6, "set a 0 0 1\r\nx\r\n"), 2048)
+	want = "\x12\x34\x00\x00\x00\x01\x00\x00SERVER_ERROR out of memory storing object\r\n"
+	if !srv.ReplyOverloaded(TypeWrite, b) || string(b.Payload()) != want {
+		t.Errorf("set shed: %q, want %q", b.Payload(), want)
 	}
 	// A buffer too small for the reply: no reply, nothing written.
 	small := frame(1, 0, 1, 0, "get k\r\n")
@@ -235,7 +241,8 @@ func BenchmarkReplyOverloaded(b *testing.B) {
 }
 
 // TestReplyOverloadedStream: a command cut from a TCP stream and shed is
-// answered the overloaded line alone (no frame header), in its turn; a
+// answered its line alone (no frame header), in its turn: the busy line
+// for a read or any other command, the out of memory line for a store; a
 // noreply command gets nothing; a quit still closes the connection.
 func TestReplyOverloadedStream(t *testing.T) {
 	srv := openServer(t, Config{})
@@ -245,8 +252,12 @@ func TestReplyOverloadedStream(t *testing.T) {
 		want  string
 		flags nic.Flags
 	}{
-		{"get a\r\n", true, OverloadedLine, 0},
+		{"get a\r\n", true, BusyLine, 0},
+		{"gets a b c\r\n", true, BusyLine, 0},
+		{"incr n 1\r\n", true, BusyLine, 0},
+		{"delete a\r\n", true, BusyLine, 0},
 		{"set a 0 0 1\r\nx\r\n", true, OverloadedLine, 0},
+		{"cas a 0 0 1 5\r\nx\r\n", true, OverloadedLine, 0},
 		{"set a 0 0 1 noreply\r\nx\r\n", false, "", 0},
 		{"quit\r\n", true, "", nic.ReplyClose},
 	} {

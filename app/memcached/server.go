@@ -62,12 +62,14 @@ type Config struct {
 	// Dir is the Pebble directory; empty: in memory (lost at exit). What is
 	// stored in a directory is there after a restart.
 	Dir string
-	// Sync syncs every write to disk before answering (with Dir). Without
-	// it a write survives a restart of the process but not a crash of the
-	// machine.
+	// Sync syncs every write to disk before answering it (with Dir), one
+	// sync for the writes of all workers waiting at once (see Durability
+	// in the package doc). Without it, an answered write survives a crash
+	// of the process but not of the machine.
 	Sync bool
 	// MaxItemSize is memcached's item size limit (-I): key, value and
-	// memcached's per-item overhead. Default 1 MiB.
+	// memcached's per-item overhead. Default 1 MiB; at most half of a
+	// bounded StoreMemory, as memcached refuses -I above half of -m.
 	MaxItemSize int
 	// Workers is the number of dispatcher workers that call the handler.
 	// Default 1.
@@ -104,17 +106,34 @@ type Config struct {
 	// by memcached when its memory is full. Default DefaultTCPMemory.
 	TCPMemory int
 	// StoreMemory bounds the bytes the store holds (Pebble's tables and
-	// memtables, in memory, or on disk with Dir): past it a storage
-	// command is answered "SERVER_ERROR out of memory storing object" (a
-	// set also deletes the key's old value), as memcached answers when its
-	// memory is full and eviction is off (-M); deletes, gets, incr, decr
-	// and touch still run. A new memtable (in memory a 16th of the bound,
-	// from 4 to 64 MiB; on disk Pebble's 4 MiB) may take the store past
-	// the bound once. Space that deleted, flushed or overwritten items
-	// held comes back once the store has compacted it; expired items hold
-	// theirs until they are overwritten or deleted. Default
-	// DefaultStoreMemory; negative: unbounded.
+	// memtables, in memory, or on disk with Dir, and the item index kept
+	// in memory). Its items and their index entries take at most half of
+	// it: past that, a store first deletes the least recently used items
+	// (expired and flushed ones count as reclaimed, live ones as evicted),
+	// as memcached evicts within -m, or, with DisableEvictions, is refused
+	// "SERVER_ERROR out of memory storing object" (memcached -M). The
+	// other half holds what overwritten, deleted and evicted items leave
+	// until Pebble compacts it (the store asks for a compaction when it
+	// holds seven eighths of the bound; a store that holds all of it waits
+	// up to a second for the compaction before it refuses), and the
+	// memtables (in memory a 16th of the bound each, from 4 to 64 MiB; on
+	// disk Pebble's 4 MiB), one of which may take the store past the bound
+	// once. Default DefaultStoreMemory; negative: unbounded.
 	StoreMemory int64
+	// Connections and ListConnections, when set, report the stream
+	// dataplane's connections for stats (curr_connections and the rest)
+	// and stats conns (with its listeners); without them, the
+	// connections the application's framers saw are reported (no
+	// listeners, MaxConns as the limit).
+	// They are called on a worker's goroutine and must be safe for
+	// concurrent use.
+	Connections     func() ConnCounts
+	ListConnections func(yield func(ConnInfo) bool)
+
+	// DisableEvictions refuses a store past the item budget ("SERVER_ERROR
+	// out of memory storing object"), as memcached -M, instead of first
+	// deleting the least recently used items.
+	DisableEvictions bool
 }
 
 // Emulation adds an emulated cost to every request, so that experiments
@@ -156,23 +175,30 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
 	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
+	case c.Sync && c.Dir == "":
+		return fmt.Errorf("%w: sync needs a data directory (a store in memory has nothing to sync)", ErrConfig)
+	case c.StoreMemory > 0 && int64(c.MaxItemSize) > c.StoreMemory/2:
+		// memcached: "Cannot set item size limit higher than 1/2 of
+		// memory max."
+		return fmt.Errorf("%w: max item size %d is more than half the store memory %d (as memcached, which refuses -I above half of -m)", ErrConfig, c.MaxItemSize, c.StoreMemory)
 	}
 	return nil
 }
 
 // HeapBound returns the most bytes of Go heap the store holds at once
-// when its tables are in memory (Dir empty) and bounded: its bound, and
-// half as much again for what a compaction writes before it deletes the
-// tables it rewrote and for what may pass the bound (see storeLimit). ok
-// is false for a store on disk, whose tables are not in the heap, and for
-// an unbounded one. Pebble's memtables are allocated outside the Go heap;
+// when its tables are in memory (Dir empty) and bounded: its bound, half
+// as much again for what a compaction writes before it deletes the
+// tables it rewrote and for what may pass the bound (see storeLimit), and
+// half for the item index (within the items' half of the bound). ok is
+// false for a store on disk, whose tables are not in the heap, and for an
+// unbounded one. Pebble's memtables are allocated outside the Go heap;
 // the values TCP connections are reading (TCPMemory) are not counted.
 func (c Config) HeapBound() (n int64, ok bool) {
 	c = c.withDefaults()
 	if c.Dir != "" || c.StoreMemory < 0 {
 		return 0, false
 	}
-	return c.StoreMemory + c.StoreMemory/2, true
+	return 2 * c.StoreMemory, true
 }
 
 func (c Config) withDefaults() Config {
@@ -227,6 +253,8 @@ type Server struct {
 	started  time.Time
 	clock    func() int64 // unix seconds; tests move it
 	guards   guards
+	prefixes prefixStats // stats detail
+	conns    connTable   // the stream dataplane's connections, as the framers see them
 }
 
 // Open opens the store and returns the application.
@@ -235,7 +263,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	st, err := openStore(cfg.Dir, cfg.Sync, cfg.StoreMemory)
+	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +317,14 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 		if r != nil {
 			send = r
 		}
+		f, _ := b.Session.(*framer)
+		if f != nil {
+			f.busy.Store(true)
+		}
 		ok := s.serveStream(ss, b, send)
+		if f != nil {
+			f.busy.Store(false)
+		}
 		s.emulate(ss)
 		return ok
 	}
@@ -367,4 +402,6 @@ func (s *Server) resetStats() {
 	for _, ss := range s.sessions {
 		ss.stats.reset()
 	}
+	s.st.ix.resetStats()
+	s.prefixes.clear()
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -30,6 +31,11 @@ type counters struct {
 	flushCmds     atomic.Uint64
 	storeErrors   atomic.Uint64
 	lostDatagrams atomic.Uint64
+	storeTooLarge atomic.Uint64
+	storeNoMemory atomic.Uint64
+	totalItems    atomic.Uint64
+	getFlushed    atomic.Uint64
+	getExpired    atomic.Uint64
 }
 
 // guards count what the server's bounds refused (Config.UDPReplyRatio,
@@ -91,6 +97,11 @@ type total struct {
 	flushCmds     uint64
 	storeErrors   uint64
 	lostDatagrams uint64
+	storeTooLarge uint64
+	storeNoMemory uint64
+	totalItems    uint64
+	getFlushed    uint64
+	getExpired    uint64
 }
 
 func (t *total) add(c *counters) {
@@ -114,6 +125,11 @@ func (t *total) add(c *counters) {
 	t.flushCmds += c.flushCmds.Load()
 	t.storeErrors += c.storeErrors.Load()
 	t.lostDatagrams += c.lostDatagrams.Load()
+	t.storeTooLarge += c.storeTooLarge.Load()
+	t.storeNoMemory += c.storeNoMemory.Load()
+	t.totalItems += c.totalItems.Load()
+	t.getFlushed += c.getFlushed.Load()
+	t.getExpired += c.getExpired.Load()
 }
 
 func (c *counters) reset() {
@@ -137,11 +153,17 @@ func (c *counters) reset() {
 	c.flushCmds.Store(0)
 	c.storeErrors.Store(0)
 	c.lostDatagrams.Store(0)
+	c.storeTooLarge.Store(0)
+	c.storeNoMemory.Store(0)
+	c.totalItems.Store(0)
+	c.getFlushed.Store(0)
+	c.getExpired.Store(0)
 }
 
 // statsCommand runs "stats" and its sub-commands (memcached's
-// process_stat). Only what psp has is reported: no slab classes, LRU or
-// connection table.
+// process_stat). What psp has is reported: no slab allocator (stats slabs
+// and sizes are empty), one LRU per slab class without HOT, WARM and COLD
+// segments (stats items).
 func (s *session) statsCommand() {
 	t := &s.tok
 	switch {
@@ -151,27 +173,76 @@ func (s *session) statsCommand() {
 		s.app.resetStats()
 		s.outString(msgReset)
 	case string(t.w[1]) == "detail":
-		switch string(t.word(2)) {
-		case "on", "off":
-			s.outString(msgOK)
-		case "dump":
-			s.outString([]byte("END"))
-		default:
-			s.outString(msgStatsDetailUse)
-		}
+		s.statsDetail(t.word(2))
 	case string(t.w[1]) == "settings":
 		s.out = s.out[:s.open]
+		cc := s.app.connCounts()
 		s.stat("maxbytes", s.st.limitBytes())
-		s.stat("item_size_max", uint64(s.app.cfg.MaxItemSize))
+		s.stat("maxconns", uint64(cc.Max))
+		s.statString("evictions", onOff(s.st.evict))
 		s.stat("num_threads", uint64(len(s.app.sessions)))
-		s.statString("evictions", "off")
+		s.statString("detail_enabled", yesNo(s.app.prefixes.enabled.Load()))
+		s.stat("reqs_per_event", reqsPerEvent)
 		s.statString("cas_enabled", "yes")
+		s.stat("item_size_max", uint64(s.app.cfg.MaxItemSize))
 		s.out = append(s.out, endLine...)
-	case string(t.w[1]) == "items", string(t.w[1]) == "slabs", string(t.w[1]) == "sizes", string(t.w[1]) == "conns":
+	case string(t.w[1]) == "items":
+		s.out = s.out[:s.open]
+		s.st.ix.eachClass(s.now, func(c classStats) {
+			s.classStat(c.class, "number", uint64(c.number))
+			s.classStat(c.class, "age", uint64(max(c.age, 0)))
+			s.classStat(c.class, "mem_requested", uint64(c.requested))
+			s.classStat(c.class, "evicted", c.evicted)
+			s.classStat(c.class, "evicted_nonzero", c.evictedNonzero)
+			s.classStat(c.class, "evicted_time", uint64(max(c.evictedTime, 0)))
+			s.classStat(c.class, "outofmemory", c.outOfMemory)
+			s.classStat(c.class, "reclaimed", c.reclaimed)
+			s.classStat(c.class, "expired_unfetched", c.expiredUnfetched)
+			s.classStat(c.class, "evicted_unfetched", c.evictedUnfetched)
+		})
+		s.out = append(s.out, endLine...)
+	case string(t.w[1]) == "conns":
+		s.out = s.out[:s.open]
+		s.app.eachConn(func(c ConnInfo) bool {
+			s.connStat(c.ID, "addr", c.Addr)
+			if !c.Listener && c.Local != "" {
+				s.connStat(c.ID, "listen_addr", c.Local)
+			}
+			switch {
+			case c.Listener:
+				s.connStat(c.ID, "state", "conn_listening")
+			case c.Busy:
+				s.connStat(c.ID, "state", "conn_parse_cmd")
+			default:
+				s.connStat(c.ID, "state", "conn_read")
+			}
+			s.out = append(s.out, "STAT "...)
+			s.out = strconv.AppendUint(s.out, c.ID, 10)
+			s.out = append(s.out, ":secs_since_last_cmd "...)
+			s.out = strconv.AppendInt(s.out, int64(c.Idle/time.Second), 10)
+			s.out = append(s.out, crlf...)
+			return true
+		})
+		s.out = append(s.out, endLine...)
+	case string(t.w[1]) == "slabs", string(t.w[1]) == "sizes":
 		s.outString([]byte("END"))
 	default:
 		s.outString(msgError)
 	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func (s *session) stat(name string, v uint64) {
@@ -190,22 +261,56 @@ func (s *session) statString(name, v string) {
 	s.out = append(s.out, crlf...)
 }
 
-// writeStats writes the general statistics and END.
+// classStat writes "STAT items:<class>:<name> <v>".
+func (s *session) classStat(class int, name string, v uint64) {
+	s.out = append(s.out, "STAT items:"...)
+	s.out = strconv.AppendInt(s.out, int64(class), 10)
+	s.out = append(s.out, ':')
+	s.out = append(s.out, name...)
+	s.out = append(s.out, ' ')
+	s.out = strconv.AppendUint(s.out, v, 10)
+	s.out = append(s.out, crlf...)
+}
+
+// connStat writes "STAT <id>:<name> <v>".
+func (s *session) connStat(id uint64, name, v string) {
+	s.out = append(s.out, "STAT "...)
+	s.out = strconv.AppendUint(s.out, id, 10)
+	s.out = append(s.out, ':')
+	s.out = append(s.out, name...)
+	s.out = append(s.out, ' ')
+	s.out = append(s.out, v...)
+	s.out = append(s.out, crlf...)
+}
+
+// writeStats writes the general statistics, in memcached's order, psp's
+// own last, and END.
 func (s *session) writeStats() {
 	c := s.app.sumStats()
+	cc := s.app.connCounts()
+	it := s.st.ix.totals()
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	s.out = s.out[:s.open]
 	s.stat("pid", uint64(os.Getpid()))
 	s.stat("uptime", uint64(time.Since(s.app.started).Seconds()))
 	s.stat("time", uint64(s.now))
 	s.statString("version", Version)
 	s.stat("pointer_size", 64)
-	s.stat("threads", uint64(len(s.app.sessions)))
+	s.rusage("rusage_user", ru.Utime)
+	s.rusage("rusage_system", ru.Stime)
+	s.stat("max_connections", uint64(cc.Max))
+	s.stat("curr_connections", uint64(max(cc.Current, 0)))
+	s.stat("total_connections", cc.Total)
+	s.stat("rejected_connections", cc.Rejected)
 	s.stat("cmd_get", c.getCmds)
 	s.stat("cmd_set", c.setCmds)
 	s.stat("cmd_flush", c.flushCmds)
 	s.stat("cmd_touch", c.touchCmds)
 	s.stat("get_hits", c.getHits)
 	s.stat("get_misses", c.getMisses)
+	s.stat("get_expired", c.getExpired)
+	s.stat("get_flushed", c.getFlushed)
 	s.stat("delete_misses", c.deleteMisses)
 	s.stat("delete_hits", c.deleteHits)
 	s.stat("incr_misses", c.incrMisses)
@@ -217,14 +322,38 @@ func (s *session) writeStats() {
 	s.stat("cas_badval", c.casBadval)
 	s.stat("touch_hits", c.touchHits)
 	s.stat("touch_misses", c.touchMisses)
+	s.stat("store_too_large", c.storeTooLarge)
+	s.stat("store_no_memory", c.storeNoMemory)
+	s.stat("limit_maxbytes", s.st.limitBytes())
+	s.stat("threads", uint64(len(s.app.sessions)))
+	s.stat("conn_yields", cc.Yields)
+	s.stat("bytes", uint64(max(s.st.ix.requested(), 0)))
+	s.stat("curr_items", uint64(max(s.st.ix.items.Load(), 0)))
+	s.stat("total_items", c.totalItems)
+	s.stat("expired_unfetched", it.expiredUnfetched)
+	s.stat("evicted_unfetched", it.evictedUnfetched)
+	s.stat("evictions", it.evicted)
+	s.stat("reclaimed", it.reclaimed)
 	s.stat("store_errors", c.storeErrors)
 	s.stat("udp_datagrams_lost", c.lostDatagrams)
 	s.stat("udp_replies_cut", s.app.guards.udpCut.Load())
-	s.stat("limit_maxbytes", s.st.limitBytes())
 	if s.st.lim.limit > 0 {
-		// The store's size at its last reading (see storeLimit); an
+		// What Pebble held at its last reading (see storeLimit); an
 		// unbounded store is not measured.
-		s.stat("bytes", uint64(max(s.st.lim.used.Load(), 0)))
+		s.stat("store_bytes", uint64(max(s.st.lim.used.Load(), 0)))
 	}
 	s.out = append(s.out, endLine...)
+}
+
+// rusage writes a CPU time as memcached does: seconds and microseconds.
+func (s *session) rusage(name string, tv syscall.Timeval) {
+	s.out = append(s.out, "STAT "...)
+	s.out = append(s.out, name...)
+	s.out = append(s.out, ' ')
+	s.out = strconv.AppendInt(s.out, int64(tv.Sec), 10)
+	s.out = append(s.out, '.')
+	for d := int64(100000); d > 0; d /= 10 { // microseconds, six digits
+		s.out = append(s.out, byte('0'+int64(tv.Usec)/d%10))
+	}
+	s.out = append(s.out, crlf...)
 }

@@ -1,14 +1,19 @@
 package memcached
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/persephone-go/psp/internal/dirlock"
 )
 
 // Keys in Pebble: an item's key is itemPrefix followed by the memcached
@@ -50,6 +55,9 @@ type item struct {
 	cas    uint64
 	stored int64
 	value  []byte
+	// fetched (not stored): a write of it is a read's (gat, touch), which
+	// counts as a fetch in the index.
+	fetched bool
 }
 
 func decodeItem(v []byte) (item, bool) {
@@ -95,6 +103,13 @@ type store struct {
 	flushLive atomic.Int64
 	flushMu   sync.Mutex
 
+	// ix indexes the items; their bytes (with the index's) are kept
+	// within itemBudget (<= 0: unbounded) by evicting the least recently
+	// used (evict) or refusing stores.
+	ix         *itemIndex
+	itemBudget int64
+	evict      bool
+
 	mem        *tableFS // in memory: its tables; nil on disk
 	lim        storeLimit
 	compacting sync.WaitGroup // storeLimit's background compaction
@@ -102,9 +117,12 @@ type store struct {
 	closing    bool
 }
 
-// openStore opens the Pebble database in dir (in memory when dir is ""),
-// holding at most limit bytes (<= 0: unbounded; see storeLimit).
-func openStore(dir string, sync bool, limit int64) (*store, error) {
+// openStore opens the Pebble database in cfg.Dir (in memory when empty),
+// holding at most cfg.StoreMemory bytes (<= 0: unbounded; see storeLimit)
+// and items within half of it (evicting unless cfg.DisableEvictions), and
+// indexes its items.
+func openStore(cfg Config) (*store, error) {
+	dir, limit := cfg.Dir, cfg.StoreMemory
 	opts := &pebble.Options{Logger: quietLogger{}}
 	var mem *tableFS
 	if dir == "" {
@@ -117,17 +135,64 @@ func openStore(dir string, sync bool, limit int64) (*store, error) {
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("memcached: open pebble %q: %w", dir, err)
+		return nil, fmt.Errorf("memcached: open store %q: %w", dir, dirlock.Check(dir, err))
 	}
-	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit)}
-	if sync {
+	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit),
+		ix: newItemIndex(time.Now().Unix()), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions}
+	if cfg.Sync {
 		s.sync = pebble.Sync
 	}
 	if err := s.loadMeta(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	if err := s.loadIndex(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// itemBudget is the bytes the items of a store bounded at limit bytes
+// (<= 0: unbounded) may take with their index entries: half of it. The
+// other half is for what Pebble holds besides the live items: overwritten,
+// deleted and evicted items until a compaction drops them, memtables, and
+// the tables a compaction writes before it deletes those it rewrote.
+func itemBudget(limit int64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	return limit / 2
+}
+
+// loadIndex indexes the items the store holds (at open: on disk, those of
+// the last run), least recently stored first.
+func (s *store) loadIndex() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{itemPrefix}, UpperBound: []byte{itemPrefix + 1}})
+	if err != nil {
+		return fmt.Errorf("memcached: index the store: %w", err)
+	}
+	type entry struct {
+		key  []byte
+		meta itemMeta
+	}
+	var entries []entry
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()[1:]
+		v, ok := decodeItem(it.Value())
+		if !ok || len(k) > KeyMaxLength {
+			continue
+		}
+		entries = append(entries, entry{key: bytes.Clone(k), meta: itemMeta{size: itemSize(len(k), v.flags, len(v.value)), cas: v.cas, exp: v.exp, stored: v.stored}})
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("memcached: index the store: %w", err)
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return cmp.Compare(a.meta.stored, b.meta.stored) })
+	for _, e := range entries {
+		s.ix.put(e.key, e.meta, e.meta.stored)
+	}
+	return nil
 }
 
 // Memtable sizes of a store in memory. Larger memtables flush less often,
@@ -199,10 +264,15 @@ func (s *store) close() error {
 
 // lock locks key's stripe and returns it.
 func (s *store) lock(key []byte) *sync.Mutex {
-	m := &s.locks[maphash.Bytes(s.seed, key)%numStripes]
+	m := s.stripe(key)
 	m.Lock()
 	return m
 }
+
+// stripe returns key's stripe lock.
+func (s *store) stripe(key []byte) *sync.Mutex { return &s.locks[s.stripeIndex(key)] }
+
+func (s *store) stripeIndex(key []byte) int { return int(maphash.Bytes(s.seed, key) % numStripes) }
 
 // nextCas hands out the next CAS id. An on-disk store first reserves a
 // block of ids durably, so a restart never reuses one.
@@ -226,19 +296,39 @@ func (s *store) nextCas() (uint64, error) {
 	return id, nil
 }
 
-// live reports whether it is visible at time now (unix seconds): not
-// expired and not flushed.
-func (s *store) live(it *item, now int64) bool {
-	if it.exp != 0 && it.exp <= now {
-		return false
+// What an item read from the store is at a given time (store.state).
+const (
+	itemLive = iota
+	itemExpired
+	itemFlushed
+)
+
+// flushView is the flush_all state at one moment.
+type flushView struct {
+	cas  uint64 // items with a CAS id below it are flushed
+	live int64  // items stored at or before it are flushed once it has passed
+}
+
+func (s *store) flushes() flushView {
+	return flushView{cas: s.flushCas.Load(), live: s.flushLive.Load()}
+}
+
+// state tells whether an item of this expiry, store time and CAS id is
+// live at time now (unix seconds), flushed (tested first, as memcached
+// does) or expired.
+func (f flushView) state(exp, stored int64, cas uint64, now int64) int {
+	if f.cas != 0 && cas < f.cas || f.live != 0 && f.live <= now && stored <= f.live {
+		return itemFlushed
 	}
-	if fc := s.flushCas.Load(); fc != 0 && it.cas < fc {
-		return false
+	if exp != 0 && exp <= now {
+		return itemExpired
 	}
-	if fl := s.flushLive.Load(); fl != 0 && fl <= now && it.stored <= fl {
-		return false
-	}
-	return true
+	return itemLive
+}
+
+// state tells what it is at time now: live, flushed or expired.
+func (s *store) state(it *item, now int64) int {
+	return s.flushes().state(it.exp, it.stored, it.cas, now)
 }
 
 // flush records a flush_all: immediate (at <= now: every item stored so far

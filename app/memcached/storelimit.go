@@ -36,12 +36,18 @@ type storeLimit struct {
 }
 
 // refreshFull is how often a full store reads its size again, and
-// compactEvery how often at most it asks for a compaction (a store full of
-// live items would otherwise be rewritten over and over while a client
-// keeps trying to store).
+// compactEvery how often at most a store refusing stores (evictions
+// disabled) asks for a compaction (one full of live items would otherwise
+// be rewritten over and over while a client keeps trying to store).
+// A store that evicts keeps its items within half its bound: it asks for
+// a compaction as soon as it holds compactAt of it (in eighths) and no
+// compaction runs, and a store that holds its bound waits up to
+// admitWait for the compaction to free space before it refuses.
 const (
 	refreshFull  = 10 * time.Millisecond
 	compactEvery = time.Second
+	compactAt    = 7 // eighths of the bound
+	admitWait    = time.Second
 )
 
 func newStoreLimit(limit int64) storeLimit {
@@ -62,6 +68,14 @@ func (s *store) admit(n int) bool {
 	full := l.full.Load()
 	if pending >= l.checkEvery || full && time.Now().UnixNano()-l.lastCheck.Load() >= int64(refreshFull) {
 		full = s.readSize()
+	}
+	if full && s.evict {
+		// Its items are within half the bound: what holds the rest goes
+		// once compacted. Wait for it, a while.
+		for deadline := time.Now().Add(admitWait); full && time.Now().Before(deadline); {
+			time.Sleep(refreshFull)
+			full = s.readSize()
+		}
 	}
 	if full {
 		l.admitted.Add(-int64(n))
@@ -86,7 +100,11 @@ func (s *store) readSize() bool {
 	full := used >= l.limit
 	l.full.Store(full)
 	now := time.Now().UnixNano()
-	if full && now-l.lastCompact.Load() >= int64(compactEvery) && l.compact.CompareAndSwap(false, true) {
+	compact := full && now-l.lastCompact.Load() >= int64(compactEvery)
+	if s.evict {
+		compact = used >= l.limit/8*compactAt
+	}
+	if compact && l.compact.CompareAndSwap(false, true) {
 		// Deleted and overwritten items free their space when compacted.
 		l.lastCompact.Store(now)
 		s.closeMu.Lock()

@@ -3,6 +3,8 @@ package memcached
 import (
 	"bytes"
 	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"github.com/persephone-go/psp/nic"
 )
@@ -34,8 +36,11 @@ func (s *Server) Protocol() nic.Protocol { return streamProtocol{s} }
 type streamProtocol struct{ s *Server }
 
 // NewConn implements nic.Protocol.
-func (p streamProtocol) NewConn(uint64, netip.AddrPort) nic.Framer {
-	return &framer{s: p.s}
+func (p streamProtocol) NewConn(id uint64, peer netip.AddrPort) nic.Framer {
+	f := &framer{s: p.s, id: id, peer: peer}
+	f.last.Store(time.Now().UnixNano())
+	p.s.conns.add(f)
+	return f
 }
 
 // TooManyConns implements nic.Protocol.
@@ -48,7 +53,13 @@ func (p streamProtocol) TooManyConns() []byte {
 // command ends, where memcached would transmit what it holds, and when
 // memcached would give up on the connection.
 type framer struct {
-	s *Server
+	s    *Server
+	id   uint64
+	peer netip.AddrPort
+	// last is when its last command was framed (unix ns), busy whether a
+	// worker serves one of them now: stats conns.
+	last atomic.Int64
+	busy atomic.Bool
 	// served counts the commands framed since the input last ran out
 	// (memcached's reads: it transmits every reqsPerEvent commands).
 	served int
@@ -133,7 +144,12 @@ func (f *framer) Frame(in []byte, max int) nic.Frame {
 // command frames the next n bytes as one command.
 func (f *framer) command(n int, in []byte) nic.Frame {
 	f.served++
-	flush := f.waited || yields(f.served)
+	y := yields(f.served)
+	if y {
+		f.s.conns.yields.Add(1)
+	}
+	f.last.Store(time.Now().UnixNano())
+	flush := f.waited || y
 	f.waited = false
 	word := commandWord(in[:n])
 	if string(word) == "quit" {
@@ -176,7 +192,10 @@ func (f *framer) release() {
 
 // ConnClosed gives back what the connection held (nic/tcp calls it once
 // the connection is closed).
-func (f *framer) ConnClosed() { f.release() }
+func (f *framer) ConnClosed() {
+	f.release()
+	f.s.conns.remove(f)
+}
 
 // reserve takes n bytes of Config.TCPMemory, if they are there.
 func (s *Server) reserve(n int64) bool {

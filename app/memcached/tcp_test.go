@@ -18,13 +18,21 @@ import (
 
 // serveTCP serves srv over TCP on a free port, as psp serve does: the TCP
 // dataplane and its framer, the native classifier, DARC and a dispatcher
-// with srv's workers. srv must be closed after the dispatcher stops
-// (t.Cleanup runs in reverse: open srv first).
+// with srv's workers, but for the last when srv has several (a test may
+// then call the handler directly as that one). srv must be closed after
+// the dispatcher stops (t.Cleanup runs in reverse: open srv first).
 func serveTCP(t testing.TB, srv *Server) string {
 	t.Helper()
-	workers := srv.Config().Workers
+	return serveTCPConns(t, srv, 0)
+}
+
+// serveTCPConns is serveTCP with at most maxConns connections at once (0:
+// nic/tcp's default).
+func serveTCPConns(t testing.TB, srv *Server, maxConns int) string {
+	t.Helper()
+	workers := max(srv.Config().Workers-1, 1)
 	dp, err := tcp.Open(tcp.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), Workers: workers + 1,
-		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4})
+		MaxRequest: srv.Config().MaxItemSize + srv.Config().MaxLine + 4, MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

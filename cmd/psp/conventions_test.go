@@ -320,3 +320,39 @@ func TestHugeCountsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestAddresses: an address requests travel to is written the same
+// in every command: host:port or udp://host:port for datagrams,
+// tcp://host:port for connections (psp serve --listen, psp client and psp
+// sweep --server); another scheme is refused naming the convention.
+func TestRequestAddresses(t *testing.T) {
+	allCommands(newApp().Commands, func(path string, c *cli.Command) {
+		for _, f := range c.Flags {
+			name := f.Names()[0]
+			if name != "listen" && name != "server" {
+				continue
+			}
+			usage := f.(cli.DocGenerationFlag).GetUsage()
+			if name == "server" && strings.Contains(usage, "admin") {
+				continue // an admin endpoint, not requests
+			}
+			if !strings.Contains(usage, "tcp://") {
+				t.Errorf("psp %s --%s: its help does not say tcp:// (%q)", path, name, usage)
+			}
+		}
+	})
+	for _, listen := range []string{"127.0.0.1:6789", "udp://127.0.0.1:6789", "tcp://127.0.0.1:6789", "tcp://127.0.0.1:6789,127.0.0.1:6789"} {
+		if out, err := runApp(t, "serve", "--listen", listen, "--print-config"); err != nil {
+			t.Errorf("serve --listen %s: %v\n%s", listen, err, out)
+		}
+	}
+	for _, cmd := range [][]string{
+		{"serve", "--print-config", "--listen"},
+		{"client", "--rate", "100", "--duration", "100ms", "--server"},
+	} {
+		_, err := runApp(t, append(cmd, "http://127.0.0.1:6789")...)
+		if err == nil || !strings.Contains(err.Error(), "tcp://") {
+			t.Errorf("%v http://127.0.0.1:6789: %v, want a refusal naming the convention", cmd, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/server"
 )
 
 func experimentCommand() *cli.Command {
@@ -39,6 +40,7 @@ func experimentCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "psp-experiments", Usage: "output `DIR`: each experiment writes into DIR/NAME"},
 			&cli.IntFlag{Name: "parallel", Usage: "simulations run at once (0: GOMAXPROCS)"},
 			&cli.BoolFlag{Name: "in-process", Usage: "live experiments: run the servers inside this process instead of child processes"},
+			&cli.StringFlag{Name: "transport", Value: "udp", Usage: "live experiments: how requests reach the servers, udp or tcp"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the live runs' progress bars even when stderr is not a terminal"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress lines on stderr"},
 			jsonFlag(),
@@ -83,13 +85,17 @@ func runExperiment(c *cli.Context) error {
 	if d := c.Duration("duration"); d > harness.MaxExperimentDuration {
 		return fmt.Errorf("experiment: --duration %v: at most %v per point", d, harness.MaxExperimentDuration)
 	}
+	if t := c.String("transport"); t != server.TransportUDP && t != server.TransportTCP {
+		return fmt.Errorf("experiment: --transport %q: want udp or tcp", t)
+	}
 	opt := harness.ExperimentOptions{
-		Size:     c.String("size"),
-		Seeds:    c.Int("seeds"),
-		Duration: c.Duration("duration"),
-		Parallel: c.Int("parallel"),
-		Log:      c.App.ErrWriter,
-		Progress: progressWriter(c),
+		Transport: c.String("transport"),
+		Size:      c.String("size"),
+		Seeds:     c.Int("seeds"),
+		Duration:  c.Duration("duration"),
+		Parallel:  c.Int("parallel"),
+		Log:       c.App.ErrWriter,
+		Progress:  progressWriter(c),
 	}
 	if c.Bool("quiet") {
 		opt.Log = nil

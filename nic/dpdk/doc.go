@@ -9,6 +9,10 @@
 // Without the tag, Open returns an error wrapping nic.ErrNotSupported that
 // says how to build it, and nothing in the build needs cgo or DPDK.
 //
+// It carries UDP only: psp runs no user-space TCP stack, and requests over
+// TCP go through the kernel's (package nic/tcp); the server refuses a
+// tcp:// listen address with this dataplane.
+//
 // # Packet path
 //
 // The C half (psp_dpdk.c) does the per-packet work, one call per burst:

@@ -70,6 +70,10 @@ type conn struct {
 	running int
 	barrier bool
 	onRun   bool // on Dataplane.toRun
+	// batching: Send is taking several replies of this connection; their
+	// pieces are written together at the end (the pool buffers they point
+	// into go back after that).
+	batching bool
 }
 
 // slot is one turn of a connection's replies.
@@ -158,6 +162,11 @@ func (c *conn) finished(readOnly bool) {
 func (c *conn) settle(seq uint64, b *nic.Buffer, readOnly bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.settleLocked(seq, b, readOnly)
+}
+
+// settleLocked is settle with mu held.
+func (c *conn) settleLocked(seq uint64, b *nic.Buffer, readOnly bool) bool {
 	c.finished(readOnly)
 	s := c.slot(seq)
 	s.done = true
@@ -189,6 +198,11 @@ func (c *conn) settle(seq uint64, b *nic.Buffer, readOnly bool) bool {
 func (c *conn) chunk(seq uint64, b *nic.Buffer) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.chunkLocked(seq, b)
+}
+
+// chunkLocked is chunk with mu held.
+func (c *conn) chunkLocked(seq uint64, b *nic.Buffer) bool {
 	if c.dead || c.closeReq {
 		c.d.stats.repliesDropped.Add(1)
 		return false
@@ -262,7 +276,9 @@ func (c *conn) advance(headPayload []byte) {
 		c.pipePaused = false
 		c.d.ask(&c.d.toResume, c)
 	}
-	c.closeIfDone()
+	if !c.batching {
+		c.closeIfDone()
+	}
 }
 
 // flushNow sends the held replies (a Frame's Flush with nothing in turn
@@ -281,7 +297,7 @@ func (c *conn) flushHeld() {
 		return
 	}
 	c.emit(c.held)
-	c.output()
+	c.write() // now, even in a batch: held is reused at once
 	c.account(-len(c.held))
 	c.held = c.held[:0]
 }
@@ -304,9 +320,18 @@ func (c *conn) emit(p []byte) {
 	}
 }
 
-// output writes the queued pieces; what the socket does not take is
-// copied aside and written when it is writable. mu held.
+// output writes the queued pieces, unless a batch of replies is being
+// taken (batching: the batch writes them all at its end, in one sendmsg).
+// mu held.
 func (c *conn) output() {
+	if !c.batching {
+		c.write()
+	}
+}
+
+// write writes the queued pieces; what the socket does not take is copied
+// aside and written when it is writable. mu held.
+func (c *conn) write() {
 	if len(c.parts) == 0 {
 		return
 	}

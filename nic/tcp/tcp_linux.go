@@ -632,8 +632,7 @@ func (d *Dataplane) read(c *conn, now int64) bool {
 	case err == nil: // end of stream: answer what is in, then close
 		c.eof = true
 		d.setRead(c, false)
-		d.closeWhenDone(c, closePeer)
-		return c.inEnd > c.inOff
+		return true // frame decides when the input is done
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 		return false
 	default:
@@ -761,6 +760,12 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 				c.flushNow()
 				c.mu.Unlock()
 			}
+			if c.eof {
+				// No more input: what is left can never be a request.
+				c.inOff, c.partialSince = c.inEnd, 0
+				d.closeWhenDone(c, closePeer)
+				return n
+			}
 			switch {
 			case len(in) == 0:
 				c.partialSince = 0
@@ -771,6 +776,9 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			}
 			return n
 		}
+	}
+	if c.eof && c.skip > 0 && !c.dead {
+		d.closeWhenDone(c, closePeer) // the bytes to skip will not come
 	}
 	return n
 }
@@ -926,26 +934,43 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 type txQueue struct{ d *Dataplane }
 
 // Send implements nic.TxQueue: each buffer goes to its connection in its
-// request's turn; every buffer is back in the pool when Send returns. It
+// request's turn; the replies of one connection that come in a row are
+// written together. Every buffer is back in the pool when Send returns. It
 // returns how many were not dropped (their connection closed).
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 	d := q.d
 	sent := 0
-	for _, b := range bufs {
-		m := d.meta[b.Index]
-		if m.c != nil {
-			var ok bool
-			if m.kind == kindChunk {
-				ok = m.c.chunk(m.seq, b)
-			} else {
-				ok = m.c.settle(m.seq, b, m.readOnly)
-			}
-			if ok {
-				sent++
-				d.stats.txReplies.Add(1)
-			}
+	for i := 0; i < len(bufs); {
+		c := d.meta[bufs[i].Index].c
+		j := i + 1
+		for j < len(bufs) && d.meta[bufs[j].Index].c == c {
+			j++
 		}
-		d.put(b)
+		if c != nil {
+			c.mu.Lock()
+			c.batching = true
+			for _, b := range bufs[i:j] {
+				m := &d.meta[b.Index]
+				var ok bool
+				if m.kind == kindChunk {
+					ok = c.chunkLocked(m.seq, b)
+				} else {
+					ok = c.settleLocked(m.seq, b, m.readOnly)
+				}
+				if ok {
+					sent++
+					d.stats.txReplies.Add(1)
+				}
+			}
+			c.batching = false
+			c.write()
+			c.closeIfDone()
+			c.mu.Unlock()
+		}
+		for _, b := range bufs[i:j] {
+			d.put(b)
+		}
+		i = j
 	}
 	return sent, nil
 }

@@ -752,3 +752,23 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestEndOfStreamAfterRequests: a client that sends many requests and
+// shuts down its side at once gets every reply, even when the pipeline
+// limit holds some of its requests back until the first are answered.
+func TestEndOfStreamAfterRequests(t *testing.T) {
+	dp := open(t, tcp.Config{MaxPipeline: 4, Workers: 2})
+	serve(t, dp, 2, echo)
+	c := dial(t, dp).(*net.TCPConn)
+	var want strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&want, "w %d\n", i%3)
+	}
+	c.Write([]byte(want.String() + "half a line"))
+	c.CloseWrite()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != want.String() {
+		t.Fatalf("got %d bytes (%v), want the %d of every reply", len(got), err, want.Len())
+	}
+	waitFor(t, "closed as peer", func() bool { return dp.ConnStats().Closed.Peer == 1 })
+}

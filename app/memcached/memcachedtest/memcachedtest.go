@@ -1,11 +1,13 @@
 // Package memcachedtest holds what psp's memcached tests share: a UDP client
 // that collects every datagram of a reply, a TCP exchange, a launcher of
-// Debian's memcached, and the command sequences the conformance tests send
-// to psp and to a real memcached to compare their replies byte for byte.
+// Debian's memcached, a pymemcache script, and the command sequences the
+// conformance tests send to psp and to a real memcached to compare their
+// replies byte for byte.
 package memcachedtest
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -292,6 +294,17 @@ var Cases = []Case{
 		// a time before the server started flushes nothing (and spends a CAS id)
 		body("flush_all 1000000000\r\ngets f3\r\nset f4 0 0 1\r\nv\r\ngets f4\r\n"),
 	}},
+	// stats detail counts gets, hits, sets and deletes per key prefix (up
+	// to ':') while on, and dumps them in memcached's order (its prefix
+	// hash table's); stats reset clears them.
+	{"stats detail", []Request{
+		body("stats detail dump\r\nstats detail\r\nstats detail bogus\r\n"),
+		body("stats detail on\r\nset user:1 0 0 1\r\nx\r\nget user:1 user:2 nocolon\r\n"),
+		body("set page:a 0 0 1\r\ny\r\nappend page:a 0 0 1\r\nz\r\ndelete page:a\r\ndelete user:9\r\nget :x a:b:c\r\n"),
+		body("set ", rep("p", 200), ":k 0 0 1\r\nx\r\nset x: 0 0 1\r\nx\r\nstats detail dump\r\n"),
+		body("stats detail off\r\nget user:1\r\nstats detail dump\r\n"),
+		body("stats reset\r\nstats detail dump\r\n"),
+	}},
 	// Last: after a quit over UDP, memcached 1.6.18 stops every later
 	// datagram at its first get (the connection keeps its "close after
 	// write" flag), which psp does not imitate.
@@ -299,6 +312,83 @@ var Cases = []Case{
 		body("set q 0 0 1\r\nx\r\nquit\r\nget q\r\n"),
 		body("quit\r\n"),
 	}},
+}
+
+// StatCase is a sequence of requests after which the named general
+// statistics (of "stats") must be the same on both servers: what stats
+// count, where their whole output (pid, time, CPU) cannot be compared.
+type StatCase struct {
+	Name     string
+	Requests []string
+	Stats    []string
+}
+
+// itemStats are the statistics every StatCase compares.
+var itemStats = []string{"curr_items", "total_items", "bytes", "cmd_get", "cmd_set", "get_hits", "get_misses",
+	"get_expired", "get_flushed", "store_too_large", "store_no_memory", "evictions", "reclaimed",
+	"expired_unfetched", "evicted_unfetched", "cmd_touch", "touch_hits", "touch_misses", "delete_hits",
+	"delete_misses", "incr_hits", "incr_misses", "cas_hits", "cas_misses", "cas_badval"}
+
+// StatCases are sent, each to a fresh pair of servers, one request per
+// exchange; then the servers' stats are compared (Stats and itemStats).
+var StatCases = []StatCase{
+	{"items stored, replaced and deleted", []string{
+		"set a 0 0 3\r\nabc\r\nset b 5 0 300\r\n" + rep("x", 300) + "\r\n",
+		"add a 0 0 1\r\nz\r\nadd c 0 0 1\r\nz\r\nreplace d 0 0 1\r\nz\r\nreplace c 0 0 2\r\nzz\r\n",
+		"append a 0 0 2\r\nde\r\nprepend a 0 0 1\r\n_\r\nappend nope 0 0 1\r\nx\r\n",
+		"gets a\r\n",
+		"cas a 0 0 1 1\r\nq\r\ncas nope 0 0 1 1\r\nq\r\n",
+		"set n 0 0 2\r\n10\r\nincr n 5\r\nincr n 100\r\ndecr n 1\r\nincr nope 1\r\n",
+		"touch a 100\r\ntouch nope 100\r\ngat 100 b nope\r\n",
+		"delete b\r\ndelete nope\r\nget a b c n\r\n",
+		"set a 0 0 1\r\nx\r\nset a 0 0 10\r\n0123456789\r\n",
+	}, nil},
+	{"expired items", []string{
+		"set e1 0 -1 1\r\nx\r\nset e2 0 -1 1\r\nx\r\nset e3 0 -1 1\r\nx\r\nset live 0 0 1\r\nx\r\n",
+		"get e1\r\n",
+		"touch e2 100\r\ndelete e3\r\nget e1 live\r\n",
+		"add e2 0 0 1\r\ny\r\n",
+	}, nil},
+	{"flushed items", []string{
+		"set f1 0 0 1\r\nx\r\nset f2 0 0 1\r\nx\r\nset f3 0 0 1\r\nx\r\n",
+		"flush_all\r\n",
+		"get f1\r\nincr f2 1\r\nset f4 0 0 1\r\nx\r\nget f4\r\n",
+	}, nil},
+	{"too large", []string{
+		"set big 0 0 1048577\r\n" + rep("b", 1048577) + "\r\nset ok 0 0 1\r\nx\r\n",
+		"set big 0 0 2000000 noreply\r\n" + rep("b", 2000000) + "\r\n",
+		"append ok 0 0 2000000\r\n" + rep("b", 2000000) + "\r\n",
+	}, nil},
+	{"stats reset", []string{
+		"set a 0 0 1\r\nx\r\nget a nope\r\nset big 0 0 1048577\r\n" + rep("b", 1048577) + "\r\n",
+		"stats reset\r\n",
+		"get a\r\n",
+	}, nil},
+}
+
+// ParseStats reads the STAT lines of a reply into a map.
+func ParseStats(reply []byte) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(string(reply), "\r\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "STAT" {
+			m[f[1]] = f[2]
+		}
+	}
+	return m
+}
+
+// CompareStats returns what differs between two stats replies in the
+// named statistics and those every StatCase compares.
+func CompareStats(got, want []byte, names ...string) []string {
+	g, w := ParseStats(got), ParseStats(want)
+	var diffs []string
+	for _, n := range append(append([]string(nil), itemStats...), names...) {
+		if g[n] != w[n] {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, want %q", n, g[n], w[n]))
+		}
+	}
+	return diffs
 }
 
 // ExchangeTCP sends one request body over a new TCP connection to addr and
@@ -398,4 +488,35 @@ func waitMemcached(addr string, udp bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// Pymemcache is a short script run by Debian's python3 with
+// python3-pymemcache: set, get, get_many, gets and cas, incr and decr,
+// touch, delete, add, append and prepend, a 500 KB value, 200 keys set and
+// read at once, version and stats, each checked (python3 - HOST PORT).
+//
+//go:embed pymemcache.py
+var Pymemcache []byte
+
+// RunPymemcache runs Pymemcache against addr (host:port, TCP) with
+// /usr/bin/python3 (the interpreter python3-pymemcache is installed for)
+// and fails the test unless every check passes; it skips (fails in CI)
+// without python3-pymemcache.
+func RunPymemcache(tb testing.TB, addr string) {
+	tb.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import pymemcache").Run(); err != nil {
+		testenv.Skip(tb, "python3-pymemcache is not installed for %s: %v", py, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(py, "-", host, port)
+	cmd.Stdin = bytes.NewReader(Pymemcache)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.HasPrefix(out, []byte("ok: ")) {
+		tb.Fatalf("pymemcache against %s: %v\n%s", addr, err, out)
+	}
+	tb.Logf("pymemcache against %s: %s", addr, bytes.TrimSpace(out))
 }
