@@ -149,12 +149,8 @@ func TestReplayOverTCPKeepsTheConnections(t *testing.T) {
 	}
 	defer ln.Close()
 	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _, _ = io.Copy(io.Discard, c) }()
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
 	p := Plan{Workload: w, Workers: 14, Load: 0.8, Duration: 300 * time.Millisecond, Seed: 7,
