@@ -386,9 +386,9 @@ func TestHostileNeighbour(t *testing.T) {
 	if aFaults != 0 || bFaults == 0 || ai.Dropped != 0 || bi.Escalations == 0 {
 		t.Errorf("faults: a %v (dropped %d), b %v (moved to its lane %d times)", ai.Faults, ai.Dropped, bi.Faults, bi.Escalations)
 	}
-	// Every push is in the audit log, with b's principal, the module's
-	// hash and its outcome.
-	lines := auditLog(t, s.audit)
+	// Every push is in the audit log (the refused ones in its .refused
+	// stream), with b's principal, the module's hash and its outcome.
+	lines := append(auditLog(t, s.audit), auditLog(t, s.audit+".refused")...)
 	swaps := 0
 	for _, l := range lines {
 		if l["event"] == "swap" && l["tenant"] == "b" && l["principal"] == "tenant:b" && l["sha256"] != "" {
@@ -474,24 +474,34 @@ func TestTenantCredentials(t *testing.T) {
 	if err != nil || !strings.Contains(out, b.SHA256[:12]) {
 		t.Errorf("psp status does not show b's module %s: %v\n%s", b.SHA256[:12], err, out)
 	}
+	// Changes made go to the audit log, refusals to its .refused stream:
+	// each refused credential's first line in full (the repeat of the
+	// anonymous one is counted, written when its interval ends).
 	lines := auditLog(t, s.audit)
-	if len(lines) != 8 {
-		t.Fatalf("%d audit lines, want 8 (7 pushes, 1 rollback)", len(lines))
+	if len(lines) != 4 {
+		t.Fatalf("%d audit lines, want 4 (3 pushes, 1 rollback): %v", len(lines), lines)
 	}
-	for i, l := range lines[:7] {
+	refused := auditLog(t, s.audit+".refused")
+	if len(refused) != 3 {
+		t.Fatalf("%d lines of refusals, want 3 (two forbidden, one unauthorized; its repeat counted): %v", len(refused), refused)
+	}
+	for i, l := range append(lines[:3:3], refused...) {
 		for _, k := range []string{"time", "event", "tenant", "remote", "outcome"} {
 			if _, ok := l[k]; !ok {
 				t.Errorf("audit line %d lacks %s: %v", i, k, l)
 			}
 		}
 	}
-	if l := lines[4]; l["outcome"] != "ok" || l["size"] != float64(len(random)) || l["version"] != float64(2) || l["sha256"] == nil {
+	if l := lines[0]; l["outcome"] != "ok" || l["tenant"] != "b" || l["size"] != float64(len(random)) || l["version"] != float64(2) || l["sha256"] == nil {
 		t.Errorf("audit line of b's swap: %v", l)
 	}
-	if l := lines[0]; l["outcome"] != "forbidden" || l["principal"] != "tenant:a" || l["tenant"] != "b" {
+	if l := refused[0]; l["outcome"] != "forbidden" || l["principal"] != "tenant:a" || l["tenant"] != "b" {
 		t.Errorf("audit line of a's refused token: %v", l)
 	}
-	if l := lines[7]; l["event"] != "rollback" || l["outcome"] != "ok" || l["version"] != float64(3) {
+	if l := refused[2]; l["outcome"] != "unauthorized" || l["tenant"] != "b" {
+		t.Errorf("audit line of the missing token: %v", l)
+	}
+	if l := lines[3]; l["event"] != "rollback" || l["outcome"] != "ok" || l["version"] != float64(3) {
 		t.Errorf("audit line of the rollback: %v", l)
 	}
 }
