@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -181,6 +182,9 @@ func TestRunAgainstEcho(t *testing.T) {
 	}
 	if res.Conns != 0 {
 		t.Errorf("a run over UDP reports %d connections", res.Conns)
+	}
+	if runtime.GOOS == "linux" && (!res.ClientDropsKnown || res.ClientDrops != 0) {
+		t.Errorf("client socket drops %d (known %v), want 0 counted", res.ClientDrops, res.ClientDropsKnown)
 	}
 	if want := uint64(n - n/10); res.Overall.Count != want {
 		t.Errorf("measured %d requests, want %d (10%% warm-up discarded)", res.Overall.Count, want)

@@ -64,6 +64,12 @@ type Result struct {
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
 	Refused int64
+	// ClientDrops counts replies the kernel dropped at the client's own
+	// receive socket (its buffer was full: the client did not read fast
+	// enough): lost outside the server. Zero where the kernel does not
+	// say (ClientDropsKnown false).
+	ClientDrops      int64
+	ClientDropsKnown bool
 	// Warmup is the number of earliest requests excluded from the statistics.
 	Warmup int64
 	// Conns is the number of connections of a run over TCP (request i

@@ -87,8 +87,10 @@ func streamFormatOf(format string) (streamFormat, error) {
 		return pspStream{}, nil
 	case FormatMemcached:
 		return memcachedStream{}, nil
+	case FormatRedis:
+		return redisStream{}, nil
 	}
-	return nil, fmt.Errorf("format %q over TCP: %w (want %s or %s)", format, ErrBadSpec, FormatPSP, FormatMemcached)
+	return nil, fmt.Errorf("format %q over TCP: %w (want %s, %s or %s)", format, ErrBadSpec, FormatPSP, FormatMemcached, FormatRedis)
 }
 
 // pspStream: the 16-byte psp header each way.

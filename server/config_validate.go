@@ -65,6 +65,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+		if c.App.Name == AppRedis {
+			c.Listen = DefaultRedisListen
+		}
 	}
 	if c.Dataplane == "" {
 		c.Dataplane = DataplaneUDP
@@ -132,7 +135,7 @@ func (c Config) withDefaults() Config {
 		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
-	if c.App.Name == AppMemcached && c.MinSamples == 0 {
+	if (c.App.Name == AppMemcached || c.App.Name == AppRedis) && c.MinSamples == 0 {
 		c.MinSamples = DefaultMemcachedMinSamples
 	}
 	if c.App.Name == AppKV {
@@ -366,6 +369,9 @@ func (c Config) validateApp() error {
 	if err := pc.Validate(); err != nil {
 		return bad("policy: %v", err)
 	}
+	if c.App.Name == AppRedis && c.App.Redis.MaxMemory < 0 {
+		return bad("redis max_memory %d: negative (0: no bound)", c.App.Redis.MaxMemory)
+	}
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
 		if err := memcachedConfig(c).Validate(); err != nil {
@@ -590,6 +596,9 @@ func (c Config) validateTCP(eps []Endpoint, custom bool) error {
 	tcp := false
 	for _, e := range eps {
 		tcp = tcp || e.Transport == TransportTCP
+		if e.Transport == TransportUDP && c.App.Name == AppRedis && !custom {
+			return bad("the redis app speaks Redis's protocol over TCP only: listen on tcp://IP:PORT (default %s), not %s", DefaultRedisListen, e)
+		}
 	}
 	if m := c.App.Memcached; c.App.Name == AppMemcached && m.TCP != "" {
 		if tcp {
@@ -609,7 +618,7 @@ func (c Config) validateTCP(eps []Endpoint, custom bool) error {
 	case DataplaneMemory:
 		return bad("the memnic dataplane carries datagrams only: listen on udp:// with it")
 	}
-	if !custom && !slices.Contains([]string{AppSpin, AppEmulate, AppTPCC, AppKV, AppMemcached}, c.App.Name) {
+	if !custom && !slices.Contains([]string{AppSpin, AppEmulate, AppTPCC, AppKV, AppMemcached, AppRedis}, c.App.Name) {
 		return bad("app %q has no framer for TCP", c.App.Name)
 	}
 	t := c.TCP

@@ -38,6 +38,7 @@ type collector struct {
 	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
 
 	rxNoBuffer, overloadReplies, overloaded, pool *prometheus.Desc
+	socketDrops                                   *prometheus.Desc
 	budget, held, deadline, queueingMax           *prometheus.Desc
 }
 
@@ -83,6 +84,7 @@ func newCollector(s *Server) *collector {
 		rxTruncated: d("dataplane_receive_truncated_total", "Packets received truncated to the buffer size (also in dataplane_receive_packets_total)."),
 		txPackets:   d("dataplane_transmit_packets_total", "Packets the dataplane transmitted."),
 		txErrors:    d("dataplane_transmit_errors_total", "Packets the dataplane failed to transmit."),
+		socketDrops: d("dataplane_socket_drops_total", "Datagrams the kernel dropped at a port's receive socket before the server read them (its buffer was full), per port (UDP dataplane; dataplane_receive_drops_total includes them).", "port"),
 		rxNoBuffer:  d("dataplane_receive_no_buffer_total", "Times the dataplane found its buffer pool empty on receive (packets then wait in, or are dropped by, the kernel or the device)."),
 
 		overloadReplies: d("overload_replies_total", "Shed requests answered \"overloaded\" (they are counted as dropped too)."),
@@ -103,7 +105,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
-		c.rxNoBuffer, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
+		c.rxNoBuffer, c.socketDrops, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
 	} {
 		ch <- d
 	}
@@ -212,6 +214,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txPackets, float64(n.TxPackets))
 	counter(c.txErrors, float64(n.TxErrors))
 	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
+	if pd, ok := c.s.dp.(portDropper); ok {
+		for _, p := range pd.PortDrops() {
+			counter(c.socketDrops, float64(p.Drops), strconv.Itoa(int(p.Port)))
+		}
+	}
 }
 
 // shadowedTypes marks the type ids of removed tenants whose name a live

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/udp"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -328,7 +328,7 @@ func (s *Server) dataplaneText() string {
 		text += "s"
 	}
 	if t, ok := tcpDataplane(s.dp); ok {
-		text += fmt.Sprintf(" (up to %d TCP connections%s)", t.MaxConns(), fdBudget())
+		text += fmt.Sprintf(" (up to %d TCP connections)", t.MaxConns())
 	}
 	return text
 }
@@ -394,6 +394,9 @@ func (s *Server) Status() Status {
 		st.TCP = &cs
 	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
+	if pd, ok := s.dp.(portDropper); ok {
+		st.KernelDrops = pd.PortDrops()
+	}
 	if s.app != nil && s.app.Counters != nil {
 		st.AppCounters = s.app.Counters()
 	}
@@ -415,20 +418,13 @@ func (s *Server) Status() Status {
 	return st
 }
 
+// portDropper is a dataplane that counts the kernel's drops per port.
+type portDropper interface{ PortDrops() []udp.PortDrops }
+
 // dropSummary is " (budget 3, expired 2)", or "" without drops.
 func dropSummary(d dispatcher.Drops) string {
 	if d.Total() == 0 {
 		return ""
 	}
 	return " (" + d.String() + ")"
-}
-
-// fdBudget says the process's file descriptor limit, which the TCP
-// connection limit is fitted under.
-func fdBudget() string {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return ""
-	}
-	return fmt.Sprintf(", file descriptor limit %d", lim.Cur)
 }

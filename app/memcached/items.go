@@ -31,6 +31,7 @@ type itemIndex struct {
 	deadKey int // bytes of keys in the arena no node holds
 	classes [numClasses]classList
 
+	clock uint64       // the last use's sequence number (mu)
 	items atomic.Int64 // nodes in use (curr_items)
 	bytes atomic.Int64 // what the items and their index take (entryBytes)
 	epoch int64        // unix seconds of lastUse 0
@@ -40,10 +41,11 @@ type itemIndex struct {
 type indexNode struct {
 	hash       uint64
 	cas        uint64
-	exp        int64 // unix seconds; 0: never
-	stored     int64 // unix seconds
-	prev, next int32 // in its class's list (next also links the free list)
-	chain      int32 // next node with the same hash
+	exp        int64  // unix seconds; 0: never
+	stored     int64  // unix seconds
+	prev, next int32  // in its class's list (next also links the free list)
+	chain      int32  // next node with the same hash
+	used       uint64 // sequence number of its last use: orders the classes' tails
 	keyOff     uint32
 	size       uint32 // memcached's item size (itemOverhead + key + value + flags)
 	lastUse    uint32 // seconds since epoch
@@ -58,7 +60,7 @@ const (
 	pageBits = 14
 	pageLen  = 1 << pageBits
 	// nodeOverhead is what an item costs the index besides its key: its
-	// node (64 bytes) and its map entry, at the map's usual load.
+	// node (72 bytes) and its map entry, at the map's usual load.
 	nodeOverhead = 96
 )
 
@@ -184,6 +186,8 @@ func (ix *itemIndex) put(key []byte, m itemMeta, now int64) (delta int64, added 
 	n := ix.node(i)
 	n.cas, n.exp, n.stored, n.size = m.cas, m.exp, m.stored, uint32(m.size)
 	n.lastUse, n.fetched = ix.since(now), m.fetched
+	ix.clock++
+	n.used = ix.clock
 	n.class = uint8(slabClass(m.size))
 	ix.link(i)
 	delta += entryBytes(m.size, len(key))
@@ -207,6 +211,8 @@ func (ix *itemIndex) touch(key []byte, now int64) {
 	}
 	n.fetched = true
 	n.lastUse = ix.since(now)
+	ix.clock++
+	n.used = ix.clock
 	if c := &ix.classes[n.class]; c.head != i {
 		ix.unlink(i)
 		ix.link(i)
@@ -379,7 +385,7 @@ func (ix *itemIndex) takeOldest(buf []byte, lockable func(key []byte) bool) (key
 	defer ix.mu.Unlock()
 	best := int32(nilNode)
 	for c := 1; c < len(ix.classes); c++ {
-		if t := ix.classes[c].tail; t != nilNode && (best == nilNode || ix.node(t).lastUse < ix.node(best).lastUse) {
+		if t := ix.classes[c].tail; t != nilNode && (best == nilNode || ix.node(t).used < ix.node(best).used) {
 			best = t
 		}
 	}

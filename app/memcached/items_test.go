@@ -63,7 +63,7 @@ func checkIndex(t *testing.T, ix *itemIndex) {
 func TestItemIndex(t *testing.T) {
 	ix := newItemIndex(1000)
 	want := map[string]itemMeta{}
-	lastUse := map[string]int64{}
+	lastUse := map[string]int{}
 	rng := rand.New(rand.NewPCG(7, 8))
 	now := int64(1000)
 	for step := range 20000 {
@@ -78,11 +78,11 @@ func TestItemIndex(t *testing.T) {
 			if _, had := want[key]; had == added {
 				t.Fatalf("step %d: put %q added %v, was there %v", step, key, added, had)
 			}
-			want[key], lastUse[key] = m, now
+			want[key], lastUse[key] = m, step
 		case op < 7:
 			ix.touch([]byte(key), now)
 			if _, ok := want[key]; ok {
-				lastUse[key] = now
+				lastUse[key] = step
 			}
 		case op < 9:
 			if _, had := want[key]; ix.remove([]byte(key)) != had {

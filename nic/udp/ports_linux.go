@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -25,10 +26,11 @@ const (
 
 // rxSock is one port's receive socket.
 type rxSock struct {
-	port uint16
-	conn socket
-	raw  syscall.RawConn
-	fd   int // for epoll: a descriptor of the socket, kept open with conn
+	port  uint16
+	conn  socket
+	raw   syscall.RawConn
+	fd    int            // for epoll: a descriptor of the socket, kept open with conn
+	drops sockstat.Drops // the kernel's drops at the socket
 }
 
 // txSock is one port's transmit descriptor of a txQueue.
@@ -199,6 +201,10 @@ func (d *Dataplane) RemovePort(port uint16) error {
 	s := old[i]
 	next := slices.Delete(slices.Clone(old), i, i+1)
 	d.socks.Store(&next)
+	// Its drops stay counted in Stats (read before the socket closes; a
+	// Stats running meanwhile may miss the last few).
+	n, _ := s.drops.Read(s.raw)
+	d.retiredDrops.Add(n)
 	unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
 	unix.Close(s.fd)
 	errs := []error{s.conn.Close()}

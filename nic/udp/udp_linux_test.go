@@ -415,6 +415,37 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 }
 
+// TestKernelDropsPerPort: every port's socket counts its own drops; a
+// port removed keeps its drops in Stats.
+func TestKernelDropsPerPort(t *testing.T) {
+	dp := open(t, udp.Config{ReadBuffer: 1, Buffers: 32, Batch: 8})
+	extra := freeUDPPort(t)
+	if err := dp.AddPort(extra); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dp.Addr().Addr(), extra)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 500 {
+		c.Write(make([]byte, 1024))
+	}
+	pd := dp.PortDrops()
+	if len(pd) != 2 || pd[0].Port != dp.Addr().Port() || pd[0].Drops != 0 || pd[1].Port != extra || pd[1].Drops == 0 {
+		t.Fatalf("PortDrops %+v: want none at %d, some at %d", pd, dp.Addr().Port(), extra)
+	}
+	if s := dp.Stats(); s.RxDropped != pd[1].Drops {
+		t.Errorf("Stats.RxDropped %d, the ports' %d", s.RxDropped, pd[1].Drops)
+	}
+	if err := dp.RemovePort(extra); err != nil {
+		t.Fatal(err)
+	}
+	if s := dp.Stats(); s.RxDropped != pd[1].Drops {
+		t.Errorf("after the port's removal Stats.RxDropped %d, want its %d drops kept", s.RxDropped, pd[1].Drops)
+	}
+}
+
 // TestPoolExhaustion receives with every buffer but a few in use, then
 // checks that receiving resumes once buffers come back and that none leaks.
 func TestPoolExhaustion(t *testing.T) {
