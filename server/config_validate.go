@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -63,18 +64,13 @@ const (
 
 // withDefaults returns c with zero fields set to the defaults.
 func (c Config) withDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-		if c.App.Name == AppRedis {
-			c.Listen = DefaultRedisListen
-		}
+	defaultListen := DefaultListen
+	if c.App.Name == AppRedis {
+		defaultListen = DefaultRedisListen
 	}
-	if c.Dataplane == "" {
-		c.Dataplane = DataplaneUDP
-	}
-	if c.App.Name == "" {
-		c.App.Name = DefaultApp
-	}
+	c.Listen = cmp.Or(c.Listen, defaultListen)
+	c.Dataplane = cmp.Or(c.Dataplane, DataplaneUDP)
+	c.App.Name = cmp.Or(c.App.Name, DefaultApp)
 	if c.Buffers == 0 {
 		c.Buffers = DefaultBuffers
 		if c.App.Name == AppMemcached {
@@ -87,15 +83,11 @@ func (c Config) withDefaults() Config {
 			c.BufSize = DefaultMemcachedBufSize
 		}
 	}
-	if c.Policy == "" {
-		c.Policy = DefaultPolicy
-	}
-	if c.Workers == 0 {
+	c.Policy = cmp.Or(c.Policy, DefaultPolicy)
+	if c.Workers == 0 { // a system call: only when needed
 		c.Workers = AutoWorkers()
 	}
-	if c.Idle == "" {
-		c.Idle = dispatcher.IdleSpinThenPark
-	}
+	c.Idle = cmp.Or(c.Idle, dispatcher.IdleSpinThenPark)
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
 		if c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers() {
@@ -107,18 +99,10 @@ func (c Config) withDefaults() Config {
 			c.Spin = -1
 		}
 	}
-	if c.DispatcherSpin == 0 {
-		c.DispatcherSpin = DefaultDispatcherSpin
-	}
-	if c.InPlace == 0 {
-		c.InPlace = DefaultInPlace
-	}
-	if c.Burst == 0 {
-		c.Burst = dispatcher.DefaultBurst
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = dispatcher.DefaultDrainTimeout
-	}
+	c.DispatcherSpin = cmp.Or(c.DispatcherSpin, DefaultDispatcherSpin)
+	c.InPlace = cmp.Or(c.InPlace, DefaultInPlace)
+	c.Burst = cmp.Or(c.Burst, dispatcher.DefaultBurst)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, dispatcher.DefaultDrainTimeout)
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
 		c.App.Dilation = DefaultEmulateDilation
 	}
@@ -139,16 +123,10 @@ func (c Config) withDefaults() Config {
 		c.MinSamples = DefaultMemcachedMinSamples
 	}
 	if c.App.Name == AppKV {
-		if c.App.KV.Keys == 0 {
-			c.App.KV.Keys = 5000
-		}
-		if c.App.KV.ValueSize == 0 {
-			c.App.KV.ValueSize = 64
-		}
+		c.App.KV.Keys = cmp.Or(c.App.KV.Keys, 5000)
+		c.App.KV.ValueSize = cmp.Or(c.App.KV.ValueSize, 64)
 	}
-	if c.Admin.Addr == "" {
-		c.Admin.Addr = DefaultAdmin
-	}
+	c.Admin.Addr = cmp.Or(c.Admin.Addr, DefaultAdmin)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -226,12 +227,8 @@ type Arrival struct {
 // Warmup and TS durations to zero) and the offered rate and load derived
 // from each other.
 func (c Config) withDefaults() Config {
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Policy == "" {
-		c.Policy = darc.NameDARC
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Policy = cmp.Or(c.Policy, darc.NameDARC)
 	if c.Duration == 0 && len(c.Trace) > 0 {
 		c.Duration = time.Duration(c.Trace[len(c.Trace)-1].At + 1)
 	}
@@ -246,21 +243,15 @@ func (c Config) withDefaults() Config {
 	} else if c.Warmup < 0 {
 		c.Warmup = 0
 	}
-	if c.Source == "" {
-		c.Source = DefaultSource
-	}
-	if c.Dilation == 0 {
-		c.Dilation = 1
-	}
+	c.Source = cmp.Or(c.Source, DefaultSource)
+	c.Dilation = cmp.Or(c.Dilation, 1)
 	dilate := c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0)
 	if len(c.Phases.Phases) > 0 && c.Phases.Validate("") == nil {
 		if dilate {
 			c.Phases = c.Phases.Dilated(c.Dilation)
 		}
 		c.Workload = c.Phases.Union()
-		if c.Duration == 0 {
-			c.Duration = c.Phases.Total()
-		}
+		c.Duration = cmp.Or(c.Duration, c.Phases.Total())
 	} else if dilate {
 		c.Workload = c.Workload.Dilated(c.Dilation)
 		if !c.merged {

@@ -80,7 +80,7 @@ func (c *Conn) ID() uint64 { return c.id }
 func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	if len(in) == 0 {
 		c.mb = mbState{}
-		return nic.Frame{Kind: nic.FrameMore}
+		return nic.Frame{Kind: nic.FrameMore, Flush: true}
 	}
 	var f nic.Frame
 	if in[0] == '*' {
@@ -89,8 +89,11 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 		c.mb = mbState{}
 		f = frameInline(in, max)
 	}
-	if f.Kind == nic.FrameRequest {
+	switch f.Kind {
+	case nic.FrameRequest:
 		f.ReadOnly = c.srv.readOnly(in[:f.Len])
+	case nic.FrameMore:
+		f.Flush = true // the input ran out: what is held goes now
 	}
 	return f
 }

@@ -165,7 +165,7 @@ func progressWriter(c *cli.Context) io.Writer {
 func clientCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "client",
-		Usage: "send an open-loop Poisson load of requests (psp header, kv or memcached) to a server and report latencies",
+		Usage: "send an open-loop Poisson load of requests (psp header, kv, memcached or redis) to a server and report latencies",
 		Description: "psp client sends requests at the times of a seeded Poisson schedule, whatever the\n" +
 			"server's replies do, and measures each latency from the request's intended send\n" +
 			"time (no coordinated omission). It prints per-type and overall p50/p99/p99.9\n" +
@@ -178,7 +178,8 @@ func clientCommand() *cli.Command {
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
 			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json\n" +
 			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000\n" +
-			"  psp client --server tcp://127.0.0.1:11211 --conns 20 --format memcached --workload memcached --rate 5000",
+			"  psp client --server tcp://127.0.0.1:11211 --conns 20 --format memcached --workload memcached --rate 5000\n" +
+			"  psp client --server tcp://127.0.0.1:6379 --format redis --mix get:0.99,scan10000:0.01 --rate 5000",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's `ADDR`: host:port (UDP) or tcp://host:port (TCP, over --conns connections)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},

@@ -92,19 +92,7 @@ func (d *Dataplane) AddPort(port uint16) error {
 	}
 	// Dups: one for epoll, one per transmit queue.
 	var dups []int
-	cerr := s.raw.Control(func(fd uintptr) {
-		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-			return
-		}
-		for range 1 + len(d.tx) {
-			var dup int
-			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
-				return
-			}
-			dups = append(dups, dup)
-		}
-	})
+	cerr := s.raw.Control(func(fd uintptr) { dups, err = stampAndDup(fd, 1+len(d.tx)) })
 	if cerr != nil {
 		err = cerr
 	}

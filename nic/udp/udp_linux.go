@@ -100,6 +100,25 @@ func Open(cfg Config) (*Dataplane, error) {
 	return d, nil
 }
 
+// stampAndDup turns on the kernel's receive timestamps of the socket fd
+// (SO_TIMESTAMPNS: each datagram is stamped when it arrives, so RxTime
+// covers the time it waited for the net worker to read it) and returns n
+// close-on-exec duplicates of fd (after an error, those made so far).
+func stampAndDup(fd uintptr, n int) ([]int, error) {
+	if err := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return nil, fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+	}
+	dups := make([]int, 0, n)
+	for range n {
+		dup, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return dups, err
+		}
+		dups = append(dups, dup)
+	}
+	return dups, nil
+}
+
 func (d *Dataplane) setup() error {
 	var err error
 	if d.raw, err = d.conn.SyscallConn(); err != nil {
@@ -108,21 +127,8 @@ func (d *Dataplane) setup() error {
 	var sa unix.Sockaddr
 	var dups []int
 	cerr := d.raw.Control(func(fd uintptr) {
-		if sa, err = unix.Getsockname(int(fd)); err != nil {
-			return
-		}
-		// The kernel stamps each datagram when it arrives, so RxTime
-		// covers the time it waited for the net worker to read it.
-		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-			return
-		}
-		for range d.cfg.Workers {
-			var dup int
-			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
-				return
-			}
-			dups = append(dups, dup)
+		if sa, err = unix.Getsockname(int(fd)); err == nil {
+			dups, err = stampAndDup(fd, d.cfg.Workers) // the transmit queues'
 		}
 	})
 	if cerr != nil {
