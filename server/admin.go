@@ -43,11 +43,14 @@ const (
 //	GET    /tenants                      the tenants (Status.Tenants)
 //	PUT    /tenants/{name}/classifier    hot swap (body: the .wasm); the tenant's or the operator's token
 //	POST   /tenants/{name}/rollback      back to the previous classifier; the tenant's or the operator's token
+//	POST   /tenants/{name}/confirm       confirm a provisional swap (?expect_sha256=HEX, ?provisional=DURATION extends it)
 //
 // Both take ?expect_sha256=HEX and ?expect_version=N: the change is made
 // only over that running module, else refused with 409 (compare-and-swap);
 // a swap's ?reference=oci://HOST/REPO@sha256:HEX names the registry
-// reference the module came from, shown in the status.
+// reference the module came from, shown in the status; its
+// ?provisional=DURATION makes it provisional: rolled back by the server
+// unless confirmed within DURATION (see provisional.go).
 //
 //	POST   /tenants                      add a tenant (body: a Tenant as JSON); the operator's token
 //	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
@@ -64,11 +67,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /tenants", s.handleTenants)
 	mux.HandleFunc("PUT /tenants/{name}/classifier", s.handleSwap)
 	mux.HandleFunc("POST /tenants/{name}/rollback", s.handleRollback)
+	mux.HandleFunc("POST /tenants/{name}/confirm", s.handleConfirm)
 	mux.HandleFunc("POST /tenants", s.handleAddTenant)
 	mux.HandleFunc("PATCH /tenants/{name}", s.handleUpdateTenant)
 	mux.HandleFunc("DELETE /tenants/{name}", s.handleRemoveTenant)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "psp admin: GET /healthz, GET /readyz, GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
+		fmt.Fprintln(w, "psp admin: GET /healthz, GET /readyz, GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants/{name}/confirm, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
 	})
 	return mux
 }
@@ -80,6 +84,8 @@ type SwapResult struct {
 	// SHA256 and Size identify the module now running.
 	SHA256 string `json:"sha256,omitempty"`
 	Size   int    `json:"size,omitempty"`
+	// Provisional is set while the swap awaits its confirmation.
+	Provisional *ProvisionalInfo `json:"provisional,omitempty"`
 }
 
 // apiError is the JSON answer to a failed request.
@@ -126,7 +132,7 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	exp, ref, perr := swapParams(r.URL.Query())
+	exp, ref, provisional, perr := provisionalSwapParams(r.URL.Query())
 	if perr != nil {
 		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
 		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
@@ -148,15 +154,24 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 		Expected: exp, Reference: ref}
 	if err != nil {
 		e.Outcome, e.Error = refusal(err), err.Error()
-	} else if ref != "" {
-		s.refs.set(name, e.SHA256, ref)
+	} else {
+		if ref != "" {
+			s.refs.set(name, e.SHA256, ref)
+		}
+		s.keepModule(name, body)
+		if provisional > 0 {
+			s.provisional.set(name, e.SHA256, provisional, s.revertFunc(name))
+		} else {
+			s.provisional.clear(name)
+		}
 	}
 	s.audit.record(e)
 	if err != nil {
 		writeJSON(w, swapStatus(err), apiError{err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version, SHA256: e.SHA256, Size: len(body)})
+	s.saveState()
+	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version, SHA256: e.SHA256, Size: len(body), Provisional: s.provisional.info(name)})
 }
 
 func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +193,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	e := auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Version: version, Outcome: "ok", Duration: time.Since(start), Expected: exp}
 	res := SwapResult{Tenant: name, Version: version}
 	if err == nil {
+		s.provisional.clear(name)
 		for _, ti := range s.Status().Tenants {
 			if ti.Name == name && !ti.Removed {
 				res.SHA256, res.Size = ti.SHA256, ti.Size
@@ -192,6 +208,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, swapStatus(err), apiError{err.Error()})
 		return
 	}
+	s.saveState()
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -393,6 +410,7 @@ func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	_, err := s.tenants.remove(ctx, name)
 	if err == nil {
 		s.refs.forget(name)
+		s.provisional.clear(name)
 		s.fitMemory(0)
 	}
 	return err

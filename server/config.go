@@ -148,6 +148,12 @@ type Config struct {
 	Fail string `yaml:"fail,omitempty"`
 	// OCI says how classifiers named oci://... are pulled.
 	OCI OCI `yaml:"oci,omitempty"`
+	// StateFile is where the server records the module each tenant whose
+	// classifier is a registry reference runs, and resumes it from after a
+	// restart (see state.go). Default: state/LISTEN.json in the OCI cache
+	// directory, for a server with a cache and a listen port of its own;
+	// "off": none.
+	StateFile string `yaml:"state_file,omitempty"`
 	// classifierWasm is Classifier pulled from a registry, and
 	// classifierMaxTypes the type range of its tenant while it is pending.
 	classifierWasm     []byte

@@ -40,6 +40,7 @@ type collector struct {
 	rxNoBuffer, overloadReplies, overloaded, pool *prometheus.Desc
 	socketDrops                                   *prometheus.Desc
 	budget, held, deadline, queueingMax           *prometheus.Desc
+	typeShare                                     *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -94,6 +95,7 @@ func newCollector(s *Server) *collector {
 		held:            d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
 		deadline:        d("type_deadline_seconds", "Longest a request of the type may wait in its queue before it is dropped as expired (0: none).", "type"),
 		queueingMax:     d("request_queueing_max_seconds", "Longest time from enqueue to dispatch of a request dispatched during the last stats interval, per type.", "type"),
+		typeShare:       d("type_share_ratio", "Share of each type among the requests its tenant's classifier typed over the last 10 s (UNKNOWN included; 0 when the tenant typed none).", "type"),
 	}
 }
 
@@ -105,7 +107,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
-		c.rxNoBuffer, c.socketDrops, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
+		c.rxNoBuffer, c.socketDrops, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax, c.typeShare,
 	} {
 		ch <- d
 	}
@@ -143,6 +145,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reservations, float64(st.Policy.Reservations))
 
 	hidden := shadowedTypes(st)
+	shares := c.s.mix.shares(st)
 	seen := make(map[string]bool, len(st.Types))
 	for i := range st.Types {
 		t := &st.Types[i]
@@ -170,6 +173,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.held, float64(p.Held), name)
 		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)
 		gauge(c.queueingMax, float64(t.MaxWaitNs)/1e9, name)
+		if int(t.Type) < len(shares) {
+			gauge(c.typeShare, shares[t.Type], name)
+		}
 		var h *dispatcher.TypeStages
 		if int(t.Type) < len(stages) {
 			h = stages[t.Type]

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,9 +71,19 @@ type Server struct {
 	describeTenants string
 	refs            references   // registry references of the modules run
 	pending         pendingPulls // tenants whose module could not be fetched at start
-	ran             bool
-	stopping        atomic.Bool // Run's context is done: draining
-	mu              sync.Mutex
+	mix             typeMix      // per-type counters over the last shareWindow
+	provisional     provisionals // swaps awaiting their confirmation
+	state           *stateStore  // nil: no state file
+	// configured is what the config names for each tenant whose
+	// classifier is a registry reference; resumed says which started
+	// from the state file; startSHA what each ran at start otherwise.
+	configured map[string]string
+	resumed    map[string]bool
+	startMu    sync.Mutex
+	startSHA   map[string]string // guarded by startMu
+	ran        bool
+	stopping   atomic.Bool // Run's context is done: draining
+	mu         sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
 	memory      memoryBudget // the soft memory limit serve set
@@ -119,12 +130,19 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if err := s.openCredentials(cfg); err != nil {
 		return nil, err
 	}
+	s.configured, s.startSHA, s.resumed = map[string]string{}, map[string]string{}, map[string]bool{}
+	if f := stateFile(cfg); f != "" {
+		s.state = &stateStore{file: f}
+	}
+	cfg.Tenants = slices.Clone(cfg.Tenants)
+	cfg = s.resumeState(cfg)
 	if cfg, err = s.pullClassifiers(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := s.openTenants(ctx, cfg, opts); err != nil {
 		return nil, err
 	}
+	s.startedFrom(cfg)
 	s.registry = prometheus.NewRegistry()
 	s.scrape = make(chan struct{}, 1)
 	if err := s.registerMetrics(); err != nil {
@@ -228,6 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.pending.count() > 0 {
 		go s.retryPending(dispCtx)
 	}
+	go s.sampleTypeMix(dispCtx)
 
 	var err error
 	stopping := ctx.Done()
@@ -337,6 +356,7 @@ func (s *Server) dataplaneText() string {
 // when you do not call Run.
 func (s *Server) Close() error {
 	var errs []error
+	s.provisional.stopAll()
 	if s.http != nil {
 		// Bounded: the process must exit soon after the drain.
 		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
@@ -414,6 +434,10 @@ func (s *Server) Status() Status {
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
 		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name)
+		st.Tenants[i].Configured = s.configuredIfChanged(st.Tenants[i].Name, st.Tenants[i].SHA256)
+		if !st.Tenants[i].Removed {
+			st.Tenants[i].Provisional = s.provisional.info(st.Tenants[i].Name)
+		}
 	}
 	return st
 }

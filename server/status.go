@@ -272,6 +272,14 @@ type TenantInfo struct {
 	// checked against the registry, and shown for this tenant only); ""
 	// for a file.
 	Reference string `json:"reference,omitempty"`
+	// Provisional is set while the tenant's last swap awaits its
+	// confirmation (POST /tenants/{name}/confirm).
+	Provisional *ProvisionalInfo `json:"provisional,omitempty"`
+	// Configured is the classifier the config names, set when the tenant
+	// does not run the module the config gave it: it started from the
+	// state file (what swaps and rollouts made of it before a restart),
+	// or was swapped since.
+	Configured string `json:"configured,omitempty"`
 	// Pending says why the tenant runs a placeholder: its module, named
 	// by registry reference, could not be fetched at start ("" otherwise).
 	Pending string `json:"pending,omitempty"`
