@@ -227,17 +227,9 @@ func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat
 		r.senderEnd = r.now()
 	}()
 	for i < len(reqs) {
-		now := r.now()
-		if wait := reqs[i].At - now; wait > 0 {
-			select {
-			case <-done:
-				return true
-			default:
-			}
-			if wait > spin {
-				sleepPrecise(time.Duration(wait - max(spin, 0)))
-			}
-			continue
+		now, stop := r.untilDue(reqs[i].At, spin, done)
+		if stop {
+			return true
 		}
 		// Every request due now, at most a batch, each on its
 		// connection; then one write per connection.
