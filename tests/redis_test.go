@@ -21,7 +21,7 @@ import (
 
 // startRedisServer starts psp serve --app redis on a free TCP port and
 // returns it and its address.
-func startRedisServer(t *testing.T, extra ...string) (*server, string) {
+func startRedisServer(t testing.TB, extra ...string) (*server, string) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	s := startServer(t, serverOptions{app: "redis", policy: "darc", dilation: -1, listen: "tcp://" + addr,
