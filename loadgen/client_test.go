@@ -166,6 +166,7 @@ func TestRunAgainstEcho(t *testing.T) {
 	progressCalls := 0
 	res, err := Run(context.Background(), Spec{
 		Server:   srv.addr(),
+		Conns:    3,           // over UDP: no connections
 		MaxLag:   time.Second, // shared test machines: sender lag is not what this test checks
 		Progress: func(sent, answered int) { progressCalls++ },
 	}, sched)
@@ -178,6 +179,9 @@ func TestRunAgainstEcho(t *testing.T) {
 	}
 	if !res.Sustained {
 		t.Errorf("not sustained: %s", res.NotSustainedReason())
+	}
+	if res.Conns != 0 {
+		t.Errorf("a run over UDP reports %d connections", res.Conns)
 	}
 	if runtime.GOOS == "linux" && (!res.ClientDropsKnown || res.ClientDrops != 0) {
 		t.Errorf("client socket drops %d (known %v), want 0 counted", res.ClientDrops, res.ClientDropsKnown)

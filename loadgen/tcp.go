@@ -43,6 +43,15 @@ func tcpAddr(server string) (string, bool) {
 	return strings.CutPrefix(server, TCPScheme)
 }
 
+// tcpConns returns the run's connections: Spec.Conns over TCP, 0 over
+// UDP.
+func (r *run) tcpConns() int {
+	if _, ok := tcpAddr(r.spec.Server); ok {
+		return r.spec.Conns
+	}
+	return 0
+}
+
 // udpAddr returns the UDP address of a "host:port" or "udp://host:port"
 // server, or an error for any other scheme.
 func udpAddr(server string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,9 +227,13 @@ func TestConfigErrors(t *testing.T) {
 // (they happen at setup and when buffers grow).
 func TestNoAllocPerEvent(t *testing.T) {
 	w, _ := workload.Builtin("extreme-bimodal")
-	for _, pol := range []string{"cfcfs", "darc", "ts", "shinjuku", "preempt"} {
+	for _, pol := range []string{"cfcfs", "darc", "ts", "shinjuku", "preempt", "darc/conns", "ts/conns"} {
+		policy, conns, _ := strings.Cut(pol, "/")
 		allocs := func(d time.Duration) float64 {
-			c := Config{Workload: w, Workers: 16, Policy: pol, Load: 0.5, Duration: d, Seed: 1}
+			c := Config{Workload: w, Workers: 16, Policy: policy, Load: 0.5, Duration: d, Seed: 1}
+			if conns != "" {
+				c.Conns = 20
+			}
 			return testing.AllocsPerRun(1, func() { mustRun(t, c) })
 		}
 		short, long := allocs(2*time.Millisecond), allocs(20*time.Millisecond)
