@@ -305,3 +305,46 @@ func TestRedisMaxMemory(t *testing.T) {
 		t.Errorf("RSS %.0f MB, over the stated bound of %.0f MB", after, limitMB)
 	}
 }
+
+// TestRedisWasmClassifiers: psp serve --app redis with the example Wasm
+// RESP classifiers (C and Rust) in place of the native one: commands are
+// served, and typed as the native classifier types them (a SCAN by its
+// COUNT, an MGET by its keys).
+func TestRedisWasmClassifiers(t *testing.T) {
+	for _, path := range []string{"examples/classifiers/c/resp.wasm", "examples/classifiers/rust/resp.wasm"} {
+		t.Run(path, func(t *testing.T) {
+			addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+			s := startServer(t, serverOptions{app: "redis", policy: "darc", dilation: -1, listen: "tcp://" + addr, classifier: path,
+				extra: []string{"--workers", "2"}})
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, cmd := range [][]string{{"SET", "k", "v"}, {"GET", "k"}, {"GET", "k"}, {"SCAN", "0", "COUNT", "5000"}, {"MGET", "k", "k"}} {
+				if r, err := c.Do(cmd...); err != nil || r[0] == '-' {
+					t.Fatalf("%v: %q %v", cmd, r, err)
+				}
+			}
+			// The classifier's types are its tenant's, "default/GET"; the
+			// status's counts follow the replies by a moment.
+			var answered map[string]uint64
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				answered = map[string]uint64{}
+				total := uint64(0)
+				for _, ty := range s.status().Types {
+					answered[strings.TrimPrefix(ty.Name, "default/")] += ty.Answered
+					total += ty.Answered
+				}
+				if total >= 5 || time.Now().After(deadline) {
+					break
+				}
+			}
+			for name, want := range map[string]uint64{"SET": 1, "GET": 2, "SCAN_10K": 1, "MGET": 1, "SCAN": 0} {
+				if answered[name] != want {
+					t.Errorf("type %s answered %d, want %d (types: %v)", name, answered[name], want, answered)
+				}
+			}
+		})
+	}
+}
