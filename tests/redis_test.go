@@ -348,3 +348,80 @@ func TestRedisWasmClassifiers(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisKeysOnAMillionKeys: a KEYS * over a million keys runs on one
+// worker while GETs of other connections are answered on the other: GETs
+// sent after the KEYS are answered before its reply starts, and the
+// reply lists every key.
+func TestRedisKeysOnAMillionKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores a million keys")
+	}
+	const keys = 1000000
+	_, addr := startRedisServer(t)
+	fillKeys(t, addr, keys, "", 8)
+	get, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Close()
+	for range 200 { // DARC's first profile: GETs are short
+		if _, err := get.Do("GET", "fill:1:"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	_ = kc.SetDeadline(time.Now().Add(2 * time.Minute))
+	var replyStarted atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(kc, 1<<20)
+		if _, err := r.Peek(1); err != nil {
+			done <- err
+			return
+		}
+		replyStarted.Store(true)
+		line, err := r.ReadString('\n')
+		if err != nil || line != "*"+strconv.Itoa(keys)+"\r\n" {
+			done <- fmt.Errorf("KEYS * reply %q %v", line, err)
+			return
+		}
+		for range keys {
+			if _, err := r.ReadString('\n'); err != nil { // $len
+				done <- err
+				return
+			}
+			if _, err := r.ReadString('\n'); err != nil { // the key
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if _, err := kc.Write([]byte("KEYS *\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	before, worst := 0, time.Duration(0)
+	for !replyStarted.Load() {
+		start := time.Now()
+		r, err := get.Do("GET", "fill:7:")
+		if err != nil || string(r) != "$8\r\nvvvvvvvv\r\n" {
+			t.Fatalf("GET during KEYS: %q %v", r, err)
+		}
+		worst = max(worst, time.Since(start))
+		if !replyStarted.Load() {
+			before++
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d GETs answered while KEYS * over %d keys ran (slowest %v)", before, keys, worst)
+	if before < 10 {
+		t.Errorf("%d GETs answered while KEYS * ran, want GETs served meanwhile", before)
+	}
+}
