@@ -451,10 +451,43 @@ func (r *run) awaitReplies(ctx context.Context, interrupted bool) (int64, bool) 
 	return inTime, interrupted
 }
 
+// untilDue waits for the send time at: it sleeps until spin before it,
+// then spins without yielding so that the send leaves on time. It returns
+// the time once at has come, or stop when done closes first.
+func (r *run) untilDue(at, spin int64, done <-chan struct{}) (now int64, stop bool) {
+	for {
+		now = r.now()
+		wait := at - now
+		if wait <= 0 {
+			return now, false
+		}
+		select {
+		case <-done:
+			return now, true
+		default:
+		}
+		if wait > spin {
+			sleepPrecise(time.Duration(wait - max(spin, 0)))
+		}
+	}
+}
+
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
 	msgs := newBatch(r.spec.Batch, r.requestLen())
+	return r.play(ctx, func(i int, now int64) int {
+		k := r.fillBatch(msgs, i, now)
+		r.sendBatch(pc, msgs[:k], i)
+		return k
+	})
+}
+
+// play waits for each request's time in the schedule and then calls
+// sendDue(i, now), which sends requests from i on (those due at now, at
+// most a batch) and returns how many. It reports whether ctx stopped it
+// early.
+func (r *run) play(ctx context.Context, sendDue func(i int, now int64) int) (interrupted bool) {
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -464,23 +497,11 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 		r.senderEnd = r.now()
 	}()
 	for i < len(reqs) {
-		now := r.now()
-		if wait := reqs[i].At - now; wait > 0 {
-			select {
-			case <-done:
-				return true
-			default:
-			}
-			if wait > spin {
-				sleepPrecise(time.Duration(wait - max(spin, 0)))
-			}
-			// Within the spin window: spin without yielding, so that
-			// the send leaves on time.
-			continue
+		now, stop := r.untilDue(reqs[i].At, spin, done)
+		if stop {
+			return true
 		}
-		k := r.fillBatch(msgs, i, now)
-		r.sendBatch(pc, msgs[:k], i)
-		i += k
+		i += sendDue(i, now)
 		r.sent.Store(int64(i))
 	}
 	return false

@@ -72,6 +72,10 @@ type Result struct {
 	ClientDropsKnown bool
 	// Warmup is the number of earliest requests excluded from the statistics.
 	Warmup int64
+	// Conns is the number of connections of a run over TCP (request i
+	// went on connection i mod Conns, whose replies come back in its
+	// requests' order); 0 over UDP.
+	Conns int
 
 	// OfferedRate is Sent / Duration, AchievedRate Answered / Duration
 	// (requests/s).
@@ -126,6 +130,7 @@ func (r *run) result(inTime int64) *Result {
 		ErrorReplies: int64(r.errorReplies),
 		Refused:      int64(r.refused),
 		Warmup:       int64(warm),
+		Conns:        r.tcpConns(),
 		LagP99:       time.Duration(r.lag.h.ValueAtQuantile(99)),
 		LagMax:       time.Duration(r.lag.h.Max()),
 		sched:        sched,

@@ -157,6 +157,18 @@ type Config struct {
 	// once). Non-preemptive policies only. Default 0: off (every request
 	// goes to its worker, the paper's dispatcher).
 	InPlaceLimit time.Duration
+	// Conns, when > 0, models clients that send over that many in-order
+	// connections (TCP: a stream dataplane): request i of the run goes on
+	// connection i mod Conns (a traced request on its Arrival.Conn), and a
+	// request's reply leaves at the later of its completion and the
+	// previous reply of its connection, so latency and slowdown run to
+	// that reply. Throughput still counts completions. A dropped request
+	// passes its turn when it is dropped. The requests of a connection may
+	// run at once, as read-only ones do (the psp header's framing marks
+	// every request so); the order in which requests that are not
+	// read-only start is not modelled. Default 0: every request is
+	// answered on its own, as over UDP. Not with Tenants.
+	Conns int
 	// Misclassify is the fraction of requests the classifier labels with
 	// another type, drawn uniformly among the other types: the policy
 	// queues, dispatches and profiles them under that type, while results
@@ -206,6 +218,9 @@ type Arrival struct {
 	Type int
 	// ServiceNs is the request's service time.
 	ServiceNs int64
+	// Conn is the connection the request was sent on, 0 to
+	// Config.Conns-1 (Config.Conns > 0).
+	Conn int
 }
 
 // withDefaults returns c with zero fields set to their defaults (negative
@@ -298,8 +313,8 @@ func (c Config) Validate() error {
 	}
 	rate := c.Rate // as given: with phases, withDefaults sets it
 	if len(c.Tenants) > 0 {
-		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 || len(c.Trace) > 0 {
-			return bad("tenants with phases, a trace or misclassification are not simulated")
+		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 || len(c.Trace) > 0 || c.Conns != 0 {
+			return bad("tenants with phases, a trace, connections or misclassification are not simulated")
 		}
 		if err := c.validateTenants(); err != nil {
 			return err
@@ -330,6 +345,8 @@ func (c Config) Validate() error {
 		return bad("dispatcher rate = %g, want at least %d requests/s (0: unbounded)", c.DispatcherRate, MinDispatcherRate)
 	case !(c.Misclassify >= 0 && c.Misclassify <= 1):
 		return bad("misclassify = %v, want a fraction in [0, 1]", c.Misclassify)
+	case c.Conns < 0 || c.Conns > MaxConns:
+		return bad("connections = %d, want 0 to %d (0: none)", c.Conns, MaxConns)
 	case c.Timeline < 0:
 		return bad("timeline bucket = %v, want >= 0", c.Timeline)
 	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:
@@ -357,6 +374,8 @@ func (c Config) Validate() error {
 				return bad("trace request %d: negative time or service time", i)
 			case i > 0 && a.At < c.Trace[i-1].At:
 				return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
+			case a.Conn < 0 || a.Conn >= max(c.Conns, 1):
+				return bad("trace request %d is on connection %d, want 0..%d (Conns %d)", i, a.Conn, max(c.Conns, 1)-1, c.Conns)
 			}
 		}
 	}
@@ -413,6 +432,8 @@ const (
 	// MinDispatcherRate is the least DispatcherRate (other than 0): a
 	// slower dispatcher holds each request for more than a second.
 	MinDispatcherRate = 1
+	// MaxConns bounds Conns.
+	MaxConns = 1 << 20
 )
 
 // checkExpected refuses a run expected to draw more arrivals than psp
