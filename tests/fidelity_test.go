@@ -80,10 +80,11 @@ const tcpConns = 20
 // same requests on the same connections (a reply leaves after the earlier
 // ones of its connection) plus the overhead measured on a twin server;
 // and, as a negative control, outside 1.5x of the replay that ignores the
-// connections wherever the two replays differ by more than that (at load
-// 0.8 by tens of times: SHORT requests wait for the LONG replies ahead of
-// them on their connection). It runs with PSP_FIDELITY, in the same CI
-// step.
+// connections wherever the two replays, the overhead included, differ by
+// more than that (at load 0.8 on a quiet host by tens of times: SHORT
+// requests wait for the LONG replies ahead of them on their connection;
+// at load 0.8 they must differ in at least one attempt). It runs with
+// PSP_FIDELITY, in the same CI step.
 func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 	samples := fidelitySamples(t)
 	controlled := map[float64]bool{}
@@ -109,8 +110,12 @@ func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 			if !ok || !o.Distribution() || o.Conns != 0 {
 				return "no comparison with the replay without connections"
 			}
-			if ratio := max(c.SimP99/o.SimP99, c.SimP999/o.SimP999); ratio <= harness.DefaultTailBound {
-				t.Logf("%s at load %.2g: the replays with and without connections are within %.2fx: no control", c.Policy, c.Load, ratio)
+			// The expected tails, overhead included, are what the live
+			// ones are judged against: where the host's overhead swamps
+			// what the connections add, a live tail within the bound of
+			// one is within it of the other, and the point tells nothing.
+			if ratio := max(c.ExpectedDistP99/o.ExpectedDistP99, c.ExpectedDistP999/o.ExpectedDistP999); ratio <= harness.DefaultTailBound {
+				t.Logf("%s at load %.2g: the expected tails with and without connections are within %.2fx: no control", c.Policy, c.Load, ratio)
 				return ""
 			}
 			controlled[c.Load] = true
@@ -126,7 +131,7 @@ func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 		},
 	}.run(t)
 	if !controlled[0.8] {
-		t.Errorf("at load 0.8 the replays with and without connections never differed by more than %gx: the control never ran", harness.DefaultTailBound)
+		t.Errorf("at load 0.8 the expected tails with and without connections never differed by more than %gx: the control never ran", harness.DefaultTailBound)
 	}
 }
 
