@@ -227,17 +227,7 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idle.set(worker)
 		c.idleCount++
 	}
-	typ = c.typeOf(typ)
-	c.unhold(typ)
-	if typ == Unknown {
-		return
-	}
-	c.win.sum[typ] += service
-	c.win.count[typ]++
-	c.win.total++
-	if c.completions++; c.completions >= c.nextRefresh {
-		c.refreshProfile(&c.cfg, &c.win)
-	}
+	c.profile(typ, service)
 }
 
 // profile records the completion of a request of type typ that ran for

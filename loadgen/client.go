@@ -476,6 +476,18 @@ func (r *run) untilDue(at, spin int64, done <-chan struct{}) (now int64, stop bo
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
 	msgs := newBatch(r.spec.Batch, r.requestLen())
+	return r.play(ctx, func(i int, now int64) int {
+		k := r.fillBatch(msgs, i, now)
+		r.sendBatch(pc, msgs[:k], i)
+		return k
+	})
+}
+
+// play waits for each request's time in the schedule and then calls
+// sendDue(i, now), which sends requests from i on (those due at now, at
+// most a batch) and returns how many. It reports whether ctx stopped it
+// early.
+func (r *run) play(ctx context.Context, sendDue func(i int, now int64) int) (interrupted bool) {
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -489,9 +501,7 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 		if stop {
 			return true
 		}
-		k := r.fillBatch(msgs, i, now)
-		r.sendBatch(pc, msgs[:k], i)
-		i += k
+		i += sendDue(i, now)
 		r.sent.Store(int64(i))
 	}
 	return false

@@ -219,27 +219,17 @@ func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Resu
 // early.
 func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat) (interrupted bool) {
 	reqs := r.sched.Requests
-	spin := r.spec.SpinWindow.Nanoseconds()
-	done := ctx.Done()
-	i := 0
-	defer func() {
-		r.sentUpTo = i
-		r.senderEnd = r.now()
-	}()
-	for i < len(reqs) {
-		now, stop := r.untilDue(reqs[i].At, spin, done)
-		if stop {
-			return true
-		}
+	return r.play(ctx, func(i int, now int64) int {
 		// Every request due now, at most a batch, each on its
 		// connection; then one write per connection.
-		for k := 0; k < r.spec.Batch && i < len(reqs) && reqs[i].At <= now; k++ {
-			tc := conns[i%len(conns)]
-			tc.out = format.encode(r, tc.out, i)
-			tc.ids = append(tc.ids, i)
-			r.lag.record(now - reqs[i].At)
-			r.sentAt[i] = now
-			i++
+		k := 0
+		for ; k < r.spec.Batch && i+k < len(reqs) && reqs[i+k].At <= now; k++ {
+			id := i + k
+			tc := conns[id%len(conns)]
+			tc.out = format.encode(r, tc.out, id)
+			tc.ids = append(tc.ids, id)
+			r.lag.record(now - reqs[id].At)
+			r.sentAt[id] = now
 		}
 		for _, tc := range conns {
 			if len(tc.ids) == 0 {
@@ -258,9 +248,8 @@ func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat
 			}
 			tc.out, tc.ids = tc.out[:0], tc.ids[:0]
 		}
-		r.sent.Store(int64(i))
-	}
-	return false
+		return k
+	})
 }
 
 // receiveTCP reads connection k's replies: the j-th answers request

@@ -132,17 +132,16 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	attempt := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr}
 	exp, ref, provisional, perr := provisionalSwapParams(r.URL.Query())
 	if perr != nil {
-		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
-		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		s.refused(w, attempt, http.StatusBadRequest, perr.Error())
 		return
 	}
 	body, release, berr := s.readBody(w, r, p, maxClassifierUpload)
 	defer release()
 	if berr != nil {
-		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, attempt, berr.code, berr.msg)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
@@ -182,8 +181,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	}
 	exp, _, perr := swapParams(r.URL.Query())
 	if perr != nil {
-		s.audit.record(auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
-		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		s.refused(w, auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr}, http.StatusBadRequest, perr.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
@@ -210,6 +208,14 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.saveState()
 	writeJSON(w, http.StatusOK, res)
+}
+
+// refused records e, refused with msg, in the audit log and answers code
+// with msg.
+func (s *Server) refused(w http.ResponseWriter, e auditEvent, code int, msg string) {
+	e.Outcome, e.Error = "refused", msg
+	s.audit.record(e)
+	writeJSON(w, code, apiError{msg})
 }
 
 // refusal is the audit outcome of a failed swap or rollback: "conflict"
@@ -262,16 +268,13 @@ func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
 	body, release, berr := s.readBody(w, r, p, maxTenantRequest)
 	defer release()
 	if berr != nil {
-		s.audit.record(auditEvent{Event: "tenant_add", Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, auditEvent{Event: "tenant_add", Principal: p.String(), Remote: r.RemoteAddr}, berr.code, berr.msg)
 		return
 	}
 	derr := json.Unmarshal(body, &t)
 	e := auditEvent{Event: "tenant_add", Tenant: t.Name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
 	if derr != nil {
-		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant as JSON)", derr)
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		s.refused(w, e, http.StatusBadRequest, fmt.Sprintf("request body: %v (want a tenant as JSON)", derr))
 		return
 	}
 	if len(t.Wasm) > 0 {
@@ -284,9 +287,7 @@ func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
 	err := s.AddTenant(ctx, t)
 	e.Duration = time.Since(start)
 	if err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	e.Version = 1
@@ -305,21 +306,15 @@ func (s *Server) handleUpdateTenant(w http.ResponseWriter, r *http.Request) {
 	body, release, berr := s.readBody(w, r, p, maxTenantUpdate)
 	defer release()
 	if berr != nil {
-		e.Outcome, e.Error = "refused", berr.msg
-		s.audit.record(e)
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, e, berr.code, berr.msg)
 		return
 	}
 	if err := json.Unmarshal(body, &u); err != nil {
-		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant update as JSON)", err)
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		s.refused(w, e, http.StatusBadRequest, fmt.Sprintf("request body: %v (want a tenant update as JSON)", err))
 		return
 	}
 	if err := s.UpdateTenant(r.Context(), name, u); err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	s.audit.record(e)
@@ -339,9 +334,7 @@ func (s *Server) handleRemoveTenant(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := s.RemoveTenant(r.Context(), name); err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	s.audit.record(e)
