@@ -383,3 +383,23 @@ func TestReferenceIsPerTenant(t *testing.T) {
 		t.Errorf("removed tenant's reference kept: %q", got)
 	}
 }
+
+// TestCountersAge: the status says how old its dispatcher counters are,
+// in seconds: never negative, below the stats interval give or take the
+// scheduler, and not always 0 (the counters are published every 100 ms,
+// the status read whenever asked).
+func TestCountersAge(t *testing.T) {
+	r, _ := startLogged(t, memConfig())
+	nonzero := false
+	for range 20 {
+		st := getStatus(t, r.srv.Handler())
+		if st.CountersAgeSeconds < 0 || st.CountersAgeSeconds > 10 {
+			t.Fatalf("counters age %v s", st.CountersAgeSeconds)
+		}
+		nonzero = nonzero || st.CountersAgeSeconds > 0
+		time.Sleep(7 * time.Millisecond)
+	}
+	if !nonzero {
+		t.Error("the counters' age was 0 in every status")
+	}
+}
