@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"os"
@@ -230,6 +231,9 @@ func TestServeShapesMadeWithoutPSP(t *testing.T) {
 			}
 			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
 				t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+			}
+			if want := fmt.Sprintf("(%d bytes, sha256 %s, %s variant) from the registry", len(wasm), sum, sh.Variant); !strings.Contains(log.String(), want) {
+				t.Errorf("the log does not say %q:\n%s", want, log)
 			}
 			dp := r.srv.Dataplane().(*memnic.Dataplane)
 			peer := netip.MustParseAddrPort("10.0.0.9:1")
