@@ -126,10 +126,15 @@ type session struct {
 	victims    []int32
 	victimKeys []byte
 	held       [numStripes / 64]uint64
+
+	w *writer // its part in the store's write path
 }
 
 func newSession(app *Server, stats *counters) *session {
+	w := newWriter()
+	app.st.addWriter(w)
 	return &session{
+		w:     w,
 		app:   app,
 		st:    app.st,
 		batch: app.st.db.NewBatch(),
@@ -657,18 +662,19 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 	closer.Close()
 }
 
-// touchItem sets key's expiry if it is live (gat, touch).
-func (s *session) touchItem(key []byte, exp int64) (item, bool) {
+// touchItem sets key's expiry if it is live (gat, touch): found says
+// whether it is, err whether the store could not write it.
+func (s *session) touchItem(key []byte, exp int64) (found bool, err error) {
 	m := s.st.lock(key)
 	defer m.Unlock()
 	it, closer, ok := s.lookup(key, true)
 	if !ok {
-		return item{}, false
+		return false, nil
 	}
 	it.exp, it.fetched = exp, true
-	err := s.write(key, &it, false, it.value)
+	err = s.write(key, &it, false, it.value)
 	closer.Close()
-	return it, err == nil
+	return true, err
 }
 
 // update runs set, add, replace, append, prepend and cas (memcached's
@@ -978,13 +984,17 @@ func (s *session) touch() {
 	}
 	s.keys++
 	s.stats.touchCmds.Add(1)
-	if _, ok := s.touchItem(key, s.realtime(e)); ok {
+	found, err := s.touchItem(key, s.realtime(e))
+	switch {
+	case found && err != nil:
+		s.outString(msgStoreFailed) // the store takes no writes now
+	case found:
 		s.stats.touchHits.Add(1)
 		s.outString(msgTouched)
-		return
+	default:
+		s.stats.touchMisses.Add(1)
+		s.outString(msgNotFound)
 	}
-	s.stats.touchMisses.Add(1)
-	s.outString(msgNotFound)
 }
 
 // flushAll runs flush_all (memcached's process_flush_all_command).

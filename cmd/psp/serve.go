@@ -212,6 +212,8 @@ func serveSettings() []serveSetting {
 			"app.memcached.disable_evictions", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.DisableEvictions = c.Bool(n) }},
 		{&cli.BoolFlag{Name: "memcached-sync", Usage: "with --memcached-dir: sync each write to disk before answering it (one sync for the writes of all workers waiting at once), so an answered write survives a power loss; without it, one survives a crash of psp but not of the machine"},
 			"app.memcached.sync", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.Sync = c.Bool(n) }},
+		{&cli.DurationFlag{Name: "memcached-write-timeout", Usage: "with --memcached-dir: answer a write SERVER_ERROR out of memory storing object once it has waited this long for its turn or its sync; while a write runs longer, the disk is full or the store's files cannot be written, writes are answered so at once and reads go on", DefaultText: server.DefaultMemcachedWriteTimeout.String()},
+			"app.memcached.write_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.WriteTimeout = c.Duration(n) }},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
 		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the operator's bearer token (mode 600): hot swaps, rollbacks and tenant changes over the admin API"},

@@ -1,0 +1,337 @@
+package memcached
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/persephone-go/psp/internal/testenv"
+)
+
+// faultFS injects faults into a store's files: an error for every write
+// of the log (logErr) or every table created (tableErr), or writes of the
+// log that block until released (stall).
+type faultFS struct {
+	vfs.FS
+	logErr   atomic.Pointer[error]
+	tableErr atomic.Pointer[error]
+	stall    atomic.Pointer[chan struct{}]
+}
+
+func (fs *faultFS) Create(name string) (vfs.File, error) {
+	if p := fs.tableErr.Load(); p != nil && strings.HasSuffix(name, ".sst") {
+		return nil, *p
+	}
+	f, err := fs.FS.Create(name)
+	return &faultFile{File: f, fs: fs, log: strings.HasSuffix(name, ".log")}, err
+}
+
+func (fs *faultFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname)
+	return &faultFile{File: f, fs: fs, log: true}, err
+}
+
+type faultFile struct {
+	vfs.File
+	fs  *faultFS
+	log bool
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	if f.log {
+		if c := f.fs.stall.Load(); c != nil {
+			<-*c
+		}
+		if e := f.fs.logErr.Load(); e != nil {
+			return 0, *e
+		}
+	}
+	return f.File.Write(p)
+}
+
+func (f *faultFile) Sync() error {
+	if f.log {
+		if e := f.fs.logErr.Load(); e != nil {
+			return *e
+		}
+	}
+	return f.File.Sync()
+}
+
+// timed runs body on worker w and returns its reply and how long it took.
+func timed(srv *Server, w int, body string) (string, time.Duration) {
+	start := time.Now()
+	got := text(exchange(srv, w, body))
+	return got, time.Since(start)
+}
+
+const refused = "SERVER_ERROR out of memory storing object\r\n"
+
+// checkRefusesWrites: every kind of write is answered refused within
+// bound, reads are answered, and stats count the refusals.
+func checkRefusesWrites(t *testing.T, srv *Server, w int, bound time.Duration) {
+	t.Helper()
+	for _, c := range []struct{ body, want string }{
+		{"set new 0 0 3\r\nabc\r\n", refused},
+		{"add new2 0 0 3\r\nabc\r\n", refused},
+		{"append a 0 0 1\r\nx\r\n", refused},
+		{"prepend a 0 0 1\r\nx\r\n", refused},
+		{"incr n 1\r\n", refused},
+		{"touch a 100\r\n", refused},
+		{"delete b\r\n", refused},
+		{"flush_all 3600\r\n", refused},
+		{"get a n\r\n", "VALUE a 0 1\r\nA\r\nVALUE n 0 1\r\n5\r\nEND\r\n"},
+		{"version\r\n", "VERSION " + Version + "\r\n"},
+	} {
+		got, took := timed(srv, w, c.body)
+		if got != c.want || took > bound {
+			t.Errorf("%q: %q in %v, want %q within %v", c.body, got, took, c.want, bound)
+		}
+	}
+	stats := text(exchange(srv, w, "stats\r\n"))
+	if strings.Contains(stats, "STAT store_writes_refused 0\r\n") && strings.Contains(stats, "STAT store_write_timeouts 0\r\n") {
+		t.Errorf("no write refusal counted")
+	}
+}
+
+// waitWrites waits up to 10 s for the store to take writes again.
+func waitWrites(t *testing.T, srv *Server, w int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		got, _ := timed(srv, w, "set after 0 0 1\r\nz\r\n")
+		if got == "STORED\r\n" {
+			return time.Since(start)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("writes still refused 10 s after the fault ended: %q (%s)", got, srv.st.health.why())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func preloadFew(t *testing.T, srv *Server) {
+	t.Helper()
+	expect(t, srv, "set a 0 0 1\r\nA\r\nset b 0 0 1\r\nB\r\nset n 0 0 1\r\n5\r\n", "STORED\r\nSTORED\r\nSTORED\r\n")
+}
+
+// TestLogWriteErrors: a write of the log fails (EIO): no worker waits on
+// it past the write timeout, every later write is answered at once, reads
+// go on, and the store says it needs a restart (a failed sync may have
+// lost what it was to write). A full disk for the log (ENOSPC) ends when
+// space comes back: the log's write is retried and writes go on.
+func TestLogWriteErrors(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		recover bool
+	}{{syscall.EIO, false}, {syscall.ENOSPC, true}} {
+		t.Run(c.err.Error(), func(t *testing.T) {
+			fs := &faultFS{FS: vfs.Default}
+			srv, err := Open(Config{Dir: t.TempDir(), Workers: 2, WriteTimeout: 200 * time.Millisecond, Sync: true, fs: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					srv.Close()
+				}
+			})
+			preloadFew(t, srv)
+			fs.logErr.Store(&c.err)
+			got, took := timed(srv, 0, "set first 0 0 1\r\nX\r\n")
+			if got != refused || took > time.Second {
+				t.Errorf("set when the log fails: %q in %v", got, took)
+			}
+			time.Sleep(3 * healthTick)
+			checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+			fs.logErr.Store(nil)
+			if !c.recover {
+				time.Sleep(10 * healthTick)
+				if got, _ := timed(srv, 1, "set c 0 0 1\r\nz\r\n"); got != refused || !strings.Contains(srv.st.health.why(), "restart") {
+					t.Errorf("after an I/O error on the log: %q (%s), want writes refused until a restart", got, srv.st.health.why())
+				}
+				// The log's lost write is said at close.
+				closed = true
+				if err := srv.Close(); !errors.Is(err, c.err) {
+					t.Errorf("close after an I/O error on the log: %v, want %v", err, c.err)
+				}
+				return
+			}
+			t.Logf("writes taken again %v after space came back", waitWrites(t, srv, 1))
+			closed = true
+			if err := srv.Close(); err != nil {
+				t.Errorf("close once space came back: %v", err)
+			}
+		})
+	}
+}
+
+// TestFlushErrors: a flush cannot write its table (ENOSPC, EIO): writes
+// are refused while it fails, reads go on, and writes are taken again
+// once a flush succeeds.
+func TestFlushErrors(t *testing.T) {
+	for _, e := range []error{syscall.ENOSPC, syscall.EIO} {
+		t.Run(e.Error(), func(t *testing.T) {
+			fs := &faultFS{FS: vfs.Default}
+			srv := openServer(t, Config{Dir: t.TempDir(), Workers: 2, WriteTimeout: 200 * time.Millisecond, fs: fs})
+			preloadFew(t, srv)
+			fs.tableErr.Store(&e)
+			// Fill a memtable or two: its flush fails.
+			value := strings.Repeat("v", 60000)
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; srv.st.health.ok.Load(); i++ {
+				got, took := timed(srv, 0, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value))
+				if (got != "STORED\r\n" && got != refused) || took > time.Second {
+					t.Fatalf("set %d: %q in %v", i, got, took)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no flush failed in 10 s")
+				}
+			}
+			checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+			if n := srv.st.health.errors.Load(); n == 0 {
+				t.Error("no file error counted")
+			}
+			fs.tableErr.Store(nil)
+			t.Logf("writes taken again %v after tables could be written (%s)", waitWrites(t, srv, 1), srv.st.health.why())
+		})
+	}
+}
+
+// TestWriteStall: writes of the log hang: the write under way is answered
+// after the write timeout, later ones at once, reads go on on the other
+// worker, and once the log writes again the store takes writes.
+func TestWriteStall(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", synced), func(t *testing.T) {
+			fs := &faultFS{FS: vfs.Default}
+			srv := openServer(t, Config{Dir: t.TempDir(), Workers: 2, WriteTimeout: 300 * time.Millisecond, Sync: synced, fs: fs})
+			preloadFew(t, srv)
+			release := make(chan struct{})
+			fs.stall.Store(&release)
+			// Writes pile up behind the hung log: each is answered.
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				value := strings.Repeat("w", 40000)
+				for i := 0; i < 60; i++ {
+					got, took := timed(srv, 0, fmt.Sprintf("set s%d 0 0 %d\r\n%s\r\n", i, len(value), value))
+					if got != "STORED\r\n" && got != refused {
+						t.Errorf("set %d while the log hangs: %q", i, got)
+					}
+					if took > 3*time.Second {
+						t.Errorf("set %d while the log hangs took %v", i, took)
+						return
+					}
+				}
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.st.health.ok.Load() && time.Now().Before(deadline) {
+				time.Sleep(healthTick)
+			}
+			if srv.st.health.ok.Load() {
+				t.Fatal("the store still takes writes 10 s into a hung log")
+			}
+			checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+			close(release)
+			fs.stall.Store(nil)
+			wg.Wait()
+			t.Logf("writes taken again %v after the log wrote again", waitWrites(t, srv, 1))
+		})
+	}
+}
+
+// TestDiskFull: a store on a small tmpfs that another file fills: no
+// write waits past the write timeout, writes are refused (counted), reads
+// go on, and once the other file is removed writes are taken again. Its
+// own sets then fill the disk up to the reserve, and are refused there.
+func TestDiskFull(t *testing.T) {
+	dir := mountTmpfs(t, 64<<20)
+	srv := openServer(t, Config{Dir: filepath.Join(dir, "store"), Workers: 2, WriteTimeout: 500 * time.Millisecond, StoreMemory: -1})
+	preloadFew(t, srv)
+	// Another file takes every byte: the store's next writes of its log
+	// fail (ENOSPC) until the watchdog sees the disk full.
+	filler := filepath.Join(dir, "filler")
+	fillDisk(t, filler)
+	value := randomValue(100<<10, 3)
+	for i := range 5 {
+		got, took := timed(srv, 0, fmt.Sprintf("set f%d 0 0 %d\r\n%s\r\n", i, len(value), value))
+		if (got != "STORED\r\n" && got != refused) || took > 2*time.Second {
+			t.Errorf("set %d on a full disk: %q in %v", i, got, took)
+		}
+	}
+	time.Sleep(3 * healthTick)
+	checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+	os.Remove(filler)
+	t.Logf("writes taken again %v after the disk was freed", waitWrites(t, srv, 1))
+	// Its own sets: stored until the disk holds the reserve, then
+	// refused, each within the timeout.
+	stored := 0
+	for i := 0; ; i++ {
+		got, took := timed(srv, 0, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value))
+		if took > 2*time.Second {
+			t.Fatalf("set %d took %v", i, took)
+		}
+		if got == refused {
+			break
+		}
+		if got != "STORED\r\n" || i > 2000 {
+			t.Fatalf("set %d: %.80q", i, got)
+		}
+		stored++
+	}
+	checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+	t.Logf("%d sets of 100 KiB stored on a 64 MiB disk; then: %s", stored, srv.st.health.why())
+}
+
+// mountTmpfs mounts a tmpfs of size bytes for the test (root only).
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Skip(t, "mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		testenv.Skip(t, "mount -t tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes path until its file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := []byte(randomValue(1<<20, 9))
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	for {
+		if _, err := f.Write(chunk[:4096]); err != nil {
+			return
+		}
+	}
+}
