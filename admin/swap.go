@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wasmclass"
@@ -23,6 +24,9 @@ type SwapOptions struct {
 	// Reference is the registry reference, pinned by digest, the module
 	// came from (shown in psp status and psp tenant list).
 	Reference string
+	// Provisional makes a swap provisional: the server rolls it back
+	// unless Confirm confirms it within this long (0: a swap for good).
+	Provisional time.Duration
 }
 
 func (o SwapOptions) expects() bool { return o.ExpectSHA256 != "" || o.ExpectVersion != 0 }
@@ -38,6 +42,9 @@ func (o SwapOptions) query() string {
 	}
 	if o.Reference != "" {
 		q.Set("reference", o.Reference)
+	}
+	if o.Provisional > 0 {
+		q.Set("provisional", o.Provisional.String())
 	}
 	if len(q) == 0 {
 		return ""
@@ -93,6 +100,22 @@ func (c *Client) RollbackIf(ctx context.Context, name, token string, o SwapOptio
 	var res server.SwapResult
 	if err := c.call(ctx, http.MethodPost, "/tenants/"+url.PathEscape(name)+"/rollback"+o.query(), token, nil, "", http.StatusOK, &res, nil); err != nil {
 		return res, o.conflict("tenant rollback "+name, err)
+	}
+	return res, nil
+}
+
+// Confirm confirms tenant's provisional swap to the module sha (hex): for
+// good with extend 0, else for extend more (it stays provisional). A
+// server with no provisional swap of that module (reverted already, or
+// another module runs) refuses: the error wraps wasmclass.ErrConflict.
+func (c *Client) Confirm(ctx context.Context, tenant, token, sha string, extend time.Duration) (server.SwapResult, error) {
+	var res server.SwapResult
+	q := url.Values{"expect_sha256": {sha}}
+	if extend > 0 {
+		q.Set("provisional", extend.String())
+	}
+	if err := c.call(ctx, http.MethodPost, "/tenants/"+url.PathEscape(tenant)+"/confirm?"+q.Encode(), token, nil, "", http.StatusOK, &res, nil); err != nil {
+		return res, SwapOptions{ExpectSHA256: sha}.conflict("confirm "+tenant, err)
 	}
 	return res, nil
 }

@@ -1,6 +1,7 @@
 package darc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -180,33 +181,15 @@ func (c Config) withDefaults() Config {
 	if c.QueueCapacity == 0 && c.Pool == 0 { // with a pool: each type's budget
 		c.QueueCapacity = DefaultQueueCapacity
 	}
-	if c.Guaranteed == 0 {
-		c.Guaranteed = DefaultGuaranteed
-	}
-	if c.DeadlineFactor == 0 {
-		c.DeadlineFactor = DefaultDeadlineFactor
-	}
-	if c.DeadlineFloor == 0 {
-		c.DeadlineFloor = DefaultDeadlineFloor
-	}
-	if c.Delta == 0 {
-		c.Delta = DefaultDelta
-	}
-	if c.Spillway == 0 {
-		c.Spillway = DefaultSpillway
-	}
-	if c.MinSamples == 0 {
-		c.MinSamples = DefaultMinSamples
-	}
-	if c.DelayFactor == 0 {
-		c.DelayFactor = DefaultDelayFactor
-	}
-	if c.DemandDeviation == 0 {
-		c.DemandDeviation = DefaultDemandDeviation
-	}
-	if c.Hysteresis == 0 {
-		c.Hysteresis = DefaultHysteresis
-	}
+	c.Guaranteed = cmp.Or(c.Guaranteed, DefaultGuaranteed)
+	c.DeadlineFactor = cmp.Or(c.DeadlineFactor, DefaultDeadlineFactor)
+	c.DeadlineFloor = cmp.Or(c.DeadlineFloor, DefaultDeadlineFloor)
+	c.Delta = cmp.Or(c.Delta, DefaultDelta)
+	c.Spillway = cmp.Or(c.Spillway, DefaultSpillway)
+	c.MinSamples = cmp.Or(c.MinSamples, DefaultMinSamples)
+	c.DelayFactor = cmp.Or(c.DelayFactor, DefaultDelayFactor)
+	c.DemandDeviation = cmp.Or(c.DemandDeviation, DefaultDemandDeviation)
+	c.Hysteresis = cmp.Or(c.Hysteresis, DefaultHysteresis)
 	if c.MaxWindow == 0 && c.MinSamples <= math.MaxInt/DefaultMaxWindowFactor {
 		c.MaxWindow = DefaultMaxWindowFactor * c.MinSamples
 	}

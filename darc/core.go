@@ -155,11 +155,7 @@ func (c *core) typeOf(t Type) Type {
 func (c *core) assign(out []Assignment, n, w int, e entry) {
 	c.idle.clear(w)
 	c.idleCount--
-	l := &c.lim[e.req.Type]
-	l.queued--
-	l.dispatched++
-	c.total--
-	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
+	c.assignAway(out, n, w, e)
 }
 
 // assignAway records the dispatch of e to worker w, one of another
@@ -172,24 +168,20 @@ func (c *core) assignAway(out []Assignment, n, w int, e entry) {
 	out[n] = Assignment{Worker: w, Request: e.req, Enqueued: e.enq}
 }
 
-// removeQueued records the drop of e, queued for a tenant that was
-// removed, in out[n].
-func (c *core) removeQueued(out []Assignment, n int, e entry) {
+// drop records the drop of e, queued, in out[n]: as worker Removed (its
+// tenant was removed) or Expired.
+func (c *core) drop(out []Assignment, n int, e entry, worker int) {
 	t := e.req.Type
 	c.lim[t].queued--
 	c.total--
 	c.unhold(t)
-	out[n] = Assignment{Worker: Removed, Request: e.req, Enqueued: e.enq}
+	out[n] = Assignment{Worker: worker, Request: e.req, Enqueued: e.enq}
 }
 
 // expire records the drop of e, past its deadline, in out[n].
 func (c *core) expire(out []Assignment, n int, e entry) {
-	t := e.req.Type
-	c.lim[t].queued--
-	c.total--
-	c.unhold(t)
-	c.expiredN[t]++
-	out[n] = Assignment{Worker: Expired, Request: e.req, Enqueued: e.enq}
+	c.expiredN[e.req.Type]++
+	c.drop(out, n, e, Expired)
 }
 
 // admit is the budget check of an arrival whose type's state is l: below
@@ -235,17 +227,7 @@ func (c *core) release(worker int, typ Type, service int64) {
 		c.idle.set(worker)
 		c.idleCount++
 	}
-	typ = c.typeOf(typ)
-	c.unhold(typ)
-	if typ == Unknown {
-		return
-	}
-	c.win.sum[typ] += service
-	c.win.count[typ]++
-	c.win.total++
-	if c.completions++; c.completions >= c.nextRefresh {
-		c.refreshProfile(&c.cfg, &c.win)
-	}
+	c.profile(typ, service)
 }
 
 // profile records the completion of a request of type typ that ran for

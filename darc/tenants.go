@@ -946,7 +946,7 @@ func (p *Tenants) Dispatch(now int64, out []Assignment) int {
 				if !ok {
 					break
 				}
-				in.removeQueued(out, n, e)
+				in.drop(out, n, e, Removed)
 				out[n].Request.Type += t.base
 				p.held--
 				n++

@@ -93,7 +93,8 @@ func checkAccounting(t *testing.T, s *Stats) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond for up to 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

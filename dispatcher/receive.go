@@ -32,9 +32,7 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		if k < 0 {
 			c := &d.counters[darc.Unknown]
 			c.received++
-			d.drops.add(ReasonNoTenant)
-			c.drops.add(ReasonNoTenant)
-			d.release = append(d.release, b)
+			d.refuse(b, c, ReasonNoTenant)
 			continue
 		}
 		t := mt.tenants[k]
@@ -51,9 +49,7 @@ func (d *Dispatcher) accept(bufs []*nic.Buffer, now int64) {
 		if mt.classifying >= d.spec.LaneBuffers || !t.lane.push(b) {
 			c := &d.counters[t.base]
 			c.received++
-			d.drops.add(ReasonClassifierBusy)
-			c.drops.add(ReasonClassifierBusy)
-			d.release = append(d.release, b)
+			d.refuse(b, c, ReasonClassifierBusy)
 			continue
 		}
 		mt.classifying++
@@ -250,9 +246,7 @@ func (d *Dispatcher) enqueueTenant(t *routedTenant, b *nic.Buffer, local darc.Ty
 	if t.removed {
 		c := &d.counters[typ]
 		c.received++
-		d.drops.add(ReasonRemoved)
-		c.drops.add(ReasonRemoved)
-		d.release = append(d.release, b)
+		d.refuse(b, c, ReasonRemoved)
 		return
 	}
 	d.enqueue(b, typ, now)
@@ -265,9 +259,7 @@ func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 	c.received++
 	if d.admit != nil {
 		if r, ok := d.admitted(typ, b); !ok {
-			d.drops.add(r)
-			c.drops.add(r)
-			d.release = append(d.release, b)
+			d.refuse(b, c, r)
 			return
 		}
 	}
@@ -286,9 +278,7 @@ func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 	case darc.OverBudget:
 		d.shed(b, typ, ReasonBudget)
 	case darc.NoTenant:
-		d.drops.add(ReasonRemoved)
-		c.drops.add(ReasonRemoved)
-		d.release = append(d.release, b)
+		d.refuse(b, c, ReasonRemoved)
 	default:
 		d.shed(b, typ, ReasonQueueFull)
 	}
@@ -317,6 +307,14 @@ func (d *Dispatcher) admitted(t darc.Type, b *nic.Buffer) (r Reason, ok bool) {
 func (d *Dispatcher) faulted(b *nic.Buffer, typ darc.Type) {
 	d.counters[typ].received++
 	d.shed(b, typ, ReasonClassifierFault)
+}
+
+// refuse drops b, received, for reason r, counted in all and in c (its
+// type's counters), and releases its buffer.
+func (d *Dispatcher) refuse(b *nic.Buffer, c *typeCounters, r Reason) {
+	d.drops.add(r)
+	c.drops.add(r)
+	d.release = append(d.release, b)
 }
 
 // shed drops request b of type t, which the server chose not to serve,

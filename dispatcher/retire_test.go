@@ -50,7 +50,7 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 	}
 	statsPass := func() { // a stats pass after now retires what it can
 		after := dp.Now()
-		waitUntil(t, "a stats pass", func() bool { return d.Stats().At > after })
+		waitFor(t, "a stats pass", func() bool { return d.Stats().At > after })
 	}
 	var heapAt30 uint64
 	var typesAt30 int
@@ -63,7 +63,7 @@ func TestTenantChurnStaysFlat(t *testing.T) {
 		}
 		send(portB, wire.TypeShort, 3)
 		send(portA, wire.TypeShort, 1)
-		waitUntil(t, "the cycle's answers", func() bool { s := d.Stats(); return s.Answered == uint64(sent) })
+		waitFor(t, "the cycle's answers", func() bool { s := d.Stats(); return s.Answered == uint64(sent) })
 		s := d.Stats()
 		for _, ts := range s.Tenants {
 			if ts.Name == name && (ts.Base != base || ts.Received != 3 || ts.Answered != 3) {

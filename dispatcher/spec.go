@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -129,51 +130,21 @@ var (
 
 // withDefaults returns s with zero fields set to their defaults.
 func (s Spec) withDefaults() Spec {
-	if s.Workers == 0 {
-		s.Workers = DefaultWorkers
-	}
-	if s.Idle == "" {
-		s.Idle = IdleSpinThenPark
-	}
-	if s.Spin == 0 {
-		s.Spin = DefaultSpin
-	}
-	if s.DispatcherSpin == 0 {
-		s.DispatcherSpin = DefaultDispatcherSpin
-	}
-	if s.Burst == 0 {
-		s.Burst = DefaultBurst
-	}
-	if s.RingCapacity == 0 {
-		s.RingCapacity = DefaultRingCapacity
-	}
-	if s.MaxRequests == 0 {
-		s.MaxRequests = DefaultMaxRequests
-	}
-	if s.MinPayload == 0 {
-		s.MinPayload = DefaultMinPayload
-	}
-	if s.StatsInterval == 0 {
-		s.StatsInterval = DefaultStatsInterval
-	}
-	if s.DrainTimeout == 0 {
-		s.DrainTimeout = DefaultDrainTimeout
-	}
-	if s.LaneCapacity == 0 {
-		s.LaneCapacity = DefaultLaneCapacity
-	}
-	if s.LaneBuffers == 0 {
-		s.LaneBuffers = DefaultLaneBuffers
-	}
-	if s.InlineLimit == 0 {
-		s.InlineLimit = DefaultInlineLimit
-	}
-	if s.LaneProbation == 0 {
-		s.LaneProbation = DefaultLaneProbation
-	}
-	if s.InPlaceLimit == 0 {
-		s.InPlaceLimit = DefaultInPlaceLimit
-	}
+	s.Workers = cmp.Or(s.Workers, DefaultWorkers)
+	s.Idle = cmp.Or(s.Idle, IdleSpinThenPark)
+	s.Spin = cmp.Or(s.Spin, DefaultSpin)
+	s.DispatcherSpin = cmp.Or(s.DispatcherSpin, DefaultDispatcherSpin)
+	s.Burst = cmp.Or(s.Burst, DefaultBurst)
+	s.RingCapacity = cmp.Or(s.RingCapacity, DefaultRingCapacity)
+	s.MaxRequests = cmp.Or(s.MaxRequests, DefaultMaxRequests)
+	s.MinPayload = cmp.Or(s.MinPayload, DefaultMinPayload)
+	s.StatsInterval = cmp.Or(s.StatsInterval, DefaultStatsInterval)
+	s.DrainTimeout = cmp.Or(s.DrainTimeout, DefaultDrainTimeout)
+	s.LaneCapacity = cmp.Or(s.LaneCapacity, DefaultLaneCapacity)
+	s.LaneBuffers = cmp.Or(s.LaneBuffers, DefaultLaneBuffers)
+	s.InlineLimit = cmp.Or(s.InlineLimit, DefaultInlineLimit)
+	s.LaneProbation = cmp.Or(s.LaneProbation, DefaultLaneProbation)
+	s.InPlaceLimit = cmp.Or(s.InPlaceLimit, DefaultInPlaceLimit)
 	return s
 }
 

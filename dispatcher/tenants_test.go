@@ -70,18 +70,6 @@ func runTenants(t testing.TB, d *Dispatcher) func() (*Stats, error) {
 	return stop
 }
 
-// waitFor polls cond for up to 10 s.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // checkTenantAccounting asserts the per-tenant identity.
 func checkTenantAccounting(t testing.TB, s *Stats) {
 	t.Helper()
@@ -123,7 +111,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 	}
 	stop := runTenants(t, d)
 	dp.inject(header(1, 9, 0), portB) // b's classifier blocks on it
-	waitUntil(t, "b's classifier to block", func() bool { return gate.blocked.Load() == 1 })
+	waitFor(t, "b's classifier to block", func() bool { return gate.blocked.Load() == 1 })
 	for i := range 30 {
 		if i < 20 {
 			dp.inject(header(uint32(10+i), wire.TypeShort, 0), portA)
@@ -131,7 +119,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 		dp.inject(header(uint32(100+i), wire.TypeShort, 0), portB)
 	}
 	dp.inject(header(7, wire.TypeShort, 0), 3000) // nobody's
-	waitUntil(t, "a's 20 answers", func() bool { return dp.replyCount() >= 20 })
+	waitFor(t, "a's 20 answers", func() bool { return dp.replyCount() >= 20 })
 	time.Sleep(20 * time.Millisecond)
 	s := d.Stats()
 	a, b := tenantStat(t, s, "a"), tenantStat(t, s, "b")
@@ -145,7 +133,7 @@ func TestTenantRoutingAndIsolation(t *testing.T) {
 	}
 	checkTenantAccounting(t, s)
 	close(gate.gate)
-	waitUntil(t, "b's answers", func() bool { return tenantStat(t, d.Stats(), "b").Answered == 24 })
+	waitFor(t, "b's answers", func() bool { return tenantStat(t, d.Stats(), "b").Answered == 24 })
 	s, err = stop()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +176,7 @@ func TestTenantLifecycle(t *testing.T) {
 	}
 	feed(portA, 50)
 	feed(portB, 50)
-	waitUntil(t, "some of b's answers", func() bool { s := d.Stats(); return len(s.Tenants) > 1 && s.Tenants[1].Answered > 0 })
+	waitFor(t, "some of b's answers", func() bool { s := d.Stats(); return len(s.Tenants) > 1 && s.Tenants[1].Answered > 0 })
 	c := TenantSpec{Name: "c", Ports: []uint16{3000}, Classifier: HeaderClassifier{},
 		Share: darc.TenantConfig{NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames(), Workers: 1}}
 	base, err := d.AddTenant(ctx, c)
@@ -209,7 +197,7 @@ func TestTenantLifecycle(t *testing.T) {
 	}
 	feed(1001, 10)
 	feed(portB, 100) // queued behind a slow application: some are still queued when b goes
-	waitUntil(t, "b's packets to arrive", func() bool { return d.Stats().Received == uint64(sent.Load()) })
+	waitFor(t, "b's packets to arrive", func() bool { return d.Stats().Received == uint64(sent.Load()) })
 	if err := d.RemoveTenant(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +205,7 @@ func TestTenantLifecycle(t *testing.T) {
 		t.Fatalf("removing b twice: %v", err)
 	}
 	feed(portB, 5) // nobody's now
-	waitUntil(t, "the queues to drain", func() bool { s := d.Stats(); return s.InFlight == 0 && s.Received == uint64(sent.Load()) })
+	waitFor(t, "the queues to drain", func() bool { s := d.Stats(); return s.InFlight == 0 && s.Received == uint64(sent.Load()) })
 	s, err := stop()
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +251,7 @@ func TestTenantLanesDrainAtShutdown(t *testing.T) {
 	stop := runTenants(t, d)
 	dp.inject(header(1, 9, 0), portA)
 	dp.inject(header(2, 1, 0), portA)
-	waitUntil(t, "the classifier to block", func() bool { return gate.blocked.Load() == 1 })
+	waitFor(t, "the classifier to block", func() bool { return gate.blocked.Load() == 1 })
 	go func() { time.Sleep(300 * time.Millisecond); close(gate.gate) }()
 	s, err := stop()
 	if err != nil {
@@ -378,7 +366,7 @@ func TestTenantAutoIsolation(t *testing.T) {
 	send := func(typ uint32) {
 		before := b().Answered
 		dp.inject(header(1, typ, 0), portB)
-		waitUntil(t, "b's answer", func() bool { return b().Answered == before+1 })
+		waitFor(t, "b's answer", func() bool { return b().Answered == before+1 })
 	}
 	for _, c := range []struct {
 		typ         uint32

@@ -39,6 +39,14 @@ type Bounds struct {
 	// the p99.9 (with 1000, the p99.9 is one request's luck, and on a
 	// shared host good modules failed).
 	MinLatencySamples uint64
+	// MixDivergence: the server's type mix (each type's share of the
+	// tenant's requests, UNKNOWN included) may differ from the baseline's
+	// by at most this much, in total variation distance (half the sum of
+	// the shares' differences: 0 the same mix, 1 disjoint), on top of what
+	// sampling explains (three standard deviations of the difference of
+	// each share, summed and halved). Default 0.1. A module that types
+	// every request alike moves it by the share of the other types.
+	MixDivergence float64
 }
 
 // Limits of Bounds: the rates are fractions of requests, LatencyRatio a
@@ -57,7 +65,7 @@ func (b Bounds) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"fault rate", b.FaultRate}, {"unknown share", b.UnknownShare}, {"error rate", b.ErrorRate}} {
+	}{{"fault rate", b.FaultRate}, {"unknown share", b.UnknownShare}, {"error rate", b.ErrorRate}, {"mix divergence", b.MixDivergence}} {
 		if !(r.v >= 0 && r.v <= 1) {
 			return fmt.Errorf("fleet: bounds: %s %v: want a fraction in [0, 1]", r.name, r.v)
 		}
@@ -94,6 +102,9 @@ func (b Bounds) WithDefaults() Bounds {
 	if b.MinLatencySamples == 0 {
 		b.MinLatencySamples = 10000
 	}
+	if b.MixDivergence == 0 {
+		b.MixDivergence = 0.1
+	}
 	return b
 }
 
@@ -107,14 +118,20 @@ type Judgement struct {
 	ErrorRate, BaseErrorRate       float64
 	// Worst is the type whose p99.9 is furthest above the baseline's ("":
 	// none had samples enough), with both p99.9 in seconds.
-	Worst             string
-	P999, BaseP999    float64
-	LatencyCompared   int // types with samples enough on both sides
-	Pass              bool
-	Reasons           []string // why not, or why it passed
-	BaselineServers   int      // servers the baseline came from
-	BaselineRequests  uint64
-	BaselineOwnWindow bool // the baseline is this server's own window before its swap
+	Worst           string
+	P999, BaseP999  float64
+	LatencyCompared int // types with samples enough on both sides
+	// MixDivergence is the total variation distance between the server's
+	// type mix and the baseline's; MixAllowed what the bound and sampling
+	// allowed; MixType the type whose share moved most, with both shares.
+	MixDivergence, MixAllowed float64
+	MixType                   string
+	MixShare, BaseMixShare    float64
+	Pass                      bool
+	Reasons                   []string // why not, or why it passed
+	BaselineServers           int      // servers the baseline came from
+	BaselineRequests          uint64
+	BaselineOwnWindow         bool // the baseline is this server's own window before its swap
 }
 
 // judge compares a server's window on the new module with the baseline's.
@@ -135,6 +152,11 @@ func judge(name string, w, base window, b Bounds) Judgement {
 	}
 	if d := j.ErrorRate - j.BaseErrorRate; d > b.ErrorRate {
 		fails = append(fails, fmt.Sprintf("errors %s of requests, baseline %s (+%s > %s)", pct(j.ErrorRate), pct(j.BaseErrorRate), pct(d), pct(b.ErrorRate)))
+	}
+	j.MixDivergence, j.MixAllowed, j.MixType, j.MixShare, j.BaseMixShare = mixDivergence(w.types, base.types, b.MixDivergence)
+	if j.MixDivergence > j.MixAllowed {
+		fails = append(fails, fmt.Sprintf("type mix %.3f from the baseline's (> %.3f): %s %s of requests, baseline %s",
+			j.MixDivergence, j.MixAllowed, j.MixType, pct(j.MixShare), pct(j.BaseMixShare)))
 	}
 	types := make([]string, 0, len(w.latency))
 	for typ := range w.latency {
@@ -160,9 +182,9 @@ func judge(name string, w, base window, b Bounds) Judgement {
 	}
 	j.Pass = len(fails) == 0
 	if j.Pass {
-		j.Reasons = []string{fmt.Sprintf("faults +%s <= %s, UNKNOWN +%s <= %s, errors +%s <= %s, p99.9 of %d type(s) within %.3gx + %s",
+		j.Reasons = []string{fmt.Sprintf("faults +%s <= %s, UNKNOWN +%s <= %s, errors +%s <= %s, type mix %.3f <= %.3f, p99.9 of %d type(s) within %.3gx + %s",
 			pct(max(0, j.FaultRate-j.BaseFaultRate)), pct(b.FaultRate), pct(max(0, j.UnknownShare-j.BaseUnknownShare)), pct(b.UnknownShare),
-			pct(max(0, j.ErrorRate-j.BaseErrorRate)), pct(b.ErrorRate), j.LatencyCompared, b.LatencyRatio, b.LatencySlack)}
+			pct(max(0, j.ErrorRate-j.BaseErrorRate)), pct(b.ErrorRate), j.MixDivergence, j.MixAllowed, j.LatencyCompared, b.LatencyRatio, b.LatencySlack)}
 	} else {
 		j.Reasons = fails
 	}
@@ -189,4 +211,47 @@ func secs(s float64) string {
 		return fmt.Sprintf("%.3gms", float64(d)/1e6)
 	}
 	return strings.TrimSuffix(d.Round(time.Millisecond).String(), "0s")
+}
+
+// mixDivergence compares two type mixes (requests per type): their total
+// variation distance, what bound and sampling allow (bound plus three
+// standard deviations of each share's difference under the pooled mix,
+// summed and halved), and the type whose share moved most with both
+// shares. Two empty mixes are the same.
+func mixDivergence(a, b map[string]uint64, bound float64) (tvd, allowed float64, worst string, wa, wb float64) {
+	var na, nb float64
+	for _, n := range a {
+		na += float64(n)
+	}
+	for _, n := range b {
+		nb += float64(n)
+	}
+	if na == 0 || nb == 0 {
+		return 0, bound, "", 0, 0
+	}
+	types := map[string]bool{}
+	for t := range a {
+		types[t] = true
+	}
+	for t := range b {
+		types[t] = true
+	}
+	names := make([]string, 0, len(types))
+	for t := range types {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	var noise float64
+	move := -1.0
+	for _, t := range names {
+		pa, pb := float64(a[t])/na, float64(b[t])/nb
+		d := math.Abs(pa - pb)
+		tvd += d / 2
+		pooled := (float64(a[t]) + float64(b[t])) / (na + nb)
+		noise += 3 * math.Sqrt(pooled*(1-pooled)*(1/na+1/nb)) / 2
+		if d > move {
+			move, worst, wa, wb = d, t, pa, pb
+		}
+	}
+	return tvd, bound + noise, worst, wa, wb
 }

@@ -57,6 +57,7 @@ func TestJudge(t *testing.T) {
 		{"unknown", window{received: 5000, unknown: 500}, false, "UNKNOWN 10.00%"},
 		{"errors", window{received: 5000, errors: 50}, false, "errors 1.00%"},
 		{"idle", window{received: 10}, false, "fewer than the 100"},
+		{"faults past 100%", window{received: 5000, faults: 5100}, false, "classifier faults 100.00%"},
 		{"slow", window{received: 5000, latency: map[string]histogram{"default/SHORT": slow}}, false, "default/SHORT p99.9 9.98ms"},
 		{"slow but few samples", window{received: 5000, latency: map[string]histogram{"default/SHORT": hist(bounds, 10, 0, 0, 0, 0, 0, 0, 5)}}, true, "p99.9 of 0 type(s)"},
 	} {
@@ -111,12 +112,20 @@ func TestWaves(t *testing.T) {
 		}
 		return strings.Join(s, "|")
 	}
-	if g := got(p); g != "a|bcde" {
-		t.Errorf("default: %s", g)
+	if g := got(p); g != "a|bcd|e" {
+		t.Errorf("default (one control server): %s", g)
 	}
 	p.Canary, p.Wave = 2, 2
 	if g := got(p); g != "ab|cd|e" {
 		t.Errorf("canary 2 wave 2: %s", g)
+	}
+	p.Canary, p.Wave, p.Control = 1, 1, 2
+	if g := got(p); g != "a|b|c|de" || p.kind(3, p.Waves()) != "control" {
+		t.Errorf("canary 1 wave 1 control 2: %s", g)
+	}
+	p.Control = -1
+	if g := got(p); g != "a|b|c|d|e" || p.kind(4, p.Waves()) != "wave" {
+		t.Errorf("no control group: %s", g)
 	}
 	p.Canary = 9
 	if g := got(p); g != "abcde" {
@@ -159,5 +168,36 @@ func TestBoundsValidate(t *testing.T) {
 		if err := p.Validate(); (err == nil) != tc.ok {
 			t.Errorf("plan with %+v: %v, want ok %v", tc.b, err, tc.ok)
 		}
+	}
+}
+
+// TestMixDivergence: a module that types every request LONG where the
+// baseline sees half SHORT, half LONG fails on the type mix, however few
+// requests; the same mix with sampling noise passes.
+func TestMixDivergence(t *testing.T) {
+	b := Bounds{}.WithDefaults()
+	base := window{received: 2000, types: map[string]uint64{"UNKNOWN": 0, "SHORT": 1000, "LONG": 1000}}
+	for _, tc := range []struct {
+		name  string
+		types map[string]uint64
+		pass  bool
+	}{
+		{"same mix, noisy", map[string]uint64{"SHORT": 530, "LONG": 470}, true},
+		{"few, noisy", map[string]uint64{"SHORT": 60, "LONG": 40}, true},
+		{"all LONG", map[string]uint64{"LONG": 1000}, false},
+		{"all SHORT, few", map[string]uint64{"SHORT": 100}, false},
+		{"a third UNKNOWN", map[string]uint64{"UNKNOWN": 333, "SHORT": 333, "LONG": 334}, false},
+	} {
+		var n uint64
+		for _, c := range tc.types {
+			n += c
+		}
+		j := judge("s", window{received: n, unknown: tc.types["UNKNOWN"], types: tc.types}, base, Bounds{UnknownShare: 1}.WithDefaults())
+		if j.Pass != tc.pass {
+			t.Errorf("%s: divergence %.3f (allowed %.3f), pass %v, want %v: %v", tc.name, j.MixDivergence, j.MixAllowed, j.Pass, tc.pass, j.Reasons)
+		}
+	}
+	if d, _, worst, a, w := mixDivergence(map[string]uint64{"LONG": 10}, base.types, b.MixDivergence); d != 0.5 || worst != "LONG" || a != 1 || w != 0.5 {
+		t.Errorf("all LONG against half and half: %v, worst %s %v (%v)", d, worst, a, w)
 	}
 }

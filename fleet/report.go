@@ -14,8 +14,9 @@ func WritePlan(w io.Writer, p Plan, mod Module, before []ServerState) {
 	fmt.Fprintf(w, "roll out %s (sha256 %s, %d bytes) to tenant %s\n", mod.Reference, mod.SHA256, len(mod.Wasm), p.Tenant)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SERVER\tVERSION\tRUNNING SHA256\tWAVE")
+	waves := p.Waves()
 	wave := map[string]int{}
-	for i, ws := range p.Waves() {
+	for i, ws := range waves {
 		for _, s := range ws {
 			wave[s] = i + 1
 		}
@@ -29,36 +30,44 @@ func WritePlan(w io.Writer, p Plan, mod Module, before []ServerState) {
 		case s.SHA256 == mod.SHA256:
 			run += " (already the module)"
 		}
+		if !s.Provisional.IsZero() {
+			run += fmt.Sprintf(" (provisional until %s)", s.Provisional.Local().Format("15:04:05"))
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", s.Server, ver, run, wave[s.Server])
 	}
 	tw.Flush()
-	waves := p.Waves()
 	for i, ws := range waves {
-		kind := "canary"
-		if i > 0 {
-			kind = "wave"
+		kind := p.kind(i, waves)
+		note := ""
+		if kind == "control" {
+			note = " (kept on the old module as the baseline of every wave before; judged against its own last window on it)"
 		}
-		fmt.Fprintf(w, "wave %d (%s): %s, then bake %v\n", i+1, kind, strings.Join(ws, ", "), p.Bake)
+		fmt.Fprintf(w, "wave %d (%s): %s, then bake %v%s\n", i+1, kind, strings.Join(ws, ", "), p.Bake, note)
 	}
 	if len(waves) == 1 {
 		fmt.Fprintf(w, "first: observe every server on its running module for %v (no server stays on it to compare with)\n", p.Bake)
 	}
-	fmt.Fprintf(w, "bounds: faults +%s, UNKNOWN +%s, errors +%s over the baseline; p99.9 <= %.3gx baseline + %v (types with >= %d answers on both sides); >= %d requests per server\n",
-		pct(b.FaultRate), pct(b.UnknownShare), pct(b.ErrorRate), b.LatencyRatio, b.LatencySlack, b.MinLatencySamples, b.MinRequests)
+	fmt.Fprintf(w, "bounds: faults +%s, UNKNOWN +%s, errors +%s over the baseline, type mix within %.3g (plus sampling); p99.9 <= %.3gx baseline + %v (types with >= %d answers on both sides); >= %d requests per server; a wave whose faults or UNKNOWN cross their bound before its bake ends is judged at once\n",
+		pct(b.FaultRate), pct(b.UnknownShare), pct(b.ErrorRate), b.MixDivergence, b.LatencyRatio, b.LatencySlack, b.MinLatencySamples, b.MinRequests)
+	src := "each server's GET /status and GET /metrics"
+	if p.Prometheus != "" {
+		src = "Prometheus at " + p.Prometheus
+	}
+	fmt.Fprintf(w, "analysis from %s; swaps provisional (a server reverts by itself %v after the rollout last renewed it), confirmed once every wave passed\n",
+		src, p.confirmDeadline())
 }
 
 // Write prints the report: a table per wave with the verdict and why,
-// then the rollbacks.
+// then the rollbacks, then a summary that counts what the tables show.
 func (r *Report) Write(w io.Writer) {
 	for _, wv := range r.Waves {
-		kind := "canary"
-		if wv.Number > 1 {
-			kind = "wave"
+		fmt.Fprintf(w, "\nwave %d (%s): %s; baked %v; baseline: %s\n", wv.Number, or(wv.Kind, "wave"), strings.Join(wv.Servers, ", "), wv.Bake, or(wv.Baseline, "-"))
+		if wv.Aborted != "" {
+			fmt.Fprintf(w, "  stopped before the end of the bake: %s\n", wv.Aborted)
 		}
-		fmt.Fprintf(w, "\nwave %d (%s): %s; baked %v; baseline: %s\n", wv.Number, kind, strings.Join(wv.Servers, ", "), wv.Bake, or(wv.Baseline, "-"))
 		if len(wv.Judgements) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  SERVER\tREQUESTS\tFAULTS (BASE)\tUNKNOWN (BASE)\tERRORS (BASE)\tWORST P99.9 (BASE)\tVERDICT")
+			fmt.Fprintln(tw, "  SERVER\tREQUESTS\tFAULTS (BASE)\tUNKNOWN (BASE)\tERRORS (BASE)\tTYPE MIX (ALLOWED)\tWORST P99.9 (BASE)\tVERDICT")
 			for _, j := range wv.Judgements {
 				lat := "-"
 				if j.Worst != "" {
@@ -68,9 +77,9 @@ func (r *Report) Write(w io.Writer) {
 				if !j.Pass {
 					v = "FAIL"
 				}
-				fmt.Fprintf(tw, "  %s\t%d\t%s (%s)\t%s (%s)\t%s (%s)\t%s\t%s\n", j.Server, j.Requests,
+				fmt.Fprintf(tw, "  %s\t%d\t%s (%s)\t%s (%s)\t%s (%s)\t%.3f (%.3f)\t%s\t%s\n", j.Server, j.Requests,
 					pct(j.FaultRate), pct(j.BaseFaultRate), pct(j.UnknownShare), pct(j.BaseUnknownShare),
-					pct(j.ErrorRate), pct(j.BaseErrorRate), lat, v)
+					pct(j.ErrorRate), pct(j.BaseErrorRate), j.MixDivergence, j.MixAllowed, lat, v)
 			}
 			tw.Flush()
 			for _, j := range wv.Judgements {
@@ -88,25 +97,35 @@ func (r *Report) Write(w io.Writer) {
 			fmt.Fprintln(w, "verdict: FAIL")
 		}
 	}
+	rolledBack, failed := 0, 0
 	if len(r.Rollbacks) > 0 {
 		fmt.Fprintln(w, "\nrollback (each only if it still ran the new module):")
 		for _, rb := range r.Rollbacks {
 			if rb.Err != nil {
+				failed++
 				fmt.Fprintf(w, "  %s: FAILED: %v\n", rb.Server, rb.Err)
 			} else {
+				rolledBack++
 				fmt.Fprintf(w, "  %s: version %d, sha256 %.12s (as before the rollout)\n", rb.Server, rb.Version, rb.SHA256)
 			}
 		}
+	}
+	for _, u := range r.Unconfirmed {
+		fmt.Fprintf(w, "  %s: NOT CONFIRMED: %v (it reverts to its old module at the deadline)\n", u.Server, u.Err)
 	}
 	swapped := 0
 	for _, wv := range r.Waves {
 		swapped += len(wv.Swapped)
 	}
+	untouched := len(r.Before) - swapped
 	switch {
 	case r.Completed:
-		fmt.Fprintf(w, "\nrolled out: %d server(s) run %.12s (%d swapped)\n", len(r.Before), r.Module.SHA256, swapped)
+		fmt.Fprintf(w, "\nrolled out: %d server(s) run %.12s (%d swapped, confirmed)\n", len(r.Before), r.Module.SHA256, swapped)
+	case len(r.Unconfirmed) > 0:
+		fmt.Fprintf(w, "\npassed, not confirmed: %d of %d swapped server(s) could not be confirmed and revert at their deadline\n", len(r.Unconfirmed), swapped)
+	case failed > 0:
+		fmt.Fprintf(w, "\nstopped: %d server(s) swapped: %d rolled back, %d rollback(s) FAILED (see above); %d untouched\n", swapped, rolledBack, failed, untouched)
 	default:
-		untouched := len(r.Before) - swapped
 		fmt.Fprintf(w, "\nstopped: %d server(s) swapped and rolled back, %d untouched\n", swapped, untouched)
 	}
 }

@@ -29,83 +29,21 @@ type Module struct {
 	Reference string
 }
 
-// Plan is a rollout: which servers, in which waves, baked how long,
-// judged by which bounds.
-type Plan struct {
-	// Servers are the admin addresses, in rollout order.
-	Servers []string
-	// Tenant is the tenant whose classifier is replaced.
-	Tenant string
-	// Canary is the number of servers in the first wave (default 1).
-	Canary int
-	// Wave is the number of servers in each later wave (0: all the rest
-	// at once).
-	Wave int
-	// Bake is how long each wave runs the new module before it is judged.
-	Bake time.Duration
-	// Bounds judge each wave's servers against the baseline.
-	Bounds Bounds
-	// Token is the bearer token (the operator's or the tenant's).
-	Token string
-	// Timeout bounds each admin request (0: admin.DefaultTimeout).
-	Timeout time.Duration
-}
-
-// Waves splits the servers: the canaries, then waves of Wave.
-func (p Plan) Waves() [][]string {
-	canary := max(p.Canary, 1)
-	var out [][]string
-	rest := p.Servers
-	n := min(canary, len(rest))
-	out = append(out, rest[:n])
-	rest = rest[n:]
-	for len(rest) > 0 {
-		n := len(rest)
-		if p.Wave > 0 {
-			n = min(p.Wave, n)
-		}
-		out = append(out, rest[:n])
-		rest = rest[n:]
-	}
-	return out
-}
-
-// Validate checks the plan.
-func (p Plan) Validate() error {
-	switch {
-	case len(p.Servers) == 0:
-		return errors.New("fleet: no servers")
-	case p.Tenant == "":
-		return errors.New("fleet: no tenant")
-	case p.Canary < 0 || p.Wave < 0:
-		return fmt.Errorf("fleet: canary %d, wave %d: want >= 0", p.Canary, p.Wave)
-	case p.Bake <= 0:
-		return fmt.Errorf("fleet: bake %v: want > 0", p.Bake)
-	}
-	if err := p.Bounds.Validate(); err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for _, s := range p.Servers {
-		if seen[s] {
-			return fmt.Errorf("fleet: server %s listed twice", s)
-		}
-		seen[s] = true
-	}
-	return nil
-}
-
 // ServerState is a server's tenant before the rollout.
 type ServerState struct {
 	Server  string
 	SHA256  string
 	Version int
-	Err     error // unreachable, no such tenant...
+	// Provisional is set while the tenant's last swap awaits its
+	// confirmation: the deadline.
+	Provisional time.Time
+	Err         error // unreachable, no such tenant...
 }
 
 // Wave is one wave's outcome.
 type Wave struct {
 	Number  int
+	Kind    string // canary, wave or control
 	Servers []string
 	// Swapped: servers this wave swapped (a server already running the
 	// module is not swapped, nor rolled back).
@@ -116,8 +54,12 @@ type Wave struct {
 	Pass       bool
 	// Err is why the wave could not be judged (a swap refused, a server
 	// unreachable), if so.
-	Err  error
-	Bake time.Duration
+	Err error
+	// Bake is how long the wave ran before it was judged; Aborted says
+	// that its faults or UNKNOWN share crossed a bound before the bake's
+	// end, whatever the rest of it would have brought.
+	Bake    time.Duration
+	Aborted string
 }
 
 // RollbackResult is one server's rollback.
@@ -135,7 +77,10 @@ type Report struct {
 	Before    []ServerState
 	Waves     []Wave
 	Rollbacks []RollbackResult
-	// Completed: every server runs the module.
+	// Unconfirmed are the servers whose final confirmation failed (they
+	// revert to their old module at the deadline).
+	Unconfirmed []RollbackResult
+	// Completed: every server runs the module, confirmed.
 	Completed bool
 }
 
@@ -150,8 +95,9 @@ type member struct {
 	// on: runs the new module (swapped by this rollout, or already).
 	on      bool
 	swapped bool
-	// promoted: swapped in a wave that passed.
-	promoted bool
+	// until is the deadline of its provisional swap, renewed while the
+	// rollout runs.
+	until time.Time
 	// lastOld is the server's last window on the old module.
 	lastOld *window
 }
@@ -200,16 +146,31 @@ func (m *member) inspect(ctx context.Context, tenant string) ServerState {
 		st.Err = fmt.Errorf("tenant %q runs a native classifier", tenant)
 	default:
 		st.SHA256, st.Version = ti.SHA256, ti.Version
+		if ti.Provisional != nil {
+			st.Provisional, _ = time.Parse(time.RFC3339Nano, ti.Provisional.Until)
+		}
 	}
 	return st
 }
 
+// rollout is one Run.
+type rollout struct {
+	p        Plan
+	mod      Module
+	ms       []*member
+	prom     *promSource
+	progress Progress
+}
+
 // Run rolls mod out by plan: the canaries are swapped (compare-and-swap
-// on the module each ran), baked and judged against the servers still on
-// the old module; if they pass, the next wave, and so on. The first wave
-// that fails, or a swap refused, stops the rollout and rolls every server
-// it swapped back, each only if it still runs mod. The report says what
-// happened; the error is nil only when every server runs mod.
+// on the module each ran, provisionally: a server rolls back by itself
+// unless the rollout confirms in time), baked and judged against the
+// servers still on the old module; if they pass, the next wave, and so on
+// to the control group. The first wave that fails, or a swap refused,
+// stops the rollout and rolls every server it swapped back, each only if
+// it still runs mod. Every swap is confirmed once every wave passed. The
+// report says what happened; the error is nil only when every server runs
+// mod.
 func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
@@ -218,6 +179,12 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 	ms, err := members(p)
 	if err != nil {
 		return nil, err
+	}
+	r := &rollout{p: p, mod: mod, ms: ms, progress: progress}
+	if p.Prometheus != "" {
+		if r.prom, err = newPromSource(p.Prometheus, p.Timeout); err != nil {
+			return nil, err
+		}
 	}
 	rep := &Report{Module: mod, Tenant: p.Tenant}
 	for _, m := range ms {
@@ -246,67 +213,102 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 		// Nobody stays on the old module to compare with: observe the
 		// servers on it first.
 		progress("observing %d server(s) on the running module for %v (the baseline)\n", len(ms), p.Bake)
-		if err := observeOld(ctx, ms, p); err != nil {
+		if err := r.observeOld(ctx); err != nil {
 			return rep, fmt.Errorf("fleet: baseline: %w (nothing was changed)", err)
 		}
 	}
 	for i, addrs := range waves {
-		w := Wave{Number: i + 1, Servers: addrs, Bake: p.Bake}
+		w := Wave{Number: i + 1, Kind: p.kind(i, waves), Servers: addrs, Bake: p.Bake}
 		var wave []*member
 		for _, a := range addrs {
 			wave = append(wave, byAddr[a])
 		}
-		w.Err = swapWave(ctx, wave, p, mod, &w, progress)
+		w.Err = r.swapWave(ctx, wave, &w)
 		switch {
 		case w.Err != nil:
 		case len(w.Swapped) == 0:
 			w.Pass, w.Baseline = true, "none: every server of the wave already ran the module"
 		default:
-			w.Err = bake(ctx, ms, wave, p, mod, &w, progress)
+			w.Err = r.bake(ctx, wave, &w)
 		}
 		rep.Waves = append(rep.Waves, w)
 		if w.Err != nil || !w.Pass {
-			return rep, rollback(ctx, ms, p, mod, rep, progress)
+			return rep, r.rollback(ctx, rep)
 		}
-		for _, m := range wave {
-			m.promoted = m.swapped
-		}
+	}
+	r.confirmAll(ctx, rep)
+	if len(rep.Unconfirmed) > 0 {
+		return rep, fmt.Errorf("fleet: rollout passed, but %d server(s) could not be confirmed: they revert to their old module at the deadline", len(rep.Unconfirmed))
 	}
 	rep.Completed = true
 	return rep, nil
 }
 
-// swapWave swaps the wave's servers still on their original module.
-func swapWave(ctx context.Context, wave []*member, p Plan, mod Module, w *Wave, progress Progress) error {
-	opts := admin.SwapOptions{}
-	if isRef(mod.Reference) {
-		opts.Reference = mod.Reference
+// swapWave swaps the wave's servers still on their original module,
+// provisionally.
+func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
+	opts := admin.SwapOptions{Provisional: r.p.confirmDeadline()}
+	if isRef(r.mod.Reference) {
+		opts.Reference = r.mod.Reference
 	}
 	for _, m := range wave {
 		if m.on {
-			progress("wave %d: %s already runs %.12s: not swapped\n", w.Number, m.addr, mod.SHA256)
+			r.progress("wave %d: %s already runs %.12s: not swapped\n", w.Number, m.addr, r.mod.SHA256)
 			continue
 		}
 		o := opts
 		o.ExpectSHA256, o.ExpectVersion = m.orig.SHA256, m.orig.Version
-		res, err := m.admin.PushClassifierIf(ctx, p.Tenant, mod.Wasm, p.Token, o)
+		res, err := m.admin.PushClassifierIf(ctx, r.p.Tenant, r.mod.Wasm, r.p.Token, o)
 		if err != nil {
 			return fmt.Errorf("swap %s: %w", m.addr, err)
 		}
-		m.on, m.swapped = true, true
+		m.on, m.swapped, m.until = true, true, time.Now().Add(opts.Provisional)
 		w.Swapped = append(w.Swapped, m.addr)
-		progress("wave %d: %s swapped: version %d -> %d (sha256 %.12s -> %.12s)\n", w.Number, m.addr, m.orig.Version, res.Version, m.orig.SHA256, res.SHA256)
+		r.progress("wave %d: %s swapped: version %d -> %d (sha256 %.12s -> %.12s), provisional for %v\n",
+			w.Number, m.addr, m.orig.Version, res.Version, m.orig.SHA256, res.SHA256, opts.Provisional)
 	}
 	return nil
 }
 
 func isRef(s string) bool { return len(s) > 6 && s[:6] == "oci://" }
 
-// snapAll snapshots the servers.
-func snapAll(ctx context.Context, ms []*member, tenant string) (map[*member]snapshot, error) {
+// renew extends the provisional swaps past half their deadline.
+func (r *rollout) renew(ctx context.Context) error {
+	d := r.p.confirmDeadline()
+	for _, m := range r.ms {
+		if !m.swapped || time.Until(m.until) > d/2 {
+			continue
+		}
+		if _, err := m.admin.Confirm(ctx, r.p.Tenant, r.p.Token, r.mod.SHA256, d); err != nil {
+			return fmt.Errorf("%s: renew the provisional swap: %w", m.addr, err)
+		}
+		m.until = time.Now().Add(d)
+	}
+	return nil
+}
+
+// confirmAll confirms every swap for good.
+func (r *rollout) confirmAll(ctx context.Context, rep *Report) {
+	for _, m := range r.ms {
+		if !m.swapped {
+			continue
+		}
+		res, err := m.admin.Confirm(ctx, r.p.Tenant, r.p.Token, r.mod.SHA256, 0)
+		if err != nil {
+			rep.Unconfirmed = append(rep.Unconfirmed, RollbackResult{Server: m.addr, Version: res.Version, SHA256: res.SHA256, Err: err})
+			r.progress("confirm %s: %v\n", m.addr, err)
+			continue
+		}
+		r.progress("confirmed %s: version %d, sha256 %.12s\n", m.addr, res.Version, res.SHA256)
+	}
+}
+
+// snapAll snapshots the servers (full: see take), at one moment.
+func (r *rollout) snapAll(ctx context.Context, full bool) (map[*member]snapshot, error) {
 	out := map[*member]snapshot{}
-	for _, m := range ms {
-		s, err := take(ctx, m, tenant, true)
+	at := time.Now()
+	for _, m := range r.ms {
+		s, err := take(ctx, m, r.p.Tenant, full, r.prom, at)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.addr, err)
 		}
@@ -315,10 +317,11 @@ func snapAll(ctx context.Context, ms []*member, tenant string) (map[*member]snap
 	return out, nil
 }
 
-// sleep waits d, reporting progress every second, unless ctx ends.
-func sleep(ctx context.Context, d time.Duration, tick func(elapsed time.Duration)) error {
+// wait waits d unless ctx ends, calling tick every r.p.tick() with the
+// time elapsed; a tick that returns true ends the wait early.
+func (r *rollout) wait(ctx context.Context, d time.Duration, tick func(elapsed time.Duration) (bool, error)) error {
 	start := time.Now()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(r.p.tick())
 	defer t.Stop()
 	end := time.NewTimer(d)
 	defer end.Stop()
@@ -329,34 +332,58 @@ func sleep(ctx context.Context, d time.Duration, tick func(elapsed time.Duration
 		case <-end.C:
 			return nil
 		case <-t.C:
-			tick(time.Since(start))
+			if err := r.renew(ctx); err != nil {
+				return err
+			}
+			if stop, err := tick(time.Since(start)); err != nil || stop {
+				return err
+			}
 		}
 	}
 }
 
 // observeOld records a window of every server on the old module.
-func observeOld(ctx context.Context, ms []*member, p Plan) error {
-	a, err := snapAll(ctx, ms, p.Tenant)
+func (r *rollout) observeOld(ctx context.Context) error {
+	a, err := r.snapAll(ctx, true)
 	if err != nil {
 		return err
 	}
-	if err := sleep(ctx, p.Bake, func(time.Duration) {}); err != nil {
+	if err := r.wait(ctx, r.p.Bake, func(time.Duration) (bool, error) { return false, nil }); err != nil {
 		return err
 	}
-	b, err := snapAll(ctx, ms, p.Tenant)
+	b, err := r.snapAll(ctx, true)
 	if err != nil {
 		return err
 	}
-	for _, m := range ms {
+	for _, m := range r.ms {
 		w := between(a[m], b[m])
 		m.lastOld = &w
 	}
 	return nil
 }
 
-// bake runs the wave for p.Bake and judges its servers.
-func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, progress Progress) error {
-	a, err := snapAll(ctx, ms, p.Tenant)
+// oldWindows returns the pooled window of the servers still on the old
+// module between a and b (recording each one's as its last), and how many
+// there are.
+func (r *rollout) oldWindows(a, b map[*member]snapshot) (window, int) {
+	var base window
+	n := 0
+	for _, m := range r.ms {
+		if b[m].sha != r.mod.SHA256 && !m.on {
+			wn := between(a[m], b[m])
+			m.lastOld = &wn
+			base = base.plus(wn)
+			n++
+		}
+	}
+	return base, n
+}
+
+// bake runs the wave for the plan's bake, or until its faults or UNKNOWN
+// share cross their bound whatever the rest of the bake brings, and
+// judges its servers.
+func (r *rollout) bake(ctx context.Context, wave []*member, w *Wave) error {
+	a, err := r.snapAll(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -364,58 +391,52 @@ func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, 
 	for _, m := range wave {
 		inWave[m] = true
 	}
-	err = sleep(ctx, p.Bake, func(el time.Duration) {
-		// Every server is asked, not only the wave's: reading a server
+	start := time.Now()
+	err = r.wait(ctx, r.p.Bake, func(el time.Duration) (bool, error) {
+		// Every server is read, not only the wave's: reading a server
 		// costs it a little, and the comparison must not charge one side.
+		now, err := r.snapAll(ctx, false)
+		if err != nil {
+			return false, err
+		}
+		base, _ := r.oldWindows(a, now)
 		var got, faults uint64
-		for _, m := range ms {
-			s, err := take(ctx, m, p.Tenant, false)
-			if err == nil && inWave[m] {
-				got += s.received - min(s.received, a[m].received)
-				faults += s.faults - min(s.faults, a[m].faults)
+		for _, m := range wave {
+			if !m.swapped {
+				continue
+			}
+			cur := between(a[m], now[m])
+			got += cur.received
+			faults += cur.faults
+			if why := r.doomed(cur, base, el); why != "" {
+				w.Aborted = fmt.Sprintf("%s after %v of %v: %s", m.addr, el.Round(10*time.Millisecond), r.p.Bake, why)
+				r.progress("wave %d: stopped early: %s\n", w.Number, w.Aborted)
+				return true, nil
 			}
 		}
-		progress("wave %d: baking %v/%v: %d requests on the new module so far, %d classifier faults\n", w.Number, el.Round(time.Second), p.Bake, got, faults)
+		r.progress("wave %d: baking %v/%v: %d requests on the new module so far, %d classifier faults\n",
+			w.Number, el.Round(100*time.Millisecond), r.p.Bake, got, faults)
+		return false, nil
 	})
 	if err != nil {
 		return err
 	}
-	b, err := snapAll(ctx, ms, p.Tenant)
+	w.Bake = time.Since(start).Round(10 * time.Millisecond)
+	b, err := r.snapAll(ctx, true)
 	if err != nil {
 		return err
 	}
-	var base, promoted window
-	old, prom := 0, 0
-	for _, m := range ms {
-		switch {
-		case b[m].sha != mod.SHA256 && !m.on:
-			wn := between(a[m], b[m])
-			m.lastOld = &wn
-			base = base.plus(wn)
-			old++
-		case m.promoted && b[m].sha == mod.SHA256:
-			promoted = promoted.plus(between(a[m], b[m]))
-			prom++
-		}
-	}
-	own := false
-	switch {
-	case old > 0:
-		w.Baseline = fmt.Sprintf("%d server(s) on the old module, same window", old)
-	case prom > 0:
-		// Nobody is left on the old module: the servers that already
-		// passed on the new one, in the same window, so that the host's
-		// noise over time is not blamed on this wave.
-		base, old = promoted, prom
-		w.Baseline = fmt.Sprintf("%d server(s) that passed on the new module in earlier waves, same window", prom)
-	default:
-		own = true
+	base, old := r.oldWindows(a, b)
+	own := old == 0
+	if own {
 		w.Baseline = "each server's own last window on the old module"
+	} else {
+		w.Baseline = fmt.Sprintf("%d server(s) on the old module, same window", old)
 	}
 	w.Pass = true
 	for _, m := range wave {
-		if b[m].sha != mod.SHA256 {
-			return fmt.Errorf("%s: tenant %s runs %.12s now, not the module rolled out: changed by someone else during the bake", m.addr, p.Tenant, b[m].sha)
+		if b[m].sha != r.mod.SHA256 {
+			return fmt.Errorf("%s: tenant %s runs %.12s now, not the module rolled out: changed by someone else during the bake", m.addr, r.p.Tenant, b[m].sha)
 		}
 		if !m.swapped {
 			continue // already ran the module: not this rollout's to judge
@@ -427,7 +448,7 @@ func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, 
 			}
 			bw = *m.lastOld
 		}
-		j := judge(m.addr, between(a[m], b[m]), bw, p.Bounds)
+		j := judge(m.addr, between(a[m], b[m]), bw, r.p.Bounds)
 		j.BaselineServers, j.BaselineOwnWindow = old, own
 		w.Judgements = append(w.Judgements, j)
 		w.Pass = w.Pass && j.Pass
@@ -435,31 +456,60 @@ func bake(ctx context.Context, ms, wave []*member, p Plan, mod Module, w *Wave, 
 	return nil
 }
 
+// doomed says why a server's window so far, el into the bake, already
+// fails: its faults or UNKNOWN requests, which can only grow, exceed the
+// baseline's rate plus the bound even over all the requests the whole
+// bake would bring at the rate seen so far ("" when not, or when it saw
+// fewer requests than the bounds need to judge).
+func (r *rollout) doomed(cur, base window, el time.Duration) string {
+	b := r.p.Bounds
+	if cur.received < b.MinRequests || el <= 0 {
+		return ""
+	}
+	expect := float64(cur.received) * max(1, float64(r.p.Bake)/float64(el))
+	for _, c := range []struct {
+		what  string
+		n     uint64
+		base  float64
+		bound float64
+	}{
+		{"classifier faults", cur.faults, ratio(base.faults, base.received), b.FaultRate},
+		{"UNKNOWN", cur.unknown, ratio(base.unknown, base.received), b.UnknownShare},
+	} {
+		n := min(c.n, cur.received) // counters read apart may disagree by a little
+		if least := float64(n) / expect; least > c.base+c.bound {
+			return fmt.Sprintf("%s on %d of %d requests so far: at least %s of the whole bake's, baseline %s (+%s > %s)",
+				c.what, n, cur.received, pct(least), pct(c.base), pct(least-c.base), pct(c.bound))
+		}
+	}
+	return ""
+}
+
 // rollback rolls every swapped server back, each only if it still runs
 // mod (compare-and-swap), and checks it runs its original module again.
-func rollback(ctx context.Context, ms []*member, p Plan, mod Module, rep *Report, progress Progress) error {
+func (r *rollout) rollback(ctx context.Context, rep *Report) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted rollout still rolls back
 	incomplete := false
-	for _, m := range ms {
+	for _, m := range r.ms {
 		if !m.swapped {
 			continue
 		}
-		r := RollbackResult{Server: m.addr}
-		res, err := m.admin.RollbackIf(ctx, p.Tenant, p.Token, admin.SwapOptions{ExpectSHA256: mod.SHA256})
+		rb := RollbackResult{Server: m.addr}
+		res, err := m.admin.RollbackIf(ctx, r.p.Tenant, r.p.Token, admin.SwapOptions{ExpectSHA256: r.mod.SHA256})
 		switch {
 		case err != nil:
-			r.Err = err
+			rb.Err = err
 		case res.SHA256 != m.orig.SHA256:
-			r.Err = fmt.Errorf("rolled back to %.12s, not the %.12s it ran before", res.SHA256, m.orig.SHA256)
+			rb.Err = fmt.Errorf("rolled back to %.12s, not the %.12s it ran before", res.SHA256, m.orig.SHA256)
 		}
-		r.Version, r.SHA256 = res.Version, res.SHA256
-		if r.Err != nil {
+		rb.Version, rb.SHA256 = res.Version, res.SHA256
+		if rb.Err != nil {
 			incomplete = true
-			progress("rollback %s: %v\n", m.addr, r.Err)
+			r.progress("rollback %s: %v (unconfirmed, it reverts by itself by %s if it still runs the module)\n", m.addr, rb.Err, m.until.Format("15:04:05"))
 		} else {
-			progress("rollback %s: version %d, sha256 %.12s again\n", m.addr, r.Version, r.SHA256)
+			r.progress("rollback %s: version %d, sha256 %.12s again\n", m.addr, rb.Version, rb.SHA256)
 		}
-		rep.Rollbacks = append(rep.Rollbacks, r)
+		rep.Rollbacks = append(rep.Rollbacks, rb)
 	}
 	if incomplete {
 		return ErrRollbackIncomplete

@@ -167,7 +167,10 @@ func TestRolloutMeetsAnotherChange(t *testing.T) {
 	}
 	var out strings.Builder
 	rep.Write(&out)
-	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "conflict") {
+	// The summary counts what the table shows: one swapped, its rollback
+	// refused, one untouched.
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "conflict") ||
+		!strings.Contains(out.String(), "stopped: 1 server(s) swapped: 0 rolled back, 1 rollback(s) FAILED (see above); 1 untouched") {
 		t.Errorf("report:\n%s", out.String())
 	}
 }
@@ -189,5 +192,64 @@ func TestRolloutNeedsTraffic(t *testing.T) {
 	after, _ := Inspect(context.Background(), p)
 	if after[0].Version != 3 || after[0].SHA256 == mod.SHA256 || after[1].Version != 1 {
 		t.Fatalf("after: %+v", after)
+	}
+}
+
+// TestRolloutStopsMisclassifiers: modules that type every request LONG, or
+// every request SHORT, never fault and classify nothing UNKNOWN; the
+// canary's type mix gives them away against the servers still on the old
+// module, and they are rolled back. A module that traps on LONG is stopped
+// before half its bake. The servers end on the module they started with,
+// confirmed.
+func TestRolloutStopsMisclassifiers(t *testing.T) {
+	var servers []string
+	for range 3 {
+		addr, dp := startServerDP(t, "tok")
+		traffic(t, dp)
+		servers = append(servers, addr)
+	}
+	p := Plan{Servers: servers, Tenant: server.DefaultTenant, Bake: 2 * time.Second, Token: "tok"}
+	before, _ := Inspect(context.Background(), p)
+	for _, tc := range []struct {
+		module, why string
+	}{
+		{"wat/pspheader_alllong.wasm", "type mix"},
+		{"wat/pspheader_allshort.wasm", "type mix"},
+		{"wat/pspheader_faultlong.wasm", "classifier faults"},
+	} {
+		rep, err := Run(context.Background(), p, module(t, tc.module), nil)
+		var out strings.Builder
+		if rep != nil {
+			rep.Write(&out)
+		}
+		if !errors.Is(err, ErrRolledBack) || len(rep.Waves) != 1 || !strings.Contains(out.String(), tc.why) ||
+			!strings.Contains(out.String(), "stopped: 1 server(s) swapped and rolled back, 2 untouched") {
+			t.Fatalf("%s: %v\n%s", tc.module, err, out.String())
+		}
+		if tc.why == "classifier faults" && (rep.Waves[0].Aborted == "" || rep.Waves[0].Bake >= p.Bake/2) {
+			t.Errorf("%s: baked %v of %v (aborted %q): want it stopped before half", tc.module, rep.Waves[0].Bake, p.Bake, rep.Waves[0].Aborted)
+		}
+		t.Logf("%s:\n%s", tc.module, out.String())
+	}
+	after, _ := Inspect(context.Background(), p)
+	for i := range after {
+		if after[i].SHA256 != before[i].SHA256 || !after[i].Provisional.IsZero() {
+			t.Errorf("%s ends on %.12s (provisional %v), started on %.12s", after[i].Server, after[i].SHA256, after[i].Provisional, before[i].SHA256)
+		}
+	}
+	// A good module reaches every server, the control group last, and is
+	// confirmed.
+	good := module(t, "wat/pspheader.wasm")
+	rep, err := Run(context.Background(), p, good, nil)
+	var out strings.Builder
+	rep.Write(&out)
+	if err != nil || !rep.Completed || len(rep.Waves) != 3 || rep.Waves[2].Kind != "control" || !strings.Contains(rep.Waves[1].Baseline, "1 server(s) on the old module") {
+		t.Fatalf("good module: %v\n%s", err, out.String())
+	}
+	after, _ = Inspect(context.Background(), p)
+	for _, s := range after {
+		if s.SHA256 != good.SHA256 || !s.Provisional.IsZero() {
+			t.Errorf("%s after the rollout: %.12s, provisional %v", s.Server, s.SHA256, s.Provisional)
+		}
 	}
 }

@@ -23,10 +23,11 @@ type snapshot struct {
 	at       time.Time
 	sha      string // the tenant's running module
 	version  int
-	received uint64 // requests classified into the tenant's types
-	unknown  uint64 // of which UNKNOWN (the tenant's)
-	faults   uint64 // packets the classifier faulted on (every kind)
-	errors   uint64 // drops for app, panic, tx_error, classifier_fault
+	received uint64            // requests classified into the tenant's types
+	unknown  uint64            // of which UNKNOWN (the tenant's)
+	faults   uint64            // packets the classifier faulted on (every kind)
+	errors   uint64            // drops for app, panic, tx_error, classifier_fault
+	types    map[string]uint64 // requests typed, per type (the mix)
 	latency  map[string]histogram
 }
 
@@ -105,14 +106,21 @@ func (h histogram) quantile(q float64) float64 {
 	return h.bounds[len(h.bounds)-1]
 }
 
-// take reads a server's status for tenant, and its metrics (the latency
-// histograms) when withLatency.
-func take(ctx context.Context, s *member, tenant string, withLatency bool) (snapshot, error) {
+// take reads a server's tenant: its module from GET /status, and its
+// counters from the status and GET /metrics, or from Prometheus when prom
+// is set. A full snapshot bounds a window: it has the latency histograms
+// and, from Prometheus, waits for a scrape at or after its moment; the
+// others follow a bake's progress. at is the moment Prometheus's values
+// are taken for (the status and metrics are read now).
+func take(ctx context.Context, s *member, tenant string, full bool, prom *promSource, at time.Time) (snapshot, error) {
 	st, err := s.admin.Status(ctx)
 	if err != nil {
 		return snapshot{}, err
 	}
-	snap := snapshot{at: time.Now()}
+	snap := snapshot{at: time.Now(), types: map[string]uint64{}}
+	if prom != nil {
+		snap.at = at
+	}
 	ti, ok := findTenant(st, tenant)
 	if !ok {
 		return snapshot{}, fmt.Errorf("%s: no tenant %q (tenants: %s)", s.addr, tenant, tenantNames(st))
@@ -121,22 +129,39 @@ func take(ctx context.Context, s *member, tenant string, withLatency bool) (snap
 		return snapshot{}, fmt.Errorf("%s: tenant %q runs a native classifier: nothing to roll out to", s.addr, tenant)
 	}
 	snap.sha, snap.version = ti.SHA256, ti.Version
+	types := tenantTypes(st, tenant)
+	if prom != nil {
+		unknown := ""
+		for _, ts := range st.Types {
+			if isUnknown(tenant, ts) {
+				unknown = ts.Name
+			}
+		}
+		if err := prom.counters(ctx, s.addr, tenant, types, unknown, full, &snap); err != nil {
+			return snapshot{}, err
+		}
+		return snap, nil
+	}
 	for _, n := range ti.Faults {
 		snap.faults += n
 	}
-	types := tenantTypes(st, tenant)
 	for _, ts := range st.Types {
 		if !types[ts.Name] {
 			continue
 		}
-		snap.received += ts.Received
+		// A packet the tenant's classifier lane had no room for is
+		// counted received on its UNKNOWN and dropped (classifier_busy):
+		// overload, not a request the classifier typed.
+		typed := ts.Received - min(ts.Received, ts.Drops.ClassifierBusy)
+		snap.received += typed
+		snap.types[ts.Name] += typed
 		if isUnknown(tenant, ts) {
-			snap.unknown += ts.Received
+			snap.unknown += typed
 		}
 		d := ts.Drops
 		snap.errors += d.App + d.Panic + d.TxError + d.ClassifierFault
 	}
-	if !withLatency {
+	if !full {
 		return snap, nil
 	}
 	text, err := s.admin.Metrics(ctx)
@@ -227,6 +252,7 @@ func latencies(text []byte, types map[string]bool) (map[string]histogram, error)
 // servers (parts holds each one's).
 type window struct {
 	received, unknown, faults, errors uint64
+	types                             map[string]uint64
 	latency                           map[string]histogram
 	dur                               time.Duration
 	parts                             []window
@@ -254,7 +280,10 @@ func (w window) p999(typ string, min uint64) (float64, bool) {
 func between(a, b snapshot) window {
 	d := func(x, y uint64) uint64 { return y - min(x, y) }
 	w := window{received: d(a.received, b.received), unknown: d(a.unknown, b.unknown), faults: d(a.faults, b.faults),
-		errors: d(a.errors, b.errors), latency: map[string]histogram{}, dur: b.at.Sub(a.at)}
+		errors: d(a.errors, b.errors), types: map[string]uint64{}, latency: map[string]histogram{}, dur: b.at.Sub(a.at)}
+	for typ, n := range b.types {
+		w.types[typ] = d(a.types[typ], n)
+	}
 	for typ, h := range b.latency {
 		w.latency[typ] = h.sub(a.latency[typ])
 	}
@@ -264,7 +293,12 @@ func between(a, b snapshot) window {
 // plus adds windows (the baseline servers').
 func (w window) plus(o window) window {
 	out := window{received: w.received + o.received, unknown: w.unknown + o.unknown, faults: w.faults + o.faults,
-		errors: w.errors + o.errors, latency: map[string]histogram{}, dur: max(w.dur, o.dur)}
+		errors: w.errors + o.errors, types: map[string]uint64{}, latency: map[string]histogram{}, dur: max(w.dur, o.dur)}
+	for _, src := range []map[string]uint64{w.types, o.types} {
+		for typ, n := range src {
+			out.types[typ] += n
+		}
+	}
 	for typ, h := range w.latency {
 		out.latency[typ] = h
 	}
@@ -285,9 +319,12 @@ func (w window) partsOrSelf() []window {
 	return []window{w}
 }
 
+// ratio is n/of, at most 1: the counters are read apart (a packet may be
+// counted faulting before it is counted received), and a share of
+// requests over 100% means nothing.
 func ratio(n, of uint64) float64 {
 	if of == 0 {
 		return 0
 	}
-	return float64(n) / float64(of)
+	return min(1, float64(n)/float64(of))
 }

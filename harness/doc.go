@@ -39,8 +39,11 @@
 //     sample of the live tail's size would show (Problem), the live tail
 //     is the policy's, not the host's; Contrasts, the other policy's
 //     replay of the same requests, show the comparison tells policies
-//     apart.
-//     tests/TestLiveTailsMatchSimulator checks it.
+//     apart. A run over TCP is replayed on its connections (replies in
+//     order per connection; each request pays its own overhead before
+//     its reply waits: ConnSlowdownQuantile), and also without them
+//     (WithoutConns). tests/TestLiveTailsMatchSimulator and
+//     TestLiveTCPTailsMatchSimulator check it.
 //   - WriteCharts, WriteTimelines: the charts of a set of points.
 //   - Experiments: the paper's figures and tables (psp experiment NAME),
 //     each a simulation of the paper's testbed (TestbedRTT,

@@ -161,7 +161,7 @@ func (x *expRun) table(t Table) { x.res.Tables = append(x.res.Tables, t) }
 func Experiments() []Experiment {
 	return []Experiment{
 		expFig1(), expFig3(), expFig3Live(), expFig4(), expFig7(), expFig7Live(),
-		expFig9(), expFig10(), expTPCC(), expRocksDB(), expDefaults(),
+		expFig9(), expFig10(), expTPCC(), expRocksDB(), expRedis(), expDefaults(),
 	}
 }
 

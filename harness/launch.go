@@ -102,32 +102,20 @@ func (e Exec) Launch(ctx context.Context, spec ServerSpec) (*RunningServer, erro
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	child, err := startChild(cmd)
+	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start server %s %s: %w", exe, strings.Join(args, " "), err)
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop := func() error {
 		defer log.Close()
-		select {
-		case <-exited:
-			return waitErr
-		default:
+		if err := child.stop(); err != nil {
+			return fmt.Errorf("server: %w", err)
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-			return waitErr
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			return errors.New("server did not stop within 10s of SIGTERM: killed")
-		}
+		return nil
 	}
 	rs := &RunningServer{Target: Target{Listen: listen, Admin: admin}, stop: stop}
-	if err := waitReady(ctx, admin, exited); err != nil {
+	if err := waitReady(ctx, admin, child.exited); err != nil {
 		_ = stop()
 		where := ""
 		if spec.LogPath != "" {
@@ -154,6 +142,43 @@ func (spec ServerSpec) flags() []string {
 		args = append(args, "--classifier", spec.Classifier)
 	}
 	return args
+}
+
+// child is a started child process.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited and waitErr is set
+	// waitErr is what cmd.Wait returned.
+	waitErr error
+}
+
+// startChild starts cmd and waits for it in the background.
+func startChild(cmd *exec.Cmd) (*child, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() { c.waitErr = cmd.Wait(); close(c.exited) }()
+	return c, nil
+}
+
+// stop sends the process SIGTERM, kills it if it has not exited 10 s
+// later, and returns what its wait returned.
+func (c *child) stop() error {
+	select {
+	case <-c.exited:
+		return c.waitErr
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return c.waitErr
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+		return errors.New("did not stop within 10s of SIGTERM: killed")
+	}
 }
 
 // InProcess runs servers inside this process (package server): quicker to

@@ -85,22 +85,9 @@ func SumSlowdownQuantile(reqs []RequestTime, o *OverheadDist, q float64) float64
 		lo = min(lo, float64(r.LatencyNs+ov[0])/svc(r))
 		hi = max(hi, float64(r.LatencyNs+ov[len(ov)-1])/svc(r))
 	}
-	// Invariant: count(hi) >= k; below lo there is no pair (the margins
-	// absorb the rounding of x x service). Bisect until the interval holds
-	// the one value sought.
-	lo -= 1e-12*math.Abs(lo) + 1e-300
-	hi += 1e-12*math.Abs(hi) + 1e-300
-	for range 200 {
-		mid := lo + (hi-lo)/2
-		if mid <= lo || mid >= hi {
-			break
-		}
-		if count(mid) >= k {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
+	// count(hi) >= k; below lo there is no pair. Bisect until the
+	// interval holds the one value sought.
+	hi = bisect(lo, hi, func(x float64) bool { return count(x) >= k })
 	// The largest pair's value at most hi: the k-th smallest.
 	best := math.Inf(-1)
 	for _, r := range reqs {
@@ -110,4 +97,25 @@ func SumSlowdownQuantile(reqs []RequestTime, o *OverheadDist, q float64) float64
 		}
 	}
 	return best
+}
+
+// bisect returns the least x in [lo, hi], to the float's precision, at
+// which enough(x) holds, enough being false below some x and true from
+// it on, and true at hi. The bounds are first widened a little, which
+// absorbs the rounding of the products they came from.
+func bisect(lo, hi float64, enough func(x float64) bool) float64 {
+	lo -= 1e-12*math.Abs(lo) + 1e-300
+	hi += 1e-12*math.Abs(hi) + 1e-300
+	for range 200 {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if enough(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }

@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -42,7 +44,8 @@ type Plan struct {
 	// 2 s and longer).
 	Progress io.Writer
 	// Preload, with the memcached format, stores every key of the key
-	// space on the server before each run (loadgen.PreloadMemcached), so
+	// space on the server before each run (loadgen.PreloadMemcached; the
+	// redis format: loadgen.PreloadRedis, after a FLUSHALL), so
 	// that its reads hit.
 	Preload bool
 	// Phases, when it has phases, is played instead of Workload: each
@@ -253,6 +256,12 @@ func (p *Plan) Run(ctx context.Context, desc string) (*loadgen.Result, error) {
 			size = loadgen.DefaultValueSize
 		}
 		if err := loadgen.PreloadMemcached(ctx, spec.Server, keys, size); err != nil {
+			return nil, err
+		}
+	}
+	if p.Preload && spec.Format == loadgen.FormatRedis {
+		addr, _ := strings.CutPrefix(spec.Server, loadgen.TCPScheme)
+		if err := loadgen.PreloadRedis(ctx, addr, cmp.Or(spec.RedisKeys, loadgen.DefaultRedisKeys), cmp.Or(spec.ValueSize, loadgen.DefaultValueSize)); err != nil {
 			return nil, err
 		}
 	}

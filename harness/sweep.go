@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,20 +116,30 @@ type SweepResult struct {
 	// Contrasts compare the measured points with their replays under
 	// another policy (Sweep.Contrast), written to contrasts.json.
 	Contrasts []TailComparison
-	Files     []string // every file written, results first
+	// WithoutConns, for a run over TCP (Sweep.Simulate), compares the
+	// measured points with replays that ignore their connections (every
+	// request answered on its own, as over UDP), written to
+	// tails-without-conns.json: what the connections' reply order adds.
+	WithoutConns []TailComparison
+	Files        []string // every file written, results first
 
 	// replayed are Replays with their requests of the shortest type;
-	// contrasted the replays under the contrast policies.
-	replayed, contrasted []replayed
+	// contrasted the replays under the contrast policies, unordered
+	// those without connections.
+	replayed, contrasted, unordered []replayed
 }
 
 // replayed is one measured point replayed in the simulator.
 type replayed struct {
 	point     report.Point // labelled with the measured point's policy
 	simPolicy string       // the policy the simulator ran
+	conns     int          // the connections it modelled (sim.Config.Conns)
 	// times are the shortest type's replayed requests, latencies and
 	// service times on the live server's scale.
 	times []RequestTime
+	// onConns, for a replay on connections, is every replayed request
+	// with its connection, for the overhead model (ConnSlowdownQuantile).
+	onConns []ConnRequest
 	// overhead, when set, is the overhead measured during the point
 	// (Sweep.CalibrateAlongside); else the policy's calibration counts.
 	overhead *OverheadDist
@@ -263,12 +274,19 @@ func (s *Sweep) Run(ctx context.Context) (*SweepResult, error) {
 			}
 			res.Files = append(res.Files, f)
 		}
-		if len(res.contrasted) > 0 {
-			if res.Contrasts, err = sw.compareTails(res, res.contrasted); err != nil {
-				return res, fmt.Errorf("sweep: contrasts: %w", err)
+		for _, c := range []struct {
+			replays []replayed
+			into    *[]TailComparison
+			file    string
+		}{{res.contrasted, &res.Contrasts, "contrasts.json"}, {res.unordered, &res.WithoutConns, "tails-without-conns.json"}} {
+			if len(c.replays) == 0 {
+				continue
 			}
-			f = filepath.Join(sw.Out, "contrasts.json")
-			if err := writeJSONFile(f, res.Contrasts); err != nil {
+			if *c.into, err = sw.compareTails(res, c.replays); err != nil {
+				return res, fmt.Errorf("sweep: %s: %w", c.file, err)
+			}
+			f = filepath.Join(sw.Out, c.file)
+			if err := writeJSONFile(f, *c.into); err != nil {
 				return res, fmt.Errorf("sweep: %w", err)
 			}
 			res.Files = append(res.Files, f)
@@ -339,10 +357,19 @@ func (s *Sweep) compareTails(res *SweepResult, replays []replayed) ([]TailCompar
 			if rp.simPolicy != c.Policy {
 				c.SimPolicy = rp.simPolicy
 			}
-			if rp.overhead != nil {
-				c.ExpectWithOverhead(rp.times, rp.overhead)
-			} else if o, ok := res.Overheads[c.Policy]; ok {
-				c.ExpectWithOverhead(rp.times, &o)
+			c.Conns = rp.conns
+			o := rp.overhead
+			if o == nil {
+				if po, ok := res.Overheads[c.Policy]; ok {
+					o = &po
+				}
+			}
+			switch {
+			case o == nil:
+			case rp.onConns != nil:
+				c.ExpectOnConnsWithOverhead(rp.onConns, o)
+			default:
+				c.ExpectWithOverhead(rp.times, o)
 			}
 			break
 		}
@@ -350,10 +377,23 @@ func (s *Sweep) compareTails(res *SweepResult, replays []replayed) ([]TailCompar
 	return tails, nil
 }
 
+// conns returns the connections the sweep's runs open: Plan.Spec.Conns
+// (or loadgen's default) over TCP, 0 over UDP.
+func (s *Sweep) conns() int {
+	tcp := s.Server.Transport == server.TransportTCP
+	if s.Target != nil {
+		tcp = strings.HasPrefix(s.Target.Listen, loadgen.TCPScheme)
+	}
+	if !tcp {
+		return 0
+	}
+	return cmp.Or(s.Plan.Spec.Conns, loadgen.DefaultConns)
+}
+
 // simulate runs the simulator on the sweep's workload, workers, policies
-// and loads.
+// and loads (over the runs' connections).
 func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
-	base := sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed}
+	base := sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed, Conns: s.conns()}
 	if s.Plan.phased() {
 		base.Phases, base.Duration = s.Plan.Phases.Scaled(float64(s.Simulate)/float64(s.Plan.Phases.Total())), 0
 	}
@@ -503,7 +543,7 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 		}
 		res.Points = append(res.Points, pt)
 		if replay {
-			rp, err := s.replay(ctx, &plan, lg, policy)
+			rp, err := s.replay(ctx, &plan, lg, policy, lg.Conns)
 			if err != nil {
 				return err
 			}
@@ -511,13 +551,22 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 			res.Replays = append(res.Replays, rp.point)
 			res.replayed = append(res.replayed, rp)
 			if contrast != "" {
-				cp, err := s.replay(ctx, &plan, lg, contrast)
+				cp, err := s.replay(ctx, &plan, lg, contrast, lg.Conns)
 				if err != nil {
 					return err
 				}
 				cp.point.Policy, cp.point.Source = policy, fmt.Sprintf("%s under %s", ReplaySource, contrast)
 				cp.overhead = overhead
 				res.contrasted = append(res.contrasted, cp)
+			}
+			if lg.Conns > 0 {
+				up, err := s.replay(ctx, &plan, lg, policy, 0)
+				if err != nil {
+					return err
+				}
+				up.point.Policy, up.point.Source = policy, ReplaySource+" without connections"
+				up.overhead = overhead
+				res.unordered = append(res.unordered, up)
 			}
 		}
 		note := "sustained"
@@ -627,10 +676,12 @@ const ReplaySource = "sim (same schedule)"
 // replay simulates what the load generator sent in res under policy: the
 // same requests, arriving at the (undilated) times they were actually sent,
 // so that the simulator sees the very arrivals the server saw, bursts left
-// by a late sender included, and the same warm-up share. It returns the
-// point with the shortest type's replayed requests on the live scale. It
-// stops early, with ctx's error, when ctx is cancelled.
-func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, policy string) (replayed, error) {
+// by a late sender included, and the same warm-up share; with conns > 0
+// (a run over TCP: res.Conns), each on the connection it was sent on,
+// replies in order per connection. It returns the point with the shortest
+// type's replayed requests on the live scale. It stops early, with ctx's
+// error, when ctx is cancelled.
+func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, policy string, conns int) (replayed, error) {
 	d := plan.dilation()
 	warm := plan.Spec.Warmup
 	switch {
@@ -647,13 +698,17 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 			continue
 		}
 		q := &sched.Requests[i]
-		trace = append(trace, sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)})
+		a := sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)}
+		if conns > 0 {
+			a.Conn = i % conns
+		}
+		trace = append(trace, a)
 	}
 	if len(trace) == 0 {
 		return replayed{}, fmt.Errorf("replay %s at load %.2g: no request was sent", policy, plan.Load)
 	}
 	latencies := make([]int64, len(trace))
-	pt, err := sim.RunContext(ctx, sim.Config{
+	cfg := sim.Config{
 		Workload: plan.Workload,
 		Workers:  plan.Workers,
 		Policy:   policy,
@@ -663,9 +718,11 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 		Warmup:   warm,
 		Source:   ReplaySource,
 		Trace:    trace,
+		Conns:    conns,
 
 		TraceLatencies: latencies,
-	})
+	}
+	pt, err := sim.RunContext(ctx, cfg)
 	if err != nil {
 		return replayed{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
 	}
@@ -677,7 +734,40 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 			times = append(times, RequestTime{LatencyNs: int64(float64(l) * d), ServiceNs: int64(float64(trace[i].ServiceNs) * d)})
 		}
 	}
-	return replayed{point: pt, simPolicy: policy, times: times}, nil
+	rp := replayed{point: pt, simPolicy: policy, conns: conns, times: times}
+	if conns > 0 {
+		// Each request's completion, warm-up included: the order of
+		// replies does not change when requests run, so it is that of
+		// the replay without connections.
+		done := make([]int64, len(trace))
+		cfg.Conns, cfg.Warmup, cfg.TraceLatencies = 0, -1, done
+		for i := range trace {
+			trace[i].Conn = 0
+		}
+		if _, err := sim.RunContext(ctx, cfg); err != nil {
+			return replayed{}, fmt.Errorf("replay %s at load %.2g: %w", policy, plan.Load, err)
+		}
+		rp.onConns = make([]ConnRequest, len(trace))
+		last := make([]int, conns)
+		for i := range last {
+			last[i] = -1
+		}
+		k := 0
+		for i := range int(res.Sent) {
+			if _, ok := res.SentAt(i); !ok {
+				continue
+			}
+			a := trace[k]
+			r := ConnRequest{SentNs: int64(float64(a.At) * d), DoneNs: -1, ServiceNs: int64(float64(a.ServiceNs) * d),
+				Prev: last[i%conns], Measured: latencies[k] >= 0 && a.Type == short}
+			if done[k] >= 0 {
+				r.DoneNs = int64(float64(a.At+done[k]) * d)
+			}
+			rp.onConns[k], last[i%conns] = r, k
+			k++
+		}
+	}
+	return rp, nil
 }
 
 // startIdleSampler polls the server's /status every 250 ms (idle_workers

@@ -2,12 +2,15 @@ package harness
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
+	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -139,6 +142,54 @@ func TestSweepCalibratesAlongside(t *testing.T) {
 		if c.OverheadP50Ns <= 0 || c.ExpectedDistP99 < c.SimP99 {
 			t.Errorf("load %.2g: overhead p50 %dns, expected p99 %.3g below the replay's %.3g", c.Load, c.OverheadP50Ns, c.ExpectedDistP99, c.SimP99)
 		}
+	}
+}
+
+// TestSweepOverTCP: a sweep of servers listening on TCP replays each point
+// on the connections the load generator used, compares it with the replay
+// without them too, and writes both comparisons.
+func TestSweepOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	w, _ := workload.Builtin("high-bimodal")
+	sw := &Sweep{
+		Plan:               Plan{Workload: w, Workers: 4, Duration: 3 * time.Second, Seed: 1, Spec: loadgen.Spec{Conns: 3}},
+		Server:             ServerSpec{App: "emulate", Dilation: 2000, Transport: server.TransportTCP},
+		Policies:           []string{"darc"},
+		Loads:              []float64{0.5},
+		Launcher:           InProcess{},
+		Out:                t.TempDir(),
+		Simulate:           50 * time.Millisecond,
+		CalibrateAlongside: true,
+	}
+	res, err := sw.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tails) != 1 || len(res.WithoutConns) != 1 {
+		t.Fatalf("%d comparisons, %d without connections, want 1 each", len(res.Tails), len(res.WithoutConns))
+	}
+	c, o := res.Tails[0], res.WithoutConns[0]
+	if c.Conns != 3 || o.Conns != 0 || !c.Distribution() || !o.Distribution() {
+		t.Errorf("replays on %d and %d connections (distribution model: %v, %v), want 3 and 0", c.Conns, o.Conns, c.Distribution(), o.Distribution())
+	}
+	// 3 connections at 20 requests/s: a connection's next request comes
+	// 150 ms after its last on average, within a LONG request's 200 ms, so
+	// SHORT requests wait for LONG replies. No reply leaves sooner on the
+	// connections than without them, and some leave later. (The replays
+	// follow the live send times, so how much later depends on the host:
+	// the p99 of some 30 SHORT requests is their slowest.)
+	if c.SimP99 < o.SimP99 || c.ExpectedDistP99 < o.ExpectedDistP99 {
+		t.Errorf("SHORT p99 %.3g (expected %.3g) on the connections, below the %.3g (%.3g) without", c.SimP99, c.ExpectedDistP99, o.SimP99, o.ExpectedDistP99)
+	}
+	on, _ := res.replayed[0].point.TypeStat("SHORT")
+	off, _ := res.unordered[0].point.TypeStat("SHORT")
+	if !(on.MeanSlowdown > off.MeanSlowdown) {
+		t.Errorf("SHORT mean slowdown %.3g on the connections, %.3g without: no reply waited for its connection", on.MeanSlowdown, off.MeanSlowdown)
+	}
+	if st, err := os.Stat(filepath.Join(sw.Out, "tails-without-conns.json")); err != nil || st.Size() == 0 {
+		t.Errorf("tails-without-conns.json: %v", err)
 	}
 }
 

@@ -69,6 +69,10 @@ type TailComparison struct {
 	// SimPolicy, when set, is the policy the replay ran instead of Policy:
 	// a contrast (SweepResult.Contrasts), the check's negative control.
 	SimPolicy string `json:"sim_policy,omitempty"`
+	// Conns is the number of connections the replay modelled: a run over
+	// TCP is replayed with its own (replies in order per connection), 0
+	// over UDP and in SweepResult.WithoutConns.
+	Conns int `json:"conns,omitempty"`
 
 	// The overhead-distribution model (zero OverheadSamples: not
 	// calibrated, and the constant model judges). OverheadSamples
@@ -158,20 +162,44 @@ func (c *TailComparison) Expected() (p99, p999 float64) {
 // server's scale) and o the server's calibrated overheads. c.Samples
 // must be set: the expected ranges are those of a sample of that size.
 func (c *TailComparison) ExpectWithOverhead(replay []RequestTime, o *OverheadDist) {
-	if len(o.Ns) == 0 || len(replay) == 0 {
+	if len(replay) == 0 {
+		return
+	}
+	c.expect(o, func(q float64) float64 { return SumSlowdownQuantile(replay, o, q) })
+}
+
+// ExpectOnConnsWithOverhead is ExpectWithOverhead for a run over TCP:
+// replay holds every replayed request with its connection, and each
+// request's reply pays its own overhead and then waits for those of its
+// connection's earlier requests (ConnSlowdownQuantile).
+func (c *TailComparison) ExpectOnConnsWithOverhead(replay []ConnRequest, o *OverheadDist) {
+	measured := false
+	for _, r := range replay {
+		measured = measured || (r.Measured && r.DoneNs >= 0)
+	}
+	if !measured {
+		return
+	}
+	c.expect(o, func(q float64) float64 { return ConnSlowdownQuantile(replay, o, q) })
+}
+
+// expect sets the overhead-distribution model from the expected
+// distribution's quantile function.
+func (c *TailComparison) expect(o *OverheadDist, quantile func(q float64) float64) {
+	if len(o.Ns) == 0 {
 		return
 	}
 	c.OverheadSamples, c.OverheadLost = len(o.Ns), o.Lost
 	c.OverheadP50Ns, c.OverheadP99Ns, c.OverheadP999Ns = o.Quantile(0.5), o.Quantile(0.99), o.Quantile(0.999)
 	c.OverheadMaxNs = o.Ns[len(o.Ns)-1]
-	c.ExpectedDistP99 = SumSlowdownQuantile(replay, o, 0.99)
-	c.ExpectedDistP999 = SumSlowdownQuantile(replay, o, 0.999)
+	c.ExpectedDistP99 = quantile(0.99)
+	c.ExpectedDistP999 = quantile(0.999)
 	c.RatioDistP99 = ratio(c.LiveP99, c.ExpectedDistP99)
 	c.RatioDistP999 = ratio(c.LiveP999, c.ExpectedDistP999)
 	n := max(int64(c.Samples), 1)
 	expectRange := func(q, live float64) (r [2]float64, deviation float64) {
 		lo, hi := QuantileLevels(q, n, SampleConfidence)
-		r = [2]float64{SumSlowdownQuantile(replay, o, lo), SumSlowdownQuantile(replay, o, hi)}
+		r = [2]float64{quantile(lo), quantile(hi)}
 		switch {
 		case live > r[1]:
 			return r, ratio(live, r[1])

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -101,7 +102,7 @@ func TestReplayIsWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := Sweep{Plan: p}
-	r, err := sw.replay(context.Background(), &p, res, "cfcfs")
+	r, err := sw.replay(context.Background(), &p, res, "cfcfs", res.Conns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +133,66 @@ func TestReplayIsWhatWasSent(t *testing.T) {
 		if q.ServiceNs != 1e6 || q.LatencyNs < q.ServiceNs {
 			t.Fatalf("replayed SHORT request %+v: want 1ms of service, no less latency", q)
 		}
+	}
+}
+
+// TestReplayOverTCPKeepsTheConnections checks that a run over TCP is
+// replayed on its connections: each request on the one it was sent on,
+// replies in order per connection, which holds SHORT requests behind LONG
+// ones of their connection; a replay without them is faster.
+func TestReplayOverTCPKeepsTheConnections(t *testing.T) {
+	w, _ := workload.Builtin("high-bimodal")
+	// A server that reads every request and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	p := Plan{Workload: w, Workers: 14, Load: 0.8, Duration: 300 * time.Millisecond, Seed: 7,
+		Spec: loadgen.Spec{Dilation: 1000, Server: loadgen.TCPScheme + ln.Addr().String(), Conns: 10, Warmup: -1, Grace: time.Millisecond}}
+	res, err := p.Run(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conns != 10 {
+		t.Fatalf("the run reports %d connections, want 10", res.Conns)
+	}
+	sw := Sweep{Plan: p}
+	ordered, err := sw.replay(context.Background(), &p, res, "darc", res.Conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := sw.replay(context.Background(), &p, res, "darc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ordered.conns != 10 || alone.conns != 0 || len(ordered.times) != len(alone.times) || len(alone.times) == 0 {
+		t.Fatalf("replays on %d and %d connections with %d and %d SHORT requests", ordered.conns, alone.conns, len(ordered.times), len(alone.times))
+	}
+	later := 0
+	for i := range ordered.times {
+		o, a := ordered.times[i].LatencyNs, alone.times[i].LatencyNs
+		if o < a {
+			t.Fatalf("SHORT request %d: %dns on its connection, %dns alone", i, o, a)
+		}
+		if o > a+int64(time.Millisecond) {
+			later++
+		}
+	}
+	// 10 connections at 222 requests/s: a connection's next request
+	// comes 45 ms after its last, within a LONG request's 100 ms.
+	if later < len(ordered.times)/10 {
+		t.Errorf("%d of %d SHORT requests held up by their connection, want many", later, len(ordered.times))
+	}
+	so, _ := ordered.point.TypeStat("SHORT")
+	sa, _ := alone.point.TypeStat("SHORT")
+	if so.P99Slowdown < 3*sa.P99Slowdown {
+		t.Errorf("SHORT p99 slowdown %.3g on the connections, %.3g without them", so.P99Slowdown, sa.P99Slowdown)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/wire"
 	"golang.org/x/net/ipv4"
 )
@@ -100,8 +101,12 @@ type Spec struct {
 	// MultiGetKeys is the number of keys of a memcached MULTIGET (default
 	// 100).
 	MultiGetKeys int
-	// ValueSize is the size of a memcached SET's value (default 64).
+	// ValueSize is the size of a memcached or redis SET's value (default
+	// 64).
 	ValueSize int
+	// RedisKeys is the redis format's key space, "key:0" to
+	// "key:<RedisKeys-1>" (default DefaultRedisKeys; see PreloadRedis).
+	RedisKeys int
 	// FromActualSend measures latencies from the time each request was
 	// actually sent instead of its intended send time. The sender never
 	// waits for the server, so its lag is the client's own scheduling delay
@@ -153,6 +158,14 @@ func (s Spec) withDefaults(sched *Schedule) Spec {
 	}
 	if s.Format == FormatKV && s.KVKeys == 0 {
 		s.KVKeys = 5000
+	}
+	if s.Format == FormatRedis {
+		if s.RedisKeys == 0 {
+			s.RedisKeys = DefaultRedisKeys
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = DefaultValueSize
+		}
 	}
 	if s.Format == FormatMemcached {
 		if s.MemcachedKeys == 0 {
@@ -236,8 +249,21 @@ func (s Spec) validate(sched *Schedule) error {
 		if _, err := memcachedCommands(sched); err != nil {
 			return err
 		}
+	case FormatRedis:
+		if _, ok := tcpAddr(s.Server); !ok {
+			return fmt.Errorf("format %s over UDP: %w (Redis's protocol runs over TCP: give the server as %sHOST:PORT)", FormatRedis, ErrBadSpec, TCPScheme)
+		}
+		switch {
+		case s.RedisKeys < 1 || s.RedisKeys > MaxRedisKeys:
+			return fmt.Errorf("redis keys %d: %w (want 1..%d)", s.RedisKeys, ErrBadSpec, MaxRedisKeys)
+		case s.ValueSize < 1 || s.ValueSize > MaxRedisValueSize:
+			return fmt.Errorf("value size %d: %w (want 1..%d)", s.ValueSize, ErrBadSpec, MaxRedisValueSize)
+		}
+		if _, err := redisCommands(sched); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("format %q: %w (want %s, %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV, FormatMemcached)
+		return fmt.Errorf("format %q: %w (want %s, %s, %s or %s)", s.Format, ErrBadSpec, FormatPSP, FormatKV, FormatMemcached, FormatRedis)
 	}
 	return nil
 }
@@ -272,6 +298,9 @@ type run struct {
 
 	mcCmds  []uint8 // memcached format: the command of each type
 	mcValue []byte  // memcached format: a SET's value
+
+	rdCmds  []redisCmd // redis format: the command of each type
+	rdValue []byte     // redis format: a SET's value
 }
 
 // newRun preallocates a run's tables; the clock starts now.
@@ -291,6 +320,10 @@ func newRun(spec Spec, sched *Schedule, conn *net.UDPConn) *run {
 	if spec.Format == FormatMemcached {
 		r.mcCmds, _ = memcachedCommands(sched) // checked by validate
 		r.mcValue = bytes.Repeat([]byte{'v'}, spec.ValueSize)
+	}
+	if spec.Format == FormatRedis {
+		r.rdCmds, _ = redisCommands(sched) // checked by validate
+		r.rdValue = bytes.Repeat([]byte{'v'}, spec.ValueSize)
 	}
 	return r
 }
@@ -340,6 +373,11 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 	interrupted := r.send(ctx)
 
 	inTime, interrupted := r.awaitReplies(ctx, interrupted)
+	var clientDrops sockstat.Drops
+	drops, dropsKnown := uint64(0), false
+	if raw, err := conn.SyscallConn(); err == nil {
+		drops, dropsKnown = clientDrops.Read(raw)
+	}
 	_ = conn.Close()
 	wg.Wait()
 	stopProgress()
@@ -347,6 +385,7 @@ func Run(ctx context.Context, spec Spec, sched *Schedule) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: receive from %s: %w", raddr, r.receiverErr)
 	}
 	res := r.result(inTime)
+	res.ClientDrops, res.ClientDropsKnown = int64(drops), dropsKnown
 	if interrupted {
 		res.Interrupted, res.Sustained = true, false
 	}
@@ -412,10 +451,43 @@ func (r *run) awaitReplies(ctx context.Context, interrupted bool) (int64, bool) 
 	return inTime, interrupted
 }
 
+// untilDue waits for the send time at: it sleeps until spin before it,
+// then spins without yielding so that the send leaves on time. It returns
+// the time once at has come, or stop when done closes first.
+func (r *run) untilDue(at, spin int64, done <-chan struct{}) (now int64, stop bool) {
+	for {
+		now = r.now()
+		wait := at - now
+		if wait <= 0 {
+			return now, false
+		}
+		select {
+		case <-done:
+			return now, true
+		default:
+		}
+		if wait > spin {
+			sleepPrecise(time.Duration(wait - max(spin, 0)))
+		}
+	}
+}
+
 // send plays the schedule. It reports whether ctx stopped it early.
 func (r *run) send(ctx context.Context) (interrupted bool) {
 	pc := ipv4.NewPacketConn(r.conn)
 	msgs := newBatch(r.spec.Batch, r.requestLen())
+	return r.play(ctx, func(i int, now int64) int {
+		k := r.fillBatch(msgs, i, now)
+		r.sendBatch(pc, msgs[:k], i)
+		return k
+	})
+}
+
+// play waits for each request's time in the schedule and then calls
+// sendDue(i, now), which sends requests from i on (those due at now, at
+// most a batch) and returns how many. It reports whether ctx stopped it
+// early.
+func (r *run) play(ctx context.Context, sendDue func(i int, now int64) int) (interrupted bool) {
 	reqs := r.sched.Requests
 	spin := r.spec.SpinWindow.Nanoseconds()
 	done := ctx.Done()
@@ -425,23 +497,11 @@ func (r *run) send(ctx context.Context) (interrupted bool) {
 		r.senderEnd = r.now()
 	}()
 	for i < len(reqs) {
-		now := r.now()
-		if wait := reqs[i].At - now; wait > 0 {
-			select {
-			case <-done:
-				return true
-			default:
-			}
-			if wait > spin {
-				sleepPrecise(time.Duration(wait - max(spin, 0)))
-			}
-			// Within the spin window: spin without yielding, so that
-			// the send leaves on time.
-			continue
+		now, stop := r.untilDue(reqs[i].At, spin, done)
+		if stop {
+			return true
 		}
-		k := r.fillBatch(msgs, i, now)
-		r.sendBatch(pc, msgs[:k], i)
-		i += k
+		i += sendDue(i, now)
 		r.sent.Store(int64(i))
 	}
 	return false

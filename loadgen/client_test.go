@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,40 @@ type echoServer struct {
 	dilation  float64
 	dropEvery int
 	wg        sync.WaitGroup
+}
+
+// fakeUDPServer answers each datagram on loopback with answer(request)
+// (nothing when it returns nil) until stop, which waits for it to end:
+// read what answer counts after stop.
+func fakeUDPServer(t *testing.T, answer func(req []byte) []byte) (addr string, stop func()) {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			n, peer, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if reply := answer(buf[:n]); reply != nil {
+				_, _ = conn.WriteToUDP(reply, peer)
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			conn.Close()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return conn.LocalAddr().String(), stop
 }
 
 func startEcho(t *testing.T, dilation float64, dropEvery int) *echoServer {
@@ -165,6 +200,7 @@ func TestRunAgainstEcho(t *testing.T) {
 	progressCalls := 0
 	res, err := Run(context.Background(), Spec{
 		Server:   srv.addr(),
+		Conns:    3,           // over UDP: no connections
 		MaxLag:   time.Second, // shared test machines: sender lag is not what this test checks
 		Progress: func(sent, answered int) { progressCalls++ },
 	}, sched)
@@ -177,6 +213,12 @@ func TestRunAgainstEcho(t *testing.T) {
 	}
 	if !res.Sustained {
 		t.Errorf("not sustained: %s", res.NotSustainedReason())
+	}
+	if res.Conns != 0 {
+		t.Errorf("a run over UDP reports %d connections", res.Conns)
+	}
+	if runtime.GOOS == "linux" && (!res.ClientDropsKnown || res.ClientDrops != 0) {
+		t.Errorf("client socket drops %d (known %v), want 0 counted", res.ClientDrops, res.ClientDropsKnown)
 	}
 	if want := uint64(n - n/10); res.Overall.Count != want {
 		t.Errorf("measured %d requests, want %d (10%% warm-up discarded)", res.Overall.Count, want)
@@ -450,37 +492,23 @@ func TestKVFormat(t *testing.T) {
 	}
 	// A kv stand-in: checks the request shape, answers with the header
 	// (status 0) and counts GET keys.
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	keys := map[string]int{}
 	bad := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, peer, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			h, _ := wire.Decode(buf[:n])
-			key := string(buf[wire.HeaderLen:n])
-			switch {
-			case n != wire.HeaderLen+6 || h.ServiceNs != 0 || key[0] != 'k':
-				bad++
-			case h.Type == wire.TypeScan && key != "k00000":
-				bad++
-			case h.Type == wire.TypeGet:
-				keys[key]++
-			}
-			_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
+	addr, stop := fakeUDPServer(t, func(req []byte) []byte {
+		h, _ := wire.Decode(req)
+		key := string(req[wire.HeaderLen:])
+		switch {
+		case len(req) != wire.HeaderLen+6 || h.ServiceNs != 0 || key[0] != 'k':
+			bad++
+		case h.Type == wire.TypeScan && key != "k00000":
+			bad++
+		case h.Type == wire.TypeGet:
+			keys[key]++
 		}
-	}()
-	res, err := Run(context.Background(), Spec{Server: conn.LocalAddr().String(), Format: FormatKV, KVKeys: 50, MaxLag: time.Second}, sched)
-	conn.Close()
-	<-done
+		return req[:wire.HeaderLen]
+	})
+	res, err := Run(context.Background(), Spec{Server: addr, Format: FormatKV, KVKeys: 50, MaxLag: time.Second}, sched)
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,32 +543,18 @@ func TestKVOverloadedReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched, _ := NewSchedule(&w, 2000, 150*time.Millisecond, 3)
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
 	shed := 0
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, peer, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			h, _ := wire.Decode(buf[:n])
-			if h.ID%3 == 0 {
-				h.Reserved = KVStatusOverloaded
-				shed++
-			}
-			h.Encode(buf)
-			_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
+	addr, stop := fakeUDPServer(t, func(req []byte) []byte {
+		h, _ := wire.Decode(req)
+		if h.ID%3 == 0 {
+			h.Reserved = KVStatusOverloaded
+			shed++
 		}
-	}()
-	res, err := Run(context.Background(), Spec{Server: conn.LocalAddr().String(), Format: FormatKV, MaxLag: time.Second, Warmup: -1}, sched)
-	conn.Close()
-	<-done
+		h.Encode(req)
+		return req[:wire.HeaderLen]
+	})
+	res, err := Run(context.Background(), Spec{Server: addr, Format: FormatKV, MaxLag: time.Second, Warmup: -1}, sched)
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,8 +64,18 @@ type Result struct {
 	// Refused counts ICMP port-unreachable errors seen by the receiver (no
 	// server listening).
 	Refused int64
+	// ClientDrops counts replies the kernel dropped at the client's own
+	// receive socket (its buffer was full: the client did not read fast
+	// enough): lost outside the server. Zero where the kernel does not
+	// say (ClientDropsKnown false).
+	ClientDrops      int64
+	ClientDropsKnown bool
 	// Warmup is the number of earliest requests excluded from the statistics.
 	Warmup int64
+	// Conns is the number of connections of a run over TCP (request i
+	// went on connection i mod Conns, whose replies come back in its
+	// requests' order); 0 over UDP.
+	Conns int
 
 	// OfferedRate is Sent / Duration, AchievedRate Answered / Duration
 	// (requests/s).
@@ -120,6 +130,7 @@ func (r *run) result(inTime int64) *Result {
 		ErrorReplies: int64(r.errorReplies),
 		Refused:      int64(r.refused),
 		Warmup:       int64(warm),
+		Conns:        r.tcpConns(),
 		LagP99:       time.Duration(r.lag.h.ValueAtQuantile(99)),
 		LagMax:       time.Duration(r.lag.h.Max()),
 		sched:        sched,

@@ -43,6 +43,15 @@ func tcpAddr(server string) (string, bool) {
 	return strings.CutPrefix(server, TCPScheme)
 }
 
+// tcpConns returns the run's connections: Spec.Conns over TCP, 0 over
+// UDP.
+func (r *run) tcpConns() int {
+	if _, ok := tcpAddr(r.spec.Server); ok {
+		return r.spec.Conns
+	}
+	return 0
+}
+
 // udpAddr returns the UDP address of a "host:port" or "udp://host:port"
 // server, or an error for any other scheme.
 func udpAddr(server string) (string, error) {
@@ -78,8 +87,10 @@ func streamFormatOf(format string) (streamFormat, error) {
 		return pspStream{}, nil
 	case FormatMemcached:
 		return memcachedStream{}, nil
+	case FormatRedis:
+		return redisStream{}, nil
 	}
-	return nil, fmt.Errorf("format %q over TCP: %w (want %s or %s)", format, ErrBadSpec, FormatPSP, FormatMemcached)
+	return nil, fmt.Errorf("format %q over TCP: %w (want %s, %s or %s)", format, ErrBadSpec, FormatPSP, FormatMemcached, FormatRedis)
 }
 
 // pspStream: the 16-byte psp header each way.
@@ -208,35 +219,17 @@ func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Resu
 // early.
 func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat) (interrupted bool) {
 	reqs := r.sched.Requests
-	spin := r.spec.SpinWindow.Nanoseconds()
-	done := ctx.Done()
-	i := 0
-	defer func() {
-		r.sentUpTo = i
-		r.senderEnd = r.now()
-	}()
-	for i < len(reqs) {
-		now := r.now()
-		if wait := reqs[i].At - now; wait > 0 {
-			select {
-			case <-done:
-				return true
-			default:
-			}
-			if wait > spin {
-				sleepPrecise(time.Duration(wait - max(spin, 0)))
-			}
-			continue
-		}
+	return r.play(ctx, func(i int, now int64) int {
 		// Every request due now, at most a batch, each on its
 		// connection; then one write per connection.
-		for k := 0; k < r.spec.Batch && i < len(reqs) && reqs[i].At <= now; k++ {
-			tc := conns[i%len(conns)]
-			tc.out = format.encode(r, tc.out, i)
-			tc.ids = append(tc.ids, i)
-			r.lag.record(now - reqs[i].At)
-			r.sentAt[i] = now
-			i++
+		k := 0
+		for ; k < r.spec.Batch && i+k < len(reqs) && reqs[i+k].At <= now; k++ {
+			id := i + k
+			tc := conns[id%len(conns)]
+			tc.out = format.encode(r, tc.out, id)
+			tc.ids = append(tc.ids, id)
+			r.lag.record(now - reqs[id].At)
+			r.sentAt[id] = now
 		}
 		for _, tc := range conns {
 			if len(tc.ids) == 0 {
@@ -255,9 +248,8 @@ func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat
 			}
 			tc.out, tc.ids = tc.out[:0], tc.ids[:0]
 		}
-		r.sent.Store(int64(i))
-	}
-	return false
+		return k
+	})
 }
 
 // receiveTCP reads connection k's replies: the j-th answers request

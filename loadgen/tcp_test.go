@@ -62,6 +62,9 @@ func TestRunOverTCP(t *testing.T) {
 	if res.Sent != n || res.Answered != n || res.Lost != 0 || res.BadReplies != 0 {
 		t.Fatalf("sent %d answered %d lost %d bad %d of %d", res.Sent, res.Answered, res.Lost, res.BadReplies, n)
 	}
+	if res.Conns != 4 {
+		t.Errorf("result's connections %d, want 4", res.Conns)
+	}
 	for i, ts := range res.Types {
 		if float64(ts.P50Latency) < sched.Types[i].MeanServiceNs {
 			t.Errorf("%s: p50 latency %vns below its service time", ts.Name, ts.P50Latency)

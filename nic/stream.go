@@ -101,7 +101,9 @@ const (
 	FromStream Flags = 1 << iota
 	// ReplyHold (set by the application on its reply): the reply may wait
 	// until a later reply of the connection without ReplyHold, or a
-	// Frame's Flush, sends it (memcached transmits only at those points).
+	// Frame's Flush, sends it (memcached transmits only at those points;
+	// redis-server writes once it has run what it read). A dataplane may
+	// send held replies earlier, when they grow large.
 	ReplyHold
 	// ReplyDiscardHeld: drop the replies held before this one instead of
 	// sending them (memcached's get of a key too long).

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/persephone-go/psp/internal/boundedfile"
@@ -120,26 +122,14 @@ func (c *Client) tagFile(r Ref) string {
 	return filepath.Join(c.CacheDir, "tags", hex.EncodeToString(sum[:]))
 }
 
-// writeAtomic writes data to path through a temporary file and a rename.
+// writeAtomic writes data to path through a temporary file, synced, renamed
+// over it (the directory created if needed).
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("oci: cache: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
+	if err := renameio.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("oci: cache: %w", err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("oci: cache: %w", werr)
 	}
 	return nil
 }

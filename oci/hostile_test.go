@@ -96,6 +96,7 @@ func TestPullRefusesGzipBomb(t *testing.T) {
 	if !errors.Is(err, oci.ErrDecompressionBomb) || !strings.Contains(err.Error(), want) || !oci.Refused(err) {
 		t.Fatalf("pull of a gzip bomb (%d bytes compressed): %v, want %q", len(layer), err, want)
 	}
+	t.Log(err)
 }
 
 // TestPullRefusesOversizedManifest: a manifest over 4 MiB is refused by

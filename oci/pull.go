@@ -16,6 +16,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/errdef"
 )
 
 // Pull fetches the module r names. A reference with a digest is served
@@ -85,6 +86,9 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 		return fetched{}, err
 	}
 	desc, rc, err := repo.FetchReference(ctx, r.reference())
+	if errors.Is(err, errdef.ErrNotFound) {
+		return fetched{}, fmt.Errorf("oci: pull %s: %w (the registry has no such tag or digest in %s: published yet?)", r, err, r.Repo)
+	}
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, hint(r))
 	}

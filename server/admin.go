@@ -43,11 +43,14 @@ const (
 //	GET    /tenants                      the tenants (Status.Tenants)
 //	PUT    /tenants/{name}/classifier    hot swap (body: the .wasm); the tenant's or the operator's token
 //	POST   /tenants/{name}/rollback      back to the previous classifier; the tenant's or the operator's token
+//	POST   /tenants/{name}/confirm       confirm a provisional swap (?expect_sha256=HEX, ?provisional=DURATION extends it)
 //
 // Both take ?expect_sha256=HEX and ?expect_version=N: the change is made
 // only over that running module, else refused with 409 (compare-and-swap);
 // a swap's ?reference=oci://HOST/REPO@sha256:HEX names the registry
-// reference the module came from, shown in the status.
+// reference the module came from, shown in the status; its
+// ?provisional=DURATION makes it provisional: rolled back by the server
+// unless confirmed within DURATION (see provisional.go).
 //
 //	POST   /tenants                      add a tenant (body: a Tenant as JSON); the operator's token
 //	PATCH  /tenants/{name}               change its ports, share or token (a TenantUpdate); the operator's token
@@ -64,11 +67,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /tenants", s.handleTenants)
 	mux.HandleFunc("PUT /tenants/{name}/classifier", s.handleSwap)
 	mux.HandleFunc("POST /tenants/{name}/rollback", s.handleRollback)
+	mux.HandleFunc("POST /tenants/{name}/confirm", s.handleConfirm)
 	mux.HandleFunc("POST /tenants", s.handleAddTenant)
 	mux.HandleFunc("PATCH /tenants/{name}", s.handleUpdateTenant)
 	mux.HandleFunc("DELETE /tenants/{name}", s.handleRemoveTenant)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "psp admin: GET /healthz, GET /readyz, GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
+		fmt.Fprintln(w, "psp admin: GET /healthz, GET /readyz, GET /status, GET /metrics, GET /tenants, PUT /tenants/{name}/classifier, POST /tenants/{name}/rollback, POST /tenants/{name}/confirm, POST /tenants, PATCH /tenants/{name}, DELETE /tenants/{name}")
 	})
 	return mux
 }
@@ -80,6 +84,8 @@ type SwapResult struct {
 	// SHA256 and Size identify the module now running.
 	SHA256 string `json:"sha256,omitempty"`
 	Size   int    `json:"size,omitempty"`
+	// Provisional is set while the swap awaits its confirmation.
+	Provisional *ProvisionalInfo `json:"provisional,omitempty"`
 }
 
 // apiError is the JSON answer to a failed request.
@@ -126,17 +132,16 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	exp, ref, perr := swapParams(r.URL.Query())
+	attempt := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr}
+	exp, ref, provisional, perr := provisionalSwapParams(r.URL.Query())
 	if perr != nil {
-		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
-		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		s.refused(w, attempt, http.StatusBadRequest, perr.Error())
 		return
 	}
 	body, release, berr := s.readBody(w, r, p, maxClassifierUpload)
 	defer release()
 	if berr != nil {
-		s.audit.record(auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, attempt, berr.code, berr.msg)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
@@ -148,15 +153,24 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 		Expected: exp, Reference: ref}
 	if err != nil {
 		e.Outcome, e.Error = refusal(err), err.Error()
-	} else if ref != "" {
-		s.refs.set(name, e.SHA256, ref)
+	} else {
+		if ref != "" {
+			s.refs.set(name, e.SHA256, ref)
+		}
+		s.keepModule(name, body)
+		if provisional > 0 {
+			s.provisional.set(name, e.SHA256, provisional, s.revertFunc(name))
+		} else {
+			s.provisional.clear(name)
+		}
 	}
 	s.audit.record(e)
 	if err != nil {
 		writeJSON(w, swapStatus(err), apiError{err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version, SHA256: e.SHA256, Size: len(body)})
+	s.saveState()
+	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: version, SHA256: e.SHA256, Size: len(body), Provisional: s.provisional.info(name)})
 }
 
 func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
@@ -167,8 +181,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	}
 	exp, _, perr := swapParams(r.URL.Query())
 	if perr != nil {
-		s.audit.record(auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: perr.Error()})
-		writeJSON(w, http.StatusBadRequest, apiError{perr.Error()})
+		s.refused(w, auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr}, http.StatusBadRequest, perr.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
@@ -178,6 +191,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	e := auditEvent{Event: "rollback", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Version: version, Outcome: "ok", Duration: time.Since(start), Expected: exp}
 	res := SwapResult{Tenant: name, Version: version}
 	if err == nil {
+		s.provisional.clear(name)
 		for _, ti := range s.Status().Tenants {
 			if ti.Name == name && !ti.Removed {
 				res.SHA256, res.Size = ti.SHA256, ti.Size
@@ -192,7 +206,16 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, swapStatus(err), apiError{err.Error()})
 		return
 	}
+	s.saveState()
 	writeJSON(w, http.StatusOK, res)
+}
+
+// refused records e, refused with msg, in the audit log and answers code
+// with msg.
+func (s *Server) refused(w http.ResponseWriter, e auditEvent, code int, msg string) {
+	e.Outcome, e.Error = "refused", msg
+	s.audit.record(e)
+	writeJSON(w, code, apiError{msg})
 }
 
 // refusal is the audit outcome of a failed swap or rollback: "conflict"
@@ -245,16 +268,13 @@ func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
 	body, release, berr := s.readBody(w, r, p, maxTenantRequest)
 	defer release()
 	if berr != nil {
-		s.audit.record(auditEvent{Event: "tenant_add", Principal: p.String(), Remote: r.RemoteAddr, Outcome: "refused", Error: berr.msg})
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, auditEvent{Event: "tenant_add", Principal: p.String(), Remote: r.RemoteAddr}, berr.code, berr.msg)
 		return
 	}
 	derr := json.Unmarshal(body, &t)
 	e := auditEvent{Event: "tenant_add", Tenant: t.Name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok"}
 	if derr != nil {
-		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant as JSON)", derr)
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		s.refused(w, e, http.StatusBadRequest, fmt.Sprintf("request body: %v (want a tenant as JSON)", derr))
 		return
 	}
 	if len(t.Wasm) > 0 {
@@ -267,9 +287,7 @@ func (s *Server) handleAddTenant(w http.ResponseWriter, r *http.Request) {
 	err := s.AddTenant(ctx, t)
 	e.Duration = time.Since(start)
 	if err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	e.Version = 1
@@ -288,21 +306,15 @@ func (s *Server) handleUpdateTenant(w http.ResponseWriter, r *http.Request) {
 	body, release, berr := s.readBody(w, r, p, maxTenantUpdate)
 	defer release()
 	if berr != nil {
-		e.Outcome, e.Error = "refused", berr.msg
-		s.audit.record(e)
-		writeJSON(w, berr.code, apiError{berr.msg})
+		s.refused(w, e, berr.code, berr.msg)
 		return
 	}
 	if err := json.Unmarshal(body, &u); err != nil {
-		e.Outcome, e.Error = "refused", fmt.Sprintf("request body: %v (want a tenant update as JSON)", err)
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{e.Error})
+		s.refused(w, e, http.StatusBadRequest, fmt.Sprintf("request body: %v (want a tenant update as JSON)", err))
 		return
 	}
 	if err := s.UpdateTenant(r.Context(), name, u); err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	s.audit.record(e)
@@ -322,9 +334,7 @@ func (s *Server) handleRemoveTenant(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := s.RemoveTenant(r.Context(), name); err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, lifecycleStatus(err), apiError{err.Error()})
+		s.refused(w, e, lifecycleStatus(err), err.Error())
 		return
 	}
 	s.audit.record(e)
@@ -393,6 +403,7 @@ func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	_, err := s.tenants.remove(ctx, name)
 	if err == nil {
 		s.refs.forget(name)
+		s.provisional.clear(name)
 		s.fitMemory(0)
 	}
 	return err

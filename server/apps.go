@@ -10,6 +10,7 @@ import (
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/app/kv"
 	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/app/redis"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/app/tpcc"
 	"github.com/persephone-go/psp/nic"
@@ -85,6 +86,7 @@ var builtinApps = map[string]func(Config) (*Application, error){
 	AppTPCC:      openTPCC,
 	AppKV:        openKV,
 	AppMemcached: openMemcached,
+	AppRedis:     openRedis,
 }
 
 // AppNames returns the names of the built-in applications.
@@ -172,14 +174,38 @@ func openMemcached(cfg Config) (*Application, error) {
 	}
 	return &Application{Name: AppMemcached, Handler: s, Stream: s.Protocol(), Classifier: memcached.Classifier{},
 		TypeNames: memcached.TypeNames(), MinPayload: memcached.UDPHeaderLen + 1, Close: s.Close,
-		Counters: func() []AppCounter {
-			cs := s.Counters()
-			out := make([]AppCounter, len(cs))
-			for i, c := range cs {
-				out[i] = AppCounter(c)
-			}
-			return out
-		}}, nil
+		Counters: appCounters(s.Counters)}, nil
+}
+
+// appCounters turns an application package's counters, each of
+// AppCounter's shape, into the server's.
+func appCounters[C ~struct {
+	Name, Help string
+	Gauge      bool
+	Value      float64
+}](counters func() []C) func() []AppCounter {
+	return func() []AppCounter {
+		cs := counters()
+		out := make([]AppCounter, len(cs))
+		for i, c := range cs {
+			out[i] = AppCounter(c)
+		}
+		return out
+	}
+}
+
+func openRedis(cfg Config) (*Application, error) {
+	port := 0
+	if e, ok := cfg.transport(TransportTCP); ok {
+		port = int(e.Addr.Port())
+	}
+	s, err := redis.Open(redis.Config{Workers: cfg.Workers, MaxMemory: int64(cfg.App.Redis.MaxMemory), Port: port})
+	if err != nil {
+		return nil, err
+	}
+	return &Application{Name: AppRedis, Handler: s, Stream: s, Classifier: redis.Classifier{},
+		TypeNames: redis.TypeNames(), Close: s.Close,
+		Counters: appCounters(s.Counters)}, nil
 }
 
 // DefaultMemcachedMaxItemSize is the memcached application's item size

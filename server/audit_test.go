@@ -13,6 +13,8 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // fileLines decodes the JSON lines of path and its rotated path.1.
@@ -146,7 +148,7 @@ func TestAuditKeepsChanges(t *testing.T) {
 // line when the first comes and one per interval with the count of the
 // others; every refusal is accounted for; IPv6 addresses count by /64.
 func TestAuditRefusalIntervals(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.SyncBuffer
 	a := newAudit(&buf, &buf, 20*time.Millisecond)
 	sent := 0
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); sent++ {

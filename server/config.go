@@ -19,12 +19,16 @@ const (
 	AppKV        = "kv"
 	AppTPCC      = "tpcc"
 	AppMemcached = "memcached"
+	AppRedis     = "redis"
 )
 
 // Defaults of Config.
 const (
 	DefaultListen = "127.0.0.1:6789"
-	DefaultAdmin  = "127.0.0.1:9090"
+	// DefaultRedisListen is the redis application's listen address:
+	// Redis's port, over TCP.
+	DefaultRedisListen = "tcp://127.0.0.1:6379"
+	DefaultAdmin       = "127.0.0.1:9090"
 	// MinAutoWorkers is the fewest workers Workers' automatic default
 	// gives: DARC needs two to keep a short type's worker apart from the
 	// long types'.
@@ -144,6 +148,12 @@ type Config struct {
 	Fail string `yaml:"fail,omitempty"`
 	// OCI says how classifiers named oci://... are pulled.
 	OCI OCI `yaml:"oci,omitempty"`
+	// StateFile is where the server records the module each tenant whose
+	// classifier is a registry reference runs, and resumes it from after a
+	// restart (see state.go). Default: state/LISTEN.json in the OCI cache
+	// directory, for a server with a cache and a listen port of its own;
+	// "off": none.
+	StateFile string `yaml:"state_file,omitempty"`
 	// classifierWasm is Classifier pulled from a registry, and
 	// classifierMaxTypes the type range of its tenant while it is pending.
 	classifierWasm     []byte
@@ -316,7 +326,7 @@ type TypeLimits struct {
 // App selects and configures the built-in application (a program serving
 // its own gives Options.Application instead).
 type App struct {
-	// Name is spin, emulate (default), kv, tpcc or memcached.
+	// Name is spin, emulate (default), kv, tpcc, memcached or redis.
 	Name string `yaml:"name"`
 	// Dilation multiplies service times (emulate; tpcc when set: it then
 	// sleeps instead of spinning; memcached when set: it adds emulated
@@ -334,6 +344,16 @@ type App struct {
 	KV KV `yaml:"kv,omitempty"`
 	// Memcached configures the memcached application.
 	Memcached Memcached `yaml:"memcached,omitempty"`
+	// Redis configures the redis application.
+	Redis Redis `yaml:"redis,omitempty"`
+}
+
+// Redis configures the redis application (Redis's protocol over TCP).
+type Redis struct {
+	// MaxMemory bounds the dataset's estimated size in bytes (Redis's
+	// maxmemory, with its noeviction policy: past it, commands that may
+	// grow the dataset are refused); 0: no bound.
+	MaxMemory int `yaml:"max_memory,omitempty"`
 }
 
 // TCP bounds the TCP dataplane's connections; zero fields take the

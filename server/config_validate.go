@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -63,15 +64,13 @@ const (
 
 // withDefaults returns c with zero fields set to the defaults.
 func (c Config) withDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
+	defaultListen := DefaultListen
+	if c.App.Name == AppRedis {
+		defaultListen = DefaultRedisListen
 	}
-	if c.Dataplane == "" {
-		c.Dataplane = DataplaneUDP
-	}
-	if c.App.Name == "" {
-		c.App.Name = DefaultApp
-	}
+	c.Listen = cmp.Or(c.Listen, defaultListen)
+	c.Dataplane = cmp.Or(c.Dataplane, DataplaneUDP)
+	c.App.Name = cmp.Or(c.App.Name, DefaultApp)
 	if c.Buffers == 0 {
 		c.Buffers = DefaultBuffers
 		if c.App.Name == AppMemcached {
@@ -84,15 +83,11 @@ func (c Config) withDefaults() Config {
 			c.BufSize = DefaultMemcachedBufSize
 		}
 	}
-	if c.Policy == "" {
-		c.Policy = DefaultPolicy
-	}
-	if c.Workers == 0 {
+	c.Policy = cmp.Or(c.Policy, DefaultPolicy)
+	if c.Workers == 0 { // a system call: only when needed
 		c.Workers = AutoWorkers()
 	}
-	if c.Idle == "" {
-		c.Idle = dispatcher.IdleSpinThenPark
-	}
+	c.Idle = cmp.Or(c.Idle, dispatcher.IdleSpinThenPark)
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
 		if c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers() {
@@ -104,18 +99,10 @@ func (c Config) withDefaults() Config {
 			c.Spin = -1
 		}
 	}
-	if c.DispatcherSpin == 0 {
-		c.DispatcherSpin = DefaultDispatcherSpin
-	}
-	if c.InPlace == 0 {
-		c.InPlace = DefaultInPlace
-	}
-	if c.Burst == 0 {
-		c.Burst = dispatcher.DefaultBurst
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = dispatcher.DefaultDrainTimeout
-	}
+	c.DispatcherSpin = cmp.Or(c.DispatcherSpin, DefaultDispatcherSpin)
+	c.InPlace = cmp.Or(c.InPlace, DefaultInPlace)
+	c.Burst = cmp.Or(c.Burst, dispatcher.DefaultBurst)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, dispatcher.DefaultDrainTimeout)
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {
 		c.App.Dilation = DefaultEmulateDilation
 	}
@@ -132,20 +119,14 @@ func (c Config) withDefaults() Config {
 		// Emulated costs: hundreds of requests per second, as above.
 		c.MinSamples = DefaultEmulateMinSamples
 	}
-	if c.App.Name == AppMemcached && c.MinSamples == 0 {
+	if (c.App.Name == AppMemcached || c.App.Name == AppRedis) && c.MinSamples == 0 {
 		c.MinSamples = DefaultMemcachedMinSamples
 	}
 	if c.App.Name == AppKV {
-		if c.App.KV.Keys == 0 {
-			c.App.KV.Keys = 5000
-		}
-		if c.App.KV.ValueSize == 0 {
-			c.App.KV.ValueSize = 64
-		}
+		c.App.KV.Keys = cmp.Or(c.App.KV.Keys, 5000)
+		c.App.KV.ValueSize = cmp.Or(c.App.KV.ValueSize, 64)
 	}
-	if c.Admin.Addr == "" {
-		c.Admin.Addr = DefaultAdmin
-	}
+	c.Admin.Addr = cmp.Or(c.Admin.Addr, DefaultAdmin)
 	return c
 }
 
@@ -365,6 +346,9 @@ func (c Config) validateApp() error {
 	pc.NumTypes = 1
 	if err := pc.Validate(); err != nil {
 		return bad("policy: %v", err)
+	}
+	if c.App.Name == AppRedis && c.App.Redis.MaxMemory < 0 {
+		return bad("redis max_memory %d: negative (0: no bound)", c.App.Redis.MaxMemory)
 	}
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
@@ -590,6 +574,9 @@ func (c Config) validateTCP(eps []Endpoint, custom bool) error {
 	tcp := false
 	for _, e := range eps {
 		tcp = tcp || e.Transport == TransportTCP
+		if e.Transport == TransportUDP && c.App.Name == AppRedis && !custom {
+			return bad("the redis app speaks Redis's protocol over TCP only: listen on tcp://IP:PORT (default %s), not %s", DefaultRedisListen, e)
+		}
 	}
 	if m := c.App.Memcached; c.App.Name == AppMemcached && m.TCP != "" {
 		if tcp {
@@ -609,7 +596,7 @@ func (c Config) validateTCP(eps []Endpoint, custom bool) error {
 	case DataplaneMemory:
 		return bad("the memnic dataplane carries datagrams only: listen on udp:// with it")
 	}
-	if !custom && !slices.Contains([]string{AppSpin, AppEmulate, AppTPCC, AppKV, AppMemcached}, c.App.Name) {
+	if !custom && !slices.Contains([]string{AppSpin, AppEmulate, AppTPCC, AppKV, AppMemcached, AppRedis}, c.App.Name) {
 		return bad("app %q has no framer for TCP", c.App.Name)
 	}
 	t := c.TCP

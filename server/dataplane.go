@@ -128,6 +128,12 @@ func (c Config) tcpConfig(ap netip.AddrPort, ports []uint16, proto nic.Protocol,
 		least := cmp.Or(m.MaxItemSize, DefaultMemcachedMaxItemSize) + cmp.Or(m.MaxLine, DefaultMemcachedMaxLine) + 4
 		tc.MaxRequest = max(cmp.Or(tc.MaxRequest, tcp.DefaultMaxRequest), least)
 	}
+	// The connections get what the file-descriptor budget leaves them
+	// (see fileBudget): a flood of them never takes the server's own
+	// files or the admin endpoint's share.
+	if b := openFiles(c); b.limit > 0 {
+		tc.MaxConns = max(min(cmp.Or(tc.MaxConns, tcp.DefaultMaxConns), b.streams), 1)
+	}
 	return tc
 }
 

@@ -43,30 +43,7 @@ func BenchmarkDataplanes(b *testing.B) {
 		runDispatcher(b, dp, workers)
 	})
 	b.Run("udp-loopback", func(b *testing.B) {
-		dp, err := udp.Open(udp.Config{Addr: "127.0.0.1:0", Workers: workers})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer dp.Close()
-		conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(dp.Addr()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		for _, p := range payloads {
-			conn.Write(p)
-		}
-		go func() { // the client: every reply goes back as a request
-			buf := make([]byte, 2048)
-			for {
-				n, err := conn.Read(buf)
-				if err != nil {
-					return
-				}
-				conn.Write(buf[:n])
-			}
-		}()
-		runDispatcher(b, dp, workers)
+		runDispatcher(b, reflectedUDP(b, udp.Config{Addr: "127.0.0.1:0", Workers: workers}, payloads), workers)
 	})
 }
 
@@ -81,6 +58,44 @@ func runDispatcher(b *testing.B, dp nic.Dataplane, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	n, elapsed := answerN(b, d, 1)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "pkt/s")
+}
+
+// reflectedUDP opens a UDP dataplane of cfg and a client on loopback that
+// sends payloads to it and every reply back as a request; both close at
+// the benchmark's end.
+func reflectedUDP(b *testing.B, cfg udp.Config, payloads [][]byte) *udp.Dataplane {
+	dp, err := udp.Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dp.Close() })
+	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(dp.Addr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	for _, p := range payloads {
+		conn.Write(p)
+	}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			conn.Write(buf[:n])
+		}
+	}()
+	return dp
+}
+
+// answerN runs d until it has answered warmup requests, then times b.N
+// more, and stops it. It returns how many it answered in the timed part
+// (at least b.N) and how long that took.
+func answerN(b *testing.B, d *dispatcher.Dispatcher, warmup uint64) (uint64, time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -90,7 +105,7 @@ func runDispatcher(b *testing.B, dp nic.Dataplane, workers int) {
 		}
 		return 0
 	}
-	for answered() == 0 {
+	for answered() < warmup {
 		time.Sleep(time.Millisecond)
 	}
 	b.ResetTimer()
@@ -98,11 +113,11 @@ func runDispatcher(b *testing.B, dp nic.Dataplane, workers int) {
 	for answered()-base < uint64(b.N) {
 		time.Sleep(time.Millisecond)
 	}
-	n := answered() - base
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "pkt/s")
+	n, elapsed := answered()-base, time.Since(start)
 	b.StopTimer()
 	cancel()
 	<-done
+	return n, elapsed
 }
 
 // BenchmarkStages shows where a request's time goes when it is alone in the
@@ -129,27 +144,7 @@ func BenchmarkStages(b *testing.B) {
 		reportStages(b, runStages(b, dp, dispatcher.IdleBusyPoll))
 	})
 	b.Run("udp-loopback/spin-then-park", func(b *testing.B) {
-		dp, err := udp.Open(udp.Config{Addr: "127.0.0.1:0", Workers: 1, KernelWait: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer dp.Close()
-		conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(dp.Addr()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		conn.Write(payload)
-		go func() { // every reply goes back as a request
-			buf := make([]byte, 2048)
-			for {
-				n, err := conn.Read(buf)
-				if err != nil {
-					return
-				}
-				conn.Write(buf[:n])
-			}
-		}()
+		dp := reflectedUDP(b, udp.Config{Addr: "127.0.0.1:0", Workers: 1, KernelWait: true}, [][]byte{payload})
 		reportStages(b, runStages(b, dp, dispatcher.IdleSpinThenPark))
 	})
 }
@@ -166,26 +161,7 @@ func runStages(b *testing.B, dp nic.Dataplane, idle string) *dispatcher.TypeStag
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	answered := func() uint64 {
-		if s := d.Stats(); s != nil {
-			return s.Answered
-		}
-		return 0
-	}
-	for answered() < 1000 { // warm up
-		time.Sleep(time.Millisecond)
-	}
-	b.ResetTimer()
-	base := answered()
-	for answered()-base < uint64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
-	b.StopTimer()
-	cancel()
-	<-done
+	answerN(b, d, 1000)
 	st := d.Stages()[wire.TypeShort]
 	if st == nil {
 		b.Fatal("no SHORT request ran")

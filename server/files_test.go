@@ -2,11 +2,13 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/internal/testenv"
+	"github.com/persephone-go/psp/nic/tcp"
 )
 
 func TestFileBudget(t *testing.T) {
@@ -194,5 +197,28 @@ func TestAdminAcceptFatalStopsServer(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run still serves with a dead admin socket")
+	}
+}
+
+// TestTCPConnsUnderFileBudget: the TCP dataplane's connection cap never
+// exceeds what the descriptor budget leaves the streams, asked for or
+// defaulted; a smaller cap asked for stays.
+func TestTCPConnsUnderFileBudget(t *testing.T) {
+	b := openFiles(Config{Workers: 2})
+	if b.limit == 0 {
+		t.Skip("RLIMIT_NOFILE unknown here: no budget to fit under")
+	}
+	ap := netip.MustParseAddrPort("127.0.0.1:0")
+	for _, asked := range []int{0, 10, b.streams + 1, 1 << 30} {
+		cfg := Config{Workers: 2, TCP: TCP{MaxConns: asked}}
+		got := cfg.tcpConfig(ap, nil, nil, io.Discard).MaxConns
+		want := max(min(cmp.Or(asked, tcp.DefaultMaxConns), b.streams), 1)
+		if got != want || got > max(b.streams, 1) {
+			t.Errorf("max_conns %d under %s (streams %d): cap %d, want %d", asked, b, b.streams, got, want)
+		}
+	}
+	mc := Config{Workers: 2, App: App{Name: AppMemcached, Memcached: Memcached{MaxConns: 1 << 30}}}
+	if got := mc.tcpConfig(ap, nil, nil, io.Discard).MaxConns; got > max(b.streams, 1) {
+		t.Errorf("memcached's max_conns 1<<30: cap %d over the budget's %d", got, b.streams)
 	}
 }

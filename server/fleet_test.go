@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/internal/registrytest"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/oci"
 	"github.com/persephone-go/psp/wire"
@@ -28,21 +29,29 @@ func fileSHA(t *testing.T, path string) ([]byte, string) {
 	return b, hex.EncodeToString(s[:])
 }
 
+// twoModules starts a server with the operator token "operator-secret",
+// running the C header classifier (sha256 sum1), and returns its handler,
+// its log, and a second module (the WAT one) to swap in.
+func twoModules(t *testing.T) (h http.Handler, log *testenv.SyncBuffer, sum1 string, v2 []byte, sum2 string) {
+	t.Helper()
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
+	r, log := startLogged(t, cfg)
+	_, sum1 = fileSHA(t, cfg.Classifier)
+	v2, sum2 = fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	if sum1 == sum2 {
+		t.Fatal("the two modules are the same")
+	}
+	return r.srv.Handler(), log, sum1, v2, sum2
+}
+
 // TestCompareAndSwapHTTP: a swap or rollback naming another module than
 // the running one is refused with 409 and audited as a conflict; naming
 // the running one, it lands, and the reference it gives shows in the
 // status.
 func TestCompareAndSwapHTTP(t *testing.T) {
-	cfg := memConfig()
-	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
-	cfg.Classifier = exampleWasm(t, "pspheader.wasm")
-	r, log := startLogged(t, cfg)
-	h := r.srv.Handler()
-	_, sum1 := fileSHA(t, cfg.Classifier)
-	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
-	if sum1 == sum2 {
-		t.Fatal("the two modules are the same")
-	}
+	h, log, sum1, v2, sum2 := twoModules(t)
 	ref := "oci://127.0.0.1:5000/psp/header:v2@sha256:" + strings.Repeat("ab", 32)
 
 	if rec := do(t, h, "PUT", "/tenants/default/classifier?expect_sha256="+sum2, "operator-secret", v2); rec.Code != http.StatusConflict {
@@ -198,6 +207,45 @@ func TestServeFromRegistry(t *testing.T) {
 	wrong.Digest = "sha256:" + sum // the module's digest, not the manifest's
 	cfg.Classifier = wrong.String()
 	pending("a digest that is not the manifest's", "not fetched")
+}
+
+// TestServeShapesMadeWithoutPSP: a server started from each shape of Wasm
+// image Istio's and Envoy Gateway's fetchers accept, made without psp
+// (registrytest.PushShapes), runs the module, pinned by the manifest's
+// digest, and classifies its requests with it.
+func TestServeShapesMadeWithoutPSP(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	for _, sh := range registrytest.PushShapes(t, reg, wasm) {
+		t.Run(sh.Name, func(t *testing.T) {
+			cfg := memConfig()
+			cfg.Classifier = sh.Ref
+			cfg.Fail = "closed"
+			cfg.OCI.CacheDir = "off"
+			r, log := startLogged(t, cfg)
+			defer r.stop()
+			h := r.srv.Handler()
+			if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum || ti.Reference != sh.Ref+"@"+sh.Digest() || ti.Pending != "" {
+				t.Fatalf("sha256 %s reference %q pending %q, want %s from %s@%s\n%s", ti.SHA256, ti.Reference, ti.Pending, sum, sh.Ref, sh.Digest(), log)
+			}
+			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+				t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+			}
+			dp := r.srv.Dataplane().(*memnic.Dataplane)
+			peer := netip.MustParseAddrPort("10.0.0.9:1")
+			const n = 10
+			for i := range n {
+				inject(dp, header(uint32(2*i), wire.TypeShort, 100), peer)
+				inject(dp, header(uint32(2*i+1), wire.TypeLong, 100), peer)
+			}
+			ti := waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.Answered+ti.Dropped >= 2*n })
+			st := getStatus(t, h)
+			if ti.Answered != 2*n || typeReceived(st, "default/SHORT") != n || typeReceived(st, "default/LONG") != n {
+				t.Errorf("answered %d of %d; SHORT %d, LONG %d, want %d each", ti.Answered, 2*n,
+					typeReceived(st, "default/SHORT"), typeReceived(st, "default/LONG"), n)
+			}
+		})
+	}
 }
 
 // TestPendingUntilFetched: a server whose classifier's registry is down at

@@ -11,6 +11,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/persephone-go/psp/app/memcached"
+	"github.com/persephone-go/psp/nic/tcp"
 )
 
 // memoryLimitMargin is what the soft memory limit allows the Go heap
@@ -31,6 +32,9 @@ const memoryLimitMargin = 64 << 20
 // connections are reading when the store serves TCP, and
 // memoryLimitMargin.
 func memoryLimit(cfg Config) (int64, bool) {
+	if cfg.App.Name == AppRedis {
+		return redisMemoryLimit(cfg)
+	}
 	if cfg.App.Name != AppMemcached {
 		return 0, false
 	}
@@ -142,4 +146,19 @@ func (s *Server) withClassifier(pages uint32, op func() error) error {
 	s.fitMemory(extra)
 	defer s.fitMemory(-extra)
 	return op()
+}
+
+// redisMemoryLimit is memoryLimit for the redis application with a
+// maxmemory: the dataset (its estimate with a tenth more, the estimate's
+// error on the data types measured), a command's worth of data per worker
+// beyond it (the bound is checked before each command), the TCP
+// dataplane's buffers and memory bound, and memoryLimitMargin.
+func redisMemoryLimit(cfg Config) (int64, bool) {
+	mm := int64(cfg.App.Redis.MaxMemory)
+	if mm <= 0 {
+		return 0, false
+	}
+	maxRequest := int64(cmp.Or(cfg.TCP.MaxRequest, tcp.DefaultMaxRequest))
+	buffers := int64(cfg.Buffers+laneBuffers(cfg)) * int64(max(cfg.BufSize, tcp.DefaultBufSize))
+	return mm + mm/10 + int64(cfg.Workers)*maxRequest + buffers + int64(cmp.Or(cfg.TCP.Memory, tcp.DefaultMemory)) + memoryLimitMargin, true
 }

@@ -38,7 +38,9 @@ type collector struct {
 	rxPackets, rxDropped, rxTruncated, txPackets, txErrors   *prometheus.Desc
 
 	rxNoBuffer, overloadReplies, overloaded, pool *prometheus.Desc
+	socketDrops                                   *prometheus.Desc
 	budget, held, deadline, queueingMax           *prometheus.Desc
+	typeShare                                     *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -83,6 +85,7 @@ func newCollector(s *Server) *collector {
 		rxTruncated: d("dataplane_receive_truncated_total", "Packets received truncated to the buffer size (also in dataplane_receive_packets_total)."),
 		txPackets:   d("dataplane_transmit_packets_total", "Packets the dataplane transmitted."),
 		txErrors:    d("dataplane_transmit_errors_total", "Packets the dataplane failed to transmit."),
+		socketDrops: d("dataplane_socket_drops_total", "Datagrams the kernel dropped at a port's receive socket before the server read them (its buffer was full), per port (UDP dataplane; dataplane_receive_drops_total includes them).", "port"),
 		rxNoBuffer:  d("dataplane_receive_no_buffer_total", "Times the dataplane found its buffer pool empty on receive (packets then wait in, or are dropped by, the kernel or the device)."),
 
 		overloadReplies: d("overload_replies_total", "Shed requests answered \"overloaded\" (they are counted as dropped too)."),
@@ -92,6 +95,7 @@ func newCollector(s *Server) *collector {
 		held:            d("type_held_requests", "Requests of the type held now, queued or running.", "type"),
 		deadline:        d("type_deadline_seconds", "Longest a request of the type may wait in its queue before it is dropped as expired (0: none).", "type"),
 		queueingMax:     d("request_queueing_max_seconds", "Longest time from enqueue to dispatch of a request dispatched during the last stats interval, per type.", "type"),
+		typeShare:       d("type_share_ratio", "Share of each type among the requests its tenant's classifier typed over the last 10 s (UNKNOWN included; 0 when the tenant typed none).", "type"),
 	}
 }
 
@@ -103,7 +107,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.reservations, c.groupReserved, c.profiledMean, c.profiledShare,
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
-		c.rxNoBuffer, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax,
+		c.rxNoBuffer, c.socketDrops, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax, c.typeShare,
 	} {
 		ch <- d
 	}
@@ -141,6 +145,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reservations, float64(st.Policy.Reservations))
 
 	hidden := shadowedTypes(st)
+	shares := c.s.mix.shares(st)
 	seen := make(map[string]bool, len(st.Types))
 	for i := range st.Types {
 		t := &st.Types[i]
@@ -168,6 +173,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.held, float64(p.Held), name)
 		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)
 		gauge(c.queueingMax, float64(t.MaxWaitNs)/1e9, name)
+		if int(t.Type) < len(shares) {
+			gauge(c.typeShare, shares[t.Type], name)
+		}
 		var h *dispatcher.TypeStages
 		if int(t.Type) < len(stages) {
 			h = stages[t.Type]
@@ -212,6 +220,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txPackets, float64(n.TxPackets))
 	counter(c.txErrors, float64(n.TxErrors))
 	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
+	if pd, ok := c.s.dp.(portDropper); ok {
+		for _, p := range pd.PortDrops() {
+			counter(c.socketDrops, float64(p.Drops), strconv.Itoa(int(p.Port)))
+		}
+	}
 }
 
 // shadowedTypes marks the type ids of removed tenants whose name a live

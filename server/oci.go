@@ -103,7 +103,7 @@ func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error
 		s.refs.set(tenant, m.SHA256, m.Ref.String())
 		return m.Wasm, m.Ref.String(), nil
 	}
-	if oci.IsRef(cfg.Classifier) {
+	if oci.IsRef(cfg.Classifier) && len(cfg.classifierWasm) == 0 {
 		wasm, pinned, err := pull(DefaultTenant, "classifier", cfg.Classifier, cfg.Fail, base)
 		if err != nil {
 			return cfg, err

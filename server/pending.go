@@ -218,6 +218,9 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 	default:
 		s.pending.remove(pp.tenant)
 		s.refs.set(pp.tenant, m.SHA256, m.Ref.String())
+		s.keepModule(pp.tenant, m.Wasm)
+		s.setStartSHA(pp.tenant, m.SHA256)
+		s.saveState()
 		fmt.Fprintf(s.log, "psp: %s: pulled %s (%d bytes, sha256 %s) after %v: running it (version %d)\n",
 			pp.what, m.Ref, len(m.Wasm), m.SHA256, time.Since(pp.since).Round(time.Millisecond), v)
 	}

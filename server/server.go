@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +21,7 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/internal/accept"
 	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/udp"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -70,9 +71,19 @@ type Server struct {
 	describeTenants string
 	refs            references   // registry references of the modules run
 	pending         pendingPulls // tenants whose module could not be fetched at start
-	ran             bool
-	stopping        atomic.Bool // Run's context is done: draining
-	mu              sync.Mutex
+	mix             typeMix      // per-type counters over the last shareWindow
+	provisional     provisionals // swaps awaiting their confirmation
+	state           *stateStore  // nil: no state file
+	// configured is what the config names for each tenant whose
+	// classifier is a registry reference; resumed says which started
+	// from the state file; startSHA what each ran at start otherwise.
+	configured map[string]string
+	resumed    map[string]bool
+	startMu    sync.Mutex
+	startSHA   map[string]string // guarded by startMu
+	ran        bool
+	stopping   atomic.Bool // Run's context is done: draining
+	mu         sync.Mutex
 	// workersAuto: the worker count followed the CPUs (Config.Workers 0).
 	workersAuto bool
 	memory      memoryBudget // the soft memory limit serve set
@@ -119,12 +130,19 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 	if err := s.openCredentials(cfg); err != nil {
 		return nil, err
 	}
+	s.configured, s.startSHA, s.resumed = map[string]string{}, map[string]string{}, map[string]bool{}
+	if f := stateFile(cfg); f != "" {
+		s.state = &stateStore{file: f}
+	}
+	cfg.Tenants = slices.Clone(cfg.Tenants)
+	cfg = s.resumeState(cfg)
 	if cfg, err = s.pullClassifiers(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := s.openTenants(ctx, cfg, opts); err != nil {
 		return nil, err
 	}
+	s.startedFrom(cfg)
 	s.registry = prometheus.NewRegistry()
 	s.scrape = make(chan struct{}, 1)
 	if err := s.registerMetrics(); err != nil {
@@ -228,6 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.pending.count() > 0 {
 		go s.retryPending(dispCtx)
 	}
+	go s.sampleTypeMix(dispCtx)
 
 	var err error
 	stopping := ctx.Done()
@@ -328,7 +347,7 @@ func (s *Server) dataplaneText() string {
 		text += "s"
 	}
 	if t, ok := tcpDataplane(s.dp); ok {
-		text += fmt.Sprintf(" (up to %d TCP connections%s)", t.MaxConns(), fdBudget())
+		text += fmt.Sprintf(" (up to %d TCP connections)", t.MaxConns())
 	}
 	return text
 }
@@ -337,6 +356,7 @@ func (s *Server) dataplaneText() string {
 // when you do not call Run.
 func (s *Server) Close() error {
 	var errs []error
+	s.provisional.stopAll()
 	if s.http != nil {
 		// Bounded: the process must exit soon after the drain.
 		ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
@@ -394,6 +414,9 @@ func (s *Server) Status() Status {
 		st.TCP = &cs
 	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
+	if pd, ok := s.dp.(portDropper); ok {
+		st.KernelDrops = pd.PortDrops()
+	}
 	if s.app != nil && s.app.Counters != nil {
 		st.AppCounters = s.app.Counters()
 	}
@@ -411,9 +434,16 @@ func (s *Server) Status() Status {
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
 		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name)
+		st.Tenants[i].Configured = s.configuredIfChanged(st.Tenants[i].Name, st.Tenants[i].SHA256)
+		if !st.Tenants[i].Removed {
+			st.Tenants[i].Provisional = s.provisional.info(st.Tenants[i].Name)
+		}
 	}
 	return st
 }
+
+// portDropper is a dataplane that counts the kernel's drops per port.
+type portDropper interface{ PortDrops() []udp.PortDrops }
 
 // dropSummary is " (budget 3, expired 2)", or "" without drops.
 func dropSummary(d dispatcher.Drops) string {
@@ -421,14 +451,4 @@ func dropSummary(d dispatcher.Drops) string {
 		return ""
 	}
 	return " (" + d.String() + ")"
-}
-
-// fdBudget says the process's file descriptor limit, which the TCP
-// connection limit is fitted under.
-func fdBudget() string {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return ""
-	}
-	return fmt.Sprintf(", file descriptor limit %d", lim.Cur)
 }

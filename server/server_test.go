@@ -261,7 +261,7 @@ func TestConfigStrictAndValidated(t *testing.T) {
 		{Policy: "lifo"},
 		{Listen: "nowhere"},
 		{Workers: -2},
-		{App: App{Name: "redis"}},
+		{App: App{Name: "nosuchapp"}},
 		{CPUs: "0-100000"},
 		{Classifier: "a.wasm", Tenants: []Tenant{{Name: "x", Classifier: "b.wasm"}}},
 		{Tenants: []Tenant{{Name: "a", Classifier: "a.wasm"}, {Name: "b", Classifier: "b.wasm"}}},

@@ -5,6 +5,7 @@ import (
 	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/tcp"
+	"github.com/persephone-go/psp/nic/udp"
 )
 
 // Status is the JSON document GET /status returns. Every JSON name is
@@ -84,6 +85,11 @@ type Status struct {
 	Classifying uint64 `json:"classifying,omitempty"`
 	// Net holds the dataplane's counters.
 	Net nic.Stats `json:"net"`
+	// KernelDrops are the datagrams the kernel dropped at each port's
+	// receive socket before psp read them (the UDP dataplane; their sum,
+	// with removed ports', is Net.RxDropped): a full socket buffer, the
+	// server not reading fast enough.
+	KernelDrops []udp.PortDrops `json:"kernel_drops,omitempty"`
 	// AppCounters are the application's own figures (Application.Counters).
 	AppCounters []AppCounter `json:"app_counters,omitempty"`
 	// Runtime describes the Go runtime under the server.
@@ -266,6 +272,14 @@ type TenantInfo struct {
 	// checked against the registry, and shown for this tenant only); ""
 	// for a file.
 	Reference string `json:"reference,omitempty"`
+	// Provisional is set while the tenant's last swap awaits its
+	// confirmation (POST /tenants/{name}/confirm).
+	Provisional *ProvisionalInfo `json:"provisional,omitempty"`
+	// Configured is the classifier the config names, set when the tenant
+	// does not run the module the config gave it: it started from the
+	// state file (what swaps and rollouts made of it before a restart),
+	// or was swapped since.
+	Configured string `json:"configured,omitempty"`
 	// Pending says why the tenant runs a placeholder: its module, named
 	// by registry reference, could not be fetched at start ("" otherwise).
 	Pending string `json:"pending,omitempty"`

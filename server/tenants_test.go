@@ -23,27 +23,10 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // auditLines returns the audit log's lines, decoded.
 func auditLines(t *testing.T, log string) []map[string]any {
@@ -91,9 +74,9 @@ func tenantConfig(t *testing.T) Config {
 	return cfg
 }
 
-func startLogged(t *testing.T, cfg Config) (running, *syncBuffer) {
+func startLogged(t *testing.T, cfg Config) (running, *testenv.SyncBuffer) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	srv, err := New(context.Background(), cfg, Options{Log: log})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -156,6 +157,18 @@ type Config struct {
 	// once). Non-preemptive policies only. Default 0: off (every request
 	// goes to its worker, the paper's dispatcher).
 	InPlaceLimit time.Duration
+	// Conns, when > 0, models clients that send over that many in-order
+	// connections (TCP: a stream dataplane): request i of the run goes on
+	// connection i mod Conns (a traced request on its Arrival.Conn), and a
+	// request's reply leaves at the later of its completion and the
+	// previous reply of its connection, so latency and slowdown run to
+	// that reply. Throughput still counts completions. A dropped request
+	// passes its turn when it is dropped. The requests of a connection may
+	// run at once, as read-only ones do (the psp header's framing marks
+	// every request so); the order in which requests that are not
+	// read-only start is not modelled. Default 0: every request is
+	// answered on its own, as over UDP. Not with Tenants.
+	Conns int
 	// Misclassify is the fraction of requests the classifier labels with
 	// another type, drawn uniformly among the other types: the policy
 	// queues, dispatches and profiles them under that type, while results
@@ -205,18 +218,17 @@ type Arrival struct {
 	Type int
 	// ServiceNs is the request's service time.
 	ServiceNs int64
+	// Conn is the connection the request was sent on, 0 to
+	// Config.Conns-1 (Config.Conns > 0).
+	Conn int
 }
 
 // withDefaults returns c with zero fields set to their defaults (negative
 // Warmup and TS durations to zero) and the offered rate and load derived
 // from each other.
 func (c Config) withDefaults() Config {
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Policy == "" {
-		c.Policy = darc.NameDARC
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Policy = cmp.Or(c.Policy, darc.NameDARC)
 	if c.Duration == 0 && len(c.Trace) > 0 {
 		c.Duration = time.Duration(c.Trace[len(c.Trace)-1].At + 1)
 	}
@@ -231,21 +243,15 @@ func (c Config) withDefaults() Config {
 	} else if c.Warmup < 0 {
 		c.Warmup = 0
 	}
-	if c.Source == "" {
-		c.Source = DefaultSource
-	}
-	if c.Dilation == 0 {
-		c.Dilation = 1
-	}
+	c.Source = cmp.Or(c.Source, DefaultSource)
+	c.Dilation = cmp.Or(c.Dilation, 1)
 	dilate := c.Dilation != 1 && c.Dilation > 0 && !math.IsInf(c.Dilation, 0)
 	if len(c.Phases.Phases) > 0 && c.Phases.Validate("") == nil {
 		if dilate {
 			c.Phases = c.Phases.Dilated(c.Dilation)
 		}
 		c.Workload = c.Phases.Union()
-		if c.Duration == 0 {
-			c.Duration = c.Phases.Total()
-		}
+		c.Duration = cmp.Or(c.Duration, c.Phases.Total())
 	} else if dilate {
 		c.Workload = c.Workload.Dilated(c.Dilation)
 		if !c.merged {
@@ -307,8 +313,8 @@ func (c Config) Validate() error {
 	}
 	rate := c.Rate // as given: with phases, withDefaults sets it
 	if len(c.Tenants) > 0 {
-		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 || len(c.Trace) > 0 {
-			return bad("tenants with phases, a trace or misclassification are not simulated")
+		if len(c.Phases.Phases) > 0 || c.Misclassify > 0 || len(c.Trace) > 0 || c.Conns != 0 {
+			return bad("tenants with phases, a trace, connections or misclassification are not simulated")
 		}
 		if err := c.validateTenants(); err != nil {
 			return err
@@ -339,6 +345,8 @@ func (c Config) Validate() error {
 		return bad("dispatcher rate = %g, want at least %d requests/s (0: unbounded)", c.DispatcherRate, MinDispatcherRate)
 	case !(c.Misclassify >= 0 && c.Misclassify <= 1):
 		return bad("misclassify = %v, want a fraction in [0, 1]", c.Misclassify)
+	case c.Conns < 0 || c.Conns > MaxConns:
+		return bad("connections = %d, want 0 to %d (0: none)", c.Conns, MaxConns)
 	case c.Timeline < 0:
 		return bad("timeline bucket = %v, want >= 0", c.Timeline)
 	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:
@@ -366,6 +374,8 @@ func (c Config) Validate() error {
 				return bad("trace request %d: negative time or service time", i)
 			case i > 0 && a.At < c.Trace[i-1].At:
 				return bad("trace request %d arrives at %d, before request %d (%d)", i, a.At, i-1, c.Trace[i-1].At)
+			case a.Conn < 0 || a.Conn >= max(c.Conns, 1):
+				return bad("trace request %d is on connection %d, want 0..%d (Conns %d)", i, a.Conn, max(c.Conns, 1)-1, c.Conns)
 			}
 		}
 	}
@@ -422,6 +432,8 @@ const (
 	// MinDispatcherRate is the least DispatcherRate (other than 0): a
 	// slower dispatcher holds each request for more than a second.
 	MinDispatcherRate = 1
+	// MaxConns bounds Conns.
+	MaxConns = 1 << 20
 )
 
 // checkExpected refuses a run expected to draw more arrivals than psp

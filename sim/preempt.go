@@ -290,7 +290,7 @@ func (e *preemptive) onArrival(now int64) {
 		}
 	}
 	if e.queuedByType[e.reqs[h].seen] >= e.capacity {
-		e.drop(h)
+		e.drop(h, now)
 		return
 	}
 	e.push(h)

@@ -22,6 +22,12 @@ type request struct {
 	typ       int32 // workload type index (the true type)
 	seen      int32 // type index the classifier gave it (Config.Misclassify)
 	trace     int32 // index in Config.Trace (traced runs)
+
+	// Config.Conns: the request's connection, the next request of it
+	// (-1: none yet), and, once the request is done, when and how.
+	conn, nextOnConn int32
+	doneAt           int64
+	outcome          outcome
 }
 
 // phaseRun is one phase of the arrival process: its own Poisson process and
@@ -74,6 +80,9 @@ type run struct {
 	wasteNs   float64
 
 	tenants *tenantRun // multi-tenant runs only
+
+	conns    []connTurns // Config.Conns: per connection, its requests not yet answered
+	nextConn int32       // the connection of the next request (Poisson arrivals)
 }
 
 func newRun(cfg Config) *run {
@@ -102,6 +111,9 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.Timeline > 0 {
 		r.tl = report.NewTimelineRecorder(w.TypeNames(), int64(cfg.Timeline))
+	}
+	if cfg.Conns > 0 {
+		r.conns = newConnTurns(cfg.Conns)
 	}
 	if len(cfg.Phases.Phases) == 0 {
 		index := make([]int32, n)
@@ -181,10 +193,10 @@ func (r *run) advanceArrival() {
 // arrive creates the request reaching its queue now and returns its
 // handle.
 func (r *run) arrive(now int64) int32 {
-	var typ, idx int32
+	var typ, idx, conn int32
 	var svc int64
 	if tr := r.cfg.Trace; len(tr) > 0 {
-		typ, svc, idx = int32(tr[r.next].Type), tr[r.next].ServiceNs, int32(r.next)
+		typ, svc, idx, conn = int32(tr[r.next].Type), tr[r.next].ServiceNs, int32(r.next), int32(tr[r.next].Conn)
 		r.next++
 	} else {
 		ph := &r.phases[r.phase]
@@ -209,6 +221,13 @@ func (r *run) arrive(now int64) int32 {
 	}
 	a := r.pendingArrival
 	r.reqs[h] = request{arrival: a, service: svc, remaining: svc, typ: typ, seen: seen, trace: idx}
+	if r.conns != nil {
+		if len(r.cfg.Trace) == 0 {
+			conn = r.nextConn
+			r.nextConn = (r.nextConn + 1) % int32(len(r.conns))
+		}
+		r.onConn(h, conn)
+	}
 	if a >= r.warm {
 		r.arrived++
 		r.typeArrived[typ]++
@@ -220,58 +239,79 @@ func (r *run) arrive(now int64) int32 {
 	return h
 }
 
-func (r *run) drop(h int32) {
-	q := &r.reqs[h]
-	if q.arrival >= r.warm {
-		r.dropped++
-		r.typeDropped[q.typ]++
-		r.rec.Drop(int(q.typ))
-		if tr := r.tenants; tr != nil {
-			k := tr.types.tenant[q.typ]
-			tr.dropped[k]++
-			tr.rec[k].Drop(int(tr.types.local[q.typ]))
-		}
-	}
-	r.free = append(r.free, h)
-}
+// drop refuses request h now (its queue is full).
+func (r *run) drop(h int32, now int64) { r.finish(h, now, outcomeDropped) }
 
-// expire drops request h, which waited past its deadline. It counts in the
-// window when it arrived in it (it was counted as an arrival then).
-func (r *run) expire(h int32) {
-	if q := &r.reqs[h]; q.arrival >= r.warm {
-		r.dropped++
-		r.typeDropped[q.typ]++
-		r.rec.Expire(int(q.typ))
-		if tr := r.tenants; tr != nil {
-			k := tr.types.tenant[q.typ]
-			tr.dropped[k]++
-			tr.rec[k].Expire(int(tr.types.local[q.typ]))
-		}
-	}
-	r.free = append(r.free, h)
-}
+// expire drops request h now, which waited past its deadline.
+func (r *run) expire(h int32, now int64) { r.finish(h, now, outcomeExpired) }
 
+// complete ends request h, served, at now: its worker's completion.
 func (r *run) complete(h int32, now int64) {
-	q := &r.reqs[h]
-	server := now - q.arrival
-	if q.arrival >= r.warm {
-		r.rec.RecordEndToEnd(int(q.typ), server, r.rttNs, q.service)
-		if r.cfg.TraceLatencies != nil {
-			r.cfg.TraceLatencies[q.trace] = server + r.rttNs
-		}
-		if tr := r.tenants; tr != nil {
-			tr.rec[tr.types.tenant[q.typ]].RecordEndToEnd(int(tr.types.local[q.typ]), server, r.rttNs, q.service)
-		}
-	}
 	if now >= r.warm && now <= r.end {
+		q := &r.reqs[h]
 		r.completed++
 		r.typeCompleted[q.typ]++
 		if tr := r.tenants; tr != nil {
 			tr.completed[tr.types.tenant[q.typ]]++
 		}
 	}
-	if r.tl != nil {
-		r.tl.Record(int(q.typ), now, server+r.rttNs, q.service)
+	r.finish(h, now, outcomeServed)
+}
+
+// finish ends request h at now. Without connections its reply (or its
+// drop) is counted at once; with them, when its turn on its connection
+// comes (answer).
+func (r *run) finish(h int32, now int64, o outcome) {
+	if r.conns == nil {
+		r.answer(h, now, o)
+		return
+	}
+	q := &r.reqs[h]
+	q.doneAt, q.outcome = now, o
+	r.answerInOrder(q.conn)
+}
+
+// answer counts request h's end: its reply at time at (served), or its
+// drop or expiry (counted in the window when it arrived in it, as it was
+// counted as an arrival then), and frees it.
+func (r *run) answer(h int32, at int64, o outcome) {
+	q := &r.reqs[h]
+	in := q.arrival >= r.warm
+	tr := r.tenants
+	switch o {
+	case outcomeServed:
+		server := at - q.arrival
+		if in {
+			r.rec.RecordEndToEnd(int(q.typ), server, r.rttNs, q.service)
+			if r.cfg.TraceLatencies != nil {
+				r.cfg.TraceLatencies[q.trace] = server + r.rttNs
+			}
+			if tr != nil {
+				tr.rec[tr.types.tenant[q.typ]].RecordEndToEnd(int(tr.types.local[q.typ]), server, r.rttNs, q.service)
+			}
+		}
+		if r.tl != nil {
+			r.tl.Record(int(q.typ), at, server+r.rttNs, q.service)
+		}
+	case outcomeDropped, outcomeExpired:
+		if in {
+			r.dropped++
+			r.typeDropped[q.typ]++
+			if o == outcomeDropped {
+				r.rec.Drop(int(q.typ))
+			} else {
+				r.rec.Expire(int(q.typ))
+			}
+			if tr != nil {
+				k := tr.types.tenant[q.typ]
+				tr.dropped[k]++
+				if o == outcomeDropped {
+					tr.rec[k].Drop(int(tr.types.local[q.typ]))
+				} else {
+					tr.rec[k].Expire(int(tr.types.local[q.typ]))
+				}
+			}
+		}
 	}
 	r.free = append(r.free, h)
 }
@@ -518,14 +558,14 @@ func (e *nonPreemptive) loop() {
 			if e.pol.Enqueue(darc.Request{Handle: uint64(h), Type: e.darcType[e.reqs[h].seen]}, now) == darc.Accepted {
 				e.queuedN++
 			} else {
-				e.drop(h)
+				e.drop(h, now)
 			}
 		}
 		n := e.pol.Dispatch(now, e.out)
 		for _, a := range e.out[:n] {
 			h := int32(a.Request.Handle)
 			if a.Worker < 0 { // expired (or its tenant removed)
-				e.expire(h)
+				e.expire(h, now)
 				e.queuedN--
 				continue
 			}

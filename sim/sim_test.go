@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,9 +227,13 @@ func TestConfigErrors(t *testing.T) {
 // (they happen at setup and when buffers grow).
 func TestNoAllocPerEvent(t *testing.T) {
 	w, _ := workload.Builtin("extreme-bimodal")
-	for _, pol := range []string{"cfcfs", "darc", "ts", "shinjuku", "preempt"} {
+	for _, pol := range []string{"cfcfs", "darc", "ts", "shinjuku", "preempt", "darc/conns", "ts/conns"} {
+		policy, conns, _ := strings.Cut(pol, "/")
 		allocs := func(d time.Duration) float64 {
-			c := Config{Workload: w, Workers: 16, Policy: pol, Load: 0.5, Duration: d, Seed: 1}
+			c := Config{Workload: w, Workers: 16, Policy: policy, Load: 0.5, Duration: d, Seed: 1}
+			if conns != "" {
+				c.Conns = 20
+			}
 			return testing.AllocsPerRun(1, func() { mustRun(t, c) })
 		}
 		short, long := allocs(2*time.Millisecond), allocs(20*time.Millisecond)
@@ -302,6 +307,18 @@ func BenchmarkSimulate5Mrps(b *testing.B) {
 	}
 }
 
+// drawnArrivals returns the arrivals a seeded run of cfg (with its
+// defaults) draws.
+func drawnArrivals(cfg Config) []Arrival {
+	sampler, arrivals := cfg.Workload.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
+	var trace []Arrival
+	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
+		typ, svc := sampler.Next()
+		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
+	}
+	return trace
+}
+
 // TestTraceReplaysPoissonRun checks that a trace holding the very arrivals
 // a seeded run draws gives that run's results, and that bad traces are
 // refused.
@@ -312,12 +329,7 @@ func TestTraceReplaysPoissonRun(t *testing.T) {
 	}
 	base := Config{Workload: w, Workers: 14, Policy: "darc", Load: 0.8, Duration: 200 * time.Millisecond, Seed: 3, Warmup: -1}
 	cfg := base.withDefaults()
-	sampler, arrivals := w.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
-	var trace []Arrival
-	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
-		typ, svc := sampler.Next()
-		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
-	}
+	trace := drawnArrivals(cfg)
 	want, err := Run(base)
 	if err != nil {
 		t.Fatal(err)
@@ -358,12 +370,7 @@ func TestTraceLatenciesAreTheRecordedOnes(t *testing.T) {
 	}
 	base := Config{Workload: w, Workers: 14, Load: 0.9, Duration: 300 * time.Millisecond, Seed: 5, Warmup: 0.1}
 	cfg := base.withDefaults()
-	sampler, arrivals := w.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
-	var trace []Arrival
-	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
-		typ, svc := sampler.Next()
-		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
-	}
+	trace := drawnArrivals(cfg)
 	for _, pol := range []string{"cfcfs", "darc", "ts"} {
 		c := base
 		c.Policy, c.Trace, c.Rate, c.Load, c.Duration = pol, trace, cfg.Rate, 0, 0

@@ -194,7 +194,13 @@ func TestRandomClassifierNoWorseThanCFCFS(t *testing.T) {
 }
 
 // TestHotSwapLosesNothing pushes a new classifier (twice) while a load runs:
-// every request must be answered.
+// every request that reaches psp must be answered in time. A request the
+// client lost is found: inside psp (dropped by the kernel at psp's socket
+// because psp did not read in time, read and never counted, shed, its
+// reply failed to leave, or answered after the client stopped waiting),
+// which fails, or outside psp (at the client's socket, which it failed to
+// send, or in the kernel's input backlog: a busy host starving the
+// client), which is logged; a loss found nowhere fails.
 func TestHotSwapLosesNothing(t *testing.T) {
 	// Timing does not matter here, the number of requests around the swaps
 	// does: a small dilation gives ~800 requests/s.
@@ -205,6 +211,7 @@ func TestHotSwapLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	v0 := tenantVersion(t, s)
+	before, backlog0 := s.settledStatus(), backlogDrops()
 	swapErrs := make(chan error, 1)
 	go func() {
 		var err error
@@ -222,11 +229,39 @@ func TestHotSwapLosesNothing(t *testing.T) {
 	if v := tenantVersion(t, s); v < v0+2 {
 		t.Errorf("classifier version %d after two swaps from %d", v, v0)
 	}
-	if res.Lost != 0 || res.Late != 0 || res.Sent != res.Scheduled || res.BadReplies != 0 {
-		t.Errorf("hot swap lost requests: %s", summary(res))
+	if res.Late != 0 || res.Sent != res.Scheduled || res.BadReplies != 0 {
+		t.Errorf("hot swap: %s", summary(res))
 	}
-	if st := s.status(); st.Dropped != 0 {
-		t.Errorf("server dropped %d requests during the swaps: %+v", st.Dropped, st.Drops)
+	st := s.settledStatus()
+	shed := st.Dropped - before.Dropped
+	if shed != 0 {
+		t.Errorf("server dropped %d requests during the swaps: %+v", shed, st.Drops)
+	}
+	atPSP := st.socketDrops() - before.socketDrops()
+	txErrors := st.Net.TxErrors - before.Net.TxErrors
+	unread := (st.Net.RxPackets - before.Net.RxPackets) - (st.Received - before.Received)
+	// Answered by psp after the client stopped waiting (two grace periods
+	// past the schedule): late, not lost, on a host that starved one side.
+	afterClient := max(int64(st.Answered-before.Answered)-res.Answered-res.Late, 0)
+	outside := uint64(res.ClientDrops+res.SendErrors) + backlogDrops() - backlog0
+	t.Logf("lost %d: %d dropped at psp's socket, %d read and not counted, %d dropped by psp, %d replies psp failed to send, %d answered after the client stopped waiting, %d lost outside psp (%d at the client's socket, %d it failed to send)",
+		res.Lost, atPSP, unread, shed, txErrors, afterClient, outside, res.ClientDrops, res.SendErrors)
+	for i, tn := range st.Tenants {
+		if i < len(before.Tenants) {
+			t.Logf("tenant %s: classifier escalated to its lane %d times during the run, on its lane now: %v", tn.Name, tn.Escalations-before.Tenants[i].Escalations, tn.OnLane)
+		}
+	}
+	if afterClient > 0 {
+		t.Errorf("%d requests answered more than %v after the end of the schedule", afterClient, 2*res.Grace)
+	}
+	if atPSP > 0 || txErrors > 0 || unread > 0 {
+		t.Errorf("psp lost requests during the swaps: the kernel dropped %d at its socket (it stopped reading), %d read were never counted, %d replies failed to leave", atPSP, unread, txErrors)
+	}
+	inside := atPSP + unread + shed + txErrors + uint64(afterClient)
+	if found := inside + outside; uint64(res.Lost) > found {
+		t.Errorf("%d requests lost and found nowhere (%d accounted for)", uint64(res.Lost)-found, found)
+	} else if res.Lost > 0 && inside == 0 {
+		t.Logf("the %d requests lost were lost outside psp: not a fault of the swap", res.Lost)
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/harness"
+	pspserver "github.com/persephone-go/psp/server"
 )
 
 // fidelitySizes are, by PSP_FIDELITY, the SHORT requests measured per
-// point by TestLiveTailsMatchSimulator: "ci" (2 to 5 minutes: just over
+// point by TestLiveTailsMatchSimulator and TestLiveTCPTailsMatchSimulator:
+// "ci" (2 to 5 minutes for the first, under 2 for the second: just over
 // 1000 per point, so that the p99.9 is not the sample's maximum) and
 // "full" (about 8 minutes). The server's overhead is measured during each
 // point on a twin server beside it (harness.Sweep.CalibrateAlongside), so
@@ -46,22 +48,133 @@ const fidelityRetries = 3
 // It runs only when PSP_FIDELITY is set, alone in its own CI step: other
 // tests running beside it would be the host noise it rules out.
 func TestLiveTailsMatchSimulator(t *testing.T) {
+	samples := fidelitySamples(t)
+	fidelityCheck{
+		loads: []float64{0.5, 0.8, 0.9},
+		sweep: func(out string, loads []float64, seed uint64) *harness.Sweep {
+			return demoSweep(t, out, loads, samples, seed)
+		},
+		firstRun: func(sw *harness.Sweep, res *harness.SweepResult) {
+			logTails(t, "contrast: each live point against the other policy's replay of its requests", res.Contrasts)
+			if want := len(sw.Policies) * len(sw.Loads); len(res.Contrasts) != want {
+				t.Fatalf("%d contrasts, want %d", len(res.Contrasts), want)
+			}
+		},
+		control: func(c harness.TailComparison, res *harness.SweepResult) string {
+			return contrastProblem(c, pick(res.Contrasts, c.Policy))
+		},
+		logControl: func(title string, res *harness.SweepResult) { logTails(t, title+", contrast", res.Contrasts) },
+	}.run(t)
+}
+
+// tcpConns is the number of connections of TestLiveTCPTailsMatchSimulator:
+// psp client's default. A connection then gets a request every 45 to 90 ms
+// at loads 0.8 to 0.5 (requests go round robin), within a LONG request's
+// 100 ms, so SHORT requests wait for LONG replies of their connection.
+const tcpConns = 20
+
+// TestLiveTCPTailsMatchSimulator is TestLiveTailsMatchSimulator over TCP,
+// reduced: the demo's setup served on tcp:// to a client on tcpConns
+// connections, DARC at loads 0.5 and 0.8. SHORT's live p99 and p99.9
+// slowdowns are within 1.5x either way of the simulator's replay of the
+// same requests on the same connections (a reply leaves after the earlier
+// ones of its connection) plus the overhead measured on a twin server;
+// and, as a negative control, outside 1.5x of the replay that ignores the
+// connections wherever the two replays differ by more than that (at load
+// 0.8 by tens of times: SHORT requests wait for the LONG replies ahead of
+// them on their connection). It runs with PSP_FIDELITY, in the same CI
+// step.
+func TestLiveTCPTailsMatchSimulator(t *testing.T) {
+	samples := fidelitySamples(t)
+	controlled := map[float64]bool{}
+	fidelityCheck{
+		loads: []float64{0.5, 0.8},
+		sweep: func(out string, loads []float64, seed uint64) *harness.Sweep {
+			sw := demoSweep(t, out, loads, samples, seed)
+			sw.Policies = []string{"darc"}
+			sw.Server.Transport = pspserver.TransportTCP
+			sw.Plan.Spec.Conns = tcpConns
+			return sw
+		},
+		firstRun: func(sw *harness.Sweep, res *harness.SweepResult) {
+			for _, c := range res.Tails {
+				if c.Conns != tcpConns {
+					t.Fatalf("%s at load %.2g replayed on %d connections, want %d", c.Policy, c.Load, c.Conns, tcpConns)
+				}
+			}
+			logTails(t, "policy contrast (not judged: on in-order connections the policies' SHORT tails are close)", res.Contrasts)
+		},
+		control: func(c harness.TailComparison, res *harness.SweepResult) string {
+			o, ok := find(res.WithoutConns, c)
+			if !ok || !o.Distribution() || o.Conns != 0 {
+				return "no comparison with the replay without connections"
+			}
+			if ratio := max(c.SimP99/o.SimP99, c.SimP999/o.SimP999); ratio <= harness.DefaultTailBound {
+				t.Logf("%s at load %.2g: the replays with and without connections are within %.2fx: no control", c.Policy, c.Load, ratio)
+				return ""
+			}
+			controlled[c.Load] = true
+			if o.Within(harness.DefaultTailBound) {
+				p99, p999 := o.Ratios()
+				return fmt.Sprintf("within %gx of the replay without connections too (ratios %.2f, %.2f): the check cannot tell the connections' order",
+					harness.DefaultTailBound, p99, p999)
+			}
+			return ""
+		},
+		logControl: func(title string, res *harness.SweepResult) {
+			logTails(t, title+", against the replay without connections", res.WithoutConns)
+		},
+	}.run(t)
+	if !controlled[0.8] {
+		t.Errorf("at load 0.8 the replays with and without connections never differed by more than %gx: the control never ran", harness.DefaultTailBound)
+	}
+}
+
+// fidelitySamples returns the SHORT requests per point PSP_FIDELITY asks
+// for, and skips the test when it is not set.
+func fidelitySamples(t *testing.T) int {
 	samples, ok := fidelitySizes[os.Getenv("PSP_FIDELITY")]
 	if !ok {
 		t.Skip("set PSP_FIDELITY=ci (about 3 minutes) or PSP_FIDELITY=full (about 8); .ci/run runs it in a step of its own")
 	}
+	return samples
+}
+
+// demoSweep builds psp demo's sweep at loads, measuring about samples
+// SHORT requests per point, with the schedule's seed.
+func demoSweep(t *testing.T, out string, loads []float64, samples int, seed uint64) *harness.Sweep {
+	t.Helper()
+	sw, err := harness.Demo(harness.DemoOptions{Out: out, Loads: loads, Samples: samples,
+		Seed: seed, Launcher: harness.Exec{Path: pspBinary}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Log = testWriter{t}
+	return sw
+}
+
+// fidelityCheck runs a sweep and judges each policy's points: a point
+// passes when its live tails are within the bound of the replay
+// (TailComparison.Problem) and its negative control passes. A policy with
+// points that did not pass is measured again, up to fidelityRetries times
+// (new servers and schedule); a point passes when one attempt's
+// measurement of it does.
+type fidelityCheck struct {
+	loads []float64
+	// sweep builds the sweep at loads into out with the schedule's seed.
+	sweep func(out string, loads []float64, seed uint64) *harness.Sweep
+	// firstRun, when set, checks the first run as a whole.
+	firstRun func(sw *harness.Sweep, res *harness.SweepResult)
+	// control is the negative control of the live point c of res: ""
+	// when it passes.
+	control func(c harness.TailComparison, res *harness.SweepResult) string
+	// logControl logs the comparisons the control judges by.
+	logControl func(title string, res *harness.SweepResult)
+}
+
+func (f fidelityCheck) run(t *testing.T) {
 	ctx := context.Background()
 	out := t.TempDir()
-	demo := func(loads []float64, seed uint64) *harness.Sweep {
-		t.Helper()
-		sw, err := harness.Demo(harness.DemoOptions{Out: out, Loads: loads, Samples: samples,
-			Seed: seed, Launcher: harness.Exec{Path: pspBinary}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sw.Log = testWriter{t}
-		return sw
-	}
 	run := func(sw *harness.Sweep) *harness.SweepResult {
 		t.Helper()
 		res, err := sw.Run(ctx)
@@ -70,18 +183,20 @@ func TestLiveTailsMatchSimulator(t *testing.T) {
 		}
 		return res
 	}
-	loads := []float64{0.5, 0.8, 0.9}
-	sw := demo(loads, 1)
+	sw := f.sweep(out, f.loads, 1)
 	first := run(sw)
 	logTails(t, "first run", first.Tails)
-	logTails(t, "contrast: each live point against the other policy's replay of its requests", first.Contrasts)
-	if want := len(sw.Policies) * len(loads); len(first.Contrasts) != want {
-		t.Fatalf("%d contrasts, want %d", len(first.Contrasts), want)
+	if f.logControl != nil {
+		f.logControl("first run", first)
+	}
+	if f.firstRun != nil {
+		f.firstRun(sw, first)
 	}
 	for _, policy := range sw.Policies {
-		tails, contrasts := pick(first.Tails, policy), pick(first.Contrasts, policy)
-		if len(tails) != len(loads) {
-			t.Fatalf("%s: %d comparisons, want %d", policy, len(tails), len(loads))
+		res := first
+		tails := pick(res.Tails, policy)
+		if len(tails) != len(f.loads) {
+			t.Fatalf("%s: %d comparisons, want %d", policy, len(tails), len(f.loads))
 		}
 		passed := map[float64]bool{}
 		problems := map[float64]string{}
@@ -92,13 +207,13 @@ func TestLiveTailsMatchSimulator(t *testing.T) {
 				}
 				problem := c.Problem(harness.DefaultTailBound)
 				if problem == "" {
-					problem = contrastProblem(c, contrasts)
+					problem = f.control(c, res)
 				}
 				passed[c.Load] = passed[c.Load] || problem == ""
 				problems[c.Load] = problem
 			}
 			var bad []float64
-			for _, l := range loads {
+			for _, l := range f.loads {
 				if !passed[l] {
 					bad = append(bad, l)
 				}
@@ -113,14 +228,26 @@ func TestLiveTailsMatchSimulator(t *testing.T) {
 				break
 			}
 			t.Logf("%s: loads %v outside the bound: measuring again (attempt %d of %d)", policy, bad, attempt+1, fidelityRetries+1)
-			again := demo(loads, 1+uint64(attempt))
+			again := f.sweep(out, f.loads, 1+uint64(attempt))
 			again.Policies = []string{policy}
-			res := run(again)
-			tails, contrasts = res.Tails, res.Contrasts
+			res = run(again)
+			tails = res.Tails
 			logTails(t, fmt.Sprintf("%s, attempt %d", policy, attempt+1), tails)
-			logTails(t, fmt.Sprintf("%s, attempt %d, contrast", policy, attempt+1), contrasts)
+			if f.logControl != nil {
+				f.logControl(fmt.Sprintf("%s, attempt %d", policy, attempt+1), res)
+			}
 		}
 	}
+}
+
+// find returns the comparison in tails of c's policy and load.
+func find(tails []harness.TailComparison, c harness.TailComparison) (harness.TailComparison, bool) {
+	for _, o := range tails {
+		if o.Policy == c.Policy && o.Load == c.Load {
+			return o, true
+		}
+	}
+	return harness.TailComparison{}, false
 }
 
 // contrastProblem is the negative control for the live point c: compared

@@ -93,6 +93,7 @@ type serverOptions struct {
 	classifier string  // path relative to the repository root, or ""
 	token      string  // admin token enabling hot swaps, or ""
 	dilation   float64 // default: the dilation constant; < 0: none
+	listen     string  // default: a free UDP port
 	// tcp adds a TCP listener (tcp://127.0.0.1:PORT in --listen, on a
 	// free port) beside the UDP one.
 	tcp bool
@@ -132,6 +133,9 @@ func startServer(t testing.TB, o serverOptions) *server {
 		log:    &bytes.Buffer{},
 		done:   make(chan struct{}),
 		token:  o.token,
+	}
+	if o.listen != "" {
+		s.listen = o.listen
 	}
 	s.dilation = o.dilation
 	switch {
@@ -239,9 +243,64 @@ type status struct {
 		Dropped  uint64 `json:"dropped"`
 	} `json:"types"`
 	Tenants []struct {
-		Name    string `json:"name"`
-		Version int    `json:"version"`
+		Name        string `json:"name"`
+		Version     int    `json:"version"`
+		OnLane      bool   `json:"on_lane"`
+		Escalations uint64 `json:"escalations"`
 	} `json:"tenants"`
+	Net struct {
+		RxPackets uint64 `json:"rx_packets"`
+		TxPackets uint64 `json:"tx_packets"`
+		TxErrors  uint64 `json:"tx_errors"`
+	} `json:"net"`
+	KernelDrops []struct {
+		Port  uint16 `json:"port"`
+		Drops uint64 `json:"drops"`
+	} `json:"kernel_drops"`
+}
+
+// settledStatus returns the server's status once every request it read
+// is answered or dropped and two snapshots a stats interval apart agree
+// (the status is up to one interval old), or the last one after 5 s.
+func (s *server) settledStatus() *status {
+	s.t.Helper()
+	st := s.status()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		next := s.status()
+		if next.Received == st.Received && next.Answered+next.Dropped == next.Received && next.Net.RxPackets == st.Net.RxPackets {
+			return next
+		}
+		st = next
+	}
+	return st
+}
+
+// socketDrops adds up the kernel's drops at the server's sockets.
+func (st *status) socketDrops() uint64 {
+	var n uint64
+	for _, p := range st.KernelDrops {
+		n += p.Drops
+	}
+	return n
+}
+
+// backlogDrops returns the kernel's drops of packets before any socket
+// (the per-CPU input backlog: /proc/net/softnet_stat's second column),
+// machine-wide, or 0 where it cannot be read.
+func backlogDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			v, _ := strconv.ParseUint(f[1], 16, 64)
+			n += v
+		}
+	}
+	return n
 }
 
 func (s *server) fetchStatus() (*status, error) {

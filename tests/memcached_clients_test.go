@@ -29,7 +29,7 @@ func startMemcachedServer(t *testing.T, extra ...string) (*server, string) {
 }
 
 // run runs a client tool and returns its output.
-func runTool(t *testing.T, name string, args ...string) (string, error) {
+func runTool(t testing.TB, name string, args ...string) (string, error) {
 	t.Helper()
 	bin := testenv.RequireTool(t, name)
 	cmd := exec.Command(bin, args...)

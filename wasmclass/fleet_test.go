@@ -13,12 +13,7 @@ import (
 // only over the version it names, by SHA-256 or number.
 func TestSwapIfRefusesAnotherVersion(t *testing.T) {
 	ctx := context.Background()
-	v1, v2 := fixture(t, "good"), fixture(t, "const2")
-	h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: v1, MaxTypes: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(ctx)
+	h, v1, v2 := twoVersions(t)
 	sum1, sum2 := hex.EncodeToString(sha256Of(v1)), hex.EncodeToString(sha256Of(v2))
 	for _, exp := range []Expect{{SHA256: sum2}, {Version: 2}, {SHA256: sum1, Version: 7}} {
 		if _, err := h.SwapIf(ctx, v2, exp); !errors.Is(err, ErrConflict) {

@@ -303,14 +303,23 @@ func TestHostCloseUnderLoad(t *testing.T) {
 	}
 }
 
-func TestRollbackAndIdentity(t *testing.T) {
+// twoVersions returns a Host running fixture "good" (v1), closed at the
+// test's end, and fixture "const2" (v2) to swap in.
+func twoVersions(t *testing.T) (h *Host, v1, v2 []byte) {
+	t.Helper()
 	ctx := context.Background()
-	v1, v2 := fixture(t, "good"), fixture(t, "const2")
+	v1, v2 = fixture(t, "good"), fixture(t, "const2")
 	h, err := NewHost(ctx, HostSpec{Name: "a", Wasm: v1, MaxTypes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close(ctx)
+	t.Cleanup(func() { h.Close(ctx) })
+	return h, v1, v2
+}
+
+func TestRollbackAndIdentity(t *testing.T) {
+	ctx := context.Background()
+	h, v1, v2 := twoVersions(t)
 	st := h.Status()
 	if want := sha256.Sum256(v1); st.SHA256 != hex.EncodeToString(want[:]) || st.Size != len(v1) || st.LoadedAt.IsZero() || st.PreviousSHA256 != "" {
 		t.Fatalf("status of version 1: %+v", st)

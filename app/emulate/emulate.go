@@ -24,7 +24,6 @@ import (
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/spin"
 	"github.com/persephone-go/psp/nic"
-	"github.com/persephone-go/psp/wire"
 )
 
 // Defaults applied by New.
@@ -170,9 +169,18 @@ func (s *Sleeper) WaitExactly(total time.Duration) {
 // Handler emulates psp-header requests: it waits for the header's service
 // time times the dilation, then echoes the header.
 type Handler struct {
+	// Cap caps the nominal service a request may ask for; its Admit
+	// refuses the requests over it before they are queued (app.Admitter).
+	spin.Cap
 	sleeper *Sleeper
-	max     spin.Cap
 }
+
+// The dispatcher asks a Handler why it refuses a request, before and
+// after queueing it.
+var (
+	_ app.OutcomeHandler = (*Handler)(nil)
+	_ app.Admitter       = (*Handler)(nil)
+)
 
 // New returns a Handler for c.
 func New(c Config) (*Handler, error) {
@@ -180,7 +188,7 @@ func New(c Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{sleeper: s, max: c.MaxService}, nil
+	return &Handler{sleeper: s, Cap: c.MaxService}, nil
 }
 
 // Handle implements app.Handler.
@@ -188,20 +196,13 @@ func (h *Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
 	return h.Serve(w, typ, b) == app.Answer
 }
 
-// Admit implements app.Admitter (see spin.Cap.Admit): requests over
-// the cap are refused before they are queued.
-func (h *Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.max.Admit(b) }
-
-// Serve implements nic.OutcomeHandler. Payloads shorter than the
+// Serve implements app.OutcomeHandler. Payloads shorter than the
 // header are refused, nominal service times above Config.MaxService are
 // refused as over the cap (no reply).
 func (h *Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
-	hdr, err := wire.Decode(b.Payload())
-	switch {
-	case err != nil:
-		return app.Refuse
-	case h.max.Over(hdr.ServiceNs):
-		return app.RefuseOverCap
+	hdr, o := h.Header(b)
+	if o != app.Answer {
+		return o
 	}
 	h.sleeper.Wait(time.Duration(hdr.ServiceNs))
 	spin.Echo(b)

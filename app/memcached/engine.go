@@ -690,9 +690,8 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 		return next, data, true
 	}
 	s.setNoreply()
-	key := t.w[1]
-	if len(key) > KeyMaxLength {
-		s.outString(msgBadFormat)
+	key, ok := s.keyArg()
+	if !ok {
 		return next, data, true
 	}
 	flags, ok1 := safeStrtoul(t.w[2])
@@ -828,14 +827,24 @@ func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint
 	return msgStored
 }
 
+// keyArg returns the command's key (its second word), or answers a key
+// longer than KeyMaxLength as a bad command line and returns false.
+func (s *session) keyArg() ([]byte, bool) {
+	key := s.tok.w[1]
+	if len(key) > KeyMaxLength {
+		s.outString(msgBadFormat)
+		return nil, false
+	}
+	return key, true
+}
+
 // arith runs incr and decr (memcached's process_arithmetic_command and
 // do_add_delta).
 func (s *session) arith(incr bool) {
 	t := &s.tok
 	s.setNoreply()
-	key := t.w[1]
-	if len(key) > KeyMaxLength {
-		s.outString(msgBadFormat)
+	key, ok := s.keyArg()
+	if !ok {
 		return
 	}
 	delta, ok := safeStrtoull(t.w[2])
@@ -944,9 +953,8 @@ func (s *session) delete() {
 			return
 		}
 	}
-	key := t.w[1]
-	if len(key) > KeyMaxLength {
-		s.outString(msgBadFormat)
+	key, ok := s.keyArg()
+	if !ok {
 		return
 	}
 	s.app.prefixes.record(key, prefixDelete, false)
@@ -972,9 +980,8 @@ func (s *session) delete() {
 func (s *session) touch() {
 	t := &s.tok
 	s.setNoreply()
-	key := t.w[1]
-	if len(key) > KeyMaxLength {
-		s.outString(msgBadFormat)
+	key, ok := s.keyArg()
+	if !ok {
 		return
 	}
 	e, ok := safeStrtol(t.w[2])

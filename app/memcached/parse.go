@@ -76,20 +76,26 @@ func cstring(b []byte) []byte {
 	return b
 }
 
+// sign skips the leading white space and sign of a number in b, as C's
+// strto* functions do: it returns where the digits start and whether the
+// sign was a minus.
+func sign(b []byte) (i int, neg bool) {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	return i, neg
+}
+
 // strtou parses like C's strtoull/strtoul in base 10 (64-bit): leading
 // white space, an optional sign (a minus negates modulo 2^64), digits. It
 // returns the value, how many bytes it consumed (0: no digits) and whether
 // it overflowed (ERANGE).
 func strtou(b []byte) (v uint64, end int, overflow bool) {
-	i := 0
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
+	i, neg := sign(b)
 	start := i
 	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
 		d := uint64(b[i] - '0')
@@ -112,15 +118,7 @@ func strtou(b []byte) (v uint64, end int, overflow bool) {
 
 // strtol parses like C's strtol (64-bit long) in base 10.
 func strtol(b []byte) (v int64, end int, overflow bool) {
-	i := 0
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
+	i, neg := sign(b)
 	start := i
 	var u uint64
 	limit := uint64(math.MaxInt64)

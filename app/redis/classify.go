@@ -65,7 +65,7 @@ const ClassifyPrefix = 248
 type Classifier struct{}
 
 // ClassifyBatch implements app.Classifier.
-func (Classifier) ClassifyBatch(payloads [][]byte, _ []uint16, out []app.Type) {
+func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
 	for i, p := range payloads {
 		out[i] = Classify(p)
 	}
@@ -389,3 +389,5 @@ func (a *reqArgs) cut(i int) bool {
 	}
 	return a.bad
 }
+
+var _ app.Classifier = Classifier{}

@@ -43,7 +43,7 @@ func TestClassifyAllocatesNothing(t *testing.T) {
 	payloads := [][]byte{redistest.Command("GET", "k"), redistest.Command("SCAN", "0", "COUNT", "10000"),
 		[]byte("ZRANGE z 0 -1 WITHSCORES\r\n"), redistest.Command("MGET", "a", "b")}
 	out := make([]app.Type, len(payloads))
-	if n := testing.AllocsPerRun(100, func() { Classifier{}.ClassifyBatch(payloads, nil, out) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { Classifier{}.ClassifyBatch(payloads, out) }); n != 0 {
 		t.Errorf("%.1f allocations per batch", n)
 	}
 }

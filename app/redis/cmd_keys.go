@@ -326,7 +326,7 @@ func cmdKeys(c *ctx) {
 		pat = nil
 	}
 	var keys keyList
-	keys.reset(c.w, c.s.db.keys.Load())
+	keys.reset(c.w, c.s.db.keys.Load(), c.s.db.keyBytes.Load())
 	for i := range c.s.db.shards {
 		sh := &c.s.db.shards[i]
 		sh.mu.RLock()
@@ -348,13 +348,14 @@ type keyList struct {
 	lens []int32
 }
 
-// reset starts a list for about n keys.
-func (l *keyList) reset(w *worker, n int64) {
+// reset starts a list for about n keys of about size bytes in all.
+func (l *keyList) reset(w *worker, n, size int64) {
 	l.buf, l.lens = w.scratch[:0], w.lens[:0]
 	if n > int64(cap(l.lens)) {
-		n = min(n, 1<<24)
-		l.lens = make([]int32, 0, n)
-		l.buf = make([]byte, 0, n*16)
+		l.lens = make([]int32, 0, min(n, 1<<24))
+	}
+	if size > int64(cap(l.buf)) {
+		l.buf = make([]byte, 0, min(size, 1<<30))
 	}
 }
 
@@ -372,12 +373,19 @@ func (l *keyList) write(o *out) {
 	}
 }
 
-// release gives the space back to the worker, unless it grew large (a
-// KEYS of millions of keys): one command's peak is not held for good.
+// keepScratch is the most a worker keeps of the space a KEYS or SCAN
+// used, for the next one: a KEYS of millions of keys does not hold its
+// peak for good.
+const keepScratch = 16 << 20
+
+// release gives the space back to the worker.
 func (l *keyList) release(w *worker) {
 	w.scratch, w.lens = nil, nil
-	if cap(l.buf) <= 1<<20 && cap(l.lens) <= 1<<16 {
-		w.scratch, w.lens = l.buf[:0], l.lens[:0]
+	if cap(l.buf) <= keepScratch {
+		w.scratch = l.buf[:0]
+	}
+	if 4*cap(l.lens) <= keepScratch {
+		w.lens = l.lens[:0]
 	}
 }
 
@@ -397,7 +405,7 @@ func cmdScan(c *ctx) {
 	}
 	db := c.s.db
 	var keys keyList
-	keys.reset(c.w, int64(min(count, 1<<16)))
+	keys.reset(c.w, int64(min(count, 1<<16)), int64(min(count, 1<<16))*16)
 	visited := 0
 	next := cursor
 	for {

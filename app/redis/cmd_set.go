@@ -2,7 +2,7 @@ package redis
 
 import "strconv"
 
-func memberSize(m []byte) int64 { return elemOverhead + 16 + int64(len(m)) }
+func memberSize(m []byte) int64 { return elemOverhead + 32 + int64(len(m)) }
 
 // writeMember writes member i of s.
 func (c *ctx) writeMember(s *setObj, i int) {
@@ -169,7 +169,7 @@ func cmdSpop(c *ctx) {
 // popMember removes member i and accounts for it, deleting the key when
 // the set is left empty.
 func (c *ctx) popMember(sh *shard, e *entry, s *setObj, i int) {
-	c.s.db.resize(e, e.size-elemOverhead-16-int64(s.memberLen(i)))
+	c.s.db.resize(e, e.size-elemOverhead-32-int64(s.memberLen(i)))
 	s.removeAt(i)
 	if s.card() == 0 {
 		c.s.db.remove(sh, e)

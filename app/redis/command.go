@@ -24,6 +24,7 @@ type ctx struct {
 const (
 	flagWrite = 1 << iota
 	flagDenyOOM
+	flagReadonly // changes nothing a later command could see
 )
 
 // command is one command (or subcommand) of the table.
@@ -218,6 +219,9 @@ func commandTable() (map[string]*command, []*command) {
 		c := spec
 		c.fullname, c.run, c.refused = full, runners[full], refused[full]
 		c.flags = flagBits(c.flagNames)
+		if full == "ping" || full == "echo" {
+			c.flags |= flagReadonly
+		}
 		m[full] = &c
 	}
 	for full, spec := range specs {
@@ -250,6 +254,8 @@ func flagBits(names []string) int {
 			bits |= flagWrite
 		case "denyoom":
 			bits |= flagDenyOOM
+		case "readonly":
+			bits |= flagReadonly
 		}
 	}
 	return bits

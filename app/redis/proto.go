@@ -80,13 +80,61 @@ func (c *Conn) ID() uint64 { return c.id }
 func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	if len(in) == 0 {
 		c.mb = mbState{}
-		return nic.Frame{Kind: nic.FrameMore}
+		return nic.Frame{Kind: nic.FrameMore, Flush: true}
 	}
+	var f nic.Frame
 	if in[0] == '*' {
-		return frameMultibulk(in, max, c.srv.maxBulk, &c.mb)
+		f = frameMultibulk(in, max, c.srv.maxBulk, &c.mb)
+	} else {
+		c.mb = mbState{}
+		f = frameInline(in, max)
 	}
-	c.mb = mbState{}
-	return frameInline(in, max)
+	switch f.Kind {
+	case nic.FrameRequest:
+		f.ReadOnly = c.srv.readOnly(in[:f.Len])
+	case nic.FrameMore:
+		f.Flush = true // the input ran out: what is held goes now
+	}
+	return f
+}
+
+// readOnly reports whether the request is a command that changes nothing
+// a later command of its connection could see (GET, SCAN, ...): the
+// dataplane may run such commands in a row at once, while every other
+// one runs alone, in its connection's order, as Redis runs them.
+func (s *Server) readOnly(req []byte) bool {
+	var name []byte
+	if req[0] == '*' {
+		i := bytes.IndexByte(req, '\n') + 1 // after the count line
+		if i <= 0 || i >= len(req) || req[i] != '$' {
+			return false
+		}
+		j := bytes.IndexByte(req[i:], '\r')
+		if j < 0 {
+			return false
+		}
+		n, ok := string2ll(req[i+1 : i+j])
+		start := i + j + 2
+		if !ok || n < 0 || int64(start)+n > int64(len(req)) {
+			return false
+		}
+		name = req[start : start+int(n)]
+	} else {
+		i := 0
+		for i < len(req) && isSpace(req[i]) {
+			i++
+		}
+		j := i
+		for j < len(req) && !isSpace(req[j]) && req[j] != '"' && req[j] != '\'' {
+			j++
+		}
+		if j == len(req) || !isSpace(req[j]) {
+			return false // quoted, or no line end: leave it in order
+		}
+		name = req[i:j]
+	}
+	cmd := findCommand(s.cmds, name)
+	return cmd != nil && cmd.flags&flagReadonly != 0
 }
 
 // lineEnd returns the index of the first c in p, or -1 when there is none

@@ -181,6 +181,12 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	}
 	b.Len = copy(b.Data, wk.o.buf)
 	b.Flags |= c.replyFlags
+	if b.Flags&nic.ReplyClose == 0 {
+		// As redis-server, which writes a client's replies once it has
+		// run every command of what it read: held until the framer
+		// finds the input used up (Frame.Flush), then sent in one write.
+		b.Flags |= nic.ReplyHold
+	}
 	return true
 }
 

@@ -75,10 +75,11 @@ const (
 
 // store is the keyspace.
 type store struct {
-	seed   maphash.Seed
-	shards [numShards]shard
-	used   atomic.Int64 // estimated bytes
-	keys   atomic.Int64
+	seed     maphash.Seed
+	shards   [numShards]shard
+	used     atomic.Int64 // estimated bytes
+	keys     atomic.Int64
+	keyBytes atomic.Int64 // the keys' own bytes
 }
 
 type shard struct {
@@ -144,6 +145,7 @@ func (s *store) add(sh *shard, key []byte, h uint64, k kind) *entry {
 	sh.order = slices.Insert(sh.order, i, e)
 	s.used.Add(e.size)
 	s.keys.Add(1)
+	s.keyBytes.Add(int64(len(e.key)))
 	return e
 }
 
@@ -158,6 +160,7 @@ func (s *store) remove(sh *shard, e *entry) {
 	}
 	s.used.Add(-e.size)
 	s.keys.Add(-1)
+	s.keyBytes.Add(-int64(len(e.key)))
 }
 
 // resize sets e's accounted size to size.
@@ -245,6 +248,7 @@ func (s *store) flush() {
 		sh := &s.shards[i]
 		for _, e := range sh.order {
 			s.used.Add(-e.size)
+			s.keyBytes.Add(-int64(len(e.key)))
 		}
 		s.keys.Add(-int64(len(sh.order)))
 		sh.m = make(map[string]*entry)

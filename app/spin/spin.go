@@ -65,30 +65,34 @@ func (h Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
 // Admit implements app.Admitter: the header and the cap are checked
 // before the request is queued, so a flood of requests over the cap costs
 // no worker anything.
-func (h Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.MaxService.Admit(b) }
+func (h Handler) Admit(typ app.Type, b *nic.Buffer) app.Outcome { return h.MaxService.Admit(typ, b) }
 
-// Admit is the check of Handler.Admit for any synthetic application under
-// cap c: Refuse for a payload shorter than the header, RefuseOverCap for a
-// service time over the cap, Answer otherwise.
-func (c Cap) Admit(b *nic.Buffer) app.Outcome {
+// Header decodes the psp header of the request in b under cap c: Refuse
+// for a payload shorter than the header, RefuseOverCap for a service time
+// over the cap, Answer with the header otherwise.
+func (c Cap) Header(b *nic.Buffer) (wire.Header, app.Outcome) {
 	hdr, err := wire.Decode(b.Payload())
 	switch {
 	case err != nil:
-		return app.Refuse
+		return hdr, app.Refuse
 	case c.Over(hdr.ServiceNs):
-		return app.RefuseOverCap
+		return hdr, app.RefuseOverCap
 	}
-	return app.Answer
+	return hdr, app.Answer
 }
 
-// Serve implements nic.OutcomeHandler.
+// Admit implements app.Admitter for any synthetic application under cap
+// c (an application embedding its Cap has it): the check of Header.
+func (c Cap) Admit(_ app.Type, b *nic.Buffer) app.Outcome {
+	_, o := c.Header(b)
+	return o
+}
+
+// Serve implements app.OutcomeHandler.
 func (h Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
-	hdr, err := wire.Decode(b.Payload())
-	switch {
-	case err != nil:
-		return app.Refuse
-	case h.MaxService.Over(hdr.ServiceNs):
-		return app.RefuseOverCap
+	hdr, o := h.MaxService.Header(b)
+	if o != app.Answer {
+		return o
 	}
 	Wait(time.Duration(hdr.ServiceNs))
 	Echo(b)

@@ -73,16 +73,25 @@ type Config struct {
 
 // Handler runs TPC-C transactions.
 type Handler struct {
+	// Cap caps the nominal service a request may ask for; its Admit
+	// refuses the requests over it before they are queued (app.Admitter).
+	spin.Cap
 	sleeper *emulate.Sleeper // nil: spin
-	max     spin.Cap
 }
+
+// The dispatcher asks a Handler why it refuses a request, before and
+// after queueing it.
+var (
+	_ app.OutcomeHandler = (*Handler)(nil)
+	_ app.Admitter       = (*Handler)(nil)
+)
 
 // New returns a Handler for c.
 func New(c Config) (*Handler, error) {
 	if err := c.MaxService.Validate(); err != nil {
 		return nil, fmt.Errorf("tpcc: %w", err)
 	}
-	h := &Handler{max: c.MaxService}
+	h := &Handler{Cap: c.MaxService}
 	if c.Dilation > 0 {
 		s, err := emulate.NewSleeper(emulate.Config{Dilation: c.Dilation, SpinTail: c.SpinTail})
 		if err != nil {
@@ -98,20 +107,13 @@ func (h *Handler) Handle(w int, typ app.Type, b *nic.Buffer) bool {
 	return h.Serve(w, typ, b) == app.Answer
 }
 
-// Admit implements app.Admitter (see spin.Cap.Admit): requests over
-// the cap are refused before they are queued.
-func (h *Handler) Admit(_ app.Type, b *nic.Buffer) app.Outcome { return h.max.Admit(b) }
-
-// Serve implements nic.OutcomeHandler. Requests of other types run
+// Serve implements app.OutcomeHandler. Requests of other types run
 // for their header's service time; payloads shorter than the header are
 // refused, service times above Config.MaxService refused as over the cap.
 func (h *Handler) Serve(_ int, _ app.Type, b *nic.Buffer) app.Outcome {
-	hdr, err := wire.Decode(b.Payload())
-	switch {
-	case err != nil:
-		return app.Refuse
-	case h.max.Over(hdr.ServiceNs):
-		return app.RefuseOverCap
+	hdr, o := h.Header(b)
+	if o != app.Answer {
+		return o
 	}
 	d := time.Duration(hdr.ServiceNs)
 	if d == 0 {

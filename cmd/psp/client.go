@@ -35,12 +35,14 @@ func loadFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "warmup", Value: loadgen.DefaultWarmup, Usage: "fraction of the earliest requests left out of the statistics (0 keeps all)"},
 		&cli.DurationFlag{Name: "grace", Usage: "how long after the schedule's end replies still count as in time", DefaultText: "20 x the longest mean service time x dilation, at least 100ms"},
 		&cli.DurationFlag{Name: "max-lag", Value: loadgen.DefaultMaxLag, Usage: "tolerated 99th-percentile lag of the sender behind its schedule; above it a run is not sustained"},
-		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload) or memcached (memcached's protocol, over UDP or TCP: get, multi-get, set; use the memcached workload)"},
+		&cli.StringFlag{Name: "format", Value: loadgen.FormatPSP, Usage: "request format: psp (16-byte header carrying the service time; spin, emulate and tpcc apps), kv (GET/SCAN + key for the kv app; use the rocksdb workload), memcached (memcached's protocol, over UDP or TCP: get, multi-get, set; use the memcached workload) or redis (Redis's protocol over TCP; give the commands with --mix)"},
+		&cli.StringFlag{Name: "mix", Usage: "--format redis: the command `MIX`, each command's share, e.g. get:0.99,scan10000:0.01 (commands: get, set, incr, ping, mget<N>, scan<COUNT>, keys, zrange<N>, lrange<N>)"},
+		&cli.IntFlag{Name: "redis-keys", Value: loadgen.DefaultRedisKeys, Usage: "--format redis: the key space key:0..key:<N-1>, stored before each run with a sorted set and a list of 10,000 members (see --preload)"},
 		&cli.IntFlag{Name: "kv-keys", Value: 5000, Usage: "keys preloaded by the kv server (--format kv): GETs read k00000..k<N-1>"},
 		&cli.IntFlag{Name: "memcached-keys", Value: loadgen.DefaultMemcachedKeys, Usage: "--format memcached: the key space k0..k<N-1>, stored before each run (see --preload)"},
 		&cli.IntFlag{Name: "multiget-keys", Value: loadgen.DefaultMultiGetKeys, Usage: "--format memcached: keys per MULTIGET"},
-		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached: bytes per value (SET and preload)"},
-		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached: set every key before each run, so reads hit (--preload=false skips it)"},
+		&cli.IntFlag{Name: "value-size", Value: loadgen.DefaultValueSize, Usage: "--format memcached or redis: bytes per value (SET and preload)"},
+		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached or redis: set every key before each run, so reads hit (--preload=false skips it; redis: FLUSHALL first)"},
 		&cli.DurationFlag{Name: "spin-window", Value: loadgen.DefaultSpinWindow, Usage: "how close to each send time the sender stops sleeping and spins without yielding, so that the send leaves on time (a sleep can wake tens of microseconds late); 0 always sleeps. A server on the same cores loses the CPU the spin takes"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
 		&cli.IntFlag{Name: "conns", Value: loadgen.DefaultConns, Usage: "TCP connections to a tcp:// server; request i goes on connection i mod `N`, pipelined when requests come close together"},
@@ -55,11 +57,22 @@ const maxSpinWindow = time.Second
 // planFromFlags reads the shared load flags into a plan; the rate or load
 // comes later.
 func planFromFlags(c *cli.Context) (harness.Plan, error) {
-	if err := refuseZero(c, "workload", "workers", "dilation", "duration", "grace", "max-lag", "kv-keys", "format", "memcached-keys", "multiget-keys", "value-size"); err != nil {
+	if err := refuseZero(c, "workload", "workers", "dilation", "duration", "grace", "max-lag", "kv-keys", "format", "memcached-keys", "multiget-keys", "value-size", "redis-keys", "mix"); err != nil {
 		return harness.Plan{}, err
 	}
-	w, err := workload.Parse(c.String("workload"))
-	if err != nil {
+	var w workload.Workload
+	var err error
+	if mix := c.String("mix"); mix != "" {
+		if c.IsSet("workload") {
+			return harness.Plan{}, errors.New("--mix and --workload: give one (--mix is the redis format's workload)")
+		}
+		if c.String("format") != loadgen.FormatRedis {
+			return harness.Plan{}, fmt.Errorf("--mix is a command mix of the redis format: give --format %s", loadgen.FormatRedis)
+		}
+		if w, err = loadgen.RedisMix(mix); err != nil {
+			return harness.Plan{}, fmt.Errorf("--mix: %w", err)
+		}
+	} else if w, err = workload.Parse(c.String("workload")); err != nil {
 		return harness.Plan{}, fmt.Errorf("--workload: %w", err)
 	}
 	warm := c.Float64("warmup")
@@ -115,6 +128,7 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			MemcachedKeys:  c.Int("memcached-keys"),
 			MultiGetKeys:   c.Int("multiget-keys"),
 			ValueSize:      c.Int("value-size"),
+			RedisKeys:      c.Int("redis-keys"),
 			Conns:          c.Int("conns"),
 		},
 		Preload: c.Bool("preload"),
@@ -151,7 +165,7 @@ func progressWriter(c *cli.Context) io.Writer {
 func clientCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "client",
-		Usage: "send an open-loop Poisson load of requests (psp header, kv or memcached) to a server and report latencies",
+		Usage: "send an open-loop Poisson load of requests (psp header, kv, memcached or redis) to a server and report latencies",
 		Description: "psp client sends requests at the times of a seeded Poisson schedule, whatever the\n" +
 			"server's replies do, and measures each latency from the request's intended send\n" +
 			"time (no coordinated omission). It prints per-type and overall p50/p99/p99.9\n" +
@@ -164,7 +178,8 @@ func clientCommand() *cli.Command {
 			"  psp client --server 127.0.0.1:6789 --workload high-bimodal --rate 20000 --duration 5s\n" +
 			"  psp client --load 0.8 --workers 14 --admin 127.0.0.1:9090 --duration 10s --json\n" +
 			"  psp client --server 127.0.0.1:11211 --format memcached --workload memcached --rate 5000\n" +
-			"  psp client --server tcp://127.0.0.1:11211 --conns 20 --format memcached --workload memcached --rate 5000",
+			"  psp client --server tcp://127.0.0.1:11211 --conns 20 --format memcached --workload memcached --rate 5000\n" +
+			"  psp client --server tcp://127.0.0.1:6379 --format redis --mix get:0.99,scan10000:0.01 --rate 5000",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "server", Value: loadgen.DefaultServer, Usage: "the server's `ADDR`: host:port (UDP) or tcp://host:port (TCP, over --conns connections)"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered rate in requests/s (or give --load)"},
@@ -293,6 +308,9 @@ func printServerAccount(w io.Writer, before, after *server.Status) {
 // printClientDetails prints the client-side counters the table has no room for.
 func printClientDetails(w io.Writer, r *loadgen.Result) {
 	fmt.Fprintf(w, "sent %d of %d scheduled, answered %d in time, %d late, %d lost", r.Sent, r.Scheduled, r.Answered, r.Late, r.Lost)
+	if r.ClientDrops > 0 {
+		fmt.Fprintf(w, " (%d replies dropped by the kernel at this client's socket: lost outside the server)", r.ClientDrops)
+	}
 	if r.Overloaded > 0 {
 		fmt.Fprintf(w, ", %d answered \"overloaded\" (shed)", r.Overloaded)
 	}

@@ -141,7 +141,10 @@ func interspersed(a *cli.App, args []string) []string {
 		cmd, cmds = next, next.Subcommands
 		out, rest = append(out, rest[0]), rest[1:]
 	}
-	if cmd == nil || len(cmd.Subcommands) > 0 {
+	if cmd == nil || (len(cmd.Subcommands) > 0 && len(cmd.Flags) == 0) {
+		// Not a leaf: a command with subcommands and flags of its own
+		// (psp rollout REF --servers ..., psp rollout status REF ...) is
+		// one when no subcommand follows it.
 		return args
 	}
 	var flags, positional []string

@@ -199,7 +199,7 @@ func parseOnly(ran *bool) *app {
 	var walk func([]*cli.Command)
 	walk = func(cmds []*cli.Command) {
 		for _, c := range cmds {
-			if len(c.Subcommands) == 0 {
+			if len(c.Subcommands) == 0 || len(c.Flags) > 0 { // a leaf, or one with an action of its own (psp rollout)
 				c.Action = func(*cli.Context) error { *ran = true; return nil }
 			}
 			c.Before, c.After = nil, nil

@@ -20,6 +20,8 @@ func TestSimFlagBounds(t *testing.T) {
 		{[]string{"--preempt-cost", "-1us"}, "--preempt-cost -1µs: want >= 0"},
 		{[]string{"--preempt-delay", "-1s"}, "--preempt-delay -1s: want >= 0"},
 		{[]string{"--quantum", "-1s", "--policies", "ts"}, "quantum = -1s, want > 0"},
+		{[]string{"--conns", "-1"}, "connections = -1, want 0 to"},
+		{[]string{"--conns", "2000000"}, "connections = 2000000, want 0 to"},
 		{[]string{"--dilation", "1e14"}, "dilation = 1e+14, want > 0 and at most 1e+06"},
 		{[]string{"--dilation", "1e308"}, "dilation = 1e+308"},
 		{[]string{"--dilation", "1e-300"}, "dilation 1e-300: type"},

@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +28,9 @@ import (
 // fleetServer is a psp serve process of the rollout test.
 type fleetServer struct {
 	admin, listen string
+	args          []string
 	cmd           *exec.Cmd
-	log           bytes.Buffer
+	log           testenv.SyncBuffer
 }
 
 // buildPSP builds the psp binary once for the test.
@@ -57,48 +62,67 @@ func startFleet(t *testing.T, bin string, n int, ref, token, cache string) []*fl
 	var fs []*fleetServer
 	for i := range n {
 		s := &fleetServer{admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), listen: udpAddr(t)}
-		s.cmd = exec.Command(bin, "serve", "--listen", s.listen, "--admin", s.admin, "--token-file", token,
+		s.args = []string{"serve", "--listen", s.listen, "--admin", s.admin, "--token-file", token,
 			"--classifier", ref, "--oci-cache", filepath.Join(cache, fmt.Sprint(i)), "--workers", "2", "--dilation", "1",
-			"--spin", "0", "--deadline-factor", "0")
-		s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			s.cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { s.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				s.cmd.Process.Kill()
-				<-done
-			}
-			if t.Failed() {
-				t.Logf("server %s:\n%s", s.admin, s.log.String())
-			}
-		})
+			"--spin", "0", "--deadline-factor", "0"}
+		s.start(t, bin)
+		t.Cleanup(func() { s.stop(t) })
 		fs = append(fs, s)
 	}
+	for _, s := range fs {
+		s.waitUp(t, token)
+	}
+	return fs
+}
+
+func (s *fleetServer) start(t *testing.T, bin string) {
+	t.Helper()
+	s.cmd = exec.Command(bin, s.args...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stop stops the server (SIGINT, then SIGKILL after 10 s).
+func (s *fleetServer) stop(t *testing.T) {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+	if t.Failed() {
+		t.Logf("server %s:\n%s", s.admin, s.log.String())
+	}
+}
+
+// waitUp waits until the server answers GET /status.
+func (s *fleetServer) waitUp(t *testing.T, token string) {
+	t.Helper()
 	tok, err := os.ReadFile(token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range fs {
-		c, _ := admin.NewClient(s.admin, time.Second)
-		c.SetToken(string(tok)) // reads need a token on a server with tokens
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if _, err := c.Status(context.Background()); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("psp serve on %s did not come up:\n%s", s.admin, s.log.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+	c, _ := admin.NewClient(s.admin, time.Second)
+	c.SetToken(string(tok)) // reads need a token on a server with tokens
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.Status(context.Background()); err == nil {
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("psp serve on %s did not come up:\n%s", s.admin, s.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return fs
 }
 
 // load sends SHORT and LONG requests, alternately, to every server at
@@ -173,13 +197,69 @@ func runBin(bin string, args ...string) (stdout, stderr string, err error) {
 	return o.String(), e.String(), err
 }
 
+// startPrometheus runs Debian's prometheus scraping the servers' admin
+// endpoints (with the token) every second, and returns its URL once it
+// has scraped each of them.
+func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
+	t.Helper()
+	bin := testenv.RequireTool(t, "prometheus")
+	dir := t.TempDir()
+	var targets []string
+	for _, s := range fs {
+		targets = append(targets, `"`+s.admin+`"`)
+	}
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n"+
+		"  - job_name: psp\n    authorization: {type: Bearer, credentials_file: %s}\n    static_configs: [{targets: [%s]}]\n",
+		token, strings.Join(targets, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var log testenv.SyncBuffer
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus:\n%s", log.String())
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(`sum(up{job="psp"})`))
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), fmt.Sprintf(`"%d"]`, len(fs))) {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus did not scrape the %d servers within 30 s:\n%s", len(fs), log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestRolloutFleet: three psp serve processes started from a registry
-// reference run the same module; a good module rolls out to all three; a
-// module that traps on LONG requests is stopped at the canary and rolled
-// back, the other two untouched.
+// tag run the same module. A good module rolls out to all three, the
+// control group last, confirmed. Modules that type every request LONG or
+// every request SHORT, and one that traps on LONG, are stopped at the
+// canary and rolled back (the trapping one before half its bake), the
+// other two servers untouched. Debian's prometheus scraping the servers
+// gives a rollout the same verdicts. A rollout killed during its bake
+// leaves the canary on the new module only until the confirm deadline.
+// A server restarted after a rollout runs the rolled-out module, and psp
+// status says its config names another.
 func TestRolloutFleet(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a registry and three servers")
+		t.Skip("starts a registry, prometheus and three servers")
 	}
 	start := time.Now()
 	reg := registrytest.Start(t)
@@ -188,13 +268,13 @@ func TestRolloutFleet(t *testing.T) {
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte(fleetToken+"\n"), 0o600)
 	ex := filepath.Join("..", "..", "examples", "classifiers")
-	v1File, v2File, badFile := filepath.Join(ex, "c", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader_faultlong.wasm")
+	file := func(rel string) string { return filepath.Join(ex, rel) }
 
-	publish := func(file, tag string) string {
+	publish := func(rel, tag string) string {
 		t.Helper()
-		out, _, err := runBin(bin, "classifier", "publish", file, "oci://"+reg.Addr+"/psp/header:"+tag)
+		out, _, err := runBin(bin, "classifier", "publish", file(rel), "oci://"+reg.Addr+"/psp/header:"+tag)
 		if err != nil {
-			t.Fatalf("publish %s: %v", file, err)
+			t.Fatalf("publish %s: %v", rel, err)
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		ref := lines[len(lines)-1]
@@ -203,90 +283,166 @@ func TestRolloutFleet(t *testing.T) {
 		}
 		return ref
 	}
-	v1, v2, bad := publish(v1File, "v1"), publish(v2File, "v2"), publish(badFile, "v3-bad")
+	v1, v2, v3 := publish("c/pspheader.wasm", "v1"), publish("wat/pspheader.wasm", "v2"), publish("rust/pspheader.wasm", "v3")
+	faultLong, allLong, allShort := publish("wat/pspheader_faultlong.wasm", "bad-trap"), publish("wat/pspheader_alllong.wasm", "bad-long"), publish("wat/pspheader_allshort.wasm", "bad-short")
+	sha := func(rel string) string {
+		b, _ := os.ReadFile(file(rel))
+		return sha256Hex(b)
+	}
 	t.Logf("build and publish: %v", time.Since(start).Round(time.Millisecond))
-	v1Bytes, _ := os.ReadFile(v1File)
-	v2Bytes, _ := os.ReadFile(v2File)
 
 	// Started by tag: each resolves it to the same digest and runs the
 	// same module.
-	fs := startFleet(t, bin, 3, "oci://"+reg.Addr+"/psp/header:v1", token, filepath.Join(dir, "cache"))
+	tag := "oci://" + reg.Addr + "/psp/header:v1"
+	fs := startFleet(t, bin, 3, tag, token, filepath.Join(dir, "cache"))
 	for _, s := range fs {
 		out, _, err := runBin(bin, "status", "--admin", s.admin, "--token-file", token)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The tag the servers started from, pinned by the digest publish printed.
-		want := "oci://" + reg.Addr + "/psp/header:v1@" + strings.TrimPrefix(v1, "oci://"+reg.Addr+"/psp/header@")
-		if !strings.Contains(out, sha256Hex(v1Bytes)) || !strings.Contains(out, "from "+want) {
-			t.Fatalf("%s: psp status does not show sha256 %s from %s:\n%s", s.admin, sha256Hex(v1Bytes), want, out)
+		want := tag + "@" + strings.TrimPrefix(v1, "oci://"+reg.Addr+"/psp/header@")
+		if !strings.Contains(out, sha("c/pspheader.wasm")) || !strings.Contains(out, "from "+want) {
+			t.Fatalf("%s: psp status does not show sha256 %s from %s:\n%s", s.admin, sha("c/pspheader.wasm"), want, out)
 		}
 	}
+	prom := startPrometheus(t, fs, token)
 	stop := load(t, fs, 400)
 	defer stop()
 	servers := fs[0].admin + "," + fs[1].admin + "," + fs[2].admin
-	rollout := func(ref string) (string, string, error) {
-		return runBin(bin, "rollout", ref, "--servers", servers, "--canary", "1", "--bake", "2s", "--token-file", token, "--oci-cache", "off")
+	rollout := func(ref string, extra ...string) (string, string, error) {
+		args := append([]string{"rollout", ref, "--servers", servers, "--canary", "1", "--bake", "2s", "--token-file", token, "--oci-cache", "off"}, extra...)
+		return runBin(bin, args...)
+	}
+	runs := func(rel string) {
+		t.Helper()
+		for _, s := range fs {
+			if ti := tenantState(t, s.admin); ti.SHA256 != sha(rel) || ti.Provisional != nil {
+				t.Fatalf("%s runs %.12s (provisional %+v), want %s's %.12s", s.admin, ti.SHA256, ti.Provisional, rel, sha(rel))
+			}
+		}
 	}
 
-	// (a) A good module reaches all three, canary first.
-	out, errOut, err := rollout(v2)
-	if err != nil {
-		t.Fatalf("rollout of a good module: %v\n%s\n%s", err, out, errOut)
+	// (a) A good module reaches all three: canary, wave, control group.
+	good := func(ref, rel string, extra ...string) string {
+		t.Helper()
+		out, errOut, err := rollout(ref, extra...)
+		if err != nil {
+			t.Fatalf("rollout of a good module %v: %v\n%s\n%s", extra, err, out, errOut)
+		}
+		t.Logf("psp rollout %s %v:\n%s", ref, extra, out)
+		if !strings.Contains(out, "rolled out: 3 server(s)") || strings.Count(out, "verdict: pass") != 3 || !strings.Contains(out, "wave 3 (control)") {
+			t.Fatalf("rollout output:\n%s", out)
+		}
+		runs(rel)
+		return out
 	}
-	t.Logf("psp rollout %s:\n%s", v2, out)
-	if !strings.Contains(out, "rolled out: 3 server(s)") || strings.Count(out, "verdict: pass") != 2 {
-		t.Fatalf("rollout output:\n%s", out)
-	}
-	versions := map[string]int{}
+	good(v2, "wat/pspheader.wasm")
 	for _, s := range fs {
-		ti := tenantState(t, s.admin)
-		if ti.SHA256 != sha256Hex(v2Bytes) || ti.Reference != v2 {
-			t.Fatalf("%s after rollout: sha256 %s reference %q, want %s from %s", s.admin, ti.SHA256, ti.Reference, sha256Hex(v2Bytes), v2)
+		if ti := tenantState(t, s.admin); ti.Reference != v2 {
+			t.Fatalf("%s after the rollout: reference %q, want %s", s.admin, ti.Reference, v2)
 		}
-		versions[s.admin] = ti.Version
 	}
 
-	// (b) A module that traps on LONG: the canary fails, is rolled back;
-	// the other two never see it.
-	out, errOut, err = rollout(bad)
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		t.Fatalf("rollout of a bad module: %v, want a failure exit\n%s\n%s", err, out, errOut)
-	}
-	t.Logf("psp rollout %s:\n%s\n%s", bad, out, errOut)
-	if !strings.Contains(out, "classifier faults") || !strings.Contains(out, "verdict: FAIL") ||
-		!strings.Contains(out, "stopped: 1 server(s) swapped and rolled back, 2 untouched") || strings.Count(out, "; baked 2s;") != 1 {
-		t.Fatalf("rollout output:\n%s", out)
-	}
-	canary := tenantState(t, fs[0].admin)
-	if canary.SHA256 != sha256Hex(v2Bytes) || canary.Version != versions[fs[0].admin]+2 || canary.Reference != v2 {
-		t.Fatalf("canary after the rollback: version %d sha256 %s reference %q; want version %d, %s from %s",
-			canary.Version, canary.SHA256, canary.Reference, versions[fs[0].admin]+2, sha256Hex(v2Bytes), v2)
-	}
-	for _, s := range fs[1:] {
-		if ti := tenantState(t, s.admin); ti.Version != versions[s.admin] || ti.SHA256 != sha256Hex(v2Bytes) {
-			t.Fatalf("%s was touched: version %d (was %d), sha256 %s", s.admin, ti.Version, versions[s.admin], ti.SHA256)
+	// (b) Bad modules: stopped at the canary, rolled back, the other two
+	// never touched; each verdict with Prometheus as the source too.
+	bad := func(ref, why string, extra ...string) string {
+		t.Helper()
+		out, errOut, err := rollout(ref, extra...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("rollout of %s %v: %v, want a failure exit\n%s\n%s", ref, extra, err, out, errOut)
 		}
+		t.Logf("psp rollout %s %v:\n%s", ref, extra, out)
+		if !strings.Contains(out, why) || !strings.Contains(out, "verdict: FAIL") ||
+			!strings.Contains(out, "stopped: 1 server(s) swapped and rolled back, 2 untouched") || strings.Count(out, "; baked ") != 1 {
+			t.Fatalf("rollout output:\n%s", out)
+		}
+		runs("wat/pspheader.wasm")
+		return out
 	}
-	if canary.Faults["trap"] == 0 {
+	bad(allLong, "type mix")
+	bad(allShort, "type mix")
+	out := bad(faultLong, "classifier faults")
+	if !strings.Contains(out, "stopped before the end of the bake") {
+		t.Errorf("the trapping module baked to the end:\n%s", out)
+	}
+	if m := regexp.MustCompile(`baked ([0-9.]+m?s);`).FindStringSubmatch(out); m == nil {
+		t.Errorf("no bake time in:\n%s", out)
+	} else if d, _ := time.ParseDuration(m[1]); d >= time.Second {
+		t.Errorf("the trapping module baked %v of 2s: want less than half", d)
+	}
+	bad(allLong, "type mix", "--prometheus", prom)
+	good(v3, "rust/pspheader.wasm", "--prometheus", prom)
+
+	// (c) psp rollout killed (SIGKILL) during the canary's bake: the
+	// canary is provisional, and back on the old module within the
+	// confirm deadline.
+	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "30s", "--confirm-deadline", "3s",
+		"--token-file", token, "--oci-cache", "off")
+	var progress testenv.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &progress, &progress
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(progress.String(), "baking") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the rollout did not start baking:\n%s", progress.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	killed := time.Now()
+	out, _, err := runBin(bin, "rollout", "status", v2, "--servers", servers, "--token-file", token, "--oci-cache", "off")
+	if err == nil || !strings.Contains(out, "PROVISIONAL") || !strings.Contains(out, "in progress, or interrupted: 0 of 3 server(s) run it confirmed, 1 provisionally") {
+		t.Fatalf("rollout status after the kill: %v\n%s", err, out)
+	}
+	t.Logf("psp rollout status, just after the kill:\n%s", out)
+	for tenantState(t, fs[0].admin).SHA256 != sha("rust/pspheader.wasm") {
+		if time.Since(killed) > 3*time.Second+time.Second {
+			t.Fatalf("the canary is still on the new module %v after the kill (deadline 3s)", time.Since(killed))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("canary back on the old module %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	runs("rust/pspheader.wasm")
+
+	// (d) A server restarted after the rollout runs the rolled-out module,
+	// not its config's tag, and says so.
+	fs[1].stop(t)
+	fs[1].start(t, bin)
+	fs[1].waitUp(t, token)
+	out, _, err = runBin(bin, "status", "--admin", fs[1].admin, "--token-file", token)
+	if err != nil || !strings.Contains(out, sha("rust/pspheader.wasm")) || !strings.Contains(out, "differs from its config, which names "+tag) {
+		t.Fatalf("psp status after a restart: %v\n%s\n%s", err, out, fs[1].log.String())
+	}
+	if ti := tenantState(t, fs[1].admin); ti.Reference != v3 {
+		t.Fatalf("after a restart: reference %q, want %s", ti.Reference, v3)
+	}
+	if canary := tenantState(t, fs[0].admin); canary.Faults["trap"] == 0 {
 		t.Errorf("the canary counted no traps: %v", canary.Faults)
 	}
 
 	// A dry run changes nothing.
-	out, _, err = runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off", "--token-file", token)
+	v := tenantState(t, fs[0].admin).Version
+	out, _, err = runBin(bin, "rollout", faultLong, "--servers", servers, "--dry-run", "--oci-cache", "off", "--token-file", token)
 	if err != nil || !strings.Contains(out, "dry run: nothing changed") || !strings.Contains(out, "wave 1 (canary): "+fs[0].admin) {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
-	if ti := tenantState(t, fs[0].admin); ti.Version != canary.Version {
+	if ti := tenantState(t, fs[0].admin); ti.Version != v {
 		t.Fatalf("the dry run changed the canary: version %d", ti.Version)
 	}
 	// Without the token the servers refuse the reads: the dry run says so
 	// and fails (it exited 0 with every server unreadable).
-	out, stderr, err := runBin(bin, "rollout", bad, "--servers", servers, "--dry-run", "--oci-cache", "off")
+	out, stderr, err := runBin(bin, "rollout", faultLong, "--servers", servers, "--dry-run", "--oci-cache", "off")
 	if err == nil || !strings.Contains(stderr, "none of the 3 servers could be read") || !strings.Contains(out, "401 Unauthorized") {
 		t.Fatalf("dry run without a token: %v\n%s%s", err, out, stderr)
 	}
+	t.Logf("the whole test: %v", time.Since(start).Round(time.Millisecond))
 }
 
 // TestRolloutBoundsAndDryRun: bounds that would turn a gate off (NaN, Inf)

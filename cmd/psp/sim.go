@@ -38,7 +38,8 @@ func simCommand() *cli.Command {
 			"The testbed: --network-rtt adds the network's round trip to latencies (not to\n" +
 			"slowdowns), --dispatcher-rate bounds the dispatcher's throughput; --phases plays a\n" +
 			"workload that changes over time (--timeline draws it); --misclassify models a\n" +
-			"classifier that errs. Summaries bound the p99.9 slowdown (--slo) or latency\n" +
+			"classifier that errs; --conns models clients on in-order connections (TCP), whose\n" +
+			"replies leave in their requests' order. Summaries bound the p99.9 slowdown (--slo) or latency\n" +
 			"(--latency-slo) of all requests, every type (--slo-per-type) or some (--slo-types).\n\n" +
 			"Example (the paper's Extreme Bimodal experiment):\n" +
 			"  psp sim --workload extreme-bimodal --workers 16 --policies cfcfs,ts,dfcfs,darc \\\n" +
@@ -80,6 +81,7 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "network-rtt", Usage: "network round trip added to every latency (not to slowdowns); the paper's testbed: about 10us"},
 			&cli.Float64Flag{Name: "dispatcher-rate", Usage: "dispatcher throughput in requests/s (e.g. 7e6, the paper's): requests wait for the one dispatcher; 0: unbounded"},
 			&cli.DurationFlag{Name: "in-place", Usage: "model psp serve's serving in place: a request dispatched to an idle worker runs on the dispatcher when its type's expected service is under this (psp serve's default: 20us), holding arrivals until done; non-preemptive policies only (0: off, the paper's dispatcher)"},
+			&cli.IntFlag{Name: "conns", Usage: "model clients sending over `N` in-order connections (TCP, psp client --conns): request i on connection i mod N, each reply leaving after the previous one of its connection, latency and slowdown to that reply; 0: every request answered on its own (UDP)"},
 			&cli.Float64Flag{Name: "misclassify", Usage: "fraction of requests the classifier gives another type (0.5 with two types: a random classifier)"},
 			&cli.DurationFlag{Name: "timeline", Usage: "record each run over time in buckets of this width (with --out: timeline-<policy>-<load>.png and the JSON's timeline)"},
 			&cli.StringFlag{Name: "out", Usage: "also write, in this `DIR`, results.csv, results.json, slowdown.png and latency-<type>.png"},
@@ -118,6 +120,9 @@ func runSim(c *cli.Context) error {
 	case c.IsSet("tenants"):
 		if c.IsSet("workload") || c.IsSet("phases") {
 			return fmt.Errorf("sim: --tenants excludes --workload and --phases (each tenant has its workload)")
+		}
+		if c.Int("conns") != 0 {
+			return fmt.Errorf("sim: --conns with --tenants: connections are simulated for one workload only")
 		}
 		if tenants, err = harness.LoadTenants(c.String("tenants")); err != nil {
 			return fmt.Errorf("sim: --%w", err)
@@ -206,6 +211,7 @@ func runSim(c *cli.Context) error {
 			DispatcherRate: c.Float64("dispatcher-rate"),
 			InPlaceLimit:   c.Duration("in-place"),
 			Misclassify:    c.Float64("misclassify"),
+			Conns:          c.Int("conns"),
 			Timeline:       c.Duration("timeline"),
 			Tenants:        tenants,
 			Darc: darc.Config{

@@ -98,6 +98,17 @@ func printStatus(w io.Writer, st *server.Status) error {
 		fmt.Fprintf(w, ", out of buffers %d times", n.RxNoBuffer)
 	}
 	fmt.Fprintln(w)
+	if kernelDrops(st) > 0 {
+		fmt.Fprintf(w, "kernel drops at the receive sockets (the server did not read fast enough: a stall, or a socket buffer too small for the bursts):")
+		for i, p := range st.KernelDrops {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s port %d: %d", sep, p.Port, p.Drops)
+		}
+		fmt.Fprintln(w)
+	}
 	if t := st.TCP; t != nil {
 		fmt.Fprintf(w, "tcp: %d connections open (at most %d), %d accepted, %d refused over the limit, %d accept errors retried; in %d bytes, out %d; memory %d bytes\n",
 			t.Current, t.Max, t.Accepted, t.Rejected, t.AcceptErrors, t.BytesIn, t.BytesOut, t.MemoryUsed)
@@ -319,4 +330,13 @@ func ns(v float64) string {
 		return "-"
 	}
 	return time.Duration(v).Round(10 * time.Nanosecond).String()
+}
+
+// kernelDrops adds up the kernel's drops at the server's sockets.
+func kernelDrops(st *server.Status) uint64 {
+	var n uint64
+	for _, p := range st.KernelDrops {
+		n += p.Drops
+	}
+	return n
 }

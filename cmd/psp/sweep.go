@@ -187,6 +187,9 @@ func printSweep(c *cli.Context, out io.Writer, res *harness.SweepResult) error {
 		if len(res.Contrasts) > 0 {
 			doc["contrasts"] = res.Contrasts
 		}
+		if len(res.WithoutConns) > 0 {
+			doc["tails_without_conns"] = res.WithoutConns
+		}
 		enc, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return fmt.Errorf("json: %w", err)
@@ -201,6 +204,7 @@ func printSweep(c *cli.Context, out io.Writer, res *harness.SweepResult) error {
 		printTails(out, res.Tails)
 		printHostMisses(out, res.Tails, c.Float64("slo"))
 		printContrasts(out, res.Contrasts)
+		printWithoutConns(out, res.WithoutConns)
 	}
 	if len(res.Summaries) > 0 {
 		fmt.Fprintln(out)
@@ -237,6 +241,9 @@ func printTails(w io.Writer, tails []harness.TailComparison) {
 		fmt.Fprintf(w, "\n%s tail slowdowns, live against simulated + the server's fixed overhead (live median\n"+
 			"minus simulated median at each policy's lowest load), ratio = live / (sim + overhead):\n", t0.Type)
 		fmt.Fprintln(tw, "policy\tload\tsamples\toverhead\tp99 live\tsim+oh\tratio\tp99.9 live\tsim+oh\tratio\t")
+	}
+	if t0.Conns > 0 {
+		fmt.Fprintf(w, "(a run over TCP, replayed on its %d connections: a reply leaves after the earlier ones of its connection)\n", t0.Conns)
 	}
 	bad := 0
 	span := func(r [2]float64) string { return fmt.Sprintf("%.3g-%.3g", r[0], r[1]) }
@@ -296,17 +303,34 @@ func printHostMisses(w io.Writer, tails []harness.TailComparison, slo float64) {
 // printContrasts prints the check's negative control: the live points
 // against the other policy's replay of the same requests.
 func printContrasts(w io.Writer, contrasts []harness.TailComparison) {
-	if len(contrasts) == 0 {
+	printAgainstReplay(w, "The same live points against the other policy's replay of their requests (the check must\n"+
+		"tell the policies apart: these ratios, and how far outside the range, should be far from 1):\n",
+		contrasts, func(c harness.TailComparison) string { return c.SimPolicy })
+}
+
+// printWithoutConns prints the live points of a run over TCP against a
+// replay that ignores their connections: how much of the tail the
+// connections' reply order accounts for.
+func printWithoutConns(w io.Writer, tails []harness.TailComparison) {
+	printAgainstReplay(w, "The same live points against a replay that ignores their connections (every request answered\n"+
+		"on its own, as over UDP): ratios far above 1 are the time replies waited for their connection's turn:\n",
+		tails, func(c harness.TailComparison) string { return c.Policy + ", no connections" })
+}
+
+// printAgainstReplay prints, after intro, the live points against
+// another replay of their requests (named by replayedAs): the ratios and
+// how far outside the expected range they lie.
+func printAgainstReplay(w io.Writer, intro string, cs []harness.TailComparison, replayedAs func(harness.TailComparison) string) {
+	if len(cs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nThe same live points against the other policy's replay of their requests (the check must\n"+
-		"tell the policies apart: these ratios, and how far outside the range, should be far from 1):\n")
+	fmt.Fprintf(w, "\n%s", intro)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "live\treplayed as\tload\tp99 ratio\toutside\tp99.9 ratio\toutside\t")
-	for _, c := range contrasts {
+	for _, c := range cs {
 		p99, p999 := c.Ratios()
 		d99, d999 := c.Deviations()
-		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Policy, c.SimPolicy, c.Load, p99, d99, p999, d999)
+		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Policy, replayedAs(c), c.Load, p99, d99, p999, d999)
 	}
 	tw.Flush()
 }

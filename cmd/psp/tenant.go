@@ -445,6 +445,7 @@ func tenantLine(t server.TenantInfo) string {
 			}
 		}
 		parts = append(parts, m)
+		parts = append(parts, fleetNotes(t)...)
 	}
 	ports := "default (every port no other tenant has)"
 	if len(t.Ports) > 0 {
@@ -531,5 +532,29 @@ func printTenants(w io.Writer, ts []server.TenantInfo) {
 			}
 			fmt.Fprintln(w, line)
 		}
+		for _, n := range fleetNotes(t) {
+			fmt.Fprintf(w, "%s: %s\n", t.Name, n)
+		}
 	}
+}
+
+// fleetNotes say what a tenant's module owes to the fleet: a swap
+// awaiting its confirmation, a module not fetched yet, a module other
+// than the config's.
+func fleetNotes(t server.TenantInfo) []string {
+	var out []string
+	if p := t.Provisional; p != nil {
+		until := p.Until
+		if at, err := time.Parse(time.RFC3339Nano, p.Until); err == nil {
+			until = at.Local().Format("15:04:05")
+		}
+		out = append(out, fmt.Sprintf("PROVISIONAL: reverts to %s at %s unless confirmed", short(t.PreviousSHA256), until))
+	}
+	if t.Pending != "" {
+		out = append(out, "PENDING: "+t.Pending)
+	}
+	if t.Configured != "" {
+		out = append(out, "differs from its config, which names "+t.Configured+" (started from the state file, or swapped since)")
+	}
+	return out
 }

@@ -63,7 +63,7 @@ func BenchmarkRESPNative(b *testing.B) {
 	out := make([]app.Type, len(payloads))
 	b.ReportAllocs()
 	for b.Loop() {
-		redis.Classifier{}.ClassifyBatch(payloads, nil, out)
+		redis.Classifier{}.ClassifyBatch(payloads, out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(payloads)), "ns/packet")
 }

@@ -15,20 +15,7 @@ import (
 
 // TestService runs the example on a free port and talks to it over UDP.
 func TestService(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := serve(ctx, server.Config{Listen: "127.0.0.1:0", Workers: 2, Admin: server.Admin{Addr: "off"},
-		Classifier: filepath.Join("..", "classifiers", "c", "textservice.wasm")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	srv := startService(t, "127.0.0.1:0")
 	conn, err := net.Dial("udp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -72,20 +59,7 @@ func TestService(t *testing.T) {
 // TestServiceOverTCP: the same service over TCP, a line per request,
 // pipelined, replies in order; a line too long closes the connection.
 func TestServiceOverTCP(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := serve(ctx, server.Config{Listen: "tcp://127.0.0.1:0", Workers: 2, Admin: server.Admin{Addr: "off"},
-		Classifier: filepath.Join("..", "classifiers", "c", "textservice.wasm")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	srv := startService(t, "tcp://127.0.0.1:0")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.Addr(), "tcp://"))
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +76,26 @@ func TestServiceOverTCP(t *testing.T) {
 	if string(rest) != "error: line too long\n" {
 		t.Fatalf("after a long line: %q", rest)
 	}
+}
+
+// startService starts the example listening on listen; the test's end
+// stops it.
+func startService(t *testing.T, listen string) *server.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := serve(ctx, server.Config{Listen: listen, Workers: 2, Admin: server.Admin{Addr: "off"},
+		Classifier: filepath.Join("..", "classifiers", "c", "textservice.wasm")})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
 }

@@ -1,7 +1,8 @@
 // Package testenv lets tests depend on optional tools (clang, wat2wasm,
 // DPDK, network namespaces, ...) without hiding missing ones in CI: a missing
 // requirement skips the test on a developer's machine and fails it when the
-// environment variable CI is "true".
+// environment variable CI is "true". It also holds the helpers several
+// packages' tests share (Child, SyncBuffer).
 package testenv
 
 import (

@@ -1,6 +1,7 @@
 package dpdk
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -81,21 +82,11 @@ func (c Config) withDefaults() Config {
 	if c.EAL == nil {
 		c.EAL = slices.Clone(DefaultEAL)
 	}
-	if c.Port == 0 {
-		c.Port = wire.DefaultPort
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.BurstSize == 0 {
-		c.BurstSize = DefaultBurstSize
-	}
-	if c.RxDescriptors == 0 {
-		c.RxDescriptors = DefaultRxDescriptors
-	}
-	if c.TxDescriptors == 0 {
-		c.TxDescriptors = DefaultTxDescriptors
-	}
+	c.Port = cmp.Or(c.Port, wire.DefaultPort)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.BurstSize = cmp.Or(c.BurstSize, DefaultBurstSize)
+	c.RxDescriptors = cmp.Or(c.RxDescriptors, DefaultRxDescriptors)
+	c.TxDescriptors = cmp.Or(c.TxDescriptors, DefaultTxDescriptors)
 	return c
 }
 

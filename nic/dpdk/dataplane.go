@@ -71,6 +71,16 @@ type Dataplane struct {
 
 var _ nic.Dataplane = (*Dataplane)(nil)
 
+// start returns cfg with its defaults, once valid and with the EAL
+// started.
+func (c Config) start() (Config, error) {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	return c, eal.start(c.EAL)
+}
+
 // Open initialises the EAL if this process has not yet, creates cfg.Device
 // if set, and starts the port with one RX queue for the net worker and one
 // TX queue per worker plus one for the net worker's ARP replies.
@@ -80,11 +90,8 @@ var _ nic.Dataplane = (*Dataplane)(nil)
 // Configuration errors wrap ErrConfig; EAL failures wrap ErrEAL; port set-up
 // failures carry DPDK's reason.
 func Open(cfg Config) (*Dataplane, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := eal.start(cfg.EAL); err != nil {
+	cfg, err := cfg.start()
+	if err != nil {
 		return nil, err
 	}
 	var (

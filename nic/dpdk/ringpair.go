@@ -28,11 +28,8 @@ const maxFrame = 2048
 // openRingPair opens a dataplane over a fresh ring pair. cfg.Device and
 // cfg.PortID are ignored.
 func openRingPair(cfg Config) (*ringPair, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := eal.start(cfg.EAL); err != nil {
+	cfg, err := cfg.start()
+	if err != nil {
 		return nil, err
 	}
 	var (

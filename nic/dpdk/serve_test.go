@@ -3,7 +3,6 @@
 package dpdk
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,24 +24,6 @@ import (
 // pspBinEnv names the psp binary (built with -tags dpdk) for the child
 // test inside the namespace.
 const pspBinEnv = "PSP_DPDK_TEST_PSP"
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServeOverTap runs `psp serve --dataplane dpdk` on a net_tap device in
 // a private network namespace and has the kernel's UDP stack send it psp
@@ -80,7 +60,7 @@ func TestServeOverTap(t *testing.T) {
 		"--admin", "127.0.0.1:9090",
 		"--eal", "-l 0-1 --no-huge -m 512 --no-pci --no-shconf --no-telemetry --vdev=net_tap0,iface="+iface,
 	)
-	var output syncBuffer
+	var output testenv.SyncBuffer
 	serve.Stdout, serve.Stderr = &output, &output
 	run(t, "ip", "link", "set", "lo", "up")
 	if err := serve.Start(); err != nil {

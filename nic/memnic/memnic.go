@@ -1,6 +1,7 @@
 package memnic
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -120,21 +121,11 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Workers == 0 {
-		c.Workers = 1
-	}
-	if c.Buffers == 0 {
-		c.Buffers = DefaultBuffers
-	}
-	if c.BufSize == 0 {
-		c.BufSize = DefaultBufSize
-	}
-	if c.Port == 0 {
-		c.Port = wire.DefaultPort
-	}
-	if c.ReplyQueue == 0 {
-		c.ReplyQueue = DefaultReplyQueue
-	}
+	c.Workers = cmp.Or(c.Workers, 1)
+	c.Buffers = cmp.Or(c.Buffers, DefaultBuffers)
+	c.BufSize = cmp.Or(c.BufSize, DefaultBufSize)
+	c.Port = cmp.Or(c.Port, wire.DefaultPort)
+	c.ReplyQueue = cmp.Or(c.ReplyQueue, DefaultReplyQueue)
 	return c
 }
 

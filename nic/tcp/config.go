@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/netip"
@@ -115,41 +116,17 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Addr == "" {
-		c.Addr = "127.0.0.1:6789"
-	}
-	if c.Workers == 0 {
-		c.Workers = 1
-	}
-	if c.Buffers == 0 {
-		c.Buffers = DefaultBuffers
-	}
-	if c.BufSize == 0 {
-		c.BufSize = DefaultBufSize
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxPipeline == 0 {
-		c.MaxPipeline = DefaultMaxPipeline
-	}
-	if c.MaxRequest == 0 {
-		c.MaxRequest = DefaultMaxRequest
-	}
-	if c.MaxOutput == 0 {
-		c.MaxOutput = DefaultMaxOutput
-	}
-	if c.Memory == 0 {
-		c.Memory = DefaultMemory
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.PartialTimeout == 0 {
-		c.PartialTimeout = DefaultPartialTimeout
-	}
-	if c.Backlog == 0 {
-		c.Backlog = DefaultBacklog
-	}
+	c.Addr = cmp.Or(c.Addr, "127.0.0.1:6789")
+	c.Workers = cmp.Or(c.Workers, 1)
+	c.Buffers = cmp.Or(c.Buffers, DefaultBuffers)
+	c.BufSize = cmp.Or(c.BufSize, DefaultBufSize)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxPipeline = cmp.Or(c.MaxPipeline, DefaultMaxPipeline)
+	c.MaxRequest = cmp.Or(c.MaxRequest, DefaultMaxRequest)
+	c.MaxOutput = cmp.Or(c.MaxOutput, DefaultMaxOutput)
+	c.Memory = cmp.Or(c.Memory, DefaultMemory)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.PartialTimeout = cmp.Or(c.PartialTimeout, DefaultPartialTimeout)
+	c.Backlog = cmp.Or(c.Backlog, DefaultBacklog)
 	return c
 }

@@ -17,6 +17,11 @@ import (
 // maxIov is the most pieces one sendmsg writes.
 const maxIov = 64
 
+// maxHeld is the most bytes of replies held (nic.ReplyHold) before they
+// are written without waiting for their flush: holding is for writing
+// many small replies at once, not for buffering a pipeline's output.
+const maxHeld = 64 << 10
+
 // keepCap is the most capacity a connection keeps in a buffer it no longer
 // uses (a reply copied aside, bytes held or not yet sent).
 const keepCap = 64 << 10
@@ -253,6 +258,9 @@ func (c *conn) advance(headPayload []byte) {
 				c.held = append(c.held, s.data...)
 				c.held = append(c.held, extra...)
 				c.account(len(s.data) + len(extra))
+				if len(c.held) >= maxHeld {
+					c.flushHeld()
+				}
 			} else {
 				c.flushHeld()
 				c.emit(s.data)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/tcp"
 )
@@ -360,6 +361,28 @@ func TestHoldAndDiscard(t *testing.T) {
 	}
 }
 
+// TestHeldRepliesBounded: replies held for a flush that does not come are
+// written anyway once they grow large, in order.
+func TestHeldRepliesBounded(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 2})
+	serve(t, dp, 2, func(w int, b *nic.Buffer) bool {
+		b.Flags |= nic.ReplyHold
+		return true
+	})
+	c := dial(t, dp)
+	line := "hold " + strings.Repeat("x", 994) + "\n" // 1,000 bytes
+	const n = 200
+	go fmt.Fprint(c, strings.Repeat(line, n))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(io.LimitReader(c, 100<<10))
+	if err != nil || len(got) < 100<<10 {
+		t.Fatalf("read %d bytes of %d held replies (%v): held replies past the bound were not written", len(got), n, err)
+	}
+	if !bytes.Equal(got, []byte(strings.Repeat(line, n))[:len(got)]) {
+		t.Fatal("held replies written out of order")
+	}
+}
+
 // TestReleaseAnswersNothing: a request released unanswered (a drop) sends
 // nothing in its turn and does not hold up the next.
 func TestReleaseAnswersNothing(t *testing.T) {
@@ -650,7 +673,7 @@ func TestCloseWithConnections(t *testing.T) {
 // burst once, keeps serving its open connections, and accepts the waiting
 // connections once descriptors are back.
 func TestAcceptOutOfDescriptors(t *testing.T) {
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	dp := open(t, tcp.Config{Log: &log})
 	bufs := make([]*nic.Buffer, 8)
 	// step receives what is there and echoes it.
@@ -733,24 +756,6 @@ func lowestFreeFd(t *testing.T) int {
 	}
 	syscall.Close(fd)
 	return fd
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestEndOfStreamAfterRequests: a client that sends many requests and

@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -80,23 +81,11 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
-	}
-	if c.Workers == 0 {
-		c.Workers = 1
-	}
-	if c.Buffers == 0 {
-		c.Buffers = DefaultBuffers
-	}
-	if c.BufSize == 0 {
-		c.BufSize = DefaultBufSize
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
-	if c.ReadBuffer == 0 {
-		c.ReadBuffer = DefaultReadBuffer
-	}
+	c.Addr = cmp.Or(c.Addr, DefaultAddr)
+	c.Workers = cmp.Or(c.Workers, 1)
+	c.Buffers = cmp.Or(c.Buffers, DefaultBuffers)
+	c.BufSize = cmp.Or(c.BufSize, DefaultBufSize)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	return c
 }

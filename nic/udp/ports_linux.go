@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/nic"
 )
 
@@ -25,10 +26,11 @@ const (
 
 // rxSock is one port's receive socket.
 type rxSock struct {
-	port uint16
-	conn socket
-	raw  syscall.RawConn
-	fd   int // for epoll: a descriptor of the socket, kept open with conn
+	port  uint16
+	conn  socket
+	raw   syscall.RawConn
+	fd    int            // for epoll: a descriptor of the socket, kept open with conn
+	drops sockstat.Drops // the kernel's drops at the socket
 }
 
 // txSock is one port's transmit descriptor of a txQueue.
@@ -90,19 +92,7 @@ func (d *Dataplane) AddPort(port uint16) error {
 	}
 	// Dups: one for epoll, one per transmit queue.
 	var dups []int
-	cerr := s.raw.Control(func(fd uintptr) {
-		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-			return
-		}
-		for range 1 + len(d.tx) {
-			var dup int
-			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
-				return
-			}
-			dups = append(dups, dup)
-		}
-	})
+	cerr := s.raw.Control(func(fd uintptr) { dups, err = stampAndDup(fd, 1+len(d.tx)) })
 	if cerr != nil {
 		err = cerr
 	}
@@ -199,6 +189,10 @@ func (d *Dataplane) RemovePort(port uint16) error {
 	s := old[i]
 	next := slices.Delete(slices.Clone(old), i, i+1)
 	d.socks.Store(&next)
+	// Its drops stay counted in Stats (read before the socket closes; a
+	// Stats running meanwhile may miss the last few).
+	n, _ := s.drops.Read(s.raw)
+	d.retiredDrops.Add(n)
 	unix.EpollCtl(d.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
 	unix.Close(s.fd)
 	errs := []error{s.conn.Close()}

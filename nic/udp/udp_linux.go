@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -60,22 +59,8 @@ type Dataplane struct {
 
 	tx []*txQueue
 
-	meminfo meminfoState
-}
-
-// meminfoState reads the socket's kernel drop counter (SO_MEMINFO) for Stats.
-type meminfoState struct {
-	mu   sync.Mutex
-	vals [unix.SK_MEMINFO_VARS]uint32
-	ok   bool
-	call func(fd uintptr)
-}
-
-func (m *meminfoState) read(fd uintptr) {
-	size := uint32(unsafe.Sizeof(m.vals))
-	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
-		uintptr(unsafe.Pointer(&m.vals[0])), uintptr(unsafe.Pointer(&size)), 0)
-	m.ok = e == 0 && size > unix.SK_MEMINFO_DROPS*4
+	// retiredDrops are the kernel drops of the sockets of ports removed.
+	retiredDrops atomic.Uint64
 }
 
 var _ nic.Dataplane = (*Dataplane)(nil)
@@ -115,6 +100,25 @@ func Open(cfg Config) (*Dataplane, error) {
 	return d, nil
 }
 
+// stampAndDup turns on the kernel's receive timestamps of the socket fd
+// (SO_TIMESTAMPNS: each datagram is stamped when it arrives, so RxTime
+// covers the time it waited for the net worker to read it) and returns n
+// close-on-exec duplicates of fd (after an error, those made so far).
+func stampAndDup(fd uintptr, n int) ([]int, error) {
+	if err := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return nil, fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+	}
+	dups := make([]int, 0, n)
+	for range n {
+		dup, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return dups, err
+		}
+		dups = append(dups, dup)
+	}
+	return dups, nil
+}
+
 func (d *Dataplane) setup() error {
 	var err error
 	if d.raw, err = d.conn.SyscallConn(); err != nil {
@@ -123,21 +127,8 @@ func (d *Dataplane) setup() error {
 	var sa unix.Sockaddr
 	var dups []int
 	cerr := d.raw.Control(func(fd uintptr) {
-		if sa, err = unix.Getsockname(int(fd)); err != nil {
-			return
-		}
-		// The kernel stamps each datagram when it arrives, so RxTime
-		// covers the time it waited for the net worker to read it.
-		if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			err = fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-			return
-		}
-		for range d.cfg.Workers {
-			var dup int
-			if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
-				return
-			}
-			dups = append(dups, dup)
+		if sa, err = unix.Getsockname(int(fd)); err == nil {
+			dups, err = stampAndDup(fd, d.cfg.Workers) // the transmit queues'
 		}
 	})
 	if cerr != nil {
@@ -179,7 +170,6 @@ func (d *Dataplane) setup() error {
 		binary.NativeEndian.PutUint64(d.wakeBuf[:], 1)
 		d.rx.pollFds = append(d.rx.pollFds, unix.PollFd{Fd: int32(efd), Events: unix.POLLIN})
 	}
-	d.meminfo.call = d.meminfo.read
 	d.socks.Store(&[]*rxSock{{port: d.addr.Port(), conn: d.conn, raw: d.raw, fd: -1}})
 	return nil
 }
@@ -223,12 +213,16 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 }
 
 // Stats implements nic.Dataplane. RxDropped is the kernel's count of
-// datagrams dropped at the receive socket (its buffer was full: raise
-// Config.ReadBuffer and net.core.rmem_max); after Close it stays at its last
-// value.
+// datagrams dropped at the receive sockets, every port's and the removed
+// ports' (their buffer was full: raise Config.ReadBuffer and
+// net.core.rmem_max); after Close it stays at its last value.
 func (d *Dataplane) Stats() nic.Stats {
 	s := nic.Stats{RxPackets: d.rxPackets.Load(), RxTruncated: d.rxTruncated.Load(), RxNoBuffer: d.rxNoBuffer.Load()}
-	s.RxDropped = d.kernelDrops()
+	s.RxDropped = d.retiredDrops.Load()
+	for _, sock := range *d.socks.Load() {
+		n, _ := sock.drops.Read(sock.raw)
+		s.RxDropped += n
+	}
 	for _, q := range d.tx {
 		s.TxPackets += q.txPackets.Load()
 		s.TxErrors += q.txErrors.Load()
@@ -236,20 +230,23 @@ func (d *Dataplane) Stats() nic.Stats {
 	return s
 }
 
-// kernelDrops returns the receive socket's drop count (SO_MEMINFO).
-func (d *Dataplane) kernelDrops() uint64 {
-	m := &d.meminfo
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !d.closed.Load() {
-		if err := d.raw.Control(m.call); err != nil {
-			m.ok = false
-		}
+// PortDrops is the kernel's count of datagrams dropped at one port's
+// receive socket.
+type PortDrops struct {
+	Port  uint16 `json:"port"`
+	Drops uint64 `json:"drops"`
+}
+
+// PortDrops returns each port's kernel drops (Stats.RxDropped adds them
+// up, with the removed ports'), Addr's first. Safe from any goroutine.
+func (d *Dataplane) PortDrops() []PortDrops {
+	socks := *d.socks.Load()
+	out := make([]PortDrops, len(socks))
+	for i, sock := range socks {
+		n, _ := sock.drops.Read(sock.raw)
+		out[i] = PortDrops{Port: sock.port, Drops: n}
 	}
-	if !m.ok {
-		return 0
-	}
-	return uint64(m.vals[unix.SK_MEMINFO_DROPS])
+	return out
 }
 
 // Close implements nic.Dataplane. It is idempotent.

@@ -46,6 +46,19 @@ func dialClient(t testing.TB, dp *udp.Dataplane) *net.UDPConn {
 	return c
 }
 
+// receiveOne opens a dataplane of 32 buffers and returns it with the one
+// datagram a client sent it, received.
+func receiveOne(t testing.TB) (*udp.Dataplane, []*nic.Buffer) {
+	t.Helper()
+	dp := open(t, udp.Config{Buffers: 32, Batch: 8})
+	dialClient(t, dp).Write([]byte("x"))
+	bufs := make([]*nic.Buffer, 1)
+	if n, _ := dp.Recv(bufs, 5*time.Second); n != 1 {
+		t.Fatal("no packet")
+	}
+	return dp, bufs
+}
+
 func TestConformance(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
@@ -110,13 +123,7 @@ func TestDualStackRepliesToIPv4(t *testing.T) {
 }
 
 func TestSendToUnreachableFamilyCounted(t *testing.T) {
-	dp := open(t, udp.Config{Buffers: 32, Batch: 8})
-	c := dialClient(t, dp)
-	c.Write([]byte("x"))
-	bufs := make([]*nic.Buffer, 1)
-	if n, _ := dp.Recv(bufs, 5*time.Second); n != 1 {
-		t.Fatal("no packet")
-	}
+	dp, bufs := receiveOne(t)
 	free := dp.FreeBuffers()
 	bufs[0].Peer = netip.MustParseAddrPort("[2001:db8::1]:9") // IPv6 peer on an IPv4 socket
 	n, err := dp.TxQueue(0).Send(bufs)
@@ -251,13 +258,7 @@ func TestRecvSendAllocateNothing(t *testing.T) {
 }
 
 func TestCloseWhileSending(t *testing.T) {
-	dp := open(t, udp.Config{Buffers: 32, Batch: 8})
-	c := dialClient(t, dp)
-	c.Write([]byte("x"))
-	bufs := make([]*nic.Buffer, 1)
-	if n, _ := dp.Recv(bufs, 5*time.Second); n != 1 {
-		t.Fatal("no packet")
-	}
+	dp, bufs := receiveOne(t)
 	dp.Close()
 	if _, err := dp.TxQueue(0).Send(bufs); !errors.Is(err, nic.ErrClosed) {
 		t.Fatalf("Send after Close = %v, want nic.ErrClosed", err)
@@ -412,6 +413,37 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, func() { dp.Stats() }); a != 0 {
 		t.Fatalf("Stats allocated %.1f times", a)
+	}
+}
+
+// TestKernelDropsPerPort: every port's socket counts its own drops; a
+// port removed keeps its drops in Stats.
+func TestKernelDropsPerPort(t *testing.T) {
+	dp := open(t, udp.Config{ReadBuffer: 1, Buffers: 32, Batch: 8})
+	extra := freeUDPPort(t)
+	if err := dp.AddPort(extra); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dp.Addr().Addr(), extra)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 500 {
+		c.Write(make([]byte, 1024))
+	}
+	pd := dp.PortDrops()
+	if len(pd) != 2 || pd[0].Port != dp.Addr().Port() || pd[0].Drops != 0 || pd[1].Port != extra || pd[1].Drops == 0 {
+		t.Fatalf("PortDrops %+v: want none at %d, some at %d", pd, dp.Addr().Port(), extra)
+	}
+	if s := dp.Stats(); s.RxDropped != pd[1].Drops {
+		t.Errorf("Stats.RxDropped %d, the ports' %d", s.RxDropped, pd[1].Drops)
+	}
+	if err := dp.RemovePort(extra); err != nil {
+		t.Fatal(err)
+	}
+	if s := dp.Stats(); s.RxDropped != pd[1].Drops {
+		t.Errorf("after the port's removal Stats.RxDropped %d, want its %d drops kept", s.RxDropped, pd[1].Drops)
 	}
 }
 

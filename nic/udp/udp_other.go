@@ -26,3 +26,13 @@ func (d *Dataplane) FreeBuffers() int { return 0 }
 
 // Config returns the configuration.
 func (d *Dataplane) Config() Config { return Config{} }
+
+// PortDrops is the kernel's count of datagrams dropped at one port's
+// receive socket.
+type PortDrops struct {
+	Port  uint16 `json:"port"`
+	Drops uint64 `json:"drops"`
+}
+
+// PortDrops returns nothing on this platform.
+func (d *Dataplane) PortDrops() []PortDrops { return nil }

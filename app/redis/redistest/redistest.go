@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -260,5 +261,65 @@ func RunRedisPy(tb testing.TB, addr string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
 		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
+	}
+}
+
+// SortedReply sorts the elements of an array reply (nested arrays as
+// wholes, a SCAN reply's keys), for replies whose order redis-server
+// leaves to its hash tables.
+func SortedReply(p []byte) []byte {
+	if len(p) == 0 || p[0] != '*' {
+		return p
+	}
+	r := bufio.NewReader(bytes.NewReader(p))
+	head, _ := r.ReadBytes('\n')
+	var elems [][]byte
+	for {
+		e, err := ReadReply(r)
+		if err != nil {
+			break
+		}
+		elems = append(elems, SortedReply(e))
+	}
+	if strings.HasPrefix(string(head), "*2") && len(elems) == 2 && elems[1][0] == '*' {
+		return append(append(head, elems[0]...), elems[1]...) // SCAN: cursor, keys
+	}
+	slices.SortFunc(elems, bytes.Compare)
+	return append(head, bytes.Join(elems, nil)...)
+}
+
+// Compare sends case c's commands to redis-server at real and to psp at
+// psp, each on a fresh connection after FLUSHALL, and fails the test at
+// each reply that is not byte for byte redis-server's.
+func Compare(t *testing.T, real, psp string, c Case) {
+	t.Helper()
+	var conns [2]*Conn
+	for i, addr := range []string{real, psp} {
+		conn, err := Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Do("FLUSHALL"); err != nil {
+			t.Fatalf("FLUSHALL on %s: %v", addr, err)
+		}
+		conns[i] = conn
+	}
+	for _, cmd := range c.Commands {
+		args := Args(cmd)
+		want, err := conns[0].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: redis-server: %v", cmd, err)
+		}
+		got, err := conns[1].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", cmd, err, got, want)
+		}
+		if c.Unordered {
+			got, want = SortedReply(got), SortedReply(want)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
+		}
 	}
 }

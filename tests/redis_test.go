@@ -1,0 +1,307 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/persephone-go/psp/app/redis/redistest"
+	"github.com/persephone-go/psp/internal/testenv"
+	pspserver "github.com/persephone-go/psp/server"
+)
+
+// startRedisServer starts psp serve --app redis on a free TCP port and
+// returns it and its address.
+func startRedisServer(t testing.TB, extra ...string) (*server, string) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	s := startServer(t, serverOptions{app: "redis", policy: "darc", dilation: -1, listen: "tcp://" + addr,
+		extra: append([]string{"--workers", "2"}, extra...)})
+	return s, addr
+}
+
+// TestRedisClients: clients nobody here wrote run against psp serve --app
+// redis: redis-py's script of every command family, redis-cli
+// interactively (in a terminal) and with --scan, and redis-benchmark's
+// tests without an error.
+func TestRedisClients(t *testing.T) {
+	_, addr := startRedisServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+
+	redistest.RunRedisPy(t, addr)
+
+	for i := range 120 {
+		if out, err := runTool(t, "redis-cli", "-h", host, "-p", port, "SET", "scan:"+strconv.Itoa(i), "v"); err != nil || out != "OK\n" {
+			t.Fatalf("redis-cli SET: %v %q", err, out)
+		}
+	}
+	out, err := runTool(t, "redis-cli", "-h", host, "-p", port, "--scan", "--pattern", "scan:*")
+	if err != nil {
+		t.Fatalf("redis-cli --scan: %v\n%s", err, out)
+	}
+	if keys := strings.Fields(out); len(keys) != 120 {
+		t.Errorf("redis-cli --scan listed %d keys, want 120", len(keys))
+	}
+
+	// Interactive: redis-cli reads a terminal (a pty from script(1);
+	// TERM=dumb keeps its line editor from querying the terminal), asks
+	// the server for its commands' help (COMMAND DOCS), and prints
+	// replies the way it prints them to a person.
+	testenv.RequireTool(t, "script")
+	cli := exec.Command("script", "-qfec", "redis-cli -h "+host+" -p "+port, "/dev/null")
+	cli.Env = append(cli.Environ(), "TERM=dumb")
+	stdin, _ := cli.StdinPipe()
+	var term bytes.Buffer
+	cli.Stdout, cli.Stderr = &term, &term
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(stdin, "SET greeting \"hello world\"\nGET greeting\nHELP GET\nLPUSH l a b\nLRANGE l 0 -1\nNOSUCH\n")
+	time.Sleep(time.Second)
+	fmt.Fprint(stdin, "QUIT\n")
+	done := make(chan error, 1)
+	go func() { done <- cli.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cli.Process.Kill()
+		t.Fatalf("interactive redis-cli did not quit:\n%s", term.String())
+	}
+	got := strings.ReplaceAll(term.String(), "\r", "")
+	for _, want := range []string{
+		addr + "> OK", "\"hello world\"", "Get the value of a key",
+		"1) \"b\"\n2) \"a\"", "(error) ERR unknown command 'NOSUCH'",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("interactive redis-cli: no %q in\n%s", want, got)
+		}
+	}
+
+	out, err = runTool(t, "redis-benchmark", "-h", host, "-p", port, "-n", "2000", "-c", "10", "--csv",
+		"-t", "ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange,mset")
+	if err != nil || strings.Contains(out, "ERR") || strings.Contains(out, "rror") {
+		t.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, "\n"); n < 20 {
+		t.Errorf("redis-benchmark printed %d lines, want one per test:\n%s", n, out)
+	}
+}
+
+// TestRedisConformanceThroughServe sends the conformance sequences to
+// redis-server and to psp serve --app redis and compares every reply byte
+// for byte.
+func TestRedisConformanceThroughServe(t *testing.T) {
+	real := redistest.StartRedis(t)
+	_, addr := startRedisServer(t)
+	for _, c := range redistest.Cases {
+		t.Run(c.Name, func(t *testing.T) { redistest.Compare(t, real, addr, c) })
+	}
+}
+
+// TestRedisBadInput: what clients (or attackers) send that Redis's
+// protocol refuses, each answered with a Redis error (the connection
+// closed where redis-server closes it), while other clients are served.
+func TestRedisBadInput(t *testing.T) {
+	s, addr := startRedisServer(t, "--tcp-max-request", "1MiB", "--tcp-max-output", "1MiB", "--deadline-factor", "0")
+	ok, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	for _, c := range []struct {
+		name, in, want string
+		closes         bool
+	}{
+		{"a count of 2147483647 arguments", "*2147483647\r\n", "-ERR Protocol error: invalid multibulk length\r\n", true},
+		{"a bulk length of 2147483647", "*1\r\n$2147483647\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"a 512 MB value", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"nested arrays", "*1\r\n*1\r\n$4\r\nPING\r\n", "-ERR Protocol error: expected '$', got '*'\r\n", true},
+		{"a bulk length that lies", "*2\r\n$4\r\nECHO\r\n$2\r\nabcd\r\nPING\r\n", "$2\r\nab\r\n+PONG\r\n", false},
+		{"binary keys and values", "*3\r\n$3\r\nSET\r\n$4\r\nk\r\n\x00\r\n$6\r\nv\r\n\r\n\xff\r\n*2\r\n$3\r\nGET\r\n$4\r\nk\r\n\x00\r\n", "+OK\r\n$6\r\nv\r\n\r\n\xff\r\n", false},
+		{"a cursor never issued", "SCAN 9876543210123 COUNT 5\r\n", "*2\r\n", false},
+	} {
+		c2, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c2.Write([]byte(c.in)); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		if c.closes {
+			got, _ = io.ReadAll(c2)
+		} else {
+			got = make([]byte, len(c.want))
+			_, err = io.ReadFull(c2, got)
+			if err != nil {
+				t.Errorf("%s: %v after %q", c.name, err, got)
+			}
+		}
+		c2.Close()
+		if !bytes.HasPrefix(got, []byte(c.want)) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if r, err := ok.Do("PING"); err != nil || string(r) != "+PONG\r\n" {
+			t.Fatalf("after %s, another client: %q %v", c.name, r, err)
+		}
+	}
+
+	// Clients that ask for KEYS * (a reply of about 13 MB) and never read
+	// it are closed once their reply holds more than --tcp-max-output
+	// (the kernel's socket buffers take a few MB before that); the others
+	// are served meanwhile, and the server's memory stays bounded.
+	const keys = 100000
+	fillKeys(t, addr, keys, strings.Repeat("k", 120), 16)
+	// GETs and one KEYS first (walking every key, matching one), so that
+	// DARC knows GET for short and KEYS for long. (No queue deadlines: a
+	// GET that waits is served late, not shed, whatever the reservation.)
+	get := func() {
+		t.Helper()
+		if r, err := ok.Do("GET", "fill:7:"+strings.Repeat("k", 120)); err != nil || !bytes.HasPrefix(r, []byte("$16\r\n")) {
+			st, _ := s.fetchStatus()
+			t.Fatalf("GET: %q %v; drops %+v, phase %s, groups %+v", r, err, st.Drops, st.Phase, st.Groups)
+		}
+	}
+	for range 300 {
+		get()
+	}
+	if r, err := ok.Do("KEYS", "fill:7:*"); err != nil || !bytes.HasPrefix(r, []byte("*1\r\n")) {
+		t.Fatalf("KEYS fill:7:*: %.40q %v", r, err)
+	}
+	for range 300 {
+		get()
+	}
+	before := readRSSMB(s.cmd.Process.Pid)
+	var stalled []net.Conn
+	for range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprint(c, "KEYS *\r\n")
+		stalled = append(stalled, c)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for appCounters(t, s)["tcp_closed_output_limit"] < float64(len(stalled)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%.0f of %d connections that do not read their KEYS * reply closed after 30s", appCounters(t, s)["tcp_closed_output_limit"], len(stalled))
+		}
+		get()
+		time.Sleep(100 * time.Millisecond)
+	}
+	after := readRSSMB(s.cmd.Process.Pid)
+	for _, c := range stalled {
+		c.Close()
+	}
+	t.Logf("RSS %.0f MB before 8 unread KEYS * of %d keys, %.0f MB after", before, keys, after)
+	if after-before > 200 {
+		t.Errorf("RSS grew by %.0f MB for unread replies bounded at 1 MiB each", after-before)
+	}
+}
+
+// fillKeys sets n keys fill:<i>:<pad> (i from 0 to n-1) with values of
+// size bytes, pipelined.
+func fillKeys(t *testing.T, addr string, n int, pad string, size int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	val := strings.Repeat("v", size)
+	w := bufio.NewWriter(c)
+	r := bufio.NewReader(c)
+	var wg sync.WaitGroup
+	var bad atomic.Value
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range n / 100 {
+			line, err := r.ReadString('\n')
+			if err != nil || line != "+OK\r\n" {
+				bad.Store(fmt.Sprintf("%q %v", line, err))
+				return
+			}
+		}
+	}()
+	for i := 0; i < n; i += 100 {
+		args := []string{"MSET"}
+		for j := i; j < i+100; j++ {
+			args = append(args, "fill:"+strconv.Itoa(j)+":"+pad, val)
+		}
+		w.Write(redistest.Command(args...))
+	}
+	w.Flush()
+	wg.Wait()
+	if b := bad.Load(); b != nil {
+		t.Fatalf("MSET: %v", b)
+	}
+}
+
+// TestRedisMaxMemory: with --redis-maxmemory, a flood of SETs past it is
+// refused with Redis's OOM error, GETs are served, and the process's
+// memory stays within the stated margin (the Go memory limit serve sets:
+// maxmemory and a tenth, a request per worker, the buffers and the TCP
+// memory bound, 64 MiB).
+func TestRedisMaxMemory(t *testing.T) {
+	const maxMemory = 64 << 20
+	s, addr := startRedisServer(t, "--redis-maxmemory", "64MiB", "--tcp-memory", "32MiB")
+	before := readRSSMB(s.cmd.Process.Pid)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	val := strings.Repeat("v", 1000)
+	w, r := bufio.NewWriter(c), bufio.NewReader(c)
+	const sets = 120000 // 120 MB of values
+	go func() {
+		for i := range sets {
+			w.Write(redistest.Command("SET", "k:"+strconv.Itoa(i), val))
+		}
+		w.Flush()
+	}()
+	ok, oom := 0, 0
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for range sets {
+		line, err := r.ReadString('\n')
+		switch {
+		case err != nil:
+			t.Fatalf("after %d OK and %d OOM: %v", ok, oom, err)
+		case line == "+OK\r\n":
+			ok++
+		case line == "-OOM command not allowed when used memory > 'maxmemory'.\r\n":
+			oom++
+		default:
+			t.Fatalf("SET: %q", line)
+		}
+	}
+	after := readRSSMB(s.cmd.Process.Pid)
+	t.Logf("%d SETs of 1 KB stored, %d refused; RSS %.0f MB before, %.0f MB after (maxmemory 64 MiB)", ok, oom, before, after)
+	if oom == 0 || ok*1000 > maxMemory {
+		t.Errorf("%d stored, %d refused: want refusals once 64 MiB are held", ok, oom)
+	}
+	pc, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if r, err := pc.Do("GET", "k:7"); err != nil || string(r) != "$1000\r\n"+val+"\r\n" {
+		t.Errorf("GET past maxmemory: %.40q %v", r, err)
+	}
+	limitMB := float64(maxMemory+maxMemory/10+2*(4<<20)+pspserver.DefaultBuffers*(16<<10)+32<<20+64<<20) / (1 << 20)
+	if after > limitMB {
+		t.Errorf("RSS %.0f MB, over the stated bound of %.0f MB", after, limitMB)
+	}
+}
