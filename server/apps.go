@@ -231,8 +231,10 @@ type Memcached struct {
 	Dir string `yaml:"dir,omitempty"`
 	// Sync syncs each write to disk (with Dir) before answering it, one
 	// sync for the writes of all workers waiting at once: an answered
-	// write survives a crash of the machine. Without it, it survives a
-	// crash of the process.
+	// write survives a kill -9 and a power loss. Without it, the log is
+	// synced every 100 ms while writes come: an answered write survives a
+	// graceful stop, and a kill -9 or a power loss loses those answered
+	// since the last sync.
 	Sync bool `yaml:"sync,omitempty"`
 	// WriteTimeout bounds a write's wait for its turn and, with Sync, its
 	// sync: past it the write is answered "SERVER_ERROR out of memory

@@ -232,6 +232,9 @@ func (s *session) remove(key []byte) error {
 // removeLocked deletes key's item under its stripe lock.
 func (s *session) removeLocked(key []byte) {
 	m := s.st.lock(key)
+	if m == nil {
+		return // the store takes no writes: eviction reclaims it later
+	}
 	defer m.Unlock()
 	s.remove(key)
 }

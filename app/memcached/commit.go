@@ -16,6 +16,8 @@ import (
 // a sync, and with Config.Sync waits for the group sync that covers it: a
 // syncer goroutine syncs the log once for every write applied before it
 // began, so the workers writing at once share one sync (group commit).
+// Without Config.Sync the same goroutine syncs the log every
+// logSyncInterval while writes come.
 
 // errWriteTimeout: a write waited longer than the write timeout for its
 // turn or its sync.
@@ -80,6 +82,10 @@ func (s *store) apply(w *writer, b *pebble.Batch) error {
 	if err != nil || s.syncer == nil {
 		return err
 	}
+	if !s.syncWrites {
+		s.syncer.dirty.Store(true)
+		return nil
+	}
 	if !w.wait(s.syncer.request(), s.writeTimeout) {
 		h.timeout.Add(1)
 		return errWriteTimeout
@@ -99,13 +105,23 @@ func (w *writer) waitSlot(s *store) bool {
 	}
 }
 
+// logSyncInterval is how often the log of a store on disk is synced while
+// writes come, when writes do not wait for their sync (no Config.Sync):
+// a kill -9 or a power loss loses at most the writes answered since the
+// last sync.
+const logSyncInterval = 100 * time.Millisecond
+
 // groupSync syncs the store's log for the writes waiting on it, one sync
-// for all those applied before it began.
+// for all those applied before it began; with an interval, also every
+// interval after a write (dirty).
 type groupSync struct {
-	db   *pebble.DB
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	db    *pebble.DB
+	every time.Duration
+	dirty atomic.Bool  // a write was applied since the last sync
+	since atomic.Int64 // unix ns the sync under way began; 0: none
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 
 	mu      sync.Mutex
 	next    chan struct{} // closed when the sync after the current one ends
@@ -113,8 +129,8 @@ type groupSync struct {
 	syncs   atomic.Uint64
 }
 
-func newGroupSync(db *pebble.DB) *groupSync {
-	g := &groupSync{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+func newGroupSync(db *pebble.DB, every time.Duration) *groupSync {
+	g := &groupSync{db: db, every: every, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		next: make(chan struct{})}
 	go g.run()
 	return g
@@ -142,9 +158,19 @@ func (g *groupSync) err() error {
 
 func (g *groupSync) run() {
 	defer close(g.done)
+	var tick <-chan time.Time
+	if g.every > 0 {
+		t := time.NewTicker(g.every)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-g.kick:
+		case <-tick:
+			if !g.dirty.Swap(false) {
+				continue
+			}
 		case <-g.stop:
 			return
 		}
@@ -159,7 +185,9 @@ func (g *groupSync) run() {
 		g.mu.Unlock()
 		// Every write that took round was applied before: the log
 		// record written now follows them all, and its sync covers them.
+		g.since.Store(time.Now().UnixNano())
 		err := syncLog(g.db)
+		g.since.Store(0)
 		g.syncs.Add(1)
 		g.mu.Lock()
 		g.lastErr = err
@@ -204,6 +232,9 @@ func (s *store) watch(dir string, writers func() []*writer) {
 			}
 		}
 		oldest := int64(0)
+		if s.syncer != nil {
+			oldest = s.syncer.since.Load() // a sync of the log is a write too
+		}
 		for _, w := range writers() {
 			if since := w.since.Load(); since != 0 && (oldest == 0 || since < oldest) {
 				oldest = since

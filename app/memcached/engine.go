@@ -604,6 +604,10 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 	}
 	if touch {
 		m := s.st.lock(key)
+		if m == nil { // the store takes no writes: a miss, as a failed touch
+			s.stats.touchMisses.Add(1)
+			return
+		}
 		defer m.Unlock()
 	}
 	it, closer, ok := s.lookup(key, touch)
@@ -666,6 +670,9 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 // whether it is, err whether the store could not write it.
 func (s *session) touchItem(key []byte, exp int64) (found bool, err error) {
 	m := s.st.lock(key)
+	if m == nil {
+		return false, errNotWriting
+	}
 	defer m.Unlock()
 	it, closer, ok := s.lookup(key, true)
 	if !ok {
@@ -755,6 +762,9 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 // store applies a storage command and returns its reply.
 func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint64, value []byte) []byte {
 	m := s.st.lock(key)
+	if m == nil {
+		return msgStoreFailed
+	}
 	defer m.Unlock()
 	old, closer, exists := s.lookup(key, true)
 	if exists {
@@ -854,6 +864,10 @@ func (s *session) arith(incr bool) {
 	}
 	s.keys++
 	m := s.st.lock(key)
+	if m == nil {
+		s.outString(msgStoreFailed)
+		return
+	}
 	defer m.Unlock()
 	it, closer, exists := s.lookup(key, true)
 	if !exists {
@@ -960,6 +974,10 @@ func (s *session) delete() {
 	s.app.prefixes.record(key, prefixDelete, false)
 	s.keys++
 	m := s.st.lock(key)
+	if m == nil {
+		s.outString(msgStoreFailed)
+		return
+	}
 	defer m.Unlock()
 	_, closer, exists := s.lookup(key, true)
 	if !exists {
@@ -993,7 +1011,7 @@ func (s *session) touch() {
 	s.stats.touchCmds.Add(1)
 	found, err := s.touchItem(key, s.realtime(e))
 	switch {
-	case found && err != nil:
+	case err != nil:
 		s.outString(msgStoreFailed) // the store takes no writes now
 	case found:
 		s.stats.touchHits.Add(1)

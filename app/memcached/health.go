@@ -35,7 +35,9 @@ import (
 //     reads go on. At most all workers but one write at once (writeSlots),
 //     so one is left for reads whatever a write waits for; a write that
 //     waits longer than the write timeout for its turn, or for its sync
-//     (Config.Sync), is answered the same way.
+//     (Config.Sync), is answered the same way. A write already in Pebble
+//     when its log cannot be written may wait there until it can (Pebble
+//     cannot drop a write of its log): one per writing worker at most.
 //   - The store takes writes again as soon as nothing holds it: space came
 //     back, the retried write went through, the flush succeeded.
 
@@ -145,7 +147,7 @@ func (h *writeHealth) judge(now time.Time, free int64, oldest int64, timeout tim
 	case h.stallFrom.Load() != 0 && now.Sub(time.Unix(0, h.stallFrom.Load())) > timeout:
 		why = "the store stalls its writes (flushes and compactions behind)"
 	case oldest != 0 && now.Sub(time.Unix(0, oldest)) > timeout:
-		why = "a write has run longer than the write timeout"
+		why = "a write or a sync of the log has run longer than the write timeout"
 	}
 	if why == "" {
 		h.reason.Store(nil)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/persephone-go/psp/internal/testenv"
 )
@@ -178,8 +179,9 @@ func TestLogWriteErrors(t *testing.T) {
 }
 
 // TestFlushErrors: a flush cannot write its table (ENOSPC, EIO): writes
-// are refused while it fails, reads go on, and writes are taken again
-// once a flush succeeds.
+// are refused while it fails, but for one waiting in the store for room
+// (Pebble holds a write while its memtables are full), reads go on, and
+// writes are taken again once a flush succeeds.
 func TestFlushErrors(t *testing.T) {
 	for _, e := range []error{syscall.ENOSPC, syscall.EIO} {
 		t.Run(e.Error(), func(t *testing.T) {
@@ -188,23 +190,20 @@ func TestFlushErrors(t *testing.T) {
 			preloadFew(t, srv)
 			fs.tableErr.Store(&e)
 			// Fill a memtable or two: its flush fails.
-			value := strings.Repeat("v", 60000)
-			deadline := time.Now().Add(10 * time.Second)
-			for i := 0; srv.st.health.ok.Load(); i++ {
-				got, took := timed(srv, 0, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value))
-				if (got != "STORED\r\n" && got != refused) || took > time.Second {
-					t.Fatalf("set %d: %q in %v", i, got, took)
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("no flush failed in 10 s")
-				}
-			}
+			sets := setsUntilRefused(srv, "k", 60000, 2000)
+			waitRefusing(t, srv, sets, "a flush fails")
 			checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
-			if n := srv.st.health.errors.Load(); n == 0 {
-				t.Error("no file error counted")
+			// The store may stop taking writes before the flush fails
+			// (a write waiting for it past the timeout): wait for it.
+			for end := time.Now().Add(5 * time.Second); srv.st.health.errors.Load() == 0; time.Sleep(healthTick) {
+				if time.Now().After(end) {
+					t.Fatal("no file error counted 5 s after the store stopped taking writes")
+				}
 			}
 			fs.tableErr.Store(nil)
-			t.Logf("writes taken again %v after tables could be written (%s)", waitWrites(t, srv, 1), srv.st.health.why())
+			sets.wait(t, "a flush fails")
+			t.Logf("%d sets of 60 kB stored, %d slow; writes taken again %v after tables could be written",
+				sets.stored, sets.slow, waitWrites(t, srv, 1))
 		})
 	}
 }
@@ -220,6 +219,8 @@ func TestWriteStall(t *testing.T) {
 			preloadFew(t, srv)
 			release := make(chan struct{})
 			fs.stall.Store(&release)
+			released := sync.OnceFunc(func() { close(release); fs.stall.Store(nil) })
+			t.Cleanup(released) // before the server closes, even on a failure
 			// Writes pile up behind the hung log: each is answered.
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -245,55 +246,129 @@ func TestWriteStall(t *testing.T) {
 				t.Fatal("the store still takes writes 10 s into a hung log")
 			}
 			checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
-			close(release)
-			fs.stall.Store(nil)
+			released()
 			wg.Wait()
 			t.Logf("writes taken again %v after the log wrote again", waitWrites(t, srv, 1))
 		})
 	}
 }
 
-// TestDiskFull: a store on a small tmpfs that another file fills: no
-// write waits past the write timeout, writes are refused (counted), reads
-// go on, and once the other file is removed writes are taken again. Its
-// own sets then fill the disk up to the reserve, and are refused there.
+// TestDiskFull: a store on a small tmpfs that another file fills, then
+// its own sets: writes are refused (counted) within the write timeout, but
+// for the one under way when the log's write failed, which waits for space
+// (Pebble cannot drop a write of its log); reads go on on the other
+// worker; once space is freed the store takes writes again.
 func TestDiskFull(t *testing.T) {
-	dir := mountTmpfs(t, 64<<20)
+	dir := mountTmpfs(t, 128<<20)
 	srv := openServer(t, Config{Dir: filepath.Join(dir, "store"), Workers: 2, WriteTimeout: 500 * time.Millisecond, StoreMemory: -1})
+	t.Cleanup(func() {
+		if t.Failed() {
+			filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+				if err == nil && !info.IsDir() {
+					t.Logf("%s: %d bytes", path, info.Size())
+				}
+				return nil
+			})
+		}
+	})
 	preloadFew(t, srv)
-	// Another file takes every byte: the store's next writes of its log
-	// fail (ENOSPC) until the watchdog sees the disk full.
-	filler := filepath.Join(dir, "filler")
-	fillDisk(t, filler)
-	value := randomValue(100<<10, 3)
-	for i := range 5 {
-		got, took := timed(srv, 0, fmt.Sprintf("set f%d 0 0 %d\r\n%s\r\n", i, len(value), value))
-		if (got != "STORED\r\n" && got != refused) || took > 2*time.Second {
-			t.Errorf("set %d on a full disk: %q in %v", i, got, took)
+	for _, c := range []struct {
+		what   string
+		filler func(path string)
+	}{
+		{"another file fills the disk", func(path string) { fillDisk(t, path) }},
+		// A file leaves the store a few MiB above the reserve: its own
+		// sets fill those, and once the file is removed it has room to
+		// compact all it holds.
+		{"the store's own sets fill the disk", func(path string) { writeFile(t, path, int(freeSpace(t, dir))-diskReserve-4<<20) }},
+	} {
+		filler := filepath.Join(dir, "filler")
+		c.filler(filler)
+		sets := setsUntilRefused(srv, c.what[:3], 100<<10, 2000)
+		waitRefusing(t, srv, sets, c.what)
+		checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
+		why := srv.st.health.why()
+		os.Remove(filler)
+		sets.wait(t, c.what)
+		t.Logf("%s: %d sets of 100 KiB stored, %d slow; then %s; writes taken again %v after space was freed",
+			c.what, sets.stored, sets.slow, why, waitWrites(t, srv, 1))
+	}
+}
+
+// setRun is the outcome of setsUntilRefused, ready once done is closed.
+type setRun struct {
+	done         chan struct{}
+	stored, slow int
+}
+
+// setsUntilRefused sends sets of size bytes on worker 0 in the background
+// until one is refused or max are stored.
+func setsUntilRefused(srv *Server, prefix string, size, max int) *setRun {
+	r := &setRun{done: make(chan struct{})}
+	value := randomValue(size, 3)
+	go func() {
+		defer close(r.done)
+		for i := range max {
+			got, took := timed(srv, 0, fmt.Sprintf("set %s%d 0 0 %d\r\n%s\r\n", prefix, i, len(value), value))
+			if took > 2*time.Second {
+				r.slow++
+			}
+			if got != "STORED\r\n" {
+				return
+			}
+			r.stored++
+		}
+	}()
+	return r
+}
+
+// freeSpace is the bytes free on dir's file system.
+func freeSpace(t *testing.T, dir string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
+}
+
+// waitRefusing waits up to 30 s for the store to stop taking writes
+// while sets go on, and a few watchdog ticks more.
+func waitRefusing(t *testing.T, srv *Server, sets *setRun, what string) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); srv.st.health.ok.Load(); time.Sleep(healthTick) {
+		select {
+		case <-sets.done:
+			t.Fatalf("%s: %d sets stored, none refused", what, sets.stored)
+		default:
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: writes still taken after 30 s", what)
 		}
 	}
 	time.Sleep(3 * healthTick)
-	checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
-	os.Remove(filler)
-	t.Logf("writes taken again %v after the disk was freed", waitWrites(t, srv, 1))
-	// Its own sets: stored until the disk holds the reserve, then
-	// refused, each within the timeout.
-	stored := 0
-	for i := 0; ; i++ {
-		got, took := timed(srv, 0, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value))
-		if took > 2*time.Second {
-			t.Fatalf("set %d took %v", i, took)
-		}
-		if got == refused {
-			break
-		}
-		if got != "STORED\r\n" || i > 2000 {
-			t.Fatalf("set %d: %.80q", i, got)
-		}
-		stored++
+}
+
+// wait waits up to 10 s for the sets to end once the fault ended: at most
+// the one under way when it began took longer than 2 s.
+func (r *setRun) wait(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: a set still waits 10 s after the fault ended", what)
 	}
-	checkRefusesWrites(t, srv, 1, 100*time.Millisecond)
-	t.Logf("%d sets of 100 KiB stored on a 64 MiB disk; then: %s", stored, srv.st.health.why())
+	if r.slow > 1 {
+		t.Errorf("%s: %d sets took longer than 2 s, want at most the one under way", what, r.slow)
+	}
+}
+
+// writeFile writes n bytes to path.
+func writeFile(t *testing.T, path string, n int) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(randomValue(n, 5)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mountTmpfs mounts a tmpfs of size bytes for the test (root only).
@@ -334,4 +409,43 @@ func fillDisk(t *testing.T, path string) {
 			return
 		}
 	}
+}
+
+// TestStripeHeldByStuckWrite: a write held in the store (here: one that
+// holds its key's stripe lock and has run past the write timeout) keeps
+// no other worker's command on the same stripe waiting once the store
+// stops taking writes: set, incr, delete, touch are answered refused, gat
+// a miss, and once the write ends they run again.
+func TestStripeHeldByStuckWrite(t *testing.T) {
+	srv := openServer(t, Config{Dir: t.TempDir(), Workers: 2, WriteTimeout: 100 * time.Millisecond})
+	expect(t, srv, "set held 0 0 1\r\nH\r\n", "STORED\r\n")
+	// Keys in the stripe of "held".
+	var same []string
+	for i := 0; len(same) < 5; i++ {
+		if k := fmt.Sprintf("k%d", i); srv.st.stripeIndex([]byte(k)) == srv.st.stripeIndex([]byte("held")) {
+			same = append(same, k)
+		}
+	}
+	expect(t, srv, "set "+same[0]+" 0 0 1\r\n7\r\n", "STORED\r\n")
+	m := srv.st.stripe([]byte("held"))
+	m.Lock()
+	stuck := srv.sessions[0].w
+	stuck.since.Store(time.Now().UnixNano())
+	for _, c := range []struct{ body, want string }{
+		{"set " + same[1] + " 0 0 1\r\nx\r\n", refused},
+		{"incr " + same[0] + " 1\r\n", refused},
+		{"delete " + same[0] + "\r\n", refused},
+		{"touch " + same[0] + " 10\r\n", refused},
+		{"gat 10 " + same[0] + "\r\n", "END\r\n"},
+		{"get " + same[0] + "\r\n", "VALUE " + same[0] + " 0 1\r\n7\r\nEND\r\n"},
+	} {
+		got, took := timed(srv, 1, c.body)
+		if got != c.want || took > 2*time.Second {
+			t.Errorf("%q while its stripe is held: %q in %v, want %q", c.body, got, took, c.want)
+		}
+	}
+	stuck.since.Store(0)
+	m.Unlock()
+	waitWrites(t, srv, 1)
+	expect(t, srv, "incr "+same[0]+" 1\r\n", "8\r\n")
 }

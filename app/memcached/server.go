@@ -67,9 +67,11 @@ type Config struct {
 	// stored in a directory is there after a restart.
 	Dir string
 	// Sync syncs every write to disk before answering it (with Dir), one
-	// sync for the writes of all workers waiting at once (see Durability
-	// in the package doc). Without it, an answered write survives a crash
-	// of the process but not of the machine.
+	// sync for the writes of all workers waiting at once: an answered
+	// write survives a kill -9 and a power loss. Without it, the log is
+	// synced every logSyncInterval while writes come, and a kill -9 or a
+	// power loss loses the writes answered since (see Durability in the
+	// package doc).
 	Sync bool
 	// MaxItemSize is memcached's item size limit (-I): key, value and
 	// memcached's per-item overhead. Default 1 MiB; at most half of a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -87,11 +88,14 @@ const numStripes = 256
 // every write to a key holds that key's stripe lock for its whole
 // read-modify-write, so concurrent workers never interleave on one key.
 type store struct {
-	db    *pebble.DB
-	disk  bool
-	sync  *pebble.WriteOptions
-	seed  maphash.Seed
-	locks [numStripes]sync.Mutex
+	db   *pebble.DB
+	disk bool
+	// syncWrites: a write is answered after a sync of the log that
+	// follows it (Config.Sync); without it, on disk, the log is synced
+	// every logSyncInterval while writes come.
+	syncWrites bool
+	seed       maphash.Seed
+	locks      [numStripes]sync.Mutex
 
 	cas      atomic.Uint64 // last CAS id handed out
 	casMu    sync.Mutex
@@ -137,7 +141,7 @@ type store struct {
 // indexes its items.
 func openStore(cfg Config) (*store, error) {
 	dir, limit := cfg.Dir, cfg.StoreMemory
-	s := &store{disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit),
+	s := &store{disk: dir != "", syncWrites: cfg.Sync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit),
 		ix: newItemIndex(time.Now().Unix()), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions,
 		slots: make(chan struct{}, writeSlots(cfg.Workers)), writeTimeout: cfg.WriteTimeout,
 		watchStop: make(chan struct{}), watchDone: make(chan struct{}), meta: newWriter()}
@@ -159,9 +163,12 @@ func openStore(cfg Config) (*store, error) {
 		return nil, fmt.Errorf("memcached: open store %q: %w", dir, dirlock.Check(dir, err))
 	}
 	s.db, s.mem = db, mem
-	if cfg.Sync {
-		s.sync = pebble.Sync
-		s.syncer = newGroupSync(db)
+	if s.disk {
+		every := logSyncInterval
+		if cfg.Sync {
+			every = 0 // each write asks for its sync
+		}
+		s.syncer = newGroupSync(db, every)
 	}
 	if err := s.loadMeta(); err == nil {
 		err = s.loadIndex()
@@ -309,11 +316,30 @@ func (s *store) close() error {
 	return err
 }
 
-// lock locks key's stripe and returns it.
+// lock locks key's stripe for a write and returns it, or nil when the
+// stripe is held and the store stops taking writes while this waits: its
+// holder may be held in Pebble by a failing disk, and this worker must
+// not wait with it.
 func (s *store) lock(key []byte) *sync.Mutex {
 	m := s.stripe(key)
-	m.Lock()
-	return m
+	if m.TryLock() {
+		return m
+	}
+	for range 8 { // most holders finish within a few scheduling turns
+		runtime.Gosched()
+		if m.TryLock() {
+			return m
+		}
+	}
+	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		if !s.health.ok.Load() {
+			return nil
+		}
+		time.Sleep(pause)
+		if m.TryLock() {
+			return m
+		}
+	}
 }
 
 // stripe returns key's stripe lock.
@@ -424,7 +450,7 @@ func (s *store) setMeta(key, value []byte, sync bool) error {
 	if err := s.apply(s.meta, b); err != nil {
 		return err
 	}
-	if sync && s.syncer == nil {
+	if sync && !s.syncWrites {
 		return syncLog(s.db)
 	}
 	return nil
