@@ -57,12 +57,7 @@ func TestInPlaceServesShortTypesOfParkedWorkers(t *testing.T) {
 			const workers, n = 2, 40
 			dp := newFakeDataplane(workers+1, 64, 64)
 			app := &inPlaceApp{longLen: 400 * time.Microsecond, workers: workers}
-			d, err := New(Spec{Workers: workers, Spin: -1, InPlaceLimit: tc.limit, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
-				dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), app)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := run(t, d)
+			d, stop := runHeader(t, Spec{Workers: workers, Spin: -1, InPlaceLimit: tc.limit, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond}, dp, 64, app)
 			oneByOne(t, dp, 1, n) // SHORT
 			oneByOne(t, dp, 2, n) // LONG: 400µs, over the limit
 			if err := stop(); err != nil {
@@ -107,12 +102,7 @@ func TestInPlaceServesShortTypesOfParkedWorkers(t *testing.T) {
 func TestInPlaceNotForAwakeWorkers(t *testing.T) {
 	const workers = 2
 	dp := newFakeDataplane(workers, 64, 64)
-	d, err := New(Spec{Workers: workers, Idle: IdleBusyPoll, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
-		dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	d, stop := runHeader(t, Spec{Workers: workers, Idle: IdleBusyPoll, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond}, dp, 64, echo)
 	oneByOne(t, dp, 1, 20)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -175,12 +165,7 @@ func TestInPlaceStepNoAlloc(t *testing.T) {
 func TestInPlaceTransmitFailures(t *testing.T) {
 	const workers, n = 2, 30
 	dp := newFakeDataplane(workers+1, 64, 64)
-	d, err := New(Spec{Workers: workers, Spin: -1, InPlaceLimit: time.Millisecond, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
-		dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 64), echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	d, stop := runHeader(t, Spec{Workers: workers, Spin: -1, InPlaceLimit: time.Millisecond, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond}, dp, 64, echo)
 	oneByOne(t, dp, 1, n) // profiled, then served in place
 	dp.mu.Lock()
 	dp.failTx = true

@@ -105,6 +105,17 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// runHeader runs a dispatcher of spec on dp with the header classifier, a
+// fake policy of queue slots and application h; stop ends it.
+func runHeader(t *testing.T, spec Spec, dp nic.Dataplane, queue int, h app.Handler) (d *Dispatcher, stop func() error) {
+	t.Helper()
+	d, err := New(spec, dp, HeaderClassifier{}, newFakePolicy(spec.Workers, HeaderNumTypes, queue), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, run(t, d)
+}
+
 func run(t *testing.T, d *Dispatcher) (cancel func() error) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -127,12 +138,7 @@ func TestRunAnswersEveryRequestAndCountsDrops(t *testing.T) {
 		t.Run(idle, func(t *testing.T) {
 			const workers = 3
 			dp := newFakeDataplane(workers, 512, 64)
-			d, err := New(Spec{Workers: workers, Idle: idle, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond},
-				dp, HeaderClassifier{}, newFakePolicy(workers, HeaderNumTypes, 1024), echo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := run(t, d)
+			d, stop := runHeader(t, Spec{Workers: workers, Idle: idle, MinPayload: wire.HeaderLen, StatsInterval: time.Millisecond}, dp, 1024, echo)
 			const good = 300
 			for i := 0; i < good; i++ {
 				typ := uint32(1 + i%2)
@@ -241,11 +247,7 @@ func (g *gate) count() int {
 func TestQueueFullDropsOnlyThatType(t *testing.T) {
 	dp := newFakeDataplane(1, 64, 64)
 	g := &gate{open: make(chan struct{})}
-	d, err := New(Spec{Workers: 1, StatsInterval: time.Millisecond}, dp, HeaderClassifier{}, newFakePolicy(1, HeaderNumTypes, 4), g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	d, stop := runHeader(t, Spec{Workers: 1, StatsInterval: time.Millisecond}, dp, 4, g)
 	dp.inject(header(0, 2, 0), 1)
 	waitFor(t, "the worker to block", func() bool { return g.count() == 1 })
 	for i := 1; i <= 10; i++ {
@@ -275,11 +277,7 @@ func TestQueueFullDropsOnlyThatType(t *testing.T) {
 func TestShutdownDrainsQueuedRequests(t *testing.T) {
 	dp := newFakeDataplane(2, 128, 64)
 	slow := app.HandlerFunc(func(int, darc.Type, *nic.Buffer) bool { time.Sleep(200 * time.Microsecond); return true })
-	d, err := New(Spec{Workers: 2}, dp, HeaderClassifier{}, newFakePolicy(2, HeaderNumTypes, 128), slow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	d, stop := runHeader(t, Spec{Workers: 2}, dp, 128, slow)
 	for i := 0; i < 100; i++ {
 		dp.inject(header(uint32(i), 1, 0), 1)
 	}
@@ -297,11 +295,7 @@ func TestShutdownDrainsQueuedRequests(t *testing.T) {
 func TestShutdownTimeoutCountsLeftovers(t *testing.T) {
 	dp := newFakeDataplane(1, 64, 64)
 	g := &gate{open: make(chan struct{})}
-	d, err := New(Spec{Workers: 1, DrainTimeout: 10 * time.Millisecond}, dp, HeaderClassifier{}, newFakePolicy(1, HeaderNumTypes, 64), g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	d, stop := runHeader(t, Spec{Workers: 1, DrainTimeout: 10 * time.Millisecond}, dp, 64, g)
 	for i := 0; i < 5; i++ {
 		dp.inject(header(uint32(i), 2, 0), 1)
 	}
@@ -386,11 +380,7 @@ func TestRunPinned(t *testing.T) {
 		testenv.Skip(t, "cannot read the CPU affinity: %v", err)
 	}
 	dp := newFakeDataplane(2, 16, 64)
-	d, err := New(Spec{Workers: 2, CPUs: []int{cpus[0], cpus[len(cpus)-1]}}, dp, HeaderClassifier{}, newFakePolicy(2, HeaderNumTypes, 16), echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, d)
+	_, stop := runHeader(t, Spec{Workers: 2, CPUs: []int{cpus[0], cpus[len(cpus)-1]}}, dp, 16, echo)
 	for i := 0; i < 10; i++ {
 		dp.inject(header(uint32(i), 1, 0), 1)
 	}

@@ -100,6 +100,8 @@ type member struct {
 	until time.Time
 	// lastOld is the server's last window on the old module.
 	lastOld *window
+	// swappedAt is when its swap returned.
+	swappedAt time.Time
 }
 
 // Inspect reads every server's tenant: the plan's starting point.
@@ -262,7 +264,7 @@ func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
 		if err != nil {
 			return fmt.Errorf("swap %s: %w", m.addr, err)
 		}
-		m.on, m.swapped, m.until = true, true, time.Now().Add(opts.Provisional)
+		m.on, m.swapped, m.swappedAt, m.until = true, true, time.Now(), time.Now().Add(opts.Provisional)
 		w.Swapped = append(w.Swapped, m.addr)
 		r.progress("wave %d: %s swapped: version %d -> %d (sha256 %.12s -> %.12s), provisional for %v\n",
 			w.Number, m.addr, m.orig.Version, res.Version, m.orig.SHA256, res.SHA256, opts.Provisional)
@@ -383,6 +385,9 @@ func (r *rollout) oldWindows(a, b map[*member]snapshot) (window, int) {
 // share cross their bound whatever the rest of the bake brings, and
 // judges its servers.
 func (r *rollout) bake(ctx context.Context, wave []*member, w *Wave) error {
+	if err := r.settle(ctx, wave); err != nil {
+		return err
+	}
 	a, err := r.snapAll(ctx, true)
 	if err != nil {
 		return err
@@ -452,6 +457,42 @@ func (r *rollout) bake(ctx context.Context, wave []*member, w *Wave) error {
 		j.BaselineServers, j.BaselineOwnWindow = old, own
 		w.Judgements = append(w.Judgements, j)
 		w.Pass = w.Pass && j.Pass
+	}
+	return nil
+}
+
+// maxSettle bounds how long settle waits for a server's counters.
+const maxSettle = 5 * time.Second
+
+// settle waits until each server the wave swapped shows counters its
+// dispatcher published after the swap: a server publishes its types'
+// counts every stats interval but counts classifier faults as they come,
+// so a window started sooner would count requests the old module faulted
+// on as UNKNOWN of the new one, without their faults. A status asked for
+// at q with counters age old were published no earlier than q - age, on
+// this host's clock, whatever the server's.
+func (r *rollout) settle(ctx context.Context, wave []*member) error {
+	deadline := time.Now().Add(maxSettle)
+	for _, m := range wave {
+		if !m.swapped {
+			continue
+		}
+		for {
+			q := time.Now()
+			st, err := m.admin.Status(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.addr, err)
+			}
+			published := q.Add(-time.Duration(st.CountersAgeSeconds * float64(time.Second)))
+			if published.After(m.swappedAt) || q.After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(m.swappedAt.Sub(published)+5*time.Millisecond, 100*time.Millisecond)):
+			}
+		}
 	}
 	return nil
 }

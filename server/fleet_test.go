@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"os"
@@ -231,6 +232,9 @@ func TestServeShapesMadeWithoutPSP(t *testing.T) {
 			if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
 				t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
 			}
+			if want := fmt.Sprintf("(%d bytes, sha256 %s, %s variant) from the registry", len(wasm), sum, sh.Variant); !strings.Contains(log.String(), want) {
+				t.Errorf("the log does not say %q:\n%s", want, log)
+			}
 			dp := r.srv.Dataplane().(*memnic.Dataplane)
 			peer := netip.MustParseAddrPort("10.0.0.9:1")
 			const n = 10
@@ -381,5 +385,25 @@ func TestReferenceIsPerTenant(t *testing.T) {
 	}
 	if got := r.srv.refs.get("a", sum); got != "" {
 		t.Errorf("removed tenant's reference kept: %q", got)
+	}
+}
+
+// TestCountersAge: the status says how old its dispatcher counters are,
+// in seconds: never negative, below the stats interval give or take the
+// scheduler, and not always 0 (the counters are published every 100 ms,
+// the status read whenever asked).
+func TestCountersAge(t *testing.T) {
+	r, _ := startLogged(t, memConfig())
+	nonzero := false
+	for range 20 {
+		st := getStatus(t, r.srv.Handler())
+		if st.CountersAgeSeconds < 0 || st.CountersAgeSeconds > 10 {
+			t.Fatalf("counters age %v s", st.CountersAgeSeconds)
+		}
+		nonzero = nonzero || st.CountersAgeSeconds > 0
+		time.Sleep(7 * time.Millisecond)
+	}
+	if !nonzero {
+		t.Error("the counters' age was 0 in every status")
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/persephone-go/psp/app"
@@ -64,36 +65,7 @@ func TestMemcachedConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	id := uint16(100)
-	for _, c := range memcachedtest.Cases {
-		for i, r := range c.Requests {
-			id++
-			d := r.Datagram(id)
-			want, err := mc.Exchange(d)
-			if err != nil {
-				t.Fatalf("%s, request %d: memcached: %v", c.Name, i, err)
-			}
-			got, err := ps.Exchange(d)
-			if err != nil {
-				t.Fatalf("%s, request %d: psp: %v", c.Name, i, err)
-			}
-			if !sameDatagrams(got, want) {
-				t.Errorf("%s, request %d %.80q:\npsp:%s\nmemcached:%s", c.Name, i, d, memcachedtest.Describe(got), memcachedtest.Describe(want))
-			}
-		}
-	}
-}
-
-func sameDatagrams(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	memcachedtest.CompareUDP(t, ps, mc)
 }
 
 // TestMemcachedStatsConformance sends each StatCase that fits in
@@ -140,7 +112,7 @@ cases:
 					for _, d := range memcachedtest.CompareStats(body(got), body(want), c.Stats...) {
 						t.Error(d)
 					}
-				} else if !sameDatagrams(got, want) {
+				} else if !slices.EqualFunc(got, want, bytes.Equal) {
 					t.Errorf("request %d %.60q:\npsp:%s\nmemcached:%s", i, r, memcachedtest.Describe(got), memcachedtest.Describe(want))
 				}
 			}

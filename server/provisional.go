@@ -202,15 +202,11 @@ func (s *Server) handleConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	e := auditEvent{Event: "confirm", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr, Outcome: "ok", Expected: exp, SHA256: exp.SHA256}
 	if err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+		s.refused(w, e, http.StatusBadRequest, err.Error())
 		return
 	}
 	if _, err := s.tenants.get(name); err != nil {
-		e.Outcome, e.Error = "refused", err.Error()
-		s.audit.record(e)
-		writeJSON(w, http.StatusNotFound, apiError{e.Error})
+		s.refused(w, e, http.StatusNotFound, err.Error())
 		return
 	}
 	ti := s.tenantInfo(name)

@@ -414,6 +414,7 @@ func (s *Server) Status() Status {
 		st.TCP = &cs
 	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
+	st.CountersAgeSeconds = max(0, float64(s.dp.Now()-ds.At)/float64(time.Second))
 	if pd, ok := s.dp.(portDropper); ok {
 		st.KernelDrops = pd.PortDrops()
 	}

@@ -25,8 +25,13 @@ type Status struct {
 	// address).
 	TCP           *tcp.ConnStats `json:"tcp,omitempty"`
 	UptimeSeconds float64        `json:"uptime_seconds"`
-	Running       bool           `json:"running"`
-	Draining      bool           `json:"draining"`
+	// CountersAgeSeconds is how long before this status the dispatcher
+	// published the counters in it (it does every stats interval); the
+	// classifiers' fault counts are read as they are, so a request's fault
+	// may show that long before its type's count does.
+	CountersAgeSeconds float64 `json:"counters_age_seconds"`
+	Running            bool    `json:"running"`
+	Draining           bool    `json:"draining"`
 
 	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
 	// the kernel or the device dropped before psp received them are in

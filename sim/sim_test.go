@@ -307,18 +307,6 @@ func BenchmarkSimulate5Mrps(b *testing.B) {
 	}
 }
 
-// drawnArrivals returns the arrivals a seeded run of cfg (with its
-// defaults) draws.
-func drawnArrivals(cfg Config) []Arrival {
-	sampler, arrivals := cfg.Workload.NewSampler(cfg.Seed), workload.NewArrivals(cfg.Rate, cfg.Seed)
-	var trace []Arrival
-	for at := arrivals.Next(); at < int64(cfg.Duration); at = arrivals.Next() {
-		typ, svc := sampler.Next()
-		trace = append(trace, Arrival{At: at, Type: typ, ServiceNs: svc})
-	}
-	return trace
-}
-
 // TestTraceReplaysPoissonRun checks that a trace holding the very arrivals
 // a seeded run draws gives that run's results, and that bad traces are
 // refused.
@@ -329,7 +317,7 @@ func TestTraceReplaysPoissonRun(t *testing.T) {
 	}
 	base := Config{Workload: w, Workers: 14, Policy: "darc", Load: 0.8, Duration: 200 * time.Millisecond, Seed: 3, Warmup: -1}
 	cfg := base.withDefaults()
-	trace := drawnArrivals(cfg)
+	trace := poissonTrace(base)
 	want, err := Run(base)
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +358,7 @@ func TestTraceLatenciesAreTheRecordedOnes(t *testing.T) {
 	}
 	base := Config{Workload: w, Workers: 14, Load: 0.9, Duration: 300 * time.Millisecond, Seed: 5, Warmup: 0.1}
 	cfg := base.withDefaults()
-	trace := drawnArrivals(cfg)
+	trace := poissonTrace(base)
 	for _, pol := range []string{"cfcfs", "darc", "ts"} {
 		c := base
 		c.Policy, c.Trace, c.Rate, c.Load, c.Duration = pol, trace, cfg.Rate, 0, 0

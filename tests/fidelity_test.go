@@ -73,6 +73,10 @@ func TestLiveTailsMatchSimulator(t *testing.T) {
 // 100 ms, so SHORT requests wait for LONG replies of their connection.
 const tcpConns = 20
 
+// tcpControlLoad is the load at which TestLiveTCPTailsMatchSimulator's
+// points must be told from the replay without connections.
+const tcpControlLoad = 0.8
+
 // TestLiveTCPTailsMatchSimulator is TestLiveTailsMatchSimulator over TCP,
 // reduced: the demo's setup served on tcp:// to a client on tcpConns
 // connections, DARC at loads 0.5 and 0.8. SHORT's live p99 and p99.9
@@ -80,15 +84,15 @@ const tcpConns = 20
 // same requests on the same connections (a reply leaves after the earlier
 // ones of its connection) plus the overhead measured on a twin server;
 // and, as a negative control, outside 1.5x of the replay that ignores the
-// connections wherever the two replays differ by more than that (at load
-// 0.8 by tens of times: SHORT requests wait for the LONG replies ahead of
-// them on their connection). It runs with PSP_FIDELITY, in the same CI
-// step.
+// connections wherever the two replays, the overhead included, differ by
+// more than that (at load 0.8 on a quiet host by tens of times: SHORT
+// requests wait for the LONG replies ahead of them on their connection;
+// at load 0.8 a point where they do not is measured again). It runs with
+// PSP_FIDELITY, in the same CI step.
 func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 	samples := fidelitySamples(t)
-	controlled := map[float64]bool{}
 	fidelityCheck{
-		loads: []float64{0.5, 0.8},
+		loads: []float64{0.5, tcpControlLoad},
 		sweep: func(out string, loads []float64, seed uint64) *harness.Sweep {
 			sw := demoSweep(t, out, loads, samples, seed)
 			sw.Policies = []string{"darc"}
@@ -109,11 +113,19 @@ func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 			if !ok || !o.Distribution() || o.Conns != 0 {
 				return "no comparison with the replay without connections"
 			}
-			if ratio := max(c.SimP99/o.SimP99, c.SimP999/o.SimP999); ratio <= harness.DefaultTailBound {
-				t.Logf("%s at load %.2g: the replays with and without connections are within %.2fx: no control", c.Policy, c.Load, ratio)
+			// The expected tails, overhead included, are what the live
+			// ones are judged against: where the host's overhead swamps
+			// what the connections add, a live tail within the bound of
+			// one is within it of the other, and the point tells nothing.
+			// At load 0.8 the point must tell them apart: one that
+			// cannot is measured again.
+			if ratio := max(c.ExpectedDistP99/o.ExpectedDistP99, c.ExpectedDistP999/o.ExpectedDistP999); ratio <= harness.DefaultTailBound {
+				if c.Load == tcpControlLoad {
+					return fmt.Sprintf("the expected tails with and without connections are within %.2fx (the host's overhead swamps what the connections add): the point cannot tell the connections' order", ratio)
+				}
+				t.Logf("%s at load %.2g: the expected tails with and without connections are within %.2fx: no control", c.Policy, c.Load, ratio)
 				return ""
 			}
-			controlled[c.Load] = true
 			if o.Within(harness.DefaultTailBound) {
 				p99, p999 := o.Ratios()
 				return fmt.Sprintf("within %gx of the replay without connections too (ratios %.2f, %.2f): the check cannot tell the connections' order",
@@ -125,9 +137,6 @@ func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 			logTails(t, title+", against the replay without connections", res.WithoutConns)
 		},
 	}.run(t)
-	if !controlled[0.8] {
-		t.Errorf("at load 0.8 the replays with and without connections never differed by more than %gx: the control never ran", harness.DefaultTailBound)
-	}
 }
 
 // fidelitySamples returns the SHORT requests per point PSP_FIDELITY asks

@@ -303,7 +303,8 @@ func backlogDrops() uint64 {
 	return n
 }
 
-func (s *server) fetchStatus() (*status, error) {
+// statusBody returns the body of the server's GET /status.
+func (s *server) statusBody() ([]byte, error) {
 	c := http.Client{Timeout: 2 * time.Second}
 	req, err := http.NewRequest(http.MethodGet, "http://"+s.admin+"/status", nil)
 	if err != nil {
@@ -323,6 +324,14 @@ func (s *server) fetchStatus() (*status, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status: %s: %s", resp.Status, b)
+	}
+	return b, nil
+}
+
+func (s *server) fetchStatus() (*status, error) {
+	b, err := s.statusBody()
+	if err != nil {
+		return nil, err
 	}
 	var st status
 	if err := json.Unmarshal(b, &st); err != nil {

@@ -209,34 +209,5 @@ func TestMemcachedConformanceThroughServe(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	id := uint16(100)
-	for _, c := range memcachedtest.Cases {
-		for i, r := range c.Requests {
-			id++
-			d := r.Datagram(id)
-			want, err := mc.Exchange(d)
-			if err != nil {
-				t.Fatalf("%s %d: memcached: %v", c.Name, i, err)
-			}
-			got, err := ps.Exchange(d)
-			if err != nil {
-				t.Fatalf("%s %d: psp: %v", c.Name, i, err)
-			}
-			if memcachedtest.Describe(got) != memcachedtest.Describe(want) || !sameDatagrams(got, want) {
-				t.Errorf("%s, request %d:\npsp:%s\nmemcached:%s", c.Name, i, memcachedtest.Describe(got), memcachedtest.Describe(want))
-			}
-		}
-	}
-}
-
-func sameDatagrams(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	memcachedtest.CompareUDP(t, ps, mc)
 }

@@ -152,13 +152,7 @@ type fullStatus struct {
 }
 
 func (s *server) fullStatus() (*fullStatus, error) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + s.admin + "/status")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := s.statusBody()
 	if err != nil {
 		return nil, err
 	}

@@ -305,3 +305,123 @@ func TestRedisMaxMemory(t *testing.T) {
 		t.Errorf("RSS %.0f MB, over the stated bound of %.0f MB", after, limitMB)
 	}
 }
+
+// TestRedisWasmClassifiers: psp serve --app redis with the example Wasm
+// RESP classifiers (C and Rust) in place of the native one: commands are
+// served, and typed as the native classifier types them (a SCAN by its
+// COUNT, an MGET by its keys).
+func TestRedisWasmClassifiers(t *testing.T) {
+	for _, path := range []string{"examples/classifiers/c/resp.wasm", "examples/classifiers/rust/resp.wasm"} {
+		t.Run(path, func(t *testing.T) {
+			addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+			s := startServer(t, serverOptions{app: "redis", policy: "darc", dilation: -1, listen: "tcp://" + addr, classifier: path,
+				extra: []string{"--workers", "2"}})
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, cmd := range [][]string{{"SET", "k", "v"}, {"GET", "k"}, {"GET", "k"}, {"SCAN", "0", "COUNT", "5000"}, {"MGET", "k", "k"}} {
+				if r, err := c.Do(cmd...); err != nil || r[0] == '-' {
+					t.Fatalf("%v: %q %v", cmd, r, err)
+				}
+			}
+			// The classifier's types are its tenant's, "default/GET"; the
+			// status's counts follow the replies by a moment.
+			var answered map[string]uint64
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				answered = map[string]uint64{}
+				total := uint64(0)
+				for _, ty := range s.status().Types {
+					answered[strings.TrimPrefix(ty.Name, "default/")] += ty.Answered
+					total += ty.Answered
+				}
+				if total >= 5 || time.Now().After(deadline) {
+					break
+				}
+			}
+			for name, want := range map[string]uint64{"SET": 1, "GET": 2, "SCAN_10K": 1, "MGET": 1, "SCAN": 0} {
+				if answered[name] != want {
+					t.Errorf("type %s answered %d, want %d (types: %v)", name, answered[name], want, answered)
+				}
+			}
+		})
+	}
+}
+
+// TestRedisKeysOnAMillionKeys: a KEYS * over a million keys runs on one
+// worker while GETs of other connections are answered on the other: GETs
+// sent after the KEYS are answered before its reply starts, and the
+// reply lists every key.
+func TestRedisKeysOnAMillionKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores a million keys")
+	}
+	const keys = 1000000
+	_, addr := startRedisServer(t)
+	fillKeys(t, addr, keys, "", 8)
+	get, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Close()
+	for range 200 { // DARC's first profile: GETs are short
+		if _, err := get.Do("GET", "fill:1:"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	_ = kc.SetDeadline(time.Now().Add(2 * time.Minute))
+	var replyStarted atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(kc, 1<<20)
+		if _, err := r.Peek(1); err != nil {
+			done <- err
+			return
+		}
+		replyStarted.Store(true)
+		line, err := r.ReadString('\n')
+		if err != nil || line != "*"+strconv.Itoa(keys)+"\r\n" {
+			done <- fmt.Errorf("KEYS * reply %q %v", line, err)
+			return
+		}
+		for range keys {
+			if _, err := r.ReadString('\n'); err != nil { // $len
+				done <- err
+				return
+			}
+			if _, err := r.ReadString('\n'); err != nil { // the key
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if _, err := kc.Write([]byte("KEYS *\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	before, worst := 0, time.Duration(0)
+	for !replyStarted.Load() {
+		start := time.Now()
+		r, err := get.Do("GET", "fill:7:")
+		if err != nil || string(r) != "$8\r\nvvvvvvvv\r\n" {
+			t.Fatalf("GET during KEYS: %q %v", r, err)
+		}
+		worst = max(worst, time.Since(start))
+		if !replyStarted.Load() {
+			before++
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d GETs answered while KEYS * over %d keys ran (slowest %v)", before, keys, worst)
+	if before < 10 {
+		t.Errorf("%d GETs answered while KEYS * ran, want GETs served meanwhile", before)
+	}
+}

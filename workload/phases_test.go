@@ -2,8 +2,6 @@ package workload
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,14 +35,7 @@ func TestBuiltinPhases(t *testing.T) {
 }
 
 func TestPhasesFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	_, write := fileWriter(t)
 	write("mix.yaml", "types:\n  - {name: A, id: 1, share: 1, service: {kind: fixed, value: 2us}}\n")
 	good := write("p.yaml", `phases:
   - {duration: 1s, use: mix.yaml}

@@ -100,14 +100,7 @@ func TestValidateAcceptsTheEdges(t *testing.T) {
 // around to a negative duration), and phase names and the phases' own
 // floats are checked as a workload's are.
 func TestPhasesBounds(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	_, write := fileWriter(t)
 	write("phigh_nan.yaml", "types: [{name: A, id: 1, share: 1, service: {kind: bimodal, low: 1us, high: 100us, p_high: .nan}}]")
 	cases := []struct{ name, body, want string }{
 		{"overflow", "phases: [{duration: 2562047h, use: high-bimodal}, {duration: 2562047h, use: high-bimodal}]", "duration 2562047h0m0s, want > 0 and at most 24h0m0s"},

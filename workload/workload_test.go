@@ -91,14 +91,7 @@ func TestLoadFiles(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	dir, write := fileWriter(t)
 	cases := []struct {
 		path string
 		want []string
@@ -253,5 +246,19 @@ func TestWriteAndReload(t *testing.T) {
 				t.Errorf("%s: reloaded %v, want %v", p, back.String(), w.String())
 			}
 		}
+	}
+}
+
+// fileWriter returns a temporary directory and a function that writes a
+// file of it, returning its path.
+func fileWriter(t *testing.T) (dir string, write func(name, body string) string) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

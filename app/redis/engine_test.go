@@ -374,6 +374,15 @@ func TestOverloadReply(t *testing.T) {
 	}
 }
 
+// TestNameWithANul: a command name with a NUL inside is unknown, whatever
+// it starts with (redis-server's answer depends on its hash seed).
+func TestNameWithANul(t *testing.T) {
+	c := newCaller(openTest(t, Config{}), 0)
+	if r := c.do("GET\x00x", "k"); r != "-ERR unknown command 'GET', with args beginning with: 'k' \r\n" {
+		t.Errorf("%q", r)
+	}
+}
+
 func ExampleServer() {
 	s, _ := Open(Config{})
 	defer s.Close()

@@ -372,7 +372,13 @@ func TestRolloutFleet(t *testing.T) {
 	} else if d, _ := time.ParseDuration(m[1]); d >= time.Second {
 		t.Errorf("the trapping module baked %v of 2s: want less than half", d)
 	}
+	// The same verdicts with Prometheus as the source (its scrapes, a
+	// second apart, show the trapping module's faults only at the first
+	// one after the swap: stopped later than from the servers, but
+	// stopped).
 	bad(allLong, "type mix", "--prometheus", prom)
+	bad(allShort, "type mix", "--prometheus", prom)
+	bad(faultLong, "classifier faults", "--prometheus", prom)
 	good(v3, "rust/pspheader.wasm", "--prometheus", prom)
 
 	// (c) psp rollout killed (SIGKILL) during the canary's bake: the

@@ -25,6 +25,7 @@ const (
 	artifactLayer     = "application/wasm"
 	imageConfigMedia  = "application/vnd.oci.image.config.v1+json"
 	tarGzipLayerMedia = "application/vnd.oci.image.layer.v1.tar+gzip"
+	tarLayerMedia     = "application/vnd.oci.image.layer.v1.tar"
 	ociManifestMedia  = "application/vnd.oci.image.manifest.v1+json"
 	dockerManifest    = "application/vnd.docker.distribution.manifest.v2+json"
 )
@@ -74,17 +75,25 @@ func PushShapes(tb testing.TB, r *Registry, wasm []byte) []Shape {
 				"layers": []any{l.blob(wasmConfigMedia, runtimeConfig), l.blob(wasmLayerMedia, wasm)}})
 		}},
 		{name: "compat-oci-two-layers", variant: "compat", media: ociManifestMedia, build: func(l *layout) {
-			base, baseID := tarLayer(tb, [2]string{"etc/motd", "a base layer"})
-			last, lastID := tarLayer(tb, [2]string{"runtime-config.json", string(runtimeConfig)}, [2]string{"plugin.wasm", string(wasm)})
+			base, baseID := tarLayer(tb, true, [2]string{"etc/motd", "a base layer"})
+			last, lastID := tarLayer(tb, true, [2]string{"runtime-config.json", string(runtimeConfig)}, [2]string{"plugin.wasm", string(wasm)})
 			l.manifest(map[string]any{"config": l.blob(imageConfigMedia, imageConfig(baseID, lastID)),
 				"layers":      []any{l.blob(tarGzipLayerMedia, base), l.blob(tarGzipLayerMedia, last)},
 				"annotations": map[string]string{"module.wasm.image/variant": "compat"}})
 		}},
+		{name: "compat-three-layers-tar", variant: "compat", media: ociManifestMedia, build: func(l *layout) {
+			// Any number of layers, the last an uncompressed tar.
+			a, aID := tarLayer(tb, true, [2]string{"etc/motd", "a base layer"})
+			b, bID := tarLayer(tb, true, [2]string{"etc/issue", "another"})
+			last, lastID := tarLayer(tb, false, [2]string{"plugin.wasm", string(wasm)})
+			l.manifest(map[string]any{"config": l.blob(imageConfigMedia, imageConfig(aID, bID, lastID)),
+				"layers": []any{l.blob(tarGzipLayerMedia, a), l.blob(tarGzipLayerMedia, b), l.blob(tarLayerMedia, last)}})
+		}},
 		{name: "compat-docker", variant: "compat", media: dockerManifest, args: []string{"--format", "v2s2"}, build: func(l *layout) {
 			// skopeo converts it to Docker's media types, as docker build
 			// and docker push would have written it.
-			base, baseID := tarLayer(tb, [2]string{"etc/motd", "a base layer"})
-			last, lastID := tarLayer(tb, [2]string{"wasm/plugin.wasm", string(wasm)})
+			base, baseID := tarLayer(tb, true, [2]string{"etc/motd", "a base layer"})
+			last, lastID := tarLayer(tb, true, [2]string{"wasm/plugin.wasm", string(wasm)})
 			l.manifest(map[string]any{"config": l.blob(imageConfigMedia, imageConfig(baseID, lastID)),
 				"layers": []any{l.blob(tarGzipLayerMedia, base), l.blob(tarGzipLayerMedia, last)}})
 		}},
@@ -156,9 +165,9 @@ func (l *layout) manifest(m map[string]any) {
 	}
 }
 
-// tarLayer is a gzipped tar archive holding files (name, content), and
-// its diff ID's content (the archive before compression).
-func tarLayer(tb testing.TB, files ...[2]string) (layer, diffID []byte) {
+// tarLayer is a tar archive holding files (name, content), gzipped when
+// gz, and its diff ID's content (the archive before compression).
+func tarLayer(tb testing.TB, gz bool, files ...[2]string) (layer, diffID []byte) {
 	tb.Helper()
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
@@ -172,6 +181,9 @@ func tarLayer(tb testing.TB, files ...[2]string) (layer, diffID []byte) {
 	}
 	if err := tw.Close(); err != nil {
 		tb.Fatal(err)
+	}
+	if !gz {
+		return raw.Bytes(), raw.Bytes()
 	}
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +122,30 @@ func (r Request) Datagram(id uint16) []byte {
 type Case struct {
 	Name     string
 	Requests []Request
+}
+
+// CompareUDP sends every request of Cases, ids from 101 on, to memcached
+// and to psp and reports each whose reply datagrams differ.
+func CompareUDP(t testing.TB, psp, memcached *Client) {
+	t.Helper()
+	id := uint16(100)
+	for _, c := range Cases {
+		for i, r := range c.Requests {
+			id++
+			d := r.Datagram(id)
+			want, err := memcached.Exchange(d)
+			if err != nil {
+				t.Fatalf("%s, request %d: memcached: %v", c.Name, i, err)
+			}
+			got, err := psp.Exchange(d)
+			if err != nil {
+				t.Fatalf("%s, request %d: psp: %v", c.Name, i, err)
+			}
+			if !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Errorf("%s, request %d %.80q:\npsp:%s\nmemcached:%s", c.Name, i, d, Describe(got), Describe(want))
+			}
+		}
+	}
 }
 
 // Describe renders datagrams for a test failure: header fields, then the

@@ -13,10 +13,15 @@ var Cases = []Case{
 		"CLIENT GETNAME", "CLIENT NOSUCH", "CLIENT ID x", "AUTH pw", "AUTH bob pw", "AUTH default pw",
 		"AUTH a b c",
 	}},
+	// A name with a NUL inside ("GET\0x") is left out: redis-server
+	// hashes the whole name but compares it with strcasecmp, which stops at
+	// the NUL, so it runs GET when the name's hash, seeded at random at
+	// each start, falls in GET's bucket, and answers unknown command
+	// otherwise. psp answers unknown command.
 	{Name: "unknown commands", Commands: []string{
 		"NOSUCH", "NOSUCH a b", "nosuch \"a\\r\\nb\" c",
 		"X 0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789 0123456789012345678901234567890123456789 more",
-		"\"GET\\0x\" k", "\"\"", "CONFIG", "CONFIG NOSUCH", "COMMAND NOSUCH", "CONFIG GET",
+		"\"\"", "CONFIG", "CONFIG NOSUCH", "COMMAND NOSUCH", "CONFIG GET",
 	}},
 	{Name: "server", Commands: []string{
 		"DBSIZE", "SET a 1", "SET b 2", "DBSIZE", "DBSIZE x", "FLUSHDB x", "FLUSHDB ASYNC y",
