@@ -151,6 +151,7 @@ func memcachedConfig(cfg Config) memcached.Config {
 	return memcached.Config{
 		Dir:              m.Dir,
 		Sync:             m.Sync,
+		WriteTimeout:     m.WriteTimeout,
 		MaxItemSize:      m.MaxItemSize,
 		Workers:          cfg.Workers,
 		UDPReplyRatio:    m.UDPReplyRatio,
@@ -220,6 +221,7 @@ const (
 	DefaultMemcachedIdleTimeout   = memcached.DefaultIdleTimeout
 	DefaultMemcachedTCPMemory     = memcached.DefaultTCPMemory
 	DefaultMemcachedStoreMemory   = memcached.DefaultStoreMemory
+	DefaultMemcachedWriteTimeout  = memcached.DefaultWriteTimeout
 )
 
 // Memcached configures the memcached application.
@@ -229,9 +231,17 @@ type Memcached struct {
 	Dir string `yaml:"dir,omitempty"`
 	// Sync syncs each write to disk (with Dir) before answering it, one
 	// sync for the writes of all workers waiting at once: an answered
-	// write survives a crash of the machine. Without it, it survives a
-	// crash of the process.
+	// write survives a kill -9 and a power loss. Without it, the log is
+	// synced every 100 ms while writes come: an answered write survives a
+	// graceful stop, and a kill -9 or a power loss loses those answered
+	// since the last sync.
 	Sync bool `yaml:"sync,omitempty"`
+	// WriteTimeout bounds a write's wait for its turn and, with Sync, its
+	// sync: past it the write is answered "SERVER_ERROR out of memory
+	// storing object", and while a write runs longer, or the disk is full,
+	// or the store's files cannot be written, writes are answered so at
+	// once (reads go on). Default 1s.
+	WriteTimeout time.Duration `yaml:"write_timeout,omitempty"`
 	// MaxItemSize is memcached's item size limit (-I). Default 1 MiB.
 	MaxItemSize int `yaml:"max_item_size,omitempty"`
 	// TCP, when set, is a TCP address where memcached's protocol is served

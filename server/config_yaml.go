@@ -321,6 +321,7 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.max_conns":        refuse("want >= 1"),
 	"app.memcached.max_line":         refuse("want 2048..1073741824"),
 	"app.memcached.idle_timeout":     refuse("want 100ms..24h"),
+	"app.memcached.write_timeout":    refuse("want 10ms..1m"),
 	"app.memcached.tcp_memory":       refuse("want > 0"),
 	"app.memcached.store_memory":     refuse("want at least 134217728 (negative: unbounded)"),
 	"admin.addr":                     refuse("want IP:PORT or off"),

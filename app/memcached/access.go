@@ -51,6 +51,9 @@ func (s *session) lookup(key []byte, locked bool) (it item, closer io.Closer, ok
 
 // reap removes key's dead item (expired or flushed).
 func (s *session) reap(key []byte, locked bool) {
+	if !s.st.health.ok.Load() {
+		return // the store takes no writes now: eviction reclaims it later
+	}
 	if locked {
 		s.remove(key)
 		return
@@ -107,7 +110,7 @@ func (s *session) write(key []byte, it *item, alloc bool, value ...[]byte) error
 	if err := op.Finish(); err != nil {
 		return err
 	}
-	if err := s.st.db.Apply(b, s.st.sync); err != nil {
+	if err := s.st.apply(s.w, b); err != nil {
 		s.stats.storeErrors.Add(1)
 		return err
 	}
@@ -218,7 +221,7 @@ func (s *session) remove(key []byte) error {
 	if err := b.Delete(s.itemKey(key), nil); err != nil {
 		return err
 	}
-	if err := s.st.db.Apply(b, s.st.sync); err != nil {
+	if err := s.st.apply(s.w, b); err != nil {
 		s.stats.storeErrors.Add(1)
 		return err
 	}
@@ -229,6 +232,9 @@ func (s *session) remove(key []byte) error {
 // removeLocked deletes key's item under its stripe lock.
 func (s *session) removeLocked(key []byte) {
 	m := s.st.lock(key)
+	if m == nil {
+		return // the store takes no writes: eviction reclaims it later
+	}
 	defer m.Unlock()
 	s.remove(key)
 }

@@ -133,6 +133,26 @@
 // (WRITE) and the rest (OTHER), so that DARC can reserve workers for
 // single-key gets and keep them from waiting behind large multi-gets.
 //
+// # Durability and storage faults
+//
+// Without Config.Dir nothing survives the process. With it, a write
+// answered as done survives a graceful stop (Close syncs the log). A
+// kill -9 or a power loss loses the writes answered since the log's last
+// sync: without Config.Sync the log is synced every logSyncInterval while
+// writes come, so only those of about the last interval are lost; with
+// Config.Sync each write is answered after a sync of the log that follows
+// it (one sync for the writes of all workers waiting at once), so none
+// is, given a disk that keeps what it synced. A write answered
+// SERVER_ERROR after waiting past Config.WriteTimeout may still be
+// applied, and be there after a restart.
+//
+// A full disk, a failed write of the store's files or a stalled write
+// ends in an answer: "SERVER_ERROR out of memory storing object" within
+// Config.WriteTimeout, counted in stats; reads go on, and the store takes
+// writes again by itself once the fault ends (see writeHealth). A failed
+// write of the log other than a full disk (EIO) stops writes until a
+// restart: what the failed write held may be lost.
+//
 // # Emulated costs
 //
 // With Config.Emulate, each request also sleeps a dilated cost

@@ -126,10 +126,15 @@ type session struct {
 	victims    []int32
 	victimKeys []byte
 	held       [numStripes / 64]uint64
+
+	w *writer // its part in the store's write path
 }
 
 func newSession(app *Server, stats *counters) *session {
+	w := newWriter()
+	app.st.addWriter(w)
 	return &session{
+		w:     w,
 		app:   app,
 		st:    app.st,
 		batch: app.st.db.NewBatch(),
@@ -599,6 +604,10 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 	}
 	if touch {
 		m := s.st.lock(key)
+		if m == nil { // the store takes no writes: a miss, as a failed touch
+			s.stats.touchMisses.Add(1)
+			return
+		}
 		defer m.Unlock()
 	}
 	it, closer, ok := s.lookup(key, touch)
@@ -657,18 +666,22 @@ func (s *session) getKey(key []byte, withCas, touch bool, exp int64) {
 	closer.Close()
 }
 
-// touchItem sets key's expiry if it is live (gat, touch).
-func (s *session) touchItem(key []byte, exp int64) (item, bool) {
+// touchItem sets key's expiry if it is live (gat, touch): found says
+// whether it is, err whether the store could not write it.
+func (s *session) touchItem(key []byte, exp int64) (found bool, err error) {
 	m := s.st.lock(key)
+	if m == nil {
+		return false, errNotWriting
+	}
 	defer m.Unlock()
 	it, closer, ok := s.lookup(key, true)
 	if !ok {
-		return item{}, false
+		return false, nil
 	}
 	it.exp, it.fetched = exp, true
-	err := s.write(key, &it, false, it.value)
+	err = s.write(key, &it, false, it.value)
 	closer.Close()
-	return it, err == nil
+	return true, err
 }
 
 // update runs set, add, replace, append, prepend and cas (memcached's
@@ -749,6 +762,9 @@ func (s *session) update(op int, data []byte) (after, []byte, bool) {
 // store applies a storage command and returns its reply.
 func (s *session) store(op int, key []byte, flags uint32, exp int64, reqCas uint64, value []byte) []byte {
 	m := s.st.lock(key)
+	if m == nil {
+		return msgStoreFailed
+	}
 	defer m.Unlock()
 	old, closer, exists := s.lookup(key, true)
 	if exists {
@@ -848,6 +864,10 @@ func (s *session) arith(incr bool) {
 	}
 	s.keys++
 	m := s.st.lock(key)
+	if m == nil {
+		s.outString(msgStoreFailed)
+		return
+	}
 	defer m.Unlock()
 	it, closer, exists := s.lookup(key, true)
 	if !exists {
@@ -954,6 +974,10 @@ func (s *session) delete() {
 	s.app.prefixes.record(key, prefixDelete, false)
 	s.keys++
 	m := s.st.lock(key)
+	if m == nil {
+		s.outString(msgStoreFailed)
+		return
+	}
 	defer m.Unlock()
 	_, closer, exists := s.lookup(key, true)
 	if !exists {
@@ -985,13 +1009,17 @@ func (s *session) touch() {
 	}
 	s.keys++
 	s.stats.touchCmds.Add(1)
-	if _, ok := s.touchItem(key, s.realtime(e)); ok {
+	found, err := s.touchItem(key, s.realtime(e))
+	switch {
+	case err != nil:
+		s.outString(msgStoreFailed) // the store takes no writes now
+	case found:
 		s.stats.touchHits.Add(1)
 		s.outString(msgTouched)
-		return
+	default:
+		s.stats.touchMisses.Add(1)
+		s.outString(msgNotFound)
 	}
-	s.stats.touchMisses.Add(1)
-	s.outString(msgNotFound)
 }
 
 // flushAll runs flush_all (memcached's process_flush_all_command).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
+
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/emulate"
 	"github.com/persephone-go/psp/nic"
@@ -46,6 +48,8 @@ const (
 	maxUDPReplyFloor = 64 << 20
 	maxIdleTimeout   = 24 * time.Hour
 	minIdleTimeout   = 100 * time.Millisecond
+	minWriteTimeout  = 10 * time.Millisecond
+	maxWriteTimeout  = time.Minute
 )
 
 // MinBufSize is the smallest packet buffer the application accepts: a
@@ -63,9 +67,11 @@ type Config struct {
 	// stored in a directory is there after a restart.
 	Dir string
 	// Sync syncs every write to disk before answering it (with Dir), one
-	// sync for the writes of all workers waiting at once (see Durability
-	// in the package doc). Without it, an answered write survives a crash
-	// of the process but not of the machine.
+	// sync for the writes of all workers waiting at once: an answered
+	// write survives a kill -9 and a power loss. Without it, the log is
+	// synced every logSyncInterval while writes come, and a kill -9 or a
+	// power loss loses the writes answered since (see Durability in the
+	// package doc).
 	Sync bool
 	// MaxItemSize is memcached's item size limit (-I): key, value and
 	// memcached's per-item overhead. Default 1 MiB; at most half of a
@@ -130,6 +136,17 @@ type Config struct {
 	Connections     func() ConnCounts
 	ListConnections func(yield func(ConnInfo) bool)
 
+	// WriteTimeout bounds a write's wait for its turn and, with Sync, for
+	// its sync: a write waiting longer is answered "SERVER_ERROR out of
+	// memory storing object" (its change may still be applied, and
+	// durable later), and the store takes no writes while one runs
+	// longer. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// fs is the file system beneath a store on disk (tests inject
+	// faults); nil: the operating system's.
+	fs vfs.FS
+
 	// DisableEvictions refuses a store past the item budget ("SERVER_ERROR
 	// out of memory storing object"), as memcached -M, instead of first
 	// deleting the least recently used items.
@@ -175,6 +192,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
 	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
+	case c.WriteTimeout < minWriteTimeout || c.WriteTimeout > maxWriteTimeout:
+		return fmt.Errorf("%w: write timeout %v, want %v..%v", ErrConfig, c.WriteTimeout, minWriteTimeout, maxWriteTimeout)
 	case c.Sync && c.Dir == "":
 		return fmt.Errorf("%w: sync needs a data directory (a store in memory has nothing to sync)", ErrConfig)
 	case c.StoreMemory > 0 && int64(c.MaxItemSize) > c.StoreMemory/2:
@@ -228,6 +247,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoreMemory == 0 {
 		c.StoreMemory = DefaultStoreMemory
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.fs == nil {
+		c.fs = vfs.Default
 	}
 	if c.Emulate.Dilation > 0 {
 		if c.Emulate.CostPerCommand == 0 {

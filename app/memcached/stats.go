@@ -64,6 +64,11 @@ type Counter struct {
 // connections and memory in use, in a fixed order.
 func (s *Server) Counters() []Counter {
 	g := &s.guards
+	h := &s.st.health
+	taking := 0.0
+	if h.ok.Load() {
+		taking = 1
+	}
 	return []Counter{
 		{Name: "memcached_udp_replies_cut_total", Help: "UDP replies cut at their byte limit (udp reply ratio x the request's bytes) and ended with SERVER_ERROR.", Value: float64(g.udpCut.Load())},
 		{Name: "memcached_tcp_connections_refused_total", Help: "TCP connections refused over the connection cap.", Value: float64(g.connsRefused.Load())},
@@ -71,6 +76,10 @@ func (s *Server) Counters() []Counter {
 		{Name: "memcached_tcp_memory_refusals_total", Help: "Values refused over TCP (SERVER_ERROR out of memory storing object) because the connections' read memory was in use.", Value: float64(g.memRefused.Load())},
 		{Name: "memcached_tcp_read_memory_bytes", Help: "Bytes of values being read over TCP, out of the tcp memory bound.", Gauge: true, Value: float64(g.memHeld.Load())},
 		{Name: "memcached_store_full_refusals_total", Help: "Storage commands refused (SERVER_ERROR out of memory storing object) because the store held its memory bound.", Value: float64(s.st.lim.refused.Load())},
+		{Name: "memcached_store_writes_refused_total", Help: "Writes answered at once (SERVER_ERROR out of memory storing object) while the store took no writes: a full disk, a failed write of its files, a stall.", Value: float64(h.refused.Load())},
+		{Name: "memcached_store_write_timeouts_total", Help: "Writes answered SERVER_ERROR after waiting past the write timeout for their turn or their sync.", Value: float64(h.timeout.Load())},
+		{Name: "memcached_store_file_errors_total", Help: "Failed writes and syncs of the store's files (log, manifest, tables), retried or not.", Value: float64(h.errors.Load())},
+		{Name: "memcached_store_taking_writes", Help: "1 while the store takes writes, 0 while it answers them SERVER_ERROR (a full disk, a failed write, a stall).", Gauge: true, Value: taking},
 		{Name: "memcached_store_bytes", Help: "Bytes the store held when last measured (its tables and memtables), out of the store memory bound.", Gauge: true, Value: float64(s.st.lim.used.Load())},
 	}
 }
@@ -335,6 +344,10 @@ func (s *session) writeStats() {
 	s.stat("evictions", it.evicted)
 	s.stat("reclaimed", it.reclaimed)
 	s.stat("store_errors", c.storeErrors)
+	h := &s.st.health
+	s.stat("store_writes_refused", h.refused.Load())
+	s.stat("store_write_timeouts", h.timeout.Load())
+	s.stat("store_file_errors", h.errors.Load())
 	s.stat("udp_datagrams_lost", c.lostDatagrams)
 	s.stat("udp_replies_cut", s.app.guards.udpCut.Load())
 	if s.st.lim.limit > 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -87,11 +88,14 @@ const numStripes = 256
 // every write to a key holds that key's stripe lock for its whole
 // read-modify-write, so concurrent workers never interleave on one key.
 type store struct {
-	db    *pebble.DB
-	disk  bool
-	sync  *pebble.WriteOptions
-	seed  maphash.Seed
-	locks [numStripes]sync.Mutex
+	db   *pebble.DB
+	disk bool
+	// syncWrites: a write is answered after a sync of the log that
+	// follows it (Config.Sync); without it, on disk, the log is synced
+	// every logSyncInterval while writes come.
+	syncWrites bool
+	seed       maphash.Seed
+	locks      [numStripes]sync.Mutex
 
 	cas      atomic.Uint64 // last CAS id handed out
 	casMu    sync.Mutex
@@ -110,6 +114,20 @@ type store struct {
 	itemBudget int64
 	evict      bool
 
+	// The write path (commit.go, health.go): whether the store takes
+	// writes, the turns to write, the group sync (Config.Sync), the
+	// watchdog and the writers it watches.
+	health       writeHealth
+	slots        chan struct{}
+	writeTimeout time.Duration
+	syncer       *groupSync
+	watchStop    chan struct{}
+	watchDone    chan struct{}
+	writersMu    sync.Mutex
+	writers      []*writer
+	meta         *writer    // the store's own records' writes
+	metaMu       sync.Mutex // meta's timer is used by one at a time
+
 	mem        *tableFS // in memory: its tables; nil on disk
 	lim        storeLimit
 	compacting sync.WaitGroup // storeLimit's background compaction
@@ -123,7 +141,12 @@ type store struct {
 // indexes its items.
 func openStore(cfg Config) (*store, error) {
 	dir, limit := cfg.Dir, cfg.StoreMemory
-	opts := &pebble.Options{Logger: quietLogger{}}
+	s := &store{disk: dir != "", syncWrites: cfg.Sync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit),
+		ix: newItemIndex(time.Now().Unix()), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions,
+		slots: make(chan struct{}, writeSlots(cfg.Workers)), writeTimeout: cfg.WriteTimeout,
+		watchStop: make(chan struct{}), watchDone: make(chan struct{}), meta: newWriter()}
+	s.health.ok.Store(true)
+	opts := &pebble.Options{Logger: quietLogger{}, EventListener: s.health.eventListener()}
 	var mem *tableFS
 	if dir == "" {
 		// In memory nothing survives the process: a write-ahead log would
@@ -132,25 +155,47 @@ func openStore(cfg Config) (*store, error) {
 		opts.FS = mem
 		opts.DisableWAL = true
 		opts.MemTableSize = memTableSize(limit)
+	} else {
+		opts.FS = diskFS{FS: cfg.fs, h: &s.health}
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("memcached: open store %q: %w", dir, dirlock.Check(dir, err))
 	}
-	s := &store{db: db, disk: dir != "", sync: pebble.NoSync, seed: maphash.MakeSeed(), mem: mem, lim: newStoreLimit(limit),
-		ix: newItemIndex(time.Now().Unix()), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions}
-	if cfg.Sync {
-		s.sync = pebble.Sync
+	s.db, s.mem = db, mem
+	if s.disk {
+		every := logSyncInterval
+		if cfg.Sync {
+			every = 0 // each write asks for its sync
+		}
+		s.syncer = newGroupSync(db, every)
 	}
-	if err := s.loadMeta(); err != nil {
+	if err := s.loadMeta(); err == nil {
+		err = s.loadIndex()
+	}
+	if err != nil {
+		if s.syncer != nil {
+			s.syncer.close()
+		}
 		db.Close()
 		return nil, err
 	}
-	if err := s.loadIndex(); err != nil {
-		db.Close()
-		return nil, err
-	}
+	s.addWriter(s.meta)
+	go s.watch(dir, s.watched)
 	return s, nil
+}
+
+// addWriter has the watchdog watch w's writes.
+func (s *store) addWriter(w *writer) {
+	s.writersMu.Lock()
+	s.writers = append(s.writers, w)
+	s.writersMu.Unlock()
+}
+
+func (s *store) watched() []*writer {
+	s.writersMu.Lock()
+	defer s.writersMu.Unlock()
+	return s.writers
 }
 
 // itemBudget is the bytes the items of a store bounded at limit bytes
@@ -257,16 +302,44 @@ func (s *store) close() error {
 	s.closing = true
 	s.closeMu.Unlock()
 	s.compacting.Wait()
+	close(s.watchStop)
+	<-s.watchDone
+	// A write of the log or manifest being retried has the write timeout
+	// to go through; then it gives up, and what it held is lost.
+	s.health.settle(s.writeTimeout)
+	s.health.closing.Store(true)
+	if s.syncer != nil {
+		s.syncer.close()
+	}
 	err := s.db.Close()
 	s.db = nil
 	return err
 }
 
-// lock locks key's stripe and returns it.
+// lock locks key's stripe for a write and returns it, or nil when the
+// stripe is held and the store stops taking writes while this waits: its
+// holder may be held in Pebble by a failing disk, and this worker must
+// not wait with it.
 func (s *store) lock(key []byte) *sync.Mutex {
 	m := s.stripe(key)
-	m.Lock()
-	return m
+	if m.TryLock() {
+		return m
+	}
+	for range 8 { // most holders finish within a few scheduling turns
+		runtime.Gosched()
+		if m.TryLock() {
+			return m
+		}
+	}
+	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		if !s.health.ok.Load() {
+			return nil
+		}
+		time.Sleep(pause)
+		if m.TryLock() {
+			return m
+		}
+	}
 }
 
 // stripe returns key's stripe lock.
@@ -289,7 +362,7 @@ func (s *store) nextCas() (uint64, error) {
 	limit := id + casBlock
 	var v [8]byte
 	binary.LittleEndian.PutUint64(v[:], limit)
-	if err := s.db.Set(metaCasLimit, v[:], pebble.Sync); err != nil {
+	if err := s.setMeta(metaCasLimit, v[:], true); err != nil {
 		return 0, fmt.Errorf("memcached: reserve cas ids: %w", err)
 	}
 	s.casLimit.Store(limit)
@@ -364,12 +437,31 @@ func (s *store) flushNone(now int64) error {
 	return s.saveFlush()
 }
 
+// setMeta writes one of the store's own records through the write path,
+// synced when sync is set or the store syncs its writes.
+func (s *store) setMeta(key, value []byte, sync bool) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(key, value, nil); err != nil {
+		return err
+	}
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	if err := s.apply(s.meta, b); err != nil {
+		return err
+	}
+	if sync && !s.syncWrites {
+		return syncLog(s.db)
+	}
+	return nil
+}
+
 // saveFlush records the flush state in the store (flushMu held).
 func (s *store) saveFlush() error {
 	var v [16]byte
 	binary.LittleEndian.PutUint64(v[:], s.flushCas.Load())
 	binary.LittleEndian.PutUint64(v[8:], uint64(s.flushLive.Load()))
-	if err := s.db.Set(metaFlush, v[:], s.sync); err != nil {
+	if err := s.setMeta(metaFlush, v[:], false); err != nil {
 		return fmt.Errorf("memcached: record flush: %w", err)
 	}
 	return nil
