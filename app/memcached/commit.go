@@ -232,8 +232,8 @@ func (s *store) watch(dir string, writers func() []*writer) {
 			}
 		}
 		oldest := int64(0)
-		if s.syncer != nil {
-			oldest = s.syncer.since.Load() // a sync of the log is a write too
+		if s.syncWrites {
+			oldest = s.syncer.since.Load() // the writes wait for this sync
 		}
 		for _, w := range writers() {
 			if since := w.since.Load(); since != 0 && (oldest == 0 || since < oldest) {

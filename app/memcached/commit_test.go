@@ -120,7 +120,7 @@ func BenchmarkSetDurability(b *testing.B) {
 	value := strings.Repeat("v", 100)
 	for _, synced := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sync=%v", synced), func(b *testing.B) {
-			srv := openServer(b, Config{Dir: b.TempDir(), Workers: 9, Sync: synced})
+			srv := openServer(b, Config{Dir: b.TempDir(), Workers: 9, Sync: synced, WriteTimeout: 30 * time.Second})
 			var next atomic.Int32
 			b.SetParallelism(4) // 8 goroutines on 2 cores: writers wait on syncs
 			b.ResetTimer()

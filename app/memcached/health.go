@@ -147,7 +147,7 @@ func (h *writeHealth) judge(now time.Time, free int64, oldest int64, timeout tim
 	case h.stallFrom.Load() != 0 && now.Sub(time.Unix(0, h.stallFrom.Load())) > timeout:
 		why = "the store stalls its writes (flushes and compactions behind)"
 	case oldest != 0 && now.Sub(time.Unix(0, oldest)) > timeout:
-		why = "a write or a sync of the log has run longer than the write timeout"
+		why = "a write, or a sync of the log writes wait for, has run longer than the write timeout"
 	}
 	if why == "" {
 		h.reason.Store(nil)
