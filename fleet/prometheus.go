@@ -140,7 +140,9 @@ const promWait = 15 * time.Second
 
 // samples returns, for each series of the metrics names of the server at
 // addr, its first value scraped at or after t, waiting (up to promWait)
-// for a scrape that late: a window between two such scrapes holds what
+// for a scrape that late of every series found (a series still missing
+// then would count zero, and a window from it all the server ever
+// counted): a window between two such scrapes holds what
 // the server counted between them, never a value older than the moment
 // asked for (a failed scrape, or one in flight, would give one). Without
 // wait it returns the last values scraped in the two seconds before t,
@@ -153,7 +155,7 @@ func (p *promSource) samples(ctx context.Context, addr string, names []string, t
 	deadline := t.Add(promWait)
 	for {
 		var out []promSample
-		fresh := false
+		fresh, missing := false, false
 		for _, name := range names {
 			// The range reaches a little before t: a series whose first
 			// sample after t is its first at all is still found.
@@ -169,6 +171,9 @@ func (p *promSource) samples(ctx context.Context, addr string, names []string, t
 					v, ok = s.last()
 				}
 				if !ok {
+					// Not scraped since t yet (the names are asked one
+					// after another: a scrape may land between them).
+					missing = true
 					continue
 				}
 				fresh = true
@@ -179,10 +184,13 @@ func (p *promSource) samples(ctx context.Context, addr string, names []string, t
 				out = append(out, promSample{Metric: s.Metric, Value: v})
 			}
 		}
-		if fresh || !wait {
+		if (fresh && !missing) || !wait {
 			return out, nil
 		}
 		if time.Now().After(deadline) {
+			if fresh {
+				return out, nil // a series no longer scraped counts zero
+			}
 			return nil, fmt.Errorf("%s: prometheus scraped no psp series of instance %q from %s to %s (does it scrape the server as that target?)",
 				addr, inst, t.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 		}
