@@ -20,7 +20,7 @@ import (
 func TestTenantChurnStaysFlat(t *testing.T) {
 	const cycles, bigTypes = 100, 1024
 	dp := newFakeDataplane(2, 512, 64)
-	policy, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, QueueCapacity: 4, MinSamples: 1 << 20, Tenants: []darc.TenantConfig{
+	policy, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, QueueCapacity: 4, MinSamples: 1 << 20, DeadlineFactor: -1, Tenants: []darc.TenantConfig{
 		{Name: "a", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
 	}})
 	if err != nil {

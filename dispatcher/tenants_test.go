@@ -40,7 +40,7 @@ const (
 // psp-header type space each), on workers workers.
 func tenantPolicy(t testing.TB, workers int, pool int) *darc.Tenants {
 	t.Helper()
-	p, err := darc.New(darc.NameDARC, darc.Config{Workers: workers, Pool: pool, MinSamples: 1 << 20, Tenants: []darc.TenantConfig{
+	p, err := darc.New(darc.NameDARC, darc.Config{Workers: workers, Pool: pool, MinSamples: 1 << 20, DeadlineFactor: -1, Tenants: []darc.TenantConfig{
 		{Name: "a", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
 		{Name: "b", NumTypes: HeaderNumTypes, TypeNames: HeaderTypeNames()},
 	}})
@@ -265,7 +265,7 @@ func TestTenantLanesDrainAtShutdown(t *testing.T) {
 
 func tenantPolicyOne(t testing.TB) *darc.Tenants {
 	t.Helper()
-	p, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, Tenants: []darc.TenantConfig{{Name: "a", NumTypes: HeaderNumTypes}}})
+	p, err := darc.New(darc.NameDARC, darc.Config{Workers: 2, DeadlineFactor: -1, Tenants: []darc.TenantConfig{{Name: "a", NumTypes: HeaderNumTypes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
