@@ -114,16 +114,37 @@ func (o *out) bulkHeader(n int) {
 	o.write(b)
 }
 
+// bulkRoom is what a bulk string takes beyond its bytes at most: "$",
+// its length and two CRLFs.
+const bulkRoom = 1 + 20 + 4
+
 func (o *out) bulk(p []byte) {
+	if len(o.buf)+len(p)+bulkRoom <= o.room && !o.failed {
+		o.buf = appendBulk(o.buf, p)
+		return
+	}
 	o.bulkHeader(len(p))
 	o.write(p)
 	o.writeString("\r\n")
 }
 
 func (o *out) bulkString(s string) {
+	if len(o.buf)+len(s)+bulkRoom <= o.room && !o.failed {
+		o.buf = appendBulk(o.buf, s)
+		return
+	}
 	o.bulkHeader(len(s))
 	o.writeString(s)
 	o.writeString("\r\n")
+}
+
+// appendBulk appends p as a bulk string to b, which has the room.
+func appendBulk[T string | []byte](b []byte, p T) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(p)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, p...)
+	return append(b, '\r', '\n')
 }
 
 // bulkInt writes v as a bulk string.
