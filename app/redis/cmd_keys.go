@@ -329,14 +329,21 @@ func cmdKeys(c *ctx) {
 	for i := range c.s.db.shards {
 		sh := &c.s.db.shards[i]
 		sh.mu.RLock()
-		if pat.all() && sh.volatile == 0 {
-			for _, e := range sh.order {
-				keys.add(e.key)
+		switch {
+		case pat.all() && sh.volatile == 0:
+			for _, o := range sh.order {
+				keys.add(o.key)
 			}
-		} else {
-			for _, e := range sh.order {
-				if e.live(c.now) && pat.match(stringBytes(e.key)) {
-					keys.add(e.key)
+		case sh.volatile == 0:
+			for _, o := range sh.order {
+				if pat.match(stringBytes(o.key)) {
+					keys.add(o.key)
+				}
+			}
+		default:
+			for _, o := range sh.order {
+				if o.e.live(c.now) && pat.match(stringBytes(o.key)) {
+					keys.add(o.key)
 				}
 			}
 		}
@@ -407,17 +414,17 @@ func cmdScan(c *ctx) {
 		si := shardIndex(next)
 		sh := &db.shards[si]
 		sh.mu.RLock()
-		i, _ := slices.BinarySearchFunc(sh.order, next, func(e *entry, h uint64) int {
-			return cmpUint64(e.hash, h)
+		i, _ := slices.BinarySearchFunc(sh.order, next, func(o slot, h uint64) int {
+			return cmpUint64(o.hash, h)
 		})
 		for i < len(sh.order) && visited < count {
 			h := sh.order[i].hash // keys of one hash are returned together
 			for ; i < len(sh.order) && sh.order[i].hash == h; i++ {
-				e := sh.order[i]
+				o := &sh.order[i]
 				visited++
-				if e.live(c.now) && pat.match(stringBytes(e.key)) &&
-					(typ == nil || equalFold(typ, e.kind.typeName())) {
-					keys.add(e.key)
+				if (sh.volatile == 0 || o.e.live(c.now)) && pat.match(stringBytes(o.key)) &&
+					(typ == nil || equalFold(typ, o.e.kind.typeName())) {
+					keys.add(o.key)
 				}
 			}
 		}
@@ -515,7 +522,7 @@ func cmdRandomkey(c *ctx) {
 		sh.mu.RLock()
 		if n := len(sh.order); n > 0 {
 			for k := 0; k < 4; k++ {
-				e := sh.order[c.w.rng.IntN(n)]
+				e := sh.order[c.w.rng.IntN(n)].e
 				if e.live(c.now) {
 					c.o.bulkString(e.key)
 					sh.mu.RUnlock()
