@@ -161,6 +161,7 @@ func memcachedConfig(cfg Config) memcached.Config {
 		IdleTimeout:      m.IdleTimeout,
 		TCPMemory:        m.TCPMemory,
 		StoreMemory:      int64(m.StoreMemory),
+		ReadCache:        int64(m.ReadCache),
 		DisableEvictions: m.DisableEvictions,
 		Emulate: memcached.Emulation{Dilation: cfg.App.Dilation, CostPerCommand: m.CostPerCommand,
 			CostPerKey: m.CostPerKey, SpinTail: cfg.App.SpinTail},
@@ -279,6 +280,10 @@ type Memcached struct {
 	// recently used are evicted, as memcached evicts within -m. Default 1
 	// GiB, at least 128 MiB; negative: unbounded.
 	StoreMemory int `yaml:"store_memory,omitempty"`
+	// ReadCache bounds the bytes of values kept in memory beside the
+	// store, so that a get of one skips the store's lookup; memory on top
+	// of StoreMemory. Default an eighth of StoreMemory; negative: none.
+	ReadCache int `yaml:"read_cache,omitempty"`
 	// DisableEvictions answers a store past the items' half of
 	// StoreMemory "SERVER_ERROR out of memory storing object" instead of
 	// evicting, as memcached -M.

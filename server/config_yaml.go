@@ -324,6 +324,7 @@ var zeroRules = map[string]zeroRule{
 	"app.memcached.write_timeout":    refuse("want 10ms..1m"),
 	"app.memcached.tcp_memory":       refuse("want > 0"),
 	"app.memcached.store_memory":     refuse("want at least 134217728 (negative: unbounded)"),
+	"app.memcached.read_cache":       func(c *Config) error { c.App.Memcached.ReadCache = -1; return nil }, // no read cache
 	"admin.addr":                     refuse("want IP:PORT or off"),
 }
 

@@ -26,7 +26,7 @@ const memoryLimitMargin = 64 << 20
 // twice what it held after the last collection (GOGC=100) before the next,
 // so a memcached server's store bound did not bound its resident memory
 // under a flood of sets (RATIONALE.md). What the heap may
-// hold is known only there: the store's tables in memory
+// hold is known only there: the store's tables in memory and read cache
 // (memcached.Config.HeapBound), the packet pool of the udp and memnic
 // dataplanes (allocated whole in the heap; DPDK's is not), the values TCP
 // connections are reading when the store serves TCP, and
@@ -39,7 +39,7 @@ func memoryLimit(cfg Config) (int64, bool) {
 		return 0, false
 	}
 	m := cfg.App.Memcached
-	store, ok := memcached.Config{Dir: m.Dir, StoreMemory: int64(m.StoreMemory)}.HeapBound()
+	store, ok := memcached.Config{Dir: m.Dir, StoreMemory: int64(m.StoreMemory), ReadCache: int64(m.ReadCache)}.HeapBound()
 	if !ok {
 		return 0, false
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestMemoryLimit: serve's soft memory limit counts the memcached store's
-// tables in memory, the packet pool when it is in the Go heap and the TCP
+// tables in memory and its read cache, the packet pool when it is in the Go heap and the TCP
 // values when the store serves TCP; it sets none for other applications,
 // stores on disk or unbounded, nor over a limit the user chose.
 func TestMemoryLimit(t *testing.T) {
@@ -33,15 +33,15 @@ func TestMemoryLimit(t *testing.T) {
 		cfg  Config
 		want int64 // 0: none
 	}{
-		{"memcached 128 MiB", memcached(nil), 256*mib + pool + memoryLimitMargin},
-		{"memcached default bound", memcached(func(c *Config) { c.App.Memcached.StoreMemory = 0 }), 2048*mib + pool + memoryLimitMargin},
-		{"memcached with TCP", memcached(func(c *Config) { c.App.Memcached.TCP = "127.0.0.1:0" }), 256*mib + pool + 64*mib + memoryLimitMargin},
+		{"memcached 128 MiB", memcached(nil), (256+16)*mib + pool + memoryLimitMargin},
+		{"memcached default bound", memcached(func(c *Config) { c.App.Memcached.StoreMemory = 0 }), (2048+128)*mib + pool + memoryLimitMargin},
+		{"memcached with TCP", memcached(func(c *Config) { c.App.Memcached.TCP = "127.0.0.1:0" }), (256+16)*mib + pool + 64*mib + memoryLimitMargin},
 		{"memcached with TCP memory", memcached(func(c *Config) {
 			c.App.Memcached.TCP = "127.0.0.1:0"
 			c.App.Memcached.TCPMemory = 8 * mib
-		}), 256*mib + pool + 8*mib + memoryLimitMargin},
-		{"memcached smaller pool", memcached(func(c *Config) { c.Buffers, c.BufSize = 1024, 9000 }), 256*mib + (1024+256)*9000 + memoryLimitMargin},
-		{"memcached on dpdk", memcached(func(c *Config) { c.Dataplane = DataplaneDPDK }), 256*mib + memoryLimitMargin},
+		}), (256+16)*mib + pool + 8*mib + memoryLimitMargin},
+		{"memcached smaller pool", memcached(func(c *Config) { c.Buffers, c.BufSize = 1024, 9000 }), (256+16)*mib + (1024+256)*9000 + memoryLimitMargin},
+		{"memcached on dpdk", memcached(func(c *Config) { c.Dataplane = DataplaneDPDK }), (256+16)*mib + memoryLimitMargin},
 		{"memcached unbounded", memcached(func(c *Config) { c.App.Memcached.StoreMemory = -1 }), 0},
 		{"memcached on disk", memcached(func(c *Config) { c.App.Memcached.Dir = t.TempDir() }), 0},
 		{"kv", Config{App: App{Name: AppKV}}.withDefaults(), 0},

@@ -18,13 +18,22 @@ import (
 // disabled (memcached -M).
 var errNoMemory = errors.New("memcached: out of memory (evictions disabled)")
 
-// lookup reads key's item if it is live. The caller must close the closer
-// when ok; it.value is valid until then. An item found expired or flushed
+// lookup reads key's item if it is live, from the index's cache when it
+// is there (a copy that stays the session's until its next lookup), else
+// from Pebble. The caller must close the closer when ok; it.value is
+// valid until then and until the session's next lookup. An item found expired or flushed
 // is counted (get_expired, get_flushed) and removed, now when the caller
 // holds the key's stripe lock (locked) or its lock is free, later
 // otherwise (by eviction).
 func (s *session) lookup(key []byte, locked bool) (it item, closer io.Closer, ok bool) {
-	v, c, err := s.st.db.Get(s.itemKey(key))
+	var c io.Closer = noClose{}
+	v, cached := s.st.ix.cachedValue(key, s.cached[:0])
+	var err error
+	if cached {
+		s.cached = v
+	} else {
+		v, c, err = s.st.db.Get(s.itemKey(key))
+	}
 	if err != nil {
 		if !errors.Is(err, pebble.ErrNotFound) {
 			s.stats.storeErrors.Add(1)
@@ -107,6 +116,7 @@ func (s *session) write(key []byte, it *item, alloc bool, value ...[]byte) error
 	for _, v := range value {
 		off += copy(op.Value[off:], v)
 	}
+	cached := op.Value // still the batch's after apply, until its next reset
 	if err := op.Finish(); err != nil {
 		return err
 	}
@@ -115,9 +125,14 @@ func (s *session) write(key []byte, it *item, alloc bool, value ...[]byte) error
 		return err
 	}
 	applied = true
-	s.st.ix.put(key, itemMeta{size: size, cas: it.cas, exp: it.exp, stored: it.stored, fetched: it.fetched}, s.now)
+	s.st.ix.put(key, itemMeta{size: size, cas: it.cas, exp: it.exp, stored: it.stored, fetched: it.fetched}, cached, s.now)
 	return nil
 }
+
+// noClose is the closer of a value read from the index's cache.
+type noClose struct{}
+
+func (noClose) Close() error { return nil }
 
 // itemSize is memcached's size of an item (ITEM_ntotal): its header, key,
 // value and line end, CAS, and flags when not 0.

@@ -94,6 +94,7 @@ type session struct {
 
 	tok     tokens
 	key     [1 + KeyMaxLength]byte // itemPrefix + key
+	cached  []byte                 // the value lookup last copied from the index's cache
 	batch   *pebble.Batch
 	now     int64 // unix seconds, once per request
 	noreply bool

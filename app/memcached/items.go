@@ -31,6 +31,12 @@ type itemIndex struct {
 	deadKey int // bytes of keys in the arena no node holds
 	classes [numClasses]classList
 
+	// vals holds each node's cached value (readcache.go), a page per
+	// page of nodes; cachedBytes their total, within cacheBudget.
+	vals        [][][]byte
+	cachedBytes int64 // mu
+	cacheBudget int64
+
 	clock uint64       // the last use's sequence number (mu)
 	items atomic.Int64 // nodes in use (curr_items)
 	bytes atomic.Int64 // what the items and their index take (entryBytes)
@@ -53,6 +59,7 @@ type indexNode struct {
 	class      uint8 // its slab class, or evicting
 	home       uint8 // while evicting: its slab class
 	fetched    bool
+	cached     bool // its value is in vals (readcache.go)
 }
 
 const (
@@ -125,8 +132,10 @@ func slabClass(size int) int {
 	return lastClass
 }
 
-func newItemIndex(epoch int64) *itemIndex {
-	ix := &itemIndex{seed: maphash.MakeSeed(), byHash: make(map[uint64]int32), free: nilNode, epoch: epoch}
+// newItemIndex returns an empty index whose times count from epoch (unix
+// seconds) and which caches up to cacheBudget bytes of values (0: none).
+func newItemIndex(epoch, cacheBudget int64) *itemIndex {
+	ix := &itemIndex{seed: maphash.MakeSeed(), byHash: make(map[uint64]int32), free: nilNode, epoch: epoch, cacheBudget: cacheBudget}
 	for c := range ix.classes {
 		ix.classes[c].head, ix.classes[c].tail = nilNode, nilNode
 	}
@@ -168,9 +177,10 @@ type itemMeta struct {
 }
 
 // put records key's item as stored at time now: a new node at the head of
-// its class, or the key's node updated and moved there. It returns the
-// change in bytes (entryBytes) and whether the key is new.
-func (ix *itemIndex) put(key []byte, m itemMeta, now int64) (delta int64, added bool) {
+// its class, or the key's node updated and moved there, with a copy of
+// value (nil: none) as its cached value. It returns the change in bytes
+// (entryBytes) and whether the key is new.
+func (ix *itemIndex) put(key []byte, m itemMeta, value []byte, now int64) (delta int64, added bool) {
 	h := ix.hash(key)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -190,6 +200,7 @@ func (ix *itemIndex) put(key []byte, m itemMeta, now int64) (delta int64, added 
 	n.used = ix.clock
 	n.class = uint8(slabClass(m.size))
 	ix.link(i)
+	ix.setCached(i, value)
 	delta += entryBytes(m.size, len(key))
 	ix.bytes.Add(delta)
 	return delta, added
@@ -256,7 +267,7 @@ func (ix *itemIndex) drop(i int32) {
 		}
 	}
 	ix.deadKey += int(n.keyLen)
-	*n = indexNode{next: ix.free}
+	*n = indexNode{next: ix.free} // its cached value's memory stays for the node's next item
 	ix.free = i
 	ix.items.Add(-1)
 }
@@ -271,6 +282,7 @@ func (ix *itemIndex) alloc(key []byte, h uint64) int32 {
 		}
 		page[pageLen-1].next = nilNode
 		ix.pages = append(ix.pages, page)
+		ix.vals = append(ix.vals, make([][]byte, pageLen))
 		ix.free = base
 	}
 	i := ix.free

@@ -61,7 +61,7 @@ func checkIndex(t *testing.T, ix *itemIndex) {
 // map, with the invariants checked along the way; evictions take the
 // least recently used item.
 func TestItemIndex(t *testing.T) {
-	ix := newItemIndex(1000)
+	ix := newItemIndex(1000, 0)
 	want := map[string]itemMeta{}
 	lastUse := map[string]int{}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -74,7 +74,7 @@ func TestItemIndex(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 5:
 			m := itemMeta{size: itemOverhead + len(key) + rng.IntN(3000), cas: uint64(step), stored: now}
-			_, added := ix.put([]byte(key), m, now)
+			_, added := ix.put([]byte(key), m, nil, now)
 			if _, had := want[key]; had == added {
 				t.Fatalf("step %d: put %q added %v, was there %v", step, key, added, had)
 			}
@@ -120,7 +120,7 @@ func TestItemIndex(t *testing.T) {
 
 // TestItemIndexHashCollision: keys with the same hash are told apart.
 func TestItemIndexHashCollision(t *testing.T) {
-	ix := newItemIndex(0)
+	ix := newItemIndex(0, 0)
 	ix.mu.Lock()
 	a := ix.alloc([]byte("a"), 42)
 	b := ix.alloc([]byte("b"), 42)
@@ -144,10 +144,10 @@ func TestItemIndexHashCollision(t *testing.T) {
 // TestItemIndexCompactsKeys: the key arena is compacted once most of it
 // is dead, and keys stay right.
 func TestItemIndexCompactsKeys(t *testing.T) {
-	ix := newItemIndex(0)
+	ix := newItemIndex(0, 0)
 	for i := range 20000 {
 		key := fmt.Sprintf("%0200d", i)
-		ix.put([]byte(key), itemMeta{size: 300}, 0)
+		ix.put([]byte(key), itemMeta{size: 300}, nil, 0)
 		if i >= 100 {
 			ix.remove([]byte(fmt.Sprintf("%0200d", i-100)))
 		}

@@ -42,7 +42,10 @@ const (
 	// 16th of the bound each, at least 4 MiB) and what a compaction
 	// writes before it deletes what it rewrote must fit well within it.
 	MinStoreMemory = 128 << 20
-	maxStoreMemory = 1 << 50
+	// DefaultReadCache is Config.ReadCache's default for an unbounded
+	// store.
+	DefaultReadCache = 64 << 20
+	maxStoreMemory   = 1 << 50
 
 	maxUDPReplyRatio = 1 << 20
 	maxUDPReplyFloor = 64 << 20
@@ -126,6 +129,12 @@ type Config struct {
 	// disk Pebble's 4 MiB), one of which may take the store past the bound
 	// once. Default DefaultStoreMemory; negative: unbounded.
 	StoreMemory int64
+	// ReadCache bounds the bytes of values the item index keeps beside the
+	// store, written through on every store, so that a get of a cached
+	// item skips the store's lookup (its memtable skiplist and tables).
+	// It is memory on top of StoreMemory. Default a StoreMemory's eighth
+	// (DefaultReadCache when the store is unbounded); negative: none.
+	ReadCache int64
 	// Connections and ListConnections, when set, report the stream
 	// dataplane's connections for stats (curr_connections and the rest)
 	// and stats conns (with its listeners); without them, the
@@ -190,6 +199,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: idle timeout %v, want %v..%v", ErrConfig, c.IdleTimeout, minIdleTimeout, maxIdleTimeout)
 	case c.TCPMemory < 0 || c.TCPMemory > 1<<40:
 		return fmt.Errorf("%w: tcp memory %d, want 1..%d", ErrConfig, c.TCPMemory, int64(1)<<40)
+	case c.ReadCache > maxStoreMemory:
+		return fmt.Errorf("%w: read cache %d, want at most %d (negative: none)", ErrConfig, c.ReadCache, int64(maxStoreMemory))
 	case c.StoreMemory > 0 && (c.StoreMemory < MinStoreMemory || c.StoreMemory > maxStoreMemory):
 		return fmt.Errorf("%w: store memory %d, want %d..%d (negative: unbounded)", ErrConfig, c.StoreMemory, MinStoreMemory, int64(maxStoreMemory))
 	case c.WriteTimeout < minWriteTimeout || c.WriteTimeout > maxWriteTimeout:
@@ -208,16 +219,17 @@ func (c Config) Validate() error {
 // when its tables are in memory (Dir empty) and bounded: its bound, half
 // as much again for what a compaction writes before it deletes the
 // tables it rewrote and for what may pass the bound (see storeLimit), and
-// half for the item index (within the items' half of the bound). ok is
-// false for a store on disk, whose tables are not in the heap, and for an
-// unbounded one. Pebble's memtables are allocated outside the Go heap;
-// the values TCP connections are reading (TCPMemory) are not counted.
+// half for the item index (within the items' half of the bound), and the
+// read cache (ReadCache). ok is false for a store on disk, whose tables
+// are not in the heap, and for an unbounded one. Pebble's memtables are
+// allocated outside the Go heap; the values TCP connections are reading
+// (TCPMemory) are not counted.
 func (c Config) HeapBound() (n int64, ok bool) {
 	c = c.withDefaults()
 	if c.Dir != "" || c.StoreMemory < 0 {
 		return 0, false
 	}
-	return 2 * c.StoreMemory, true
+	return 2*c.StoreMemory + max(c.ReadCache, 0), true
 }
 
 func (c Config) withDefaults() Config {
@@ -247,6 +259,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoreMemory == 0 {
 		c.StoreMemory = DefaultStoreMemory
+	}
+	if c.ReadCache == 0 {
+		c.ReadCache = DefaultReadCache
+		if c.StoreMemory > 0 {
+			c.ReadCache = c.StoreMemory / 8
+		}
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout

@@ -142,7 +142,7 @@ type store struct {
 func openStore(cfg Config) (*store, error) {
 	dir, limit := cfg.Dir, cfg.StoreMemory
 	s := &store{disk: dir != "", syncWrites: cfg.Sync, seed: maphash.MakeSeed(), lim: newStoreLimit(limit),
-		ix: newItemIndex(time.Now().Unix()), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions,
+		ix: newItemIndex(time.Now().Unix(), max(cfg.ReadCache, 0)), itemBudget: itemBudget(limit), evict: !cfg.DisableEvictions,
 		slots: make(chan struct{}, writeSlots(cfg.Workers)), writeTimeout: cfg.WriteTimeout,
 		watchStop: make(chan struct{}), watchDone: make(chan struct{}), meta: newWriter()}
 	s.health.ok.Store(true)
@@ -235,7 +235,7 @@ func (s *store) loadIndex() error {
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return cmp.Compare(a.meta.stored, b.meta.stored) })
 	for _, e := range entries {
-		s.ix.put(e.key, e.meta, e.meta.stored)
+		s.ix.put(e.key, e.meta, nil, e.meta.stored)
 	}
 	return nil
 }

@@ -169,15 +169,18 @@ func TestMemTableSize(t *testing.T) {
 }
 
 // TestHeapBound: the Go heap a store holds is bounded only in memory and
-// under a bound.
+// under a bound: twice the bound, and its read cache (an eighth of the
+// bound unless set).
 func TestHeapBound(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
 		want int64
 		ok   bool
 	}{
-		{Config{StoreMemory: MinStoreMemory}, 256 << 20, true},
-		{Config{}, DefaultStoreMemory * 2, true},
+		{Config{StoreMemory: MinStoreMemory}, 256<<20 + 16<<20, true},
+		{Config{}, DefaultStoreMemory*2 + DefaultStoreMemory/8, true},
+		{Config{StoreMemory: MinStoreMemory, ReadCache: -1}, 256 << 20, true},
+		{Config{StoreMemory: MinStoreMemory, ReadCache: 1 << 20}, 257 << 20, true},
 		{Config{StoreMemory: -1}, 0, false},
 		{Config{Dir: t.TempDir(), StoreMemory: MinStoreMemory}, 0, false},
 	} {

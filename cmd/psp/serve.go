@@ -208,6 +208,8 @@ func serveSettings() []serveSetting {
 			"app.memcached.tcp_memory", size(func(c *server.Config) *int { return &c.App.Memcached.TCPMemory })},
 		{&cli.GenericFlag{Name: "memcached-store-memory", Value: new(byteSize), Usage: "`BYTES` the store may hold (in memory, or on disk with --memcached-dir; at least 128 MiB): its items take at most half, past which the least recently used are evicted, as memcached evicts within -m; negative: unbounded", DefaultText: fmt.Sprint(server.DefaultMemcachedStoreMemory)},
 			"app.memcached.store_memory", size(func(c *server.Config) *int { return &c.App.Memcached.StoreMemory })},
+		{&cli.GenericFlag{Name: "memcached-read-cache", Value: new(byteSize), Usage: "`BYTES` of values kept in memory beside the store, on top of --memcached-store-memory, so that a get of one skips the store's lookup (0 or negative: none)", DefaultText: "an eighth of --memcached-store-memory"},
+			"app.memcached.read_cache", size(func(c *server.Config) *int { return &c.App.Memcached.ReadCache })},
 		{&cli.BoolFlag{Name: "memcached-disable-evictions", Usage: "answer a store past the items' half of --memcached-store-memory SERVER_ERROR out of memory storing object instead of evicting the least recently used items (memcached's -M)"},
 			"app.memcached.disable_evictions", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.DisableEvictions = c.Bool(n) }},
 		{&cli.BoolFlag{Name: "memcached-sync", Usage: "with --memcached-dir: sync each write to disk before answering it (one sync for the writes of all workers waiting at once), so an answered write survives a kill -9 and a power loss; without it the log is synced every 100 ms while writes come, and a kill -9 or a power loss loses the writes answered since"},
