@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/internal/resp"
 )
 
 // out is a worker's reply under construction, in RESP2. It fills a chunk
@@ -120,7 +121,7 @@ const bulkRoom = 1 + 20 + 4
 
 func (o *out) bulk(p []byte) {
 	if len(o.buf)+len(p)+bulkRoom <= o.room && !o.failed {
-		o.buf = appendBulk(o.buf, p)
+		o.buf = resp.AppendBulk(o.buf, p)
 		return
 	}
 	o.bulkHeader(len(p))
@@ -130,21 +131,12 @@ func (o *out) bulk(p []byte) {
 
 func (o *out) bulkString(s string) {
 	if len(o.buf)+len(s)+bulkRoom <= o.room && !o.failed {
-		o.buf = appendBulk(o.buf, s)
+		o.buf = resp.AppendBulk(o.buf, s)
 		return
 	}
 	o.bulkHeader(len(s))
 	o.writeString(s)
 	o.writeString("\r\n")
-}
-
-// appendBulk appends p as a bulk string to b, which has the room.
-func appendBulk[T string | []byte](b []byte, p T) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(p)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, p...)
-	return append(b, '\r', '\n')
 }
 
 // bulkInt writes v as a bulk string.
