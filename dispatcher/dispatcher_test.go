@@ -347,24 +347,7 @@ func TestStepNoAlloc(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkts := [][]byte{header(1, 1, 0), header(2, 2, 0), header(3, 0, 0), {9}}
-	one := make([]*nic.Buffer, 1)
-	iteration := func() {
-		for i := 0; i < 32; i++ {
-			dp.inject(pkts[i%len(pkts)], 1)
-		}
-		for k := 0; k < 16; k++ {
-			if _, err := d.step(0); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range d.workers {
-				if tk, ok := w.in.Pop(); ok {
-					one[0] = tk.buf
-					w.tx.Send(one)
-					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
-				}
-			}
-		}
-	}
+	iteration := handStepper(t, d, dp, pkts)
 	iteration() // warm up
 	if allocs := testing.AllocsPerRun(50, iteration); allocs != 0 {
 		t.Errorf("per-burst step allocates %.1f times, want 0", allocs)
@@ -387,5 +370,30 @@ func TestRunPinned(t *testing.T) {
 	waitFor(t, "replies", func() bool { return dp.replyCount() == 10 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// handStepper returns one iteration of driving d by hand: inject 32 of
+// pkts in turn, then 16 steps, after each of which the test plays the
+// workers (each sends the request it was handed back and reports it
+// done).
+func handStepper(t *testing.T, d *Dispatcher, dp *fakeDataplane, pkts [][]byte) func() {
+	one := make([]*nic.Buffer, 1)
+	return func() {
+		for i := 0; i < 32; i++ {
+			dp.inject(pkts[i%len(pkts)], 1)
+		}
+		for k := 0; k < 16; k++ {
+			if _, err := d.step(0); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range d.workers {
+				if tk, ok := w.in.Pop(); ok {
+					one[0] = tk.buf
+					w.tx.Send(one)
+					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
+				}
+			}
+		}
 	}
 }

@@ -30,7 +30,8 @@ func lowerTimerSlack() {
 // on it (sched_yield(2)), and returns at once when there is none: a
 // polling dispatcher then costs only a core that nothing else wants
 // (without it, polling took the client's tail far past parking's; see
-// RATIONALE.md).
+// RATIONALE.md). A raw call: it does not block, so the goroutine keeps
+// its P rather than handing it over for the call.
 func yieldCPU() {
-	_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 }

@@ -411,6 +411,23 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 	return pts, nil
 }
 
+// launch starts a server for policy on the plan's workers, logging to
+// server-POLICY[suffix].log in Out.
+func (s *Sweep) launch(ctx context.Context, policy, suffix string) (*RunningServer, error) {
+	spec := s.Server
+	spec.Policy = policy
+	spec.Workers = s.Plan.Workers
+	spec.LogPath = filepath.Join(s.Out, "server-"+policy+suffix+".log")
+	return s.Launcher.Launch(ctx, spec)
+}
+
+// stop stops srv (what names it) and reports a failure to Log.
+func (s *Sweep) stop(srv *RunningServer, policy, what string) {
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintf(s.Log, "%s: %s stop: %v\n", policy, what, err)
+	}
+}
+
 // runPolicy starts a server for policy (unless one is targeted),
 // calibrates its overhead (Calibrate), pre-warms it and measures each load
 // into res; with Simulate, it replays each point's schedule in the
@@ -418,19 +435,11 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) error {
 	target := s.Target
 	if target == nil {
-		spec := s.Server
-		spec.Policy = policy
-		spec.Workers = s.Plan.Workers
-		spec.LogPath = filepath.Join(s.Out, "server-"+policy+".log")
-		srv, err := s.Launcher.Launch(ctx, spec)
+		srv, err := s.launch(ctx, policy, "")
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				fmt.Fprintf(s.Log, "%s: server stop: %v\n", policy, err)
-			}
-		}()
+		defer s.stop(srv, policy, "server")
 		target = &srv.Target
 	}
 	var client *admin.Client
@@ -450,19 +459,11 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 	}
 	var twin *Target // the calibration's twin (CalibrateAlongside)
 	if replay && s.CalibrateAlongside && s.Target == nil {
-		spec := s.Server
-		spec.Policy = policy
-		spec.Workers = s.Plan.Workers
-		spec.LogPath = filepath.Join(s.Out, "server-"+policy+"-twin.log")
-		tw, err := s.Launcher.Launch(ctx, spec)
+		tw, err := s.launch(ctx, policy, "-twin")
 		if err != nil {
 			return fmt.Errorf("calibration twin: %w", err)
 		}
-		defer func() {
-			if err := tw.Stop(); err != nil {
-				fmt.Fprintf(s.Log, "%s: calibration twin stop: %v\n", policy, err)
-			}
-		}()
+		defer s.stop(tw, policy, "calibration twin")
 		twin = &tw.Target
 	}
 	if replay && s.Calibrate > 0 && twin == nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/wire"
 )
@@ -17,26 +18,13 @@ import (
 // clientTestEcho answers psp-header requests at once, on UDP loopback.
 func clientTestEcho(t *testing.T) string {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, peer, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			if n >= wire.HeaderLen {
-				_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
-			}
+	addr, _ := testenv.UDPServer(t, func(req []byte) []byte {
+		if len(req) < wire.HeaderLen {
+			return nil
 		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return conn.LocalAddr().String()
+		return req[:wire.HeaderLen]
+	})
+	return addr
 }
 
 func runApp(t *testing.T, args ...string) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,15 +18,42 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
-// freePort returns a free loopback TCP port (for the admin endpoint).
-func freePort(t *testing.T) int {
+// freeAddr returns a free loopback address (host:port) for network "tcp"
+// (an admin endpoint) or "udp" (a dataplane).
+func freeAddr(t *testing.T, network string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := func() (io.Closer, net.Addr, error) {
+		ln, err := net.Listen(network, "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		return ln, ln.Addr(), nil
+	}
+	if network == "udp" {
+		listen = func() (io.Closer, net.Addr, error) {
+			pc, err := net.ListenPacket(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, nil, err
+			}
+			return pc, pc.LocalAddr(), nil
+		}
+	}
+	c, addr, err := listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	c.Close()
+	return addr.String()
+}
+
+// exitWithPSP runs psp with args in a test binary re-executed as a child
+// process and exits: status 1 (the error on stderr) when psp fails, else 0.
+func exitWithPSP(args ...string) {
+	if err := newApp().Run(append([]string{"psp"}, args...)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 func runPSP(ctx context.Context, args ...string) (string, error) {
@@ -87,13 +115,8 @@ func TestServeStatusPush(t *testing.T) {
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte("tok\n"), 0o600)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := udpLn.LocalAddr().String()
-	udpLn.Close()
+	admin := freeAddr(t, "tcp")
+	listen := freeAddr(t, "udp")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, server.Config{Listen: listen, Workers: 2, Policy: "cfcfs", Classifier: wasm,

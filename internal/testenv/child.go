@@ -48,3 +48,24 @@ func Child(tb testing.TB, env ...string) *bufio.Reader {
 	})
 	return bufio.NewReader(stdout)
 }
+
+// Start starts cmd and returns a channel that receives the result of its
+// Wait once. When the test ends a process still running is killed and
+// reaped, so that no test leaves one behind.
+func Start(tb testing.TB, cmd *exec.Cmd) <-chan error {
+	tb.Helper()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	reaped := make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(reaped)
+	}()
+	tb.Cleanup(func() {
+		cmd.Process.Kill() // fails harmlessly once the process has exited
+		<-reaped
+	})
+	return exited
+}

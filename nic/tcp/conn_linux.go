@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -393,12 +392,12 @@ func (c *conn) send(pieces [][]byte) (int, error) {
 	}
 	msg := unix.Msghdr{Iov: &c.iov[0], Iovlen: uint64(len(c.iov))}
 	for {
-		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
+		r, e := sendmsgRaw(c.fd, &msg, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 		clear(c.iov)
 		switch e {
 		case 0:
-			c.wrote(int(r))
-			return int(r), nil
+			c.wrote(r)
+			return r, nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:

@@ -331,7 +331,7 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 			timeout = int((wait + time.Millisecond - 1) / time.Millisecond)
 		}
 	}
-	ne, err := unix.EpollWait(d.epfd, d.events, timeout)
+	ne, err := epollWait(d.epfd, d.events, timeout)
 	d.waiting.Store(false)
 	if err != nil && !errors.Is(err, unix.EINTR) {
 		return n, fmt.Errorf("tcp: epoll wait: %w", err)
@@ -622,7 +622,7 @@ func (d *Dataplane) read(c *conn, now int64) bool {
 	if c.skip > 0 {
 		// skip what can be read of the bytes to discard
 	}
-	got, err := unix.Read(c.fd, c.in[c.inEnd:])
+	got, err := readRaw(c.fd, c.in[c.inEnd:])
 	switch {
 	case got > 0:
 		c.inEnd += got
