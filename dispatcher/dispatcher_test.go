@@ -96,13 +96,7 @@ func checkAccounting(t *testing.T, s *Stats) {
 // waitFor polls cond for up to 10 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // runHeader runs a dispatcher of spec on dp with the header classifier, a
@@ -123,13 +117,7 @@ func run(t *testing.T, d *Dispatcher) (cancel func() error) {
 	go func() { errc <- d.Run(ctx) }()
 	return func() error {
 		stop()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("Run did not return after cancel")
-			return nil
-		}
+		return testenv.Await(t, errc, 20*time.Second, "Run to return after cancel")
 	}
 }
 
@@ -323,13 +311,8 @@ func TestRunStopsWhenDataplaneCloses(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(context.Background()) }()
 	dp.Close()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Run after Close: %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the dataplane closed")
+	if err := testenv.Await(t, errc, 10*time.Second, "Run to return after the dataplane closed"); err != nil {
+		t.Errorf("Run after Close: %v, want nil", err)
 	}
 	if err := d.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Errorf("second Run: %v, want ErrRunning", err)

@@ -18,6 +18,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -60,13 +61,7 @@ func start(t *testing.T, cfg Config) running {
 	go func() { errc <- srv.Run(ctx) }()
 	return running{srv: srv, stop: func() error {
 		cancel()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("Run did not return")
-			return nil
-		}
+		return testenv.Await(t, errc, 20*time.Second, "Run to return")
 	}}
 }
 

@@ -79,13 +79,9 @@ func TestServeSecondSignalQuits(t *testing.T) {
 	waitFor("started draining", func(st server.Status) bool { return st.Draining })
 	cmd.Process.Signal(os.Interrupt)
 
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
-			t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not exit after a second SIGINT")
+	err = testenv.Await(t, exited, 30*time.Second, "the server to exit after a second SIGINT")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
 )
@@ -200,13 +201,8 @@ func TestServeStatusPush(t *testing.T) {
 		t.Errorf("psp status shows no stage breakdown for the SHORT request:\n%s", out)
 	}
 	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop")
+	if err := testenv.Await(t, served, 15*time.Second, "serve to stop"); err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
 

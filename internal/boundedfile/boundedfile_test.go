@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/internal/boundedfile"
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 func TestRead(t *testing.T) {
@@ -47,13 +48,8 @@ func TestDevicesAndFIFOs(t *testing.T) {
 	for _, p := range []string{"/dev/zero", link, fifo} {
 		done := make(chan error, 1)
 		go func() { _, err := boundedfile.Read(p, 1<<20); done <- err }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, boundedfile.ErrNotRegular) {
-				t.Errorf("%s: %v, want ErrNotRegular", p, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: Read still waiting after 5s", p)
+		if err := testenv.Await(t, done, 5*time.Second, "Read of "+p); !errors.Is(err, boundedfile.ErrNotRegular) {
+			t.Errorf("%s: %v, want ErrNotRegular", p, err)
 		}
 	}
 }

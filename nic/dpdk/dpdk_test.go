@@ -364,13 +364,8 @@ func TestCloseUnblocksRecvAndFreesLateBuffers(t *testing.T) {
 	if err := r.Dataplane.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, nic.ErrClosed) {
-			t.Fatalf("recv after close: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Close did not unblock Recv")
+	if err := testenv.Await(t, errc, 3*time.Second, "Close to unblock Recv"); !errors.Is(err, nic.ErrClosed) {
+		t.Fatalf("recv after close: %v", err)
 	}
 	if r.poolFreed.Load() {
 		t.Fatal("pool freed while a buffer was still held")
