@@ -394,6 +394,9 @@ func (s *Sweep) conns() int {
 // and loads (over the runs' connections).
 func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 	base := sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed, Conns: s.conns()}
+	if base.Conns > 0 {
+		base.ConnPick = s.Plan.Spec.ConnPick // the live runs' choice
+	}
 	if s.Plan.phased() {
 		base.Phases, base.Duration = s.Plan.Phases.Scaled(float64(s.Simulate)/float64(s.Plan.Phases.Total())), 0
 	}
@@ -701,7 +704,7 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 		q := &sched.Requests[i]
 		a := sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)}
 		if conns > 0 {
-			a.Conn = i % conns
+			a.Conn = res.Conn(i)
 		}
 		trace = append(trace, a)
 	}
@@ -760,11 +763,11 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 			}
 			a := trace[k]
 			r := ConnRequest{SentNs: int64(float64(a.At) * d), DoneNs: -1, ServiceNs: int64(float64(a.ServiceNs) * d),
-				Prev: last[i%conns], Measured: latencies[k] >= 0 && a.Type == short}
+				Prev: last[res.Conn(i)], Measured: latencies[k] >= 0 && a.Type == short}
 			if done[k] >= 0 {
 				r.DoneNs = int64(float64(a.At+done[k]) * d)
 			}
-			rp.onConns[k], last[i%conns] = r, k
+			rp.onConns[k], last[res.Conn(i)] = r, k
 			k++
 		}
 	}

@@ -296,12 +296,12 @@ func scanWhole[T any](c *ctx, k kind, per int, each func(v T, match func(name []
 	}
 	n := 0
 	each(v, func(name []byte) bool {
-		if pat == nil || stringMatch(pat, name) {
+		if pat.match(name) {
 			n++
 		}
 		return false
 	})
 	c.o.writeString("*2\r\n$1\r\n0\r\n")
 	c.o.arrayLen(per * n)
-	each(v, func(name []byte) bool { return pat == nil || stringMatch(pat, name) })
+	each(v, func(name []byte) bool { return pat.match(name) })
 }

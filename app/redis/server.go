@@ -57,15 +57,14 @@ type Server struct {
 
 // worker is one worker's state.
 type worker struct {
-	c       ctx
-	req     request
-	o       out
-	ss      shardSet
-	scratch []byte
-	keys    [][]byte
-	lens    []int32
-	rng     *rand.Rand
-	stats   workerStats
+	c     ctx
+	req   request
+	o     out
+	ss    shardSet
+	keys  [][]byte
+	names []string // KEYS and SCAN: names collected (keyList)
+	rng   *rand.Rand
+	stats workerStats
 }
 
 // workerStats are a worker's counters (read by INFO from any worker).

@@ -69,7 +69,7 @@ type entry struct {
 // (their bytes plus the Go structures that carry them); used is the sum,
 // compared with maxmemory before commands that may grow the dataset.
 const (
-	entryOverhead = 160 // entry struct, map slot, order slot, key header
+	entryOverhead = 184 // entry struct, map slot, order slot (hash, name, entry), key header
 	elemOverhead  = 48  // one element of a collection (slice header, index slot)
 )
 
@@ -85,8 +85,8 @@ type store struct {
 type shard struct {
 	mu       sync.RWMutex
 	m        map[string]*entry
-	order    []*entry // by (hash, key)
-	volatile int      // entries with an expire
+	order    []slot // by (hash, key)
+	volatile int    // entries with an expire
 	_        [64]byte
 }
 
@@ -141,8 +141,9 @@ func (s *store) add(sh *shard, key []byte, h uint64, k kind) *entry {
 	e := &entry{key: string(key), hash: h, kind: k}
 	e.size = entryOverhead + int64(len(key))
 	sh.m[e.key] = e
-	i, _ := slices.BinarySearchFunc(sh.order, e, compareEntries)
-	sh.order = slices.Insert(sh.order, i, e)
+	o := slot{hash: h, key: e.key, e: e}
+	i, _ := slices.BinarySearchFunc(sh.order, o, compareSlots)
+	sh.order = slices.Insert(sh.order, i, o)
 	s.used.Add(e.size)
 	s.keys.Add(1)
 	s.keyBytes.Add(int64(len(e.key)))
@@ -152,7 +153,7 @@ func (s *store) add(sh *shard, key []byte, h uint64, k kind) *entry {
 // remove deletes e from sh (held for writing).
 func (s *store) remove(sh *shard, e *entry) {
 	delete(sh.m, e.key)
-	if i, found := slices.BinarySearchFunc(sh.order, e, compareEntries); found {
+	if i, found := slices.BinarySearchFunc(sh.order, slot{hash: e.hash, key: e.key}, compareSlots); found {
 		sh.order = slices.Delete(sh.order, i, i+1)
 	}
 	if e.expire != 0 {
@@ -180,7 +181,16 @@ func (sh *shard) setExpire(e *entry, at int64) {
 	e.expire = at
 }
 
-func compareEntries(a, b *entry) int {
+// slot is an entry's place in its shard's walk order, with what a walk
+// reads of every entry (hash, name) at hand: a walk of a shard without
+// expiring keys does not load the entries themselves.
+type slot struct {
+	hash uint64
+	key  string
+	e    *entry
+}
+
+func compareSlots(a, b slot) int {
 	switch {
 	case a.hash < b.hash:
 		return -1
@@ -246,9 +256,9 @@ func (s *store) unlockAll() {
 func (s *store) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		for _, e := range sh.order {
-			s.used.Add(-e.size)
-			s.keyBytes.Add(-int64(len(e.key)))
+		for _, o := range sh.order {
+			s.used.Add(-o.e.size)
+			s.keyBytes.Add(-int64(len(o.key)))
 		}
 		s.keys.Add(-int64(len(sh.order)))
 		sh.m = make(map[string]*entry)
@@ -283,7 +293,7 @@ func (s *store) expireSome(from, n int, now int64) int {
 		}
 		sh.mu.Lock()
 		for j := 0; j < len(sh.order); {
-			if e := sh.order[j]; !e.live(now) {
+			if e := sh.order[j].e; !e.live(now) {
 				s.remove(sh, e)
 				deleted++
 				continue
