@@ -9,6 +9,7 @@ import (
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
 	"github.com/persephone-go/psp/internal/connpick"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -17,34 +18,19 @@ import (
 // answered in order.
 func startTCPEcho(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return testenv.TCPServer(t, func(c net.Conn) {
+		var h [wire.HeaderLen]byte
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(c, h[:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var h [wire.HeaderLen]byte
-				for {
-					if _, err := io.ReadFull(c, h[:]); err != nil {
-						return
-					}
-					hd, _ := wire.Decode(h[:])
-					time.Sleep(time.Duration(hd.ServiceNs))
-					if _, err := c.Write(h[:]); err != nil {
-						return
-					}
-				}
-			}()
+			hd, _ := wire.Decode(h[:])
+			time.Sleep(time.Duration(hd.ServiceNs))
+			if _, err := c.Write(h[:]); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestRunOverTCP: the psp format over several connections, pipelined when

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,16 +53,28 @@ type running struct {
 
 func start(t *testing.T, cfg Config) running {
 	t.Helper()
-	srv, err := New(context.Background(), cfg, Options{})
+	return startWith(t, cfg, Options{})
+}
+
+// startWith runs a server of cfg and opts; stop, which may be called
+// again, cancels it and returns what Run returned.
+func startWith(t testing.TB, cfg Config, opts Options) running {
+	t.Helper()
+	srv, err := New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
+	var once sync.Once
+	var runErr error
 	return running{srv: srv, stop: func() error {
-		cancel()
-		return testenv.Await(t, errc, 20*time.Second, "Run to return")
+		once.Do(func() {
+			cancel()
+			runErr = testenv.Await(t, errc, 20*time.Second, "Run to return")
+		})
+		return runErr
 	}}
 }
 

@@ -53,3 +53,29 @@ func Reflect(conn net.Conn) {
 		conn.Write(buf[:n])
 	}
 }
+
+// TCPServer listens on loopback and serves each connection it accepts
+// with serve, in a goroutine of its own, closing the connection when
+// serve returns; the listener closes when the test ends. It returns the
+// listening address.
+func TCPServer(tb testing.TB, serve func(net.Conn)) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
