@@ -12,7 +12,7 @@ import (
 func (c *ctx) readEntry(key []byte) (*shard, *entry) {
 	sh, _ := c.s.db.shardOf(key)
 	sh.mu.RLock()
-	e := sh.lookup(key, c.now)
+	e := sh.lookup(key, &c.clk)
 	if e == nil {
 		c.w.stats.misses.Add(1)
 	} else {
@@ -26,7 +26,7 @@ func (c *ctx) readEntry(key []byte) (*shard, *entry) {
 func (c *ctx) writeEntry(key []byte) (*shard, uint64, *entry) {
 	sh, h := c.s.db.shardOf(key)
 	sh.mu.Lock()
-	return sh, h, c.s.db.lookupWrite(sh, key, c.now)
+	return sh, h, c.s.db.lookupWrite(sh, key, &c.clk)
 }
 
 // readKind read-locks key's shard and returns the shard and the key's
@@ -139,7 +139,7 @@ func cmdDel(c *ctx) {
 	n := 0
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		if e := c.s.db.lookupWrite(sh, k, c.now); e != nil {
+		if e := c.s.db.lookupWrite(sh, k, &c.clk); e != nil {
 			c.s.db.remove(sh, e)
 			n++
 		}
@@ -155,7 +155,7 @@ func cmdExists(c *ctx) {
 	n := 0
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		if sh.lookup(k, c.now) != nil {
+		if sh.lookup(k, &c.clk) != nil {
 			n++
 		}
 	}
@@ -214,7 +214,7 @@ func cmdExpire(c *ctx) {
 	}
 	var base int64
 	if name == "expire" || name == "pexpire" {
-		base = c.now
+		base = c.now()
 	}
 	if when > math.MaxInt64-base {
 		c.o.err("invalid expire time in '" + name + "' command")
@@ -235,7 +235,7 @@ func cmdExpire(c *ctx) {
 		c.o.writeString(czero)
 		return
 	}
-	if when <= c.now {
+	if when <= c.now() {
 		c.s.db.remove(sh, e)
 	} else {
 		sh.setExpire(e, when)
@@ -253,7 +253,7 @@ func cmdTTL(c *ctx) {
 	case e.expire == 0:
 		c.o.integer(-1)
 	default:
-		ttl := max(e.expire-c.now, 0)
+		ttl := max(e.expire-c.now(), 0)
 		if c.cmd.name == "ttl" {
 			ttl = (ttl + 500) / 1000
 		}
@@ -281,7 +281,7 @@ func cmdRename(c *ctx) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	ssh, _ := c.shardFor(src)
-	e := c.s.db.lookupWrite(ssh, src, c.now)
+	e := c.s.db.lookupWrite(ssh, src, &c.clk)
 	if e == nil {
 		c.o.writeString(errNoKey)
 		return
@@ -295,7 +295,7 @@ func cmdRename(c *ctx) {
 		return
 	}
 	dsh, dh := c.shardFor(dst)
-	if old := c.s.db.lookupWrite(dsh, dst, c.now); old != nil {
+	if old := c.s.db.lookupWrite(dsh, dst, &c.clk); old != nil {
 		if nx {
 			c.o.writeString(czero)
 			return
@@ -342,7 +342,7 @@ func cmdKeys(c *ctx) {
 			}
 		default:
 			for _, o := range sh.order {
-				if o.e.live(c.now) && pat.match(stringBytes(o.key)) {
+				if o.e.live(&c.clk) && pat.match(stringBytes(o.key)) {
 					keys.add(o.key)
 				}
 			}
@@ -422,7 +422,7 @@ func cmdScan(c *ctx) {
 			for ; i < len(sh.order) && sh.order[i].hash == h; i++ {
 				o := &sh.order[i]
 				visited++
-				if (sh.volatile == 0 || o.e.live(c.now)) && pat.match(stringBytes(o.key)) &&
+				if (sh.volatile == 0 || o.e.live(&c.clk)) && pat.match(stringBytes(o.key)) &&
 					(typ == nil || equalFold(typ, o.e.kind.typeName())) {
 					keys.add(o.key)
 				}
@@ -523,7 +523,7 @@ func cmdRandomkey(c *ctx) {
 		if n := len(sh.order); n > 0 {
 			for k := 0; k < 4; k++ {
 				e := sh.order[c.w.rng.IntN(n)].e
-				if e.live(c.now) {
+				if e.live(&c.clk) {
 					c.o.bulkString(e.key)
 					sh.mu.RUnlock()
 					return

@@ -111,7 +111,7 @@ func (c *ctx) expireAt(i, flags int) (int64, bool) {
 		ms *= 1000
 	}
 	if flags&(setEX|setPX) != 0 {
-		ms += c.now
+		ms += c.now()
 	}
 	if ms <= 0 {
 		c.o.err("invalid expire time in '" + c.cmd.name + "' command")
@@ -210,7 +210,7 @@ func cmdGetex(c *ctx) {
 	}
 	c.o.bulk(e.str)
 	switch {
-	case flags&(setEXAT|setPXAT) != 0 && when <= c.now:
+	case flags&(setEXAT|setPXAT) != 0 && when <= c.now():
 		c.s.db.remove(sh, e)
 	case expArg > 0:
 		sh.setExpire(e, when)
@@ -228,7 +228,7 @@ func cmdMget(c *ctx) {
 	c.o.arrayLen(len(keys))
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		e := sh.lookup(k, c.now)
+		e := sh.lookup(k, &c.clk)
 		if e == nil || e.kind != kindString {
 			c.w.stats.misses.Add(1)
 			c.o.null()
@@ -257,7 +257,7 @@ func cmdMset(c *ctx) {
 	if nx {
 		for _, k := range keys {
 			sh, _ := c.shardFor(k)
-			if c.s.db.lookupWrite(sh, k, c.now) != nil {
+			if c.s.db.lookupWrite(sh, k, &c.clk) != nil {
 				c.o.writeString(czero)
 				return
 			}
@@ -266,7 +266,7 @@ func cmdMset(c *ctx) {
 	for i := 1; i < len(c.argv); i += 2 {
 		k := c.argv[i]
 		sh, h := c.shardFor(k)
-		c.setString(sh, h, c.s.db.lookupWrite(sh, k, c.now), k, c.argv[i+1], false)
+		c.setString(sh, h, c.s.db.lookupWrite(sh, k, &c.clk), k, c.argv[i+1], false)
 	}
 	if nx {
 		c.o.writeString(cone)

@@ -108,14 +108,15 @@ func (s *store) shardOf(key []byte) (*shard, uint64) {
 	return &s.shards[shardIndex(h)], h
 }
 
-// live reports whether e has not expired at now (unix ms).
-func (e *entry) live(now int64) bool { return e.expire == 0 || e.expire > now }
+// live reports whether e has not expired at clk's time (read only when e
+// has an expiry).
+func (e *entry) live(clk *cmdClock) bool { return e.expire == 0 || e.expire > clk.now() }
 
 // lookup returns key's entry if it exists and has not expired; the caller
 // holds sh (read or write).
-func (sh *shard) lookup(key []byte, now int64) *entry {
+func (sh *shard) lookup(key []byte, clk *cmdClock) *entry {
 	e := sh.m[string(key)]
-	if e == nil || !e.live(now) {
+	if e == nil || !e.live(clk) {
 		return nil
 	}
 	return e
@@ -123,12 +124,12 @@ func (sh *shard) lookup(key []byte, now int64) *entry {
 
 // lookupWrite is lookup for a caller holding sh for writing: an expired
 // entry is deleted.
-func (s *store) lookupWrite(sh *shard, key []byte, now int64) *entry {
+func (s *store) lookupWrite(sh *shard, key []byte, clk *cmdClock) *entry {
 	e := sh.m[string(key)]
 	if e == nil {
 		return nil
 	}
-	if !e.live(now) {
+	if !e.live(clk) {
 		s.remove(sh, e)
 		return nil
 	}
@@ -281,7 +282,7 @@ func (s *store) volatileKeys() int64 {
 
 // expireSome deletes the expired keys of shards [from, from+n) and
 // returns how many it deleted.
-func (s *store) expireSome(from, n int, now int64) int {
+func (s *store) expireSome(from, n int, clk *cmdClock) int {
 	deleted := 0
 	for i := from; i < from+n && i < numShards; i++ {
 		sh := &s.shards[i]
@@ -293,7 +294,7 @@ func (s *store) expireSome(from, n int, now int64) int {
 		}
 		sh.mu.Lock()
 		for j := 0; j < len(sh.order); {
-			if e := sh.order[j].e; !e.live(now) {
+			if e := sh.order[j].e; !e.live(clk) {
 				s.remove(sh, e)
 				deleted++
 				continue
