@@ -14,6 +14,15 @@ func dispatchAll(t *testing.T, p Policy, now int64) []Assignment {
 	return out[:n]
 }
 
+// expectDispatch runs one Dispatch at now and fails the test unless it
+// makes exactly the assignments want.
+func expectDispatch(t *testing.T, p Policy, now int64, want []Assignment) {
+	t.Helper()
+	if got := dispatchAll(t, p, now); !slices.Equal(got, want) {
+		t.Fatalf("dispatch = %v, want %v", got, want)
+	}
+}
+
 func req(h uint64, t Type) Request { return Request{Handle: h, Type: t} }
 
 func TestNewNames(t *testing.T) {
@@ -44,22 +53,14 @@ func TestCFCFSFIFO(t *testing.T) {
 			t.Fatalf("enqueue %d refused", i)
 		}
 	}
-	got := dispatchAll(t, p, 100)
-	want := []Assignment{
+	expectDispatch(t, p, 100, []Assignment{
 		{Worker: 0, Request: req(0, 2), Enqueued: 0},
 		{Worker: 1, Request: req(1, 1), Enqueued: 10},
 		{Worker: 2, Request: req(2, 0), Enqueued: 20},
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	})
 	// Worker 1 frees up: it takes the next in arrival order.
 	p.Complete(1, 1, 50, 150)
-	got = dispatchAll(t, p, 150)
-	want = []Assignment{{Worker: 1, Request: req(3, 2), Enqueued: 30}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	expectDispatch(t, p, 150, []Assignment{{Worker: 1, Request: req(3, 2), Enqueued: 30}})
 	if n := len(dispatchAll(t, p, 160)); n != 0 {
 		t.Fatalf("dispatch with no idle worker returned %d assignments", n)
 	}
@@ -114,15 +115,11 @@ func TestDFCFSRoundRobin(t *testing.T) {
 		}
 	}
 	// Worker 1 busy with request 1; worker 0's queue holds request 0 only.
-	got := dispatchAll(t, p, 10)
-	want := []Assignment{
+	expectDispatch(t, p, 10, []Assignment{
 		{Worker: 0, Request: req(0, 1), Enqueued: 0},
 		{Worker: 1, Request: req(1, 1), Enqueued: 1},
 		{Worker: 2, Request: req(2, 1), Enqueued: 2},
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	})
 	// Requests 4 and 5 go to workers 1 and 2 (the round robin continues); only
 	// worker 0 is idle, so nothing is dispatched: no stealing.
 	p.Enqueue(req(4, 1), 20)
@@ -132,11 +129,7 @@ func TestDFCFSRoundRobin(t *testing.T) {
 		t.Fatalf("d-FCFS stole work: %v", got)
 	}
 	p.Complete(2, 1, 5, 30)
-	got = dispatchAll(t, p, 30)
-	want = []Assignment{{Worker: 2, Request: req(5, 1), Enqueued: 20}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	expectDispatch(t, p, 30, []Assignment{{Worker: 2, Request: req(5, 1), Enqueued: 20}})
 	var s Snapshot
 	p.Snapshot(&s)
 	if s.Types[1].Dropped != 1 || s.Types[1].Queued != 1 || s.IdleWorkers != 1 {
@@ -157,17 +150,9 @@ func TestFPOrder(t *testing.T) {
 	p.Enqueue(req(2, 3), 0)
 	p.Enqueue(req(3, 2), 0)
 	p.Enqueue(req(4, 2), 0)
-	got := dispatchAll(t, p, 0)
-	want := []Assignment{{Worker: 0, Request: req(3, 2)}, {Worker: 1, Request: req(4, 2)}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	expectDispatch(t, p, 0, []Assignment{{Worker: 0, Request: req(3, 2)}, {Worker: 1, Request: req(4, 2)}})
 	p.Complete(1, 2, 100, 1)
-	got = dispatchAll(t, p, 1)
-	want = []Assignment{{Worker: 1, Request: req(2, 3)}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	expectDispatch(t, p, 1, []Assignment{{Worker: 1, Request: req(2, 3)}})
 	// Profiling reverses types 1 and 3: after MinSamples completions, type 1
 	// (now 50 ns) goes before Unknown and type 3.
 	p.Complete(0, 1, 50, 2)
@@ -178,9 +163,5 @@ func TestFPOrder(t *testing.T) {
 	}
 	p.Enqueue(req(5, 3), 3)
 	p.Enqueue(req(6, 1), 3)
-	got = dispatchAll(t, p, 3)
-	want = []Assignment{{Worker: 0, Request: req(1, 1)}, {Worker: 1, Request: req(6, 1), Enqueued: 3}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("dispatch = %v, want %v", got, want)
-	}
+	expectDispatch(t, p, 3, []Assignment{{Worker: 0, Request: req(1, 1)}, {Worker: 1, Request: req(6, 1), Enqueued: 3}})
 }

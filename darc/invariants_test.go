@@ -174,27 +174,8 @@ func runInvariants(t *testing.T, name string, cfg Config) {
 	}
 	// Drain: with every worker completing, everything queued leaves
 	// (Unknown included, through the spillway).
-	for range 100000 {
-		for w := range busy {
-			if busy[w] {
-				busy[w] = false
-				p.Complete(w, running[w].Type, 1000, now)
-			}
-		}
-		n := p.Dispatch(now, out)
-		for _, a := range out[:n] {
-			if a.Worker == Expired {
-				expired++
-				continue
-			}
-			busy[a.Worker] = true
-			running[a.Worker] = a.Request
-			dispatched++
-		}
-		if n == 0 {
-			break
-		}
-	}
+	d, e, _ := drainAll(p, now, busy, running, out)
+	dispatched, expired = dispatched+d, expired+e
 	if dispatched+expired != accepted {
 		t.Fatalf("%s: %d accepted, %d dispatched + %d expired after draining", name, accepted, dispatched, expired)
 	}
@@ -204,4 +185,34 @@ func runInvariants(t *testing.T, name string, cfg Config) {
 			t.Fatalf("%s: type %d holds %d (queued %d) after draining", name, ts.Type, ts.Held, ts.Queued)
 		}
 	}
+}
+
+// drainAll completes the request of every busy worker and dispatches until
+// nothing more leaves, counting what leaves by where it goes.
+func drainAll(p Policy, now int64, busy []bool, running []Request, out []Assignment) (dispatched, expired, removed uint64) {
+	for range 100000 {
+		for w := range busy {
+			if busy[w] {
+				busy[w] = false
+				p.Complete(w, running[w].Type, 1000, now)
+			}
+		}
+		n := p.Dispatch(now, out)
+		for _, a := range out[:n] {
+			switch a.Worker {
+			case Expired:
+				expired++
+			case Removed:
+				removed++
+			default:
+				busy[a.Worker] = true
+				running[a.Worker] = a.Request
+				dispatched++
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return dispatched, expired, removed
 }

@@ -476,30 +476,8 @@ func runTenantInvariants(t *testing.T, name string, cfg Config, seed uint64) {
 			name, dispatched, expired, lent, removed, added, s.Reservations)
 	}
 	// Drain.
-	for range 100000 {
-		for w := range busy {
-			if busy[w] {
-				busy[w] = false
-				p.Complete(w, running[w].Type, 1000, now)
-			}
-		}
-		n := p.Dispatch(now, out)
-		for _, a := range out[:n] {
-			switch a.Worker {
-			case Expired:
-				expired++
-			case Removed:
-				removed++
-			default:
-				busy[a.Worker] = true
-				running[a.Worker] = a.Request
-				dispatched++
-			}
-		}
-		if n == 0 {
-			break
-		}
-	}
+	d, e, r := drainAll(p, now, busy, running, out)
+	dispatched, expired, removed = dispatched+d, expired+e, removed+r
 	if dispatched+expired+removed != accepted {
 		t.Fatalf("%s: %d accepted, %d dispatched + %d expired + %d removed after draining", name, accepted, dispatched, expired, removed)
 	}

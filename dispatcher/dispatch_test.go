@@ -124,25 +124,8 @@ func TestInPlaceStepNoAlloc(t *testing.T) {
 		w.parked.Store(true) // no worker goroutine runs: every worker is parked
 	}
 	pkts := [][]byte{header(1, 1, 0), header(2, 2, 0), header(3, 0, 0)}
-	one := make([]*nic.Buffer, 1)
-	iteration := func() {
-		for i := 0; i < 32; i++ {
-			dp.inject(pkts[i%len(pkts)], 1)
-		}
-		for k := 0; k < 16; k++ {
-			if _, err := d.step(0); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range d.workers { // the hand-offs of unprofiled types
-				if tk, ok := w.in.Pop(); ok {
-					one[0] = tk.buf
-					w.tx.Send(one)
-					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
-				}
-			}
-		}
-	}
-	iteration() // warm up: profiles the types
+	iteration := handStepper(t, d, dp, pkts) // the workers take the hand-offs of unprofiled types
+	iteration()                              // warm up: profiles the types
 	if allocs := testing.AllocsPerRun(50, iteration); allocs != 0 {
 		t.Errorf("per-burst step serving in place allocates %.1f times, want 0", allocs)
 	}

@@ -96,13 +96,7 @@ func checkAccounting(t *testing.T, s *Stats) {
 // waitFor polls cond for up to 10 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // runHeader runs a dispatcher of spec on dp with the header classifier, a
@@ -123,13 +117,7 @@ func run(t *testing.T, d *Dispatcher) (cancel func() error) {
 	go func() { errc <- d.Run(ctx) }()
 	return func() error {
 		stop()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("Run did not return after cancel")
-			return nil
-		}
+		return testenv.Await(t, errc, 20*time.Second, "Run to return after cancel")
 	}
 }
 
@@ -323,13 +311,8 @@ func TestRunStopsWhenDataplaneCloses(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(context.Background()) }()
 	dp.Close()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Run after Close: %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the dataplane closed")
+	if err := testenv.Await(t, errc, 10*time.Second, "Run to return after the dataplane closed"); err != nil {
+		t.Errorf("Run after Close: %v, want nil", err)
 	}
 	if err := d.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Errorf("second Run: %v, want ErrRunning", err)
@@ -347,24 +330,7 @@ func TestStepNoAlloc(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkts := [][]byte{header(1, 1, 0), header(2, 2, 0), header(3, 0, 0), {9}}
-	one := make([]*nic.Buffer, 1)
-	iteration := func() {
-		for i := 0; i < 32; i++ {
-			dp.inject(pkts[i%len(pkts)], 1)
-		}
-		for k := 0; k < 16; k++ {
-			if _, err := d.step(0); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range d.workers {
-				if tk, ok := w.in.Pop(); ok {
-					one[0] = tk.buf
-					w.tx.Send(one)
-					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
-				}
-			}
-		}
-	}
+	iteration := handStepper(t, d, dp, pkts)
 	iteration() // warm up
 	if allocs := testing.AllocsPerRun(50, iteration); allocs != 0 {
 		t.Errorf("per-burst step allocates %.1f times, want 0", allocs)
@@ -387,5 +353,30 @@ func TestRunPinned(t *testing.T) {
 	waitFor(t, "replies", func() bool { return dp.replyCount() == 10 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// handStepper returns one iteration of driving d by hand: inject 32 of
+// pkts in turn, then 16 steps, after each of which the test plays the
+// workers (each sends the request it was handed back and reports it
+// done).
+func handStepper(t *testing.T, d *Dispatcher, dp *fakeDataplane, pkts [][]byte) func() {
+	one := make([]*nic.Buffer, 1)
+	return func() {
+		for i := 0; i < 32; i++ {
+			dp.inject(pkts[i%len(pkts)], 1)
+		}
+		for k := 0; k < 16; k++ {
+			if _, err := d.step(0); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range d.workers {
+				if tk, ok := w.in.Pop(); ok {
+					one[0] = tk.buf
+					w.tx.Send(one)
+					w.out.Push(completion{typ: tk.typ, start: 1, end: 2})
+				}
+			}
+		}
 	}
 }

@@ -394,6 +394,9 @@ func (s *Sweep) conns() int {
 // and loads (over the runs' connections).
 func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 	base := sim.Config{Workload: s.Plan.Workload, Workers: s.Plan.Workers, Duration: s.Simulate, Seed: s.Plan.Seed, Conns: s.conns()}
+	if base.Conns > 0 {
+		base.ConnPick = s.Plan.Spec.ConnPick // the live runs' choice
+	}
 	if s.Plan.phased() {
 		base.Phases, base.Duration = s.Plan.Phases.Scaled(float64(s.Simulate)/float64(s.Plan.Phases.Total())), 0
 	}
@@ -408,6 +411,23 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 	return pts, nil
 }
 
+// launch starts a server for policy on the plan's workers, logging to
+// server-POLICY[suffix].log in Out.
+func (s *Sweep) launch(ctx context.Context, policy, suffix string) (*RunningServer, error) {
+	spec := s.Server
+	spec.Policy = policy
+	spec.Workers = s.Plan.Workers
+	spec.LogPath = filepath.Join(s.Out, "server-"+policy+suffix+".log")
+	return s.Launcher.Launch(ctx, spec)
+}
+
+// stop stops srv (what names it) and reports a failure to Log.
+func (s *Sweep) stop(srv *RunningServer, policy, what string) {
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintf(s.Log, "%s: %s stop: %v\n", policy, what, err)
+	}
+}
+
 // runPolicy starts a server for policy (unless one is targeted),
 // calibrates its overhead (Calibrate), pre-warms it and measures each load
 // into res; with Simulate, it replays each point's schedule in the
@@ -415,19 +435,11 @@ func (s *Sweep) simulate(ctx context.Context) ([]report.Point, error) {
 func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) error {
 	target := s.Target
 	if target == nil {
-		spec := s.Server
-		spec.Policy = policy
-		spec.Workers = s.Plan.Workers
-		spec.LogPath = filepath.Join(s.Out, "server-"+policy+".log")
-		srv, err := s.Launcher.Launch(ctx, spec)
+		srv, err := s.launch(ctx, policy, "")
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				fmt.Fprintf(s.Log, "%s: server stop: %v\n", policy, err)
-			}
-		}()
+		defer s.stop(srv, policy, "server")
 		target = &srv.Target
 	}
 	var client *admin.Client
@@ -447,19 +459,11 @@ func (s *Sweep) runPolicy(ctx context.Context, policy string, res *SweepResult) 
 	}
 	var twin *Target // the calibration's twin (CalibrateAlongside)
 	if replay && s.CalibrateAlongside && s.Target == nil {
-		spec := s.Server
-		spec.Policy = policy
-		spec.Workers = s.Plan.Workers
-		spec.LogPath = filepath.Join(s.Out, "server-"+policy+"-twin.log")
-		tw, err := s.Launcher.Launch(ctx, spec)
+		tw, err := s.launch(ctx, policy, "-twin")
 		if err != nil {
 			return fmt.Errorf("calibration twin: %w", err)
 		}
-		defer func() {
-			if err := tw.Stop(); err != nil {
-				fmt.Fprintf(s.Log, "%s: calibration twin stop: %v\n", policy, err)
-			}
-		}()
+		defer s.stop(tw, policy, "calibration twin")
 		twin = &tw.Target
 	}
 	if replay && s.Calibrate > 0 && twin == nil {
@@ -700,7 +704,7 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 		q := &sched.Requests[i]
 		a := sim.Arrival{At: int64(float64(at) / d), Type: int(q.Type), ServiceNs: int64(q.ServiceNs)}
 		if conns > 0 {
-			a.Conn = i % conns
+			a.Conn = res.Conn(i)
 		}
 		trace = append(trace, a)
 	}
@@ -759,11 +763,11 @@ func (s *Sweep) replay(ctx context.Context, plan *Plan, res *loadgen.Result, pol
 			}
 			a := trace[k]
 			r := ConnRequest{SentNs: int64(float64(a.At) * d), DoneNs: -1, ServiceNs: int64(float64(a.ServiceNs) * d),
-				Prev: last[i%conns], Measured: latencies[k] >= 0 && a.Type == short}
+				Prev: last[res.Conn(i)], Measured: latencies[k] >= 0 && a.Type == short}
 			if done[k] >= 0 {
 				r.DoneNs = int64(float64(a.At+done[k]) * d)
 			}
-			rp.onConns[k], last[i%conns] = r, k
+			rp.onConns[k], last[res.Conn(i)] = r, k
 			k++
 		}
 	}

@@ -174,6 +174,12 @@ func TestReplayOverTCPKeepsTheConnections(t *testing.T) {
 	if ordered.conns != 10 || alone.conns != 0 || len(ordered.times) != len(alone.times) || len(alone.times) == 0 {
 		t.Fatalf("replays on %d and %d connections with %d and %d SHORT requests", ordered.conns, alone.conns, len(ordered.times), len(alone.times))
 	}
+	for k, r := range ordered.onConns {
+		// Every request was sent: k is its id.
+		if r.Prev >= 0 && res.Conn(r.Prev) != res.Conn(k) {
+			t.Fatalf("request %d, sent on connection %d, replayed after request %d of connection %d", k, res.Conn(k), r.Prev, res.Conn(r.Prev))
+		}
+	}
 	later := 0
 	for i := range ordered.times {
 		o, a := ordered.times[i].LatencyNs, alone.times[i].LatencyNs
@@ -184,8 +190,10 @@ func TestReplayOverTCPKeepsTheConnections(t *testing.T) {
 			later++
 		}
 	}
-	// 10 connections at 222 requests/s: a connection's next request
-	// comes 45 ms after its last, within a LONG request's 100 ms.
+	// 10 connections at 222 requests/s, none answered, so each request
+	// goes on the connection with the fewest in flight: a connection's
+	// next request comes 45 ms after its last, within a LONG request's
+	// 100 ms.
 	if later < len(ordered.times)/10 {
 		t.Errorf("%d of %d SHORT requests held up by their connection, want many", later, len(ordered.times))
 	}

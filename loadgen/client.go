@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/wire"
 	"golang.org/x/net/ipv4"
@@ -61,8 +62,14 @@ type Spec struct {
 	// 127.0.0.1:6789), tcp://host:port over TCP (Conns connections).
 	Server string
 	// Conns is the number of TCP connections a run over TCP opens
-	// (default DefaultConns); request i goes on connection i mod Conns.
+	// (default DefaultConns); ConnPick chooses each request's.
 	Conns int
+	// ConnPick is how a run over TCP chooses a request's connection
+	// (default connpick.Pool): an idle one, else the one with the fewest
+	// requests in flight, as client libraries' connection pools do; or
+	// connpick.RoundRobin, request i on connection i mod Conns, pipelined
+	// behind whatever is in flight there.
+	ConnPick connpick.Policy
 	// Dilation is the server's time dilation factor (emulate application):
 	// slowdowns are computed against service time × Dilation. Zero means 1.
 	Dilation float64
@@ -218,6 +225,9 @@ func (s Spec) validate(sched *Schedule) error {
 	case s.Conns < 0 || s.Conns > MaxConns:
 		return fmt.Errorf("connections %d: %w (want 1..%d)", s.Conns, ErrBadSpec, MaxConns)
 	}
+	if _, err := connpick.Parse(string(s.ConnPick)); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
 	if _, ok := tcpAddr(s.Server); ok {
 		if _, err := streamFormatOf(s.Format); err != nil {
 			return err
@@ -282,6 +292,7 @@ type run struct {
 	recv     []int64 // recv[id]: reply time (ns since start), 0 = none yet
 	sentAt   []int64 // sentAt[id]: actual send time (ns since start)
 	sentOK   []bool  // sentOK[id]: the datagram left without error
+	connOf   []int32 // over TCP, connOf[id]: the connection request id went on
 	shed     []bool  // shed[id]: the reply said the server shed the request
 	lag      lagRecorder
 	sent     atomic.Int64 // requests handed to the socket (or failed)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wire"
 	"github.com/persephone-go/psp/workload"
 	"golang.org/x/net/ipv4"
@@ -22,40 +23,6 @@ type echoServer struct {
 	dilation  float64
 	dropEvery int
 	wg        sync.WaitGroup
-}
-
-// fakeUDPServer answers each datagram on loopback with answer(request)
-// (nothing when it returns nil) until stop, which waits for it to end:
-// read what answer counts after stop.
-func fakeUDPServer(t *testing.T, answer func(req []byte) []byte) (addr string, stop func()) {
-	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 65536)
-		for {
-			n, peer, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			if reply := answer(buf[:n]); reply != nil {
-				_, _ = conn.WriteToUDP(reply, peer)
-			}
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			conn.Close()
-			<-done
-		})
-	}
-	t.Cleanup(stop)
-	return conn.LocalAddr().String(), stop
 }
 
 func startEcho(t *testing.T, dilation float64, dropEvery int) *echoServer {
@@ -494,7 +461,7 @@ func TestKVFormat(t *testing.T) {
 	// (status 0) and counts GET keys.
 	keys := map[string]int{}
 	bad := 0
-	addr, stop := fakeUDPServer(t, func(req []byte) []byte {
+	addr, stop := testenv.UDPServer(t, func(req []byte) []byte {
 		h, _ := wire.Decode(req)
 		key := string(req[wire.HeaderLen:])
 		switch {
@@ -544,7 +511,7 @@ func TestKVOverloadedReplies(t *testing.T) {
 	}
 	sched, _ := NewSchedule(&w, 2000, 150*time.Millisecond, 3)
 	shed := 0
-	addr, stop := fakeUDPServer(t, func(req []byte) []byte {
+	addr, stop := testenv.UDPServer(t, func(req []byte) []byte {
 		h, _ := wire.Decode(req)
 		if h.ID%3 == 0 {
 			h.Reserved = KVStatusOverloaded

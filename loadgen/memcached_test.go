@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -262,7 +263,7 @@ func TestMemcachedOverloadedReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	shed, failed := 0, 0
-	addr, stop := fakeUDPServer(t, func(req []byte) []byte {
+	addr, stop := testenv.UDPServer(t, func(req []byte) []byte {
 		id := binary.BigEndian.Uint16(req)
 		reply := "END\r\n"
 		if bytes.HasPrefix(req[8:], []byte("set ")) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/persephone-go/psp/internal/resp"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -136,18 +137,9 @@ func RedisMix(mix string) (workload.Workload, error) {
 	return w, nil
 }
 
-// appendBulk appends a RESP bulk string.
-func appendBulk[S string | []byte](b []byte, s S) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
 func appendBulkInt(b []byte, v int64) []byte {
 	var d [20]byte
-	return appendBulk(b, strconv.AppendInt(d[:0], v, 10))
+	return resp.AppendBulk(b, strconv.AppendInt(d[:0], v, 10))
 }
 
 func appendArrayLen(b []byte, n int) []byte {
@@ -160,7 +152,7 @@ func appendArrayLen(b []byte, n int) []byte {
 // decimal digits).
 func appendRedisKey(b []byte, k uint64) []byte {
 	var d [24]byte
-	return appendBulk(b, strconv.AppendUint(append(d[:0], "key:"...), k, 10))
+	return resp.AppendBulk(b, strconv.AppendUint(append(d[:0], "key:"...), k, 10))
 }
 
 // redisStream is the redis format over TCP.
@@ -172,35 +164,35 @@ func (redisStream) encode(r *run, b []byte, id int) []byte {
 	key := mix64(uint64(id)) % keys
 	switch c.kind {
 	case rdGet:
-		b = appendBulk(appendArrayLen(b, 2), "GET")
+		b = resp.AppendBulk(appendArrayLen(b, 2), "GET")
 		return appendRedisKey(b, key)
 	case rdSet:
-		b = appendBulk(appendArrayLen(b, 3), "SET")
-		return appendBulk(appendRedisKey(b, key), r.rdValue)
+		b = resp.AppendBulk(appendArrayLen(b, 3), "SET")
+		return resp.AppendBulk(appendRedisKey(b, key), r.rdValue)
 	case rdIncr:
-		b = appendBulk(appendArrayLen(b, 2), "INCR")
+		b = resp.AppendBulk(appendArrayLen(b, 2), "INCR")
 		return appendRedisKey(b, key)
 	case rdPing:
-		return appendBulk(appendArrayLen(b, 1), "PING")
+		return resp.AppendBulk(appendArrayLen(b, 1), "PING")
 	case rdMget:
-		b = appendBulk(appendArrayLen(b, 1+c.n), "MGET")
+		b = resp.AppendBulk(appendArrayLen(b, 1+c.n), "MGET")
 		for j := range c.n {
 			b = appendRedisKey(b, mix64(uint64(id)*uint64(c.n)+uint64(j))%keys)
 		}
 		return b
 	case rdScan:
-		b = appendBulk(appendArrayLen(b, 4), "SCAN")
-		b = appendBulk(appendBulk(b, "0"), "COUNT")
+		b = resp.AppendBulk(appendArrayLen(b, 4), "SCAN")
+		b = resp.AppendBulk(resp.AppendBulk(b, "0"), "COUNT")
 		return appendBulkInt(b, int64(c.n))
 	case rdKeys:
-		return appendBulk(appendBulk(appendArrayLen(b, 2), "KEYS"), "*")
+		return resp.AppendBulk(resp.AppendBulk(appendArrayLen(b, 2), "KEYS"), "*")
 	case rdZrange:
-		b = appendBulk(appendArrayLen(b, 4), "ZRANGE")
-		b = appendBulk(appendBulk(b, "zset"), "0")
+		b = resp.AppendBulk(appendArrayLen(b, 4), "ZRANGE")
+		b = resp.AppendBulk(resp.AppendBulk(b, "zset"), "0")
 		return appendBulkInt(b, int64(c.n-1))
 	default: // rdLrange
-		b = appendBulk(appendArrayLen(b, 4), "LRANGE")
-		b = appendBulk(appendBulk(b, "list"), "0")
+		b = resp.AppendBulk(appendArrayLen(b, 4), "LRANGE")
+		b = resp.AppendBulk(resp.AppendBulk(b, "list"), "0")
 		return appendBulkInt(b, int64(c.n-1))
 	}
 }
@@ -293,7 +285,7 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 		}
 		return nil
 	}
-	if err := send(appendBulk(appendArrayLen(nil, 1), "FLUSHALL"), 1); err != nil {
+	if err := send(resp.AppendBulk(appendArrayLen(nil, 1), "FLUSHALL"), 1); err != nil {
 		return err
 	}
 	const batch, window = 100, 64
@@ -303,9 +295,9 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 		n := 0
 		for ; next < keys && n < window; n++ {
 			m := min(batch, keys-next)
-			req = appendBulk(appendArrayLen(req, 1+2*m), "MSET")
+			req = resp.AppendBulk(appendArrayLen(req, 1+2*m), "MSET")
 			for range m {
-				req = appendBulk(appendRedisKey(req, uint64(next)), value)
+				req = resp.AppendBulk(appendRedisKey(req, uint64(next)), value)
 				next++
 			}
 		}
@@ -318,15 +310,15 @@ func PreloadRedis(ctx context.Context, addr string, keys, valueSize int) error {
 			m := min(1000, RedisCollection-next)
 			req = req[:0]
 			if c.cmd == "ZADD" {
-				req = appendBulk(appendBulk(appendArrayLen(req, 2+2*m), c.cmd), c.key)
+				req = resp.AppendBulk(resp.AppendBulk(appendArrayLen(req, 2+2*m), c.cmd), c.key)
 				for range m {
-					req = appendBulk(appendBulkInt(req, int64(next)), []byte("member:"+strconv.Itoa(next)))
+					req = resp.AppendBulk(appendBulkInt(req, int64(next)), []byte("member:"+strconv.Itoa(next)))
 					next++
 				}
 			} else {
-				req = appendBulk(appendBulk(appendArrayLen(req, 2+m), c.cmd), c.key)
+				req = resp.AppendBulk(resp.AppendBulk(appendArrayLen(req, 2+m), c.cmd), c.key)
 				for range m {
-					req = appendBulk(req, []byte("element:"+strconv.Itoa(next)))
+					req = resp.AppendBulk(req, []byte("element:"+strconv.Itoa(next)))
 					next++
 				}
 			}

@@ -2,10 +2,13 @@ package loadgen
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // TestScheduleRefusesRatesItCannotDraw: a rate whose mean gap is not
@@ -29,13 +32,9 @@ func TestScheduleRefusesRatesItCannotDraw(t *testing.T) {
 			_, err := NewSchedule(w, c.rate, c.d, 1)
 			done <- err
 		}()
-		select {
-		case err := <-done:
-			if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("rate %g for %v: error %v, want ErrBadSpec mentioning %q", c.rate, c.d, err, c.want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("rate %g for %v: NewSchedule still drawing after 5s", c.rate, c.d)
+		err := testenv.Await(t, done, 5*time.Second, fmt.Sprintf("NewSchedule at rate %g for %v", c.rate, c.d))
+		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rate %g for %v: error %v, want ErrBadSpec mentioning %q", c.rate, c.d, err, c.want)
 		}
 	}
 	// The slowest rate allowed draws a schedule (most likely empty).

@@ -72,9 +72,9 @@ type Result struct {
 	ClientDropsKnown bool
 	// Warmup is the number of earliest requests excluded from the statistics.
 	Warmup int64
-	// Conns is the number of connections of a run over TCP (request i
-	// went on connection i mod Conns, whose replies come back in its
-	// requests' order); 0 over UDP.
+	// Conns is the number of connections of a run over TCP (whose
+	// replies come back in their requests' order; Conn says which request
+	// went on which); 0 over UDP.
 	Conns int
 
 	// OfferedRate is Sent / Duration, AchievedRate Answered / Duration
@@ -102,6 +102,7 @@ type Result struct {
 	recv     []int64
 	sentAt   []int64
 	sentOK   []bool
+	connOf   []int32
 	shed     []bool
 	inTime   int64
 	warmIdx  int
@@ -137,6 +138,7 @@ func (r *run) result(inTime int64) *Result {
 		recv:         r.recv,
 		sentAt:       r.sentAt,
 		sentOK:       r.sentOK,
+		connOf:       r.connOf,
 		shed:         r.shed,
 		inTime:       inTime,
 		warmIdx:      warm,
@@ -228,6 +230,15 @@ func (r *Result) SentAt(i int) (int64, bool) {
 		return 0, false
 	}
 	return r.sentAt[i], r.sentOK[i]
+}
+
+// Conn returns the connection request i of the schedule went on, 0 to
+// Conns-1 over TCP; 0 over UDP or for a request not sent.
+func (r *Result) Conn(i int) int {
+	if r.connOf == nil || i < 0 || i >= int(r.Sent) {
+		return 0
+	}
+	return int(r.connOf[i])
 }
 
 // NotSustainedReason explains in a few words why a run is not sustained

@@ -14,16 +14,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/wire"
 )
 
 // TCP: with Spec.Server "tcp://host:port" a run opens Spec.Conns
-// connections and sends request i on connection i mod Conns, open loop as
-// over UDP (a request leaves at its time whether or not the earlier ones
-// on its connection were answered: they are pipelined). A connection's
-// replies come back in its requests' order, so each reader goroutine
-// knows which request a reply answers. A reply's time is when its reader
-// parsed it.
+// connections and sends each request on the connection Spec.ConnPick
+// chooses (package connpick): by default an idle one, else the one with
+// the fewest requests in flight, as client libraries' pools do; or
+// round robin. Open loop as over UDP: a request leaves at its time
+// whether or not the earlier ones on its connection were answered (they
+// are then pipelined). A connection's replies come back in its requests'
+// order, so each reader goroutine knows which request a reply answers:
+// the oldest one sent on its connection and not yet answered. A reply's
+// time is when its reader parsed it.
 
 // TCPScheme prefixes Spec.Server for a run over TCP; UDPScheme (or none)
 // for one over UDP.
@@ -170,9 +174,74 @@ type tcpConn struct {
 	err                      error
 }
 
+// tcpTurns chooses each request's connection and keeps, per connection,
+// the requests sent on it and not yet answered, oldest first, linked
+// through next: the sender adds to them, each connection's reader takes
+// from them. It allocates nothing per request.
+type tcpTurns struct {
+	mu         sync.Mutex
+	pick       *connpick.Picker
+	head, tail []int32 // per connection; -1: none
+	next       []int32 // per request: the next one sent on its connection
+}
+
+func newTCPTurns(p connpick.Policy, conns, requests int) (*tcpTurns, error) {
+	pick, err := connpick.New(p, conns)
+	if err != nil {
+		return nil, err
+	}
+	t := &tcpTurns{pick: pick, head: make([]int32, conns), tail: make([]int32, conns), next: make([]int32, requests)}
+	for c := range conns {
+		t.head[c], t.tail[c] = -1, -1
+	}
+	return t, nil
+}
+
+// send chooses request id's connection and queues id on it.
+func (t *tcpTurns) send(id int) int {
+	t.mu.Lock()
+	c := t.pick.Pick()
+	t.next[id] = -1
+	if t.tail[c] >= 0 {
+		t.next[t.tail[c]] = int32(id)
+	} else {
+		t.head[c] = int32(id)
+	}
+	t.tail[c] = int32(id)
+	t.mu.Unlock()
+	return c
+}
+
+// oldest takes connection c's oldest request not yet answered, the one
+// its next reply answers; false if none was sent.
+func (t *tcpTurns) oldest(c int) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := t.head[c]
+	if id < 0 {
+		return 0, false
+	}
+	t.head[c] = t.next[id]
+	if t.head[c] < 0 {
+		t.tail[c] = -1
+	}
+	return int(id), true
+}
+
+// answered counts a request of connection c answered, freeing its place.
+func (t *tcpTurns) answered(c int) {
+	t.mu.Lock()
+	t.pick.Done(c)
+	t.mu.Unlock()
+}
+
 // runTCP is Run over TCP.
 func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Result, error) {
 	format, err := streamFormatOf(spec.Format)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: run: %w", err)
+	}
+	turns, err := newTCPTurns(spec.ConnPick, spec.Conns, len(sched.Requests))
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: run: %w", err)
 	}
@@ -189,14 +258,15 @@ func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Resu
 		conns[i] = &tcpConn{c: c}
 	}
 	r := newRun(spec, sched, nil)
+	r.connOf = make([]int32, len(sched.Requests))
 	var wg sync.WaitGroup
 	for k, tc := range conns {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.receiveTCP(tc, k, format) }()
+		go func() { defer wg.Done(); r.receiveTCP(tc, k, turns, format) }()
 	}
 	stopProgress := r.startProgress()
 
-	interrupted := r.sendTCP(ctx, conns, format)
+	interrupted := r.sendTCP(ctx, conns, turns, format)
 
 	inTime, interrupted := r.awaitReplies(ctx, interrupted)
 	for _, tc := range conns {
@@ -217,7 +287,7 @@ func runTCP(ctx context.Context, spec Spec, sched *Schedule, addr string) (*Resu
 
 // sendTCP plays the schedule over conns. It reports whether ctx stopped it
 // early.
-func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat) (interrupted bool) {
+func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, turns *tcpTurns, format streamFormat) (interrupted bool) {
 	reqs := r.sched.Requests
 	return r.play(ctx, func(i int, now int64) int {
 		// Every request due now, at most a batch, each on its
@@ -225,7 +295,9 @@ func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat
 		k := 0
 		for ; k < r.spec.Batch && i+k < len(reqs) && reqs[i+k].At <= now; k++ {
 			id := i + k
-			tc := conns[id%len(conns)]
+			c := turns.send(id)
+			r.connOf[id] = int32(c)
+			tc := conns[c]
 			tc.out = format.encode(r, tc.out, id)
 			tc.ids = append(tc.ids, id)
 			r.lag.record(now - reqs[id].At)
@@ -252,12 +324,23 @@ func (r *run) sendTCP(ctx context.Context, conns []*tcpConn, format streamFormat
 	})
 }
 
-// receiveTCP reads connection k's replies: the j-th answers request
-// k + j*len(conns), the j-th sent on it.
-func (r *run) receiveTCP(tc *tcpConn, k int, format streamFormat) {
+// receiveTCP reads connection k's replies, each answering the oldest
+// request sent on it and not yet answered, until the connection closes.
+func (r *run) receiveTCP(tc *tcpConn, k int, turns *tcpTurns, format streamFormat) {
 	rd := bufio.NewReaderSize(tc.c, 64<<10)
-	n := r.spec.Conns
-	for id := k; id < len(r.sched.Requests); id += n {
+	for {
+		// A reply's first byte comes after its request was queued.
+		if _, err := rd.Peek(1); err != nil {
+			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				tc.badReplies++
+			}
+			return
+		}
+		id, ok := turns.oldest(k)
+		if !ok {
+			tc.badReplies++ // bytes no request asked for
+			return
+		}
 		outcome, err := format.reply(r, rd, id)
 		now := r.now()
 		if err != nil {
@@ -266,6 +349,7 @@ func (r *run) receiveTCP(tc *tcpConn, k int, format streamFormat) {
 			}
 			return
 		}
+		turns.answered(k)
 		switch outcome {
 		case replyError:
 			tc.errorReplies++

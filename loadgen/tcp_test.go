@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/app/memcached/memcachedtest"
+	"github.com/persephone-go/psp/internal/connpick"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -16,34 +18,19 @@ import (
 // answered in order.
 func startTCPEcho(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return testenv.TCPServer(t, func(c net.Conn) {
+		var h [wire.HeaderLen]byte
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(c, h[:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var h [wire.HeaderLen]byte
-				for {
-					if _, err := io.ReadFull(c, h[:]); err != nil {
-						return
-					}
-					hd, _ := wire.Decode(h[:])
-					time.Sleep(time.Duration(hd.ServiceNs))
-					if _, err := c.Write(h[:]); err != nil {
-						return
-					}
-				}
-			}()
+			hd, _ := wire.Decode(h[:])
+			time.Sleep(time.Duration(hd.ServiceNs))
+			if _, err := c.Write(h[:]); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestRunOverTCP: the psp format over several connections, pipelined when
@@ -73,6 +60,52 @@ func TestRunOverTCP(t *testing.T) {
 	// A server that is not there: a clear error.
 	if _, err := Run(context.Background(), Spec{Server: TCPScheme + "127.0.0.1:1"}, sched); err == nil {
 		t.Error("no error without a server")
+	}
+}
+
+// TestConnPick: a long request on one of two connections; the short ones
+// after it go on the idle connection by default, as a client library's
+// pool sends them, and on their turn's connection, behind the long one,
+// round robin.
+func TestConnPick(t *testing.T) {
+	addr := startTCPEcho(t)
+	ms := int64(time.Millisecond)
+	sched := &Schedule{
+		Types:    []Type{{Name: "ANY", MeanServiceNs: 1}},
+		Requests: []Request{{At: 0, ServiceNs: uint32(300 * ms)}, {At: 20 * ms, ServiceNs: 0}, {At: 60 * ms, ServiceNs: 0}, {At: 100 * ms, ServiceNs: 0}},
+		Rate:     40, Duration: 120 * time.Millisecond,
+	}
+	for _, tc := range []struct {
+		pick  connpick.Policy
+		conns []int // of the requests
+		held  bool  // requests 2 waited for request 0
+	}{
+		{connpick.Pool, []int{0, 1, 1, 1}, false},
+		{connpick.RoundRobin, []int{0, 1, 0, 1}, true},
+	} {
+		res, err := Run(context.Background(), Spec{Server: TCPScheme + addr, Conns: 2, ConnPick: tc.pick, Warmup: -1, MaxLag: time.Second, Grace: 5 * time.Second}, sched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Answered != 4 || res.BadReplies != 0 {
+			t.Fatalf("%s: answered %d, bad replies %d, want 4 and 0", tc.pick, res.Answered, res.BadReplies)
+		}
+		for i, want := range tc.conns {
+			if got := res.Conn(i); got != want {
+				t.Errorf("%s: request %d on connection %d, want %d", tc.pick, i, got, want)
+			}
+		}
+		var lat int64
+		for _, s := range res.AppendSamples(nil, -1) {
+			if s.ID == 2 {
+				lat = s.LatencyNs
+			}
+		}
+		// Request 2, sent 60 ms in, is answered after request 0's
+		// 300 ms only when it is queued behind it.
+		if held := lat > 200*ms; held != tc.held {
+			t.Errorf("%s: request 2's latency %v, held behind request 0: %v, want %v", tc.pick, time.Duration(lat), held, tc.held)
+		}
 	}
 }
 

@@ -96,13 +96,8 @@ func TestCustomApplication(t *testing.T) {
 	cfg := memConfig()
 	cfg.App = App{Name: "ignored"}
 	cfg.Tenants = []Tenant{{Name: "default", Wasm: wasm}}
-	srv, err := New(context.Background(), cfg, Options{Application: app})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Run(ctx) }()
+	r := startWith(t, cfg, Options{Application: app})
+	srv := r.srv
 	dp := srv.Dataplane().(*memnic.Dataplane)
 	req := append(header(5, wire.TypeShort, 0), "hello"...)
 	inject(dp, req, netip.MustParseAddrPort("10.0.0.1:1"))
@@ -115,8 +110,7 @@ func TestCustomApplication(t *testing.T) {
 	if st.App != "upper" || st.Drops.Runt != 1 || len(st.Tenants) != 1 || st.Tenants[0].Name != "default" {
 		t.Errorf("status: app %q, runts %d, tenants %+v", st.App, st.Drops.Runt, st.Tenants)
 	}
-	cancel()
-	if err := <-errc; err != nil {
+	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if !closed.Load() {

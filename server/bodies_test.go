@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // rawRequest sends a request's head and then body (sent bytes of a body
@@ -82,23 +84,13 @@ func TestAdminBodiesBudgeted(t *testing.T) {
 	var baseline runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&baseline)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapAlloc > peak.Load() {
-				peak.Store(m.HeapAlloc)
-			}
+	stopSampling := testenv.Every(20*time.Millisecond, func() {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		if m.HeapAlloc > peak.Load() {
+			peak.Store(m.HeapAlloc)
 		}
-	}()
+	})
 
 	// Three uploads per tenant token (one past its count), stalled a byte
 	// short: 18 uploads for a budget of 8.
@@ -126,8 +118,7 @@ func TestAdminBodiesBudgeted(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
+	stopSampling()
 	grew := int64(peak.Load()) - int64(baseline.HeapAlloc)
 	t.Logf("answers by status: %v; heap grew by %d MiB at most (budget %d MiB)", codes, grew>>20, adminBodyBudget>>20)
 	// A token's third upload meets its count (429) unless the budget

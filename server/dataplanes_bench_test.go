@@ -12,6 +12,7 @@ import (
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/dispatcher"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/dpdk"
 	"github.com/persephone-go/psp/nic/udp"
@@ -79,16 +80,7 @@ func reflectedUDP(b *testing.B, cfg udp.Config, payloads [][]byte) *udp.Dataplan
 	for _, p := range payloads {
 		conn.Write(p)
 	}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			conn.Write(buf[:n])
-		}
-	}()
+	go testenv.Reflect(conn)
 	return dp
 }
 

@@ -12,6 +12,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -226,11 +227,5 @@ func httpStatus(t *testing.T, base string) Status {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 15*time.Second, cond)
 }

@@ -190,13 +190,8 @@ func TestAdminAcceptFatalStopsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RD) })
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "unusable") {
-			t.Errorf("Run = %v, want the admin accept's fatal error", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run still serves with a dead admin socket")
+	if err := testenv.Await(t, done, 10*time.Second, "Run to end with a dead admin socket"); err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Errorf("Run = %v, want the admin accept's fatal error", err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -351,13 +352,8 @@ func TestTokenFileChecks(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := readTokenFile(fifo); done <- err }()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("a FIFO: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("reading a FIFO token file blocks")
+	if err := testenv.Await(t, done, 5*time.Second, "reading a FIFO token file"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO: %v", err)
 	}
 	big := filepath.Join(dir, "big")
 	os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o600)

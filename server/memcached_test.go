@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"testing"
 
@@ -32,20 +31,13 @@ func startMemcachedServer(t testing.TB, workers int, policy string) *Server {
 // runServer starts a server for cfg and stops it when the test ends.
 func runServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	srv, err := New(context.Background(), cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	r := startWith(t, cfg, Options{})
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := r.stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return srv
+	return r.srv
 }
 
 // TestMemcachedConformance sends the same command sequences to Debian's

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/app/kv"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic/memnic"
 	"github.com/persephone-go/psp/wire"
 )
@@ -51,22 +53,28 @@ type running struct {
 
 func start(t *testing.T, cfg Config) running {
 	t.Helper()
-	srv, err := New(context.Background(), cfg, Options{})
+	return startWith(t, cfg, Options{})
+}
+
+// startWith runs a server of cfg and opts; stop, which may be called
+// again, cancels it and returns what Run returned.
+func startWith(t testing.TB, cfg Config, opts Options) running {
+	t.Helper()
+	srv, err := New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
+	var once sync.Once
+	var runErr error
 	return running{srv: srv, stop: func() error {
-		cancel()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("Run did not return")
-			return nil
-		}
+		once.Do(func() {
+			cancel()
+			runErr = testenv.Await(t, errc, 20*time.Second, "Run to return")
+		})
+		return runErr
 	}}
 }
 

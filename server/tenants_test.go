@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,21 +76,9 @@ func tenantConfig(t *testing.T) Config {
 func startLogged(t *testing.T, cfg Config) (running, *testenv.SyncBuffer) {
 	t.Helper()
 	log := &testenv.SyncBuffer{}
-	srv, err := New(context.Background(), cfg, Options{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() { cancel(); runErr = <-errc })
-		return runErr
-	}
-	t.Cleanup(func() { stop() })
-	return running{srv: srv, stop: stop}, log
+	r := startWith(t, cfg, Options{Log: log})
+	t.Cleanup(func() { r.stop() })
+	return r, log
 }
 
 // exchange sends n requests to port and waits for their n replies.

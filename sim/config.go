@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -158,9 +159,9 @@ type Config struct {
 	// goes to its worker, the paper's dispatcher).
 	InPlaceLimit time.Duration
 	// Conns, when > 0, models clients that send over that many in-order
-	// connections (TCP: a stream dataplane): request i of the run goes on
-	// connection i mod Conns (a traced request on its Arrival.Conn), and a
-	// request's reply leaves at the later of its completion and the
+	// connections (TCP: a stream dataplane): each request goes on the
+	// connection ConnPick chooses (a traced request on its Arrival.Conn),
+	// and a request's reply leaves at the later of its completion and the
 	// previous reply of its connection, so latency and slowdown run to
 	// that reply. Throughput still counts completions. A dropped request
 	// passes its turn when it is dropped. The requests of a connection may
@@ -169,6 +170,12 @@ type Config struct {
 	// read-only start is not modelled. Default 0: every request is
 	// answered on its own, as over UDP. Not with Tenants.
 	Conns int
+	// ConnPick is how requests are assigned to Conns connections, as the
+	// load generator assigns them (package connpick): by default an idle
+	// connection (no request of it unanswered), else the one with the
+	// fewest unanswered, as client libraries' pools do; or round robin,
+	// request i on connection i mod Conns. Not with a Trace.
+	ConnPick connpick.Policy
 	// Misclassify is the fraction of requests the classifier labels with
 	// another type, drawn uniformly among the other types: the policy
 	// queues, dispatches and profiles them under that type, while results
@@ -347,6 +354,10 @@ func (c Config) Validate() error {
 		return bad("misclassify = %v, want a fraction in [0, 1]", c.Misclassify)
 	case c.Conns < 0 || c.Conns > MaxConns:
 		return bad("connections = %d, want 0 to %d (0: none)", c.Conns, MaxConns)
+	case c.ConnPick != "" && !slices.Contains(connpick.Policies, c.ConnPick):
+		return bad("connection policy %q, want %s or %s", c.ConnPick, connpick.Pool, connpick.RoundRobin)
+	case c.ConnPick != "" && (c.Conns == 0 || len(c.Trace) > 0):
+		return bad("connection policy %q without connections, or with a trace (its requests keep their connections)", c.ConnPick)
 	case c.Timeline < 0:
 		return bad("timeline bucket = %v, want >= 0", c.Timeline)
 	case c.Timeline > 0 && c.Duration/c.Timeline > maxTimelineBuckets:

@@ -1,7 +1,9 @@
 package sim
 
-// Connections (Config.Conns): a connection's replies leave in the order of
-// its requests, as a stream dataplane sends them. A request done before an
+// Connections (Config.Conns): each request goes on the connection a
+// connpick.Picker chooses, as the load generator sends it (or on the one a
+// trace says), and a connection's replies leave in the order of its
+// requests, as a stream dataplane sends them. A request done before an
 // earlier one of its connection keeps its handle until its turn comes;
 // each connection links its requests not yet answered through
 // request.nextOnConn, so the model allocates nothing per request.
@@ -62,6 +64,9 @@ func (r *run) answerInOrder(c int32) {
 			ct.tail = -1
 		}
 		ct.last = max(ct.last, q.doneAt)
+		if r.picker != nil {
+			r.picker.Done(int(c))
+		}
 		r.answer(h, ct.last, q.outcome)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -158,12 +159,48 @@ func TestConnsBounds(t *testing.T) {
 				later++
 			}
 		}
-		_, s := run(base, conns, nil)
+		rr := base
+		rr.ConnPick = connpick.RoundRobin
+		_, s := run(rr, conns, nil)
 		t.Logf("%d connections: %d of %d requests answered later; SHORT p99.9 slowdown %.3g (%.3g without)", conns, later, len(lat), s, sAlone)
 		if later == 0 || s < last {
 			t.Errorf("%d connections: %d requests answered later, SHORT p99.9 slowdown %.3g (%.3g with more connections)", conns, later, s, last)
 		}
 		last = s
+	}
+}
+
+// TestConnsPool: requests sent on an idle connection, as client pools
+// send them, wait behind a LONG only when every connection has a request
+// in flight: on 30 connections (about 11 requests in the server at this
+// load, often more) SHORT's tail is better than round robin's. (On 20,
+// every connection is often busy, and piling onto the least busy one is
+// no better than round robin: a real pool would make its caller wait for
+// the first connection freed, which neither policy models.)
+func TestConnsPool(t *testing.T) {
+	w, err := workload.Builtin("high-bimodal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Workload: w, Workers: 14, Policy: darc.NameDARC, Load: 0.8, Duration: 100 * time.Millisecond, Seed: 2, Conns: 30}
+	tail := func(pick connpick.Policy) float64 {
+		c := base
+		c.ConnPick = pick
+		p := mustRun(t, c)
+		st, _ := p.TypeStat("SHORT")
+		return st.P999Slowdown
+	}
+	none := base
+	none.Conns = 0
+	p := mustRun(t, none)
+	alone, _ := p.TypeStat("SHORT")
+	pool, rr := tail(connpick.Pool), tail(connpick.RoundRobin)
+	t.Logf("SHORT p99.9 slowdown on %d connections: pool %.3g, round robin %.3g, without connections %.3g", base.Conns, pool, rr, alone.P999Slowdown)
+	if !(pool < rr) || pool < alone.P999Slowdown {
+		t.Errorf("SHORT p99.9 slowdown: pool %.3g, round robin %.3g, without connections %.3g; want without <= pool < round robin", pool, rr, alone.P999Slowdown)
+	}
+	if d := tail(""); d != pool {
+		t.Errorf("default policy: SHORT p99.9 slowdown %.3g, pool's %.3g", d, pool)
 	}
 }
 
@@ -187,14 +224,17 @@ func TestConnsRefused(t *testing.T) {
 	}
 	base := Config{Workload: w, Workers: 4, Load: 0.5, Duration: time.Millisecond}
 	for name, c := range map[string]Config{
-		"negative":            {Conns: -1},
-		"too many":            {Conns: MaxConns + 1},
-		"trace off its conns": {Conns: 2, Trace: []Arrival{{At: 1, Conn: 2}}},
-		"trace without conns": {Trace: []Arrival{{At: 1, Conn: 1}}},
-		"tenants":             {Conns: 2, Tenants: []Tenant{{Name: "a", Workload: w, Load: 0.5}}, Workload: workload.Workload{}},
+		"negative":             {Conns: -1},
+		"too many":             {Conns: MaxConns + 1},
+		"trace off its conns":  {Conns: 2, Trace: []Arrival{{At: 1, Conn: 2}}},
+		"trace without conns":  {Trace: []Arrival{{At: 1, Conn: 1}}},
+		"bad policy":           {Conns: 2, ConnPick: "random"},
+		"policy without conns": {ConnPick: connpick.Pool},
+		"policy with a trace":  {Conns: 2, ConnPick: connpick.Pool, Trace: []Arrival{{At: 1, Conn: 1}}},
+		"tenants":              {Conns: 2, Tenants: []Tenant{{Name: "a", Workload: w, Load: 0.5}}, Workload: workload.Workload{}},
 	} {
 		cfg := base
-		cfg.Conns, cfg.Trace, cfg.Tenants = c.Conns, c.Trace, c.Tenants
+		cfg.Conns, cfg.Trace, cfg.Tenants, cfg.ConnPick = c.Conns, c.Trace, c.Tenants, c.ConnPick
 		if c.Tenants != nil {
 			cfg.Workload = c.Workload
 		}

@@ -45,9 +45,11 @@
 //     in arrival order before reaching their queue.
 //   - Misclassify: a classifier that gives a fraction of the requests
 //     another type; the policy sees that type, the results the true one.
-//   - Conns: clients on in-order connections (TCP), request i on
-//     connection i mod Conns: a reply leaves after the earlier ones of
-//     its connection, and latency runs to it.
+//   - Conns: clients on in-order connections (TCP), each request on an
+//     idle one if any, else the one with the fewest unanswered, as
+//     client libraries' pools send (or round robin: ConnPick): a reply
+//     leaves after the earlier ones of its connection, and latency runs
+//     to it.
 //   - Timeline: per-type p99.9 latency and slowdown over time, with the
 //     reservations DARC adopts (report.Timeline); PhaseReservations tells
 //     how long DARC took to reach each phase's nominal reservation

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/workload"
 )
 
@@ -19,13 +21,7 @@ func runOrTimeout(t *testing.T, c Config) error {
 		_, err := Run(c)
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("load %g, rate %g, duration %v: still running after 10s", c.Load, c.Rate, c.Duration)
-		return nil
-	}
+	return testenv.Await(t, done, 10*time.Second, fmt.Sprintf("a run of load %g, rate %g, duration %v", c.Load, c.Rate, c.Duration))
 }
 
 // TestConfigRefusesRunsThatCannotEnd: an arrival rate whose gaps do not

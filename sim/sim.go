@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/workload"
 )
@@ -81,8 +82,8 @@ type run struct {
 
 	tenants *tenantRun // multi-tenant runs only
 
-	conns    []connTurns // Config.Conns: per connection, its requests not yet answered
-	nextConn int32       // the connection of the next request (Poisson arrivals)
+	conns  []connTurns      // Config.Conns: per connection, its requests not yet answered
+	picker *connpick.Picker // Config.Conns without a trace: each request's connection
 }
 
 func newRun(cfg Config) *run {
@@ -114,6 +115,9 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.Conns > 0 {
 		r.conns = newConnTurns(cfg.Conns)
+		if len(cfg.Trace) == 0 {
+			r.picker, _ = connpick.New(cfg.ConnPick, cfg.Conns) // checked by validate
+		}
 	}
 	if len(cfg.Phases.Phases) == 0 {
 		index := make([]int32, n)
@@ -222,9 +226,8 @@ func (r *run) arrive(now int64) int32 {
 	a := r.pendingArrival
 	r.reqs[h] = request{arrival: a, service: svc, remaining: svc, typ: typ, seen: seen, trace: idx}
 	if r.conns != nil {
-		if len(r.cfg.Trace) == 0 {
-			conn = r.nextConn
-			r.nextConn = (r.nextConn + 1) % int32(len(r.conns))
+		if r.picker != nil {
+			conn = int32(r.picker.Pick())
 		}
 		r.onConn(h, conn)
 	}

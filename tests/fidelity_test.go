@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/connpick"
 	pspserver "github.com/persephone-go/psp/server"
 )
 
@@ -68,9 +69,11 @@ func TestLiveTailsMatchSimulator(t *testing.T) {
 }
 
 // tcpConns is the number of connections of TestLiveTCPTailsMatchSimulator:
-// psp client's default. A connection then gets a request every 45 to 90 ms
-// at loads 0.8 to 0.5 (requests go round robin), within a LONG request's
-// 100 ms, so SHORT requests wait for LONG replies of their connection.
+// psp client's default. Requests go round robin (--conn-pick round-robin;
+// the default sends on an idle connection, where the order rarely shows),
+// so a connection gets a request every 45 to 90 ms at loads 0.8 to 0.5,
+// within a LONG request's 100 ms, and SHORT requests wait for LONG
+// replies of their connection.
 const tcpConns = 20
 
 // tcpControlLoad is the load at which TestLiveTCPTailsMatchSimulator's
@@ -98,6 +101,7 @@ func TestLiveTCPTailsMatchSimulator(t *testing.T) {
 			sw.Policies = []string{"darc"}
 			sw.Server.Transport = pspserver.TransportTCP
 			sw.Plan.Spec.Conns = tcpConns
+			sw.Plan.Spec.ConnPick = connpick.RoundRobin
 			return sw
 		},
 		firstRun: func(sw *harness.Sweep, res *harness.SweepResult) {

@@ -167,10 +167,20 @@ func startServer(t testing.TB, o serverOptions) *server {
 		args = append(args, "--token-file", f)
 	}
 	args = append(args, o.extra...)
-	s.cmd = exec.Command(pspBinary, args...)
+	cmd := exec.Command(pspBinary, args...)
 	if o.env != nil {
-		s.cmd.Env = append(os.Environ(), o.env...)
+		cmd.Env = append(os.Environ(), o.env...)
 	}
+	s.run(t, cmd, strings.Join(args, " "))
+	return s
+}
+
+// run starts cmd, a psp serve writing to s.log, and waits until it
+// answers /status (what names it in the error when it exits first); the
+// server is stopped when the test ends.
+func (s *server) run(t testing.TB, cmd *exec.Cmd, what string) {
+	t.Helper()
+	s.cmd = cmd
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start psp serve: %v", err)
@@ -180,11 +190,11 @@ func startServer(t testing.TB, o serverOptions) *server {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := s.fetchStatus(); err == nil {
-			return s
+			return
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("psp %s exited early:\n%s", strings.Join(args, " "), s.log)
+			t.Fatalf("psp %s exited early:\n%s", what, s.log)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -328,14 +338,24 @@ func (s *server) statusBody() ([]byte, error) {
 	return b, nil
 }
 
-func (s *server) fetchStatus() (*status, error) {
+// decodeStatus fetches /status into st (a struct of the fields a test
+// reads) and returns its body.
+func (s *server) decodeStatus(st any) ([]byte, error) {
 	b, err := s.statusBody()
 	if err != nil {
 		return nil, err
 	}
-	var st status
-	if err := json.Unmarshal(b, &st); err != nil {
+	if err := json.Unmarshal(b, st); err != nil {
 		return nil, fmt.Errorf("status: %w: %s", err, b)
+	}
+	return b, nil
+}
+
+func (s *server) fetchStatus() (*status, error) {
+	var st status
+	b, err := s.decodeStatus(&st)
+	if err != nil {
+		return nil, err
 	}
 	var raw struct {
 		Drops map[string]any `json:"drops"`
@@ -422,6 +442,38 @@ func playAsync(t testing.TB, s *server, w *workload.Workload, load float64, d ti
 }
 
 // typeP999Slowdown returns the named type's p99.9 slowdown in res.
+// awaitAll waits for each run in turn and returns their results in that
+// order, failing the test on the first error.
+func awaitAll(t testing.TB, waits ...func() (*loadgen.Result, error)) []*loadgen.Result {
+	t.Helper()
+	res := make([]*loadgen.Result, len(waits))
+	for i, wait := range waits {
+		r, err := wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[i] = r
+	}
+	return res
+}
+
+// darcBeatsCFCFS logs the p99.9 slowdown of typ under DARC and c-FCFS and
+// reports whether DARC's is over 3 times lower; when it is not on the last
+// attempt, the test fails.
+func darcBeatsCFCFS(t testing.TB, darcRes, cfcfsRes *loadgen.Result, typ string, lastAttempt bool) bool {
+	t.Helper()
+	darc := typeP999Slowdown(t, darcRes, typ)
+	cfcfs := typeP999Slowdown(t, cfcfsRes, typ)
+	t.Logf("%s p99.9 slowdown: darc %.3g, cfcfs %.3g (%.3gx lower)", typ, darc, cfcfs, cfcfs/darc)
+	if darc*3 < cfcfs {
+		return true
+	}
+	if lastAttempt {
+		t.Errorf("DARC's %s p99.9 slowdown %.3g is not several times below c-FCFS's %.3g", typ, darc, cfcfs)
+	}
+	return false
+}
+
 func typeP999Slowdown(t testing.TB, res *loadgen.Result, name string) float64 {
 	t.Helper()
 	for _, ts := range res.Types {

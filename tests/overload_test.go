@@ -19,8 +19,7 @@ import (
 	"testing"
 	"time"
 
-	json "github.com/goccy/go-json"
-
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/wire"
 	"github.com/persephone-go/psp/workload"
@@ -152,13 +151,9 @@ type fullStatus struct {
 }
 
 func (s *server) fullStatus() (*fullStatus, error) {
-	b, err := s.statusBody()
-	if err != nil {
-		return nil, err
-	}
 	var st fullStatus
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("status: %w", err)
+	if _, err := s.decodeStatus(&st); err != nil {
+		return nil, err
 	}
 	return &st, nil
 }
@@ -352,18 +347,8 @@ func TestOverload(t *testing.T) {
 			_, wait := legit(t, s, runFor, uint64(30+attempt))
 			_, waitTwin := legit(t, twin, runFor, uint64(30+attempt))
 			waitFlood := storm(s, floodSched, floodAt)
-			res, err := wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			fl, err := waitFlood()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, err := waitTwin()
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := awaitAll(t, wait, waitFlood, waitTwin)
+			res, fl, tw := r[0], r[1], r[2]
 			clientSent += sentOK(res) + sentOK(fl)
 			reqs := samples(t, res, overloadDilation)
 			for i, typ := range []string{"SHORT", "LONG"} {
@@ -476,48 +461,27 @@ func runB(t *testing.T, s, twin *server, seed uint64) bRun {
 	// per stats interval: poll them during the run.
 	var mu sync.Mutex
 	var waitViolations []string
-	stopPoll := make(chan struct{})
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		for {
-			select {
-			case <-stopPoll:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			st, err := s.fullStatus()
-			if err != nil {
-				continue
-			}
-			for _, ts := range st.Types {
-				// Automatic deadlines follow the profile, which moves a
-				// little between intervals: allow 10%.
-				if ts.DeadlineNs != nil && ts.MaxWaitNs != nil && *ts.DeadlineNs > 0 && float64(*ts.MaxWaitNs) > 1.1*float64(*ts.DeadlineNs) {
-					mu.Lock()
-					waitViolations = append(waitViolations, fmt.Sprintf("%s waited %v, deadline %v", ts.Name, time.Duration(*ts.MaxWaitNs), time.Duration(*ts.DeadlineNs)))
-					mu.Unlock()
-				}
+	stopPolling := testenv.Every(50*time.Millisecond, func() {
+		st, err := s.fullStatus()
+		if err != nil {
+			return
+		}
+		for _, ts := range st.Types {
+			// Automatic deadlines follow the profile, which moves a
+			// little between intervals: allow 10%.
+			if ts.DeadlineNs != nil && ts.MaxWaitNs != nil && *ts.DeadlineNs > 0 && float64(*ts.MaxWaitNs) > 1.1*float64(*ts.DeadlineNs) {
+				mu.Lock()
+				waitViolations = append(waitViolations, fmt.Sprintf("%s waited %v, deadline %v", ts.Name, time.Duration(*ts.MaxWaitNs), time.Duration(*ts.DeadlineNs)))
+				mu.Unlock()
 			}
 		}
-	}()
+	})
 	_, wait := legit(t, s, runFor, seed)
 	_, waitTwin := legit(t, twin, runFor, seed)
 	waitOver := storm(s, overSched, overAt)
-	res, err := wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ov, err := waitOver()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw, err := waitTwin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	close(stopPoll)
-	<-pollDone
+	r := awaitAll(t, wait, waitOver, waitTwin)
+	res, ov, tw := r[0], r[1], r[2]
+	stopPolling()
 	out.sent = sentOK(res) + sentOK(ov)
 	reqs := samples(t, res, overloadDilation)
 	twinReqs := samples(t, tw, overloadDilation)

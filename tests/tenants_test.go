@@ -87,26 +87,8 @@ tenants:
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts.cmd = newServeCmd(cfgFile, ts.log)
-	if err := ts.cmd.Start(); err != nil {
-		t.Fatalf("start psp serve: %v", err)
-	}
-	go func() { _ = ts.cmd.Wait(); close(ts.done) }()
-	t.Cleanup(ts.stop)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := ts.fetchStatus(); err == nil {
-			return ts
-		}
-		select {
-		case <-ts.done:
-			t.Fatalf("psp serve exited early:\n%s", ts.log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("psp serve did not answer /status within 15s:\n%s", ts.log)
-		}
-	}
+	ts.run(t, newServeCmd(cfgFile, ts.log), "serve")
+	return ts
 }
 
 // tenantStatus returns the server's status as package server has it.
@@ -228,17 +210,9 @@ func TestNoisyNeighbour(t *testing.T) {
 		waitB := noisy.playPort(t, noisy.portB, cheap(t), bRate, runFor, uint64(100+run))
 		waitA := noisy.playPort(t, noisy.portA, hb, aRate, runFor, uint64(run))
 		waitTwin := twin.playPort(t, twin.portA, hb, aRate, runFor, uint64(run))
-		a, err := waitA()
-		if err != nil {
-			t.Fatal(err)
-		}
-		at, err := waitTwin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = waitB(); err != nil {
-			t.Fatal(err)
-		}
+		r := awaitAll(t, waitA, waitTwin, waitB)
+		a, at := r[0], r[1]
+		b = r[2]
 		aNoisy, aTwin = append(aNoisy, a), append(aTwin, at)
 		t.Logf("run %d: a beside b: %s", run, summary(a))
 		t.Logf("run %d: a alone on its share (twin): %s", run, summary(at))
@@ -556,14 +530,8 @@ func TestTenantLifecycleUnderLoad(t *testing.T) {
 	if out, err := runCLI(t, "tenant", "remove", "c", "--admin", s.admin, "--token-file", op); err != nil {
 		t.Fatalf("psp tenant remove c: %v\n%s", err, out)
 	}
-	a, err := waitA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := waitB()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := awaitAll(t, waitA, waitB)
+	a, b := r[0], r[1]
 	t.Logf("a: %s", summary(a))
 	t.Logf("b: %s", summary(b))
 	t.Logf("c: %s", summary(c))

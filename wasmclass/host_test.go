@@ -95,12 +95,8 @@ func TestSwapFailureKeepsRunningVersion(t *testing.T) {
 	if st := h.Status(); st.Version != 1 {
 		t.Errorf("version = %d after failed swaps, want 1", st.Version)
 	}
-	c, _ := h.NewCaller()
-	defer c.Close()
-	out := make([]app.Type, 1)
-	c.ClassifyBatch([][]byte{{0}}, out)
-	if out[0] != 1 {
-		t.Errorf("out = %d, want 1 (const1 still running)", out[0])
+	if got := classifyWithNewCaller(h, 0); got != 1 {
+		t.Errorf("out = %d, want 1 (const1 still running)", got)
 	}
 }
 
@@ -149,13 +145,9 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		}
 		// Let the callers run a little on each version.
 		for j := 0; j < 3; j++ {
-			c, _ := h.NewCaller()
-			out := make([]app.Type, 1)
-			c.ClassifyBatch([][]byte{{0}}, out)
-			if want := app.Type(1 + k%2); out[0] != want {
-				t.Errorf("after swap %d: fresh caller got %d, want %d", k, out[0], want)
+			if got, want := classifyWithNewCaller(h, 0), app.Type(1+k%2); got != want {
+				t.Errorf("after swap %d: fresh caller got %d, want %d", k, got, want)
 			}
-			_ = c.Close()
 		}
 	}
 	stop.Store(true)
@@ -218,12 +210,8 @@ func TestHostCompilationCacheDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2 := newTestHost(t, spec)
-	c, _ := h2.NewCaller()
-	defer c.Close()
-	out := make([]app.Type, 1)
-	c.ClassifyBatch([][]byte{{2}}, out)
-	if out[0] != 2 {
-		t.Errorf("after restart: out = %d, want 2", out[0])
+	if got := classifyWithNewCaller(h2, 2); got != 2 {
+		t.Errorf("after restart: out = %d, want 2", got)
 	}
 }
 
@@ -349,4 +337,14 @@ func TestRollbackAndIdentity(t *testing.T) {
 func sha256Of(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
+}
+
+// classifyWithNewCaller classifies the one-byte payload b with a caller
+// made for it and closed after.
+func classifyWithNewCaller(h *Host, b byte) app.Type {
+	c, _ := h.NewCaller()
+	defer c.Close()
+	out := make([]app.Type, 1)
+	c.ClassifyBatch([][]byte{{b}}, out)
+	return out[0]
 }

@@ -220,14 +220,7 @@ func TestHostileLongLoopBodies(t *testing.T) {
 	// 200 iterations of 700 bytes of code (in the loop, or in a leaf called
 	// from it) fit a budget of 1000 units only if each costs one unit.
 	i := instance(t, load(t, "bigbody", Options{Fuel: 1000, BreakerThreshold: 100}))
-	if got := i.Classify([]byte("x")); got != 0 {
-		t.Errorf("long loop body: Classify = %d, want 0", got)
-	}
-	out := []uint32{7}
-	i.ClassifyBatch(payloads(1, 2), out)
-	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
-		t.Errorf("faults = %+v, out = %v; want 2 fuel faults, UNKNOWN", f, out)
-	}
+	expectOutOfFuel(t, i, "long loop body", "2 fuel faults")
 	if !callExport(t, i, "small_leaves") {
 		t.Error("small_leaves: 4000 calls to a short leaf did not run out of fuel")
 	}
@@ -235,6 +228,21 @@ func TestHostileLongLoopBodies(t *testing.T) {
 	i = instance(t, load(t, "bigbody", Options{Fuel: 1_000_000}))
 	if got := i.Classify([]byte("x")); got != 1 || i.Faults().Total() != 0 {
 		t.Errorf("budget 1e6: Classify = %d, faults %+v; want 1, none", got, i.Faults())
+	}
+}
+
+// expectOutOfFuel checks that i, which runs out of fuel on any payload,
+// answers 0 to Classify and UNKNOWN to a batch of one payload whose two
+// calls fault (wantFaults says which).
+func expectOutOfFuel(t *testing.T, i *Instance, what, wantFaults string) {
+	t.Helper()
+	if got := i.Classify([]byte("x")); got != 0 {
+		t.Errorf("%s: Classify = %d, want 0", what, got)
+	}
+	out := []uint32{7}
+	i.ClassifyBatch(payloads(1, 2), out)
+	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
+		t.Errorf("faults = %+v, out = %v; want %s, UNKNOWN", f, out, wantFaults)
 	}
 }
 
@@ -253,14 +261,7 @@ func TestHostileControlFlow(t *testing.T) {
 	opts := Options{Fuel: 10_000, BreakerThreshold: 100}
 	m := load(t, "escapes", opts)
 	i := instance(t, m)
-	if got := i.Classify([]byte("x")); got != 0 {
-		t.Errorf("call_indirect recursion: Classify = %d, want 0", got)
-	}
-	out := []uint32{7}
-	i.ClassifyBatch(payloads(1, 2), out)
-	if f := i.Faults(); f.Fuel != 2 || out[0] != 0 {
-		t.Errorf("faults = %+v, out = %v; want 2 fuel faults (recursion, br_table loop), UNKNOWN", f, out)
-	}
+	expectOutOfFuel(t, i, "call_indirect recursion", "2 fuel faults (recursion, br_table loop)")
 	for _, name := range []string{"mutual", "nested"} {
 		if !callExport(t, instance(t, m), name) {
 			t.Errorf("%s: did not run out of fuel", name)

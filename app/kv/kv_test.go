@@ -134,31 +134,28 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkGet(b *testing.B) {
-	s, err := Open(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	buf := &nic.Buffer{Data: make([]byte, 2048)}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		buf.Len = Encode(buf.Data, Request{Op: wire.TypeGet, Key: Key(i % DefaultKeys)})
-		s.Handle(0, 10, buf)
-	}
+	benchmarkHandle(b, func(i int) Request { return Request{Op: wire.TypeGet, Key: Key(i % DefaultKeys)} })
 }
 
 func BenchmarkScan(b *testing.B) {
+	key := Key(0)
+	benchmarkHandle(b, func(int) Request { return Request{Op: wire.TypeScan, Key: key} })
+}
+
+// benchmarkHandle serves the i-th request of b.N, encoded in one buffer,
+// with a store of the default config.
+func benchmarkHandle(b *testing.B, request func(i int) Request) {
 	s, err := Open(Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	buf := &nic.Buffer{Data: make([]byte, 2048)}
-	key := Key(0)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		buf.Len = Encode(buf.Data, Request{Op: wire.TypeScan, Key: key})
-		s.Handle(0, 11, buf)
+		r := request(i)
+		buf.Len = Encode(buf.Data, r)
+		s.Handle(0, app.Type(r.Op), buf)
 	}
 }
 

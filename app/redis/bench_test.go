@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/redis/redistest"
 )
 
@@ -18,23 +19,65 @@ func fill(c *caller, n int) {
 	}
 }
 
+// benchReply is a dataplane's reply path for benchmarks: each chunk is
+// copied into one buffer, as the dataplane copies it into one of its own,
+// and forgotten.
+type benchReply struct {
+	buf  []byte
+	sent int
+}
+
+func (r *benchReply) Send(p []byte) error {
+	if len(p) > len(r.buf) {
+		return app.ErrReplyTooLong
+	}
+	r.sent += copy(r.buf, p)
+	return nil
+}
+func (r *benchReply) Room() int { return len(r.buf) }
+func (r *benchReply) NoReply()  {}
+
 // benchCommand runs one command per iteration on a server holding
-// 100,000 keys.
-func benchCommand(b *testing.B, room int, args ...string) {
+// 100,000 keys, with the TCP dataplane's default buffer room (a long reply
+// leaves in chunks of that size), after running setup's commands.
+func benchCommand(b *testing.B, setup [][]string, args ...string) {
 	s := openTest(b, Config{Workers: 1})
 	c := newCaller(s, 0)
 	fill(c, 100000)
-	c.r.room = room
+	for _, cmd := range setup {
+		c.do(cmd...)
+	}
+	r := &benchReply{buf: make([]byte, testRoom)}
 	req := redistest.Command(args...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		c.load(req)
-		s.HandleMulti(0, 0, &c.b, &c.r)
+		s.HandleMulti(0, 0, &c.b, r)
 	}
+	b.ReportMetric(float64(r.sent+c.b.Len*b.N)/float64(b.N), "reply-bytes/op")
 }
 
-func BenchmarkGet(b *testing.B)       { benchCommand(b, testRoom, "GET", "key:77") }
-func BenchmarkSet(b *testing.B)       { benchCommand(b, testRoom, "SET", "key:77", "value") }
-func BenchmarkScan10000(b *testing.B) { benchCommand(b, 1<<20, "SCAN", "0", "COUNT", "10000") }
-func BenchmarkKeysAll(b *testing.B)   { benchCommand(b, 1<<20, "KEYS", "*") }
+// zsetOf returns ZADD commands making a sorted set of n members at key.
+func zsetOf(key string, n int) [][]string {
+	var cmds [][]string
+	for i := 0; i < n; i += 1000 {
+		args := []string{"ZADD", key}
+		for j := i; j < min(i+1000, n); j++ {
+			args = append(args, strconv.Itoa(j), "member:"+strconv.Itoa(j))
+		}
+		cmds = append(cmds, args)
+	}
+	return cmds
+}
+
+func BenchmarkGet(b *testing.B)       { benchCommand(b, nil, "GET", "key:77") }
+func BenchmarkSet(b *testing.B)       { benchCommand(b, nil, "SET", "key:77", "value") }
+func BenchmarkScan10000(b *testing.B) { benchCommand(b, nil, "SCAN", "0", "COUNT", "10000") }
+func BenchmarkKeysAll(b *testing.B)   { benchCommand(b, nil, "KEYS", "*") }
+func BenchmarkKeysPattern(b *testing.B) {
+	benchCommand(b, nil, "KEYS", "key:1*")
+}
+func BenchmarkZrange10000(b *testing.B) {
+	benchCommand(b, zsetOf("zset", 10000), "ZRANGE", "zset", "0", "-1", "WITHSCORES")
+}

@@ -3,6 +3,7 @@ package redis
 import (
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // readEntry read-locks key's shard and returns the shard and the key's
@@ -11,7 +12,7 @@ import (
 func (c *ctx) readEntry(key []byte) (*shard, *entry) {
 	sh, _ := c.s.db.shardOf(key)
 	sh.mu.RLock()
-	e := sh.lookup(key, c.now)
+	e := sh.lookup(key, &c.clk)
 	if e == nil {
 		c.w.stats.misses.Add(1)
 	} else {
@@ -25,7 +26,7 @@ func (c *ctx) readEntry(key []byte) (*shard, *entry) {
 func (c *ctx) writeEntry(key []byte) (*shard, uint64, *entry) {
 	sh, h := c.s.db.shardOf(key)
 	sh.mu.Lock()
-	return sh, h, c.s.db.lookupWrite(sh, key, c.now)
+	return sh, h, c.s.db.lookupWrite(sh, key, &c.clk)
 }
 
 // readKind read-locks key's shard and returns the shard and the key's
@@ -138,7 +139,7 @@ func cmdDel(c *ctx) {
 	n := 0
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		if e := c.s.db.lookupWrite(sh, k, c.now); e != nil {
+		if e := c.s.db.lookupWrite(sh, k, &c.clk); e != nil {
 			c.s.db.remove(sh, e)
 			n++
 		}
@@ -154,7 +155,7 @@ func cmdExists(c *ctx) {
 	n := 0
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		if sh.lookup(k, c.now) != nil {
+		if sh.lookup(k, &c.clk) != nil {
 			n++
 		}
 	}
@@ -213,7 +214,7 @@ func cmdExpire(c *ctx) {
 	}
 	var base int64
 	if name == "expire" || name == "pexpire" {
-		base = c.now
+		base = c.now()
 	}
 	if when > math.MaxInt64-base {
 		c.o.err("invalid expire time in '" + name + "' command")
@@ -234,7 +235,7 @@ func cmdExpire(c *ctx) {
 		c.o.writeString(czero)
 		return
 	}
-	if when <= c.now {
+	if when <= c.now() {
 		c.s.db.remove(sh, e)
 	} else {
 		sh.setExpire(e, when)
@@ -252,7 +253,7 @@ func cmdTTL(c *ctx) {
 	case e.expire == 0:
 		c.o.integer(-1)
 	default:
-		ttl := max(e.expire-c.now, 0)
+		ttl := max(e.expire-c.now(), 0)
 		if c.cmd.name == "ttl" {
 			ttl = (ttl + 500) / 1000
 		}
@@ -280,7 +281,7 @@ func cmdRename(c *ctx) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	ssh, _ := c.shardFor(src)
-	e := c.s.db.lookupWrite(ssh, src, c.now)
+	e := c.s.db.lookupWrite(ssh, src, &c.clk)
 	if e == nil {
 		c.o.writeString(errNoKey)
 		return
@@ -294,7 +295,7 @@ func cmdRename(c *ctx) {
 		return
 	}
 	dsh, dh := c.shardFor(dst)
-	if old := c.s.db.lookupWrite(dsh, dst, c.now); old != nil {
+	if old := c.s.db.lookupWrite(dsh, dst, &c.clk); old != nil {
 		if nx {
 			c.o.writeString(czero)
 			return
@@ -319,20 +320,31 @@ func cmdRename(c *ctx) {
 // cmdKeys walks the keyspace one shard at a time: the shard being read
 // is read-locked, the others are free. A key present for the whole walk
 // is returned once; one created or deleted during it may or may not be.
-// The keys are copied out of each shard while it is held, then written.
+// The names of each shard's matching keys are collected while it is held
+// (references: a key's name never changes), then written.
 func cmdKeys(c *ctx) {
-	pat := c.argv[1]
-	if len(pat) == 1 && pat[0] == '*' {
-		pat = nil
-	}
+	pat := compileGlob(c.argv[1])
 	var keys keyList
-	keys.reset(c.w, c.s.db.keys.Load(), c.s.db.keyBytes.Load())
+	keys.reset(c.w, c.s.db.keys.Load())
 	for i := range c.s.db.shards {
 		sh := &c.s.db.shards[i]
 		sh.mu.RLock()
-		for _, e := range sh.order {
-			if e.live(c.now) && (pat == nil || stringMatch(pat, stringBytes(e.key))) {
-				keys.add(e.key)
+		switch {
+		case pat.all() && sh.volatile == 0:
+			for _, o := range sh.order {
+				keys.add(o.key)
+			}
+		case sh.volatile == 0:
+			for _, o := range sh.order {
+				if pat.match(stringBytes(o.key)) {
+					keys.add(o.key)
+				}
+			}
+		default:
+			for _, o := range sh.order {
+				if o.e.live(&c.clk) && pat.match(stringBytes(o.key)) {
+					keys.add(o.key)
+				}
 			}
 		}
 		sh.mu.RUnlock()
@@ -341,35 +353,26 @@ func cmdKeys(c *ctx) {
 	keys.release(c.w)
 }
 
-// keyList collects key names copied out of the store, one after the
-// other in a worker's scratch space.
+// keyList collects the names of keys of the store: references to their
+// immutable strings, in a worker's scratch space.
 type keyList struct {
-	buf  []byte
-	lens []int32
+	names []string
 }
 
-// reset starts a list for about n keys of about size bytes in all.
-func (l *keyList) reset(w *worker, n, size int64) {
-	l.buf, l.lens = w.scratch[:0], w.lens[:0]
-	if n > int64(cap(l.lens)) {
-		l.lens = make([]int32, 0, min(n, 1<<24))
-	}
-	if size > int64(cap(l.buf)) {
-		l.buf = make([]byte, 0, min(size, 1<<30))
+// reset starts a list for about n keys.
+func (l *keyList) reset(w *worker, n int64) {
+	l.names = w.names[:0]
+	if n > int64(cap(l.names)) {
+		l.names = make([]string, 0, min(n, 1<<24))
 	}
 }
 
-func (l *keyList) add(k string) {
-	l.buf = append(l.buf, k...)
-	l.lens = append(l.lens, int32(len(k)))
-}
+func (l *keyList) add(k string) { l.names = append(l.names, k) }
 
 func (l *keyList) write(o *out) {
-	o.arrayLen(len(l.lens))
-	off := 0
-	for _, n := range l.lens {
-		o.bulk(l.buf[off : off+int(n)])
-		off += int(n)
+	o.arrayLen(len(l.names))
+	for _, k := range l.names {
+		o.bulkString(k)
 	}
 }
 
@@ -378,14 +381,13 @@ func (l *keyList) write(o *out) {
 // peak for good.
 const keepScratch = 16 << 20
 
-// release gives the space back to the worker.
+// release gives the space back to the worker, holding no key: a key
+// deleted later is not kept alive by it.
 func (l *keyList) release(w *worker) {
-	w.scratch, w.lens = nil, nil
-	if cap(l.buf) <= keepScratch {
-		w.scratch = l.buf[:0]
-	}
-	if 4*cap(l.lens) <= keepScratch {
-		w.lens = l.lens[:0]
+	clear(l.names)
+	w.names = nil
+	if cap(l.names)*int(unsafe.Sizeof("")) <= keepScratch {
+		w.names = l.names[:0]
 	}
 }
 
@@ -405,24 +407,24 @@ func cmdScan(c *ctx) {
 	}
 	db := c.s.db
 	var keys keyList
-	keys.reset(c.w, int64(min(count, 1<<16)), int64(min(count, 1<<16))*16)
+	keys.reset(c.w, int64(min(count, 1<<16)))
 	visited := 0
 	next := cursor
 	for {
 		si := shardIndex(next)
 		sh := &db.shards[si]
 		sh.mu.RLock()
-		i, _ := slices.BinarySearchFunc(sh.order, next, func(e *entry, h uint64) int {
-			return cmpUint64(e.hash, h)
+		i, _ := slices.BinarySearchFunc(sh.order, next, func(o slot, h uint64) int {
+			return cmpUint64(o.hash, h)
 		})
 		for i < len(sh.order) && visited < count {
 			h := sh.order[i].hash // keys of one hash are returned together
 			for ; i < len(sh.order) && sh.order[i].hash == h; i++ {
-				e := sh.order[i]
+				o := &sh.order[i]
 				visited++
-				if e.live(c.now) && (pat == nil || stringMatch(pat, stringBytes(e.key))) &&
-					(typ == nil || equalFold(typ, e.kind.typeName())) {
-					keys.add(e.key)
+				if (sh.volatile == 0 || o.e.live(&c.clk)) && pat.match(stringBytes(o.key)) &&
+					(typ == nil || equalFold(typ, o.e.kind.typeName())) {
+					keys.add(o.key)
 				}
 			}
 		}
@@ -476,7 +478,7 @@ func uitoa(v uint64) string {
 // scanOptions parses SCAN's (and HSCAN's, SSCAN's, ZSCAN's) options from
 // argument i: COUNT, MATCH, and TYPE for SCAN. A MATCH of "*" is no
 // pattern.
-func scanOptions(c *ctx, i int, keyspace bool) (count int, pat, typ []byte, ok bool) {
+func scanOptions(c *ctx, i int, keyspace bool) (count int, pat glob, typ []byte, ok bool) {
 	count = 10
 	for i < len(c.argv) {
 		left := len(c.argv) - i
@@ -484,26 +486,23 @@ func scanOptions(c *ctx, i int, keyspace bool) (count int, pat, typ []byte, ok b
 		case equalFold(c.argv[i], "count") && left >= 2:
 			n, ok := c.intArg(i + 1)
 			if !ok {
-				return 0, nil, nil, false
+				return 0, glob{}, nil, false
 			}
 			if n < 1 {
 				c.o.writeString(errSyntax)
-				return 0, nil, nil, false
+				return 0, glob{}, nil, false
 			}
 			count = int(min(n, math.MaxInt32))
 			i += 2
 		case equalFold(c.argv[i], "match") && left >= 2:
-			pat = c.argv[i+1]
-			if len(pat) == 1 && pat[0] == '*' {
-				pat = nil
-			}
+			pat = compileGlob(c.argv[i+1])
 			i += 2
 		case equalFold(c.argv[i], "type") && keyspace && left >= 2:
 			typ = cstr(c.argv[i+1])
 			i += 2
 		default:
 			c.o.writeString(errSyntax)
-			return 0, nil, nil, false
+			return 0, glob{}, nil, false
 		}
 	}
 	return count, pat, typ, true
@@ -523,8 +522,8 @@ func cmdRandomkey(c *ctx) {
 		sh.mu.RLock()
 		if n := len(sh.order); n > 0 {
 			for k := 0; k < 4; k++ {
-				e := sh.order[c.w.rng.IntN(n)]
-				if e.live(c.now) {
+				e := sh.order[c.w.rng.IntN(n)].e
+				if e.live(&c.clk) {
 					c.o.bulkString(e.key)
 					sh.mu.RUnlock()
 					return

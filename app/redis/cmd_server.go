@@ -306,7 +306,7 @@ func cmdClientInfo(c *ctx) {
 	if cn := c.conn; cn != nil {
 		cn.mu.Lock()
 		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
-			cn.id, cn.peer, cn.name, (c.now-cn.created)/1000, cn.libName, cn.libVer)
+			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, cn.libName, cn.libVer)
 		cn.mu.Unlock()
 	} else {
 		line = "id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n"
@@ -579,7 +579,7 @@ func cmdInfo(c *ctx) {
 		misses += w.stats.misses.Load()
 		oom += w.stats.oom.Load()
 	}
-	uptime := (c.now - s.started.UnixMilli()) / 1000
+	uptime := (c.now() - s.started.UnixMilli()) / 1000
 	host, _ := os.Hostname()
 	_ = host
 	used := s.db.used.Load()
@@ -593,7 +593,7 @@ func cmdInfo(c *ctx) {
 		"multiplexing_api", "psp",
 		"process_id", strconv.Itoa(os.Getpid()),
 		"tcp_port", strconv.Itoa(s.cfg.Port),
-		"server_time_usec", i64(c.now*1000),
+		"server_time_usec", i64(c.now()*1000),
 		"uptime_in_seconds", i64(uptime),
 		"uptime_in_days", i64(uptime/86400),
 		"executable", "psp",

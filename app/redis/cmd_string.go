@@ -111,7 +111,7 @@ func (c *ctx) expireAt(i, flags int) (int64, bool) {
 		ms *= 1000
 	}
 	if flags&(setEX|setPX) != 0 {
-		ms += c.now
+		ms += c.now()
 	}
 	if ms <= 0 {
 		c.o.err("invalid expire time in '" + c.cmd.name + "' command")
@@ -210,7 +210,7 @@ func cmdGetex(c *ctx) {
 	}
 	c.o.bulk(e.str)
 	switch {
-	case flags&(setEXAT|setPXAT) != 0 && when <= c.now:
+	case flags&(setEXAT|setPXAT) != 0 && when <= c.now():
 		c.s.db.remove(sh, e)
 	case expArg > 0:
 		sh.setExpire(e, when)
@@ -228,7 +228,7 @@ func cmdMget(c *ctx) {
 	c.o.arrayLen(len(keys))
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		e := sh.lookup(k, c.now)
+		e := sh.lookup(k, &c.clk)
 		if e == nil || e.kind != kindString {
 			c.w.stats.misses.Add(1)
 			c.o.null()
@@ -257,7 +257,7 @@ func cmdMset(c *ctx) {
 	if nx {
 		for _, k := range keys {
 			sh, _ := c.shardFor(k)
-			if c.s.db.lookupWrite(sh, k, c.now) != nil {
+			if c.s.db.lookupWrite(sh, k, &c.clk) != nil {
 				c.o.writeString(czero)
 				return
 			}
@@ -266,7 +266,7 @@ func cmdMset(c *ctx) {
 	for i := 1; i < len(c.argv); i += 2 {
 		k := c.argv[i]
 		sh, h := c.shardFor(k)
-		c.setString(sh, h, c.s.db.lookupWrite(sh, k, c.now), k, c.argv[i+1], false)
+		c.setString(sh, h, c.s.db.lookupWrite(sh, k, &c.clk), k, c.argv[i+1], false)
 	}
 	if nx {
 		c.o.writeString(cone)
@@ -347,11 +347,10 @@ func cmdIncr(c *ctx) {
 		}
 		old = v
 	}
-	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
-		c.o.err("increment or decrement would overflow")
+	v, ok := c.incrInt(old, incr)
+	if !ok {
 		return
 	}
-	v := old + incr
 	if e == nil {
 		e = c.s.db.add(sh, key, h, kindString)
 		e.str = make([]byte, 0, 20)
@@ -386,9 +385,8 @@ func cmdIncrbyfloat(c *ctx) {
 		c.o.err("increment would produce NaN or Infinity")
 		return
 	}
-	sum := new(big.Float).SetPrec(ldPrec).Add(value, incr)
-	if ldOverflows(sum) {
-		c.o.err("increment would produce NaN or Infinity")
+	sum, ok := c.incrFloat(value, incr)
+	if !ok {
 		return
 	}
 	s := formatLongDouble(sum)
@@ -476,4 +474,26 @@ func cmdSetrange(c *ctx) {
 	copy(e.str[offset:], val)
 	c.s.db.resize(e, stringSize(key, e.str))
 	c.o.integer(int64(len(e.str)))
+}
+
+// incrInt returns old+incr, or replies redis-server's overflow error and
+// returns false.
+func (c *ctx) incrInt(old, incr int64) (int64, bool) {
+	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
+		c.o.err("increment or decrement would overflow")
+		return 0, false
+	}
+	return old + incr, true
+}
+
+// incrFloat returns value+incr at long double precision, or replies
+// redis-server's error and returns false when the sum overflows it. The
+// caller has refused infinities whose sum is NaN.
+func (c *ctx) incrFloat(value, incr *big.Float) (*big.Float, bool) {
+	sum := new(big.Float).SetPrec(ldPrec).Add(value, incr)
+	if ldOverflows(sum) {
+		c.o.err("increment would produce NaN or Infinity")
+		return nil, false
+	}
+	return sum, true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/persephone-go/psp/nic"
 )
@@ -14,11 +15,29 @@ type ctx struct {
 	w          *worker
 	conn       *Conn // nil for a request not cut from a stream
 	argv       [][]byte
-	now        int64 // unix ms, the command's time
+	clk        cmdClock // the command's time
 	o          *out
 	cmd        *command
 	replyFlags nic.Flags
 }
+
+// cmdClock is a command's time, unix ms, read from the server's clock
+// the first time the command needs it: most commands touch no key with an
+// expiry, and a clock read is a system call on some virtual machines.
+type cmdClock struct {
+	read func() time.Time
+	ms   int64 // 0: not read yet
+}
+
+func (k *cmdClock) now() int64 {
+	if k.ms == 0 {
+		k.ms = k.read().UnixMilli()
+	}
+	return k.ms
+}
+
+// now returns the command's time, unix ms.
+func (c *ctx) now() int64 { return c.clk.now() }
 
 // Command flags psp acts on (the rest are only shown by COMMAND).
 const (

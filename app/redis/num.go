@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"strconv"
@@ -62,18 +63,7 @@ func strtod(p []byte) (v float64, n int, erange bool) {
 			return signed(p[start], 0), i + 1, false
 		}
 		mant := j
-		if j < len(p) && (p[j] == 'p' || p[j] == 'P') {
-			k := j + 1
-			if k < len(p) && (p[k] == '+' || p[k] == '-') {
-				k++
-			}
-			if k < len(p) && p[k] >= '0' && p[k] <= '9' {
-				for k < len(p) && p[k] >= '0' && p[k] <= '9' {
-					k++
-				}
-				j = k
-			}
-		}
+		j = skipExponent(p, j, 'p')
 		s := string(p[start:j])
 		if j == mant {
 			s += "p0"
@@ -99,18 +89,7 @@ func strtod(p []byte) (v float64, n int, erange bool) {
 	if digits == 0 {
 		return 0, 0, false
 	}
-	if j < len(p) && (p[j] == 'e' || p[j] == 'E') {
-		k := j + 1
-		if k < len(p) && (p[k] == '+' || p[k] == '-') {
-			k++
-		}
-		if k < len(p) && p[k] >= '0' && p[k] <= '9' {
-			for k < len(p) && p[k] >= '0' && p[k] <= '9' {
-				k++
-			}
-			j = k
-		}
-	}
+	j = skipExponent(p, j, 'e')
 	v, err := strconv.ParseFloat(bytesString(p[start:j]), 64)
 	switch {
 	case err != nil:
@@ -292,6 +271,88 @@ func parseCursor(p []byte) (uint64, bool) {
 	return v, true
 }
 
+// glob is a MATCH or KEYS pattern ready to test many names: the common
+// shapes (*, a literal, lit*, *lit, *lit*) by a comparison, the others by
+// stringMatch, with stringMatch's answers, but for "*", which matches
+// every name, the empty one included, as KEYS and SCAN take it. The zero
+// glob is "*".
+type glob struct {
+	shape globShape
+	lit   []byte // the literal part (globPrefix ... globContains)
+	pat   []byte // globGeneral: the pattern
+}
+
+type globShape uint8
+
+const (
+	globAll globShape = iota
+	globLiteral
+	globPrefix
+	globSuffix
+	globContains
+	globNonEmpty // "**" and more stars: stringMatch refuses the empty name
+	globGeneral
+)
+
+// compileGlob returns pattern's glob.
+func compileGlob(pattern []byte) glob {
+	if len(pattern) == 0 {
+		return glob{shape: globLiteral} // matches "" only
+	}
+	lead := len(pattern) > 0 && pattern[0] == '*'
+	trail := len(pattern) > 1 && pattern[len(pattern)-1] == '*' && pattern[len(pattern)-2] != '\\'
+	lit := pattern
+	if lead {
+		lit = lit[1:]
+	}
+	if trail && len(lit) > 0 {
+		lit = lit[:len(lit)-1]
+	}
+	for len(lit) > 0 && lead && lit[0] == '*' { // "**x": as "*x"
+		lit = lit[1:]
+	}
+	if bytes.ContainsAny(lit, "*?[\\") {
+		return glob{shape: globGeneral, pat: pattern}
+	}
+	switch {
+	case lead && (trail || len(lit) == 0):
+		switch {
+		case len(pattern) == 1:
+			return glob{shape: globAll}
+		case len(lit) == 0:
+			return glob{shape: globNonEmpty}
+		}
+		return glob{shape: globContains, lit: lit}
+	case lead:
+		return glob{shape: globSuffix, lit: lit}
+	case trail:
+		return glob{shape: globPrefix, lit: lit}
+	}
+	return glob{shape: globLiteral, lit: lit}
+}
+
+// all reports whether g matches every name.
+func (g *glob) all() bool { return g.shape == globAll }
+
+// match reports whether name matches g, as stringMatch would.
+func (g *glob) match(name []byte) bool {
+	switch g.shape {
+	case globAll:
+		return true
+	case globLiteral:
+		return bytes.Equal(name, g.lit)
+	case globPrefix:
+		return bytes.HasPrefix(name, g.lit)
+	case globSuffix:
+		return bytes.HasSuffix(name, g.lit)
+	case globContains:
+		return bytes.Contains(name, g.lit)
+	case globNonEmpty:
+		return len(name) > 0
+	}
+	return stringMatch(g.pat, name)
+}
+
 // stringMatch is redis-server's glob matching (stringmatchlen): * ? [...]
 // with ranges and ^, and \ escapes.
 func stringMatch(pattern, s []byte) bool {
@@ -398,4 +459,24 @@ func matchImpl(pattern, str []byte, skipLonger *bool) bool {
 		}
 	}
 	return plen == 0 && len(str) == 0
+}
+
+// skipExponent returns where an exponent at p[j] ends: marker (a lower-case
+// letter, either case matching), an optional sign and at least one digit;
+// j itself when p[j:] starts with no such exponent.
+func skipExponent(p []byte, j int, marker byte) int {
+	if j >= len(p) || p[j]|0x20 != marker {
+		return j
+	}
+	k := j + 1
+	if k < len(p) && (p[k] == '+' || p[k] == '-') {
+		k++
+	}
+	if k >= len(p) || p[k] < '0' || p[k] > '9' {
+		return j
+	}
+	for k < len(p) && p[k] >= '0' && p[k] <= '9' {
+		k++
+	}
+	return k
 }

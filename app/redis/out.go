@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/persephone-go/psp/app"
+	"github.com/persephone-go/psp/internal/resp"
 )
 
 // out is a worker's reply under construction, in RESP2. It fills a chunk
@@ -114,13 +115,25 @@ func (o *out) bulkHeader(n int) {
 	o.write(b)
 }
 
+// bulkRoom is what a bulk string takes beyond its bytes at most: "$",
+// its length and two CRLFs.
+const bulkRoom = 1 + 20 + 4
+
 func (o *out) bulk(p []byte) {
+	if len(o.buf)+len(p)+bulkRoom <= o.room && !o.failed {
+		o.buf = resp.AppendBulk(o.buf, p)
+		return
+	}
 	o.bulkHeader(len(p))
 	o.write(p)
 	o.writeString("\r\n")
 }
 
 func (o *out) bulkString(s string) {
+	if len(o.buf)+len(s)+bulkRoom <= o.room && !o.failed {
+		o.buf = resp.AppendBulk(o.buf, s)
+		return
+	}
 	o.bulkHeader(len(s))
 	o.writeString(s)
 	o.writeString("\r\n")

@@ -57,15 +57,14 @@ type Server struct {
 
 // worker is one worker's state.
 type worker struct {
-	c       ctx
-	req     request
-	o       out
-	ss      shardSet
-	scratch []byte
-	keys    [][]byte
-	lens    []int32
-	rng     *rand.Rand
-	stats   workerStats
+	c     ctx
+	req   request
+	o     out
+	ss    shardSet
+	keys  [][]byte
+	names []string // KEYS and SCAN: names collected (keyList)
+	rng   *rand.Rand
+	stats workerStats
 }
 
 // workerStats are a worker's counters (read by INFO from any worker).
@@ -140,7 +139,7 @@ func (s *Server) sweep() {
 			return
 		case <-t.C:
 		}
-		s.expired.Add(int64(s.db.expireSome(next, perTick, s.clock())))
+		s.expired.Add(int64(s.db.expireSome(next, perTick, &cmdClock{read: s.now})))
 		next = (next + perTick) % numShards
 	}
 }
@@ -171,7 +170,7 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	}
 	conn, _ := b.Session.(*Conn)
 	c := &wk.c
-	*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, now: s.clock(), o: &wk.o}
+	*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o}
 	s.run(c)
 	if wk.o.failed {
 		wk.stats.cut.Add(1)

@@ -69,7 +69,7 @@ type entry struct {
 // (their bytes plus the Go structures that carry them); used is the sum,
 // compared with maxmemory before commands that may grow the dataset.
 const (
-	entryOverhead = 160 // entry struct, map slot, order slot, key header
+	entryOverhead = 184 // entry struct, map slot, order slot (hash, name, entry), key header
 	elemOverhead  = 48  // one element of a collection (slice header, index slot)
 )
 
@@ -85,8 +85,8 @@ type store struct {
 type shard struct {
 	mu       sync.RWMutex
 	m        map[string]*entry
-	order    []*entry // by (hash, key)
-	volatile int      // entries with an expire
+	order    []slot // by (hash, key)
+	volatile int    // entries with an expire
 	_        [64]byte
 }
 
@@ -108,14 +108,15 @@ func (s *store) shardOf(key []byte) (*shard, uint64) {
 	return &s.shards[shardIndex(h)], h
 }
 
-// live reports whether e has not expired at now (unix ms).
-func (e *entry) live(now int64) bool { return e.expire == 0 || e.expire > now }
+// live reports whether e has not expired at clk's time (read only when e
+// has an expiry).
+func (e *entry) live(clk *cmdClock) bool { return e.expire == 0 || e.expire > clk.now() }
 
 // lookup returns key's entry if it exists and has not expired; the caller
 // holds sh (read or write).
-func (sh *shard) lookup(key []byte, now int64) *entry {
+func (sh *shard) lookup(key []byte, clk *cmdClock) *entry {
 	e := sh.m[string(key)]
-	if e == nil || !e.live(now) {
+	if e == nil || !e.live(clk) {
 		return nil
 	}
 	return e
@@ -123,12 +124,12 @@ func (sh *shard) lookup(key []byte, now int64) *entry {
 
 // lookupWrite is lookup for a caller holding sh for writing: an expired
 // entry is deleted.
-func (s *store) lookupWrite(sh *shard, key []byte, now int64) *entry {
+func (s *store) lookupWrite(sh *shard, key []byte, clk *cmdClock) *entry {
 	e := sh.m[string(key)]
 	if e == nil {
 		return nil
 	}
-	if !e.live(now) {
+	if !e.live(clk) {
 		s.remove(sh, e)
 		return nil
 	}
@@ -141,8 +142,9 @@ func (s *store) add(sh *shard, key []byte, h uint64, k kind) *entry {
 	e := &entry{key: string(key), hash: h, kind: k}
 	e.size = entryOverhead + int64(len(key))
 	sh.m[e.key] = e
-	i, _ := slices.BinarySearchFunc(sh.order, e, compareEntries)
-	sh.order = slices.Insert(sh.order, i, e)
+	o := slot{hash: h, key: e.key, e: e}
+	i, _ := slices.BinarySearchFunc(sh.order, o, compareSlots)
+	sh.order = slices.Insert(sh.order, i, o)
 	s.used.Add(e.size)
 	s.keys.Add(1)
 	s.keyBytes.Add(int64(len(e.key)))
@@ -152,7 +154,7 @@ func (s *store) add(sh *shard, key []byte, h uint64, k kind) *entry {
 // remove deletes e from sh (held for writing).
 func (s *store) remove(sh *shard, e *entry) {
 	delete(sh.m, e.key)
-	if i, found := slices.BinarySearchFunc(sh.order, e, compareEntries); found {
+	if i, found := slices.BinarySearchFunc(sh.order, slot{hash: e.hash, key: e.key}, compareSlots); found {
 		sh.order = slices.Delete(sh.order, i, i+1)
 	}
 	if e.expire != 0 {
@@ -180,7 +182,16 @@ func (sh *shard) setExpire(e *entry, at int64) {
 	e.expire = at
 }
 
-func compareEntries(a, b *entry) int {
+// slot is an entry's place in its shard's walk order, with what a walk
+// reads of every entry (hash, name) at hand: a walk of a shard without
+// expiring keys does not load the entries themselves.
+type slot struct {
+	hash uint64
+	key  string
+	e    *entry
+}
+
+func compareSlots(a, b slot) int {
 	switch {
 	case a.hash < b.hash:
 		return -1
@@ -246,9 +257,9 @@ func (s *store) unlockAll() {
 func (s *store) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		for _, e := range sh.order {
-			s.used.Add(-e.size)
-			s.keyBytes.Add(-int64(len(e.key)))
+		for _, o := range sh.order {
+			s.used.Add(-o.e.size)
+			s.keyBytes.Add(-int64(len(o.key)))
 		}
 		s.keys.Add(-int64(len(sh.order)))
 		sh.m = make(map[string]*entry)
@@ -271,7 +282,7 @@ func (s *store) volatileKeys() int64 {
 
 // expireSome deletes the expired keys of shards [from, from+n) and
 // returns how many it deleted.
-func (s *store) expireSome(from, n int, now int64) int {
+func (s *store) expireSome(from, n int, clk *cmdClock) int {
 	deleted := 0
 	for i := from; i < from+n && i < numShards; i++ {
 		sh := &s.shards[i]
@@ -283,7 +294,7 @@ func (s *store) expireSome(from, n int, now int64) int {
 		}
 		sh.mu.Lock()
 		for j := 0; j < len(sh.order); {
-			if e := sh.order[j]; !e.live(now) {
+			if e := sh.order[j].e; !e.live(clk) {
 				s.remove(sh, e)
 				deleted++
 				continue

@@ -17,6 +17,7 @@ import (
 
 	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
@@ -45,9 +46,18 @@ func loadFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "preload", Value: true, Usage: "--format memcached or redis: set every key before each run, so reads hit (--preload=false skips it; redis: FLUSHALL first)"},
 		&cli.DurationFlag{Name: "spin-window", Value: loadgen.DefaultSpinWindow, Usage: "how close to each send time the sender stops sleeping and spins without yielding, so that the send leaves on time (a sleep can wake tens of microseconds late); 0 always sleeps. A server on the same cores loses the CPU the spin takes"},
 		&cli.BoolFlag{Name: "from-send", Usage: "measure latencies from each request's actual send time, leaving out the client's own lag behind its schedule (an overloaded client machine); default: from the intended send time"},
-		&cli.IntFlag{Name: "conns", Value: loadgen.DefaultConns, Usage: "TCP connections to a tcp:// server; request i goes on connection i mod `N`, pipelined when requests come close together"},
+		&cli.IntFlag{Name: "conns", Value: loadgen.DefaultConns, Usage: "TCP connections to a tcp:// server, each request on the one --conn-pick chooses"},
+		connPickFlag(),
 		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
 	}
+}
+
+// connPickFlag is --conn-pick, of psp client and psp sim.
+func connPickFlag() cli.Flag {
+	return &cli.StringFlag{Name: "conn-pick", Value: string(connpick.Default), Usage: "how a request's TCP connection is chosen: " +
+		"pool, an idle connection (no request in flight), else the one with the fewest in flight, as the connection pools of client libraries " +
+		"(redis-py, go-redis, Jedis, libmemcached) send; round-robin, request i on connection i mod --conns whatever is in flight there, " +
+		"as a client pipelining on every connection in turn"}
 }
 
 // maxSpinWindow bounds --spin-window: a sender spinning longer than this
@@ -99,6 +109,10 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 	if n := c.Int("conns"); n < 1 || n > loadgen.MaxConns {
 		return harness.Plan{}, fmt.Errorf("--conns %d: want 1..%d", n, loadgen.MaxConns)
 	}
+	pick, err := connpick.Parse(c.String("conn-pick"))
+	if err != nil {
+		return harness.Plan{}, fmt.Errorf("--conn-pick: %w", err)
+	}
 	if c.String("format") == loadgen.FormatMemcached && !strings.HasPrefix(c.String("server"), loadgen.TCPScheme) {
 		if v, most := c.Int("value-size"), loadgen.MaxValueSize(c.Int("memcached-keys")); v > most {
 			return harness.Plan{}, fmt.Errorf("--value-size %d: at most %d (a memcached set must fit one UDP datagram)", v, most)
@@ -130,6 +144,7 @@ func planFromFlags(c *cli.Context) (harness.Plan, error) {
 			ValueSize:      c.Int("value-size"),
 			RedisKeys:      c.Int("redis-keys"),
 			Conns:          c.Int("conns"),
+			ConnPick:       pick,
 		},
 		Preload: c.Bool("preload"),
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/wire"
 )
@@ -17,26 +17,13 @@ import (
 // clientTestEcho answers psp-header requests at once, on UDP loopback.
 func clientTestEcho(t *testing.T) string {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, peer, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			if n >= wire.HeaderLen {
-				_, _ = conn.WriteToUDP(buf[:wire.HeaderLen], peer)
-			}
+	addr, _ := testenv.UDPServer(t, func(req []byte) []byte {
+		if len(req) < wire.HeaderLen {
+			return nil
 		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return conn.LocalAddr().String()
+		return req[:wire.HeaderLen]
+	})
+	return addr
 }
 
 func runApp(t *testing.T, args ...string) (string, error) {
@@ -109,12 +96,7 @@ func TestClientCommandSpinWindowZero(t *testing.T) {
 
 func TestClientCommandTableAndNotSustained(t *testing.T) {
 	// Nobody listens on a closed port: everything is lost.
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := c.LocalAddr().String()
-	c.Close()
+	addr := freeAddr(t, "udp")
 	out, err := runApp(t, "client", "--server", addr, "--load", "0.5", "--dilation", "1000", "--duration", "200ms", "--grace", "10ms")
 	if err == nil || !strings.Contains(err.Error(), "not sustained") {
 		t.Fatalf("want a not-sustained error, got %v\n%s", err, out)

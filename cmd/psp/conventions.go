@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -76,29 +77,19 @@ func applyConventions(a *cli.App) {
 	walk(a.Commands)
 }
 
+// setAliasesAndEnv sets the Aliases and EnvVars fields every urfave/cli
+// flag type has.
 func setAliasesAndEnv(f cli.Flag, aliases, vars []string) {
-	switch f := f.(type) {
-	case *cli.StringFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.IntFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.UintFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.Uint64Flag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.Float64Flag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.DurationFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.BoolFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.StringSliceFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	case *cli.GenericFlag:
-		f.Aliases, f.EnvVars = aliases, vars
-	default:
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("conventions: flag type %T not handled", f))
 	}
+	aliasField, envField := v.Elem().FieldByName("Aliases"), v.Elem().FieldByName("EnvVars")
+	if !aliasField.IsValid() || !envField.IsValid() {
+		panic(fmt.Sprintf("conventions: flag type %T not handled", f))
+	}
+	aliasField.Set(reflect.ValueOf(aliases))
+	envField.Set(reflect.ValueOf(vars))
 }
 
 // jsonFlag is --json, the same in every command.

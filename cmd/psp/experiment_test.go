@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/report"
 )
 
@@ -172,14 +172,8 @@ func TestSweepPhases(t *testing.T) {
 // and the process exits with an error (it ran on until SIGKILL).
 func TestExperimentStopsOnSignal(t *testing.T) {
 	if os.Getenv("PSP_TEST_EXPERIMENT_CHILD") == "1" {
-		app := newApp()
-		err := app.Run([]string{"psp", "experiment", "fig1", "--size", "small", "--duration", "60s", "--parallel", "1", "-q",
-			"--out", os.Getenv("PSP_TEST_OUT")})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		exitWithPSP("experiment", "fig1", "--size", "small", "--duration", "60s", "--parallel", "1", "-q",
+			"--out", os.Getenv("PSP_TEST_OUT"))
 	}
 	if testing.Short() {
 		t.Skip("starts a child process")
@@ -188,11 +182,7 @@ func TestExperimentStopsOnSignal(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PSP_TEST_EXPERIMENT_CHILD=1", "PSP_TEST_OUT="+t.TempDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := testenv.Start(t, cmd)
 	time.Sleep(time.Second) // running its first simulation
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,7 @@ func TestRegistryCommands(t *testing.T) {
 	os.WriteFile(operator, []byte("op-token\n"), 0o600)
 	ex := filepath.Join("..", "..", "examples", "classifiers")
 	pspheader, wat := filepath.Join(ex, "c", "pspheader.wasm"), filepath.Join(ex, "wat", "pspheader.wasm")
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := freeAddr(t, "tcp")
 	serveInProcess(t, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
 		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: operator}, MultiTenant: true})
 	run := func(args ...string) string { t.Helper(); return mustPSP(t, args...) }

@@ -46,22 +46,12 @@ func buildPSP(t *testing.T) string {
 	return bin
 }
 
-func udpAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.LocalAddr().String()
-}
-
 // startFleet starts n psp serve processes with classifier ref.
 func startFleet(t *testing.T, bin string, n int, ref, token, cache string) []*fleetServer {
 	t.Helper()
 	var fs []*fleetServer
 	for i := range n {
-		s := &fleetServer{admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), listen: udpAddr(t)}
+		s := &fleetServer{admin: freeAddr(t, "tcp"), listen: freeAddr(t, "udp")}
 		s.args = []string{"serve", "--listen", s.listen, "--admin", s.admin, "--token-file", token,
 			"--classifier", ref, "--oci-cache", filepath.Join(cache, fmt.Sprint(i)), "--workers", "2", "--dilation", "1",
 			"--spin", "0", "--deadline-factor", "0"}
@@ -214,7 +204,7 @@ func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := freeAddr(t, "tcp")
 	var log testenv.SyncBuffer
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
@@ -459,7 +449,7 @@ func TestRolloutBoundsAndDryRun(t *testing.T) {
 	if err := os.WriteFile(wasm, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	servers := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens
+	servers := freeAddr(t, "tcp") // nothing listens
 	for _, tc := range []struct {
 		args []string
 		want string

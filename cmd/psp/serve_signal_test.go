@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/admin"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
 )
@@ -23,41 +22,19 @@ import (
 // of being swallowed until the drain ends.
 func TestServeSecondSignalQuits(t *testing.T) {
 	if os.Getenv("PSP_TEST_SERVE_CHILD") == "1" {
-		app := newApp()
-		err := app.Run([]string{"psp", "serve", "--listen", os.Getenv("PSP_TEST_LISTEN"), "--admin", os.Getenv("PSP_TEST_ADMIN"),
-			"--workers", "1", "--policy", "cfcfs", "--app", "emulate", "--dilation", "10000", "--drain-timeout", "1m"})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		exitWithPSP("serve", "--listen", os.Getenv("PSP_TEST_LISTEN"), "--admin", os.Getenv("PSP_TEST_ADMIN"),
+			"--workers", "1", "--policy", "cfcfs", "--app", "emulate", "--dilation", "10000", "--drain-timeout", "1m")
 	}
 	if testing.Short() {
 		t.Skip("starts a server process")
 	}
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := udpLn.LocalAddr().String()
-	udpLn.Close()
+	adminAddr := freeAddr(t, "tcp")
+	listen := freeAddr(t, "udp")
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSecondSignalQuits$")
 	cmd.Env = append(os.Environ(), "PSP_TEST_SERVE_CHILD=1", "PSP_TEST_LISTEN="+listen, "PSP_TEST_ADMIN="+adminAddr)
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	reaped := false
-	defer func() {
-		if !reaped {
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	exited := testenv.Start(t, cmd)
 
 	status := func() (server.Status, bool) {
 		c, err := admin.NewClient(adminAddr, time.Second)
@@ -85,30 +62,16 @@ func TestServeSecondSignalQuits(t *testing.T) {
 
 	// 1ms of service (the app's cap) at dilation 10000: the worker is busy
 	// for 10s.
-	conn, err := net.Dial("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := make([]byte, wire.HeaderLen)
-	wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 1_000_000}.Encode(req)
-	if _, err := conn.Write(req); err != nil {
-		t.Fatal(err)
-	}
+	sendHeader(t, listen, wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 1_000_000})
 	waitFor("ran the request", func(st server.Status) bool { return st.Busy == 1 })
 
 	cmd.Process.Signal(os.Interrupt)
 	waitFor("started draining", func(st server.Status) bool { return st.Draining })
 	cmd.Process.Signal(os.Interrupt)
 
-	select {
-	case err := <-exited:
-		reaped = true
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
-			t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not exit after a second SIGINT")
+	err := testenv.Await(t, exited, 30*time.Second, "the server to exit after a second SIGINT")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)
 	}
 }

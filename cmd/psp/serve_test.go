@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,19 +14,64 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/wire"
 )
 
-// freePort returns a free loopback TCP port (for the admin endpoint).
-func freePort(t *testing.T) int {
+// freeAddr returns a free loopback address (host:port) for network "tcp"
+// (an admin endpoint) or "udp" (a dataplane).
+func freeAddr(t *testing.T, network string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := func() (io.Closer, net.Addr, error) {
+		ln, err := net.Listen(network, "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		return ln, ln.Addr(), nil
+	}
+	if network == "udp" {
+		listen = func() (io.Closer, net.Addr, error) {
+			pc, err := net.ListenPacket(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, nil, err
+			}
+			return pc, pc.LocalAddr(), nil
+		}
+	}
+	c, addr, err := listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	c.Close()
+	return addr.String()
+}
+
+// sendHeader sends a psp-header request h over UDP to addr and returns the
+// connection, for its reply; it closes when the test ends.
+func sendHeader(t *testing.T, addr string, h wire.Header) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	req := make([]byte, wire.HeaderLen)
+	h.Encode(req)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// exitWithPSP runs psp with args in a test binary re-executed as a child
+// process and exits: status 1 (the error on stderr) when psp fails, else 0.
+func exitWithPSP(args ...string) {
+	if err := newApp().Run(append([]string{"psp"}, args...)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 func runPSP(ctx context.Context, args ...string) (string, error) {
@@ -87,13 +133,8 @@ func TestServeStatusPush(t *testing.T) {
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte("tok\n"), 0o600)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	udpLn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := udpLn.LocalAddr().String()
-	udpLn.Close()
+	admin := freeAddr(t, "tcp")
+	listen := freeAddr(t, "udp")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, server.Config{Listen: listen, Workers: 2, Policy: "cfcfs", Classifier: wasm,
@@ -118,14 +159,7 @@ func TestServeStatusPush(t *testing.T) {
 		t.Errorf("psp status output:\n%s", out)
 	}
 
-	conn, err := net.Dial("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := make([]byte, wire.HeaderLen)
-	wire.Header{ID: 42, Type: wire.TypeShort, ServiceNs: 1000}.Encode(req)
-	conn.Write(req)
+	conn := sendHeader(t, listen, wire.Header{ID: 42, Type: wire.TypeShort, ServiceNs: 1000})
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	rep := make([]byte, 64)
 	n, err := conn.Read(rep)
@@ -177,13 +211,8 @@ func TestServeStatusPush(t *testing.T) {
 		t.Errorf("psp status shows no stage breakdown for the SHORT request:\n%s", out)
 	}
 	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop")
+	if err := testenv.Await(t, served, 15*time.Second, "serve to stop"); err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
 

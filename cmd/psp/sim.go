@@ -12,6 +12,7 @@ import (
 
 	"github.com/persephone-go/psp/darc"
 	"github.com/persephone-go/psp/harness"
+	"github.com/persephone-go/psp/internal/connpick"
 	"github.com/persephone-go/psp/report"
 	"github.com/persephone-go/psp/server"
 	"github.com/persephone-go/psp/sim"
@@ -81,7 +82,8 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "network-rtt", Usage: "network round trip added to every latency (not to slowdowns); the paper's testbed: about 10us"},
 			&cli.Float64Flag{Name: "dispatcher-rate", Usage: "dispatcher throughput in requests/s (e.g. 7e6, the paper's): requests wait for the one dispatcher; 0: unbounded"},
 			&cli.DurationFlag{Name: "in-place", Usage: "model psp serve's serving in place: a request dispatched to an idle worker runs on the dispatcher when its type's expected service is under this (psp serve's default: 20us), holding arrivals until done; non-preemptive policies only (0: off, the paper's dispatcher)"},
-			&cli.IntFlag{Name: "conns", Usage: "model clients sending over `N` in-order connections (TCP, psp client --conns): request i on connection i mod N, each reply leaving after the previous one of its connection, latency and slowdown to that reply; 0: every request answered on its own (UDP)"},
+			&cli.IntFlag{Name: "conns", Usage: "model clients sending over `N` in-order connections (TCP, psp client --conns), each request on the one --conn-pick chooses, each reply leaving after the previous one of its connection, latency and slowdown to that reply; 0: every request answered on its own (UDP)"},
+			connPickFlag(),
 			&cli.Float64Flag{Name: "misclassify", Usage: "fraction of requests the classifier gives another type (0.5 with two types: a random classifier)"},
 			&cli.DurationFlag{Name: "timeline", Usage: "record each run over time in buckets of this width (with --out: timeline-<policy>-<load>.png and the JSON's timeline)"},
 			&cli.StringFlag{Name: "out", Usage: "also write, in this `DIR`, results.csv, results.json, slowdown.png and latency-<type>.png"},
@@ -110,6 +112,14 @@ func runSim(c *cli.Context) error {
 	loads, err := harness.ParseLoads(c.String("loads"))
 	if err != nil {
 		return fmt.Errorf("sim: --%w", err)
+	}
+	var pick connpick.Policy // only with connections
+	if c.Int("conns") > 0 {
+		if pick, err = connpick.Parse(c.String("conn-pick")); err != nil {
+			return fmt.Errorf("sim: --conn-pick: %w", err)
+		}
+	} else if c.IsSet("conn-pick") {
+		return fmt.Errorf("sim: --conn-pick without --conns: there are no connections to choose from")
 	}
 	var (
 		w       workload.Workload
@@ -212,6 +222,7 @@ func runSim(c *cli.Context) error {
 			InPlaceLimit:   c.Duration("in-place"),
 			Misclassify:    c.Float64("misclassify"),
 			Conns:          c.Int("conns"),
+			ConnPick:       pick,
 			Timeline:       c.Duration("timeline"),
 			Tenants:        tenants,
 			Darc: darc.Config{

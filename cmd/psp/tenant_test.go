@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ func TestTenantCommands(t *testing.T) {
 	operator, aTok, cTok := write("operator", "op-token"), write("a", "a-token"), write("c", "c-token")
 	pspheader := filepath.Join("..", "..", "examples", "classifiers", "c", "pspheader.wasm")
 	random := filepath.Join("..", "..", "examples", "classifiers", "c", "random.wasm")
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := freeAddr(t, "tcp")
 	serveInProcess(t, server.Config{Dataplane: server.DataplaneMemory, Workers: 4, Policy: "darc",
 		App: server.App{Name: server.AppEmulate, Dilation: 1}, Admin: server.Admin{Addr: admin, TokenFile: operator},
 		Tenants: []server.Tenant{{Name: "a", Ports: []uint16{7001}, Classifier: pspheader, TokenFile: aTok, Workers: 2}}})

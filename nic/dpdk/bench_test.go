@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/udp"
 	"github.com/persephone-go/psp/wire"
@@ -229,16 +230,7 @@ func BenchmarkPipeline(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			go func() {
-				buf := make([]byte, 2048)
-				for {
-					n, err := conn.Read(buf)
-					if err != nil {
-						return
-					}
-					conn.Write(buf[:n])
-				}
-			}()
+			go testenv.Reflect(conn)
 		}
 		runPipeline(b, newPipeline(b, d, workers))
 	})

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/persephone-go/psp/internal/testenv"
-	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/nic/nictest"
 	"github.com/persephone-go/psp/wire"
 )
 
@@ -61,21 +61,11 @@ func run(t *testing.T, name string, args ...string) {
 // echoLoop receives requests and echoes them from the workers' TX queues
 // until stop is closed, idling with Recv's back-off.
 func echoLoop(d *Dataplane, workers int, stop <-chan struct{}) {
-	bufs := make([]*nic.Buffer, 32)
-	for w := 0; ; w = (w + 1) % workers {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n, err := d.Recv(bufs, 5*time.Millisecond)
-		if err != nil {
-			return
-		}
-		if n > 0 {
-			d.TxQueue(w).Send(bufs[:n])
-		}
+	queues := make([]int, workers)
+	for w := range queues {
+		queues[w] = w
 	}
+	nictest.Echo(d, stop, 5*time.Millisecond, queues...)
 }
 
 // TestKernelUDPClientOverTap talks to the dataplane with the kernel's own

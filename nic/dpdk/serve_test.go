@@ -63,25 +63,13 @@ func TestServeOverTap(t *testing.T) {
 	var output testenv.SyncBuffer
 	serve.Stdout, serve.Stderr = &output, &output
 	run(t, "ip", "link", "set", "lo", "up")
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			serve.Process.Kill()
-			<-exited
-		}
-	}()
+	exited := testenv.Start(t, serve)
 
 	// psp serve says when it serves; the tap interface exists by then.
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(output.String(), "dpdk dataplane on") {
 		select {
 		case err := <-exited:
-			stopped = true
 			t.Fatalf("psp serve exited: %v\n%s", err, output.String())
 		default:
 		}
@@ -157,7 +145,6 @@ func TestServeOverTap(t *testing.T) {
 	serve.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:
-		stopped = true
 		if err != nil {
 			t.Fatalf("psp serve exited with %v after SIGTERM:\n%s", err, output.String())
 		}

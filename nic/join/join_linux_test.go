@@ -11,6 +11,7 @@ import (
 
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/join"
+	"github.com/persephone-go/psp/nic/nictest"
 	"github.com/persephone-go/psp/nic/tcp"
 	"github.com/persephone-go/psp/nic/udp"
 	"github.com/persephone-go/psp/wire"
@@ -47,21 +48,7 @@ func TestJoinedServesBoth(t *testing.T) {
 	defer dp.Close()
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		bufs := make([]*nic.Buffer, 8)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			n, err := dp.Recv(bufs, 50*time.Millisecond)
-			if err != nil {
-				return
-			}
-			dp.TxQueue(1).Send(bufs[:n])
-		}
-	}()
+	go nictest.Echo(dp, done, 50*time.Millisecond, 1)
 	req := make([]byte, wire.HeaderLen)
 	for i := range 20 {
 		wire.Header{ID: uint32(i), Type: 1}.Encode(req)

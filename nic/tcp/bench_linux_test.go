@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/persephone-go/psp/nic"
+	"github.com/persephone-go/psp/internal/testenv"
+	"github.com/persephone-go/psp/nic/nictest"
 	"github.com/persephone-go/psp/nic/tcp"
 )
 
@@ -56,49 +57,20 @@ func BenchmarkEchoTCP(b *testing.B) {
 	b.Run("dataplane", func(b *testing.B) {
 		dp := open(b, tcp.Config{})
 		done := make(chan struct{})
-		go func() {
-			bufs := make([]*nic.Buffer, 32)
-			tx := dp.TxQueue(0)
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				n, err := dp.Recv(bufs, 5*time.Millisecond)
-				if err != nil {
-					return
-				}
-				tx.Send(bufs[:n])
-			}
-		}()
+		go nictest.Echo(dp, done, 5*time.Millisecond, 0)
 		benchClients(b, dp.Addr().String(), conns)
 		close(done)
 	})
 	b.Run("go", func(b *testing.B) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
+		addr := testenv.TCPServer(b, func(c net.Conn) {
+			buf := make([]byte, 16)
 			for {
-				c, err := ln.Accept()
-				if err != nil {
+				if _, err := io.ReadFull(c, buf); err != nil {
 					return
 				}
-				go func() {
-					defer c.Close()
-					buf := make([]byte, 16)
-					for {
-						if _, err := io.ReadFull(c, buf); err != nil {
-							return
-						}
-						c.Write(buf)
-					}
-				}()
+				c.Write(buf)
 			}
-		}()
-		benchClients(b, ln.Addr().String(), conns)
+		})
+		benchClients(b, addr, conns)
 	})
 }

@@ -248,13 +248,7 @@ func TestManyPipelinedInOrder(t *testing.T) {
 
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 5*time.Second, ok)
 }
 
 // TestRequestsRunInOrder: a connection's request that is not ReadOnly

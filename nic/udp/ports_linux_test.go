@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/udp"
 )
@@ -128,13 +129,8 @@ func TestPorts(t *testing.T) {
 	}()
 	time.Sleep(20 * time.Millisecond)
 	dp.Close()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, nic.ErrClosed) {
-			t.Fatalf("Recv after Close: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Close did not end a waiting Recv")
+	if err := testenv.Await(t, errc, 3*time.Second, "Close to end a waiting Recv"); !errors.Is(err, nic.ErrClosed) {
+		t.Fatalf("Recv after Close: %v", err)
 	}
 	if err := dp.AddPort(extra); !errors.Is(err, nic.ErrClosed) {
 		t.Fatalf("AddPort after Close: %v", err)

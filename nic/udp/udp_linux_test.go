@@ -363,6 +363,13 @@ func BenchmarkReadBatchXNet(b *testing.B) {
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
 	}
+	benchmarkBatches(b, c, func(got int) (int, error) { return pc.ReadBatch(msgs[got:], 0) }, nil)
+}
+
+// benchmarkBatches writes batches of 16 packets with c and receives each
+// whole with recv (its argument: how many are in so far), then calls done
+// (when set) after each batch.
+func benchmarkBatches(b *testing.B, c net.Conn, recv func(got int) (int, error), done func()) {
 	req := make([]byte, 16)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -370,11 +377,14 @@ func BenchmarkReadBatchXNet(b *testing.B) {
 			c.Write(req)
 		}
 		for got := 0; got < 16; {
-			n, err := pc.ReadBatch(msgs[got:], 0)
+			n, err := recv(got)
 			if err != nil {
 				b.Fatal(err)
 			}
 			got += n
+		}
+		if done != nil {
+			done()
 		}
 	}
 }
@@ -384,21 +394,8 @@ func BenchmarkRecv(b *testing.B) {
 	dp := open(b, udp.Config{Buffers: 64, Batch: 16})
 	c := dialClient(b, dp)
 	bufs := make([]*nic.Buffer, 16)
-	req := make([]byte, 16)
-	b.ReportAllocs()
-	for b.Loop() {
-		for range 16 {
-			c.Write(req)
-		}
-		for got := 0; got < 16; {
-			n, err := dp.Recv(bufs[got:], time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			got += n
-		}
-		dp.Release(bufs...)
-	}
+	benchmarkBatches(b, c, func(got int) (int, error) { return dp.Recv(bufs[got:], time.Second) },
+		func() { dp.Release(bufs...) })
 }
 
 func TestKernelDropsCounted(t *testing.T) {

@@ -529,17 +529,7 @@ var Pymemcache []byte
 // without python3-pymemcache.
 func RunPymemcache(tb testing.TB, addr string) {
 	tb.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import pymemcache").Run(); err != nil {
-		testenv.Skip(tb, "python3-pymemcache is not installed for %s: %v", py, err)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command(py, "-", host, port)
-	cmd.Stdin = bytes.NewReader(Pymemcache)
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.DebianPython(tb, "python3-pymemcache", "pymemcache", Pymemcache, addr)
 	if err != nil || !bytes.HasPrefix(out, []byte("ok: ")) {
 		tb.Fatalf("pymemcache against %s: %v\n%s", addr, err, out)
 	}

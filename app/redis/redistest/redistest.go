@@ -248,17 +248,7 @@ var RedisPy []byte
 // every check passes; it skips (fails in CI) without python3-redis.
 func RunRedisPy(tb testing.TB, addr string) {
 	tb.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import redis").Run(); err != nil {
-		testenv.Skip(tb, "python3-redis is not installed for %s: %v", py, err)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command(py, "-", host, port)
-	cmd.Stdin = bytes.NewReader(RedisPy)
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.DebianPython(tb, "python3-redis", "redis", RedisPy, addr)
 	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
 		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
 	}
