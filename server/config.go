@@ -132,7 +132,9 @@ type Config struct {
 	// InPlace is the longest expected service time of a request the
 	// dispatcher serves itself, on the chosen worker's behalf, when that
 	// worker's thread is parked (waking it costs more than such a request;
-	// see dispatcher.Spec.InPlaceLimit). Default 20µs; 0 given explicitly:
+	// see dispatcher.Spec.InPlaceLimit). Default 20µs, 60µs where Spin's
+	// default parks at once (threads outnumber the CPUs: a woken worker
+	// waits for a core as well); 0 given explicitly:
 	// never (stored as -1), every request is handed to its worker's thread.
 	InPlace time.Duration `yaml:"in_place,omitempty"`
 	// Burst is the receive burst size. Default 32.

@@ -307,23 +307,25 @@ func TestValidateChecksPolicyAndApp(t *testing.T) {
 
 // TestIdleDefaultsWhenCrowded: an undilated application whose threads
 // (workers and the dispatcher) outnumber the usable CPUs parks its idle
-// workers and its dispatcher at once; one with a CPU to spare, an emulated
-// one, and settings the user chose keep theirs.
+// workers and its dispatcher at once and serves longer requests in place;
+// one with a CPU to spare, an emulated one, and settings the user chose
+// keep theirs.
 func TestIdleDefaultsWhenCrowded(t *testing.T) {
 	cpus := AutoWorkers()
 	for _, c := range []struct {
-		name          string
-		cfg           Config
-		spin, polling time.Duration
+		name                   string
+		cfg                    Config
+		spin, polling, inPlace time.Duration
 	}{
-		{"crowded memcached", Config{Workers: cpus, App: App{Name: AppMemcached}}, -1, -1},
-		{"memcached with a CPU to spare", Config{Workers: cpus - 1, App: App{Name: AppMemcached}}, dispatcher.DefaultSpin, DefaultDispatcherSpin},
-		{"crowded emulate", Config{Workers: cpus, App: App{Name: AppEmulate}}, dispatcher.DefaultSpin, DefaultDispatcherSpin},
-		{"crowded, chosen", Config{Workers: cpus, App: App{Name: AppMemcached}, Spin: time.Microsecond, DispatcherSpin: time.Millisecond}, time.Microsecond, time.Millisecond},
+		{"crowded memcached", Config{Workers: cpus, App: App{Name: AppMemcached}}, -1, -1, CrowdedInPlace},
+		{"memcached with a CPU to spare", Config{Workers: cpus - 1, App: App{Name: AppMemcached}}, dispatcher.DefaultSpin, DefaultDispatcherSpin, DefaultInPlace},
+		{"crowded emulate", Config{Workers: cpus, App: App{Name: AppEmulate}}, dispatcher.DefaultSpin, DefaultDispatcherSpin, DefaultInPlace},
+		{"crowded, chosen", Config{Workers: cpus, App: App{Name: AppMemcached}, Spin: time.Microsecond, DispatcherSpin: time.Millisecond, InPlace: 5 * time.Microsecond},
+			time.Microsecond, time.Millisecond, 5 * time.Microsecond},
 	} {
 		got := c.cfg.withDefaults()
-		if got.Spin != c.spin || got.DispatcherSpin != c.polling {
-			t.Errorf("%s: spin %v, dispatcher spin %v; want %v, %v", c.name, got.Spin, got.DispatcherSpin, c.spin, c.polling)
+		if got.Spin != c.spin || got.DispatcherSpin != c.polling || got.InPlace != c.inPlace {
+			t.Errorf("%s: spin %v, dispatcher spin %v, in place under %v; want %v, %v, %v", c.name, got.Spin, got.DispatcherSpin, got.InPlace, c.spin, c.polling, c.inPlace)
 		}
 	}
 }

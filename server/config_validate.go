@@ -39,6 +39,10 @@ const (
 	// DefaultInPlace is Config.InPlace's default (see
 	// dispatcher.Spec.InPlaceLimit).
 	DefaultInPlace = dispatcher.DefaultInPlaceLimit
+	// CrowdedInPlace is Config.InPlace's default where threads outnumber
+	// the CPUs (see withDefaults): a worker woken there waits for a core
+	// as well, so waking it costs more than a longer request.
+	CrowdedInPlace = 3 * DefaultInPlace
 	// DefaultDispatcherSpin is Config.DispatcherSpin's default (see
 	// dispatcher.Spec.DispatcherSpin).
 	DefaultDispatcherSpin = dispatcher.DefaultDispatcherSpin
@@ -90,7 +94,9 @@ func (c Config) withDefaults() Config {
 	c.Idle = cmp.Or(c.Idle, dispatcher.IdleSpinThenPark)
 	// Threads outnumber cores: a spinning or polling thread takes a core
 	// from the one it waits for (the client's, on a small machine; the
-	// worker's), so idle threads park at once. Emulated servers keep
+	// worker's), so idle threads park at once, and a parked worker woken
+	// for a request may wait for a core too, so the dispatcher serves
+	// longer requests in place. Emulated servers keep
 	// spinning: their figures were calibrated with it, and their workers
 	// sleep most of the time anyway.
 	crowded := c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers()
@@ -106,7 +112,12 @@ func (c Config) withDefaults() Config {
 			c.DispatcherSpin = -1
 		}
 	}
-	c.InPlace = cmp.Or(c.InPlace, DefaultInPlace)
+	if c.InPlace == 0 {
+		c.InPlace = DefaultInPlace
+		if crowded {
+			c.InPlace = CrowdedInPlace
+		}
+	}
 	c.Burst = cmp.Or(c.Burst, dispatcher.DefaultBurst)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, dispatcher.DefaultDrainTimeout)
 	if c.App.Name == AppEmulate && c.App.Dilation == 0 {

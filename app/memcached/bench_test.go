@@ -151,8 +151,14 @@ func TestRequestsAllocateNothing(t *testing.T) {
 // values, nine gets for each set, the store preloaded with the window.
 // ns per request in the application.
 func BenchmarkMemcaslapMix(b *testing.B) {
+	for _, mem := range []int64{128 << 20, 1 << 30} {
+		b.Run(fmt.Sprintf("store=%dMiB", mem>>20), func(b *testing.B) { benchMemcaslapMix(b, mem) })
+	}
+}
+
+func benchMemcaslapMix(b *testing.B, mem int64) {
 	const window, size = 10000, 1024
-	srv := openServer(b, Config{})
+	srv := openServer(b, Config{StoreMemory: mem})
 	v := strings.Repeat("v", size)
 	key := func(i int) string { return fmt.Sprintf("%040d", i*7919) }
 	sets, gets := make([][]byte, window), make([][]byte, window)
