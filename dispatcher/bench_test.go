@@ -3,8 +3,6 @@ package dispatcher
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,20 +20,7 @@ var benchHeaders = []wire.Header{{Type: wire.TypeShort, ServiceNs: 1000}, {Type:
 // wasmClassifier loads the example C psp-header classifier.
 func wasmClassifier(tb testing.TB) app.Classifier {
 	tb.Helper()
-	bin, err := os.ReadFile(filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm"))
-	if err != nil {
-		tb.Fatalf("example classifier: %v", err)
-	}
-	ctx := context.Background()
-	host, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: "psp", Wasm: bin})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	caller, err := host.NewCaller()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { caller.Close(); host.Close(ctx) })
+	host, caller := hostCaller(tb, wasmclass.HostSpec{Name: "psp", Wasm: readExample(tb, "c", "pspheader.wasm")})
 	if n := host.NumTypes(); n != HeaderNumTypes {
 		tb.Fatalf("wasm psp-header classifier has %d types, want %d", n, HeaderNumTypes)
 	}

@@ -30,8 +30,16 @@ func readExample(tb testing.TB, path ...string) []byte {
 // multi-tenant server does, and returns its caller.
 func tenantHost(tb testing.TB, name string, wasm []byte) *wasmclass.Caller {
 	tb.Helper()
+	_, c := hostCaller(tb, wasmclass.HostSpec{Name: name, Wasm: wasm, MaxTypes: HeaderNumTypes})
+	return c
+}
+
+// hostCaller loads a host of spec and makes it a caller; both close when
+// the test ends.
+func hostCaller(tb testing.TB, spec wasmclass.HostSpec) (*wasmclass.Host, *wasmclass.Caller) {
+	tb.Helper()
 	ctx := context.Background()
-	h, err := wasmclass.NewHost(ctx, wasmclass.HostSpec{Name: name, Wasm: wasm, MaxTypes: HeaderNumTypes})
+	h, err := wasmclass.NewHost(ctx, spec)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,7 +48,7 @@ func tenantHost(tb testing.TB, name string, wasm []byte) *wasmclass.Caller {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.Close(); h.Close(ctx) })
-	return c
+	return h, c
 }
 
 // burstTimes summarises per-burst latencies.

@@ -138,31 +138,26 @@ func fmtLatency(v float64) string { return report.FormatNs(v) }
 
 // slowdownMetric is the p99.9 slowdown of type typ ("" for all requests).
 func slowdownMetric(typ string) metric {
-	name := "p99.9 slowdown"
-	if typ != "" {
-		name = typ + " " + name
-	}
-	return metric{name: name, format: fmtSlowdown, f: func(p *report.Point) (float64, bool) {
-		if typ == "" {
-			return p.Overall.P999Slowdown, p.Overall.Count > 0
-		}
-		s, ok := p.TypeStat(typ)
-		return s.P999Slowdown, ok && s.Count > 0
-	}}
+	return typeMetric("p99.9 slowdown", typ, fmtSlowdown, func(s report.Stats) float64 { return s.P999Slowdown })
 }
 
 // latencyMetric is the p99.9 latency (ns) of type typ ("" for all).
 func latencyMetric(typ string) metric {
-	name := "p99.9 latency"
+	return typeMetric("p99.9 latency", typ, fmtLatency, func(s report.Stats) float64 { return float64(s.P999Latency) })
+}
+
+// typeMetric is the statistic stat, called name, of type typ's requests
+// ("" for all requests); a point without such requests has none.
+func typeMetric(name, typ string, format func(float64) string, stat func(report.Stats) float64) metric {
 	if typ != "" {
 		name = typ + " " + name
 	}
-	return metric{name: name, format: fmtLatency, f: func(p *report.Point) (float64, bool) {
+	return metric{name: name, format: format, f: func(p *report.Point) (float64, bool) {
 		if typ == "" {
-			return float64(p.Overall.P999Latency), p.Overall.Count > 0
+			return stat(p.Overall), p.Overall.Count > 0
 		}
 		s, ok := p.TypeStat(typ)
-		return float64(s.P999Latency), ok && s.Count > 0
+		return stat(s), ok && s.Count > 0
 	}}
 }
 

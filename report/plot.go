@@ -122,15 +122,7 @@ func TypeNames(points []Point) []string {
 }
 
 func workloadsOf(points []Point) string {
-	var names []string
-	seen := map[string]bool{}
-	for _, p := range points {
-		if !seen[p.Workload] {
-			seen[p.Workload] = true
-			names = append(names, p.Workload)
-		}
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(distinct(points, func(p *Point) string { return p.Workload }), ", ")
 }
 
 // metricFunc extracts one value from a point; ok is false when the point has

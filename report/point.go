@@ -93,12 +93,18 @@ func (p *Point) TypeStat(name string) (Stats, bool) {
 
 // sources returns the distinct sources of points, in order of appearance.
 func sources(points []Point) []string {
+	return distinct(points, func(p *Point) string { return p.Source })
+}
+
+// distinct returns the distinct values of field over points, in order of
+// first appearance.
+func distinct(points []Point, field func(*Point) string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, p := range points {
-		if !seen[p.Source] {
-			seen[p.Source] = true
-			out = append(out, p.Source)
+	for i := range points {
+		if v := field(&points[i]); !seen[v] {
+			seen[v] = true
+			out = append(out, v)
 		}
 	}
 	return out

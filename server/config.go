@@ -124,8 +124,10 @@ type Config struct {
 	// requests after its last work before it parks (see
 	// dispatcher.Spec.DispatcherSpin): a request that arrives while it
 	// polls skips a thread wake-up. Past Spin, a poll that finds nothing
-	// yields the core to any other thread that wants it. Default 20ms;
-	// negative: the dispatcher parks after Spin, as the workers do.
+	// yields the core to any other thread that wants it. Default 20ms,
+	// except where Spin's default parks at once (threads outnumber the
+	// CPUs), where the dispatcher parks at once too; negative: the
+	// dispatcher parks after Spin, as the workers do.
 	DispatcherSpin time.Duration `yaml:"dispatcher_spin,omitempty"`
 	// InPlace is the longest expected service time of a request the
 	// dispatcher serves itself, on the chosen worker's behalf, when that

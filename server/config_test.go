@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/persephone-go/psp/darc"
+	"github.com/persephone-go/psp/dispatcher"
 	"github.com/persephone-go/psp/wasmclass"
 )
 
@@ -300,6 +301,29 @@ func TestValidateChecksPolicyAndApp(t *testing.T) {
 		}
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: Validate() = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestIdleDefaultsWhenCrowded: an undilated application whose threads
+// (workers and the dispatcher) outnumber the usable CPUs parks its idle
+// workers and its dispatcher at once; one with a CPU to spare, an emulated
+// one, and settings the user chose keep theirs.
+func TestIdleDefaultsWhenCrowded(t *testing.T) {
+	cpus := AutoWorkers()
+	for _, c := range []struct {
+		name          string
+		cfg           Config
+		spin, polling time.Duration
+	}{
+		{"crowded memcached", Config{Workers: cpus, App: App{Name: AppMemcached}}, -1, -1},
+		{"memcached with a CPU to spare", Config{Workers: cpus - 1, App: App{Name: AppMemcached}}, dispatcher.DefaultSpin, DefaultDispatcherSpin},
+		{"crowded emulate", Config{Workers: cpus, App: App{Name: AppEmulate}}, dispatcher.DefaultSpin, DefaultDispatcherSpin},
+		{"crowded, chosen", Config{Workers: cpus, App: App{Name: AppMemcached}, Spin: time.Microsecond, DispatcherSpin: time.Millisecond}, time.Microsecond, time.Millisecond},
+	} {
+		got := c.cfg.withDefaults()
+		if got.Spin != c.spin || got.DispatcherSpin != c.polling {
+			t.Errorf("%s: spin %v, dispatcher spin %v; want %v, %v", c.name, got.Spin, got.DispatcherSpin, c.spin, c.polling)
 		}
 	}
 }

@@ -88,18 +88,24 @@ func (c Config) withDefaults() Config {
 		c.Workers = AutoWorkers()
 	}
 	c.Idle = cmp.Or(c.Idle, dispatcher.IdleSpinThenPark)
+	// Threads outnumber cores: a spinning or polling thread takes a core
+	// from the one it waits for (the client's, on a small machine; the
+	// worker's), so idle threads park at once. Emulated servers keep
+	// spinning: their figures were calibrated with it, and their workers
+	// sleep most of the time anyway.
+	crowded := c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers()
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
-		if c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers() {
-			// Threads outnumber cores: a spinning thread takes a core
-			// from the one it waits for (the client's, on a small
-			// machine; the worker's). Emulated servers keep spinning:
-			// their figures were calibrated with it, and their workers
-			// sleep most of the time anyway.
+		if crowded {
 			c.Spin = -1
 		}
 	}
-	c.DispatcherSpin = cmp.Or(c.DispatcherSpin, DefaultDispatcherSpin)
+	if c.DispatcherSpin == 0 {
+		c.DispatcherSpin = DefaultDispatcherSpin
+		if crowded {
+			c.DispatcherSpin = -1
+		}
+	}
 	c.InPlace = cmp.Or(c.InPlace, DefaultInPlace)
 	c.Burst = cmp.Or(c.Burst, dispatcher.DefaultBurst)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, dispatcher.DefaultDrainTimeout)

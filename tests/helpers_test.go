@@ -338,14 +338,24 @@ func (s *server) statusBody() ([]byte, error) {
 	return b, nil
 }
 
-func (s *server) fetchStatus() (*status, error) {
+// decodeStatus fetches /status into st (a struct of the fields a test
+// reads) and returns its body.
+func (s *server) decodeStatus(st any) ([]byte, error) {
 	b, err := s.statusBody()
 	if err != nil {
 		return nil, err
 	}
-	var st status
-	if err := json.Unmarshal(b, &st); err != nil {
+	if err := json.Unmarshal(b, st); err != nil {
 		return nil, fmt.Errorf("status: %w: %s", err, b)
+	}
+	return b, nil
+}
+
+func (s *server) fetchStatus() (*status, error) {
+	var st status
+	b, err := s.decodeStatus(&st)
+	if err != nil {
+		return nil, err
 	}
 	var raw struct {
 		Drops map[string]any `json:"drops"`

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	json "github.com/goccy/go-json"
-
 	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/wire"
@@ -153,13 +151,9 @@ type fullStatus struct {
 }
 
 func (s *server) fullStatus() (*fullStatus, error) {
-	b, err := s.statusBody()
-	if err != nil {
-		return nil, err
-	}
 	var st fullStatus
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("status: %w", err)
+	if _, err := s.decodeStatus(&st); err != nil {
+		return nil, err
 	}
 	return &st, nil
 }

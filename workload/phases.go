@@ -1,18 +1,12 @@
 package workload
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	json "github.com/goccy/go-json"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/persephone-go/psp/internal/boundedfile"
 )
 
 // Phase is one phase of a workload that changes over time: a mix played for
@@ -220,25 +214,9 @@ func ParsePhases(nameOrPath string) (Phases, error) {
 		return Phases{}, fmt.Errorf("phases %q: %w (built-in: %s; or give a .yaml/.json file)",
 			nameOrPath, ErrUnknownWorkload, strings.Join(PhaseNames(), ", "))
 	}
-	data, err := boundedfile.Read(nameOrPath, maxSpecFile)
-	if err != nil {
-		return Phases{}, fmt.Errorf("load phases: %w", err)
-	}
 	var p Phases
-	switch ext := strings.ToLower(filepath.Ext(nameOrPath)); ext {
-	case ".yaml", ".yml":
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		err = dec.Decode(&p)
-	case ".json":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(&p)
-	default:
-		return Phases{}, fmt.Errorf("load phases %s: unknown extension %q (want .yaml, .yml or .json)", nameOrPath, ext)
-	}
-	if err != nil {
-		return Phases{}, fmt.Errorf("load phases %s: %w", nameOrPath, err)
+	if err := decodeSpecFile("phases", nameOrPath, &p); err != nil {
+		return Phases{}, err
 	}
 	if p.Name == "" {
 		p.Name = defaultName(nameOrPath)

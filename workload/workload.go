@@ -458,30 +458,39 @@ func Parse(nameOrPath string) (Workload, error) {
 // maxSpecFile bounds a workload or phases file.
 const maxSpecFile = 16 << 20
 
-// Load reads a workload from a YAML (.yaml, .yml) or JSON (.json) file.
-// Unknown fields are errors. The workload name defaults to the file's base
-// name without extension.
-func Load(path string) (Workload, error) {
+// decodeSpecFile reads path, at most maxSpecFile bytes of YAML (.yaml,
+// .yml) or JSON (.json) whose unknown fields are errors, into v; what
+// names what it holds in the errors ("workload", "phases").
+func decodeSpecFile(what, path string, v any) error {
 	data, err := boundedfile.Read(path, maxSpecFile)
 	if err != nil {
-		return Workload{}, fmt.Errorf("load workload: %w", err)
+		return fmt.Errorf("load %s: %w", what, err)
 	}
-	var w Workload
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".yaml", ".yml":
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
-		if err := dec.Decode(&w); err != nil {
-			return Workload{}, fmt.Errorf("load workload %s: %w", path, err)
-		}
+		err = dec.Decode(v)
 	case ".json":
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&w); err != nil {
-			return Workload{}, fmt.Errorf("load workload %s: %w", path, err)
-		}
+		err = dec.Decode(v)
 	default:
-		return Workload{}, fmt.Errorf("load workload %s: unknown extension %q (want .yaml, .yml or .json)", path, ext)
+		return fmt.Errorf("load %s %s: unknown extension %q (want .yaml, .yml or .json)", what, path, ext)
+	}
+	if err != nil {
+		return fmt.Errorf("load %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// Load reads a workload from a YAML (.yaml, .yml) or JSON (.json) file.
+// Unknown fields are errors. The workload name defaults to the file's base
+// name without extension.
+func Load(path string) (Workload, error) {
+	var w Workload
+	if err := decodeSpecFile("workload", path, &w); err != nil {
+		return Workload{}, err
 	}
 	if w.Name == "" {
 		w.Name = defaultName(path)

@@ -145,3 +145,31 @@ func TestRequestsAllocateNothing(t *testing.T) {
 		t.Error("no item was evicted")
 	}
 }
+
+// BenchmarkMemcaslapMix: memcaslap's default load as one worker serves it:
+// keys drawn from a window of 10,000 (long keys, as memcaslap's), 1,024-byte
+// values, nine gets for each set, the store preloaded with the window.
+// ns per request in the application.
+func BenchmarkMemcaslapMix(b *testing.B) {
+	const window, size = 10000, 1024
+	srv := openServer(b, Config{})
+	v := strings.Repeat("v", size)
+	key := func(i int) string { return fmt.Sprintf("%040d", i*7919) }
+	sets, gets := make([][]byte, window), make([][]byte, window)
+	for i := range window {
+		sets[i] = fmt.Appendf(nil, "set %s 0 0 %d\r\n%s\r\n", key(i), size, v)
+		gets[i] = fmt.Appendf(nil, "get %s\r\n", key(i))
+		run(srv, sets[i])
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := rng.IntN(window)
+		if i%10 == 0 {
+			run(srv, sets[k])
+		} else {
+			run(srv, gets[k])
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"math"
 	"math/big"
 	"strconv"
 )
@@ -215,11 +214,10 @@ func cmdHincrby(c *ctx) {
 		}
 		old = v
 	}
-	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
-		c.o.err("increment or decrement would overflow")
+	v, ok := c.incrInt(old, incr)
+	if !ok {
 		return
 	}
-	v := old + incr
 	var b [20]byte
 	c.hsetField(e, hv, c.argv[2], strconv.AppendInt(b[:0], v, 10))
 	c.o.integer(v)
@@ -253,9 +251,8 @@ func cmdHincrbyfloat(c *ctx) {
 		c.o.err("increment would produce NaN or Infinity")
 		return
 	}
-	sum := new(big.Float).SetPrec(ldPrec).Add(value, incr)
-	if ldOverflows(sum) {
-		c.o.err("increment would produce NaN or Infinity")
+	sum, ok := c.incrFloat(value, incr)
+	if !ok {
 		return
 	}
 	s := []byte(formatLongDouble(sum))

@@ -347,11 +347,10 @@ func cmdIncr(c *ctx) {
 		}
 		old = v
 	}
-	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
-		c.o.err("increment or decrement would overflow")
+	v, ok := c.incrInt(old, incr)
+	if !ok {
 		return
 	}
-	v := old + incr
 	if e == nil {
 		e = c.s.db.add(sh, key, h, kindString)
 		e.str = make([]byte, 0, 20)
@@ -386,9 +385,8 @@ func cmdIncrbyfloat(c *ctx) {
 		c.o.err("increment would produce NaN or Infinity")
 		return
 	}
-	sum := new(big.Float).SetPrec(ldPrec).Add(value, incr)
-	if ldOverflows(sum) {
-		c.o.err("increment would produce NaN or Infinity")
+	sum, ok := c.incrFloat(value, incr)
+	if !ok {
 		return
 	}
 	s := formatLongDouble(sum)
@@ -476,4 +474,26 @@ func cmdSetrange(c *ctx) {
 	copy(e.str[offset:], val)
 	c.s.db.resize(e, stringSize(key, e.str))
 	c.o.integer(int64(len(e.str)))
+}
+
+// incrInt returns old+incr, or replies redis-server's overflow error and
+// returns false.
+func (c *ctx) incrInt(old, incr int64) (int64, bool) {
+	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
+		c.o.err("increment or decrement would overflow")
+		return 0, false
+	}
+	return old + incr, true
+}
+
+// incrFloat returns value+incr at long double precision, or replies
+// redis-server's error and returns false when the sum overflows it. The
+// caller has refused infinities whose sum is NaN.
+func (c *ctx) incrFloat(value, incr *big.Float) (*big.Float, bool) {
+	sum := new(big.Float).SetPrec(ldPrec).Add(value, incr)
+	if ldOverflows(sum) {
+		c.o.err("increment would produce NaN or Infinity")
+		return nil, false
+	}
+	return sum, true
 }

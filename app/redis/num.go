@@ -63,18 +63,7 @@ func strtod(p []byte) (v float64, n int, erange bool) {
 			return signed(p[start], 0), i + 1, false
 		}
 		mant := j
-		if j < len(p) && (p[j] == 'p' || p[j] == 'P') {
-			k := j + 1
-			if k < len(p) && (p[k] == '+' || p[k] == '-') {
-				k++
-			}
-			if k < len(p) && p[k] >= '0' && p[k] <= '9' {
-				for k < len(p) && p[k] >= '0' && p[k] <= '9' {
-					k++
-				}
-				j = k
-			}
-		}
+		j = skipExponent(p, j, 'p')
 		s := string(p[start:j])
 		if j == mant {
 			s += "p0"
@@ -100,18 +89,7 @@ func strtod(p []byte) (v float64, n int, erange bool) {
 	if digits == 0 {
 		return 0, 0, false
 	}
-	if j < len(p) && (p[j] == 'e' || p[j] == 'E') {
-		k := j + 1
-		if k < len(p) && (p[k] == '+' || p[k] == '-') {
-			k++
-		}
-		if k < len(p) && p[k] >= '0' && p[k] <= '9' {
-			for k < len(p) && p[k] >= '0' && p[k] <= '9' {
-				k++
-			}
-			j = k
-		}
-	}
+	j = skipExponent(p, j, 'e')
 	v, err := strconv.ParseFloat(bytesString(p[start:j]), 64)
 	switch {
 	case err != nil:
@@ -481,4 +459,24 @@ func matchImpl(pattern, str []byte, skipLonger *bool) bool {
 		}
 	}
 	return plen == 0 && len(str) == 0
+}
+
+// skipExponent returns where an exponent at p[j] ends: marker (a lower-case
+// letter, either case matching), an optional sign and at least one digit;
+// j itself when p[j:] starts with no such exponent.
+func skipExponent(p []byte, j int, marker byte) int {
+	if j >= len(p) || p[j]|0x20 != marker {
+		return j
+	}
+	k := j + 1
+	if k < len(p) && (p[k] == '+' || p[k] == '-') {
+		k++
+	}
+	if k >= len(p) || p[k] < '0' || p[k] > '9' {
+		return j
+	}
+	for k < len(p) && p[k] >= '0' && p[k] <= '9' {
+		k++
+	}
+	return k
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,12 +96,7 @@ func TestClientCommandSpinWindowZero(t *testing.T) {
 
 func TestClientCommandTableAndNotSustained(t *testing.T) {
 	// Nobody listens on a closed port: everything is lost.
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := c.LocalAddr().String()
-	c.Close()
+	addr := freeAddr(t, "udp")
 	out, err := runApp(t, "client", "--server", addr, "--load", "0.5", "--dilation", "1000", "--duration", "200ms", "--grace", "10ms")
 	if err == nil || !strings.Contains(err.Error(), "not sustained") {
 		t.Fatalf("want a not-sustained error, got %v\n%s", err, out)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -63,23 +62,14 @@ func TestServeSecondSignalQuits(t *testing.T) {
 
 	// 1ms of service (the app's cap) at dilation 10000: the worker is busy
 	// for 10s.
-	conn, err := net.Dial("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := make([]byte, wire.HeaderLen)
-	wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 1_000_000}.Encode(req)
-	if _, err := conn.Write(req); err != nil {
-		t.Fatal(err)
-	}
+	sendHeader(t, listen, wire.Header{ID: 1, Type: wire.TypeLong, ServiceNs: 1_000_000})
 	waitFor("ran the request", func(st server.Status) bool { return st.Busy == 1 })
 
 	cmd.Process.Signal(os.Interrupt)
 	waitFor("started draining", func(st server.Status) bool { return st.Draining })
 	cmd.Process.Signal(os.Interrupt)
 
-	err = testenv.Await(t, exited, 30*time.Second, "the server to exit after a second SIGINT")
+	err := testenv.Await(t, exited, 30*time.Second, "the server to exit after a second SIGINT")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
 		t.Fatalf("after a second SIGINT the server exited with %v, want killed by the signal", err)

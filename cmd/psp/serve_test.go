@@ -47,6 +47,23 @@ func freeAddr(t *testing.T, network string) string {
 	return addr.String()
 }
 
+// sendHeader sends a psp-header request h over UDP to addr and returns the
+// connection, for its reply; it closes when the test ends.
+func sendHeader(t *testing.T, addr string, h wire.Header) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	req := make([]byte, wire.HeaderLen)
+	h.Encode(req)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // exitWithPSP runs psp with args in a test binary re-executed as a child
 // process and exits: status 1 (the error on stderr) when psp fails, else 0.
 func exitWithPSP(args ...string) {
@@ -142,14 +159,7 @@ func TestServeStatusPush(t *testing.T) {
 		t.Errorf("psp status output:\n%s", out)
 	}
 
-	conn, err := net.Dial("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := make([]byte, wire.HeaderLen)
-	wire.Header{ID: 42, Type: wire.TypeShort, ServiceNs: 1000}.Encode(req)
-	conn.Write(req)
+	conn := sendHeader(t, listen, wire.Header{ID: 42, Type: wire.TypeShort, ServiceNs: 1000})
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	rep := make([]byte, 64)
 	n, err := conn.Read(rep)

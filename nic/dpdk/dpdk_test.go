@@ -26,24 +26,22 @@ func requireEAL(tb testing.TB, err error) {
 
 func openTestRingPair(tb testing.TB, cfg Config) *ringPair {
 	tb.Helper()
-	if !cfg.IP.IsValid() {
-		cfg.IP = serverIP
-	}
-	r, err := openRingPair(cfg)
-	requireEAL(tb, err)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { r.Close() })
-	return r
+	return openTest(tb, cfg, openRingPair)
 }
 
 func openTestDevice(tb testing.TB, cfg Config) *Dataplane {
 	tb.Helper()
+	return openTest(tb, cfg, Open)
+}
+
+// openTest opens a dataplane of cfg (serverIP unless it says) with open,
+// skipping the test without DPDK's EAL; it closes when the test ends.
+func openTest[D interface{ Close() error }](tb testing.TB, cfg Config, open func(Config) (D, error)) D {
+	tb.Helper()
 	if !cfg.IP.IsValid() {
 		cfg.IP = serverIP
 	}
-	d, err := Open(cfg)
+	d, err := open(cfg)
 	requireEAL(tb, err)
 	if err != nil {
 		tb.Fatal(err)

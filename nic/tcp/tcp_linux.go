@@ -815,6 +815,9 @@ func (d *Dataplane) put(b *nic.Buffer) {
 func (d *Dataplane) closeWhenDone(c *conn, why closeReason) {
 	c.mu.Lock()
 	c.draining = true
+	if c.closeReq {
+		why = c.closeWhy // the first cause counts (a reply's write met the reset before the read met the end)
+	}
 	c.closeWhy = why
 	done := c.drained()
 	c.mu.Unlock()
@@ -834,12 +837,16 @@ func (d *Dataplane) writable(c *conn) {
 	}
 }
 
-// closeConn closes c at once, for why. Only the Recv goroutine calls it.
+// closeConn closes c at once, for why, or for the cause of a close asked
+// for earlier: the first cause counts. Only the Recv goroutine calls it.
 func (d *Dataplane) closeConn(c *conn, why closeReason) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
 		return
+	}
+	if c.closeReq {
+		why = c.closeWhy
 	}
 	c.dead = true
 	c.drop()
