@@ -230,13 +230,17 @@ func TestNoisyNeighbour(t *testing.T) {
 	for i := range aNoisy {
 		ratios = append(ratios, aNoisy[i].Overall.P999Slowdown/aTwin[i].Overall.P999Slowdown)
 	}
-	sort.Float64s(ratios)
-	ratio := ratios[len(ratios)/2]
-	t.Logf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share; per run, beside / alone: %.3g (median %.3g)",
-		noisyS, twinS, ratios, ratio)
+	// The bound holds a's p99.9 over the three runs pooled: one run's
+	// p99.9 is its one or two slowest of about 1,100 requests, which the
+	// host's scheduling alone can move by more than 20% between two
+	// servers running side by side; pooled, it is the 3rd or 4th slowest
+	// of about 3,300.
+	ratio := noisyS / twinS
+	t.Logf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share (%.3g); per run, beside / alone: %.3g",
+		noisyS, twinS, ratio, ratios)
 	switch {
 	case ratio > 1.2:
-		t.Errorf("a's p99.9 slowdown beside b's flood over alone on its share, per run: %.3g, median %.3g: want within 20%%", ratios, ratio)
+		t.Errorf("a's p99.9 slowdown over the three runs: %.3g beside b's flood, %.3g alone on its share (%.3g; per run %.3g): want within 20%%", noisyS, twinS, ratio, ratios)
 	case twinS <= slo && noisyS > slo:
 		t.Errorf("a's p99.9 slowdown %.3g beside b's flood: over its SLO of %d (alone: %.3g)", noisyS, slo, twinS)
 	case twinS > slo:
