@@ -21,10 +21,10 @@ var errNoMemory = errors.New("memcached: out of memory (evictions disabled)")
 // lookup reads key's item if it is live, from the index's cache when it
 // is there (a copy that stays the session's until its next lookup), else
 // from Pebble. The caller must close the closer when ok; it.value is
-// valid until then and until the session's next lookup. An item found expired or flushed
-// is counted (get_expired, get_flushed) and removed, now when the caller
-// holds the key's stripe lock (locked) or its lock is free, later
-// otherwise (by eviction).
+// valid until then and until the session's next lookup. An item found
+// expired or flushed is counted (get_expired, get_flushed) and removed,
+// now when the caller holds the key's stripe lock (locked) or its lock is
+// free, later otherwise (by eviction).
 func (s *session) lookup(key []byte, locked bool) (it item, closer io.Closer, ok bool) {
 	var c io.Closer = noClose{}
 	v, cached := s.st.ix.cachedValue(key, s.cached[:0])
