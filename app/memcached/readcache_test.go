@@ -88,9 +88,7 @@ func TestReadCacheNeverTorn(t *testing.T) {
 	srv := openServer(t, Config{Workers: workers})
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				key := fmt.Sprintf("k%d", r%3)
 				if w%2 == 0 {
@@ -115,7 +113,7 @@ func TestReadCacheNeverTorn(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
