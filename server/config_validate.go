@@ -96,9 +96,9 @@ func (c Config) withDefaults() Config {
 	// from the one it waits for (the client's, on a small machine; the
 	// worker's), so idle threads park at once, and a parked worker woken
 	// for a request may wait for a core too, so the dispatcher serves
-	// longer requests in place. Emulated servers keep
-	// spinning: their figures were calibrated with it, and their workers
-	// sleep most of the time anyway.
+	// longer requests in place. Emulated servers keep spinning: their
+	// figures were calibrated with it, and their workers sleep most of
+	// the time anyway.
 	crowded := c.App.Name != AppEmulate && c.App.Dilation == 0 && c.Workers+1 > AutoWorkers()
 	if c.Spin == 0 {
 		c.Spin = dispatcher.DefaultSpin
