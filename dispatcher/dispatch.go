@@ -40,6 +40,9 @@ func (d *Dispatcher) dispatch(now int64) int {
 	total := 0
 	round := inPlaceRounds * d.inPlaceLimit // expected service left to serve in place
 	for {
+		if len(d.followOns) > 0 {
+			d.receiveFollowOns(now)
+		}
 		k := d.sched.Dispatch(now, d.assign)
 		total += k
 		served := 0
@@ -71,12 +74,14 @@ func (d *Dispatcher) dispatch(now int64) int {
 			c.running++
 			d.busy++
 			w := d.workers[a.Worker]
+			next := b.Next
+			b.Next = nil
 			if d.inPlace(w, c, &round) {
-				d.serveInPlace(w, task{buf: b, typ: t, accepted: a.Enqueued, dispatched: d.lastNow})
+				d.serveInPlace(w, task{buf: b, typ: t, accepted: a.Enqueued, dispatched: d.lastNow, next: next})
 				served++
 				continue
 			}
-			if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
+			if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now, next: next}) {
 				// A policy dispatches to idle workers only, and a worker holds
 				// at most one request: a full ring is a policy bug.
 				panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -88,7 +93,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 				}
 			}
 		}
-		if served == 0 || d.queued == 0 || round <= 0 {
+		if served == 0 || (d.queued == 0 && len(d.followOns) == 0) || round <= 0 {
 			break
 		}
 		now = d.lastNow
@@ -97,7 +102,28 @@ func (d *Dispatcher) dispatch(now int64) int {
 	if len(d.release)+len(d.replies) > 0 {
 		d.flush()
 	}
+	for len(d.followOns) > 0 {
+		// Queued now, dispatched by the next step: the loop does not park
+		// with requests queued.
+		d.receiveFollowOns(now)
+	}
 	return total
+}
+
+// receiveFollowOns receives the requests chained to requests that
+// completed or were dropped, as a burst from the dataplane is received.
+func (d *Dispatcher) receiveFollowOns(now int64) {
+	for len(d.followOns) > 0 {
+		batch := d.followOns
+		d.followOns = d.followSpare[:0] // what accept drops may chain more
+		for rest := batch; len(rest) > 0; {
+			k := min(len(rest), d.spec.Burst)
+			d.accept(rest[:k], now)
+			rest = rest[k:]
+		}
+		clear(batch)
+		d.followSpare = batch[:0]
+	}
 }
 
 // inPlaceRounds: one dispatch round serves in place at most this many
@@ -225,6 +251,9 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 		service = 0
 	}
 	d.sched.Complete(w, c.typ, service, now)
+	if c.next != nil {
+		d.followOns = append(d.followOns, c.next)
+	}
 	tc := &d.counters[c.typ]
 	tc.running--
 	tc.completed++

@@ -114,6 +114,10 @@ type Dispatcher struct {
 	rx       []*nic.Buffer
 	release  []*nic.Buffer // buffers of dropped requests, released per step
 	replies  []*nic.Buffer // "overloaded" replies, sent per step
+	// followOns are requests chained to one that completed or was dropped
+	// (nic.Buffer.Next), to be received; followSpare is its other slice.
+	followOns   []*nic.Buffer
+	followSpare []*nic.Buffer
 	assign   []darc.Assignment
 	table    []*nic.Buffer // request handle -> buffer, while queued in the policy
 	tableTyp []darc.Type   // request handle -> type
@@ -216,6 +220,8 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 		rx:       make([]*nic.Buffer, spec.Burst),
 		release:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		replies:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
+		followOns:   make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
+		followSpare: make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
 		assign:   make([]darc.Assignment, spec.Workers),
 		table:    make([]*nic.Buffer, spec.MaxRequests),
 		tableTyp: make([]darc.Type, spec.MaxRequests),
@@ -430,6 +436,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	d.abandonRunning()
 	d.dropQueued()
 	d.stopLanes()
+	d.dropFollowOns()
 	d.publish(now)
 	return runErr
 }
@@ -518,6 +525,20 @@ func (d *Dispatcher) dropQueued() {
 		}
 	}
 	d.flush()
+}
+
+// dropFollowOns drops, as received and shut down, the requests chained to
+// those that completed or were dropped during the shutdown.
+func (d *Dispatcher) dropFollowOns() {
+	for len(d.followOns) > 0 {
+		b := d.followOns[len(d.followOns)-1]
+		d.followOns[len(d.followOns)-1] = nil
+		d.followOns = d.followOns[:len(d.followOns)-1]
+		d.received++
+		d.counters[darc.Unknown].received++
+		d.shed(b, darc.Unknown, ReasonShutdown)
+		d.flush() // b's own chain joins followOns
+	}
 }
 
 // abandonRunning counts the requests still on workers once the drain and

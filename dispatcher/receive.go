@@ -342,9 +342,24 @@ func (d *Dispatcher) replyOverloaded(t darc.Type, b *nic.Buffer) (ok bool) {
 	return d.replier.ReplyOverloaded(t, b)
 }
 
+// takeNext takes the request chained to b, which is dropped, off it: it
+// is received as if b had completed.
+func (d *Dispatcher) takeNext(b *nic.Buffer) {
+	if b.Next != nil {
+		d.followOns = append(d.followOns, b.Next)
+		b.Next = nil
+	}
+}
+
 // flush releases the buffers of dropped requests and sends the
 // "overloaded" replies gathered during a step.
 func (d *Dispatcher) flush() {
+	for _, b := range d.release {
+		d.takeNext(b)
+	}
+	for _, b := range d.replies {
+		d.takeNext(b)
+	}
 	if len(d.release) > 0 {
 		d.dp.Release(d.release...)
 		clear(d.release)

@@ -51,6 +51,15 @@ type Buffer struct {
 	// (FromStream), nil for a datagram: an application keeps the state of
 	// a connection in it (a name, a protocol version).
 	Session Framer
+	// Next, on a request cut from a stream, is the request of the same
+	// connection that may start only once this one has completed (a write
+	// after it, or anything after a write), chained to it by a dataplane
+	// asked to (nic/tcp's Config.Chain) instead of held back until this
+	// one's reply. The receiver owns it with this one: it takes Next off
+	// (sets it to nil) before this buffer is sent, released or handed on,
+	// and receives it as a new request once this one has completed or
+	// been dropped. Nil otherwise.
+	Next *Buffer
 }
 
 // Payload returns Data[:Len].

@@ -119,7 +119,8 @@ func (c Config) tcpConfig(ap netip.AddrPort, ports []uint16, proto nic.Protocol,
 	tc := tcp.Config{Addr: ap.String(), Ports: ports, Protocol: proto, Workers: c.Workers + 1,
 		Buffers: c.Buffers, ExtraBuffers: laneBuffers(c), BufSize: max(c.BufSize, tcp.DefaultBufSize),
 		MaxConns: t.MaxConns, MaxPipeline: t.MaxPipeline, MaxRequest: t.MaxRequest, MaxOutput: t.MaxOutput,
-		Memory: int64(t.Memory), IdleTimeout: t.IdleTimeout, PartialTimeout: t.PartialTimeout, Log: log, Name: "psp serve: tcp"}
+		Memory: int64(t.Memory), IdleTimeout: t.IdleTimeout, PartialTimeout: t.PartialTimeout, Log: log, Name: "psp serve: tcp",
+		Chain: true} // the dispatcher receives a request's chained one when it completes
 	if c.App.Name == AppMemcached {
 		m := c.App.Memcached
 		tc.MaxConns = cmp.Or(tc.MaxConns, m.MaxConns)

@@ -425,3 +425,105 @@ func TestRedisKeysOnAMillionKeys(t *testing.T) {
 		t.Errorf("%d GETs answered while KEYS * ran, want GETs served meanwhile", before)
 	}
 }
+
+// TestRedisPipelinesKeepTheirOrder: clients pipelining batches of random
+// length of writes and reads (INCR of their own counter and of a shared
+// one, SET then GET of their own keys) see every command run in their
+// order and whole: their own counter's replies count up by one, a GET
+// returns the SET before it, and the shared counter's replies over all
+// clients are 1..N once each.
+func TestRedisPipelinesKeepTheirOrder(t *testing.T) {
+	_, addr := startRedisServer(t, "--in-place", "0") // every command on a worker's thread: two at once
+	const clients, commands = 4, 800
+	var mu sync.Mutex
+	shared := map[int64]bool{}
+	var wg sync.WaitGroup
+	for k := range clients {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			br := bufio.NewReader(c)
+			own, set := int64(0), map[string]string{}
+			var want []string // the replies expected, "shared" for the shared counter's
+			seed := uint64(k)
+			next := func(n uint64) uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return (seed >> 33) % n }
+			for done := 0; done < commands; {
+				var batch bytes.Buffer
+				want = want[:0]
+				n := 1 + int(next(64))
+				for range n {
+					switch next(4) {
+					case 0:
+						own++
+						fmt.Fprintf(&batch, "INCR own:%d\r\n", k)
+						want = append(want, ":"+strconv.FormatInt(own, 10))
+					case 1:
+						batch.WriteString("INCR shared\r\n")
+						want = append(want, "shared")
+					case 2:
+						key, val := fmt.Sprintf("k:%d:%d", k, next(8)), strconv.Itoa(done)
+						set[key] = val
+						fmt.Fprintf(&batch, "SET %s %s\r\n", key, val)
+						want = append(want, "+OK")
+					default:
+						key := fmt.Sprintf("k:%d:%d", k, next(8))
+						fmt.Fprintf(&batch, "GET %s\r\n", key)
+						if v, ok := set[key]; ok {
+							want = append(want, "$"+strconv.Itoa(len(v))+"|"+v)
+						} else {
+							want = append(want, "$-1")
+						}
+					}
+				}
+				if _, err := c.Write(batch.Bytes()); err != nil {
+					t.Error(err)
+					return
+				}
+				for i, w := range want {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						t.Errorf("client %d: reply %d: %v", k, done+i, err)
+						return
+					}
+					got := strings.TrimSuffix(line, "\r\n")
+					if strings.HasPrefix(got, "$") && got != "$-1" {
+						v, err := br.ReadString('\n')
+						if err != nil {
+							t.Errorf("client %d: reply %d: %v", k, done+i, err)
+							return
+						}
+						got += "|" + strings.TrimSuffix(v, "\r\n")
+					}
+					if w == "shared" {
+						v, err := strconv.ParseInt(strings.TrimPrefix(got, ":"), 10, 64)
+						mu.Lock()
+						dup := shared[v]
+						shared[v] = true
+						mu.Unlock()
+						if err != nil || !strings.HasPrefix(got, ":") || dup {
+							t.Errorf("client %d: shared counter reply %q (seen before: %v)", k, got, dup)
+							return
+						}
+						continue
+					}
+					if got != w {
+						t.Errorf("client %d: reply %d is %q, want %q", k, done+i, got, w)
+						return
+					}
+				}
+				done += n
+			}
+		})
+	}
+	wg.Wait()
+	for v := int64(1); v <= int64(len(shared)); v++ {
+		if !shared[v] {
+			t.Fatalf("the shared counter's replies skip %d (%d replies)", v, len(shared))
+		}
+	}
+}

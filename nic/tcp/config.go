@@ -58,6 +58,15 @@ type Config struct {
 	// not read until its replies catch up. Other connections are not
 	// affected.
 	MaxPipeline int
+	// Chain hands out a request that must wait for the one before it on
+	// its connection (a request that is not ReadOnly, or any request
+	// after one) chained to that one (nic.Buffer.Next) when the
+	// connection's running requests are that chain, instead of holding it
+	// back until the one before is answered: the caller starts it when
+	// the one before completes, and a connection's pipelined writes take
+	// one receive instead of one each. Chained requests count against
+	// Recv's burst. The caller must honour Buffer.Next; off by default.
+	Chain bool
 	// MaxRequest is the longest request accepted (default
 	// DefaultMaxRequest); the Framer refuses longer ones in its protocol.
 	MaxRequest int

@@ -67,12 +67,14 @@ type conn struct {
 	dead       bool
 	parts      [][]byte // pieces of the next write
 	iov        []unix.Iovec
-	// The connection's requests run in its order: queue holds those
-	// framed that may not start yet; running counts those started and
-	// not finished, barrier says one of them is not ReadOnly.
-	queue   []*nic.Buffer
-	running int
-	barrier bool
+	// The connection's requests run in its order: queue[queueHead:] holds
+	// those framed that may not start yet; running counts those started
+	// (or chained, Config.Chain) and not finished, writes those of them
+	// that are not ReadOnly.
+	queue     []*nic.Buffer
+	queueHead int
+	running   int
+	writes    int
 	onRun   bool // on Dataplane.toRun
 	// batching: Send is taking several replies of this connection; their
 	// pieces are written together at the end (the pool buffers they point
@@ -119,24 +121,56 @@ func (c *conn) pushDone(reply []byte, flush, close, discardHeld bool) {
 
 // mayRun reports whether a request may start now; mu held.
 func (c *conn) mayRun(readOnly bool) bool {
-	return c.running == 0 || (readOnly && !c.barrier)
+	return c.running == 0 || (readOnly && c.writes == 0)
 }
 
 // start counts a request started; mu held.
 func (c *conn) start(readOnly bool) {
 	c.running++
-	c.barrier = c.barrier || !readOnly
+	if !readOnly {
+		c.writes++
+	}
 }
 
+// queued returns the requests framed that may not start yet; mu held.
+func (c *conn) queued() []*nic.Buffer { return c.queue[c.queueHead:] }
+
+// popQueued takes the first queued request off; mu held.
+func (c *conn) popQueued() *nic.Buffer {
+	b := c.queue[c.queueHead]
+	c.queue[c.queueHead] = nil
+	c.queueHead++
+	if c.queueHead == len(c.queue) {
+		c.queue, c.queueHead = c.queue[:0], 0
+	}
+	return b
+}
+
+// admission is what becomes of a request just framed.
+type admission uint8
+
+const (
+	admitRun   admission = iota // it starts now
+	admitChain                  // it starts when the one framed before it completes
+	admitQueue                  // it waits on the connection's queue
+)
+
 // admit starts the request b just framed if it may start now (and none
-// before it waits), and queues it otherwise; mu held.
-func (c *conn) admit(b *nic.Buffer, readOnly bool) bool {
-	if len(c.queue) == 0 && c.mayRun(readOnly) {
+// before it waits), chains it to tail, the request framed just before it,
+// when tail is not nil (every running request of the connection is in
+// tail's chain), and queues it otherwise; mu held.
+func (c *conn) admit(b *nic.Buffer, readOnly bool, tail *nic.Buffer) admission {
+	switch {
+	case len(c.queued()) == 0 && c.mayRun(readOnly):
 		c.start(readOnly)
-		return true
+		return admitRun
+	case tail != nil:
+		c.start(readOnly)
+		tail.Next = b
+		return admitChain
 	}
 	c.queue = append(c.queue, b)
-	return false
+	return admitQueue
 }
 
 // finished counts a request finished and hands the next queued ones to
@@ -144,12 +178,9 @@ func (c *conn) admit(b *nic.Buffer, readOnly bool) bool {
 func (c *conn) finished(readOnly bool) {
 	c.running--
 	if !readOnly {
-		c.barrier = false
+		c.writes--
 	}
-	if c.running == 0 {
-		c.barrier = false
-	}
-	if len(c.queue) > 0 && !c.onRun && !c.dead && c.mayRun(c.d.meta[c.queue[0].Index].readOnly) {
+	if q := c.queued(); len(q) > 0 && !c.onRun && !c.dead && c.mayRun(c.d.meta[q[0].Index].readOnly) {
 		c.onRun = true
 		d := c.d
 		d.reqMu.Lock()
@@ -167,6 +198,34 @@ func (c *conn) settle(seq uint64, b *nic.Buffer, readOnly bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.settleLocked(seq, b, readOnly)
+}
+
+// unchainLocked takes the requests chained to b (Config.Chain) off it and
+// puts them back at the head of c's queue, as started requests no longer
+// (or drops them, c closed): b's receiver answered or released b without
+// taking them. mu held.
+func (c *conn) unchainLocked(b *nic.Buffer) {
+	var chain []*nic.Buffer
+	for next := b.Next; next != nil; {
+		after := next.Next
+		next.Next = nil
+		c.running--
+		if !c.d.meta[next.Index].readOnly {
+			c.writes--
+		}
+		chain = append(chain, next)
+		next = after
+	}
+	b.Next = nil
+	if c.dead {
+		for _, q := range chain {
+			c.d.put(q)
+			c.d.stats.requestsDropped.Add(1)
+		}
+		return
+	}
+	c.queue = append(chain, c.queued()...)
+	c.queueHead = 0
 }
 
 // settleLocked is settle with mu held.

@@ -81,6 +81,7 @@ type Dataplane struct {
 	nextID    uint64
 	lastSweep int64
 	fatal     error
+	chained   int // requests this Recv chained (Config.Chain): they count against its burst
 
 	// Requests of other goroutines to the Recv goroutine.
 	reqMu    sync.Mutex
@@ -317,6 +318,7 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		return 0, d.fatal
 	}
 	now := d.Now()
+	d.chained = 0
 	d.serveAsks(now)
 	n := d.runQueued(bufs)
 	n += d.framePending(bufs[n:], now)
@@ -365,7 +367,7 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 			}
 		}
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.eof && !c.readOff {
-			if n == len(bufs) {
+			if n+d.chained >= len(bufs) {
 				continue // level-triggered: it comes back
 			}
 			if d.read(c, now) {
@@ -454,14 +456,32 @@ func (d *Dataplane) runQueued(bufs []*nic.Buffer) int {
 	for i, c := range conns {
 		c.mu.Lock()
 		c.onRun = false
-		for n < len(bufs) && len(c.queue) > 0 && c.mayRun(d.meta[c.queue[0].Index].readOnly) {
-			b := c.queue[0]
-			c.queue = c.queue[1:]
-			c.start(d.meta[b.Index].readOnly)
-			bufs[n] = b
-			n++
+		var tail *nic.Buffer // every running request of c is in its chain
+	queue:
+		for n+d.chained < len(bufs) && len(c.queued()) > 0 {
+			ro := d.meta[c.queued()[0].Index].readOnly
+			switch {
+			case c.mayRun(ro):
+				first := c.running == 0
+				b := c.popQueued()
+				c.start(ro)
+				bufs[n] = b
+				n++
+				tail = nil
+				if first && d.cfg.Chain {
+					tail = b
+				}
+			case tail != nil:
+				b := c.popQueued()
+				c.start(ro)
+				tail.Next = b
+				tail = b
+				d.chained++
+			default:
+				break queue
+			}
 		}
-		if len(c.queue) > 0 && c.mayRun(d.meta[c.queue[0].Index].readOnly) {
+		if q := c.queued(); len(q) > 0 && c.mayRun(d.meta[q[0].Index].readOnly) {
 			c.onRun = true // no room left in bufs: next time
 			d.reqMu.Lock()
 			d.toRun = append(d.toRun, c)
@@ -491,10 +511,10 @@ func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 		if c.dead {
 			continue
 		}
-		if n < len(bufs) {
+		if n+d.chained < len(bufs) {
 			n += d.frame(c, bufs[n:], now)
 		}
-		if c.isPending || (n == len(bufs) && c.inOff < c.inEnd) {
+		if c.isPending || (n+d.chained >= len(bufs) && c.inOff < c.inEnd) {
 			// still more: keep it, once
 			if !slices.Contains(keep, c) {
 				c.isPending = true
@@ -678,6 +698,7 @@ func (d *Dataplane) setRead(c *conn, on bool) {
 // frame cuts c's input into requests, into bufs; it returns how many.
 func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 	n := 0
+	var tail *nic.Buffer // the request framed last, when every running request of c is in its chain
 	for !c.dead {
 		if c.skip > 0 {
 			k := min(c.skip, int64(c.inEnd-c.inOff))
@@ -709,7 +730,7 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 				d.closeConn(c, closeProtocol)
 				return n
 			}
-			if n == len(bufs) {
+			if n+d.chained >= len(bufs) {
 				d.addPending(c)
 				return n
 			}
@@ -727,12 +748,22 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			m.c, m.kind, m.readOnly = c, kindRequest, f.ReadOnly
 			c.mu.Lock()
 			m.seq = c.push(f.Flush)
-			run := c.admit(b, f.ReadOnly)
-			c.mu.Unlock()
-			if run {
+			first := c.running == 0
+			switch c.admit(b, f.ReadOnly, tail) {
+			case admitRun:
 				bufs[n] = b
 				n++
+				tail = nil
+				if first && d.cfg.Chain {
+					tail = b
+				}
+			case admitChain:
+				tail = b
+				d.chained++
+			default:
+				tail = nil
 			}
+			c.mu.Unlock()
 			c.inOff += f.Len
 			c.partialSince = 0
 			d.stats.rxRequests.Add(1)
@@ -850,8 +881,8 @@ func (d *Dataplane) closeConn(c *conn, why closeReason) {
 	}
 	c.dead = true
 	c.drop()
-	queued := c.queue
-	c.queue = nil
+	queued := c.queued()
+	c.queue, c.queueHead = nil, 0
 	fd := c.fd
 	d.stats.closed[why].Add(1)
 	unix.Close(fd) // leaves the epoll set with it
@@ -931,6 +962,11 @@ func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	for _, b := range bufs {
 		m := d.meta[b.Index]
 		if m.kind == kindRequest && m.c != nil {
+			if b.Next != nil {
+				m.c.mu.Lock()
+				m.c.unchainLocked(b)
+				m.c.mu.Unlock()
+			}
 			m.c.settle(m.seq, nil, m.readOnly)
 		}
 		d.put(b)
@@ -962,6 +998,9 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 				if m.kind == kindChunk {
 					ok = c.chunkLocked(m.seq, b)
 				} else {
+					if b.Next != nil {
+						c.unchainLocked(b)
+					}
 					ok = c.settleLocked(m.seq, b, m.readOnly)
 				}
 				if ok {

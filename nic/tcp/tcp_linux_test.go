@@ -87,12 +87,17 @@ type server struct {
 	running atomic.Int64 // requests received and not yet answered
 	workers []chan *nic.Buffer
 	busy    []atomic.Int32
+	// followOns carries the requests chained to completed ones
+	// (Config.Chain) back to the receive loop, which hands them out as
+	// received.
+	followOns chan *nic.Buffer
 }
 
 func serve(t testing.TB, dp *tcp.Dataplane, workers int, handle func(w int, b *nic.Buffer) bool) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{dp: dp, handle: handle, cancel: cancel, busy: make([]atomic.Int32, workers)}
+	s := &server{dp: dp, handle: handle, cancel: cancel, busy: make([]atomic.Int32, workers),
+		followOns: make(chan *nic.Buffer, 1<<16)}
 	for w := range workers {
 		ch := make(chan *nic.Buffer, 1024)
 		s.workers = append(s.workers, ch)
@@ -101,10 +106,15 @@ func serve(t testing.TB, dp *tcp.Dataplane, workers int, handle func(w int, b *n
 			defer s.done.Done()
 			tx := dp.TxQueue(w)
 			for b := range ch {
+				next := b.Next
+				b.Next = nil
 				if s.handle(w, b) {
 					tx.Send([]*nic.Buffer{b})
 				} else {
 					dp.Release(b)
+				}
+				if next != nil {
+					s.followOns <- next
 				}
 				s.running.Add(-1)
 				s.busy[w].Add(-1)
@@ -117,9 +127,23 @@ func serve(t testing.TB, dp *tcp.Dataplane, workers int, handle func(w int, b *n
 		bufs := make([]*nic.Buffer, 32)
 		r := rand.New(rand.NewPCG(1, 2))
 		for ctx.Err() == nil {
-			n, err := dp.Recv(bufs, 5*time.Millisecond)
+			wait := 5 * time.Millisecond
+			if s.running.Load() > 0 {
+				wait = time.Millisecond // follow-ons may come from the workers
+			}
+			n, err := dp.Recv(bufs, wait)
 			if err != nil {
 				break
+			}
+		follow:
+			for n < len(bufs) {
+				select {
+				case b := <-s.followOns:
+					bufs[n] = b
+					n++
+				default:
+					break follow
+				}
 			}
 			for _, b := range bufs[:n] {
 				s.running.Add(1)
@@ -282,6 +306,169 @@ func TestRequestsRunInOrder(t *testing.T) {
 		t.Errorf("the write started before the reads before it ended: %q", events)
 	case at("start 0 r3") < at("end w 0") || at("start 0 r4") < at("end w 0"):
 		t.Errorf("a read after the write started before it ended: %q", events)
+	}
+}
+
+// TestRandomPipelinesRunInOrder: random pipelines of reads and writes
+// of random length on several connections, with and without chaining
+// (Config.Chain), on eight workers: no request runs beside a write of
+// its connection, each starts after every earlier write of its
+// connection ended, and the replies come back in order.
+func TestRandomPipelinesRunInOrder(t *testing.T) {
+	for _, chain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chain=%v", chain), func(t *testing.T) {
+			dp := open(t, tcp.Config{Workers: 8, Chain: chain})
+			type span struct{ start, end int64 }
+			var mu sync.Mutex
+			spans := map[string]*span{} // by line
+			var clock atomic.Int64
+			serve(t, dp, 8, func(w int, b *nic.Buffer) bool {
+				line := strings.TrimSpace(string(b.Payload()))
+				mu.Lock()
+				spans[line] = &span{start: clock.Add(1)}
+				mu.Unlock()
+				echo(w, b)
+				mu.Lock()
+				spans[line].end = clock.Add(1)
+				mu.Unlock()
+				return true
+			})
+			r := rand.New(rand.NewPCG(7, 9))
+			var wg sync.WaitGroup
+			sent := make([][]string, 4)
+			for k := range sent {
+				var lines []string
+				for i := range 60 {
+					kind := "r"
+					if r.IntN(3) == 0 {
+						kind = "w"
+					}
+					ms := 0
+					if r.IntN(8) == 0 {
+						ms = 1 + r.IntN(3)
+					}
+					lines = append(lines, fmt.Sprintf("%s %d c%d-%d", kind, ms, k, i))
+				}
+				sent[k] = lines
+			}
+			for k, lines := range sent {
+				c := dial(t, dp)
+				cr := rand.New(rand.NewPCG(uint64(k), 3))
+				wg.Go(func() {
+					br := bufio.NewReader(c)
+					for i := 0; i < len(lines); {
+						n := 1 + cr.IntN(20)
+						n = min(n, len(lines)-i)
+						fmt.Fprint(c, strings.Join(lines[i:i+n], "\n")+"\n")
+						got := readLines(t, br, n)
+						for j, l := range got {
+							if strings.TrimSpace(l) != lines[i+j] {
+								t.Errorf("connection %d: reply %d is %q, want %q", k, i+j, l, lines[i+j])
+							}
+						}
+						i += n
+					}
+				})
+			}
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			for k, lines := range sent {
+				for i, li := range lines {
+					si := spans[li]
+					for _, lj := range lines[:i] {
+						sj := spans[lj]
+						if (li[0] == 'w' || lj[0] == 'w') && si.start < sj.end {
+							t.Fatalf("connection %d: %q started before %q, sent before it, ended", k, li, lj)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChainedWritesTakeOneReceive: with Config.Chain, a connection's
+// pipelined writes come out of one Recv as one request with the others
+// chained to it, counted against the burst; answered in the chain's
+// order, their replies come back in order.
+func TestChainedWritesTakeOneReceive(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 1, Chain: true})
+	c := dial(t, dp)
+	var want strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&want, "w %d\n", i)
+	}
+	fmt.Fprint(c, want.String())
+	bufs := make([]*nic.Buffer, 4)
+	tx := dp.TxQueue(0)
+	var got []string
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < 10 && time.Now().Before(deadline) {
+		n, err := dp.Recv(bufs, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 1 {
+			t.Fatalf("Recv returned %d requests of one connection's writes, want one with the others chained", n)
+		}
+		if n == 0 {
+			continue
+		}
+		chained := 0
+		for b := bufs[0]; b != nil; {
+			next := b.Next
+			b.Next = nil
+			got = append(got, string(b.Payload()))
+			tx.Send([]*nic.Buffer{b})
+			b = next
+			chained++
+		}
+		if chained > len(bufs) {
+			t.Fatalf("one Recv of a burst of %d chained %d requests", len(bufs), chained)
+		}
+	}
+	if strings.Join(got, "") != want.String() {
+		t.Fatalf("requests %q, want %q", got, want.String())
+	}
+	readLines(t, bufio.NewReader(c), 10)
+}
+
+// TestReleasedChainIsNotLost: a receiver that releases or answers a
+// request without taking what is chained to it loses nothing: the chained
+// requests come out of a later Recv.
+func TestReleasedChainIsNotLost(t *testing.T) {
+	for _, how := range []string{"release", "send"} {
+		t.Run(how, func(t *testing.T) {
+			dp := open(t, tcp.Config{Workers: 1, Chain: true})
+			c := dial(t, dp)
+			fmt.Fprint(c, "w 1\nw 2\nw 3\n")
+			bufs := make([]*nic.Buffer, 8)
+			var got []string
+			deadline := time.Now().Add(5 * time.Second)
+			for len(got) < 3 && time.Now().Before(deadline) {
+				n, err := dp.Recv(bufs, 10*time.Millisecond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range bufs[:n] {
+					got = append(got, string(b.Payload()))
+					if how == "release" && len(got) == 1 {
+						dp.Release(b) // its chain still on it
+						continue
+					}
+					dp.TxQueue(0).Send([]*nic.Buffer{b})
+				}
+			}
+			if strings.Join(got, "") != "w 1\nw 2\nw 3\n" {
+				t.Fatalf("requests %q, want the three in order", got)
+			}
+			n := 3
+			if how == "release" {
+				n = 2
+			}
+			readLines(t, bufio.NewReader(c), n)
+		})
 	}
 }
 
