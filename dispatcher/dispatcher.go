@@ -111,27 +111,27 @@ type Dispatcher struct {
 	inPlaceStages *stageRecorder
 
 	// Everything below belongs to the dispatcher goroutine.
-	rx       []*nic.Buffer
-	release  []*nic.Buffer // buffers of dropped requests, released per step
-	replies  []*nic.Buffer // "overloaded" replies, sent per step
+	rx      []*nic.Buffer
+	release []*nic.Buffer // buffers of dropped requests, released per step
+	replies []*nic.Buffer // "overloaded" replies, sent per step
 	// followOns are requests chained to one that completed or was dropped
 	// (nic.Buffer.Next), to be received; followSpare is its other slice.
 	followOns   []*nic.Buffer
 	followSpare []*nic.Buffer
-	assign   []darc.Assignment
-	table    []*nic.Buffer // request handle -> buffer, while queued in the policy
-	tableTyp []darc.Type   // request handle -> type
-	free     []uint32      // free handles (a stack)
-	counters []typeCounters
-	drops    Drops
-	received uint64
-	answered uint64
-	queued   uint64
-	busy     int
-	draining bool
-	replied  uint64
-	abandon  int
-	parks    uint64 // times the dispatcher parked (see Stats.DispatcherParks)
+	assign      []darc.Assignment
+	table       []*nic.Buffer // request handle -> buffer, while queued in the policy
+	tableTyp    []darc.Type   // request handle -> type
+	free        []uint32      // free handles (a stack)
+	counters    []typeCounters
+	drops       Drops
+	received    uint64
+	answered    uint64
+	queued      uint64
+	busy        int
+	draining    bool
+	replied     uint64
+	abandon     int
+	parks       uint64 // times the dispatcher parked (see Stats.DispatcherParks)
 
 	shedRing  []uint64 // per stats interval: shed total, then per type
 	shedAt    []int64
@@ -208,28 +208,28 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 		}
 	}
 	d := &Dispatcher{
-		spec:     spec,
-		dp:       dp,
-		policy:   tp,
-		sched:    tp,
-		app:      handler,
-		numTypes: numTypes,
-		names:    typeNames(spec.TypeNames, snap, numTypes),
-		pool:     pool,
-		stopCh:   make(chan struct{}),
-		rx:       make([]*nic.Buffer, spec.Burst),
-		release:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
-		replies:  make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
+		spec:        spec,
+		dp:          dp,
+		policy:      tp,
+		sched:       tp,
+		app:         handler,
+		numTypes:    numTypes,
+		names:       typeNames(spec.TypeNames, snap, numTypes),
+		pool:        pool,
+		stopCh:      make(chan struct{}),
+		rx:          make([]*nic.Buffer, spec.Burst),
+		release:     make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
+		replies:     make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		followOns:   make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
 		followSpare: make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
-		assign:   make([]darc.Assignment, spec.Workers),
-		table:    make([]*nic.Buffer, spec.MaxRequests),
-		tableTyp: make([]darc.Type, spec.MaxRequests),
-		free:     make([]uint32, spec.MaxRequests),
-		counters: make([]typeCounters, numTypes),
-		shedRing: make([]uint64, shedSlots*(numTypes+1)),
-		shedAt:   make([]int64, shedSlots),
-		loopDone: make(chan struct{}),
+		assign:      make([]darc.Assignment, spec.Workers),
+		table:       make([]*nic.Buffer, spec.MaxRequests),
+		tableTyp:    make([]darc.Type, spec.MaxRequests),
+		free:        make([]uint32, spec.MaxRequests),
+		counters:    make([]typeCounters, numTypes),
+		shedRing:    make([]uint64, shedSlots*(numTypes+1)),
+		shedAt:      make([]int64, shedSlots),
+		loopDone:    make(chan struct{}),
 	}
 	if shared, ok := tp.(*darc.Shared); ok {
 		d.sched = shared.Policy // one interface call less per request

@@ -75,7 +75,7 @@ type conn struct {
 	queueHead int
 	running   int
 	writes    int
-	onRun   bool // on Dataplane.toRun
+	onRun     bool // on Dataplane.toRun
 	// batching: Send is taking several replies of this connection; their
 	// pieces are written together at the end (the pool buffers they point
 	// into go back after that).
