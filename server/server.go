@@ -218,9 +218,11 @@ func (s *Server) Run(ctx context.Context) error {
 	// httpErr receives only a failure of the admin endpoint (never with
 	// the endpoint off).
 	httpErr := make(chan error, 1)
-	if s.http != nil {
+	if h, ln := s.http, s.adminLn; h != nil {
+		// Close clears s.http, perhaps before this goroutine runs (a Run
+		// that fails at once): Serve then returns ErrServerClosed.
 		go func() {
-			if err := s.http.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := h.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				httpErr <- fmt.Errorf("server: admin http: %w", err)
 			}
 		}()

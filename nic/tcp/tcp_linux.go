@@ -82,6 +82,9 @@ type Dataplane struct {
 	lastSweep int64
 	fatal     error
 	chained   int // requests this Recv chained (Config.Chain): they count against its burst
+	// events[evNext:evEnd] were returned by the last epoll wait and not
+	// yet seen: the burst filled up before them.
+	evNext, evEnd int
 
 	// Requests of other goroutines to the Recv goroutine.
 	reqMu    sync.Mutex
@@ -322,27 +325,34 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 	d.serveAsks(now)
 	n := d.runQueued(bufs)
 	n += d.framePending(bufs[n:], now)
-	timeout := 0
-	if n == 0 && len(d.pending) == 0 && wait > 0 {
-		// Announce the wait, then look once more: a request that may now
-		// run is either seen here or wakes the wait.
-		d.waiting.Store(true)
-		if d.hasQueued() {
-			d.waiting.Store(false)
-		} else {
-			timeout = int((wait + time.Millisecond - 1) / time.Millisecond)
+	first, ne := d.evNext, d.evEnd
+	d.evNext, d.evEnd = 0, 0
+	if first == ne {
+		// The events of the last wait are all seen: wait again.
+		timeout := 0
+		if n == 0 && len(d.pending) == 0 && wait > 0 {
+			// Announce the wait, then look once more: a request that may
+			// now run is either seen here or wakes the wait.
+			d.waiting.Store(true)
+			if d.hasQueued() {
+				d.waiting.Store(false)
+			} else {
+				timeout = int((wait + time.Millisecond - 1) / time.Millisecond)
+			}
 		}
+		var err error
+		first = 0
+		ne, err = epollWait(d.epfd, d.events, timeout)
+		d.waiting.Store(false)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return n, fmt.Errorf("tcp: epoll wait: %w", err)
+		}
+		if d.closed.Load() {
+			return n, nic.ErrClosed
+		}
+		now = d.Now()
 	}
-	ne, err := epollWait(d.epfd, d.events, timeout)
-	d.waiting.Store(false)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return n, fmt.Errorf("tcp: epoll wait: %w", err)
-	}
-	if d.closed.Load() {
-		return n, nic.ErrClosed
-	}
-	now = d.Now()
-	for i := 0; i < ne; i++ {
+	for i := first; i < ne; i++ {
 		ev := &d.events[i]
 		fd := int(ev.Fd)
 		if fd == d.wakeFd {
@@ -368,7 +378,11 @@ func (d *Dataplane) Recv(bufs []*nic.Buffer, wait time.Duration) (int, error) {
 		}
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.eof && !c.readOff {
 			if n+d.chained >= len(bufs) {
-				continue // level-triggered: it comes back
+				// The burst is full: the next Recv starts from this
+				// event instead of waiting again (a connection closed or
+				// paused since is skipped then).
+				d.evNext, d.evEnd = i, ne
+				break
 			}
 			if d.read(c, now) {
 				n += d.frame(c, bufs[n:], now)
