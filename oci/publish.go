@@ -99,7 +99,7 @@ func (c *Client) PublishConfig(ctx context.Context, wasm []byte, r Ref, cfg Runt
 	}
 	r.Digest = md.Digest.String()
 	if c.CacheDir != "" {
-		_ = c.cachePut(r, man, wasm) // the registry has it; a cache failure is not the publisher's
+		_ = c.cachePut(r, nil, man, wasm) // the registry has it; a cache failure is not the publisher's
 	}
 	return r, nil
 }
