@@ -95,7 +95,7 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w (the registry has no such tag or digest in %s: published yet?)", r, err, r.Repo)
 	}
 	if err != nil {
-		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, hint(r))
+		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, c.hint(r, err))
 	}
 	if desc.Size > maxManifest {
 		rc.Close()
@@ -152,7 +152,7 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	}
 	lrc, err := repo.Fetch(ctx, layerDesc)
 	if err != nil {
-		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w", r, err)
+		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w%s", r, err, c.hint(r, err))
 	}
 	// The manifest's size bounds the read: a registry that sends more
 	// (or never stops) is cut one byte past it.
