@@ -6,8 +6,8 @@ import (
 	"github.com/persephone-go/psp/internal/accept"
 )
 
-// File descriptors. Go raises the soft RLIMIT_NOFILE to the hard limit at
-// start; the server divides what that allows: a reserve for its own files
+// File descriptors. Go raises the soft RLIMIT_NOFILE to one below the hard
+// limit at start; the server divides what that allows: a reserve for its own files
 // (the dataplane's sockets and each transmit queue's duplicates of them,
 // the store's tables, logs, module files and compile children), a cap on
 // the admin endpoint's connections, and the rest for the connections of a

@@ -217,3 +217,73 @@ func TestTCPConnsUnderFileBudget(t *testing.T) {
 		t.Errorf("memcached's max_conns 1<<30: cap %d over the budget's %d", got, b.streams)
 	}
 }
+
+// TestTCPAcceptFatalStopsServer: the TCP dataplane's listening socket
+// stopping under the server (shut down: accept fails with EINVAL) stops
+// Run with an error that says so, served alone or joined with UDP on the
+// same port, rather than leaving a port that connects and never answers.
+func TestTCPAcceptFatalStopsServer(t *testing.T) {
+	for _, listen := range []string{"tcp://127.0.0.1:0", "udp://127.0.0.1:0,tcp://127.0.0.1:0"} {
+		t.Run(listen, func(t *testing.T) {
+			cfg := Config{Listen: listen, Workers: 2, Buffers: 512, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}
+			srv, err := New(context.Background(), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(context.Background()) }()
+			addr := srv.Addr()
+			if i := strings.LastIndex(addr, "tcp://"); i >= 0 {
+				addr = addr[i+len("tcp://"):]
+			}
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprint(c, "version\r\n")
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if line, err := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(line, "VERSION ") {
+				t.Fatalf("before: %q %v", line, err)
+			}
+			fd := listeningFd(t, addr)
+			if err := syscall.Shutdown(fd, syscall.SHUT_RD); err != nil {
+				t.Fatal(err)
+			}
+			// The shut-down socket reports readable: the dataplane wakes
+			// and meets the error without a new connection.
+			err = testenv.Await(t, done, 10*time.Second, "Run to end with a dead TCP listening socket")
+			if err == nil || !strings.Contains(err.Error(), "unusable") || !strings.Contains(err.Error(), "tcp") {
+				t.Errorf("Run = %v, want the TCP accept's fatal error", err)
+			}
+		})
+	}
+}
+
+// listeningFd returns this process's descriptor listening on TCP addr.
+func listeningFd(t *testing.T, addr string) int {
+	t.Helper()
+	want, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if on, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN); err != nil || on != 1 {
+			continue
+		}
+		sa, err := syscall.Getsockname(fd)
+		if in4, ok := sa.(*syscall.SockaddrInet4); err == nil && ok && in4.Port == int(want.Port()) && netip.AddrFrom4(in4.Addr) == want.Addr() {
+			return fd
+		}
+	}
+	t.Fatalf("no descriptor listens on %s", addr)
+	return -1
+}

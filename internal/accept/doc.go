@@ -46,7 +46,7 @@
 //	}
 //
 // FileLimit reads RLIMIT_NOFILE, whose soft limit Go's runtime raises to
-// the hard one at start.
+// one below the hard one at start.
 //
 // # Concurrency
 //
