@@ -415,7 +415,7 @@ func (s *Server) Status() Status {
 	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
 	st.CountersAgeSeconds = max(0, float64(s.dp.Now()-ds.At)/float64(time.Second))
-	if pd, ok := s.dp.(portDropper); ok {
+	if pd, ok := member[portDropper](s.dp); ok {
 		st.KernelDrops = pd.PortDrops()
 	}
 	if s.app != nil && s.app.Counters != nil {
