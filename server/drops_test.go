@@ -19,11 +19,7 @@ func TestKernelDropsSaid(t *testing.T) {
 	}
 	for _, listen := range []string{"udp://127.0.0.1:0", "udp://127.0.0.1:0,tcp://127.0.0.1:0"} {
 		t.Run(listen, func(t *testing.T) {
-			cfg := Config{Listen: listen, Workers: 2, Buffers: 512, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}
-			srv, err := New(context.Background(), cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv := newMemcachedOn(t, listen)
 			defer srv.Close()
 			addr := strings.TrimPrefix(strings.Split(srv.Addr(), ",")[0], "udp://")
 			c, err := net.Dial("udp", addr)
@@ -45,4 +41,16 @@ func TestKernelDropsSaid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newMemcachedOn returns a server (not running) of the memcached
+// application on listen, without an admin endpoint.
+func newMemcachedOn(t *testing.T, listen string) *Server {
+	t.Helper()
+	cfg := Config{Listen: listen, Workers: 2, Buffers: 512, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}
+	srv, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }

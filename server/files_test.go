@@ -225,11 +225,7 @@ func TestTCPConnsUnderFileBudget(t *testing.T) {
 func TestTCPAcceptFatalStopsServer(t *testing.T) {
 	for _, listen := range []string{"tcp://127.0.0.1:0", "udp://127.0.0.1:0,tcp://127.0.0.1:0"} {
 		t.Run(listen, func(t *testing.T) {
-			cfg := Config{Listen: listen, Workers: 2, Buffers: 512, App: App{Name: AppMemcached}, Admin: Admin{Addr: "off"}}
-			srv, err := New(context.Background(), cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv := newMemcachedOn(t, listen)
 			done := make(chan error, 1)
 			go func() { done <- srv.Run(context.Background()) }()
 			addr := srv.Addr()
