@@ -249,6 +249,7 @@ func TestTCPAcceptFatalStopsServer(t *testing.T) {
 			// The shut-down socket reports readable: the dataplane wakes
 			// and meets the error without a new connection.
 			err = testenv.Await(t, done, 10*time.Second, "Run to end with a dead TCP listening socket")
+			t.Logf("Run: %v", err)
 			if err == nil || !strings.Contains(err.Error(), "unusable") || !strings.Contains(err.Error(), "tcp") {
 				t.Errorf("Run = %v, want the TCP accept's fatal error", err)
 			}
