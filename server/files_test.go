@@ -40,6 +40,9 @@ func TestFileBudget(t *testing.T) {
 		if b.admin < minAdminConns || b.admin > maxAdminConns {
 			t.Errorf("%s: admin cap %d outside [%d, %d]", tc.name, b.admin, minAdminConns, maxAdminConns)
 		}
+		if b.perSource < minAdminPerSource || b.perSource > b.admin {
+			t.Errorf("%s: %d admin connections from one address, want at least %d and at most the cap %d", tc.name, b.perSource, minAdminPerSource, b.admin)
+		}
 		if b.streams < 0 || b.reserved <= 0 {
 			t.Errorf("%s: %+v", tc.name, b)
 		}
@@ -283,4 +286,80 @@ func listeningFd(t *testing.T, addr string) int {
 	}
 	t.Fatalf("no descriptor listens on %s", addr)
 	return -1
+}
+
+// TestAdminSharePerAddress: one client address holding its share of the
+// admin connections (idle, as an attacker would hold them) has its next
+// connection closed at once, while another address, and loopback, are
+// still served.
+func TestAdminSharePerAddress(t *testing.T) {
+	local := nonLoopbackIPv4(t)
+	cfg := memConfig()
+	cfg.Admin.Addr = "0.0.0.0:0"
+	r := startWith(t, cfg, Options{})
+	defer r.stop()
+	_, port, _ := net.SplitHostPort(r.srv.AdminAddr())
+	var conns []net.Conn
+	defer func() { // before the server stops: it would wait for them
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	share := r.srv.adminAccept.PerSource()
+	if share != r.srv.files.perSource || share < minAdminPerSource {
+		t.Fatalf("the admin listener's share per address %d, the budget's %d", share, r.srv.files.perSource)
+	}
+	dialFrom := func(from string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", net.JoinHostPort(from, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		return c
+	}
+	served := func(c net.Conn) bool {
+		fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: psp\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	var held []net.Conn
+	for range share {
+		held = append(held, dialFrom(local))
+	}
+	// Each held connection is accepted before the next dial is judged.
+	waitUntil(t, "the held connections accepted", func() bool { return r.srv.adminAccept.Open() >= share })
+	if served(dialFrom(local)) {
+		t.Errorf("a connection past %s's share of %d was served", local, share)
+	}
+	if !served(dialFrom("127.0.0.1")) {
+		t.Error("loopback was not served beside the held address")
+	}
+	held[0].Close()
+	waitUntil(t, "a place freed", func() bool { return served(dialFrom(local)) })
+	if got := r.srv.adminAccept.Loop().Counts().Refused; got == 0 {
+		t.Error("no connection counted as refused")
+	}
+}
+
+// nonLoopbackIPv4 returns an IPv4 address of this host other than
+// loopback's.
+func nonLoopbackIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but loopback's: no second client address to test with")
+	return ""
 }
