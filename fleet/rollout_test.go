@@ -69,6 +69,18 @@ func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
 	return srv.AdminAddr(), dp
 }
 
+// busyServers starts n servers (token "tok") with traffic, and returns
+// their admin addresses.
+func busyServers(t *testing.T, n int) []string {
+	var servers []string
+	for range n {
+		addr, dp := startServerDP(t, "tok")
+		traffic(t, dp)
+		servers = append(servers, addr)
+	}
+	return servers
+}
+
 // traffic sends SHORT and LONG requests, alternately, about 2000 a second,
 // until the test ends.
 func traffic(t *testing.T, dp *memnic.Dataplane) {
@@ -203,12 +215,7 @@ func TestRolloutNeedsTraffic(t *testing.T) {
 // before half its bake. The servers end on the module they started with,
 // confirmed.
 func TestRolloutStopsMisclassifiers(t *testing.T) {
-	var servers []string
-	for range 3 {
-		addr, dp := startServerDP(t, "tok")
-		traffic(t, dp)
-		servers = append(servers, addr)
-	}
+	servers := busyServers(t, 3)
 	p := Plan{Servers: servers, Tenant: server.DefaultTenant, Bake: 2 * time.Second, Token: "tok"}
 	before, _ := Inspect(context.Background(), p)
 	for _, tc := range []struct {
@@ -262,12 +269,7 @@ func TestRolloutStopsMisclassifiers(t *testing.T) {
 // done, so no server reverts afterwards and the report agrees with the
 // servers.
 func TestRolloutResumesInterrupted(t *testing.T) {
-	var servers []string
-	for range 3 {
-		addr, dp := startServerDP(t, "tok")
-		traffic(t, dp)
-		servers = append(servers, addr)
-	}
+	servers := busyServers(t, 3)
 	mod := module(t, "wat/pspheader.wasm")
 	p := Plan{Servers: servers, Tenant: server.DefaultTenant, Canary: 1, Bake: time.Second, Token: "tok", ConfirmDeadline: 5 * time.Second}
 	// The interrupted rollout's swaps: the canary and the second wave.
