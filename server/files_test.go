@@ -97,7 +97,7 @@ func runFDChild(limit string) error {
 
 // TestAdminFloodUnderFileLimit floods the admin endpoint of a server
 // limited to 512 descriptors with 1,100 connections that send nothing
-// (the flood, under half its limit). The admin listener holds at
+// (a flood that had made accept fail, under half its limit). The admin listener holds at
 // most its share of the descriptors and refuses the rest at once, so
 // accept never runs out of descriptors, the dataplane answers throughout,
 // and the endpoint answers again once the flood ends.
