@@ -3,14 +3,12 @@ package loadgen
 import (
 	"context"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/wire"
 	"golang.org/x/net/ipv4"
 )
@@ -88,14 +86,15 @@ func TestClientDropsCounted(t *testing.T) {
 				}
 			}
 		}()
-		backlog0 := softnetDrops()
+		backlog0, _ := sockstat.BacklogDrops()
 		res, err := Run(context.Background(), Spec{Server: conn.LocalAddr().String(), MaxLag: time.Second, Grace: 2 * time.Second}, sched)
 		<-served
 		conn.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		backlog := softnetDrops() - backlog0
+		backlog1, _ := sockstat.BacklogDrops()
+		backlog := backlog1 - backlog0
 		received := res.Answered + res.Late + res.Duplicates + res.BadReplies
 		lost := sent.Load() - received
 		t.Logf("attempt %d: the server sent %d datagrams, the client read %d, %d dropped at its socket, %d in the kernel's backlog (machine-wide)",
@@ -113,21 +112,4 @@ func TestClientDropsCounted(t *testing.T) {
 			t.Fatalf("the client read all of %d datagrams sent at once by %d goroutines, three times: no drop to count", sent.Load(), senders)
 		}
 	}
-}
-
-// softnetDrops returns the kernel's drops before any socket (the per-CPU
-// input backlog, /proc/net/softnet_stat's second column), machine-wide.
-func softnetDrops() uint64 {
-	b, err := os.ReadFile("/proc/net/softnet_stat")
-	if err != nil {
-		return 0
-	}
-	var n uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			v, _ := strconv.ParseUint(f[1], 16, 64)
-			n += v
-		}
-	}
-	return n
 }
