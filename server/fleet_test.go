@@ -254,13 +254,13 @@ func TestServeShapesMadeWithoutPSP(t *testing.T) {
 
 // TestPendingUntilFetched: a server whose classifier's registry is down at
 // start (and no cache) starts anyway, per its failure policy: /readyz
-// answers 503, and its requests are dropped (closed) or served UNKNOWN
-// (open) by the placeholder; once the module is published the background
+// answers 503, and its requests are dropped (closed, reload) or served
+// UNKNOWN (open) by the placeholder; once the module is published the background
 // pull swaps it in, /readyz answers 200 and the requests are classified.
 func TestPendingUntilFetched(t *testing.T) {
 	reg := registrytest.Start(t)
 	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
-	for _, fail := range []string{"closed", "open"} {
+	for _, fail := range []string{"closed", "open", "reload"} {
 		t.Run(fail, func(t *testing.T) {
 			tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/later-" + fail + ":v1")
 			cfg := memConfig()
@@ -283,9 +283,9 @@ func TestPendingUntilFetched(t *testing.T) {
 			}
 			ti := waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.Answered+ti.Dropped >= n })
 			switch fail {
-			case "closed":
+			case "closed", "reload":
 				if ti.Drops.ClassifierFault != n {
-					t.Errorf("pending, fail closed: %d of %d dropped as classifier_fault", ti.Drops.ClassifierFault, n)
+					t.Errorf("pending, fail %s: %d of %d dropped as classifier_fault", fail, ti.Drops.ClassifierFault, n)
 				}
 			case "open":
 				st := getStatus(t, h)
@@ -405,5 +405,55 @@ func TestCountersAge(t *testing.T) {
 	}
 	if !nonzero {
 		t.Error("the counters' age was 0 in every status")
+	}
+}
+
+// TestPendingEndsBySwapOrRemoval: a tenant pending on a tag its registry
+// lacks stops being waited for once the operator swaps a module in over
+// the admin API or removes the tenant: /readyz answers 200 when neither
+// pending tenant is left, though the tag never appears.
+func TestPendingEndsBySwapOrRemoval(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.OCI.CacheDir = "off"
+	cfg.Tenants = []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Classifier: "oci://" + reg.Addr + "/psp/never:v1", Fail: "closed", MaxTypes: 16},
+		{Name: "b", Ports: []uint16{portB}, Classifier: "oci://" + reg.Addr + "/psp/never:v2", Fail: "reload", MaxTypes: 16},
+	}
+	r, log := startLogged(t, cfg)
+	h := r.srv.Handler()
+	ready := func(code int, body string) {
+		t.Helper()
+		if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != code || !strings.Contains(rec.Body.String(), body) {
+			t.Fatalf("readyz: %d %q, want %d %q\n%s", rec.Code, rec.Body, code, body, log)
+		}
+	}
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	// A provisional swap leaves it pending: unconfirmed, it reverts to
+	// the placeholder.
+	placeholder := tenantOf(t, getStatus(t, h), "a").SHA256
+	if rec := do(t, h, "PUT", "/tenants/a/classifier?provisional="+MinProvisional.String(), "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("provisional swap: %d %s", rec.Code, rec.Body)
+	}
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	waitTenant(t, h, "a", func(ti TenantInfo) bool { return ti.SHA256 == placeholder && ti.Provisional == nil })
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	if rec := do(t, h, "PUT", "/tenants/a/classifier", "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	if ti := tenantOf(t, getStatus(t, h), "a"); ti.SHA256 != sum || ti.Pending != "" {
+		t.Fatalf("tenant a after the swap: sha256 %.12s, pending %q", ti.SHA256, ti.Pending)
+	}
+	ready(http.StatusServiceUnavailable, "1 tenant(s) waiting")
+	if rec := do(t, h, "DELETE", "/tenants/b", "operator-secret", nil); rec.Code != http.StatusNoContent {
+		t.Fatalf("remove: %d %s", rec.Code, rec.Body)
+	}
+	ready(http.StatusOK, "ready")
+	for _, want := range []string{`tenant "a": swapped over the admin API: no longer waiting for`, `tenant "b": removed: no longer waiting for`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log)
+		}
 	}
 }

@@ -243,8 +243,9 @@ func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 // every request SHORT, and one that traps on LONG, are stopped at the
 // canary and rolled back (the trapping one before half its bake), the
 // other two servers untouched. Debian's prometheus scraping the servers
-// gives a rollout the same verdicts. A rollout killed during its bake
-// leaves the canary on the new module only until the confirm deadline.
+// gives a rollout the same verdicts. A rollout killed during its second
+// wave's bake leaves the canary and that wave on the new module only
+// until the confirm deadline.
 // A server restarted after a rollout runs the rolled-out module, and psp
 // status says its config names another.
 func TestRolloutFleet(t *testing.T) {
@@ -371,22 +372,22 @@ func TestRolloutFleet(t *testing.T) {
 	bad(faultLong, "classifier faults", "--prometheus", prom)
 	good(v3, "rust/pspheader.wasm", "--prometheus", prom)
 
-	// (c) psp rollout killed (SIGKILL) during the canary's bake: the
-	// canary is provisional, and back on the old module within the
-	// confirm deadline.
-	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "30s", "--confirm-deadline", "3s",
+	// (c) psp rollout killed (SIGKILL) during the second wave's bake,
+	// the canary passed: both swapped servers are provisional, and back
+	// on the old module within the confirm deadline.
+	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "3s", "--confirm-deadline", "3s",
 		"--token-file", token, "--oci-cache", "off")
 	var progress testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &progress, &progress
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(progress.String(), "baking") {
-		if time.Now().After(deadline) {
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(progress.String(), "wave 2: baking") {
+		if time.Now().After(deadline) || strings.Contains(progress.String(), "verdict: FAIL") {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("the rollout did not start baking:\n%s", progress.String())
+			t.Fatalf("the rollout did not start baking its second wave:\n%s", progress.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -394,17 +395,19 @@ func TestRolloutFleet(t *testing.T) {
 	cmd.Wait()
 	killed := time.Now()
 	out, _, err := runBin(bin, "rollout", "status", v2, "--servers", servers, "--token-file", token, "--oci-cache", "off")
-	if err == nil || !strings.Contains(out, "PROVISIONAL") || !strings.Contains(out, "in progress, or interrupted: 0 of 3 server(s) run it confirmed, 1 provisionally") {
-		t.Fatalf("rollout status after the kill: %v\n%s", err, out)
+	if err == nil || !strings.Contains(out, "PROVISIONAL") || !strings.Contains(out, "in progress, or interrupted: 0 of 3 server(s) run it confirmed, 2 provisionally") {
+		t.Fatalf("rollout status after the kill: %v\n%s\nthe rollout said:\n%s", err, out, progress.String())
 	}
 	t.Logf("psp rollout status, just after the kill:\n%s", out)
-	for tenantState(t, fs[0].admin).SHA256 != sha("rust/pspheader.wasm") {
-		if time.Since(killed) > 3*time.Second+time.Second {
-			t.Fatalf("the canary is still on the new module %v after the kill (deadline 3s)", time.Since(killed))
+	for _, s := range fs[:2] {
+		for tenantState(t, s.admin).SHA256 != sha("rust/pspheader.wasm") {
+			if time.Since(killed) > 3*time.Second+time.Second {
+				t.Fatalf("%s is still on the new module %v after the kill (deadline 3s)", s.admin, time.Since(killed))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("canary back on the old module %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	t.Logf("canary and second wave back on the old module %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 	runs("rust/pspheader.wasm")
 
 	// (d) A server restarted after the rollout runs the rolled-out module,
