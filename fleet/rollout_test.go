@@ -40,13 +40,22 @@ func startServer(t *testing.T, token string) string {
 
 // startServerDP is startServer, with the server's in-memory dataplane.
 func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
+	return startServerTenants(t, token, nil)
+}
+
+// startServerTenants is startServerDP with tenants (none: one tenant, the
+// default, classified by the C psp-header module).
+func startServerTenants(t *testing.T, token string, tenants []server.Tenant) (string, *memnic.Dataplane) {
 	t.Helper()
 	tf := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tf, []byte(token+"\n"), 0o600)
 	cfg := server.Config{Dataplane: server.DataplaneMemory, Workers: 2, Policy: "darc",
-		App:        server.App{Name: server.AppEmulate, Dilation: 1},
-		Admin:      server.Admin{Addr: "127.0.0.1:0", TokenFile: tf},
-		Classifier: filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")}
+		App:     server.App{Name: server.AppEmulate, Dilation: 1},
+		Admin:   server.Admin{Addr: "127.0.0.1:0", TokenFile: tf},
+		Tenants: tenants}
+	if len(tenants) == 0 {
+		cfg.Classifier = filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")
+	}
 	srv, err := server.New(context.Background(), cfg, server.Options{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +92,10 @@ func busyServers(t *testing.T, n int) []string {
 
 // traffic sends SHORT and LONG requests, alternately, about 2000 a second,
 // until the test ends.
-func traffic(t *testing.T, dp *memnic.Dataplane) {
+func traffic(t *testing.T, dp *memnic.Dataplane) { trafficTo(t, dp, 0) }
+
+// trafficTo is traffic to port (0: the dataplane's own).
+func trafficTo(t *testing.T, dp *memnic.Dataplane, port uint16) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -93,7 +105,11 @@ func traffic(t *testing.T, dp *memnic.Dataplane) {
 		b := make([]byte, wire.HeaderLen)
 		for id := uint32(0); ctx.Err() == nil; id++ {
 			wire.Header{ID: id, Type: 1 + id%2, ServiceNs: 1000}.Encode(b)
-			dp.Inject(b, peer)
+			if port == 0 {
+				dp.Inject(b, peer)
+			} else {
+				dp.InjectPort(b, peer, port)
+			}
 			if id%20 == 0 {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -319,5 +335,48 @@ func TestRolloutResumesInterrupted(t *testing.T) {
 	}
 	if st, _ := Inspect(context.Background(), p); st[0].SHA256 != mod.SHA256 || !st[0].Provisional.IsZero() {
 		t.Errorf("the adopted canary after the rollback: %.12s (provisional until %v), want %.12s confirmed", st[0].SHA256, st[0].Provisional, mod.SHA256)
+	}
+}
+
+// TestRolloutNamedTenant: a rollout to one tenant of servers with two,
+// each with its own classifier and traffic, judges that tenant's types
+// only: a module typing every request LONG is stopped on its type mix,
+// a good one rolls out, and the other tenant never changes.
+func TestRolloutNamedTenant(t *testing.T) {
+	header := filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")
+	var servers []string
+	for range 2 {
+		addr, dp := startServerTenants(t, "tok", []server.Tenant{
+			{Name: "a", Ports: []uint16{7001}, Classifier: header, Workers: 1},
+			{Name: "kv", Ports: []uint16{7002}, Classifier: header, Workers: 1},
+		})
+		trafficTo(t, dp, 7001)
+		trafficTo(t, dp, 7002)
+		servers = append(servers, addr)
+	}
+	p := Plan{Servers: servers, Tenant: "kv", Canary: 1, Bake: time.Second, Token: "tok"}
+	other := p
+	other.Tenant = "a"
+	before, _ := Inspect(context.Background(), other)
+	rep, err := Run(context.Background(), p, module(t, "wat/pspheader_alllong.wasm"), nil)
+	var out strings.Builder
+	if rep != nil {
+		rep.Write(&out)
+	}
+	if !errors.Is(err, ErrRolledBack) || !strings.Contains(out.String(), "type mix") || !strings.Contains(out.String(), "kv/LONG 100.00% of requests") {
+		t.Fatalf("all-LONG module to tenant kv: %v\n%s", err, out.String())
+	}
+	good := module(t, "wat/pspheader.wasm")
+	if rep, err := Run(context.Background(), p, good, nil); err != nil || !rep.Completed {
+		out.Reset()
+		rep.Write(&out)
+		t.Fatalf("good module to tenant kv: %v\n%s", err, out.String())
+	}
+	kv, _ := Inspect(context.Background(), p)
+	after, _ := Inspect(context.Background(), other)
+	for i := range servers {
+		if kv[i].SHA256 != good.SHA256 || after[i] != before[i] {
+			t.Errorf("%s: tenant kv runs %.12s (want %.12s), tenant a %+v (was %+v)", servers[i], kv[i].SHA256, good.SHA256, after[i], before[i])
+		}
 	}
 }
