@@ -198,6 +198,9 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 		if r.prom, err = newPromSource(p.Prometheus, p.Timeout); err != nil {
 			return nil, err
 		}
+		if err := r.prom.targets(ctx, p.Servers); err != nil {
+			return nil, fmt.Errorf("fleet: %w (nothing was changed)", err)
+		}
 	}
 	rep := &Report{Module: mod, Tenant: p.Tenant}
 	for _, m := range ms {
