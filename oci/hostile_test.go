@@ -233,3 +233,35 @@ func TestPullIndexChecksItsImage(t *testing.T) {
 		t.Fatalf("an index of two other platforms: %v, want ErrNotWasm naming them", err)
 	}
 }
+
+// TestPullFollowsBlobRedirect: a registry that answers a layer with a
+// redirect to storage elsewhere (as registries backed by object stores
+// do) is followed there, and what it serves is still checked against
+// the layer's digest.
+func TestPullFollowsBlobRedirect(t *testing.T) {
+	module := []byte("\x00asm\x01\x00\x00\x00")
+	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": oci.ConfigMediaType, "digest": digest.FromString("{}").String(), "size": 2},
+		"layers": []any{map[string]any{"mediaType": oci.LayerMediaType, "digest": digest.FromBytes(module).String(), "size": len(module)}}})
+	for _, tc := range []struct {
+		name   string
+		stored []byte
+		ok     bool
+	}{{"the layer", module, true}, {"other bytes", []byte("\x00asm\x01\x00\x00\x01"), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(tc.stored) }))
+			defer storage.Close()
+			addr := hostileRegistry(t, serveBytes(man), func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, storage.URL+"/bucket/layer?signature=x", http.StatusTemporaryRedirect)
+			})
+			ref, _ := oci.ParseRef("oci://" + addr + "/redirected:v1")
+			m, err := (&oci.Client{}).Pull(context.Background(), ref)
+			switch {
+			case tc.ok && (err != nil || !bytes.Equal(m.Wasm, module)):
+				t.Fatalf("pull through a redirect: %v (%d bytes)", err, len(m.Wasm))
+			case !tc.ok && !errors.Is(err, oci.ErrDigest):
+				t.Fatalf("pull of other bytes through a redirect: %v, want ErrDigest", err)
+			}
+		})
+	}
+}

@@ -13,10 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/registrytest"
@@ -426,6 +429,9 @@ func TestRolloutFleet(t *testing.T) {
 		t.Errorf("the canary counted no traps: %v", canary.Faults)
 	}
 
+	// The PromQL of docs/metrics.md answers against the same Prometheus.
+	checkDocPromQL(t, prom, fs[0].admin, []string{fs[1].admin, fs[2].admin})
+
 	// A dry run changes nothing.
 	v := tenantState(t, fs[0].admin).Version
 	out, _, err = runBin(bin, "rollout", faultLong, "--servers", servers, "--dry-run", "--oci-cache", "off", "--token-file", token)
@@ -473,4 +479,77 @@ func TestRolloutBoundsAndDryRun(t *testing.T) {
 			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
 		}
 	}
+}
+
+// checkDocPromQL evaluates each PromQL query of docs/metrics.md's
+// rollout questions, and the Argo Rollouts template's, against the
+// Prometheus at prom, canary standing for the doc's canary and stable for
+// its baseline servers: each must parse, answer, and give ratios (or
+// seconds) in [0, 1], NaN only for a p99.9 of types without answers.
+func checkDocPromQL(t *testing.T, prom, canary string, stable []string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start, end := strings.Index(text, "## The rollout's questions in PromQL"), strings.Index(text, "A Flagger `MetricTemplate`")
+	if start < 0 || end < start {
+		t.Fatal("docs/metrics.md: no PromQL section")
+	}
+	var queries []string
+	for _, block := range regexp.MustCompile("(?s)```(yaml)?\n(.*?)```").FindAllStringSubmatch(text[start:end], -1) {
+		if block[1] == "" {
+			queries = append(queries, block[2])
+			continue
+		}
+		for _, q := range regexp.MustCompile(`(?s)query: \|\n(.*?)(\n    - |$)`).FindAllStringSubmatch(block[2], -1) {
+			queries = append(queries, q[1])
+		}
+	}
+	if len(queries) < 7 {
+		t.Fatalf("docs/metrics.md: %d queries found, want the 5 questions (6 queries) and the template's 2", len(queries))
+	}
+	var quoted []string
+	for _, s := range stable {
+		quoted = append(quoted, strings.ReplaceAll(regexp.QuoteMeta(s), `\`, `\\`)) // a PromQL string escapes its backslashes
+	}
+	subst := strings.NewReplacer(`instance="canary:9090"`, `instance="`+canary+`"`,
+		`instance=~"stable-.*"`, `instance=~"`+strings.Join(quoted, "|")+`"`, "{{args.canary}}", canary)
+	for _, q := range queries {
+		q = subst.Replace(q)
+		resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ans struct {
+			Status string
+			Error  string
+			Data   struct {
+				Result []struct{ Value [2]any }
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ans)
+		resp.Body.Close()
+		if err != nil || ans.Status != "success" || len(ans.Data.Result) == 0 {
+			t.Errorf("docs/metrics.md's query answers %s %q with %d series (%v):\n%s", ans.Status, ans.Error, len(ans.Data.Result), err, q)
+			continue
+		}
+		finite := 0
+		for _, r := range ans.Data.Result {
+			s, _ := r.Value[1].(string)
+			v, err := strconv.ParseFloat(s, 64)
+			switch {
+			case err == nil && v >= 0 && v <= 1:
+				finite++
+			case s == "NaN" && strings.HasPrefix(q, "histogram_quantile"):
+			default:
+				t.Errorf("docs/metrics.md's query gives %q:\n%s", s, q)
+			}
+		}
+		if finite == 0 {
+			t.Errorf("docs/metrics.md's query gives no number:\n%s", q)
+		}
+	}
+	t.Logf("docs/metrics.md: %d PromQL queries answered", len(queries))
 }
