@@ -20,6 +20,7 @@ type fileBudget struct {
 	reserved  int    // for the server's own files
 	admin     int    // admin HTTP connections open at once
 	perSource int    // of them, from one client address (loopback: no bound)
+	store     int    // of the reserve, the store's files (its MaxOpenFiles), when on disk
 	streams   int    // stream dataplane connections open at once
 }
 
@@ -27,12 +28,16 @@ type fileBudget struct {
 // event descriptors, the audit log, module and token files, a compile
 // child's pipes), per transmit queue and port (the UDP dataplane dup(2)s
 // each port's socket for every queue; tenants add ports at run time, so
-// at least reservePorts are counted), and Pebble's open tables (its
-// default MaxOpenFiles) when a store lives on disk.
+// at least reservePorts are counted), and, when a store lives on disk,
+// the files Pebble may keep open (its MaxOpenFiles, set to match): a
+// storeFilesShare of what is left, within minStoreFiles and Pebble's
+// default, maxStoreFiles.
 const (
 	reserveBase     = 128
 	reservePorts    = 4
-	reservePebble   = 1000
+	maxStoreFiles   = 1000
+	minStoreFiles   = 64
+	storeFilesShare = 4
 	minAdminConns   = 8
 	maxAdminConns   = 256
 	adminConnsShare = 16 // the admin endpoint may hold 1/adminConnsShare of what is left, within the bounds above
@@ -56,7 +61,8 @@ func planFiles(cfg Config, limit uint64) fileBudget {
 	ports = max(ports, reservePorts)
 	b.reserved = reserveBase + (cfg.Workers+2)*ports
 	if cfg.App.Memcached.Dir != "" || cfg.App.KV.Dir != "" {
-		b.reserved += reservePebble
+		b.store = min(max((int(min(limit, 1<<30))-b.reserved)/storeFilesShare, minStoreFiles), maxStoreFiles)
+		b.reserved += b.store
 	}
 	free := int(min(limit, 1<<30)) - b.reserved
 	b.admin = min(max(free/adminConnsShare, minAdminConns), maxAdminConns)
@@ -70,7 +76,11 @@ func (b fileBudget) String() string {
 	if b.limit == 0 {
 		return "file descriptors: no limit known, connections uncapped"
 	}
-	s := fmt.Sprintf("file descriptors %d (RLIMIT_NOFILE): %d kept for the server's own files, admin connections at most %d (%d from one address)", b.limit, b.reserved, b.admin, b.perSource)
+	s := fmt.Sprintf("file descriptors %d (RLIMIT_NOFILE): %d kept for the server's own files", b.limit, b.reserved)
+	if b.store > 0 {
+		s += fmt.Sprintf(" (%d of them the store's)", b.store)
+	}
+	s += fmt.Sprintf(", admin connections at most %d (%d from one address)", b.admin, b.perSource)
 	if b.streams < b.admin {
 		s += fmt.Sprintf(" (warning: %d left for connections to the dataplane: raise the hard limit, ulimit -Hn)", b.streams)
 	}

@@ -50,11 +50,27 @@ func TestFileBudget(t *testing.T) {
 			t.Errorf("%s: %d reserved + %d admin + %d streams exceed the limit %d", tc.name, b.reserved, b.admin, b.streams, tc.limit)
 		}
 	}
-	if a, b := planFiles(base, 4096), planFiles(onDisk, 4096); b.reserved-a.reserved != reservePebble {
-		t.Errorf("a store on disk reserves %d more descriptors, want Pebble's %d", b.reserved-a.reserved, reservePebble)
+	// A store on disk keeps a quarter of what is left open, within 64
+	// and Pebble's default 1,000: under ulimit -n 1024 the connections
+	// keep most of the limit.
+	for _, tc := range []struct {
+		limit      uint64
+		store      int
+		streamsMin int
+	}{{1024, 218, 600}, {4096, 986, 2500}, {1 << 20, maxStoreFiles, 1 << 19}, {256, minStoreFiles, 20}} {
+		a, b := planFiles(base, tc.limit), planFiles(onDisk, tc.limit)
+		if b.store != tc.store || b.reserved-a.reserved != tc.store || b.streams < tc.streamsMin || !strings.Contains(b.String(), fmt.Sprintf("(%d of them the store's)", tc.store)) {
+			t.Errorf("a store on disk under %d: %s (store %d, streams %d), want %d for the store and at least %d connections", tc.limit, b, b.store, b.streams, tc.store, tc.streamsMin)
+		}
+		if a.store != 0 {
+			t.Errorf("a store in memory keeps %d files", a.store)
+		}
 	}
-	if b := planFiles(onDisk, 1024); !strings.Contains(b.String(), "warning") {
+	if b := planFiles(onDisk, 200); !strings.Contains(b.String(), "warning") {
 		t.Errorf("a limit the store nearly fills says no warning: %s", b)
+	}
+	if got := memcachedConfig(onDisk).MaxOpenFiles; got != openFiles(onDisk).store {
+		t.Errorf("the memcached store may open %d files, the budget keeps %d", got, openFiles(onDisk).store)
 	}
 	if b := planFiles(base, 0); b.admin != 0 || b.streams != 0 {
 		t.Errorf("unknown limit: caps %+v, want none", b)
