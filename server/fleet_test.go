@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -455,5 +456,48 @@ func TestPendingEndsBySwapOrRemoval(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestStartPullsShareTheirBound: tenants on a registry that accepts
+// connections and never answers do not add up their waits: the server
+// starts within oci.start_timeout, every one of them pending.
+func TestStartPullsShareTheirBound(t *testing.T) {
+	hang := make(chan struct{})
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer reg.Close()
+	defer close(hang)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	cfg := memConfig()
+	cfg.OCI.CacheDir = "off"
+	cfg.OCI.StartTimeout = 2 * time.Second
+	for i, name := range []string{"a", "b", "c"} {
+		cfg.Tenants = append(cfg.Tenants, Tenant{Name: name, Ports: []uint16{uint16(7001 + i)}, Classifier: "oci://" + host + "/psp/" + name + ":v1", MaxTypes: 8})
+	}
+	start := time.Now()
+	r, log := startLogged(t, cfg)
+	took := time.Since(start)
+	st := getStatus(t, r.srv.Handler())
+	for _, name := range []string{"a", "b", "c"} {
+		if ti := tenantOf(t, st, name); !strings.Contains(ti.Pending, "not fetched") {
+			t.Errorf("tenant %s: pending %q", name, ti.Pending)
+		}
+	}
+	// Each pull waiting its own 2 s would take 6 s.
+	if took > 5*time.Second {
+		t.Errorf("the server started after %v: the three pulls did not share their 2 s\n%s", took, log)
+	}
+	if c, err := ParseConfig([]byte("oci:\n  start_timeout: 3s\n")); err != nil || c.OCI.StartTimeout != 3*time.Second {
+		t.Errorf("oci.start_timeout 3s: %v, %v", err, c.OCI.StartTimeout)
+	}
+	bad := memConfig()
+	bad.OCI.StartTimeout = -time.Second
+	if _, err := New(context.Background(), bad, Options{}); err == nil || !strings.Contains(err.Error(), "start_timeout") {
+		t.Errorf("a negative start_timeout: %v", err)
 	}
 }

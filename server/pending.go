@@ -41,8 +41,8 @@ const PendingMaxTypes = 64
 
 // Bounds of the pulls of pending tenants.
 const (
-	// startPullTimeout bounds the pull of each classifier at start, before
-	// its tenant starts pending.
+	// startPullTimeout bounds the pulls at start (OCI.StartTimeout's
+	// default), before the tenants still waiting start pending.
 	startPullTimeout = 10 * time.Second
 	pendingRetryMin  = time.Second
 	pendingRetryMax  = 30 * time.Second

@@ -178,6 +178,8 @@ func serveSettings() []serveSetting {
 			"oci.plain_http", func(c *cli.Context, n string, cfg *server.Config) { cfg.OCI.PlainHTTP = c.Bool(n) }},
 		{&cli.StringFlag{Name: "oci-docker-config", Usage: "Docker config `FILE` with the registries' credentials (its auths and the credential helpers it names)", DefaultText: "$DOCKER_CONFIG/config.json, else ~/.docker/config.json"},
 			"oci.docker_config", str(func(c *server.Config) *string { return &c.OCI.DockerConfig })},
+		{&cli.DurationFlag{Name: "oci-start-timeout", Usage: "how long the pulls of oci:// classifiers at start may take, all together; a tenant whose module has not arrived by then starts pending, its pull retried in the background", DefaultText: "10s"},
+			"oci.start_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.OCI.StartTimeout = c.Duration(n) }},
 		{&cli.StringFlag{Name: "app", Usage: "application `NAME`: emulate, spin, tpcc, kv, memcached (memcached's protocol over UDP and TCP) or redis (Redis's protocol over TCP, listening on " + server.DefaultRedisListen + " by default)", DefaultText: server.DefaultApp},
 			"app.name", str(func(c *server.Config) *string { return &c.App.Name })},
 		{&cli.Float64Flag{Name: "dilation", Usage: "time dilation `FACTOR` of emulate (1000: 1µs becomes 1ms), of tpcc (sleeps when set; 0 spins) and of memcached's emulated costs (1µs per command and per key, slept when set)", DefaultText: fmt.Sprintf("%d for emulate, 0 for tpcc and memcached", server.DefaultEmulateDilation)},
