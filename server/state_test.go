@@ -83,3 +83,39 @@ func TestStateFileResumes(t *testing.T) {
 		t.Fatalf("changed config: %s, configured %q", ti.SHA256, ti.Configured)
 	}
 }
+
+// TestStateFilePerTenant: the state file keeps each tenant's module apart:
+// after a swap of one of two tenants started from the same tag and a
+// restart, that one runs the swapped module and says its config names
+// another, the other runs its config's.
+func TestStateFilePerTenant(t *testing.T) {
+	reg := registrytest.Start(t)
+	ctx := context.Background()
+	v1, sum1 := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/header:v1")
+	if _, err := (&oci.Client{}).Publish(ctx, v1, tag); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.OCI.CacheDir = filepath.Join(dir, "cache")
+	cfg.StateFile = filepath.Join(dir, "state.json")
+	cfg.Tenants = []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Classifier: tag.String()},
+		{Name: "b", Ports: []uint16{portB}, Classifier: tag.String()},
+	}
+	r, _ := startLogged(t, cfg)
+	if rec := do(t, r.srv.Handler(), "PUT", "/tenants/b/classifier", "operator-secret", v2); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	r.stop()
+	r, log := startLogged(t, cfg)
+	st := getStatus(t, r.srv.Handler())
+	a, b := tenantOf(t, st, "a"), tenantOf(t, st, "b")
+	if a.SHA256 != sum1 || a.Configured != "" || b.SHA256 != sum2 || b.Configured != tag.String() {
+		t.Fatalf("after a restart: a runs %.12s (configured %q), b %.12s (configured %q); want a %.12s, b %.12s differing from %s\n%s",
+			a.SHA256, a.Configured, b.SHA256, b.Configured, sum1, sum2, tag, log)
+	}
+}
