@@ -23,6 +23,9 @@ import (
 type promSource struct {
 	base string
 	http *http.Client
+	// wait bounds how long a snapshot waits for a scrape at or after its
+	// moment (see targets).
+	wait time.Duration
 }
 
 // maxPromAnswer bounds a query's answer: one server's per-type series.
@@ -39,7 +42,7 @@ func newPromSource(base string, timeout time.Duration) (*promSource, error) {
 	if timeout <= 0 {
 		timeout = admin.DefaultTimeout
 	}
-	return &promSource{base: u.String(), http: &http.Client{Timeout: timeout}}, nil
+	return &promSource{base: u.String(), http: &http.Client{Timeout: timeout}, wait: promWait}, nil
 }
 
 // instance is the instance label Prometheus gives the server at admin
@@ -134,12 +137,80 @@ func (s promSeries) last() (float64, bool) {
 	return f, err == nil
 }
 
-// promWait bounds how long a snapshot waits for Prometheus to scrape the
-// server after the moment it is taken for.
+// promWait is the least a snapshot waits for Prometheus to scrape the
+// server after its moment; targets raises it to two of the longest scrape
+// interval of the servers' targets, plus 5 s.
 const promWait = 15 * time.Second
 
+// maxTargetsAnswer bounds /api/v1/targets' answer.
+const maxTargetsAnswer = 64 << 20
+
+// targets checks, before anything changes, that Prometheus scrapes each
+// server (a target whose instance label is its admin address) and that
+// the last scrape of each did not fail, and sets how long a snapshot
+// waits for a scrape from their intervals.
+func (p *promSource) targets(ctx context.Context, addrs []string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return fmt.Errorf("prometheus: %w", err)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("prometheus: %w (is it running at %s?)", err, p.base)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ActiveTargets []struct {
+				Labels         map[string]string `json:"labels"`
+				Health         string            `json:"health"`
+				LastError      string            `json:"lastError"`
+				ScrapeInterval string            `json:"scrapeInterval"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxTargetsAnswer)).Decode(&ans); err != nil {
+		return fmt.Errorf("prometheus: targets: %s: decode: %w", resp.Status, err)
+	}
+	if ans.Status != "success" {
+		return fmt.Errorf("prometheus: targets: %s: %s", resp.Status, ans.Error)
+	}
+	var known []string
+	for _, t := range ans.Data.ActiveTargets {
+		known = append(known, t.Labels["instance"])
+	}
+	for _, addr := range addrs {
+		inst, err := instance(addr)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, t := range ans.Data.ActiveTargets {
+			if t.Labels["instance"] != inst {
+				continue
+			}
+			found = true
+			if t.Health == "down" {
+				return fmt.Errorf("prometheus at %s: its last scrape of %s failed: %s (with tokens, a scrape needs one that may read: authorization: {credentials_file: FILE})", p.base, inst, t.LastError)
+			}
+			if d, err := time.ParseDuration(t.ScrapeInterval); err == nil {
+				p.wait = max(p.wait, 2*d+5*time.Second)
+			}
+		}
+		if !found {
+			if len(known) > 5 {
+				known = append(known[:5], "...")
+			}
+			return fmt.Errorf("prometheus at %s scrapes no target with instance=%q (it scrapes %s): scrape each server's admin address", p.base, inst, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
 // samples returns, for each series of the metrics names of the server at
-// addr, its first value scraped at or after t, waiting (up to promWait)
+// addr, its first value scraped at or after t, waiting (up to p.wait)
 // for a scrape that late of every series found (a series still missing
 // then would count zero, and a window from it all the server ever
 // counted): a window between two such scrapes holds what
@@ -152,7 +223,7 @@ func (p *promSource) samples(ctx context.Context, addr string, names []string, t
 	if err != nil {
 		return nil, err
 	}
-	deadline := t.Add(promWait)
+	deadline := t.Add(p.wait)
 	for {
 		var out []promSample
 		fresh, missing := false, false

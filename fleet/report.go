@@ -113,11 +113,15 @@ func (r *Report) Write(w io.Writer) {
 	for _, u := range r.Unconfirmed {
 		fmt.Fprintf(w, "  %s: NOT CONFIRMED: %v (it reverts to its old module at the deadline)\n", u.Server, u.Err)
 	}
-	swapped := 0
+	swapped, adopted := 0, 0
 	for _, wv := range r.Waves {
 		swapped += len(wv.Swapped)
+		adopted += len(wv.Adopted)
 	}
 	untouched := len(r.Before) - swapped
+	if adopted > 0 {
+		fmt.Fprintf(w, "\n%d server(s) ran the module provisionally when the rollout started (an interrupted rollout's swaps): adopted, counted as swapped\n", adopted)
+	}
 	switch {
 	case r.Completed:
 		fmt.Fprintf(w, "\nrolled out: %d server(s) run %.12s (%d swapped, confirmed)\n", len(r.Before), r.Module.SHA256, swapped)

@@ -35,8 +35,10 @@ type ServerState struct {
 	SHA256  string
 	Version int
 	// Provisional is set while the tenant's last swap awaits its
-	// confirmation: the deadline.
+	// confirmation: the deadline; Previous is then the module (SHA-256)
+	// it reverts to.
 	Provisional time.Time
+	Previous    string
 	Err         error // unreachable, no such tenant...
 }
 
@@ -46,8 +48,12 @@ type Wave struct {
 	Kind    string // canary, wave or control
 	Servers []string
 	// Swapped: servers this wave swapped (a server already running the
-	// module is not swapped, nor rolled back).
+	// module is not swapped, nor rolled back), and those it adopted.
 	Swapped []string
+	// Adopted: servers that ran the module provisionally when the
+	// rollout started (an interrupted rollout's swaps): renewed, judged
+	// and confirmed or rolled back as if this rollout had swapped them.
+	Adopted []string
 	// Baseline names where the comparison came from.
 	Baseline   string
 	Judgements []Judgement
@@ -93,8 +99,12 @@ type member struct {
 	admin *admin.Client
 	orig  ServerState
 	// on: runs the new module (swapped by this rollout, or already).
-	on      bool
+	on bool
+	// swapped: this rollout swapped it, or adopted an interrupted
+	// rollout's provisional swap of it; old is then the module a
+	// rollback returns it to.
 	swapped bool
+	old     string
 	// until is the deadline of its provisional swap, renewed while the
 	// rollout runs.
 	until time.Time
@@ -150,6 +160,7 @@ func (m *member) inspect(ctx context.Context, tenant string) ServerState {
 		st.SHA256, st.Version = ti.SHA256, ti.Version
 		if ti.Provisional != nil {
 			st.Provisional, _ = time.Parse(time.RFC3339Nano, ti.Provisional.Until)
+			st.Previous = ti.PreviousSHA256
 		}
 	}
 	return st
@@ -187,6 +198,9 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 		if r.prom, err = newPromSource(p.Prometheus, p.Timeout); err != nil {
 			return nil, err
 		}
+		if err := r.prom.targets(ctx, p.Servers); err != nil {
+			return nil, fmt.Errorf("fleet: %w (nothing was changed)", err)
+		}
 	}
 	rep := &Report{Module: mod, Tenant: p.Tenant}
 	for _, m := range ms {
@@ -196,10 +210,15 @@ func Run(ctx context.Context, p Plan, mod Module, progress Progress) (*Report, e
 			return rep, fmt.Errorf("fleet: %s: %w (nothing was changed)", m.addr, m.orig.Err)
 		}
 		m.on = m.orig.SHA256 == mod.SHA256
+		if m.on && !m.orig.Provisional.IsZero() {
+			if err := r.adopt(ctx, m); err != nil {
+				return rep, fmt.Errorf("fleet: %w (nothing was changed: run again once it reverted)", err)
+			}
+		}
 	}
 	all := true
 	for _, m := range ms {
-		all = all && m.on
+		all = all && m.on && !m.swapped
 	}
 	if all {
 		progress("every server already runs %.12s: nothing to do\n", mod.SHA256)
@@ -254,6 +273,11 @@ func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
 		opts.Reference = r.mod.Reference
 	}
 	for _, m := range wave {
+		if m.on && m.swapped {
+			w.Swapped, w.Adopted = append(w.Swapped, m.addr), append(w.Adopted, m.addr)
+			r.progress("wave %d: %s runs %.12s provisionally (an interrupted rollout's swap): adopted, judged with this wave\n", w.Number, m.addr, r.mod.SHA256)
+			continue
+		}
 		if m.on {
 			r.progress("wave %d: %s already runs %.12s: not swapped\n", w.Number, m.addr, r.mod.SHA256)
 			continue
@@ -264,7 +288,7 @@ func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
 		if err != nil {
 			return fmt.Errorf("swap %s: %w", m.addr, err)
 		}
-		m.on, m.swapped, m.swappedAt, m.until = true, true, time.Now(), time.Now().Add(opts.Provisional)
+		m.on, m.swapped, m.old, m.swappedAt, m.until = true, true, m.orig.SHA256, time.Now(), time.Now().Add(opts.Provisional)
 		w.Swapped = append(w.Swapped, m.addr)
 		r.progress("wave %d: %s swapped: version %d -> %d (sha256 %.12s -> %.12s), provisional for %v\n",
 			w.Number, m.addr, m.orig.Version, res.Version, m.orig.SHA256, res.SHA256, opts.Provisional)
@@ -273,6 +297,22 @@ func (r *rollout) swapWave(ctx context.Context, wave []*member, w *Wave) error {
 }
 
 func isRef(s string) bool { return len(s) > 6 && s[:6] == "oci://" }
+
+// adopt takes over the provisional swap m runs (an interrupted
+// rollout's, of the module rolled out): renewed now, it is judged with
+// its wave and confirmed or rolled back as the rollout's own swaps are.
+func (r *rollout) adopt(ctx context.Context, m *member) error {
+	if m.orig.Previous == "" {
+		return fmt.Errorf("%s runs the module provisionally, but does not say what it reverts to", m.addr)
+	}
+	d := r.p.confirmDeadline()
+	if _, err := m.admin.Confirm(ctx, r.p.Tenant, r.p.Token, r.mod.SHA256, d); err != nil {
+		return fmt.Errorf("%s: renew the provisional swap it runs: %w", m.addr, err)
+	}
+	m.swapped, m.old, m.swappedAt, m.until = true, m.orig.Previous, time.Now(), time.Now().Add(d)
+	r.progress("%s runs %.12s provisionally, reverting to %.12s: adopted (renewed for %v)\n", m.addr, r.mod.SHA256, m.old, d)
+	return nil
+}
 
 // renew extends the provisional swaps past half their deadline.
 func (r *rollout) renew(ctx context.Context) error {
@@ -540,8 +580,8 @@ func (r *rollout) rollback(ctx context.Context, rep *Report) error {
 		switch {
 		case err != nil:
 			rb.Err = err
-		case res.SHA256 != m.orig.SHA256:
-			rb.Err = fmt.Errorf("rolled back to %.12s, not the %.12s it ran before", res.SHA256, m.orig.SHA256)
+		case res.SHA256 != m.old:
+			rb.Err = fmt.Errorf("rolled back to %.12s, not the %.12s it ran before", res.SHA256, m.old)
 		}
 		rb.Version, rb.SHA256 = res.Version, res.SHA256
 		if rb.Err != nil {

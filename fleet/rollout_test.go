@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -39,14 +40,23 @@ func startServer(t *testing.T, token string) string {
 
 // startServerDP is startServer, with the server's in-memory dataplane.
 func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
+	return startServerTenants(t, token, nil)
+}
+
+// startServerTenants is startServerDP with tenants (none: one tenant, the
+// default, classified by the C psp-header module).
+func startServerTenants(t *testing.T, token string, tenants []server.Tenant) (string, *memnic.Dataplane) {
 	t.Helper()
 	tf := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tf, []byte(token+"\n"), 0o600)
 	cfg := server.Config{Dataplane: server.DataplaneMemory, Workers: 2, Policy: "darc",
-		App:        server.App{Name: server.AppEmulate, Dilation: 1},
-		Admin:      server.Admin{Addr: "127.0.0.1:0", TokenFile: tf},
-		Classifier: filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")}
-	srv, err := server.New(context.Background(), cfg, server.Options{Log: &strings.Builder{}})
+		App:     server.App{Name: server.AppEmulate, Dilation: 1},
+		Admin:   server.Admin{Addr: "127.0.0.1:0", TokenFile: tf},
+		Tenants: tenants}
+	if len(tenants) == 0 {
+		cfg.Classifier = filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")
+	}
+	srv, err := server.New(context.Background(), cfg, server.Options{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +78,24 @@ func startServerDP(t *testing.T, token string) (string, *memnic.Dataplane) {
 	return srv.AdminAddr(), dp
 }
 
+// busyServers starts n servers (token "tok") with traffic, and returns
+// their admin addresses.
+func busyServers(t *testing.T, n int) []string {
+	var servers []string
+	for range n {
+		addr, dp := startServerDP(t, "tok")
+		traffic(t, dp)
+		servers = append(servers, addr)
+	}
+	return servers
+}
+
 // traffic sends SHORT and LONG requests, alternately, about 2000 a second,
 // until the test ends.
-func traffic(t *testing.T, dp *memnic.Dataplane) {
+func traffic(t *testing.T, dp *memnic.Dataplane) { trafficTo(t, dp, 0) }
+
+// trafficTo is traffic to port (0: the dataplane's own).
+func trafficTo(t *testing.T, dp *memnic.Dataplane, port uint16) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -80,7 +105,11 @@ func traffic(t *testing.T, dp *memnic.Dataplane) {
 		b := make([]byte, wire.HeaderLen)
 		for id := uint32(0); ctx.Err() == nil; id++ {
 			wire.Header{ID: id, Type: 1 + id%2, ServiceNs: 1000}.Encode(b)
-			dp.Inject(b, peer)
+			if port == 0 {
+				dp.Inject(b, peer)
+			} else {
+				dp.InjectPort(b, peer, port)
+			}
 			if id%20 == 0 {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -202,12 +231,7 @@ func TestRolloutNeedsTraffic(t *testing.T) {
 // before half its bake. The servers end on the module they started with,
 // confirmed.
 func TestRolloutStopsMisclassifiers(t *testing.T) {
-	var servers []string
-	for range 3 {
-		addr, dp := startServerDP(t, "tok")
-		traffic(t, dp)
-		servers = append(servers, addr)
-	}
+	servers := busyServers(t, 3)
 	p := Plan{Servers: servers, Tenant: server.DefaultTenant, Bake: 2 * time.Second, Token: "tok"}
 	before, _ := Inspect(context.Background(), p)
 	for _, tc := range []struct {
@@ -250,6 +274,109 @@ func TestRolloutStopsMisclassifiers(t *testing.T) {
 	for _, s := range after {
 		if s.SHA256 != good.SHA256 || !s.Provisional.IsZero() {
 			t.Errorf("%s after the rollout: %.12s, provisional %v", s.Server, s.SHA256, s.Provisional)
+		}
+	}
+}
+
+// TestRolloutResumesInterrupted: a rollout interrupted after swapping
+// two of three servers (their swaps still provisional) is run again
+// before their deadline: it adopts those swaps (renews them, judges them
+// with their waves, confirms them at the end) instead of taking them for
+// done, so no server reverts afterwards and the report agrees with the
+// servers.
+func TestRolloutResumesInterrupted(t *testing.T) {
+	servers := busyServers(t, 3)
+	mod := module(t, "wat/pspheader.wasm")
+	p := Plan{Servers: servers, Tenant: server.DefaultTenant, Canary: 1, Bake: time.Second, Token: "tok", ConfirmDeadline: 5 * time.Second}
+	// The interrupted rollout's swaps: the canary and the second wave.
+	for _, addr := range servers[:2] {
+		c, _ := admin.NewClient(addr, 5*time.Second)
+		if _, err := c.PushClassifierIf(context.Background(), server.DefaultTenant, mod.Wasm, "tok", admin.SwapOptions{Provisional: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log strings.Builder
+	progress := func(format string, args ...any) { fmt.Fprintf(&log, format, args...) }
+	rep, err := Run(context.Background(), p, mod, progress)
+	var out strings.Builder
+	if rep != nil {
+		rep.Write(&out)
+	}
+	if err != nil || !rep.Completed || strings.Count(log.String(), "provisionally (an interrupted rollout's swap): adopted") != 2 {
+		t.Fatalf("resumed rollout: %v\n%s\n%s", err, log.String(), out.String())
+	}
+	t.Logf("progress:\n%s\nreport:\n%s", log.String(), out.String())
+	if !strings.Contains(out.String(), "2 server(s) ran the module provisionally when the rollout started") {
+		t.Errorf("the report does not say it adopted 2 servers:\n%s", out.String())
+	}
+	// Past the interrupted swaps' deadline (three 1 s bakes outlast it),
+	// every server still runs the module, confirmed.
+	after, _ := Inspect(context.Background(), p)
+	for _, st := range after {
+		if st.SHA256 != mod.SHA256 || !st.Provisional.IsZero() {
+			t.Errorf("%s runs %.12s (provisional until %v), want %.12s confirmed\n%s\n%s", st.Server, st.SHA256, st.Provisional, mod.SHA256, log.String(), out.String())
+		}
+	}
+
+	// An interrupted rollout of a trapping module, resumed: the adopted
+	// canary fails and is rolled back to the module it ran before.
+	bad := module(t, "wat/pspheader_faultlong.wasm")
+	c, _ := admin.NewClient(servers[0], 5*time.Second)
+	if _, err := c.PushClassifierIf(context.Background(), server.DefaultTenant, bad.Wasm, "tok", admin.SwapOptions{Provisional: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Run(context.Background(), p, bad, nil)
+	out.Reset()
+	if rep != nil {
+		rep.Write(&out)
+	}
+	if !errors.Is(err, ErrRolledBack) || !strings.Contains(out.String(), "stopped: 1 server(s) swapped and rolled back, 2 untouched") {
+		t.Fatalf("resumed rollout of a trapping module: %v\n%s", err, out.String())
+	}
+	if st, _ := Inspect(context.Background(), p); st[0].SHA256 != mod.SHA256 || !st[0].Provisional.IsZero() {
+		t.Errorf("the adopted canary after the rollback: %.12s (provisional until %v), want %.12s confirmed", st[0].SHA256, st[0].Provisional, mod.SHA256)
+	}
+}
+
+// TestRolloutNamedTenant: a rollout to one tenant of servers with two,
+// each with its own classifier and traffic, judges that tenant's types
+// only: a module typing every request LONG is stopped on its type mix,
+// a good one rolls out, and the other tenant never changes.
+func TestRolloutNamedTenant(t *testing.T) {
+	header := filepath.Join("..", "examples", "classifiers", "c", "pspheader.wasm")
+	var servers []string
+	for range 2 {
+		addr, dp := startServerTenants(t, "tok", []server.Tenant{
+			{Name: "a", Ports: []uint16{7001}, Classifier: header, Workers: 1},
+			{Name: "kv", Ports: []uint16{7002}, Classifier: header, Workers: 1},
+		})
+		trafficTo(t, dp, 7001)
+		trafficTo(t, dp, 7002)
+		servers = append(servers, addr)
+	}
+	p := Plan{Servers: servers, Tenant: "kv", Canary: 1, Bake: time.Second, Token: "tok"}
+	other := p
+	other.Tenant = "a"
+	before, _ := Inspect(context.Background(), other)
+	rep, err := Run(context.Background(), p, module(t, "wat/pspheader_alllong.wasm"), nil)
+	var out strings.Builder
+	if rep != nil {
+		rep.Write(&out)
+	}
+	if !errors.Is(err, ErrRolledBack) || !strings.Contains(out.String(), "type mix") || !strings.Contains(out.String(), "kv/LONG 100.00% of requests") {
+		t.Fatalf("all-LONG module to tenant kv: %v\n%s", err, out.String())
+	}
+	good := module(t, "wat/pspheader.wasm")
+	if rep, err := Run(context.Background(), p, good, nil); err != nil || !rep.Completed {
+		out.Reset()
+		rep.Write(&out)
+		t.Fatalf("good module to tenant kv: %v\n%s", err, out.String())
+	}
+	kv, _ := Inspect(context.Background(), p)
+	after, _ := Inspect(context.Background(), other)
+	for i := range servers {
+		if kv[i].SHA256 != good.SHA256 || after[i] != before[i] {
+			t.Errorf("%s: tenant kv runs %.12s (want %.12s), tenant a %+v (was %+v)", servers[i], kv[i].SHA256, good.SHA256, after[i], before[i])
 		}
 	}
 }

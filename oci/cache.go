@@ -38,9 +38,11 @@ func CacheDir(setting string) string {
 //	blobs/HEX       a layer, by its digest
 //	tags/HEX        "REF DIGEST": a tag's last resolution (HEX: SHA-256 of REF)
 
-// cachePut keeps a pulled module: its layer, then its manifest, then the
-// tag's resolution, each written to a temporary file and renamed.
-func (c *Client) cachePut(r Ref, manifest, layer []byte) error {
+// cachePut keeps a pulled module: its layer, then its image's manifest,
+// then the index it was chosen from (nil when none), then the tag's
+// resolution (to the index when there is one), each written to a
+// temporary file and renamed.
+func (c *Client) cachePut(r Ref, index, manifest, layer []byte) error {
 	ld := digest.FromBytes(layer)
 	md := digest.FromBytes(manifest)
 	if err := writeAtomic(filepath.Join(c.CacheDir, "blobs", ld.Encoded()), layer); err != nil {
@@ -48,6 +50,12 @@ func (c *Client) cachePut(r Ref, manifest, layer []byte) error {
 	}
 	if err := writeAtomic(filepath.Join(c.CacheDir, "manifests", md.Encoded()), manifest); err != nil {
 		return err
+	}
+	if index != nil {
+		md = digest.FromBytes(index)
+		if err := writeAtomic(filepath.Join(c.CacheDir, "manifests", md.Encoded()), index); err != nil {
+			return err
+		}
 	}
 	if r.Tag != "" {
 		key := r
@@ -69,12 +77,18 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	man, err := boundedfile.Read(filepath.Join(c.CacheDir, "manifests", d.Encoded()), maxManifest)
+	man, err := c.cachedManifest(d)
+	if err != nil {
+		return Module{}, err
+	}
+	image, isIndex, err := imageOf(man)
 	if err != nil {
 		return Module{}, fmt.Errorf("oci: cache: %w", err)
 	}
-	if digest.FromBytes(man) != d {
-		return Module{}, fmt.Errorf("oci: cache: manifest %s: %w", d, ErrDigest)
+	if isIndex {
+		if man, err = c.cachedManifest(image.Digest); err != nil {
+			return Module{}, err
+		}
 	}
 	ld, variant, err := wasmLayer(man)
 	if err != nil {
@@ -97,6 +111,18 @@ func (c *Client) cacheGet(r Ref) (Module, error) {
 	m := newModule(wasm, r, variant)
 	m.FromCache = true
 	return m, nil
+}
+
+// cachedManifest reads the manifest of digest d from the cache, verified.
+func (c *Client) cachedManifest(d digest.Digest) ([]byte, error) {
+	man, err := boundedfile.Read(filepath.Join(c.CacheDir, "manifests", d.Encoded()), maxManifest)
+	if err != nil {
+		return nil, fmt.Errorf("oci: cache: %w", err)
+	}
+	if digest.FromBytes(man) != d {
+		return nil, fmt.Errorf("oci: cache: manifest %s: %w", d, ErrDigest)
+	}
+	return man, nil
 }
 
 // cacheTag returns the digest a tag last resolved to.

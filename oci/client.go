@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
 // Media types of the Wasm image format Istio and Envoy read ("oci"
@@ -151,10 +154,29 @@ func (c *Client) repository(r Ref) (*remote.Repository, error) {
 	return repo, nil
 }
 
-// hint explains the usual cause of a failed request.
-func hint(r Ref) string {
-	if r.Loopback() {
+// hint explains the usual cause of err, a failed request to r's
+// registry.
+func (c *Client) hint(r Ref, err error) string {
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		return fmt.Sprintf(" (the registry wants credentials for %s: none in %s or a credential helper it names; docker login %s)", r.Host, c.dockerConfigPath(), r.Host)
+	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		return fmt.Sprintf(" (the registry refused the credentials for %s from %s, or there were none: docker login %s)", r.Host, c.dockerConfigPath(), r.Host)
+	case r.Loopback():
 		return " (is the registry running?)"
 	}
 	return " (registry reachable over HTTPS, credentials in the Docker config?)"
+}
+
+// dockerConfigPath is the Docker configuration file credentials come
+// from, as the credentials store finds it.
+func (c *Client) dockerConfigPath() string {
+	if c.DockerConfig != "" {
+		return c.DockerConfig
+	}
+	if dir := os.Getenv("DOCKER_CONFIG"); dir != "" {
+		return filepath.Join(dir, "config.json")
+	}
+	return filepath.Join("~", ".docker", "config.json")
 }

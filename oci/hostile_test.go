@@ -174,3 +174,94 @@ func TestPullBoundedByModuleSize(t *testing.T) {
 		t.Fatalf("pull of a compat image of a 100 KiB module, limit 64 KiB: %v", err)
 	}
 }
+
+// TestPullIndexChecksItsImage: an index is followed to the image it names
+// for linux/amd64 only through that image's digest (a registry that
+// answers it with other bytes is refused), and an index with no image a
+// pull could choose is refused with the platforms it holds.
+func TestPullIndexChecksItsImage(t *testing.T) {
+	module := []byte("\x00asm\x01\x00\x00\x00")
+	image, err := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+		"config":        map[string]any{"mediaType": "application/vnd.wasm.config.v0+json", "digest": digest.FromString("{}").String(), "size": 2},
+		"layers":        []map[string]any{{"mediaType": "application/wasm", "digest": digest.FromBytes(module).String(), "size": len(module)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := func(platforms ...string) []byte {
+		var ms []map[string]any
+		for _, p := range platforms {
+			os, arch, _ := strings.Cut(p, "/")
+			ms = append(ms, map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest.FromBytes(image).String(),
+				"size": len(image), "platform": map[string]string{"os": os, "architecture": arch}})
+		}
+		b, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": ms})
+		return b
+	}
+	serve := func(idx, img []byte) string {
+		return hostileRegistry(t, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/v1") {
+				w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+				w.Write(idx)
+				return
+			}
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Write(img)
+		}, func(w http.ResponseWriter, r *http.Request) { w.Write(module) })
+	}
+	pull := func(host string) (oci.Module, error) {
+		r, err := oci.ParseRef("oci://" + host + "/psp/m:v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return (&oci.Client{Timeout: 5 * time.Second}).Pull(context.Background(), r)
+	}
+	// One image for wasip1/wasm beside an attestation: taken.
+	if m, err := pull(serve(index("unknown/unknown", "wasip1/wasm"), image)); err != nil || !bytes.Equal(m.Wasm, module) || m.Variant != oci.VariantWasmArtifact {
+		t.Fatalf("an index of one image and an attestation: %v (%d bytes, %s)", err, len(m.Wasm), m.Variant)
+	}
+	// The image's manifest answered with other bytes than its digest.
+	tampered := bytes.Replace(image, []byte(`"size":2`), []byte(`"size":3`), 1)
+	if _, err := pull(serve(index("linux/amd64"), tampered)); !errors.Is(err, oci.ErrDigest) {
+		t.Fatalf("an index whose image was tampered with: %v, want ErrDigest", err)
+	}
+	// Two images, neither for linux/amd64: which one is the module's?
+	_, err = pull(serve(index("linux/arm64", "linux/s390x", "unknown/unknown"), image))
+	if !errors.Is(err, oci.ErrNotWasm) || !strings.Contains(err.Error(), "linux/arm64, linux/s390x, unknown/unknown") {
+		t.Fatalf("an index of two other platforms: %v, want ErrNotWasm naming them", err)
+	}
+}
+
+// TestPullFollowsBlobRedirect: a registry that answers a layer with a
+// redirect to storage elsewhere (as registries backed by object stores
+// do) is followed there, and what it serves is still checked against
+// the layer's digest.
+func TestPullFollowsBlobRedirect(t *testing.T) {
+	module := []byte("\x00asm\x01\x00\x00\x00")
+	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": oci.ConfigMediaType, "digest": digest.FromString("{}").String(), "size": 2},
+		"layers": []any{map[string]any{"mediaType": oci.LayerMediaType, "digest": digest.FromBytes(module).String(), "size": len(module)}}})
+	for _, tc := range []struct {
+		name   string
+		stored []byte
+		ok     bool
+	}{{"the layer", module, true}, {"other bytes", []byte("\x00asm\x01\x00\x00\x01"), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(tc.stored) }))
+			defer storage.Close()
+			addr := hostileRegistry(t, serveBytes(man), func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, storage.URL+"/bucket/layer?signature=x", http.StatusTemporaryRedirect)
+			})
+			ref, _ := oci.ParseRef("oci://" + addr + "/redirected:v1")
+			m, err := (&oci.Client{}).Pull(context.Background(), ref)
+			switch {
+			case tc.ok && (err != nil || !bytes.Equal(m.Wasm, module)):
+				t.Fatalf("pull through a redirect: %v (%d bytes)", err, len(m.Wasm))
+			case !tc.ok && !errors.Is(err, oci.ErrDigest):
+				t.Fatalf("pull of other bytes through a redirect: %v, want ErrDigest", err)
+			}
+		})
+	}
+}

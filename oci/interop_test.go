@@ -26,13 +26,16 @@ import (
 func TestPullShapesMadeWithoutPSP(t *testing.T) {
 	reg := registrytest.Start(t)
 	wasm := classifiers.PSPHeader
-	for _, sh := range registrytest.PushShapes(t, reg, wasm) {
+	shapes := registrytest.PushShapes(t, reg, wasm)
+	caches := make([]*oci.Client, len(shapes))
+	for i, sh := range shapes {
+		caches[i] = &oci.Client{CacheDir: t.TempDir()}
 		t.Run(sh.Name, func(t *testing.T) {
 			var got struct{ MediaType string }
 			if err := json.Unmarshal(sh.Manifest, &got); err != nil || got.MediaType != sh.Media {
 				t.Fatalf("the registry's manifest: media type %q (%v), want %s:\n%s", got.MediaType, err, sh.Media, sh.Manifest)
 			}
-			c := &oci.Client{CacheDir: t.TempDir()}
+			c := caches[i]
 			for _, ref := range []string{sh.Ref, "oci://" + reg.Addr + "/shapes/" + sh.Name + "@" + sh.Digest()} {
 				r, err := oci.ParseRef(ref)
 				if err != nil {
@@ -48,6 +51,15 @@ func TestPullShapesMadeWithoutPSP(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Each comes back from its cache, by tag, with the registry down.
+	reg.Stop()
+	for i, sh := range shapes {
+		r, _ := oci.ParseRef(sh.Ref)
+		m, err := caches[i].Pull(context.Background(), r)
+		if err != nil || !m.FromCache || !bytes.Equal(m.Wasm, wasm) || m.Ref.Digest != sh.Digest() {
+			t.Errorf("%s from the cache, registry down: %v (from cache %v, %d bytes, pinned %s)", sh.Name, err, m.FromCache, len(m.Wasm), m.Ref)
+		}
 	}
 }
 

@@ -90,16 +90,16 @@ func (c *Client) PublishConfig(ctx context.Context, wasm []byte, r Ref, cfg Runt
 		data []byte
 	}{{layer, wasm}, {cfgDesc, config}} {
 		if err := pushBlob(ctx, repo, b.d, b.data); err != nil {
-			return Ref{}, fmt.Errorf("oci: publish %s: %w", r, err)
+			return Ref{}, fmt.Errorf("oci: publish %s: %w%s", r, err, c.hint(r, err))
 		}
 	}
 	md := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, man)
 	if err := repo.PushReference(ctx, md, bytes.NewReader(man), r.Tag); err != nil {
-		return Ref{}, fmt.Errorf("oci: publish %s: manifest: %w%s", r, err, hint(r))
+		return Ref{}, fmt.Errorf("oci: publish %s: manifest: %w%s", r, err, c.hint(r, err))
 	}
 	r.Digest = md.Digest.String()
 	if c.CacheDir != "" {
-		_ = c.cachePut(r, man, wasm) // the registry has it; a cache failure is not the publisher's
+		_ = c.cachePut(r, nil, man, wasm) // the registry has it; a cache failure is not the publisher's
 	}
 	return r, nil
 }

@@ -29,7 +29,10 @@ import (
 // layers), the "compat" variant (the last of any number of layers, a tar
 // archive, gzipped or not, of an OCI or Docker media type, holding a file
 // named plugin.wasm) and the Wasm working group's artifact (a layer of
-// WasmArtifactLayerMediaType). What is read is bounded by Client.MaxSize:
+// WasmArtifactLayerMediaType), each alone or in an index (OCI's, or a
+// Docker manifest list) naming it for linux/amd64, as docker buildx
+// pushes images; the reference is then pinned by the index's digest.
+// What is read is bounded by Client.MaxSize:
 // the module's layer by it, a compat layer and its archive inflated by it
 // plus archiveSlack.
 //
@@ -47,7 +50,7 @@ func (c *Client) Pull(ctx context.Context, r Ref) (Module, error) {
 	m, err := c.fetch(ctx, r)
 	if err == nil {
 		if c.CacheDir != "" {
-			if err := c.cachePut(m.Ref, m.manifest, m.layer); err != nil {
+			if err := c.cachePut(m.Ref, m.index, m.manifest, m.layer); err != nil {
 				m.Warning = "not cached: " + err.Error()
 			}
 		}
@@ -74,10 +77,12 @@ func Refused(err error) bool {
 	return errors.Is(err, ErrNotWasm) || errors.Is(err, ErrDigest) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrDecompressionBomb)
 }
 
-// fetched is a module with the bytes it came in.
+// fetched is a module with the bytes it came in: the index it was
+// chosen from (nil when the reference named an image), its image's
+// manifest and the layer holding it.
 type fetched struct {
 	Module
-	manifest, layer []byte
+	index, manifest, layer []byte
 }
 
 func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
@@ -90,7 +95,7 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w (the registry has no such tag or digest in %s: published yet?)", r, err, r.Repo)
 	}
 	if err != nil {
-		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, hint(r))
+		return fetched{}, fmt.Errorf("oci: pull %s: %w%s", r, err, c.hint(r, err))
 	}
 	if desc.Size > maxManifest {
 		rc.Close()
@@ -116,6 +121,28 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	}
 	pinned := r
 	pinned.Digest = got.String()
+	index := []byte(nil)
+	image, isIndex, err := imageOf(man)
+	if err != nil {
+		return fetched{}, fmt.Errorf("oci: pull %s: %w", r, err)
+	}
+	if isIndex {
+		// An index (or a Docker manifest list): the image it names,
+		// fetched by its digest and verified against it.
+		irc, err := repo.Fetch(ctx, image)
+		if err != nil {
+			return fetched{}, fmt.Errorf("oci: pull %s: manifest %s: %w", r, image.Digest, err)
+		}
+		b, err := readSized(irc, image.Size)
+		irc.Close()
+		if err != nil {
+			return fetched{}, fmt.Errorf("oci: pull %s: manifest %s: %w", r, image.Digest, err)
+		}
+		if d := digest.FromBytes(b); d != image.Digest {
+			return fetched{}, fmt.Errorf("oci: pull %s: %w: manifest is %s, the index says %s", r, ErrDigest, d, image.Digest)
+		}
+		index, man = man, b
+	}
 	layerDesc, variant, err := wasmLayer(man)
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w", r, err)
@@ -125,7 +152,7 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	}
 	lrc, err := repo.Fetch(ctx, layerDesc)
 	if err != nil {
-		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w", r, err)
+		return fetched{}, fmt.Errorf("oci: pull %s: layer: %w%s", r, err, c.hint(r, err))
 	}
 	// The manifest's size bounds the read: a registry that sends more
 	// (or never stops) is cut one byte past it.
@@ -141,7 +168,7 @@ func (c *Client) fetch(ctx context.Context, r Ref) (fetched, error) {
 	if err != nil {
 		return fetched{}, fmt.Errorf("oci: pull %s: %w", r, err)
 	}
-	return fetched{Module: newModule(wasm, pinned, variant), manifest: man, layer: layer}, nil
+	return fetched{Module: newModule(wasm, pinned, variant), index: index, manifest: man, layer: layer}, nil
 }
 
 func newModule(wasm []byte, r Ref, variant string) Module {
@@ -207,7 +234,62 @@ func readSized(r io.Reader, size int64) ([]byte, error) {
 // manifest is an image manifest, or an index (Manifests).
 type manifest struct {
 	ocispec.Manifest
-	Manifests []json.RawMessage `json:"manifests"`
+	Manifests []ocispec.Descriptor `json:"manifests"`
+}
+
+// Media types of an index of images.
+const dockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
+
+// imageOf reads a manifest: when it is an index (or a Docker manifest
+// list) it returns the descriptor of the image to read in it and true;
+// else false, the manifest being the image's own.
+//
+// The image is the one Istio's fetcher reads (go-containerregistry's
+// remote.Descriptor.Image): the first manifest for linux/amd64, one
+// without a platform counting as such. An index with none (a module for
+// wasip1/wasm, say) gives the one image in it that is not an attestation
+// (platform unknown/unknown, as docker buildx adds them). Indexes are not
+// followed further.
+func imageOf(b []byte) (ocispec.Descriptor, bool, error) {
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return ocispec.Descriptor{}, false, fmt.Errorf("%w: manifest: %v", ErrNotWasm, err)
+	}
+	if m.MediaType != ocispec.MediaTypeImageIndex && m.MediaType != dockerManifestList && len(m.Manifests) == 0 {
+		return ocispec.Descriptor{}, false, nil
+	}
+	var images []ocispec.Descriptor
+	var platforms []string
+	for _, d := range m.Manifests {
+		if d.MediaType != ocispec.MediaTypeImageManifest && d.MediaType != dockerManifest {
+			platforms = append(platforms, d.MediaType)
+			continue
+		}
+		p := d.Platform
+		if p == nil || p.OS == "linux" && p.Architecture == "amd64" {
+			return checkManifestDesc(d)
+		}
+		platforms = append(platforms, p.OS+"/"+p.Architecture)
+		if p.OS != "unknown" || p.Architecture != "unknown" {
+			images = append(images, d)
+		}
+	}
+	if len(images) == 1 {
+		return checkManifestDesc(images[0])
+	}
+	return ocispec.Descriptor{}, true, fmt.Errorf("%w: an index of %d manifests, none for linux/amd64 and not one image besides attestations (%s): name the image's manifest by its digest",
+		ErrNotWasm, len(m.Manifests), strings.Join(platforms, ", "))
+}
+
+// checkManifestDesc refuses an index's entry a pull would not read.
+func checkManifestDesc(d ocispec.Descriptor) (ocispec.Descriptor, bool, error) {
+	if d.Size <= 0 || d.Size > maxManifest {
+		return ocispec.Descriptor{}, true, fmt.Errorf("%w: the index names a manifest of %d bytes (at most %d)", ErrNotWasm, d.Size, maxManifest)
+	}
+	if err := d.Digest.Validate(); err != nil {
+		return ocispec.Descriptor{}, true, fmt.Errorf("%w: the index names manifest %q: %v", ErrNotWasm, d.Digest, err)
+	}
+	return d, true, nil
 }
 
 // compatLayerTypes are the media types of a compat variant's last layer.
@@ -228,10 +310,10 @@ func wasmLayer(b []byte) (ocispec.Descriptor, string, error) {
 	switch m.MediaType {
 	case "", ocispec.MediaTypeImageManifest, dockerManifest:
 	default:
-		return ocispec.Descriptor{}, "", fmt.Errorf("%w: manifest of media type %q (an index or a list? name the manifest of one image)", ErrNotWasm, m.MediaType)
+		return ocispec.Descriptor{}, "", fmt.Errorf("%w: manifest of media type %q (an index within an index? name the manifest of one image)", ErrNotWasm, m.MediaType)
 	}
 	if len(m.Manifests) > 0 {
-		return ocispec.Descriptor{}, "", fmt.Errorf("%w: an index of %d manifests (name the manifest of one image by its digest)", ErrNotWasm, len(m.Manifests))
+		return ocispec.Descriptor{}, "", fmt.Errorf("%w: an index of %d manifests within an index (name the manifest of one image by its digest)", ErrNotWasm, len(m.Manifests))
 	}
 	for _, v := range []struct{ mediaType, variant string }{{LayerMediaType, VariantOCI}, {WasmArtifactLayerMediaType, VariantWasmArtifact}} {
 		var found []ocispec.Descriptor

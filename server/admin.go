@@ -159,9 +159,12 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 		}
 		s.keepModule(name, body)
 		if provisional > 0 {
+			// A pending tenant stays pending: the swap reverts to the
+			// placeholder unless confirmed.
 			s.provisional.set(name, e.SHA256, provisional, s.revertFunc(name))
 		} else {
 			s.provisional.clear(name)
+			s.settle(name, "swapped over the admin API")
 		}
 	}
 	s.audit.record(e)
@@ -404,6 +407,7 @@ func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	if err == nil {
 		s.refs.forget(name)
 		s.provisional.clear(name)
+		s.settle(name, "removed")
 		s.fitMemory(0)
 	}
 	return err

@@ -135,7 +135,7 @@ func openTPCC(cfg Config) (*Application, error) {
 }
 
 func openKV(cfg Config) (*Application, error) {
-	s, err := kv.Open(kv.Config{Dir: cfg.App.KV.Dir, Keys: cfg.App.KV.Keys, ValueSize: cfg.App.KV.ValueSize})
+	s, err := kv.Open(kv.Config{Dir: cfg.App.KV.Dir, MaxOpenFiles: openFiles(cfg).store, Keys: cfg.App.KV.Keys, ValueSize: cfg.App.KV.ValueSize})
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +150,7 @@ func memcachedConfig(cfg Config) memcached.Config {
 	m := cfg.App.Memcached
 	return memcached.Config{
 		Dir:              m.Dir,
+		MaxOpenFiles:     openFiles(cfg).store,
 		Sync:             m.Sync,
 		WriteTimeout:     m.WriteTimeout,
 		MaxItemSize:      m.MaxItemSize,

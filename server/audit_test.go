@@ -40,7 +40,7 @@ func fileLines(t *testing.T, path string) (lines []map[string]any, bytes int64) 
 	return lines, bytes
 }
 
-// TestAuditKeepsChanges: a flood of refused credentials (the issue's
+// TestAuditKeepsChanges: a flood of refused credentials (before the split,
 // 10,500 wrong-token reads a second left no change in a log of two
 // files) from more sources than are told apart, of every kind (wrong and
 // missing tokens, reads and changes, tenant tokens on other tenants),

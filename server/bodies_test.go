@@ -49,7 +49,7 @@ func rawRequest(addr, method, path, token string, length int64, body []byte) int
 }
 
 // TestAdminBodiesBudgeted: uploads that send all of their body but the
-// last byte and stall (the 300 PUTs of 8 MiB less a byte took a
+// last byte and stall (300 PUTs of 8 MiB less a byte had taken a
 // server from 105 MB to 2.9 GB) are held to the budget: each token has at
 // most two in flight (429 past them), all of them together at most eight
 // of the largest modules (503 past it), each is cut when it stalls (408),

@@ -281,6 +281,10 @@ type OCI struct {
 	// DockerConfig is the Docker configuration file registry credentials
 	// come from. Default: $DOCKER_CONFIG/config.json or ~/.docker/config.json.
 	DockerConfig string `yaml:"docker_config,omitempty"`
+	// StartTimeout bounds the pulls at start, all of them together: a
+	// tenant whose module has not arrived by then starts pending (its
+	// pull retried in the background). Default 10s.
+	StartTimeout time.Duration `yaml:"start_timeout,omitempty"`
 }
 
 // ClassifierOptions are the limits of Wasm classifiers (see

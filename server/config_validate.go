@@ -318,8 +318,11 @@ func (c Config) validate(custom bool) error {
 		namedDuration{"dispatcher_spin", c.DispatcherSpin}, namedDuration{"in_place", c.InPlace},
 		namedDuration{"drain_timeout", c.DrainTimeout}, namedDuration{"app.spin_tail", c.App.SpinTail},
 		namedDuration{"app.max_service", c.App.MaxService}, namedDuration{"app.memcached.cost_per_command", c.App.Memcached.CostPerCommand},
-		namedDuration{"app.memcached.cost_per_key", c.App.Memcached.CostPerKey}); err != nil {
+		namedDuration{"app.memcached.cost_per_key", c.App.Memcached.CostPerKey}, namedDuration{"oci.start_timeout", c.OCI.StartTimeout}); err != nil {
 		return bad("%v", err)
+	}
+	if c.OCI.StartTimeout < 0 {
+		return bad("oci: start_timeout %v: want > 0 (or 0 for the default, %v)", c.OCI.StartTimeout, startPullTimeout)
 	}
 	for name, l := range c.Types {
 		if _, err := deadlineNs(l.Deadline); err != nil {

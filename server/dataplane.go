@@ -190,14 +190,22 @@ func joinDataplanes(dps []nic.Dataplane) (nic.Dataplane, error) {
 }
 
 // tcpDataplane returns the server's TCP dataplane, if it has one.
-func tcpDataplane(dp nic.Dataplane) (*tcp.Dataplane, bool) {
+func tcpDataplane(dp nic.Dataplane) (*tcp.Dataplane, bool) { return member[*tcp.Dataplane](dp) }
+
+// member returns dp, or the member of a joined dp, that is a T: what one
+// kind of dataplane says (its connections, its sockets' drops) is found
+// whether it serves alone or joined with another.
+func member[T any](dp nic.Dataplane) (T, bool) {
+	if t, ok := dp.(T); ok {
+		return t, true
+	}
 	if j, ok := dp.(*join.Dataplane); ok {
 		for _, m := range j.Members() {
-			if t, ok := m.(*tcp.Dataplane); ok {
+			if t, ok := m.(T); ok {
 				return t, true
 			}
 		}
 	}
-	t, ok := dp.(*tcp.Dataplane)
-	return t, ok
+	var zero T
+	return zero, false
 }

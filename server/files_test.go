@@ -40,6 +40,9 @@ func TestFileBudget(t *testing.T) {
 		if b.admin < minAdminConns || b.admin > maxAdminConns {
 			t.Errorf("%s: admin cap %d outside [%d, %d]", tc.name, b.admin, minAdminConns, maxAdminConns)
 		}
+		if b.perSource < minAdminPerSource || b.perSource > b.admin {
+			t.Errorf("%s: %d admin connections from one address, want at least %d and at most the cap %d", tc.name, b.perSource, minAdminPerSource, b.admin)
+		}
 		if b.streams < 0 || b.reserved <= 0 {
 			t.Errorf("%s: %+v", tc.name, b)
 		}
@@ -47,11 +50,27 @@ func TestFileBudget(t *testing.T) {
 			t.Errorf("%s: %d reserved + %d admin + %d streams exceed the limit %d", tc.name, b.reserved, b.admin, b.streams, tc.limit)
 		}
 	}
-	if a, b := planFiles(base, 4096), planFiles(onDisk, 4096); b.reserved-a.reserved != reservePebble {
-		t.Errorf("a store on disk reserves %d more descriptors, want Pebble's %d", b.reserved-a.reserved, reservePebble)
+	// A store on disk keeps a quarter of what is left open, within 64
+	// and Pebble's default 1,000: under ulimit -n 1024 the connections
+	// keep most of the limit.
+	for _, tc := range []struct {
+		limit      uint64
+		store      int
+		streamsMin int
+	}{{1024, 218, 600}, {4096, 986, 2500}, {1 << 20, maxStoreFiles, 1 << 19}, {256, minStoreFiles, 20}} {
+		a, b := planFiles(base, tc.limit), planFiles(onDisk, tc.limit)
+		if b.store != tc.store || b.reserved-a.reserved != tc.store || b.streams < tc.streamsMin || !strings.Contains(b.String(), fmt.Sprintf("(%d of them the store's)", tc.store)) {
+			t.Errorf("a store on disk under %d: %s (store %d, streams %d), want %d for the store and at least %d connections", tc.limit, b, b.store, b.streams, tc.store, tc.streamsMin)
+		}
+		if a.store != 0 {
+			t.Errorf("a store in memory keeps %d files", a.store)
+		}
 	}
-	if b := planFiles(onDisk, 1024); !strings.Contains(b.String(), "warning") {
+	if b := planFiles(onDisk, 200); !strings.Contains(b.String(), "warning") {
 		t.Errorf("a limit the store nearly fills says no warning: %s", b)
+	}
+	if got := memcachedConfig(onDisk).MaxOpenFiles; got != openFiles(onDisk).store {
+		t.Errorf("the memcached store may open %d files, the budget keeps %d", got, openFiles(onDisk).store)
 	}
 	if b := planFiles(base, 0); b.admin != 0 || b.streams != 0 {
 		t.Errorf("unknown limit: caps %+v, want none", b)
@@ -94,7 +113,7 @@ func runFDChild(limit string) error {
 
 // TestAdminFloodUnderFileLimit floods the admin endpoint of a server
 // limited to 512 descriptors with 1,100 connections that send nothing
-// (the flood, under half its limit). The admin listener holds at
+// (a flood that had made accept fail, under half its limit). The admin listener holds at
 // most its share of the descriptors and refuses the rest at once, so
 // accept never runs out of descriptors, the dataplane answers throughout,
 // and the endpoint answers again once the flood ends.
@@ -216,4 +235,147 @@ func TestTCPConnsUnderFileBudget(t *testing.T) {
 	if got := mc.tcpConfig(ap, nil, nil, io.Discard).MaxConns; got > max(b.streams, 1) {
 		t.Errorf("memcached's max_conns 1<<30: cap %d over the budget's %d", got, b.streams)
 	}
+}
+
+// TestTCPAcceptFatalStopsServer: the TCP dataplane's listening socket
+// stopping under the server (shut down: accept fails with EINVAL) stops
+// Run with an error that says so, served alone or joined with UDP on the
+// same port, rather than leaving a port that connects and never answers.
+func TestTCPAcceptFatalStopsServer(t *testing.T) {
+	for _, listen := range []string{"tcp://127.0.0.1:0", "udp://127.0.0.1:0,tcp://127.0.0.1:0"} {
+		t.Run(listen, func(t *testing.T) {
+			srv := newMemcachedOn(t, listen)
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(context.Background()) }()
+			addr := srv.Addr()
+			if i := strings.LastIndex(addr, "tcp://"); i >= 0 {
+				addr = addr[i+len("tcp://"):]
+			}
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprint(c, "version\r\n")
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if line, err := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(line, "VERSION ") {
+				t.Fatalf("before: %q %v", line, err)
+			}
+			fd := listeningFd(t, addr)
+			if err := syscall.Shutdown(fd, syscall.SHUT_RD); err != nil {
+				t.Fatal(err)
+			}
+			// The shut-down socket reports readable: the dataplane wakes
+			// and meets the error without a new connection.
+			err = testenv.Await(t, done, 10*time.Second, "Run to end with a dead TCP listening socket")
+			t.Logf("Run: %v", err)
+			if err == nil || !strings.Contains(err.Error(), "unusable") || !strings.Contains(err.Error(), "tcp") {
+				t.Errorf("Run = %v, want the TCP accept's fatal error", err)
+			}
+		})
+	}
+}
+
+// listeningFd returns this process's descriptor listening on TCP addr.
+func listeningFd(t *testing.T, addr string) int {
+	t.Helper()
+	want, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if on, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN); err != nil || on != 1 {
+			continue
+		}
+		sa, err := syscall.Getsockname(fd)
+		if in4, ok := sa.(*syscall.SockaddrInet4); err == nil && ok && in4.Port == int(want.Port()) && netip.AddrFrom4(in4.Addr) == want.Addr() {
+			return fd
+		}
+	}
+	t.Fatalf("no descriptor listens on %s", addr)
+	return -1
+}
+
+// TestAdminSharePerAddress: one client address holding its share of the
+// admin connections (idle, as an attacker would hold them) has its next
+// connection closed at once, while another address, and loopback, are
+// still served.
+func TestAdminSharePerAddress(t *testing.T) {
+	local := nonLoopbackIPv4(t)
+	cfg := memConfig()
+	cfg.Admin.Addr = "0.0.0.0:0"
+	r := startWith(t, cfg, Options{})
+	defer r.stop()
+	_, port, _ := net.SplitHostPort(r.srv.AdminAddr())
+	var conns []net.Conn
+	defer func() { // before the server stops: it would wait for them
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	share := r.srv.adminAccept.PerSource()
+	if share != r.srv.files.perSource || share < minAdminPerSource {
+		t.Fatalf("the admin listener's share per address %d, the budget's %d", share, r.srv.files.perSource)
+	}
+	dialFrom := func(from string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", net.JoinHostPort(from, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		return c
+	}
+	served := func(c net.Conn) bool {
+		fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: psp\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	var held []net.Conn
+	for range share {
+		held = append(held, dialFrom(local))
+	}
+	// Each held connection is accepted before the next dial is judged.
+	waitUntil(t, "the held connections accepted", func() bool { return r.srv.adminAccept.Open() >= share })
+	if served(dialFrom(local)) {
+		t.Errorf("a connection past %s's share of %d was served", local, share)
+	}
+	if !served(dialFrom("127.0.0.1")) {
+		t.Error("loopback was not served beside the held address")
+	}
+	held[0].Close()
+	waitUntil(t, "a place freed", func() bool { return served(dialFrom(local)) })
+	if got := r.srv.adminAccept.Loop().Counts().Refused; got == 0 {
+		t.Error("no connection counted as refused")
+	}
+}
+
+// nonLoopbackIPv4 returns an IPv4 address of this host other than
+// loopback's.
+func nonLoopbackIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but loopback's: no second client address to test with")
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -254,13 +255,13 @@ func TestServeShapesMadeWithoutPSP(t *testing.T) {
 
 // TestPendingUntilFetched: a server whose classifier's registry is down at
 // start (and no cache) starts anyway, per its failure policy: /readyz
-// answers 503, and its requests are dropped (closed) or served UNKNOWN
-// (open) by the placeholder; once the module is published the background
+// answers 503, and its requests are dropped (closed, reload) or served
+// UNKNOWN (open) by the placeholder; once the module is published the background
 // pull swaps it in, /readyz answers 200 and the requests are classified.
 func TestPendingUntilFetched(t *testing.T) {
 	reg := registrytest.Start(t)
 	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
-	for _, fail := range []string{"closed", "open"} {
+	for _, fail := range []string{"closed", "open", "reload"} {
 		t.Run(fail, func(t *testing.T) {
 			tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/later-" + fail + ":v1")
 			cfg := memConfig()
@@ -283,9 +284,9 @@ func TestPendingUntilFetched(t *testing.T) {
 			}
 			ti := waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.Answered+ti.Dropped >= n })
 			switch fail {
-			case "closed":
+			case "closed", "reload":
 				if ti.Drops.ClassifierFault != n {
-					t.Errorf("pending, fail closed: %d of %d dropped as classifier_fault", ti.Drops.ClassifierFault, n)
+					t.Errorf("pending, fail %s: %d of %d dropped as classifier_fault", fail, ti.Drops.ClassifierFault, n)
 				}
 			case "open":
 				st := getStatus(t, h)
@@ -405,5 +406,98 @@ func TestCountersAge(t *testing.T) {
 	}
 	if !nonzero {
 		t.Error("the counters' age was 0 in every status")
+	}
+}
+
+// TestPendingEndsBySwapOrRemoval: a tenant pending on a tag its registry
+// lacks stops being waited for once the operator swaps a module in over
+// the admin API or removes the tenant: /readyz answers 200 when neither
+// pending tenant is left, though the tag never appears.
+func TestPendingEndsBySwapOrRemoval(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.OCI.CacheDir = "off"
+	cfg.Tenants = []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Classifier: "oci://" + reg.Addr + "/psp/never:v1", Fail: "closed", MaxTypes: 16},
+		{Name: "b", Ports: []uint16{portB}, Classifier: "oci://" + reg.Addr + "/psp/never:v2", Fail: "reload", MaxTypes: 16},
+	}
+	r, log := startLogged(t, cfg)
+	h := r.srv.Handler()
+	ready := func(code int, body string) {
+		t.Helper()
+		if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != code || !strings.Contains(rec.Body.String(), body) {
+			t.Fatalf("readyz: %d %q, want %d %q\n%s", rec.Code, rec.Body, code, body, log)
+		}
+	}
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	// A provisional swap leaves it pending: unconfirmed, it reverts to
+	// the placeholder.
+	placeholder := tenantOf(t, getStatus(t, h), "a").SHA256
+	if rec := do(t, h, "PUT", "/tenants/a/classifier?provisional="+MinProvisional.String(), "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("provisional swap: %d %s", rec.Code, rec.Body)
+	}
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	waitTenant(t, h, "a", func(ti TenantInfo) bool { return ti.SHA256 == placeholder && ti.Provisional == nil })
+	ready(http.StatusServiceUnavailable, "2 tenant(s) waiting")
+	if rec := do(t, h, "PUT", "/tenants/a/classifier", "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	if ti := tenantOf(t, getStatus(t, h), "a"); ti.SHA256 != sum || ti.Pending != "" {
+		t.Fatalf("tenant a after the swap: sha256 %.12s, pending %q", ti.SHA256, ti.Pending)
+	}
+	ready(http.StatusServiceUnavailable, "1 tenant(s) waiting")
+	if rec := do(t, h, "DELETE", "/tenants/b", "operator-secret", nil); rec.Code != http.StatusNoContent {
+		t.Fatalf("remove: %d %s", rec.Code, rec.Body)
+	}
+	ready(http.StatusOK, "ready")
+	for _, want := range []string{`tenant "a": swapped over the admin API: no longer waiting for`, `tenant "b": removed: no longer waiting for`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log)
+		}
+	}
+}
+
+// TestStartPullsShareTheirBound: tenants on a registry that accepts
+// connections and never answers do not add up their waits: the server
+// starts within oci.start_timeout, every one of them pending.
+func TestStartPullsShareTheirBound(t *testing.T) {
+	hang := make(chan struct{})
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer reg.Close()
+	defer close(hang)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	cfg := memConfig()
+	cfg.OCI.CacheDir = "off"
+	cfg.OCI.StartTimeout = 2 * time.Second
+	for i, name := range []string{"a", "b", "c"} {
+		cfg.Tenants = append(cfg.Tenants, Tenant{Name: name, Ports: []uint16{uint16(7001 + i)}, Classifier: "oci://" + host + "/psp/" + name + ":v1", MaxTypes: 8})
+	}
+	start := time.Now()
+	r, log := startLogged(t, cfg)
+	took := time.Since(start)
+	st := getStatus(t, r.srv.Handler())
+	for _, name := range []string{"a", "b", "c"} {
+		if ti := tenantOf(t, st, name); !strings.Contains(ti.Pending, "not fetched") {
+			t.Errorf("tenant %s: pending %q", name, ti.Pending)
+		}
+	}
+	// Each pull waiting its own 2 s would take 6 s.
+	if took > 5*time.Second {
+		t.Errorf("the server started after %v: the three pulls did not share their 2 s\n%s", took, log)
+	}
+	if c, err := ParseConfig([]byte("oci:\n  start_timeout: 3s\n")); err != nil || c.OCI.StartTimeout != 3*time.Second {
+		t.Errorf("oci.start_timeout 3s: %v, %v", err, c.OCI.StartTimeout)
+	}
+	bad := memConfig()
+	bad.OCI.StartTimeout = -time.Second
+	if _, err := New(context.Background(), bad, Options{}); err == nil || !strings.Contains(err.Error(), "start_timeout") {
+		t.Errorf("a negative start_timeout: %v", err)
 	}
 }

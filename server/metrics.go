@@ -220,7 +220,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txPackets, float64(n.TxPackets))
 	counter(c.txErrors, float64(n.TxErrors))
 	counter(c.rxNoBuffer, float64(n.RxNoBuffer))
-	if pd, ok := c.s.dp.(portDropper); ok {
+	if pd, ok := member[portDropper](c.s.dp); ok {
 		for _, p := range pd.PortDrops() {
 			counter(c.socketDrops, float64(p.Drops), strconv.Itoa(int(p.Port)))
 		}

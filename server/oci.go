@@ -76,6 +76,10 @@ func ociClient(c OCI) *oci.Client {
 // malformed reference is an error.
 func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error) {
 	base := cfg.ClassifierOptions.wasm(s.classifierOpts)
+	// One bound for every pull: tenants on a registry that hangs must not
+	// add up their waits before the server starts.
+	startCtx, cancel := context.WithTimeout(ctx, cmp.Or(cfg.OCI.StartTimeout, startPullTimeout))
+	defer cancel()
 	pull := func(tenant, what, ref, fail string, opts wasmclass.Options) (wasm []byte, pinned string, err error) {
 		r, err := oci.ParseRef(ref)
 		if err != nil {
@@ -83,9 +87,7 @@ func (s *Server) pullClassifiers(ctx context.Context, cfg Config) (Config, error
 		}
 		client := ociClient(cfg.OCI)
 		client.MaxSize = int64(cmp.Or(opts.MaxModuleSize, wasmclass.DefaultMaxModuleSize))
-		pctx, cancel := context.WithTimeout(ctx, startPullTimeout)
-		m, err := client.Pull(pctx, r)
-		cancel()
+		m, err := client.Pull(startCtx, r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, "", fmt.Errorf("server: %s: %w", what, err)

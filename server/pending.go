@@ -41,8 +41,8 @@ const PendingMaxTypes = 64
 
 // Bounds of the pulls of pending tenants.
 const (
-	// startPullTimeout bounds the pull of each classifier at start, before
-	// its tenant starts pending.
+	// startPullTimeout bounds the pulls at start (OCI.StartTimeout's
+	// default), before the tenants still waiting start pending.
 	startPullTimeout = 10 * time.Second
 	pendingRetryMin  = time.Second
 	pendingRetryMax  = 30 * time.Second
@@ -87,10 +87,22 @@ func (p *pendingPulls) add(pp *pendingPull) {
 	p.m[pp.tenant] = pp
 }
 
-func (p *pendingPulls) remove(tenant string) {
+// remove stops waiting for tenant's module, returning the pull it
+// waited for (nil when it was not pending).
+func (p *pendingPulls) remove(tenant string) *pendingPull {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	pp := p.m[tenant]
 	delete(p.m, tenant)
+	return pp
+}
+
+// settle ends tenant's wait because the operator swapped another module
+// in or removed it (why): that choice stands over the pull's.
+func (s *Server) settle(tenant, why string) {
+	if pp := s.pending.remove(tenant); pp != nil {
+		fmt.Fprintf(s.log, "psp: %s: %s: no longer waiting for %s\n", pp.what, why, pp.ref)
+	}
 }
 
 // count returns the number of pending tenants.
@@ -207,6 +219,11 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 	}
 	v, err := s.SwapIf(pctx, pp.tenant, m.Wasm, wasmclass.Expect{SHA256: pp.sha})
 	switch {
+	case errors.Is(err, wasmclass.ErrConflict) && s.provisional.info(pp.tenant) != nil:
+		// A provisional swap runs: it reverts to the placeholder unless
+		// confirmed, so the wait goes on.
+		s.pending.failed(pp, err)
+		fmt.Fprintf(s.log, "psp: %s: fetched %s, but a provisional swap runs (attempt %d): trying again later\n", pp.what, m.Ref, pp.attempts)
 	case errors.Is(err, wasmclass.ErrConflict) || errors.Is(err, darc.ErrUnknownTenant):
 		// Swapped or removed over the admin API meanwhile: that module
 		// is the operator's choice, not this wait's to replace.

@@ -223,6 +223,7 @@ func (s *Server) handleConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit.record(e)
 	if d == 0 {
+		s.settle(name, "a swap over the admin API confirmed")
 		s.saveState()
 	}
 	writeJSON(w, http.StatusOK, SwapResult{Tenant: name, Version: ti.Version, SHA256: ti.SHA256, Size: ti.Size, Provisional: s.provisional.info(name)})

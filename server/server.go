@@ -154,8 +154,10 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Server, err error) {
 			return nil, fmt.Errorf("server: admin listen: %w (is another psp serve running? use --admin ADDR)", err)
 		}
 		// Temporary accept errors are retried with a pause, and past its
-		// share of the descriptors a connection is refused at once.
+		// share of the descriptors (or past its address's share of that)
+		// a connection is refused at once.
 		s.adminAccept = accept.NewListener(raw, accept.NewLoop(accept.Options{Name: "psp serve: admin", Log: s.log}), s.files.admin)
+		s.adminAccept.SetPerSource(s.files.perSource)
 		var ln net.Listener = s.adminAccept
 		if cfg.Admin.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.Admin.TLSCert, cfg.Admin.TLSKey)
@@ -417,7 +419,7 @@ func (s *Server) Status() Status {
 	}
 	st.UptimeSeconds = time.Since(s.started).Seconds()
 	st.CountersAgeSeconds = max(0, float64(s.dp.Now()-ds.At)/float64(time.Second))
-	if pd, ok := s.dp.(portDropper); ok {
+	if pd, ok := member[portDropper](s.dp); ok {
 		st.KernelDrops = pd.PortDrops()
 	}
 	if s.app != nil && s.app.Counters != nil {

@@ -235,7 +235,9 @@ func (s *Server) resumeState(cfg Config) Config {
 		}
 		fmt.Fprintf(s.log, "psp: tenant %s: from the state file %s: %s, sha256 %s%s, recorded %s (the config names %s)\n",
 			tenant, s.state.file, why, m.SHA256, refSuffix(m.Reference), e.Recorded, classifier)
-		s.resumed[tenant] = true
+		// A module that came from the reference the config names (a
+		// rollback to it, or no change at all) is not a difference.
+		s.resumed[tenant] = !namedBy(m.Reference, classifier)
 		if wasm != nil {
 			s.refs.set(tenant, m.SHA256, m.Reference)
 		}
@@ -279,6 +281,25 @@ func (s *Server) keepModule(tenant string, wasm []byte) {
 	if err := s.state.putModule(wasm); err != nil {
 		fmt.Fprintf(s.log, "psp: warning: tenant %s: %v\n", tenant, err)
 	}
+}
+
+// namedBy reports whether a module pinned as reference is the one
+// classifier, a registry reference, names: the same digest when
+// classifier pins one, else the same repository and tag (as this server
+// resolved it).
+func namedBy(reference, classifier string) bool {
+	m, err := oci.ParseRef(reference)
+	if err != nil {
+		return false
+	}
+	c, err := oci.ParseRef(classifier)
+	if err != nil || m.Host != c.Host || m.Repo != c.Repo {
+		return false
+	}
+	if c.Digest != "" {
+		return m.Digest == c.Digest
+	}
+	return c.Tag != "" && m.Tag == c.Tag
 }
 
 // startedFrom records what each tenant whose config names a registry

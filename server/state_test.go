@@ -13,30 +13,47 @@ import (
 	"github.com/persephone-go/psp/oci"
 )
 
+// stateFixture is a registry holding the C psp-header module as
+// psp/header:v1 (tag), the WAT one beside it (v2), and a server config
+// with an operator token, a cache and a state file.
+type stateFixture struct {
+	reg        *registrytest.Registry
+	v1, v2     []byte
+	sum1, sum2 string
+	tag        oci.Ref
+	cfg        Config
+}
+
+func newStateFixture(t *testing.T) stateFixture {
+	t.Helper()
+	f := stateFixture{reg: registrytest.Start(t)}
+	f.v1, f.sum1 = fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	f.v2, f.sum2 = fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
+	f.tag, _ = oci.ParseRef("oci://" + f.reg.Addr + "/psp/header:v1")
+	if _, err := (&oci.Client{}).Publish(context.Background(), f.v1, f.tag); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f.cfg = memConfig()
+	f.cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	f.cfg.OCI.CacheDir = filepath.Join(dir, "cache")
+	f.cfg.StateFile = filepath.Join(dir, "state.json")
+	return f
+}
+
 // TestStateFileResumes: a server started from a tag and swapped to
 // another module runs that module again after a restart (not the tag's),
 // and says its config names something else; a swap still provisional
 // when the server stopped is not resumed (the module it replaced is); a
 // changed config wins over the state file.
 func TestStateFileResumes(t *testing.T) {
-	reg := registrytest.Start(t)
-	ctx := context.Background()
-	v1, sum1 := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
-	v2, sum2 := fileSHA(t, filepath.Join("..", "examples", "classifiers", "wat", "pspheader.wasm"))
-	tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/header:v1")
-	if _, err := (&oci.Client{}).Publish(ctx, v1, tag); err != nil {
-		t.Fatal(err)
-	}
-	ref2, err := (&oci.Client{}).Publish(ctx, v2, oci.Ref{Host: reg.Addr, Repo: "psp/header", Tag: "v2"})
+	f := newStateFixture(t)
+	reg, v1, sum1, v2, sum2, tag, cfg := f.reg, f.v1, f.sum1, f.v2, f.sum2, f.tag, f.cfg
+	ref2, err := (&oci.Client{}).Publish(context.Background(), v2, oci.Ref{Host: reg.Addr, Repo: "psp/header", Tag: "v2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cfg := memConfig()
-	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
 	cfg.Classifier = tag.String()
-	cfg.OCI.CacheDir = filepath.Join(dir, "cache")
-	cfg.StateFile = filepath.Join(dir, "state.json")
 	run := func() (running, *testenv.SyncBuffer, TenantInfo) {
 		t.Helper()
 		r, log := startLogged(t, cfg)
@@ -81,5 +98,30 @@ func TestStateFileResumes(t *testing.T) {
 	_, _, ti = run()
 	if ti.SHA256 != sum2 || ti.Configured != "" {
 		t.Fatalf("changed config: %s, configured %q", ti.SHA256, ti.Configured)
+	}
+}
+
+// TestStateFilePerTenant: the state file keeps each tenant's module apart:
+// after a swap of one of two tenants started from the same tag and a
+// restart, that one runs the swapped module and says its config names
+// another, the other runs its config's.
+func TestStateFilePerTenant(t *testing.T) {
+	f := newStateFixture(t)
+	sum1, v2, sum2, tag, cfg := f.sum1, f.v2, f.sum2, f.tag, f.cfg
+	cfg.Tenants = []Tenant{
+		{Name: "a", Ports: []uint16{portA}, Classifier: tag.String()},
+		{Name: "b", Ports: []uint16{portB}, Classifier: tag.String()},
+	}
+	r, _ := startLogged(t, cfg)
+	if rec := do(t, r.srv.Handler(), "PUT", "/tenants/b/classifier", "operator-secret", v2); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	r.stop()
+	r, log := startLogged(t, cfg)
+	st := getStatus(t, r.srv.Handler())
+	a, b := tenantOf(t, st, "a"), tenantOf(t, st, "b")
+	if a.SHA256 != sum1 || a.Configured != "" || b.SHA256 != sum2 || b.Configured != tag.String() {
+		t.Fatalf("after a restart: a runs %.12s (configured %q), b %.12s (configured %q); want a %.12s, b %.12s differing from %s\n%s",
+			a.SHA256, a.Configured, b.SHA256, b.Configured, sum1, sum2, tag, log)
 	}
 }

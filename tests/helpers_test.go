@@ -19,6 +19,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/persephone-go/psp/internal/sockstat"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/workload"
 )
@@ -299,17 +300,7 @@ func (st *status) socketDrops() uint64 {
 // (the per-CPU input backlog: /proc/net/softnet_stat's second column),
 // machine-wide, or 0 where it cannot be read.
 func backlogDrops() uint64 {
-	b, err := os.ReadFile("/proc/net/softnet_stat")
-	if err != nil {
-		return 0
-	}
-	var n uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			v, _ := strconv.ParseUint(f[1], 16, 64)
-			n += v
-		}
-	}
+	n, _ := sockstat.BacklogDrops()
 	return n
 }
 

@@ -86,6 +86,9 @@ func Key(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 type Config struct {
 	// Dir is the Pebble directory; empty: in memory (vfs.NewMem).
 	Dir string
+	// MaxOpenFiles bounds the store's files open at once (with Dir); 0:
+	// Pebble's default, 1,000.
+	MaxOpenFiles int
 	// Keys is the number of keys preloaded. Default 5000.
 	Keys int
 	// ValueSize is the size of each preloaded value. Default 64.
@@ -120,6 +123,8 @@ func Open(c Config) (*Store, error) {
 	opts := &pebble.Options{}
 	if c.Dir == "" {
 		opts.FS = vfs.NewMem()
+	} else if c.MaxOpenFiles > 0 {
+		opts.MaxOpenFiles = c.MaxOpenFiles
 	}
 	db, err := pebble.Open(c.Dir, opts)
 	if err != nil {

@@ -76,6 +76,10 @@ type Config struct {
 	// power loss loses the writes answered since (see Durability in the
 	// package doc).
 	Sync bool
+	// MaxOpenFiles bounds the store's files open at once (with Dir: its
+	// tables, kept open to be read, and its log); 0: Pebble's default,
+	// 1,000. Fewer make a read of a table not open cost an open.
+	MaxOpenFiles int
 	// MaxItemSize is memcached's item size limit (-I): key, value and
 	// memcached's per-item overhead. Default 1 MiB; at most half of a
 	// bounded StoreMemory, as memcached refuses -I above half of -m.

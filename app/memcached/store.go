@@ -157,6 +157,9 @@ func openStore(cfg Config) (*store, error) {
 		opts.MemTableSize = memTableSize(limit)
 	} else {
 		opts.FS = diskFS{FS: cfg.fs, h: &s.health}
+		if cfg.MaxOpenFiles > 0 {
+			opts.MaxOpenFiles = cfg.MaxOpenFiles
+		}
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {

@@ -155,7 +155,8 @@ func rolloutCommand() *cli.Command {
 			"rolls it back by itself unless the rollout renews it within --confirm-deadline, which it\n" +
 			"does while it runs, and confirms it once every wave passed; a rollout killed mid-way\n" +
 			"leaves no server on the module for longer than that. psp rollout status says where a\n" +
-			"rollout stands.\n\n" +
+			"rollout stands; the same psp rollout run again resumes it: a server still running the\n" +
+			"module provisionally is adopted (renewed, judged with its wave, confirmed or rolled back).\n\n" +
 			"The analysis reads what the servers already measure, as its growth over the bake (from\n" +
 			"each server's GET /status and GET /metrics, or from --prometheus):\n" +
 			"  faults    the tenant's classifier faults per request (traps, fuel, bad answers,\n" +

@@ -13,10 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/admin"
 	"github.com/persephone-go/psp/internal/registrytest"
@@ -243,8 +246,9 @@ func startPrometheus(t *testing.T, fs []*fleetServer, token string) string {
 // every request SHORT, and one that traps on LONG, are stopped at the
 // canary and rolled back (the trapping one before half its bake), the
 // other two servers untouched. Debian's prometheus scraping the servers
-// gives a rollout the same verdicts. A rollout killed during its bake
-// leaves the canary on the new module only until the confirm deadline.
+// gives a rollout the same verdicts. A rollout killed during its second
+// wave's bake leaves the canary and that wave on the new module only
+// until the confirm deadline.
 // A server restarted after a rollout runs the rolled-out module, and psp
 // status says its config names another.
 func TestRolloutFleet(t *testing.T) {
@@ -371,22 +375,22 @@ func TestRolloutFleet(t *testing.T) {
 	bad(faultLong, "classifier faults", "--prometheus", prom)
 	good(v3, "rust/pspheader.wasm", "--prometheus", prom)
 
-	// (c) psp rollout killed (SIGKILL) during the canary's bake: the
-	// canary is provisional, and back on the old module within the
-	// confirm deadline.
-	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "30s", "--confirm-deadline", "3s",
+	// (c) psp rollout killed (SIGKILL) during the second wave's bake,
+	// the canary passed: both swapped servers are provisional, and back
+	// on the old module within the confirm deadline.
+	cmd := exec.Command(bin, "rollout", v2, "--servers", servers, "--canary", "1", "--bake", "3s", "--confirm-deadline", "3s",
 		"--token-file", token, "--oci-cache", "off")
 	var progress testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &progress, &progress
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(progress.String(), "baking") {
-		if time.Now().After(deadline) {
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(progress.String(), "wave 2: baking") {
+		if time.Now().After(deadline) || strings.Contains(progress.String(), "verdict: FAIL") {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("the rollout did not start baking:\n%s", progress.String())
+			t.Fatalf("the rollout did not start baking its second wave:\n%s", progress.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -394,17 +398,19 @@ func TestRolloutFleet(t *testing.T) {
 	cmd.Wait()
 	killed := time.Now()
 	out, _, err := runBin(bin, "rollout", "status", v2, "--servers", servers, "--token-file", token, "--oci-cache", "off")
-	if err == nil || !strings.Contains(out, "PROVISIONAL") || !strings.Contains(out, "in progress, or interrupted: 0 of 3 server(s) run it confirmed, 1 provisionally") {
-		t.Fatalf("rollout status after the kill: %v\n%s", err, out)
+	if err == nil || !strings.Contains(out, "PROVISIONAL") || !strings.Contains(out, "in progress, or interrupted: 0 of 3 server(s) run it confirmed, 2 provisionally") {
+		t.Fatalf("rollout status after the kill: %v\n%s\nthe rollout said:\n%s", err, out, progress.String())
 	}
 	t.Logf("psp rollout status, just after the kill:\n%s", out)
-	for tenantState(t, fs[0].admin).SHA256 != sha("rust/pspheader.wasm") {
-		if time.Since(killed) > 3*time.Second+time.Second {
-			t.Fatalf("the canary is still on the new module %v after the kill (deadline 3s)", time.Since(killed))
+	for _, s := range fs[:2] {
+		for tenantState(t, s.admin).SHA256 != sha("rust/pspheader.wasm") {
+			if time.Since(killed) > 3*time.Second+time.Second {
+				t.Fatalf("%s is still on the new module %v after the kill (deadline 3s)", s.admin, time.Since(killed))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("canary back on the old module %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	t.Logf("canary and second wave back on the old module %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 	runs("rust/pspheader.wasm")
 
 	// (d) A server restarted after the rollout runs the rolled-out module,
@@ -422,6 +428,9 @@ func TestRolloutFleet(t *testing.T) {
 	if canary := tenantState(t, fs[0].admin); canary.Faults["trap"] == 0 {
 		t.Errorf("the canary counted no traps: %v", canary.Faults)
 	}
+
+	// The PromQL of docs/metrics.md answers against the same Prometheus.
+	checkDocPromQL(t, prom, fs[0].admin, []string{fs[1].admin, fs[2].admin})
 
 	// A dry run changes nothing.
 	v := tenantState(t, fs[0].admin).Version
@@ -470,4 +479,77 @@ func TestRolloutBoundsAndDryRun(t *testing.T) {
 			t.Errorf("%v: %v, want an error with %q\n%s", tc.args, err, tc.want, out)
 		}
 	}
+}
+
+// checkDocPromQL evaluates each PromQL query of docs/metrics.md's
+// rollout questions, and the Argo Rollouts template's, against the
+// Prometheus at prom, canary standing for the doc's canary and stable for
+// its baseline servers: each must parse, answer, and give ratios (or
+// seconds) in [0, 1], NaN only for a p99.9 of types without answers.
+func checkDocPromQL(t *testing.T, prom, canary string, stable []string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start, end := strings.Index(text, "## The rollout's questions in PromQL"), strings.Index(text, "A Flagger `MetricTemplate`")
+	if start < 0 || end < start {
+		t.Fatal("docs/metrics.md: no PromQL section")
+	}
+	var queries []string
+	for _, block := range regexp.MustCompile("(?s)```(yaml)?\n(.*?)```").FindAllStringSubmatch(text[start:end], -1) {
+		if block[1] == "" {
+			queries = append(queries, block[2])
+			continue
+		}
+		for _, q := range regexp.MustCompile(`(?s)query: \|\n(.*?)(\n    - |$)`).FindAllStringSubmatch(block[2], -1) {
+			queries = append(queries, q[1])
+		}
+	}
+	if len(queries) < 7 {
+		t.Fatalf("docs/metrics.md: %d queries found, want the 5 questions (6 queries) and the template's 2", len(queries))
+	}
+	var quoted []string
+	for _, s := range stable {
+		quoted = append(quoted, strings.ReplaceAll(regexp.QuoteMeta(s), `\`, `\\`)) // a PromQL string escapes its backslashes
+	}
+	subst := strings.NewReplacer(`instance="canary:9090"`, `instance="`+canary+`"`,
+		`instance=~"stable-.*"`, `instance=~"`+strings.Join(quoted, "|")+`"`, "{{args.canary}}", canary)
+	for _, q := range queries {
+		q = subst.Replace(q)
+		resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ans struct {
+			Status string
+			Error  string
+			Data   struct {
+				Result []struct{ Value [2]any }
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ans)
+		resp.Body.Close()
+		if err != nil || ans.Status != "success" || len(ans.Data.Result) == 0 {
+			t.Errorf("docs/metrics.md's query answers %s %q with %d series (%v):\n%s", ans.Status, ans.Error, len(ans.Data.Result), err, q)
+			continue
+		}
+		finite := 0
+		for _, r := range ans.Data.Result {
+			s, _ := r.Value[1].(string)
+			v, err := strconv.ParseFloat(s, 64)
+			switch {
+			case err == nil && v >= 0 && v <= 1:
+				finite++
+			case s == "NaN" && strings.HasPrefix(q, "histogram_quantile"):
+			default:
+				t.Errorf("docs/metrics.md's query gives %q:\n%s", s, q)
+			}
+		}
+		if finite == 0 {
+			t.Errorf("docs/metrics.md's query gives no number:\n%s", q)
+		}
+	}
+	t.Logf("docs/metrics.md: %d PromQL queries answered", len(queries))
 }

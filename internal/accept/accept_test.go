@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -261,4 +263,102 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// fakeListener hands out one end of a pipe per address sent on next, with
+// that remote address.
+type fakeListener struct {
+	next   chan string
+	closed chan struct{}
+}
+
+type addrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+func (f *fakeListener) Accept() (net.Conn, error) {
+	select {
+	case a := <-f.next:
+		c, peer := net.Pipe()
+		go func() { io.Copy(io.Discard, peer) }()
+		return addrConn{c, net.TCPAddrFromAddrPort(netip.MustParseAddrPort(a))}, nil
+	case <-f.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (f *fakeListener) Close() error   { close(f.closed); return nil }
+func (f *fakeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// TestListenerSharePerSource: one source holds at most its share of the
+// connections (an IPv6 /64 counts as one source, an IPv4-mapped address
+// as its IPv4 one), others are served beside it, a closed connection
+// frees its place, and loopback clients are not bounded by it.
+func TestListenerSharePerSource(t *testing.T) {
+	raw := &fakeListener{next: make(chan string), closed: make(chan struct{})}
+	ln := NewListener(raw, NewLoop(Options{}), 100)
+	ln.SetPerSource(2)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	// connect reports whether a connection from addr is served.
+	connect := func(addr string) net.Conn {
+		refused := ln.Loop().Counts().Refused
+		raw.next <- addr
+		for {
+			select {
+			case c := <-accepted:
+				return c
+			case <-time.After(time.Millisecond):
+				if ln.Loop().Counts().Refused > refused {
+					return nil
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		addrs  []string
+		served int
+	}{
+		{[]string{"198.51.100.7:1", "198.51.100.7:2", "198.51.100.7:3", "[::ffff:198.51.100.7]:4"}, 2},
+		{[]string{"[2001:db8::1]:1", "[2001:db8::2]:1", "[2001:db8::ffff:3]:1"}, 2},
+		{[]string{"198.51.100.8:1", "[2001:db8:0:1::1]:1"}, 2},
+		{[]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "[::1]:1", "[::1]:2", "[::1]:3"}, 6},
+	} {
+		var served []net.Conn
+		for _, a := range tc.addrs {
+			if c := connect(a); c != nil {
+				served = append(served, c)
+			}
+		}
+		if len(served) != tc.served {
+			t.Errorf("%v: %d served, want %d", tc.addrs, len(served), tc.served)
+		}
+	}
+	if got, want := ln.Loop().Counts().Refused, uint64(3); got != want {
+		t.Errorf("refused %d, want %d", got, want)
+	}
+	// A closed connection frees its source's place (once).
+	a := connect("203.0.113.1:1")
+	if connect("203.0.113.1:2") == nil || connect("203.0.113.1:3") != nil {
+		t.Fatal("203.0.113.1: want two served, the third refused")
+	}
+	a.Close()
+	a.Close()
+	if connect("203.0.113.1:4") == nil {
+		t.Error("a place freed by a closed connection was not given again")
+	}
+	if connect("203.0.113.1:5") != nil {
+		t.Error("a connection closed twice freed two places")
+	}
 }

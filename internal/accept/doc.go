@@ -9,8 +9,9 @@
 // must stop or say it is unhealthy rather than serve a dead socket. A Loop
 // holds one accept loop's pause, counters and log (one line when a burst
 // of errors starts, one when it ends). NewListener wraps a net.Listener
-// with a Loop and a cap on the connections open at once; a raw accept4
-// loop (non-blocking, under epoll) uses a Loop directly.
+// with a Loop and a cap on the connections open at once (SetPerSource: and
+// on those of one client address); a raw accept4 loop (non-blocking, under
+// epoll) uses a Loop directly.
 //
 // # A raw accept loop
 //
@@ -46,7 +47,7 @@
 //	}
 //
 // FileLimit reads RLIMIT_NOFILE, whose soft limit Go's runtime raises to
-// the hard one at start.
+// one below the hard one at start.
 //
 // # Concurrency
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,16 +15,22 @@ import (
 // holds at most a cap of connections open at once: past it a new
 // connection is accepted and closed at once, counted as refused, so that
 // the listen backlog never fills with connections nobody will serve.
-// Accept returns only net.ErrClosed (after Close) or a fatal error.
+// With a share per source (SetPerSource), one client address cannot hold
+// all of them. Accept returns only net.ErrClosed (after Close) or a fatal
+// error.
 type Listener struct {
 	net.Listener
-	loop    *Loop
-	maxConn int64
-	open    atomic.Int64
+	loop      *Loop
+	maxConn   int64
+	open      atomic.Int64
+	perSource int
 
+	mu sync.Mutex
 	// capped: refusing since the cap was reached (logged once per run).
-	mu     sync.Mutex
 	capped bool
+	// bySource counts the open connections of each source (see Source)
+	// with a share.
+	bySource map[netip.Addr]int
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -32,7 +39,57 @@ type Listener struct {
 // NewListener wraps ln: its accept errors go through loop, and at most
 // maxConns connections (0: no cap) it returned are open at once.
 func NewListener(ln net.Listener, loop *Loop, maxConns int) *Listener {
-	return &Listener{Listener: ln, loop: loop, maxConn: int64(maxConns), done: make(chan struct{})}
+	return &Listener{Listener: ln, loop: loop, maxConn: int64(maxConns), done: make(chan struct{}), bySource: map[netip.Addr]int{}}
+}
+
+// SetPerSource bounds the connections one source (an IPv4 address, an
+// IPv6 /64; loopback addresses are not bounded: a local client could
+// exhaust the process's descriptors in any case) may hold open at once:
+// past it its new connections are refused, counted as the cap's are. It
+// must be called before the first Accept; 0 (the default): no bound.
+func (l *Listener) SetPerSource(n int) { l.perSource = n }
+
+// PerSource returns the bound of SetPerSource.
+func (l *Listener) PerSource() int { return l.perSource }
+
+// Source is the part of a client's address its connections are counted
+// by: its IP (an IPv4-mapped one as IPv4), or an IPv6 address's /64. ok is
+// false for a loopback address or one that is not IP.
+func Source(remote net.Addr) (src netip.Addr, ok bool) {
+	ta, isTCP := remote.(*net.TCPAddr)
+	if !isTCP {
+		return src, false
+	}
+	a := ta.AddrPort().Addr().Unmap()
+	if !a.IsValid() || a.IsLoopback() {
+		return src, false
+	}
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr(), true
+	}
+	return a, true
+}
+
+// admitSource counts a connection of src under its share, or reports
+// that the share is full.
+func (l *Listener) admitSource(src netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bySource[src] >= l.perSource {
+		return false
+	}
+	l.bySource[src]++
+	return true
+}
+
+// releaseSource uncounts a connection of src.
+func (l *Listener) releaseSource(src netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bySource[src]--; l.bySource[src] <= 0 {
+		delete(l.bySource, src)
+	}
 }
 
 // Accept waits for the next connection under the cap.
@@ -82,7 +139,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		} else if l.open.Load() <= l.maxConn*9/10 {
 			l.noteCap(false)
 		}
-		return &conn{Conn: c, l: l}, nil
+		src, counted := Source(c.RemoteAddr())
+		if counted = counted && l.perSource > 0; counted && !l.admitSource(src) {
+			l.open.Add(-1)
+			l.loop.Refused()
+			c.Close()
+			continue
+		}
+		return &conn{Conn: c, l: l, src: src, counted: counted}, nil
 	}
 }
 
@@ -121,13 +185,18 @@ func (l *Listener) Close() error {
 // conn releases its place under the cap when closed (once).
 type conn struct {
 	net.Conn
-	l      *Listener
-	closed atomic.Bool
+	l       *Listener
+	src     netip.Addr
+	counted bool // under its source's share
+	closed  atomic.Bool
 }
 
 func (c *conn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.l.open.Add(-1)
+		if c.counted {
+			c.l.releaseSource(c.src)
+		}
 	}
 	return c.Conn.Close()
 }

@@ -19,10 +19,20 @@ import (
 // Registry is a running registry.
 type Registry struct {
 	// Addr is its host:port on 127.0.0.1.
-	Addr string
-	cmd  *exec.Cmd
-	dir  string
+	Addr     string
+	cmd      *exec.Cmd
+	dir      string
+	password bool
 }
+
+// The account of a registry started by StartWithPassword.
+const (
+	User     = "psp-publisher"
+	Password = "psp-registry-secret"
+	// passwordHash is Password's bcrypt hash (cost 4: the registry checks
+	// it on every request), as htpasswd -B would write it.
+	passwordHash = "$2b$04$uWTZFjMofiJ/t8a2FXPs8.Uu2l.PoktvhTWmkUyEFlioLyuFgeOj6"
+)
 
 // Start starts a registry for tb; it skips tb (fails it under CI=true)
 // when docker-registry is not installed.
@@ -36,11 +46,32 @@ func Start(tb testing.TB) *Registry {
 	return r
 }
 
+// StartWithPassword starts a registry that answers only requests
+// authenticated as User with Password (HTTP basic authentication, from an
+// htpasswd file).
+func StartWithPassword(tb testing.TB) *Registry {
+	tb.Helper()
+	bin := testenv.RequireTool(tb, "docker-registry")
+	r := &Registry{dir: tb.TempDir(), password: true}
+	r.Addr = freeAddr(tb)
+	r.start(tb, bin)
+	return r
+}
+
 func (r *Registry) start(tb testing.TB, bin string) {
 	tb.Helper()
 	cfg := filepath.Join(r.dir, "config.yml")
 	conf := fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n",
 		filepath.Join(r.dir, "data"), r.Addr)
+	up := http.StatusOK
+	if r.password {
+		htpasswd := filepath.Join(r.dir, "htpasswd")
+		if err := os.WriteFile(htpasswd, []byte(User+":"+passwordHash+"\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		conf += fmt.Sprintf("auth:\n  htpasswd:\n    realm: psp-test\n    path: %s\n", htpasswd)
+		up = http.StatusUnauthorized
+	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		tb.Fatal(err)
 	}
@@ -60,13 +91,13 @@ func (r *Registry) start(tb testing.TB, bin string) {
 		resp, err := http.Get("http://" + r.Addr + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == up {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(filepath.Join(r.dir, "registry.log"))
-			tb.Fatalf("docker-registry on %s did not answer GET /v2/ within 10s: %v\n%s", r.Addr, err, b)
+			tb.Fatalf("docker-registry on %s did not answer GET /v2/ with %d within 10s: %v\n%s", r.Addr, up, err, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

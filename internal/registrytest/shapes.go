@@ -27,7 +27,10 @@ const (
 	tarGzipLayerMedia = "application/vnd.oci.image.layer.v1.tar+gzip"
 	tarLayerMedia     = "application/vnd.oci.image.layer.v1.tar"
 	ociManifestMedia  = "application/vnd.oci.image.manifest.v1+json"
+	ociIndexMedia     = "application/vnd.oci.image.index.v1+json"
 	dockerManifest    = "application/vnd.docker.distribution.manifest.v2+json"
+	dockerList        = "application/vnd.docker.distribution.manifest.list.v2+json"
+	inTotoLayer       = "application/vnd.in-toto+json"
 )
 
 // Shape is a Wasm module image pushed by PushShapes.
@@ -102,6 +105,34 @@ func PushShapes(tb testing.TB, r *Registry, wasm []byte) []Shape {
 			l.manifest(map[string]any{"artifactType": "application/wasm", "config": l.blob(artifactConfig, cfg),
 				"layers": []any{l.blob(artifactLayer, wasm)}})
 		}},
+		{name: "index-buildx", variant: "compat", media: ociIndexMedia, args: []string{"--multi-arch", "all"}, build: func(l *layout) {
+			// As docker buildx pushes an image by default: an index of
+			// the image (linux/amd64) and its provenance attestation
+			// (platform unknown/unknown), which Istio's fetcher skips.
+			last, lastID := tarLayer(tb, true, [2]string{"plugin.wasm", string(wasm)})
+			img := l.image(ociManifestMedia, map[string]any{"config": l.blob(imageConfigMedia, imageConfig(lastID)),
+				"layers": []any{l.blob(tarGzipLayerMedia, last)}})
+			img["platform"] = map[string]string{"os": "linux", "architecture": "amd64"}
+			att := l.image(ociManifestMedia, map[string]any{"config": l.blob(imageConfigMedia, imageConfig()),
+				"layers": []any{l.blob(inTotoLayer, []byte(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://slsa.dev/provenance/v0.2"}`))}})
+			att["platform"] = map[string]string{"os": "unknown", "architecture": "unknown"}
+			att["annotations"] = map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": img["digest"].(string)}
+			l.index(ociIndexMedia, att, img) // the attestation first: a reader taking the first manifest gets no module
+		}},
+		{name: "index-docker-multiarch", variant: "compat", media: dockerList, args: []string{"--multi-arch", "all", "--format", "v2s2"}, build: func(l *layout) {
+			// A manifest list of two platforms, linux/arm64 first,
+			// converted to Docker's media types by skopeo: Istio's
+			// fetcher takes linux/amd64's image; arm64's holds no module.
+			other, otherID := tarLayer(tb, true, [2]string{"plugin.wasm", "not the module"})
+			arm := l.image(ociManifestMedia, map[string]any{"config": l.blob(imageConfigMedia, imageConfig(otherID)),
+				"layers": []any{l.blob(tarGzipLayerMedia, other)}})
+			arm["platform"] = map[string]string{"os": "linux", "architecture": "arm64"}
+			last, lastID := tarLayer(tb, true, [2]string{"plugin.wasm", string(wasm)})
+			amd := l.image(ociManifestMedia, map[string]any{"config": l.blob(imageConfigMedia, imageConfig(lastID)),
+				"layers": []any{l.blob(tarGzipLayerMedia, last)}})
+			amd["platform"] = map[string]string{"os": "linux", "architecture": "amd64"}
+			l.index(ociIndexMedia, arm, amd)
+		}},
 	} {
 		l := newLayout(tb)
 		s.build(l)
@@ -151,13 +182,31 @@ func (l *layout) blob(mediaType string, b []byte) map[string]any {
 // manifest stores m, an OCI image manifest, as the image tagged v1.
 func (l *layout) manifest(m map[string]any) {
 	l.tb.Helper()
+	l.tag(l.image(ociManifestMedia, m))
+}
+
+// image stores m, a manifest of mediaType, and returns its descriptor.
+func (l *layout) image(mediaType string, m map[string]any) map[string]any {
+	l.tb.Helper()
 	m["schemaVersion"] = 2
-	m["mediaType"] = ociManifestMedia
+	m["mediaType"] = mediaType
 	b, err := json.Marshal(m)
 	if err != nil {
 		l.tb.Fatal(err)
 	}
-	d := l.blob(ociManifestMedia, b)
+	return l.blob(mediaType, b)
+}
+
+// index stores an index (or a Docker manifest list) of mediaType over
+// manifests as the image tagged v1.
+func (l *layout) index(mediaType string, manifests ...map[string]any) {
+	l.tb.Helper()
+	l.tag(l.image(mediaType, map[string]any{"manifests": manifests}))
+}
+
+// tag names d v1 in the layout's index.json.
+func (l *layout) tag(d map[string]any) {
+	l.tb.Helper()
 	d["annotations"] = map[string]string{"org.opencontainers.image.ref.name": "v1"}
 	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []any{d}})
 	if err := os.WriteFile(filepath.Join(l.dir, "index.json"), index, 0o644); err != nil {

@@ -1,6 +1,7 @@
 // Package sockstat reads what the kernel counts of a socket: the datagrams
 // it dropped at the socket's receive queue (a full receive buffer, the
-// drops column of /proc/net/udp), through getsockopt SO_MEMINFO.
+// drops column of /proc/net/udp), through getsockopt SO_MEMINFO; and
+// what it dropped before any socket (BacklogDrops).
 //
 // # Concurrency
 //

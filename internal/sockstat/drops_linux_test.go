@@ -43,3 +43,15 @@ func TestDrops(t *testing.T) {
 		t.Errorf("after Close: %d (ok %v), want the last count %d", after, ok, n)
 	}
 }
+
+// TestBacklogDrops: the kernel's count of drops before any socket is read
+// and never goes back.
+func TestBacklogDrops(t *testing.T) {
+	a, ok := BacklogDrops()
+	if !ok {
+		t.Fatal("/proc/net/softnet_stat unreadable")
+	}
+	if b, ok := BacklogDrops(); !ok || b < a {
+		t.Errorf("backlog drops %d then %d (%v)", a, b, ok)
+	}
+}

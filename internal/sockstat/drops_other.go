@@ -9,3 +9,7 @@ type Drops struct{}
 
 // Read reports that the platform does not count a socket's drops.
 func (d *Drops) Read(raw syscall.RawConn) (n uint64, ok bool) { return 0, false }
+
+// BacklogDrops reports that the platform does not count the drops before
+// any socket.
+func BacklogDrops() (n uint64, ok bool) { return 0, false }
