@@ -274,7 +274,7 @@ const maxTypes = 1 << 16
 
 // Bounds on values the policy does arithmetic with: larger ones are
 // refused by Validate and AddTenant/UpdateTenant, so that no sum, share or
-// expiry time overflows (issue 22).
+// expiry time overflows.
 const (
 	// MaxWeight is the largest tenant weight (weights are relative: a
 	// million to one is finer than any share of 1,024 workers).

@@ -9,7 +9,7 @@ import (
 )
 
 // hugeNumbers are values a typo, a script or an attacker may give any
-// numeric setting (issue 22, item 1).
+// numeric setting.
 var hugeNumbers = []float64{1e308, math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), -1, -1e308,
 	MaxWeight * (1 + 1e-9), 1e300, 5e-324, 1e-300, MaxWeight, 1}
 
@@ -59,7 +59,7 @@ func checkShares(t *testing.T, what string, p *Tenants) {
 	}
 }
 
-// TestTenantHugeWeights: issue 22's crash (PATCH a's weight to 1e308, add
+// TestTenantHugeWeights: a crash found by probing (PATCH a's weight to 1e308, add
 // b with 1e308: the weights' sum is +Inf, every share NaN, index -1 in
 // partition) and the rest of its class: every weight is either refused
 // with ErrInvalidConfig or yields sane shares, never a panic.
@@ -136,7 +136,7 @@ func TestTenantHugeCounts(t *testing.T) {
 			dispatchT(p, 1, 4)
 		}
 	}
-	// A deadline of 2562047h (issue 22, item 5) and its like: refused.
+	// A deadline of 2562047h and its like: refused.
 	if _, err := New(NameDARC, Config{Workers: 2, NumTypes: 2, Deadlines: []int64{0, math.MaxInt64}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("deadline MaxInt64: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestTenantHugeCounts(t *testing.T) {
 	}
 }
 
-// TestAddPreparedAllocatesLittle (issue 22, item 9): a 1,024-type
+// TestAddPreparedAllocatesLittle: a 1,024-type
 // tenant's own policy is built by PrepareTenant, on its caller's goroutine;
 // AddPrepared, on the goroutine running the policy (the dispatcher's),
 // allocates a small fraction of what AddTenant does. (Its queues took
@@ -185,7 +185,7 @@ func TestAddPreparedAllocatesLittle(t *testing.T) {
 	checkShares(t, "prepared", p)
 }
 
-// TestRemovedTenantReclaimed (issue 22, item 10, the policy's part): a
+// TestRemovedTenantReclaimed (the policy's part): a
 // removed tenant's queues are freed once it holds nothing; adding and
 // removing a 1,024-type tenant does not grow the heap by its queues each
 // time. (Its type ids go back once its driver retires it:

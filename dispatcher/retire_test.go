@@ -11,7 +11,7 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
-// TestTenantChurnStaysFlat (issue 22, item 10): adding and removing a
+// TestTenantChurnStaysFlat: adding and removing a
 // 1,024-type tenant 100 times, with traffic each time, neither runs out of
 // type ids (65,536: 64 such tenants without reuse) nor grows the type
 // space, the stats pass, the stage histograms or the heap: removed tenants

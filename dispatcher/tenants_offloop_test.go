@@ -10,7 +10,7 @@ import (
 	"github.com/persephone-go/psp/nic"
 )
 
-// TestRemoveReleasesOffTheLoop (issue 22, item 9): an inline tenant's
+// TestRemoveReleasesOffTheLoop: an inline tenant's
 // classifier is closed by RemoveTenant's caller, not on the dispatcher
 // goroutine: while its close takes long, the dispatcher applies other
 // changes and publishes stats.

@@ -498,7 +498,7 @@ func validTenantName(name string) error {
 // Bounds on a tenant's settings, checked wherever a tenant is configured
 // (YAML, POST /tenants, PATCH /tenants/{name}): every count is at most what
 // the server could ever give, so no sum or share the policy computes from
-// them overflows (issue 22; the policy checks them again against the
+// them overflows (the policy checks them again against the
 // workers and the pool it has).
 const (
 	// MaxWorkers is the most workers a server runs (and so the most a

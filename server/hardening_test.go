@@ -25,7 +25,7 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
-// TestHugeSharesRefused (issue 22, item 1): the crash's two requests and
+// TestHugeSharesRefused: the crash's two requests and
 // the rest of the class (every numeric field of POST and PATCH at the
 // ends of its range) are answered 400 or applied; the server never
 // panics, keeps serving, and its shares stay sane.

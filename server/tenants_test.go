@@ -370,7 +370,7 @@ func TestTenantLifecycleHTTP(t *testing.T) {
 	_ = io.Discard
 }
 
-// TestTenantChurnHTTP (issue 22, item 10): adding and removing a
+// TestTenantChurnHTTP: adding and removing a
 // 1,024-type Wasm tenant 100 times through the admin API succeeds every
 // time (type ids are reused) and keeps the status, the metrics and the
 // heap flat.

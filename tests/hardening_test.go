@@ -25,7 +25,7 @@ import (
 	"github.com/persephone-go/psp/wire"
 )
 
-// Issue 22 against a real psp serve: a 4-worker multi-tenant darc server
+// The hardening checks against a real psp serve: a 4-worker multi-tenant darc server
 // with an operator token, a read-only token and an audit log.
 
 // hardServer is a running psp serve of the hardening tests.
