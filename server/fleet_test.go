@@ -504,8 +504,8 @@ func TestStartPullsShareTheirBound(t *testing.T) {
 
 // TestServeWithUnwritableCache: a cache directory that cannot be created
 // (its parent is a file) costs the cache and the state file, not the
-// start: the module is pulled and served, /readyz answers 200, and the
-// log says what was not kept.
+// start: the module is pulled and served, /readyz answers 200 (503 once
+// the server stops), and the log says what was not kept.
 func TestServeWithUnwritableCache(t *testing.T) {
 	reg := registrytest.Start(t)
 	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
@@ -537,5 +537,13 @@ func TestServeWithUnwritableCache(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, log)
 		}
+	}
+	// Stopping, the server is no longer ready (still alive).
+	r.stop()
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "stopping") {
+		t.Errorf("readyz once stopped: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "GET", "/healthz", "", nil); rec.Code != http.StatusOK {
+		t.Errorf("healthz once stopped: %d", rec.Code)
 	}
 }
