@@ -501,3 +501,49 @@ func TestStartPullsShareTheirBound(t *testing.T) {
 		t.Errorf("a negative start_timeout: %v", err)
 	}
 }
+
+// TestServeWithUnwritableCache: a cache directory that cannot be created
+// (its parent is a file) costs the cache and the state file, not the
+// start: the module is pulled and served, /readyz answers 200 (503 once
+// the server stops), and the log says what was not kept.
+func TestServeWithUnwritableCache(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/header:v1")
+	if _, err := (&oci.Client{}).Publish(context.Background(), wasm, tag); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := memConfig()
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	cfg.Classifier = tag.String()
+	cfg.OCI.CacheDir = filepath.Join(file, "cache")
+	cfg.StateFile = filepath.Join(file, "state.json")
+	r, log := startLogged(t, cfg)
+	h := r.srv.Handler()
+	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum || ti.Pending != "" {
+		t.Fatalf("sha256 %.12s, pending %q\n%s", ti.SHA256, ti.Pending, log)
+	}
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+		t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier", "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("a swap with no state file to write: %d %s", rec.Code, rec.Body)
+	}
+	for _, want := range []string{"not cached", "not a directory (a restart starts from the config)"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log)
+		}
+	}
+	// Stopping, the server is no longer ready (still alive).
+	r.stop()
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "stopping") {
+		t.Errorf("readyz once stopped: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "GET", "/healthz", "", nil); rec.Code != http.StatusOK {
+		t.Errorf("healthz once stopped: %d", rec.Code)
+	}
+}

@@ -204,8 +204,9 @@ func (s *Server) resumeState(cfg Config) Config {
 	}
 	doc, err := s.state.load()
 	if err != nil {
-		fmt.Fprintf(s.log, "psp: warning: %v: starting from the config\n", err)
-		return cfg
+		// The tenants are still recorded: the next save writes the file
+		// anew (an empty doc resumes nothing).
+		fmt.Fprintf(s.log, "psp: warning: %v: starting from the config (the state file is written anew)\n", err)
 	}
 	resume := func(tenant, classifier string) (wasm []byte, ref string, ok bool) {
 		if !oci.IsRef(classifier) {

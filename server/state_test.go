@@ -125,3 +125,26 @@ func TestStateFilePerTenant(t *testing.T) {
 			a.SHA256, a.Configured, b.SHA256, b.Configured, sum1, sum2, tag, log)
 	}
 }
+
+// TestStateFileCorrupt: a state file that cannot be read (cut short by a
+// full disk, say) is warned about and written anew: the swaps made after
+// the start are recorded, and a restart resumes them.
+func TestStateFileCorrupt(t *testing.T) {
+	f := newStateFixture(t)
+	f.cfg.Classifier = f.tag.String()
+	if err := os.WriteFile(f.cfg.StateFile, []byte(`{"version":1,"tenants":{"default":{"con`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, log := startLogged(t, f.cfg)
+	if ti := tenantOf(t, getStatus(t, r.srv.Handler()), "default"); ti.SHA256 != f.sum1 || !strings.Contains(log.String(), "the state file is written anew") {
+		t.Fatalf("start with a corrupt state file: %.12s\n%s", ti.SHA256, log)
+	}
+	if rec := do(t, r.srv.Handler(), "PUT", "/tenants/default/classifier", "operator-secret", f.v2); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	r.stop()
+	r, log = startLogged(t, f.cfg)
+	if ti := tenantOf(t, getStatus(t, r.srv.Handler()), "default"); ti.SHA256 != f.sum2 || !strings.Contains(log.String(), "from the state file") {
+		t.Fatalf("after a restart: %.12s, want the swapped %.12s\n%s", ti.SHA256, f.sum2, log)
+	}
+}
