@@ -525,11 +525,14 @@ func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 		if c.dead {
 			continue
 		}
-		if n+d.chained < len(bufs) {
+		framed := n+d.chained < len(bufs)
+		if framed {
 			n += d.frame(c, bufs[n:], now)
 		}
-		if c.isPending || (n+d.chained >= len(bufs) && c.inOff < c.inEnd) {
-			// still more: keep it, once
+		// Not framed (the burst is full) or more left: keep it, once. A
+		// connection with no input left is framed too: the end of its
+		// input is the framer's cue to flush the replies it holds.
+		if !framed || c.isPending || (n+d.chained >= len(bufs) && c.inOff < c.inEnd) {
 			if !slices.Contains(keep, c) {
 				c.isPending = true
 				keep = append(keep, c)

@@ -434,6 +434,63 @@ func TestChainedWritesTakeOneReceive(t *testing.T) {
 	readLines(t, bufio.NewReader(c), 10)
 }
 
+// holdLines is lines whose framer flushes the replies held (nic.ReplyHold)
+// when the input runs out, as memcached's does.
+type holdLines struct{ lines }
+
+type holdLineConn struct{ lineConn }
+
+func (h *holdLines) NewConn(id uint64, _ netip.AddrPort) nic.Framer {
+	return &holdLineConn{lineConn{id: id}}
+}
+
+func (c *holdLineConn) Frame(in []byte, max int) nic.Frame {
+	f := c.lineConn.Frame(in, max)
+	if f.Kind == nic.FrameMore {
+		f.Flush = true
+	}
+	return f
+}
+
+// TestHeldRepliesFlushedAfterPipelinePause: a connection whose pipeline
+// filled up just as its input ran out, whose replies are all held, gets
+// them once it is answered, even when the receive that resumes it has no
+// room for its requests: the end of its input is still framed later.
+func TestHeldRepliesFlushedAfterPipelinePause(t *testing.T) {
+	dp := open(t, tcp.Config{Workers: 1, Chain: true, MaxPipeline: 4, Protocol: &holdLines{}})
+	c := dial(t, dp)
+	fmt.Fprint(c, "w 1\nw 2\nw 3\nw 4\n")
+	bufs := make([]*nic.Buffer, 4)
+	tx := dp.TxQueue(0)
+	var got int
+	deadline := time.Now().Add(5 * time.Second)
+	for got < 4 && time.Now().Before(deadline) {
+		n, err := dp.Recv(bufs, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bufs[:n] {
+			for b != nil {
+				next := b.Next
+				b.Next = nil
+				b.Flags |= nic.ReplyHold
+				tx.Send([]*nic.Buffer{b})
+				got++
+				b = next
+			}
+		}
+	}
+	if got != 4 {
+		t.Fatalf("received %d requests, want 4", got)
+	}
+	dp.Recv(bufs[:0], 0) // a receive with no room: the connection must stay due
+	for range 5 {
+		dp.Recv(bufs, 10*time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	readLines(t, bufio.NewReader(c), 4)
+}
+
 // TestReleasedChainIsNotLost: a receiver that releases or answers a
 // request without taking what is chained to it loses nothing: the chained
 // requests come out of a later Recv.
