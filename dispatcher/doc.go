@@ -49,7 +49,11 @@
 // The caller opens the dataplane and closes it after Run returns; the
 // dispatcher never closes it. Every buffer received is either transmitted
 // or released to the dataplane, and every accepted request is accounted
-// for: Received = Answered + Dropped (by reason) + InFlight.
+// for: Received = Answered + Dropped (by reason) + InFlight. A request
+// chained to another (nic.Buffer.Next, a stream connection's request that
+// must wait for the one before it) is received when that one completes or
+// is dropped, as if it had just come from the dataplane, and dropped at
+// shutdown with it.
 //
 // # Overload
 //

@@ -7,7 +7,9 @@ import "net/netip"
 // of which then travels the pipeline exactly as a datagram does. A
 // connection sees its requests run in its order (reads in a row may run at
 // once: Frame.ReadOnly), and its replies leave in that order, whatever
-// order the workers finish them in.
+// order the workers finish them in. A request that must wait for the one
+// before it may be handed out chained to it (Buffer.Next): the receiver
+// starts it once the one before has completed.
 
 // Protocol is an application's byte-stream protocol, as a stream dataplane
 // sees it. It is called from the dataplane's receive goroutine only.
