@@ -74,14 +74,18 @@ func (d *Dispatcher) dispatch(now int64) int {
 			c.running++
 			d.busy++
 			w := d.workers[a.Worker]
-			next := b.Next
-			b.Next = nil
+			if b.Next != nil {
+				// Received once b completes: a worker holds one request
+				// at a time, so its completion says which.
+				d.chained[a.Worker] = b.Next
+				b.Next = nil
+			}
 			if d.inPlace(w, c, &round) {
-				d.serveInPlace(w, task{buf: b, typ: t, accepted: a.Enqueued, dispatched: d.lastNow, next: next})
+				d.serveInPlace(w, task{buf: b, typ: t, accepted: a.Enqueued, dispatched: d.lastNow})
 				served++
 				continue
 			}
-			if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now, next: next}) {
+			if !w.in.Push(task{buf: b, typ: t, accepted: a.Enqueued, dispatched: now}) {
 				// A policy dispatches to idle workers only, and a worker holds
 				// at most one request: a full ring is a policy bug.
 				panic(fmt.Sprintf("dispatcher: policy %q dispatched to busy worker %d", d.policy.Name(), a.Worker))
@@ -251,8 +255,9 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 		service = 0
 	}
 	d.sched.Complete(w, c.typ, service, now)
-	if c.next != nil {
-		d.followOns = append(d.followOns, c.next)
+	if next := d.chained[w]; next != nil {
+		d.chained[w] = nil
+		d.followOns = append(d.followOns, next)
 	}
 	tc := &d.counters[c.typ]
 	tc.running--

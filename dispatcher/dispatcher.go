@@ -118,6 +118,7 @@ type Dispatcher struct {
 	// (nic.Buffer.Next), to be received; followSpare is its other slice.
 	followOns   []*nic.Buffer
 	followSpare []*nic.Buffer
+	chained     []*nic.Buffer // by worker: the request chained to the one it runs
 	assign      []darc.Assignment
 	table       []*nic.Buffer // request handle -> buffer, while queued in the policy
 	tableTyp    []darc.Type   // request handle -> type
@@ -222,6 +223,7 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 		replies:     make([]*nic.Buffer, 0, spec.Burst+spec.Workers),
 		followOns:   make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
 		followSpare: make([]*nic.Buffer, 0, 2*spec.Burst+spec.Workers),
+		chained:     make([]*nic.Buffer, spec.Workers),
 		assign:      make([]darc.Assignment, spec.Workers),
 		table:       make([]*nic.Buffer, spec.MaxRequests),
 		tableTyp:    make([]darc.Type, spec.MaxRequests),

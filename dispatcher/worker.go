@@ -27,7 +27,6 @@ type task struct {
 	buf                  *nic.Buffer
 	typ                  darc.Type
 	accepted, dispatched int64
-	next                 *nic.Buffer // chained to buf (nic.Buffer.Next): received once buf completes
 }
 
 // completion is what a worker sends back when it finishes a request.
@@ -35,7 +34,6 @@ type completion struct {
 	typ        darc.Type
 	start, end int64 // handler start and end, dataplane clock
 	outcome    uint8
-	next       *nic.Buffer // the task's next
 }
 
 // Outcomes a worker reports in a completion.
@@ -152,7 +150,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			one[0] = t.buf
 			d.dp.Release(one...)
 			one[0] = nil
-			for !w.out.Push(completion{typ: t.typ, outcome: outcomeShutdown, next: t.next}) {
+			for !w.out.Push(completion{typ: t.typ, outcome: outcomeShutdown}) {
 				runtime.Gosched()
 			}
 			continue
@@ -256,7 +254,7 @@ func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
 		}
 		r.stages.record(int(t.typ), &st)
 	}
-	return completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome, next: t.next}
+	return completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcome}
 }
 
 // handle runs the application and returns the outcome, turning a panic
