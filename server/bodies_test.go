@@ -93,18 +93,28 @@ func TestAdminBodiesBudgeted(t *testing.T) {
 	})
 
 	// Three uploads per tenant token (one past its count), stalled a byte
-	// short: 18 uploads for a budget of 8.
+	// short: 18 uploads for a budget of 8. The first token's two are in
+	// flight before its third is sent, which meets the count (429) with
+	// room left in the budget; the others race for what is left (503).
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var wg sync.WaitGroup
-	for i := range tenants {
+	upload := func(i int) {
+		code := rawRequest(addr, "PUT", fmt.Sprintf("/tenants/t%d/classifier", i), fmt.Sprintf("t%d-secret", i), maxClassifierUpload, body)
+		mu.Lock()
+		codes[code]++
+		mu.Unlock()
+	}
+	for range 2 {
+		wg.Go(func() { upload(0) })
+	}
+	testenv.WaitFor(t, "two uploads of one token in flight", 10*time.Second, func() bool {
+		return srv.bodies.reserved() >= 2*maxClassifierUpload
+	})
+	upload(0)
+	for i := 1; i < tenants; i++ {
 		for range 3 {
-			wg.Go(func() {
-				code := rawRequest(addr, "PUT", fmt.Sprintf("/tenants/t%d/classifier", i), fmt.Sprintf("t%d-secret", i), maxClassifierUpload, body)
-				mu.Lock()
-				codes[code]++
-				mu.Unlock()
-			})
+			wg.Go(func() { upload(i) })
 		}
 	}
 	// The other endpoints' bodies: the operator's chunked POST and a
