@@ -147,7 +147,15 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
 	start := time.Now()
+	if provisional == 0 {
+		// A pending tenant stops being pending when this module lands
+		// (the wait itself is settled after the swap returns).
+		s.pending.swapping(name, sha256Hex(body))
+	}
 	version, err := s.SwapIf(ctx, name, body, exp)
+	if err != nil && provisional == 0 {
+		s.pending.swapping(name, "")
+	}
 	e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr,
 		SHA256: sha256Hex(body), Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start),
 		Expected: exp, Reference: ref}

@@ -297,11 +297,32 @@ func TestPendingUntilFetched(t *testing.T) {
 			if !strings.Contains(ti.Pending, "not fetched") {
 				t.Errorf("status pending %q", ti.Pending)
 			}
+			// Every status shows the module swapped in with its reference
+			// and its tenant no longer pending: polled while the swap lands.
+			torn := make(chan string, 1)
+			go func() {
+				defer close(torn)
+				deadline := time.Now().Add(10 * time.Second)
+				for time.Now().Before(deadline) {
+					for _, ti := range r.srv.Status().Tenants {
+						if ti.Name != "default" || ti.SHA256 != sum {
+							continue
+						}
+						if ti.Pending != "" || ti.Reference == "" {
+							torn <- fmt.Sprintf("pending %q, reference %q", ti.Pending, ti.Reference)
+						}
+						return
+					}
+				}
+			}()
 			pinned, err := (&oci.Client{}).Publish(context.Background(), wasm, tag)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ti = waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.SHA256 == sum })
+			if s, ok := <-torn; ok {
+				t.Errorf("a status while the module was swapped in: %s", s)
+			}
 			if ti.Pending != "" || ti.Reference != pinned.String() {
 				t.Errorf("after the pull: pending %q, reference %q (want %s)", ti.Pending, ti.Reference, pinned)
 			}

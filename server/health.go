@@ -19,7 +19,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // and why.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	switch n := s.pending.count(); {
+	switch n := s.pending.waiting(s.tenants.runningSHA); {
 	case s.stopping.Load():
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "not ready: stopping")

@@ -70,6 +70,11 @@ type pendingPull struct {
 	attempts int
 	err      error
 	next     time.Time
+	// swapIn is the SHA-256 (hex) of the module being swapped in over the
+	// placeholder, "" when none is: from the moment the tenant runs it,
+	// the tenant no longer counts as pending, though the wait ends (the
+	// pull is removed) only after the swap returns.
+	swapIn string
 }
 
 // pendingPulls are the server's pending tenants. Safe for concurrent use.
@@ -105,19 +110,53 @@ func (s *Server) settle(tenant, why string) {
 	}
 }
 
-// count returns the number of pending tenants.
+// count returns the number of pulls still to end.
 func (p *pendingPulls) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.m)
 }
 
-// describe says why tenant is pending ("" when it is not).
-func (p *pendingPulls) describe(tenant string) string {
+// waiting returns the number of pending tenants, running(tenant) being the
+// SHA-256 of the module a tenant runs: one already running the module
+// swapped in over its placeholder is not counted.
+func (p *pendingPulls) waiting(running func(tenant string) string) int {
+	p.mu.Lock()
+	n := len(p.m)
+	swapping := map[string]string{}
+	for name, pp := range p.m {
+		if pp.swapIn != "" {
+			swapping[name] = pp.swapIn
+		}
+	}
+	p.mu.Unlock()
+	// running takes the tenants' lock: called without p.mu held, as the
+	// tenants call describe with theirs.
+	for name, sha := range swapping {
+		if running(name) == sha {
+			n--
+		}
+	}
+	return n
+}
+
+// swapping records that the module sha is being swapped in over tenant's
+// placeholder, or ("" sha) that the swap failed.
+func (p *pendingPulls) swapping(tenant, sha string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pp := p.m[tenant]; pp != nil {
+		pp.swapIn = sha
+	}
+}
+
+// describe says why tenant is pending ("" when it is not), running being
+// the SHA-256 of the module it runs ("" when not known).
+func (p *pendingPulls) describe(tenant, running string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pp := p.m[tenant]
-	if pp == nil {
+	if pp == nil || pp.swapIn != "" && pp.swapIn == running {
 		return ""
 	}
 	return fmt.Sprintf("%s not fetched (%d attempts since %s, next in %v): %v",
@@ -148,6 +187,7 @@ func (p *pendingPulls) failed(pp *pendingPull, err error) {
 	defer p.mu.Unlock()
 	pp.attempts++
 	pp.err = err
+	pp.swapIn = ""
 	pp.next = time.Now().Add(retryAfter(pp.attempts))
 }
 
@@ -217,6 +257,11 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 		fmt.Fprintf(s.log, "psp: %s: still cannot fetch %s (attempt %d): %v\n", pp.what, pp.ref, pp.attempts, err)
 		return
 	}
+	// The reference is recorded and the swap marked before it lands, so
+	// that no status shows the module running without its reference or
+	// with its tenant still pending.
+	s.refs.set(pp.tenant, m.SHA256, m.Ref.String())
+	s.pending.swapping(pp.tenant, m.SHA256)
 	v, err := s.SwapIf(pctx, pp.tenant, m.Wasm, wasmclass.Expect{SHA256: pp.sha})
 	switch {
 	case errors.Is(err, wasmclass.ErrConflict) && s.provisional.info(pp.tenant) != nil:
@@ -234,7 +279,6 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 		fmt.Fprintf(s.log, "psp: %s: fetched %s, but it does not load (attempt %d): %v\n", pp.what, m.Ref, pp.attempts, err)
 	default:
 		s.pending.remove(pp.tenant)
-		s.refs.set(pp.tenant, m.SHA256, m.Ref.String())
 		s.keepModule(pp.tenant, m.Wasm)
 		s.setStartSHA(pp.tenant, m.SHA256)
 		s.saveState()

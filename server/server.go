@@ -438,7 +438,7 @@ func (s *Server) Status() Status {
 	st.Classifying = ds.Classifying
 	for i := range st.Tenants {
 		st.Tenants[i].Reference = s.refs.get(st.Tenants[i].Name, st.Tenants[i].SHA256)
-		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name)
+		st.Tenants[i].Pending = s.pending.describe(st.Tenants[i].Name, st.Tenants[i].SHA256)
 		st.Tenants[i].Configured = s.configuredIfChanged(st.Tenants[i].Name, st.Tenants[i].SHA256)
 		if !st.Tenants[i].Removed {
 			st.Tenants[i].Provisional = s.provisional.info(st.Tenants[i].Name)

@@ -294,6 +294,16 @@ func (mt *tenantRegistry) get(name string) (*loadedTenant, error) {
 	return mt.lookup(name)
 }
 
+// runningSHA returns the SHA-256 (hex) of the module tenant name runs, ""
+// for a native or unknown tenant.
+func (mt *tenantRegistry) runningSHA(name string) string {
+	lt, err := mt.get(name)
+	if err != nil || lt.host == nil {
+		return ""
+	}
+	return lt.host.Status().SHA256
+}
+
 // lookup is get with mt.mu held.
 func (mt *tenantRegistry) lookup(name string) (*loadedTenant, error) {
 	lt, ok := mt.live[name]
@@ -721,7 +731,7 @@ func (mt *tenantRegistry) describe() string {
 			if lt.cfg.Classifier == "" {
 				src = fmt.Sprintf("wasm %d-byte module", len(lt.cfg.Wasm))
 			}
-			if mt.s.pending.describe(name) != "" {
+			if mt.s.pending.describe(name, "") != "" {
 				src += " (pending: not fetched yet)"
 			}
 		}
