@@ -37,6 +37,7 @@ import (
 // some in place and the round has time left; requests the policy expired
 // are dropped.
 func (d *Dispatcher) dispatch(now int64) int {
+	d.inPlaceEnd = 0
 	total := 0
 	round := inPlaceRounds * d.inPlaceLimit // expected service left to serve in place
 	for {
@@ -117,6 +118,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 // receiveFollowOns receives the requests chained to requests that
 // completed or were dropped, as a burst from the dataplane is received.
 func (d *Dispatcher) receiveFollowOns(now int64) {
+	d.inPlaceEnd = 0 // what accept does is no request's service
 	for len(d.followOns) > 0 {
 		batch := d.followOns
 		d.followOns = d.followSpare[:0] // what accept drops may chain more
@@ -165,7 +167,8 @@ func (d *Dispatcher) serveInPlace(w *worker, t task) {
 		// its TX queue nor its reply until it is handed a request.
 		tx = w.tx
 	}
-	c := d.run(d.inPlaceRunner, w.id, tx, t)
+	c := d.run(d.inPlaceRunner, w.id, tx, t, d.inPlaceEnd)
+	d.inPlaceEnd = c.end
 	d.counters[t.typ].inPlace++
 	d.advance(c.end) // the handler's end: no clock read of its own
 	d.complete(w.id, c, c.end)

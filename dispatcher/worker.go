@@ -155,7 +155,7 @@ func (d *Dispatcher) work(w *worker, ready chan<- error) {
 			}
 			continue
 		}
-		c := d.run(run, w.id, w.tx, t)
+		c := d.run(run, w.id, w.tx, t, 0)
 		for !w.out.Push(c) {
 			runtime.Gosched() // cannot happen with one request per worker; be safe
 		}
@@ -206,9 +206,10 @@ func (d *Dispatcher) newRunner(tx nic.TxQueue, stages *stageRecorder, hold bool)
 
 // run runs t as worker w and transmits its reply on tx (or, holding,
 // queues it); it records the request's stages (holding: once sent) and
-// returns its completion.
-func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
-	st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched}
+// returns its completion. The handler starts at started, or when 0 at a
+// clock read.
+func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task, started int64) completion {
+	st := stamps{received: t.buf.RxTime, accepted: t.accepted, dispatched: t.dispatched, started: started}
 	var outcome uint8
 	switch {
 	case r.reply != nil:
@@ -218,7 +219,9 @@ func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
 		}
 		r.reply.reset(t.buf)
 		var answer, panicked bool
-		st.started = d.dp.Now()
+		if st.started == 0 {
+			st.started = d.dp.Now()
+		}
 		if r.multi != nil {
 			answer, panicked = d.handleMulti(r.multi, w, t.typ, t.buf, r.reply)
 			st.finished = d.dp.Now()
@@ -229,7 +232,9 @@ func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task) completion {
 			r.reply.finish(outcome == outcomeAnswered)
 		}
 	default:
-		st.started = d.dp.Now()
+		if st.started == 0 {
+			st.started = d.dp.Now()
+		}
 		outcome = d.handle(w, t.typ, t.buf)
 		st.finished = d.dp.Now()
 		r.one[0] = t.buf
