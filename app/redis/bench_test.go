@@ -81,3 +81,43 @@ func BenchmarkKeysPattern(b *testing.B) {
 func BenchmarkZrange10000(b *testing.B) {
 	benchCommand(b, zsetOf("zset", 10000), "ZRANGE", "zset", "0", "-1", "WITHSCORES")
 }
+
+// BenchmarkRequestPath is what psp does with one pipelined command in this
+// package: the framer cuts it from the connection's input, the native
+// classifier types it, and the handler runs it.
+func BenchmarkRequestPath(b *testing.B) {
+	for _, args := range [][]string{{"GET", "key:77"}, {"SET", "key:77", "value"}, {"LRANGE", "list", "0", "99"}} {
+		b.Run(args[0], func(b *testing.B) {
+			s := openTest(b, Config{Workers: 1})
+			c := newCaller(s, 0)
+			fill(c, 100000)
+			r := &benchReply{buf: make([]byte, testRoom)}
+			req := redistest.Command(args...)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				f := c.conn.Frame(req, len(req))
+				if Classify(req[:f.Len]) == app.Unknown {
+					b.Fatal("unknown")
+				}
+				c.load(req[:f.Len])
+				s.HandleMulti(0, 0, &c.b, r)
+			}
+		})
+	}
+}
+
+// BenchmarkClassify types a mix of commands with the native classifier.
+func BenchmarkClassify(b *testing.B) {
+	var reqs [][]byte
+	for _, args := range [][]string{{"GET", "key:77"}, {"set", "key:77", "value"}, {"LRANGE", "list", "0", "99"},
+		{"SCAN", "0", "COUNT", "10000"}, {"ZREVRANGEBYSCORE", "z", "+inf", "-inf"}, {"NOSUCH", "x"}} {
+		reqs = append(reqs, redistest.Command(args...))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range reqs {
+			Classify(r)
+		}
+	}
+}

@@ -71,8 +71,8 @@ type command struct {
 // name, case-insensitively, and for a container (CLIENT, CONFIG, ...)
 // given more than its name, the subcommand named by argv[1] (nil when
 // there is none). It reports whether argv[0] names a container.
-func (s *Server) lookup(argv [][]byte) (cmd *command, container bool) {
-	base := findCommand(s.cmds, argv[0])
+func (s *Server) lookup(argv [][]byte, last *lastCommand) (cmd *command, container bool) {
+	base := last.find(s.cmds, argv[0])
 	if base == nil {
 		return nil, false
 	}
@@ -80,6 +80,30 @@ func (s *Server) lookup(argv [][]byte) (cmd *command, container bool) {
 		return base, base.subs != nil
 	}
 	return findCommand(base.subs, argv[1]), true
+}
+
+// lastCommand remembers the command a name was last found to be, for a
+// goroutine of its own: pipelined requests mostly repeat one command, and
+// comparing the name costs less than folding its case and looking it up
+// (BenchmarkRequestPath).
+type lastCommand struct {
+	name [24]byte
+	n    int // 0: none yet
+	cmd  *command
+}
+
+// find is findCommand(m, name), m being the table the earlier finds
+// looked in.
+func (l *lastCommand) find(m map[string]*command, name []byte) *command {
+	if l.n == len(name) && string(l.name[:l.n]) == string(name) {
+		return l.cmd
+	}
+	cmd := findCommand(m, name)
+	if cmd != nil && len(name) <= len(l.name) {
+		l.n = copy(l.name[:], name)
+		l.cmd = cmd
+	}
+	return cmd
 }
 
 // findCommand looks name up case-insensitively without allocating.
@@ -102,7 +126,7 @@ func findCommand(m map[string]*command, name []byte) *command {
 // of arguments, then the memory limit, answered with its errors.
 func (s *Server) run(c *ctx) {
 	c.w.stats.commands.Add(1)
-	cmd, container := s.lookup(c.argv)
+	cmd, container := s.lookup(c.argv, &c.w.last)
 	if cmd == nil {
 		name := cstr(c.argv[0])
 		if equalFold(name, "host:") || equalFold(name, "post") {

@@ -53,8 +53,9 @@ type Conn struct {
 	srv     *Server
 	id      uint64
 	peer    netip.AddrPort
-	created int64   // unix ms
-	mb      mbState // the receive goroutine's alone
+	created int64       // unix ms
+	mb      mbState     // the receive goroutine's alone
+	last    lastCommand // the receive goroutine's alone: readOnly's
 
 	mu      sync.Mutex
 	name    string
@@ -91,7 +92,7 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	}
 	switch f.Kind {
 	case nic.FrameRequest:
-		f.ReadOnly = c.srv.readOnly(in[:f.Len])
+		f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
 	case nic.FrameMore:
 		f.Flush = true // the input ran out: what is held goes now
 	}
@@ -102,7 +103,7 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 // a later command of its connection could see (GET, SCAN, ...): the
 // dataplane may run such commands in a row at once, while every other
 // one runs alone, in its connection's order, as Redis runs them.
-func (s *Server) readOnly(req []byte) bool {
+func (s *Server) readOnly(req []byte, last *lastCommand) bool {
 	var name []byte
 	if req[0] == '*' {
 		i := bytes.IndexByte(req, '\n') + 1 // after the count line
@@ -133,7 +134,7 @@ func (s *Server) readOnly(req []byte) bool {
 		}
 		name = req[i:j]
 	}
-	cmd := findCommand(s.cmds, name)
+	cmd := last.find(s.cmds, name)
 	return cmd != nil && cmd.flags&flagReadonly != 0
 }
 

@@ -64,6 +64,7 @@ type worker struct {
 	keys  [][]byte
 	names []string // KEYS and SCAN: names collected (keyList)
 	rng   *rand.Rand
+	last  lastCommand // run's
 	stats workerStats
 }
 
