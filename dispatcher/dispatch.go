@@ -43,6 +43,11 @@ func (d *Dispatcher) dispatch(now int64) int {
 	for {
 		if len(d.followOns) > 0 {
 			d.receiveFollowOns(now)
+			if d.inPlaceLimit > 0 {
+				// What accept did is no request's service: the next
+				// request served in place starts after it.
+				d.inPlaceEnd = d.dp.Now()
+			}
 		}
 		k := d.sched.Dispatch(now, d.assign)
 		total += k
@@ -96,6 +101,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 				case w.wake <- struct{}{}:
 				default:
 				}
+				d.inPlaceEnd = 0 // a wake-up may be a system call
 			}
 		}
 		if served == 0 || (d.queued == 0 && len(d.followOns) == 0) || round <= 0 {
@@ -118,7 +124,6 @@ func (d *Dispatcher) dispatch(now int64) int {
 // receiveFollowOns receives the requests chained to requests that
 // completed or were dropped, as a burst from the dataplane is received.
 func (d *Dispatcher) receiveFollowOns(now int64) {
-	d.inPlaceEnd = 0 // what accept does is no request's service
 	for len(d.followOns) > 0 {
 		batch := d.followOns
 		d.followOns = d.followSpare[:0] // what accept drops may chain more
