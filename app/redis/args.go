@@ -41,25 +41,16 @@ func (r *request) parse(p []byte) bool {
 		}
 		return true
 	}
-	cr := bytes.IndexByte(p, '\r')
-	if cr < 0 || cr+2 > len(p) {
-		return false
-	}
-	count, ok := string2ll(p[1:cr])
+	count, pos, ok := lengthAt(p, 1)
 	if !ok || count <= 0 {
 		return false
 	}
-	pos := cr + 2
 	for ; count > 0; count-- {
 		if pos >= len(p) || p[pos] != '$' {
 			return false
 		}
-		cr := bytes.IndexByte(p[pos:], '\r')
-		if cr < 0 {
-			return false
-		}
-		n, ok := string2ll(p[pos+1 : pos+cr])
-		pos += cr + 2
+		var n int64
+		n, pos, ok = lengthAt(p, pos+1)
 		if !ok || n < 0 || int64(pos)+n+2 > int64(len(p)) {
 			return false
 		}
@@ -67,6 +58,28 @@ func (r *request) parse(p []byte) bool {
 		pos += int(n) + 2
 	}
 	return true
+}
+
+// lengthAt reads the length line at p[i:] (after its '*' or '$') as
+// redis-server does, up to its '\r', and returns the length and the index
+// after the line (the byte after the '\r' taken for a '\n'). A short
+// plain number, the common case, is read in one pass without searching
+// for the line's end first.
+func lengthAt(p []byte, i int) (n int64, next int, ok bool) {
+	j := i
+	for j < len(p) && j-i < 9 && p[j]-'0' <= 9 {
+		n = n*10 + int64(p[j]-'0')
+		j++
+	}
+	if j < len(p) && p[j] == '\r' && j > i && (p[i] != '0' || j == i+1) {
+		return n, j + 2, true
+	}
+	cr := bytes.IndexByte(p[i:], '\r')
+	if cr < 0 {
+		return 0, 0, false
+	}
+	n, ok = string2ll(p[i : i+cr])
+	return n, i + cr + 2, ok
 }
 
 // splitArgs reports how many arguments redis-server's sdssplitargs finds

@@ -223,22 +223,25 @@ func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
 	}
 	*st = mbState{}
 	for ; count > 0; count-- {
-		cr := lineEnd(in[pos:], '\r')
-		if cr < 0 {
-			if len(in)-pos > inlineMax {
-				return closeWith(errTooBigBulkCount)
+		n, cr, ok := shortLength(in, pos)
+		if !ok {
+			cr = lineEnd(in[pos:], '\r')
+			if cr < 0 {
+				if len(in)-pos > inlineMax {
+					return closeWith(errTooBigBulkCount)
+				}
+				*st = mbState{pos, count}
+				return more(len(in), max, errTooBigBulkCount)
 			}
-			*st = mbState{pos, count}
-			return more(len(in), max, errTooBigBulkCount)
+			if cr > len(in)-pos-2 {
+				*st = mbState{pos, count}
+				return more(len(in), max, errTooBigBulkCount)
+			}
+			if in[pos] != '$' {
+				return closeWith(expectedDollar(in[pos]))
+			}
+			n, ok = string2ll(in[pos+1 : pos+cr])
 		}
-		if cr > len(in)-pos-2 {
-			*st = mbState{pos, count}
-			return more(len(in), max, errTooBigBulkCount)
-		}
-		if in[pos] != '$' {
-			return closeWith(expectedDollar(in[pos]))
-		}
-		n, ok := string2ll(in[pos+1 : pos+cr])
 		if !ok || n < 0 || n > int64(maxBulk) {
 			return closeWith(errInvalidBulk)
 		}
@@ -253,6 +256,27 @@ func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
 		pos = int(end)
 	}
 	return nic.Frame{Kind: nic.FrameRequest, Len: pos}
+}
+
+// shortLength reads the common argument head at in[pos:], "$" and one
+// to nine digits without a needless leading zero, then "\r" and one more
+// byte, in one pass: it returns the length and the offset of the '\r'
+// from pos, or false for any other head (which frameMultibulk then reads
+// as redis-server does).
+func shortLength(in []byte, pos int) (n int64, cr int, ok bool) {
+	if pos >= len(in) || in[pos] != '$' {
+		return 0, 0, false
+	}
+	i := pos + 1
+	j := i
+	for j < len(in) && j-i < 9 && in[j]-'0' <= 9 {
+		n = n*10 + int64(in[j]-'0')
+		j++
+	}
+	if j+1 < len(in) && in[j] == '\r' && j > i && (in[i] != '0' || j == i+1) {
+		return n, j - pos, true
+	}
+	return 0, 0, false
 }
 
 // more asks for more input, or refuses a head that has reached max bytes
