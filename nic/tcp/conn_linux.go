@@ -292,10 +292,15 @@ func (c *conn) chunkLocked(seq uint64, b *nic.Buffer) bool {
 func (c *conn) advance(headPayload []byte) {
 	from := c.head
 	extra := headPayload
+	// held counts the bytes this call added to c.held, accounted for
+	// together (an atomic add less per reply) before anything that
+	// reads or empties c.held.
+	held := 0
 	for c.head < c.next {
 		s := c.slot(c.head)
 		if !s.done {
 			if len(s.data) > 0 && !c.closing { // a long reply under way
+				c.accountHeld(&held)
 				c.flushHeld()
 				c.emit(s.data)
 				c.output()
@@ -309,23 +314,23 @@ func (c *conn) advance(headPayload []byte) {
 			}
 		} else {
 			if s.discardHeld || s.flags&nic.ReplyDiscardHeld != 0 {
-				c.account(-len(c.held))
+				c.account(held - len(c.held))
+				held = 0
 				c.held = c.held[:0]
 			}
 			if s.flags&nic.ReplyHold != 0 && !s.close {
 				c.held = append(c.held, s.data...)
 				c.held = append(c.held, extra...)
-				c.account(len(s.data) + len(extra))
-				if len(c.held) >= maxHeld {
+				held += len(s.data) + len(extra)
+				if len(c.held) >= maxHeld || s.flushAfter {
+					c.accountHeld(&held)
 					c.flushHeld()
 				}
 			} else {
+				c.accountHeld(&held)
 				c.flushHeld()
 				c.emit(s.data)
 				c.emit(extra)
-			}
-			if s.flushAfter {
-				c.flushHeld()
 			}
 			if s.close || s.flags&nic.ReplyClose != 0 {
 				c.closing = true
@@ -334,6 +339,7 @@ func (c *conn) advance(headPayload []byte) {
 		extra = nil
 		c.head++
 	}
+	c.accountHeld(&held)
 	c.output()
 	for seq := from; seq < c.head; seq++ {
 		c.release(c.slot(seq))
@@ -344,6 +350,15 @@ func (c *conn) advance(headPayload []byte) {
 	}
 	if !c.batching {
 		c.closeIfDone()
+	}
+}
+
+// accountHeld accounts for the *held bytes advance added to c.held
+// (see advance) and zeroes it.
+func (c *conn) accountHeld(held *int) {
+	if *held != 0 {
+		c.account(*held)
+		*held = 0
 	}
 }
 

@@ -720,6 +720,8 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 	// under c.mu (it can only have emptied since): the check under the
 	// lock is skipped while it cannot be full, a lock less per request.
 	mayBeFull := true
+	framed := uint64(0) // requests, counted in the stats once, at the end
+	defer func() { d.stats.rxRequests.Add(framed) }()
 	for !c.dead {
 		if c.skip > 0 {
 			k := min(c.skip, int64(c.inEnd-c.inOff))
@@ -791,7 +793,7 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 			c.mu.Unlock()
 			c.inOff += f.Len
 			c.partialSince = 0
-			d.stats.rxRequests.Add(1)
+			framed++
 		case nic.FrameSkip:
 			k := min(f.Len, len(in))
 			c.inOff += k
@@ -1009,6 +1011,7 @@ type txQueue struct{ d *Dataplane }
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 	d := q.d
 	sent := 0
+	defer func() { d.stats.txReplies.Add(uint64(sent)) }()
 	for i := 0; i < len(bufs); {
 		c := d.meta[bufs[i].Index].c
 		j := i + 1
@@ -1031,7 +1034,6 @@ func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 				}
 				if ok {
 					sent++
-					d.stats.txReplies.Add(1)
 				}
 			}
 			c.batching = false
