@@ -84,11 +84,20 @@ const ClassifyPrefix = 248
 // concurrent use and allocates nothing.
 type Classifier struct{}
 
-// ClassifyBatch implements app.Classifier.
+// ClassifyBatch implements app.Classifier. A request naming its command
+// as the one before it in the batch, byte for byte (a pipeline's repeated
+// GETs), skips the lookup of the name.
 func (Classifier) ClassifyBatch(payloads [][]byte, out []app.Type) {
+	var last lastName
 	for i, p := range payloads {
-		out[i] = Classify(p)
+		out[i] = classify(p, &last)
 	}
+}
+
+// lastName is the command name classify looked up last, and its type.
+type lastName struct {
+	name []byte // nil: none
+	t    app.Type
 }
 
 // maxName is the longest command name (ZREVRANGEBYSCORE).
@@ -103,6 +112,12 @@ const maxName = 16
 // given its command's largest size. An argument that is not a number
 // where one is expected leaves the base type (the command fails at once).
 func Classify(p []byte) app.Type {
+	var last lastName
+	return classify(p, &last)
+}
+
+// classify is Classify, given the name looked up last.
+func classify(p []byte, last *lastName) app.Type {
 	var a reqArgs
 	if !a.init(p) {
 		return app.Unknown
@@ -111,15 +126,19 @@ func Classify(p []byte) app.Type {
 	if !ok || len(name) == 0 || len(name) > maxName {
 		return app.Unknown
 	}
-	var upper [maxName]byte
-	for i, c := range name {
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
+	t := last.t
+	if last.name == nil || string(name) != string(last.name) {
+		var upper [maxName]byte
+		for i, c := range name {
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			upper[i] = c
 		}
-		upper[i] = c
+		t = commandType[string(upper[:len(name)])] // app.Unknown when not found
+		last.name, last.t = name, t
 	}
-	t, found := commandType[string(upper[:len(name)])]
-	if !found {
+	if t == app.Unknown {
 		return app.Unknown
 	}
 	if i := sizedIndex[t]; i > 0 {

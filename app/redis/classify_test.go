@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -9,8 +10,8 @@ import (
 	"github.com/persephone-go/psp/app/redis/redistest"
 )
 
-// TestClassifierTypes: the typed commands are sorted (Classify searches
-// them), each is a command the server runs, and every command of the
+// TestClassifierTypes: the typed commands are sorted (the type ids follow
+// their order), each is a command the server runs, and every command of the
 // conformance sequences that the server runs (not refused) has a type.
 func TestClassifierTypes(t *testing.T) {
 	if !slices.IsSorted(commandTypes[:]) {
@@ -36,6 +37,35 @@ func TestClassifierTypes(t *testing.T) {
 	}
 	if n := len(TypeNames()); n != NumTypes {
 		t.Errorf("%d names, %d types", n, NumTypes)
+	}
+}
+
+// TestClassifyBatchAgrees: a batch types each request as Classify alone
+// does, whatever came before it in the batch (the same command named with
+// another case or size, another command, garbage).
+func TestClassifyBatchAgrees(t *testing.T) {
+	var payloads [][]byte
+	for _, c := range redistest.Cases {
+		for _, line := range c.Commands {
+			payloads = append(payloads, redistest.Command(redistest.Args(line)...), []byte(line+"\r\n"))
+		}
+	}
+	for _, args := range [][]string{{"GET", "k"}, {"get", "k"}, {"GET"}, {"SCAN", "0", "COUNT", "10"}, {"SCAN", "0", "COUNT", "100000"},
+		{"SCAN", "0"}, {"LRANGE", "l", "0", "-1"}, {"LRANGE", "l", "0", "9"}, {"MGET", "a"}, {"NOSUCH"}, {"nosuch"}} {
+		payloads = append(payloads, redistest.Command(args...), redistest.Command(args...))
+	}
+	payloads = append(payloads, []byte("*1\r\n$3\r\nGE"), []byte(""), []byte("*x\r\n"))
+	for round := range 3 {
+		if round > 0 {
+			rand.New(rand.NewPCG(uint64(round), 0)).Shuffle(len(payloads), func(i, j int) { payloads[i], payloads[j] = payloads[j], payloads[i] })
+		}
+		out := make([]app.Type, len(payloads))
+		Classifier{}.ClassifyBatch(payloads, out)
+		for i, p := range payloads {
+			if want := Classify(p); out[i] != want {
+				t.Errorf("%q after %q: batch %s, alone %s", p, payloads[max(i-1, 0)], typeNames[out[i]], typeNames[want])
+			}
+		}
 	}
 }
 
