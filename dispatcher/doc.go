@@ -35,6 +35,9 @@
 // more than a short request). Long and unprofiled types go to their
 // worker's thread; one round serves at most four limits' worth in place, and
 // its replies leave in one batch. TypeStats.InPlace and HandOffs count both.
+// A request served in place right after another starts when that one
+// ended, without a clock read of its own: its service time includes the
+// policy's pick of it, some tens of ns.
 //
 // # Where a request's time goes
 //
