@@ -203,6 +203,7 @@ func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
 	res := SwapResult{Tenant: name, Version: version}
 	if err == nil {
 		s.provisional.clear(name)
+		s.noteRollback(name)
 		for _, ti := range s.Status().Tenants {
 			if ti.Name == name && !ti.Removed {
 				res.SHA256, res.Size = ti.SHA256, ti.Size
@@ -415,7 +416,7 @@ func (s *Server) RemoveTenant(ctx context.Context, name string) error {
 	if err == nil {
 		s.refs.forget(name)
 		s.provisional.clear(name)
-		s.settle(name, "removed")
+		s.removed(name)
 		s.fitMemory(0)
 	}
 	return err

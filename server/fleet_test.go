@@ -343,6 +343,53 @@ func TestPendingUntilFetched(t *testing.T) {
 	}
 }
 
+// TestPendingRolledBack: a tenant that started pending and got its module
+// is pending again when a rollback puts its placeholder back (/readyz 503:
+// its requests are all dropped), and its module is not pulled again
+// behind the operator's back; a swap ends the wait.
+func TestPendingRolledBack(t *testing.T) {
+	reg := registrytest.Start(t)
+	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
+	tag, _ := oci.ParseRef("oci://" + reg.Addr + "/psp/rolled-back:v1")
+	cfg := memConfig()
+	cfg.Classifier = tag.String()
+	cfg.OCI.CacheDir = "off"
+	cfg.Admin.TokenFile = writeToken(t, "operator-secret")
+	r, log := startLogged(t, cfg)
+	h := r.srv.Handler()
+	placeholder := tenantOf(t, getStatus(t, h), "default").SHA256
+	if _, err := (&oci.Client{}).Publish(context.Background(), wasm, tag); err != nil {
+		t.Fatal(err)
+	}
+	waitTenant(t, h, "default", func(ti TenantInfo) bool { return ti.SHA256 == sum && ti.Pending == "" })
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+		t.Fatalf("readyz with the module in: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "POST", "/tenants/default/rollback", "operator-secret", nil); rec.Code != http.StatusOK {
+		t.Fatalf("rollback: %d %s", rec.Code, rec.Body)
+	}
+	ti := tenantOf(t, getStatus(t, h), "default")
+	if ti.SHA256 != placeholder || !strings.Contains(ti.Pending, "rolled back") {
+		t.Fatalf("after the rollback: running %s (placeholder %s), pending %q", ti.SHA256, placeholder, ti.Pending)
+	}
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz on the placeholder again: %d %s", rec.Code, rec.Body)
+	}
+	time.Sleep(pendingRetryMin + 500*time.Millisecond) // a retry would have pulled it by now
+	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != placeholder {
+		t.Fatalf("the module rolled back from came back: %s\n%s", ti.SHA256, log)
+	}
+	if rec := do(t, h, "PUT", "/tenants/default/classifier", "operator-secret", wasm); rec.Code != http.StatusOK {
+		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
+	}
+	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != sum || ti.Pending != "" {
+		t.Fatalf("after the swap: running %s, pending %q", ti.SHA256, ti.Pending)
+	}
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != http.StatusOK {
+		t.Fatalf("readyz after the swap: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // waitTenant polls tenant name's status until ok, for at most 10 s.
 func waitTenant(t *testing.T, h http.Handler, name string, ok func(TenantInfo) bool) TenantInfo {
 	t.Helper()

@@ -75,12 +75,20 @@ type pendingPull struct {
 	// the tenant no longer counts as pending, though the wait ends (the
 	// pull is removed) only after the swap returns.
 	swapIn string
+	// rolledBack: the wait had ended, and a rollback put the placeholder
+	// back: pending again, but not pulled again (that would only bring
+	// back the module rolled back from) until a restart or a swap.
+	rolledBack bool
 }
 
 // pendingPulls are the server's pending tenants. Safe for concurrent use.
 type pendingPulls struct {
 	mu sync.Mutex
 	m  map[string]*pendingPull // by tenant
+	// ended are the pulls whose wait ended by a swap (the module arrived,
+	// or the operator swapped one in), by tenant: kept so that a rollback
+	// to the placeholder makes the tenant pending again.
+	ended map[string]*pendingPull
 }
 
 func (p *pendingPulls) add(pp *pendingPull) {
@@ -92,21 +100,70 @@ func (p *pendingPulls) add(pp *pendingPull) {
 	p.m[pp.tenant] = pp
 }
 
-// remove stops waiting for tenant's module, returning the pull it
-// waited for (nil when it was not pending).
-func (p *pendingPulls) remove(tenant string) *pendingPull {
+// end stops waiting for tenant's module, a module having been swapped in
+// over the placeholder; it returns the pull it waited for (nil when it
+// was not pending).
+func (p *pendingPulls) end(tenant string) *pendingPull {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp := p.m[tenant]
+	if pp != nil {
+		delete(p.m, tenant)
+		if p.ended == nil {
+			p.ended = map[string]*pendingPull{}
+		}
+		p.ended[tenant] = pp
+	}
+	return pp
+}
+
+// forget forgets a removed tenant's pull, waiting or ended; it returns
+// the one it waited for (nil when it was not pending).
+func (p *pendingPulls) forget(tenant string) *pendingPull {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pp := p.m[tenant]
 	delete(p.m, tenant)
+	delete(p.ended, tenant)
+	return pp
+}
+
+// rolledBack makes tenant pending again when its wait had ended and it
+// runs its placeholder again (running is the module it runs); it returns
+// the pull, nil when it did not.
+func (p *pendingPulls) rolledBack(tenant, running string) *pendingPull {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp := p.ended[tenant]
+	if pp == nil || pp.sha != running || p.m[tenant] != nil {
+		return nil
+	}
+	delete(p.ended, tenant)
+	pp.rolledBack, pp.swapIn = true, ""
+	p.m[tenant] = pp
 	return pp
 }
 
 // settle ends tenant's wait because the operator swapped another module
-// in or removed it (why): that choice stands over the pull's.
+// in (why): that choice stands over the pull's.
 func (s *Server) settle(tenant, why string) {
-	if pp := s.pending.remove(tenant); pp != nil {
+	if pp := s.pending.end(tenant); pp != nil {
 		fmt.Fprintf(s.log, "psp: %s: %s: no longer waiting for %s\n", pp.what, why, pp.ref)
+	}
+}
+
+// removed forgets a removed tenant's wait.
+func (s *Server) removed(tenant string) {
+	if pp := s.pending.forget(tenant); pp != nil {
+		fmt.Fprintf(s.log, "psp: %s: removed: no longer waiting for %s\n", pp.what, pp.ref)
+	}
+}
+
+// noteRollback makes tenant pending again when a rollback put its
+// placeholder back (see pendingPull.rolledBack).
+func (s *Server) noteRollback(tenant string) {
+	if pp := s.pending.rolledBack(tenant, s.tenants.runningSHA(tenant)); pp != nil {
+		fmt.Fprintf(s.log, "psp: %s: rolled back to its placeholder: pending again (/readyz 503) until a module is swapped in or a restart fetches %s\n", pp.what, pp.ref)
 	}
 }
 
@@ -115,6 +172,20 @@ func (p *pendingPulls) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.m)
+}
+
+// retried returns the number of pulls retried in the background (those
+// not rolled back to).
+func (p *pendingPulls) retried() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pp := range p.m {
+		if !pp.rolledBack {
+			n++
+		}
+	}
+	return n
 }
 
 // waiting returns the number of pending tenants, running(tenant) being the
@@ -159,6 +230,9 @@ func (p *pendingPulls) describe(tenant, running string) string {
 	if pp == nil || pp.swapIn != "" && pp.swapIn == running {
 		return ""
 	}
+	if pp.rolledBack {
+		return fmt.Sprintf("%s: rolled back to the placeholder over the admin API; not fetched again until a restart (a swap ends the wait)", pp.ref)
+	}
 	return fmt.Sprintf("%s not fetched (%d attempts since %s, next in %v): %v",
 		pp.ref, pp.attempts, pp.since.Format(time.RFC3339), max(0, time.Until(pp.next)).Round(time.Second), pp.err)
 }
@@ -172,6 +246,9 @@ func (p *pendingPulls) due(now time.Time) ([]*pendingPull, time.Duration) {
 	wait := pendingRetryMax
 	for _, name := range slices.Sorted(maps.Keys(p.m)) {
 		pp := p.m[name]
+		if pp.rolledBack {
+			continue
+		}
 		if d := pp.next.Sub(now); d > 0 {
 			wait = min(wait, d)
 			continue
@@ -238,7 +315,7 @@ func (s *Server) retryPending(ctx context.Context) {
 		for _, pp := range due {
 			s.tryPending(ctx, pp)
 		}
-		if s.pending.count() == 0 {
+		if s.pending.retried() == 0 {
 			return
 		}
 		_, wait := s.pending.due(time.Now())
@@ -272,13 +349,17 @@ func (s *Server) tryPending(ctx context.Context, pp *pendingPull) {
 	case errors.Is(err, wasmclass.ErrConflict) || errors.Is(err, darc.ErrUnknownTenant):
 		// Swapped or removed over the admin API meanwhile: that module
 		// is the operator's choice, not this wait's to replace.
-		s.pending.remove(pp.tenant)
+		if errors.Is(err, darc.ErrUnknownTenant) {
+			s.pending.forget(pp.tenant)
+		} else {
+			s.pending.end(pp.tenant)
+		}
 		fmt.Fprintf(s.log, "psp: %s: fetched %s, but the tenant changed meanwhile (%v): not swapped in\n", pp.what, m.Ref, err)
 	case err != nil:
 		s.pending.failed(pp, err)
 		fmt.Fprintf(s.log, "psp: %s: fetched %s, but it does not load (attempt %d): %v\n", pp.what, m.Ref, pp.attempts, err)
 	default:
-		s.pending.remove(pp.tenant)
+		s.pending.end(pp.tenant)
 		s.keepModule(pp.tenant, m.Wasm)
 		s.setStartSHA(pp.tenant, m.SHA256)
 		s.saveState()

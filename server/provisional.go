@@ -176,6 +176,7 @@ func (s *Server) revertFunc(tenant string) func(sha string, gen uint64) {
 			e.Outcome, e.Error = refusal(err), err.Error()
 			fmt.Fprintf(s.log, "psp: tenant %s: provisional module %.12s not confirmed in time; revert refused: %v\n", tenant, sha, err)
 		} else {
+			s.noteRollback(tenant)
 			ti := s.tenantInfo(tenant)
 			e.SHA256, e.Size = ti.SHA256, ti.Size
 			fmt.Fprintf(s.log, "psp: tenant %s: provisional module %.12s not confirmed in time: reverted to %.12s (version %d)\n", tenant, sha, ti.SHA256, v)
