@@ -43,11 +43,7 @@ func (d *Dispatcher) dispatch(now int64) int {
 	for {
 		if len(d.followOns) > 0 {
 			d.receiveFollowOns(now)
-			if d.inPlaceLimit > 0 {
-				// What accept did is no request's service: the next
-				// request served in place starts after it.
-				d.inPlaceEnd = d.dp.Now()
-			}
+			d.inPlaceEnd = 0 // what accept did is no request's service
 		}
 		k := d.sched.Dispatch(now, d.assign)
 		total += k

@@ -109,9 +109,9 @@ type Dispatcher struct {
 	ownTx         nic.TxQueue
 	inPlaceRunner *runner
 	inPlaceStages *stageRecorder
-	// inPlaceEnd is when the request served in place last ended, or the
-	// chained requests were last received, while the dispatcher has done
-	// nothing since but pick the next request (0 otherwise): the next
+	// inPlaceEnd is when the request served in place last ended, while
+	// the dispatcher has done nothing since but pick the next request (0
+	// otherwise): the next
 	// request served in place starts then, without a clock read of its
 	// own. A clock read costs about what the pick does (tens of ns), and
 	// two per request served in place were a twentieth of psp's time under

@@ -147,17 +147,18 @@ func (s *Server) handleSwap(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), swapTimeout)
 	defer cancel()
 	start := time.Now()
+	sum := sha256Hex(body)
 	if provisional == 0 {
 		// A pending tenant stops being pending when this module lands
 		// (the wait itself is settled after the swap returns).
-		s.pending.swapping(name, sha256Hex(body))
+		s.pending.swapping(name, sum)
 	}
 	version, err := s.SwapIf(ctx, name, body, exp)
 	if err != nil && provisional == 0 {
 		s.pending.swapping(name, "")
 	}
 	e := auditEvent{Event: "swap", Tenant: name, Principal: p.String(), Remote: r.RemoteAddr,
-		SHA256: sha256Hex(body), Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start),
+		SHA256: sum, Size: len(body), Version: version, Outcome: "ok", Duration: time.Since(start),
 		Expected: exp, Reference: ref}
 	if err != nil {
 		e.Outcome, e.Error = refusal(err), err.Error()

@@ -167,13 +167,6 @@ func (s *Server) noteRollback(tenant string) {
 	}
 }
 
-// count returns the number of pulls still to end.
-func (p *pendingPulls) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.m)
-}
-
 // retried returns the number of pulls retried in the background (those
 // not rolled back to).
 func (p *pendingPulls) retried() int {

@@ -247,7 +247,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	dispErr := make(chan error, 1)
 	go func() { dispErr <- s.disp.Run(dispCtx) }()
-	if s.pending.count() > 0 {
+	if s.pending.retried() > 0 {
 		go s.retryPending(dispCtx)
 	}
 	go s.sampleTypeMix(dispCtx)

@@ -66,13 +66,8 @@ func (r *request) parse(p []byte) bool {
 // plain number, the common case, is read in one pass without searching
 // for the line's end first.
 func lengthAt(p []byte, i int) (n int64, next int, ok bool) {
-	j := i
-	for j < len(p) && j-i < 9 && p[j]-'0' <= 9 {
-		n = n*10 + int64(p[j]-'0')
-		j++
-	}
-	if j < len(p) && p[j] == '\r' && j > i && (p[i] != '0' || j == i+1) {
-		return n, j + 2, true
+	if n, cr, ok := shortNumber(p, i); ok {
+		return n, cr + 2, true
 	}
 	cr := bytes.IndexByte(p[i:], '\r')
 	if cr < 0 {
@@ -80,6 +75,22 @@ func lengthAt(p []byte, i int) (n int64, next int, ok bool) {
 	}
 	n, ok = string2ll(p[i : i+cr])
 	return n, i + cr + 2, ok
+}
+
+// shortNumber reads the common length at p[i:], one to nine digits
+// without a needless leading zero followed by '\r', in one pass: it
+// returns the number and the index of the '\r', or false for anything
+// else (which string2ll then reads as redis-server does).
+func shortNumber(p []byte, i int) (n int64, cr int, ok bool) {
+	j := i
+	for j < len(p) && j-i < 9 && p[j]-'0' <= 9 {
+		n = n*10 + int64(p[j]-'0')
+		j++
+	}
+	if j < len(p) && p[j] == '\r' && j > i && (p[i] != '0' || j == i+1) {
+		return n, j, true
+	}
+	return 0, 0, false
 }
 
 // splitArgs reports how many arguments redis-server's sdssplitargs finds

@@ -258,25 +258,19 @@ func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
 	return nic.Frame{Kind: nic.FrameRequest, Len: pos}
 }
 
-// shortLength reads the common argument head at in[pos:], "$" and one
-// to nine digits without a needless leading zero, then "\r" and one more
-// byte, in one pass: it returns the length and the offset of the '\r'
-// from pos, or false for any other head (which frameMultibulk then reads
-// as redis-server does).
+// shortLength reads the common argument head at in[pos:], "$" and a
+// short number (shortNumber), then "\r" and one more byte, in one pass:
+// it returns the length and the offset of the '\r' from pos, or false for
+// any other head (which frameMultibulk then reads as redis-server does).
 func shortLength(in []byte, pos int) (n int64, cr int, ok bool) {
 	if pos >= len(in) || in[pos] != '$' {
 		return 0, 0, false
 	}
-	i := pos + 1
-	j := i
-	for j < len(in) && j-i < 9 && in[j]-'0' <= 9 {
-		n = n*10 + int64(in[j]-'0')
-		j++
+	n, j, ok := shortNumber(in, pos+1)
+	if !ok || j+1 >= len(in) {
+		return 0, 0, false
 	}
-	if j+1 < len(in) && in[j] == '\r' && j > i && (in[i] != '0' || j == i+1) {
-		return n, j - pos, true
-	}
-	return 0, 0, false
+	return n, j - pos, true
 }
 
 // more asks for more input, or refuses a head that has reached max bytes

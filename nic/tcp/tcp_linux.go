@@ -721,7 +721,11 @@ func (d *Dataplane) frame(c *conn, bufs []*nic.Buffer, now int64) int {
 	// lock is skipped while it cannot be full, a lock less per request.
 	mayBeFull := true
 	framed := uint64(0) // requests, counted in the stats once, at the end
-	defer func() { d.stats.rxRequests.Add(framed) }()
+	defer func() {
+		if framed > 0 {
+			d.stats.rxRequests.Add(framed)
+		}
+	}()
 	for !c.dead {
 		if c.skip > 0 {
 			k := min(c.skip, int64(c.inEnd-c.inOff))
@@ -1011,7 +1015,11 @@ type txQueue struct{ d *Dataplane }
 func (q *txQueue) Send(bufs []*nic.Buffer) (int, error) {
 	d := q.d
 	sent := 0
-	defer func() { d.stats.txReplies.Add(uint64(sent)) }()
+	defer func() {
+		if sent > 0 {
+			d.stats.txReplies.Add(uint64(sent))
+		}
+	}()
 	for i := 0; i < len(bufs); {
 		c := d.meta[bufs[i].Index].c
 		j := i + 1
