@@ -379,6 +379,18 @@ func TestPendingRolledBack(t *testing.T) {
 	if ti := tenantOf(t, getStatus(t, h), "default"); ti.SHA256 != placeholder {
 		t.Fatalf("the module rolled back from came back: %s\n%s", ti.SHA256, log)
 	}
+	// A rollback away from the placeholder ends the wait as a swap does;
+	// one back to it makes the tenant pending again.
+	for i, want := range []string{sum, placeholder} {
+		if rec := do(t, h, "POST", "/tenants/default/rollback", "operator-secret", nil); rec.Code != http.StatusOK {
+			t.Fatalf("rollback %d: %d %s", i+2, rec.Code, rec.Body)
+		}
+		ti := tenantOf(t, getStatus(t, h), "default")
+		ready := do(t, h, "GET", "/readyz", "", nil).Code
+		if pending := ti.Pending != ""; ti.SHA256 != want || pending != (want == placeholder) || (ready == http.StatusOK) == pending {
+			t.Fatalf("after rollback %d: running %s (want %s), pending %q, /readyz %d\n%s", i+2, ti.SHA256, want, ti.Pending, ready, log)
+		}
+	}
 	if rec := do(t, h, "PUT", "/tenants/default/classifier", "operator-secret", wasm); rec.Code != http.StatusOK {
 		t.Fatalf("swap: %d %s", rec.Code, rec.Body)
 	}

@@ -128,20 +128,32 @@ func (p *pendingPulls) forget(tenant string) *pendingPull {
 	return pp
 }
 
-// rolledBack makes tenant pending again when its wait had ended and it
-// runs its placeholder again (running is the module it runs); it returns
-// the pull, nil when it did not.
-func (p *pendingPulls) rolledBack(tenant, running string) *pendingPull {
+// rolledBack follows a rollback of tenant, running being the module it
+// runs after it: a tenant whose wait had ended is pending again when that
+// is its placeholder, and one pending since such a rollback stops waiting
+// when it is not (rolled back to a module, as a swap would have put it).
+// It returns the pull whose wait began or ended, nil when none did, and
+// whether the tenant is pending now.
+func (p *pendingPulls) rolledBack(tenant, running string) (pp *pendingPull, pending bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pp := p.ended[tenant]
-	if pp == nil || pp.sha != running || p.m[tenant] != nil {
-		return nil
+	if pp = p.m[tenant]; pp != nil {
+		if !pp.rolledBack || pp.sha == running {
+			return nil, true
+		}
+		delete(p.m, tenant)
+		pp.rolledBack = false
+		p.ended[tenant] = pp
+		return pp, false
+	}
+	pp = p.ended[tenant]
+	if pp == nil || pp.sha != running {
+		return nil, false
 	}
 	delete(p.ended, tenant)
 	pp.rolledBack, pp.swapIn = true, ""
 	p.m[tenant] = pp
-	return pp
+	return pp, true
 }
 
 // settle ends tenant's wait because the operator swapped another module
@@ -160,10 +172,16 @@ func (s *Server) removed(tenant string) {
 }
 
 // noteRollback makes tenant pending again when a rollback put its
-// placeholder back (see pendingPull.rolledBack).
+// placeholder back, and ends that wait when a later one put a module back
+// (see pendingPull.rolledBack).
 func (s *Server) noteRollback(tenant string) {
-	if pp := s.pending.rolledBack(tenant, s.tenants.runningSHA(tenant)); pp != nil {
+	pp, pending := s.pending.rolledBack(tenant, s.tenants.runningSHA(tenant))
+	switch {
+	case pp == nil:
+	case pending:
 		fmt.Fprintf(s.log, "psp: %s: rolled back to its placeholder: pending again (/readyz 503) until a module is swapped in or a restart fetches %s\n", pp.what, pp.ref)
+	default:
+		fmt.Fprintf(s.log, "psp: %s: rolled back from its placeholder: no longer waiting for %s\n", pp.what, pp.ref)
 	}
 }
 
