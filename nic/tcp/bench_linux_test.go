@@ -3,13 +3,16 @@
 package tcp_test
 
 import (
+	"bufio"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/persephone-go/psp/internal/testenv"
+	"github.com/persephone-go/psp/nic"
 	"github.com/persephone-go/psp/nic/nictest"
 	"github.com/persephone-go/psp/nic/tcp"
 )
@@ -73,4 +76,45 @@ func BenchmarkEchoTCP(b *testing.B) {
 		})
 		benchClients(b, addr, conns)
 	})
+}
+
+// BenchmarkLongReply: one connection asks for replies of 64 parts, each
+// part an AllocReply buffer (nic.Reply's path for a reply longer than a
+// buffer: KEYS, LRANGE, a large GET), from a pool of 8,192 buffers (psp serve --app redis's default). A
+// part's cost must not grow with the pool.
+func BenchmarkLongReply(b *testing.B) {
+	const parts = 64
+	dp := open(b, tcp.Config{Workers: 1, Buffers: 8192})
+	serve(b, dp, 1, func(w int, req *nic.Buffer) bool {
+		out := make([]*nic.Buffer, 0, parts)
+		for range parts {
+			p := dp.AllocReply(req)
+			if p == nil {
+				break
+			}
+			p.Len = copy(p.Data, "part ")
+			out = append(out, p)
+		}
+		dp.TxQueue(w).Send(out)
+		req.Len = copy(req.Data, "end\n")
+		return true
+	})
+	c, err := net.Dial("tcp", dp.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	want := strings.Repeat("part ", parts) + "end\n"
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := io.WriteString(c, "go\n"); err != nil {
+			b.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil || line != want {
+			b.Fatalf("reply %q, %v", line, err)
+		}
+	}
 }

@@ -974,10 +974,10 @@ func (d *Dataplane) TxQueue(w int) nic.TxQueue {
 // AllocReply implements nic.ReplyAllocator: a pool buffer for the next
 // part of req's reply, or nil when none is free.
 func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
-	if d.closed.Load() || d.pool.Free() <= 0 {
+	if d.closed.Load() {
 		return nil
 	}
-	b := d.pool.Get()
+	b := d.pool.Get() // nil when none is free
 	if b == nil {
 		return nil
 	}
