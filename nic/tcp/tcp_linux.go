@@ -519,8 +519,13 @@ func (d *Dataplane) addPending(c *conn) {
 // request buffers or the caller's slice ran out).
 func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 	n := 0
-	keep := d.pending[:0]
-	for i, c := range d.pending {
+	// The connections kept go to the front of d.pending, each once: it
+	// lists a connection once (isPending), this loop visits each once, and
+	// frame's addPending of the one it frames appends past the entries
+	// this loop reads (entries that are dropped: c.isPending tells).
+	pending := d.pending
+	keep := pending[:0]
+	for _, c := range pending {
 		c.isPending = false
 		if c.dead {
 			continue
@@ -529,18 +534,15 @@ func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 		if framed {
 			n += d.frame(c, bufs[n:], now)
 		}
-		// Not framed (the burst is full) or more left: keep it, once. A
+		// Not framed (the burst is full) or more left: keep it. A
 		// connection with no input left is framed too: the end of its
 		// input is the framer's cue to flush the replies it holds.
 		if !framed || c.isPending || (n+d.chained >= len(bufs) && c.inOff < c.inEnd) {
-			if !slices.Contains(keep, c) {
-				c.isPending = true
-				keep = append(keep, c)
-			}
+			c.isPending = true
+			keep = append(keep, c)
 		}
-		_ = i
 	}
-	clear(d.pending[len(keep):])
+	clear(pending[len(keep):])
 	d.pending = keep
 	return n
 }
