@@ -77,7 +77,8 @@ type pendingPull struct {
 	swapIn string
 	// rolledBack: the wait had ended, and a rollback put the placeholder
 	// back: pending again, but not pulled again (that would only bring
-	// back the module rolled back from) until a restart or a swap.
+	// back the module rolled back from); a swap, a rollback that puts a
+	// module back or a restart ends the wait.
 	rolledBack bool
 }
 
@@ -242,7 +243,7 @@ func (p *pendingPulls) describe(tenant, running string) string {
 		return ""
 	}
 	if pp.rolledBack {
-		return fmt.Sprintf("%s: rolled back to the placeholder over the admin API; not fetched again until a restart (a swap ends the wait)", pp.ref)
+		return fmt.Sprintf("%s: rolled back to the placeholder over the admin API; not fetched again until a restart (a swap, or a rollback to a module, ends the wait)", pp.ref)
 	}
 	return fmt.Sprintf("%s not fetched (%d attempts since %s, next in %v): %v",
 		pp.ref, pp.attempts, pp.since.Format(time.RFC3339), max(0, time.Until(pp.next)).Round(time.Second), pp.err)

@@ -519,10 +519,10 @@ func (d *Dataplane) addPending(c *conn) {
 // request buffers or the caller's slice ran out).
 func (d *Dataplane) framePending(bufs []*nic.Buffer, now int64) int {
 	n := 0
-	// The connections kept go to the front of d.pending, each once: it
-	// lists a connection once (isPending), this loop visits each once, and
-	// frame's addPending of the one it frames appends past the entries
-	// this loop reads (entries that are dropped: c.isPending tells).
+	// d.pending lists a connection once (isPending), so each kept is
+	// appended to keep once, without a search. frame's addPending of the
+	// connection it frames appends past the entries read here; those are
+	// dropped, c.isPending carrying the request to keep it.
 	pending := d.pending
 	keep := pending[:0]
 	for _, c := range pending {
