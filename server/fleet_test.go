@@ -346,8 +346,8 @@ func TestPendingUntilFetched(t *testing.T) {
 // TestPendingRolledBack: a tenant that started pending and got its module
 // is pending again when a rollback puts its placeholder back (/readyz 503:
 // its requests are all dropped), and its module is not pulled again
-// behind the operator's back; a rollback that puts the module back, or a swap, ends the
-// wait.
+// behind the operator's back; a rollback that puts the module back, or a
+// swap, ends the wait.
 func TestPendingRolledBack(t *testing.T) {
 	reg := registrytest.Start(t)
 	wasm, sum := fileSHA(t, exampleWasm(t, "pspheader.wasm"))
