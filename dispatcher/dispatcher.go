@@ -111,9 +111,8 @@ type Dispatcher struct {
 	inPlaceStages *stageRecorder
 	// inPlaceEnd is when the request served in place last ended, while
 	// the dispatcher has done nothing since but pick the next request (0
-	// otherwise): the next
-	// request served in place starts then, without a clock read of its
-	// own. A clock read costs about what the pick does (tens of ns), and
+	// otherwise): the next request served in place starts then, without a
+	// clock read of its own. A clock read costs about what the pick does (tens of ns), and
 	// two per request served in place were a twentieth of psp's time under
 	// redis-benchmark -P 16; the pick is counted in the service time of the
 	// requests served in place.

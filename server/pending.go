@@ -86,9 +86,10 @@ type pendingPull struct {
 type pendingPulls struct {
 	mu sync.Mutex
 	m  map[string]*pendingPull // by tenant
-	// ended are the pulls whose wait ended by a swap (the module arrived,
-	// or the operator swapped one in), by tenant: kept so that a rollback
-	// to the placeholder makes the tenant pending again.
+	// ended are the pulls whose wait ended (the module arrived, the
+	// operator swapped one in, or a rollback put one back over the
+	// placeholder), by tenant: kept so that a rollback to the placeholder
+	// makes the tenant pending again.
 	ended map[string]*pendingPull
 }
 
@@ -180,7 +181,7 @@ func (s *Server) noteRollback(tenant string) {
 	switch {
 	case pp == nil:
 	case pending:
-		fmt.Fprintf(s.log, "psp: %s: rolled back to its placeholder: pending again (/readyz 503) until a module is swapped in or a restart fetches %s\n", pp.what, pp.ref)
+		fmt.Fprintf(s.log, "psp: %s: rolled back to its placeholder: pending again (/readyz 503) until a module is swapped or rolled back in, or a restart fetches %s\n", pp.what, pp.ref)
 	default:
 		fmt.Fprintf(s.log, "psp: %s: rolled back from its placeholder: no longer waiting for %s\n", pp.what, pp.ref)
 	}

@@ -80,8 +80,9 @@ func BenchmarkEchoTCP(b *testing.B) {
 
 // BenchmarkLongReply: one connection asks for replies of 64 parts, each
 // part an AllocReply buffer (nic.Reply's path for a reply longer than a
-// buffer: KEYS, LRANGE, a large GET), from a pool of 8,192 buffers (psp serve --app redis's default). A
-// part's cost must not grow with the pool.
+// buffer: KEYS, LRANGE, a large GET), from a pool of 8,192 buffers (psp
+// serve --app redis's default). A part's cost must not grow with the
+// pool.
 func BenchmarkLongReply(b *testing.B) {
 	const parts = 64
 	dp := open(b, tcp.Config{Workers: 1, Buffers: 8192})
