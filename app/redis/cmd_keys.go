@@ -12,7 +12,7 @@ import (
 func (c *ctx) readEntry(key []byte) (*shard, *entry) {
 	sh, _ := c.s.db.shardOf(key)
 	sh.mu.RLock()
-	e := sh.lookup(key, &c.clk)
+	e := c.lookup(sh, key)
 	if e == nil {
 		c.w.stats.misses.Add(1)
 	} else {
@@ -155,7 +155,7 @@ func cmdExists(c *ctx) {
 	n := 0
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		if sh.lookup(k, &c.clk) != nil {
+		if c.lookup(sh, k) != nil {
 			n++
 		}
 	}

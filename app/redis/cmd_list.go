@@ -202,6 +202,12 @@ func cmdLrem(c *ctx) {
 	fromTail := toRemove < 0
 	if fromTail {
 		toRemove = -toRemove
+		if toRemove < 0 {
+			// -LLONG_MIN wraps to itself in redis-server's lremCommand
+			// too, and its count of removals never reaches it: every
+			// match goes.
+			toRemove = 0
+		}
 	}
 	for k := 0; k < n; k++ {
 		i := k

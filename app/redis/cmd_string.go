@@ -228,7 +228,7 @@ func cmdMget(c *ctx) {
 	c.o.arrayLen(len(keys))
 	for _, k := range keys {
 		sh, _ := c.shardFor(k)
-		e := sh.lookup(k, &c.clk)
+		e := c.lookup(sh, k)
 		if e == nil || e.kind != kindString {
 			c.w.stats.misses.Add(1)
 			c.o.null()

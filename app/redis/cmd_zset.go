@@ -19,30 +19,31 @@ const (
 // redis-server's zaddGenericCommand does.
 func cmdZadd(c *ctx) {
 	flags, ch := 0, false
-	i := 2
 	if c.cmd.name == "zincrby" {
 		flags = zaddIncr
-	} else {
-		for ; i < len(c.argv); i++ {
-			switch opt := c.argv[i]; {
-			case equalFold(opt, "nx"):
-				flags |= zaddNX
-			case equalFold(opt, "xx"):
-				flags |= zaddXX
-			case equalFold(opt, "ch"):
-				ch = true
-			case equalFold(opt, "incr"):
-				flags |= zaddIncr
-			case equalFold(opt, "gt"):
-				flags |= zaddGT
-			case equalFold(opt, "lt"):
-				flags |= zaddLT
-			default:
-				goto scores
-			}
+	}
+	// ZINCRBY's arguments are read for options too, as redis-server's
+	// zaddGenericCommand reads them: "ZINCRBY k XX 1" is a syntax error.
+	i := 2
+options:
+	for ; i < len(c.argv); i++ {
+		switch opt := c.argv[i]; {
+		case equalFold(opt, "nx"):
+			flags |= zaddNX
+		case equalFold(opt, "xx"):
+			flags |= zaddXX
+		case equalFold(opt, "ch"):
+			ch = true
+		case equalFold(opt, "incr"):
+			flags |= zaddIncr
+		case equalFold(opt, "gt"):
+			flags |= zaddGT
+		case equalFold(opt, "lt"):
+			flags |= zaddLT
+		default:
+			break options
 		}
 	}
-scores:
 	elements := len(c.argv) - i
 	if elements%2 != 0 || elements == 0 {
 		c.o.writeString(errSyntax)
@@ -77,7 +78,11 @@ scores:
 	var score float64
 	if e == nil && !xx {
 		e = c.s.db.add(sh, key, h, kindZSet)
-		e.obj = newZSetObj()
+		z := newZSetObj()
+		// A first member longer than a listpack's values makes a
+		// skip list from the start (zaddGenericCommand).
+		z.big = len(c.argv[i+1]) > smallValue
+		e.obj = z
 	}
 	if e != nil {
 		z := e.obj.(*zsetObj)

@@ -19,6 +19,7 @@ type ctx struct {
 	o          *out
 	cmd        *command
 	replyFlags nic.Flags
+	reap       bool // an expired key was read: delete it when done
 }
 
 // cmdClock is a command's time, unix ms, read from the server's clock
@@ -170,6 +171,9 @@ func (s *Server) run(c *ctx) {
 	}
 	c.cmd = cmd
 	cmd.run(c)
+	if c.reap {
+		s.reapExpired(c)
+	}
 }
 
 // Shared replies.

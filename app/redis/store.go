@@ -112,14 +112,38 @@ func (s *store) shardOf(key []byte) (*shard, uint64) {
 // has an expiry).
 func (e *entry) live(clk *cmdClock) bool { return e.expire == 0 || e.expire > clk.now() }
 
-// lookup returns key's entry if it exists and has not expired; the caller
-// holds sh (read or write).
-func (sh *shard) lookup(key []byte, clk *cmdClock) *entry {
+// lookup returns key's entry in sh (held for reading or writing) if it
+// exists and has not expired at c's time. An expired entry is noted: the
+// command deletes it once done (reapExpired).
+func (c *ctx) lookup(sh *shard, key []byte) *entry {
 	e := sh.m[string(key)]
-	if e == nil || !e.live(clk) {
+	if e == nil {
+		return nil
+	}
+	if !e.live(&c.clk) {
+		c.reap = true
 		return nil
 	}
 	return e
+}
+
+// reapExpired deletes the keys of c's command that it found expired
+// while it held their shards for reading only, as redis-server's
+// lookupKey deletes an expired key that a command reads: the key no
+// longer counts in DBSIZE. Each shard is write-locked alone; a key set
+// again meanwhile is live and stays.
+func (s *Server) reapExpired(c *ctx) {
+	cmd := c.cmd
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(c.argv)
+	}
+	for i := cmd.firstKey; i > 0 && i <= last && i < len(c.argv); i += max(cmd.step, 1) {
+		sh, _ := s.db.shardOf(c.argv[i])
+		sh.mu.Lock()
+		s.db.lookupWrite(sh, c.argv[i], &c.clk)
+		sh.mu.Unlock()
+	}
 }
 
 // lookupWrite is lookup for a caller holding sh for writing: an expired

@@ -143,6 +143,23 @@ var Cases = []Case{
 		"ZRANGE str 0 1", "ZSCORE str a", "ZPOPMIN str", "ZADD nz XX 1 a", "EXISTS nz",
 		"ZADD s 1 a 1 b 1 c", "ZRANGE s 0 -1", "ZRANK s c",
 	}},
+	// Found by TestDifferentialRandom.
+	{Name: "zero scores and ZINCRBY options", Commands: []string{
+		"ZADD z GT -0.0 a", "ZRANGE z 0 -1 WITHSCORES", "ZSCORE z a", "ZADD z INCR -0 b", "ZSCORE z b",
+		"ZINCRBY z -0 c", "ZSCAN z 0", "ZADD big 1 mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm", "ZADD big -0 a", "ZRANGE big 0 -1 WITHSCORES",
+		"ZSCORE big a", "ZADD big2 1 a", "ZADD big2 2 mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm", "ZADD big2 -0 b", "ZSCORE big2 b",
+		"ZINCRBY k INCR b", "ZINCRBY k xx 1", "ZINCRBY k nx nx", "ZINCRBY k 1 NX", "ZINCRBY k GT 1", "EXISTS k",
+	}},
+	{Name: "expired keys read", Commands: []string{
+		"SET e v PXAT 1", "EXISTS e", "DBSIZE", "SET e v EXAT 1", "TYPE e", "DBSIZE",
+		"SET e v PXAT 1", "MGET e", "DBSIZE", "SET e v EXAT 1000000000", "TOUCH e e", "DBSIZE",
+		"SET e v EXAT 1", "HLEN e", "DBSIZE", "SET e v PXAT 1", "SMISMEMBER e a", "DBSIZE",
+	}},
+	{Name: "LREM counts", Commands: []string{
+		"RPUSH l a b a c a", "LREM l -9223372036854775808 a", "LRANGE l 0 -1",
+		"RPUSH l2 a b a c a", "LREM l2 9223372036854775807 a", "LRANGE l2 0 -1",
+		"RPUSH l3 a b a c a", "LREM l3 -2 a", "LRANGE l3 0 -1",
+	}},
 	{Name: "wrong type", Commands: []string{
 		"LPUSH l a", "GET l", "SET s v", "LPUSH s a", "RPOP s", "LLEN s", "HGET l f", "SADD l m",
 		"SCARD l", "ZADD l 1 m", "ZCARD l", "INCR l", "APPEND l x", "STRLEN l", "GETRANGE l 0 1",
