@@ -414,16 +414,31 @@ func cmdScan(c *ctx) {
 		si := shardIndex(next)
 		sh := &db.shards[si]
 		sh.mu.RLock()
+		from := next
 		i, _ := slices.BinarySearchFunc(sh.order, next, func(o slot, h uint64) int {
 			return cmpUint64(o.hash, h)
 		})
+		expired := false
 		for i < len(sh.order) && visited < count {
 			h := sh.order[i].hash // keys of one hash are returned together
 			for ; i < len(sh.order) && sh.order[i].hash == h; i++ {
 				o := &sh.order[i]
 				visited++
-				if (sh.volatile == 0 || o.e.live(&c.clk)) && pat.match(stringBytes(o.key)) &&
-					(typ == nil || equalFold(typ, o.e.kind.typeName())) {
+				if !pat.match(stringBytes(o.key)) {
+					continue
+				}
+				if sh.volatile != 0 && !o.e.live(&c.clk) {
+					// Deleted below, as redis-server's SCAN deletes an
+					// expired key it meets; its TYPE filter reads the
+					// key first, deleting it, so that the key's type is
+					// "none" and TYPE none returns it.
+					expired = true
+					if typ != nil && equalFold(typ, "none") {
+						keys.add(o.key)
+					}
+					continue
+				}
+				if typ == nil || equalFold(typ, o.e.kind.typeName()) {
 					keys.add(o.key)
 				}
 			}
@@ -433,6 +448,13 @@ func cmdScan(c *ctx) {
 			next = sh.order[i].hash
 		}
 		sh.mu.RUnlock()
+		if expired {
+			to := uint64(0) // the shard's end
+			if stopped {
+				to = next
+			}
+			db.reapRange(sh, from, to, pat, &c.clk)
+		}
 		if stopped {
 			break
 		}

@@ -15,6 +15,12 @@ const (
 	// of a multibulk request's count lines without a line end
 	// (PROTO_INLINE_MAX_SIZE).
 	inlineMax = 64 << 10
+	// inlineReach is where an inline line's end must come before:
+	// redis-server reads a connection 16 KiB at a time (PROTO_IOBUF_LEN)
+	// and refuses an inline request as soon as it holds more than
+	// inlineMax bytes without a line end, so that it never reaches a line
+	// end at this offset or later, however fast the line arrives.
+	inlineReach = inlineMax + 16<<10
 	// DefaultMaxBulk is the longest argument accepted by default
 	// (proto-max-bulk-len).
 	DefaultMaxBulk = 512 << 20
@@ -227,7 +233,7 @@ func frameInline(in []byte, max int) nic.Frame {
 		}
 		return nic.Frame{Kind: nic.FrameMore}
 	}
-	if nl+1 > max {
+	if nl+1 > max || nl >= inlineReach {
 		return closeWith(errTooBigInline)
 	}
 	line := in[:nl]
@@ -270,6 +276,9 @@ func frameMultibulk(in []byte, max, maxBulk int, st *mbState) nic.Frame {
 		}
 		if cr > len(in)-2 {
 			return more(len(in), max, errTooBigMbulk)
+		}
+		if cr >= inlineReach {
+			return closeWith(errTooBigMbulk)
 		}
 		n, ok := string2ll(in[1:cr])
 		if !ok || n > 1<<31-1 {

@@ -69,6 +69,14 @@ var protocolCases = []struct {
 	{"host header", "Host: x\r\nPING\r\n", false},
 	{"error then more", "*1\r\n$-5\r\nPING\r\n", false},
 	{"too big inline", strings.Repeat("a", 100000), true},
+	// redis-server reads 16 KiB at a time and refuses an inline line
+	// without its line end once it holds more than 64 KiB: a line end at
+	// byte 81920 or later is never reached.
+	{"inline line ending before 80 KiB", "ECHO " + strings.Repeat("q", 81900) + "\r\n", false},
+	{"inline line ending past 80 KiB", "ECHO " + strings.Repeat("q", 82000) + "\r\n", false},
+	{"inline line of 70000 bytes", strings.Repeat("z", 70000) + "\r\n", false},
+	{"count line ending past 80 KiB", "*" + strings.Repeat("1", 82000) + "\r\n", false},
+	{"count line of 70000 bytes", "*" + strings.Repeat("1", 70000) + "\r\n", false},
 	{"too big count string", "*" + strings.Repeat("1", 70000), true},
 	{"too big bulk count string", "*1\r\n$" + strings.Repeat("1", 70000), true},
 }

@@ -146,6 +146,23 @@ func (s *Server) reapExpired(c *ctx) {
 	}
 }
 
+// reapRange deletes the expired keys of sh whose hashes are in [from,
+// to) (to 0: up to the shard's end) and that match pat: those a SCAN met.
+func (s *store) reapRange(sh *shard, from, to uint64, pat glob, clk *cmdClock) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(sh.order, from, func(o slot, h uint64) int {
+		return cmpUint64(o.hash, h)
+	})
+	for i < len(sh.order) && (to == 0 || sh.order[i].hash < to) {
+		if e := sh.order[i].e; !e.live(clk) && pat.match(stringBytes(e.key)) {
+			s.remove(sh, e) // sh.order[i] is the next key now
+			continue
+		}
+		i++
+	}
+}
+
 // lookupWrite is lookup for a caller holding sh for writing: an expired
 // entry is deleted.
 func (s *store) lookupWrite(sh *shard, key []byte, clk *cmdClock) *entry {

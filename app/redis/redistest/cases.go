@@ -154,6 +154,8 @@ var Cases = []Case{
 		"SET e v PXAT 1", "EXISTS e", "DBSIZE", "SET e v EXAT 1", "TYPE e", "DBSIZE",
 		"SET e v PXAT 1", "MGET e", "DBSIZE", "SET e v EXAT 1000000000", "TOUCH e e", "DBSIZE",
 		"SET e v EXAT 1", "HLEN e", "DBSIZE", "SET e v PXAT 1", "SMISMEMBER e a", "DBSIZE",
+		"SET e v PXAT 1", "SCAN 0 TYPE none", "DBSIZE", "SET e v PXAT 1", "SCAN 0 TYPE string", "DBSIZE",
+		"SET e v PXAT 1", "SCAN 0 TYPE NONE MATCH e", "DBSIZE", "SET e v PXAT 1", "SCAN 0", "DBSIZE",
 	}},
 	{Name: "LREM counts", Commands: []string{
 		"RPUSH l a b a c a", "LREM l -9223372036854775808 a", "LRANGE l 0 -1",
