@@ -202,26 +202,60 @@ func (p *pendingPulls) retried() int {
 }
 
 // waiting returns the number of pending tenants, running(tenant) being the
-// SHA-256 of the module a tenant runs: one already running the module
-// swapped in over its placeholder is not counted.
+// SHA-256 of the module a tenant runs (see pendingNow).
 func (p *pendingPulls) waiting(running func(tenant string) string) int {
 	p.mu.Lock()
-	n := len(p.m)
-	swapping := map[string]string{}
+	views := make(map[string]pullView, len(p.m)+len(p.ended))
+	for name, pp := range p.ended {
+		views[name] = pp.view(false)
+	}
 	for name, pp := range p.m {
-		if pp.swapIn != "" {
-			swapping[name] = pp.swapIn
-		}
+		views[name] = pp.view(true)
 	}
 	p.mu.Unlock()
 	// running takes the tenants' lock: called without p.mu held, as the
 	// tenants call describe with theirs.
-	for name, sha := range swapping {
-		if running(name) == sha {
-			n--
+	n := 0
+	for name, v := range views {
+		if v.pendingNow(running(name)) {
+			n++
 		}
 	}
 	return n
+}
+
+// pullView is what decides whether a pull's tenant is pending, given the
+// module it runs.
+type pullView struct {
+	waiting    bool // in pendingPulls.m (not ended)
+	rolledBack bool
+	sha        string // the placeholder's
+	swapIn     string
+}
+
+func (pp *pendingPull) view(waiting bool) pullView {
+	return pullView{waiting: waiting, rolledBack: pp.rolledBack, sha: pp.sha, swapIn: pp.swapIn}
+}
+
+// pendingNow reports whether the tenant is pending while it runs the
+// module running ("" when not known: the records alone decide). The
+// records change after a swap or a rollback returns, the module at once:
+// judged by the module, a tenant running the module swapped in over its
+// placeholder is no longer pending, one a rollback put back on its
+// placeholder is pending again, and one a rollback took off the
+// placeholder is not, from the moment the dispatcher runs that module.
+func (v pullView) pendingNow(running string) bool {
+	switch {
+	case running == "":
+		return v.waiting
+	case !v.waiting:
+		return running == v.sha
+	case v.swapIn != "" && running == v.swapIn:
+		return false
+	case v.rolledBack:
+		return running == v.sha
+	}
+	return true
 }
 
 // swapping records that the module sha is being swapped in over tenant's
@@ -239,11 +273,14 @@ func (p *pendingPulls) swapping(tenant, sha string) {
 func (p *pendingPulls) describe(tenant, running string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pp := p.m[tenant]
-	if pp == nil || pp.swapIn != "" && pp.swapIn == running {
+	pp, waiting := p.m[tenant], true
+	if pp == nil {
+		pp, waiting = p.ended[tenant], false
+	}
+	if pp == nil || !pp.view(waiting).pendingNow(running) {
 		return ""
 	}
-	if pp.rolledBack {
+	if pp.rolledBack || !waiting {
 		return fmt.Sprintf("%s: rolled back to the placeholder over the admin API; not fetched again until a restart (a swap, or a rollback to a module, ends the wait)", pp.ref)
 	}
 	return fmt.Sprintf("%s not fetched (%d attempts since %s, next in %v): %v",

@@ -431,12 +431,31 @@ func TestRedisKeysOnAMillionKeys(t *testing.T) {
 // one, SET then GET of their own keys) see every command run in their
 // order and whole: their own counter's replies count up by one, a GET
 // returns the SET before it, and the shared counter's replies over all
-// clients are 1..N once each.
+// clients are 1..N once each. Sent as inline commands and as multibulk
+// requests, whose runs of one command the server batches.
 func TestRedisPipelinesKeepTheirOrder(t *testing.T) {
-	_, addr := startRedisServer(t, "--in-place", "0") // every command on a worker's thread: two at once
+	for _, multibulk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inline", true: "multibulk"}[multibulk], func(t *testing.T) {
+			srv, addr := startRedisServer(t, "--in-place", "0") // every command on a worker's thread: two at once
+			commands := pipelineInOrder(t, addr, multibulk)
+			st := srv.settledStatus()
+			if multibulk && st.Received >= uint64(commands) {
+				t.Errorf("%d requests for %d multibulk commands: no run of one command batched", st.Received, commands)
+			}
+			if st.Answered != st.Received || st.Dropped != 0 {
+				t.Errorf("received %d, answered %d, dropped %d", st.Received, st.Answered, st.Dropped)
+			}
+		})
+	}
+}
+
+// pipelineInOrder runs TestRedisPipelinesKeepTheirOrder's clients and
+// returns the number of commands they sent.
+func pipelineInOrder(t *testing.T, addr string, multibulk bool) int {
 	const clients, commands = 4, 800
 	var mu sync.Mutex
 	shared := map[int64]bool{}
+	var sent atomic.Int64
 	var wg sync.WaitGroup
 	for k := range clients {
 		wg.Go(func() {
@@ -454,25 +473,32 @@ func TestRedisPipelinesKeepTheirOrder(t *testing.T) {
 			next := func(n uint64) uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return (seed >> 33) % n }
 			for done := 0; done < commands; {
 				var batch bytes.Buffer
+				emit := func(args ...string) {
+					if multibulk {
+						batch.Write(redistest.Command(args...))
+					} else {
+						batch.WriteString(strings.Join(args, " ") + "\r\n")
+					}
+				}
 				want = want[:0]
 				n := 1 + int(next(64))
 				for range n {
 					switch next(4) {
 					case 0:
 						own++
-						fmt.Fprintf(&batch, "INCR own:%d\r\n", k)
+						emit("INCR", fmt.Sprintf("own:%d", k))
 						want = append(want, ":"+strconv.FormatInt(own, 10))
 					case 1:
-						batch.WriteString("INCR shared\r\n")
+						emit("INCR", "shared")
 						want = append(want, "shared")
 					case 2:
 						key, val := fmt.Sprintf("k:%d:%d", k, next(8)), strconv.Itoa(done)
 						set[key] = val
-						fmt.Fprintf(&batch, "SET %s %s\r\n", key, val)
+						emit("SET", key, val)
 						want = append(want, "+OK")
 					default:
 						key := fmt.Sprintf("k:%d:%d", k, next(8))
-						fmt.Fprintf(&batch, "GET %s\r\n", key)
+						emit("GET", key)
 						if v, ok := set[key]; ok {
 							want = append(want, "$"+strconv.Itoa(len(v))+"|"+v)
 						} else {
@@ -517,6 +543,7 @@ func TestRedisPipelinesKeepTheirOrder(t *testing.T) {
 					}
 				}
 				done += n
+				sent.Add(int64(n))
 			}
 		})
 	}
@@ -526,4 +553,5 @@ func TestRedisPipelinesKeepTheirOrder(t *testing.T) {
 			t.Fatalf("the shared counter's replies skip %d (%d replies)", v, len(shared))
 		}
 	}
+	return int(sent.Load())
 }

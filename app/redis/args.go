@@ -10,20 +10,20 @@ type request struct {
 	ends   []int
 }
 
-// parse splits one framed request (a multibulk request or an inline line,
-// as Frame cut it) into r.argv. A multibulk request's arguments are slices
-// of p; an inline command's are built in r.inline. It reports false for a
-// payload Frame would not have cut (a datagram that is not one whole
-// request, an empty line).
-func (r *request) parse(p []byte) bool {
+// parse splits the request at the head of p (a multibulk request or an
+// inline line, as Frame cut it) into r.argv and returns its length. A
+// multibulk request's arguments are slices of p; an inline command's are
+// built in r.inline. It reports false for a payload Frame would not have
+// cut (a datagram that is not one whole request, an empty line).
+func (r *request) parse(p []byte) (int, bool) {
 	r.argv = r.argv[:0]
 	if len(p) == 0 {
-		return false
+		return 0, false
 	}
 	if p[0] != '*' {
 		nl := lineEnd(p, '\n')
 		if nl < 0 {
-			return false
+			return 0, false
 		}
 		line := p[:nl]
 		if len(line) > 0 && line[len(line)-1] == '\r' {
@@ -32,32 +32,32 @@ func (r *request) parse(p []byte) bool {
 		r.inline, r.ends = r.inline[:0], r.ends[:0]
 		n, ok := splitArgsInto(line, &r.inline, &r.ends)
 		if !ok || n == 0 {
-			return false
+			return 0, false
 		}
 		start := 0
 		for _, end := range r.ends {
 			r.argv = append(r.argv, r.inline[start:end:end])
 			start = end
 		}
-		return true
+		return nl + 1, true
 	}
 	count, pos, ok := lengthAt(p, 1)
 	if !ok || count <= 0 {
-		return false
+		return 0, false
 	}
 	for ; count > 0; count-- {
 		if pos >= len(p) || p[pos] != '$' {
-			return false
+			return 0, false
 		}
 		var n int64
 		n, pos, ok = lengthAt(p, pos+1)
 		if !ok || n < 0 || int64(pos)+n+2 > int64(len(p)) {
-			return false
+			return 0, false
 		}
 		r.argv = append(r.argv, p[pos:pos+int(n):pos+int(n)])
 		pos += int(n) + 2
 	}
-	return true
+	return pos, true
 }
 
 // lengthAt reads the length line at p[i:] (after its '*' or '$') as

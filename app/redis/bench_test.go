@@ -107,6 +107,34 @@ func BenchmarkRequestPath(b *testing.B) {
 	}
 }
 
+// BenchmarkRequestPathBatch is BenchmarkRequestPath for a pipeline of 16
+// GETs or SETs, which the framer cuts as one request (Conn.batch): the
+// figure is per command.
+func BenchmarkRequestPathBatch(b *testing.B) {
+	for _, args := range [][]string{{"GET", "key:77"}, {"SET", "key:77", "value"}} {
+		b.Run(args[0], func(b *testing.B) {
+			s := openTest(b, Config{Workers: 1})
+			c := newCaller(s, 0)
+			fill(c, 100000)
+			r := &benchReply{buf: make([]byte, testRoom)}
+			var req []byte
+			for range batchCommands {
+				req = append(req, redistest.Command(args...)...)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batchCommands {
+				f := c.conn.Frame(req, len(req))
+				if f.Len != len(req) || Classify(req[:f.Len]) == app.Unknown {
+					b.Fatalf("framed %d of %d bytes", f.Len, len(req))
+				}
+				c.load(req[:f.Len])
+				s.HandleMulti(0, 0, &c.b, r)
+			}
+		})
+	}
+}
+
 // BenchmarkClassify types a mix of commands with the native classifier.
 func BenchmarkClassify(b *testing.B) {
 	var reqs [][]byte

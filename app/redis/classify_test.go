@@ -97,3 +97,22 @@ func TestEveryCommandRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestNameTable: every command name finds its own type, and names that
+// are not commands (a prefix, an extension, a NUL inside or after, a
+// longer name) find none.
+func TestNameTable(t *testing.T) {
+	for i, name := range commandTypes {
+		if got := commandType.typeOf(name); got != app.Type(1+i) {
+			t.Errorf("%s: type %d, want %d", name, got, 1+i)
+		}
+		for _, other := range []string{name[:len(name)-1], name + "X", name + "\x00", "\x00" + name} {
+			if len(other) == 0 || len(other) > maxName {
+				continue
+			}
+			if got := commandType.typeOf(other); got != app.Unknown && typeNames[got] != other {
+				t.Errorf("%q: type %s, want none", other, typeNames[got])
+			}
+		}
+	}
+}

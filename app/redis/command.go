@@ -66,6 +66,23 @@ type command struct {
 	keySpecs  string // RESP, as redis-server sends it
 	run       func(*ctx)
 	subs      map[string]*command
+	// batchArgs: consecutive requests of this command with at most this
+	// many arguments (its name included) are batched (Conn.batch); 0:
+	// never.
+	batchArgs int
+}
+
+// batchArgs are the commands that are batched, and their most arguments:
+// those whose cost does not grow with the data they touch, with a few
+// arguments (a variadic one with two or three elements at most).
+var batchArgs = map[string]int{
+	"get": 2, "set": 5, "setnx": 3, "getset": 3, "append": 3, "strlen": 2, "exists": 2,
+	"incr": 2, "decr": 2, "incrby": 3, "decrby": 3, "ttl": 2, "pttl": 2, "type": 2, "expire": 4,
+	"lpush": 5, "rpush": 5, "lpop": 2, "rpop": 2, "llen": 2,
+	"sadd": 5, "srem": 5, "spop": 2, "sismember": 3, "scard": 2,
+	"hset": 6, "hget": 3, "hincrby": 4, "hexists": 3, "hlen": 2,
+	"zadd": 6, "zscore": 3, "zincrby": 4, "zpopmin": 2, "zpopmax": 2, "zcard": 2,
+	"ping": 2,
 }
 
 // lookup finds argv's command as redis-server does: the command by its
@@ -270,6 +287,7 @@ func commandTable() (map[string]*command, []*command) {
 		c := spec
 		c.fullname, c.run, c.refused = full, runners[full], refused[full]
 		c.flags = flagBits(c.flagNames)
+		c.batchArgs = batchArgs[full]
 		if full == "ping" || full == "echo" {
 			c.flags |= flagReadonly
 		}

@@ -45,6 +45,9 @@ var protocolCases = []struct {
 	{"pipelined inline", "PING\r\nPING\r\nECHO a\r\nSET x 1\r\nINCR x\r\n", false},
 	{"multibulk", "*1\r\n$4\r\nPING\r\n", false},
 	{"multibulk pipelined", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nPING\r\n", false},
+	{"multibulk runs of one command", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n1\r\n*2\r\n$3\r\nSET\r\n$1\r\nk\r\n*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n" +
+		"*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n*2\r\n$4\r\nincr\r\n$1\r\nk\r\n*2\r\n$4\r\nLPOP\r\n$1\r\nk\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", false},
+	{"a run then a protocol error", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$x\r\n", false},
 	{"multibulk lowercase", "*2\r\n$4\r\necho\r\n$0\r\n\r\n", false},
 	{"multibulk zero count", "*0\r\n*1\r\n$4\r\nPING\r\n", false},
 	{"multibulk negative count", "*-1\r\n*1\r\n$4\r\nPING\r\n", false},

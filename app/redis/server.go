@@ -166,13 +166,28 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 		room = min(r.Room(), room)
 	}
 	wk.o.reset(r, room)
-	if !wk.req.parse(b.Payload()) {
+	p := b.Payload()
+	n, ok := wk.req.parse(p)
+	if !ok {
 		return false
 	}
 	conn, _ := b.Session.(*Conn)
 	c := &wk.c
-	*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o}
-	s.run(c)
+	var flags nic.Flags
+	for {
+		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o}
+		s.run(c)
+		flags |= c.replyFlags
+		p = p[n:]
+		// A stream's request may be a batch of commands (Conn.batch); a
+		// datagram is one command.
+		if len(p) == 0 || b.Flags&nic.FromStream == 0 || wk.o.failed || flags&nic.ReplyClose != 0 {
+			break
+		}
+		if n, ok = wk.req.parse(p); !ok {
+			break
+		}
+	}
 	if wk.o.failed {
 		wk.stats.cut.Add(1)
 		b.Len = 0
@@ -180,7 +195,7 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 		return true
 	}
 	b.Len = copy(b.Data, wk.o.buf)
-	b.Flags |= c.replyFlags
+	b.Flags |= flags
 	if b.Flags&nic.ReplyClose == 0 {
 		// As redis-server, which writes a client's replies once it has
 		// run every command of what it read: held until the framer
@@ -192,14 +207,56 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 
 // ReplyOverloaded implements app.OverloadReplier: a command the
 // dispatcher sheds unserved is answered with BusyReply, in its place among
-// the connection's replies; nothing of it runs. It reads nothing of the
-// request and allocates nothing.
+// the connection's replies; nothing of it runs. A batch of commands
+// (Conn.batch) gets one BusyReply for each. It reads only the commands'
+// heads, and allocates nothing unless a batch's replies do not fit its
+// buffer (a buffer size under batchCommands BusyReplies).
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
-	if len(b.Data) < len(BusyReply) {
-		return false
+	k := 1
+	if b.Flags&nic.FromStream != 0 {
+		k = max(countCommands(b.Payload()), 1)
 	}
-	b.Len = copy(b.Data, BusyReply)
+	need := k * len(BusyReply)
+	if len(b.Data) < need {
+		if k == 1 {
+			return false
+		}
+		b.Data = make([]byte, need)
+	}
+	b.Len = 0
+	for range k {
+		b.Len += copy(b.Data[b.Len:], BusyReply)
+	}
 	return true
+}
+
+// countCommands counts the whole multibulk requests at the head of p, one
+// after the other (an inline command counts one).
+func countCommands(p []byte) int {
+	if len(p) == 0 || p[0] != '*' {
+		return 1
+	}
+	k := 0
+	for len(p) > 0 && p[0] == '*' {
+		argc, pos, ok := lengthAt(p, 1)
+		if !ok || argc < 1 {
+			break
+		}
+		for ; argc > 0 && ok; argc-- {
+			var n int64
+			if pos >= len(p) || p[pos] != '$' {
+				return k
+			}
+			n, pos, ok = lengthAt(p, pos+1)
+			if !ok || n < 0 || int64(pos)+n+2 > int64(len(p)) {
+				return k
+			}
+			pos += int(n) + 2
+		}
+		k++
+		p = p[pos:]
+	}
+	return k
 }
 
 // BusyReply answers a command the server shed without running it (its
