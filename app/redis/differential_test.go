@@ -27,6 +27,10 @@ import (
 //	PSP_REDIS_DIFF_LEN    commands per sequence (default 30)
 //	PSP_REDIS_DIFF_SEED   first seed (default 1); sequence i uses seed+i
 //	PSP_REDIS_DIFF_FAILS  mismatches reported before the test stops (default 5)
+//	PSP_REDIS_DIFF_KEYS   keys the commands share (default 6)
+//	PSP_REDIS_DIFF_PSP    address of a running psp serve --app redis to
+//	                      test instead of a server on the test's own
+//	                      transport (the TCP dataplane's reads and writes)
 //
 // Left out of the grammar: SPOP without a count (which member it removes
 // is random, so the two keyspaces would differ from there on), QUIT,
@@ -58,10 +62,11 @@ func TestDifferentialRandom(t *testing.T) {
 	n := diffEnv(t, "PSP_REDIS_DIFF_LEN", 30)
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
-	d := newDiffPair(t, redistest.StartRedis(t), serveTest(t, openTest(t, Config{})))
+	keys := diffEnv(t, "PSP_REDIS_DIFF_KEYS", 6)
+	d := newDiffPair(t, redistest.StartRedis(t), diffPSP(t))
 	fails, cmds := 0, 0
 	for i := 0; i < seqs && fails < maxFails; i++ {
-		g := &diffGen{r: rand.New(rand.NewSource(seed + int64(i)))}
+		g := &diffGen{r: rand.New(rand.NewSource(seed + int64(i))), nkeys: keys}
 		seq := make([][]string, n)
 		for j := range seq {
 			seq[j] = g.command()
@@ -77,6 +82,14 @@ func TestDifferentialRandom(t *testing.T) {
 		t.Errorf("seed %d, command %d: %s\nshortest sequence found:\n%s", seed+int64(i), at, msg, diffFormat(min))
 	}
 	t.Logf("%d sequences, %d commands, seeds %d..%d", seqs, cmds, seed, seed+int64(seqs)-1)
+}
+
+// diffPSP returns the address of the psp server under test.
+func diffPSP(t *testing.T) string {
+	if addr := os.Getenv("PSP_REDIS_DIFF_PSP"); addr != "" {
+		return addr
+	}
+	return serveTest(t, openTest(t, Config{}))
 }
 
 // diffPair is a connection to each server.
@@ -261,14 +274,15 @@ func (d *diffPair) check(args []string, real, psp []byte) string {
 }
 
 // hashTable reports whether redis-server holds key as a hash table (its
-// members in an order of its own).
+// members in an order of its own), a sorted set's as a skip list and a
+// hash table, which SCANs in its own order.
 func (d *diffPair) hashTable(key string) bool {
 	d.t.Helper()
 	enc, err := d.real.Do("OBJECT", "ENCODING", key)
 	if err != nil {
 		d.t.Fatalf("OBJECT ENCODING: %v", err)
 	}
-	return string(bulkBody(enc)) == "hashtable"
+	return string(bulkBody(enc)) == "hashtable" || string(bulkBody(enc)) == "skiplist"
 }
 
 // sortedPairs is an array reply's elements two by two, sorted.
@@ -409,7 +423,10 @@ func (d *diffPair) checkRandom(args []string, real, psp []byte, differ func(stri
 }
 
 // diffGen generates commands from the grammar of psp's commands.
-type diffGen struct{ r *rand.Rand }
+type diffGen struct {
+	r     *rand.Rand
+	nkeys int // keys k0, k1, ...
+}
 
 func (g *diffGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
 func (g *diffGen) chance(p float64) bool   { return g.r.Float64() < p }
@@ -442,7 +459,7 @@ func (g *diffGen) key() string {
 	if g.chance(0.01) {
 		return ""
 	}
-	return "k" + strconv.Itoa(g.r.Intn(6))
+	return "k" + strconv.Itoa(g.r.Intn(g.nkeys))
 }
 
 func (g *diffGen) keys(min int) []string {
@@ -855,7 +872,7 @@ func TestDifferentialProtocol(t *testing.T) {
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
 	real := redistest.StartRedis(t)
-	psp := serveTest(t, openTest(t, Config{}))
+	psp := diffPSP(t)
 	fails := 0
 	for i := 0; i < streams && fails < maxFails; i++ {
 		r := rand.New(rand.NewSource(seed + int64(i)))
