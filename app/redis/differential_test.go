@@ -383,10 +383,32 @@ func (d *diffPair) checkScan(args []string, real, psp []byte, differ func(string
 	if err != nil {
 		return differ("psp's scan: " + err.Error())
 	}
-	if !slices.Equal(a, b) {
+	if !slices.Equal(a, b) && !(ci == 1 && d.onlyLingering(a, b, args)) {
 		return differ(fmt.Sprintf("scans differ: psp %q, redis-server %q", b, a))
 	}
 	return ""
+}
+
+// onlyLingering reports whether the keys a and b of a SCAN ... TYPE none
+// differ by keys that may have expired, which it returns until the
+// server's own sweep deletes them.
+func (d *diffPair) onlyLingering(a, b []string, args []string) bool {
+	none := false
+	for i := 2; i+1 < len(args); i++ {
+		none = none || (strings.EqualFold(args[i], "type") && strings.EqualFold(args[i+1], "none"))
+	}
+	if !none {
+		return false
+	}
+	in := func(x string, set []string) bool { return slices.Contains(set, x) }
+	for _, set := range [2][2][]string{{a, b}, {b, a}} {
+		for _, k := range set[0] {
+			if !in(k, set[1]) && !d.lingering[string(bulkBody([]byte(k)))] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkRandom: SRANDMEMBER's picks are members of the set (as both
@@ -711,7 +733,9 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"SMISMEMBER": func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.member)...) },
 	"SCARD":      func(g *diffGen) []string { return []string{g.key()} },
 	"SPOP": func(g *diffGen) []string {
-		return []string{g.key(), g.pick("20", "100", "0", "-1", "x", "9223372036854775807", "", "-9223372036854775808")}
+		// A count of at least the set's size (the grammar's sets have
+		// at most 514 members): all of them, none left to chance.
+		return []string{g.key(), g.pick("1000", "600", "0", "-1", "x", "9223372036854775807", "", "-9223372036854775808")}
 	},
 	"SRANDMEMBER": func(g *diffGen) []string {
 		// Not a count as large as -2147483649: that many picks is a reply
@@ -763,6 +787,42 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	},
 }
 
+// big is a command that fills a collection to about where redis-server
+// changes its encoding (512 hash fields or integers in a set, 128 sorted
+// set members), one side or the other.
+func (g *diffGen) big() []string {
+	key := g.key()
+	switch g.r.Intn(4) {
+	case 0:
+		n := 510 + g.r.Intn(5)
+		args := []string{"HSET", key}
+		for i := 0; i < n; i++ {
+			args = append(args, "f"+strconv.Itoa(i), strconv.Itoa(i))
+		}
+		return args
+	case 1:
+		n := 126 + g.r.Intn(5)
+		args := []string{"ZADD", key}
+		for i := 0; i < n; i++ {
+			args = append(args, strconv.Itoa(i%7), "m"+strconv.Itoa(i))
+		}
+		return args
+	case 2:
+		n := 510 + g.r.Intn(5)
+		args := []string{"SADD", key}
+		for i := 0; i < n; i++ {
+			args = append(args, strconv.Itoa(i*3-700))
+		}
+		return args
+	}
+	n := 126 + g.r.Intn(5)
+	args := []string{"RPUSH", key}
+	for i := 0; i < n; i++ {
+		args = append(args, strconv.Itoa(i))
+	}
+	return args
+}
+
 func (g *diffGen) limit() []string {
 	return []string{g.word("LIMIT"), g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807"),
 		g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807")}
@@ -786,6 +846,9 @@ var diffNames = func() []string {
 // command generates one command, now and then malformed: an argument
 // dropped, one added, one replaced by junk.
 func (g *diffGen) command() []string {
+	if g.chance(0.01) {
+		return g.big()
+	}
 	name := diffNames[g.r.Intn(len(diffNames))]
 	for name == "FLUSHDB" || name == "NOSUCH" { // rarer than the others
 		if g.chance(0.2) {
@@ -814,7 +877,7 @@ func (g *diffGen) command() []string {
 		}
 	}
 	if name == "SPOP" && len(args) == 2 {
-		args = append(args, "20") // SPOP without a count is left out
+		args = append(args, "1000") // SPOP without a count is left out
 	}
 	return args
 }
