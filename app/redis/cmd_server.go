@@ -406,19 +406,30 @@ func cmdCommandInfo(c *ctx) {
 	}
 }
 
+// writeCommandDocs writes cmd's name and documentation: redis-server's
+// (commandDocs), or for a command it does not have, its summary, version
+// and group; a container's subcommands are psp's.
 func writeCommandDocs(c *ctx, cmd *command) {
 	c.o.bulkString(cmd.fullname)
 	n := 6
+	d, ok := commandDocs[cmd.fullname]
+	if ok {
+		n = 2 * d.fields
+	}
 	if cmd.subs != nil {
 		n += 2
 	}
 	c.o.arrayLen(n)
-	c.o.bulkString("summary")
-	c.o.bulkString(cmd.summary)
-	c.o.bulkString("since")
-	c.o.bulkString(cmd.since)
-	c.o.bulkString("group")
-	c.o.bulkString(cmd.group)
+	if ok {
+		c.o.writeString(d.resp)
+	} else {
+		c.o.bulkString("summary")
+		c.o.bulkString(cmd.summary)
+		c.o.bulkString("since")
+		c.o.bulkString(cmd.since)
+		c.o.bulkString("group")
+		c.o.bulkString(cmd.group)
+	}
 	if cmd.subs != nil {
 		subs := sortedSubs(cmd)
 		c.o.bulkString("subcommands")
@@ -429,8 +440,8 @@ func writeCommandDocs(c *ctx, cmd *command) {
 	}
 }
 
-// cmdCommandDocs answers each command's summary, version and group (what
-// redis-cli shows in its help), without the arguments' descriptions.
+// cmdCommandDocs answers each command's documentation, as redis-server
+// 7.0.15 has it (arguments, complexity, history, ...).
 func cmdCommandDocs(c *ctx) {
 	if len(c.argv) == 2 {
 		c.o.arrayLen(2 * len(c.s.byName))

@@ -169,6 +169,10 @@ var Cases = []Case{
 		fieldsCommand("HSET h", 130), "HDEL h f2 f129", "HGETALL h", "HSET h f2 x", "HKEYS h", "HVALS h",
 		"HSCAN h 0 COUNT 1",
 	}},
+	{Name: "command docs", Commands: []string{
+		"COMMAND DOCS get set zadd hmset scan", "COMMAND DOCS client|setname config|get command|docs nosuch",
+		"COMMAND DOCS GETEX ZRANGE EXPIRE",
+	}},
 	{Name: "LREM counts", Commands: []string{
 		"RPUSH l a b a c a", "LREM l -9223372036854775808 a", "LRANGE l 0 -1",
 		"RPUSH l2 a b a c a", "LREM l2 9223372036854775807 a", "LRANGE l2 0 -1",
