@@ -149,7 +149,11 @@ func (s *Server) run(c *ctx) {
 	if cmd == nil {
 		name := cstr(c.argv[0])
 		if equalFold(name, "host:") || equalFold(name, "post") {
-			c.replyFlags |= nic.ReplyClose // an HTTP request: closed unanswered
+			// An HTTP request: closed unanswered, as redis-server's
+			// securityWarningCommand frees the client at once, with
+			// the replies it had not yet written (those of the
+			// requests read with this one).
+			c.replyFlags |= nic.ReplyClose | nic.ReplyDiscardHeld
 			return
 		}
 		c.w.stats.errors.Add(1)

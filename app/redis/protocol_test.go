@@ -67,6 +67,8 @@ var protocolCases = []struct {
 	{"quit", "PING\r\nQUIT\r\nPING\r\n", false},
 	{"http", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", false},
 	{"host header", "Host: x\r\nPING\r\n", false},
+	{"http after pipelined commands", "PING\r\nECHO a\r\nPOST / HTTP/1.1\r\nHost: x\r\n\r\n", false},
+	{"host header after a multibulk request", "*1\r\n$4\r\nPING\r\nhost: x\r\n", false},
 	{"error then more", "*1\r\n$-5\r\nPING\r\n", false},
 	{"too big inline", strings.Repeat("a", 100000), true},
 	// redis-server reads 16 KiB at a time and refuses an inline line

@@ -112,6 +112,9 @@ func serveConn(srv *Server, f nic.Framer, c net.Conn, workers chan int) {
 				w := <-workers
 				ok := srv.HandleMulti(w, 0, b, r)
 				workers <- w
+				if b.Flags&nic.ReplyDiscardHeld != 0 {
+					out = out[:0] // the replies held since the last write
+				}
 				for _, ch := range r.chunks {
 					out = append(out, ch...)
 				}

@@ -102,14 +102,16 @@ type hashField struct {
 	value []byte
 }
 
-// Encoding thresholds of redis-server (hash-max-listpack-entries and
-// -value, set-max-intset-entries, zset-max-listpack-*): past them a
+// Encoding thresholds of redis-server 7.0, its defaults
+// (hash-max-listpack-entries 512 and -value 64, set-max-intset-entries
+// 512, zset-max-listpack-entries 128 and -value 64): past them a
 // collection's order is no longer insertion (or numeric) order in
 // redis-server either.
 const (
-	smallEntries = 128
-	smallValue   = 64
-	intsetMax    = 512
+	hashSmallEntries = 512
+	zsetSmallEntries = 128
+	smallValue       = 64
+	intsetMax        = 512
 )
 
 func (h *hashObj) find(name []byte) int {
@@ -145,7 +147,7 @@ func (h *hashObj) set(name, value []byte) bool {
 
 // index builds the index once the hash is no longer small.
 func (h *hashObj) index(nameLen, valueLen int) {
-	if h.idx != nil || (len(h.fields) <= smallEntries && nameLen <= smallValue && valueLen <= smallValue) {
+	if h.idx != nil || (len(h.fields) <= hashSmallEntries && nameLen <= smallValue && valueLen <= smallValue) {
 		return
 	}
 	h.idx = make(map[string]int, len(h.fields))

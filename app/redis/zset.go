@@ -9,7 +9,7 @@ type zsetObj struct {
 	scores map[string]float64
 	zsl    skiplist
 	// big: redis-server would hold the set as a skip list, not a
-	// listpack: it has had more than smallEntries members, or one longer
+	// listpack: it has had more than zsetSmallEntries members, or one longer
 	// than smallValue bytes (it never goes back). A listpack stores a
 	// score that is an integer as one, so that -0 reads back as 0.
 	big bool
@@ -245,7 +245,7 @@ func (zsl *skiplist) lastIn(r *scoreRange) *zslNode {
 // add sets member's score, and reports whether the member is new.
 func (z *zsetObj) add(member string, score float64) bool {
 	old, ok := z.scores[member]
-	if !ok && !z.big && (z.card()+1 > smallEntries || len(member) > smallValue) {
+	if !ok && !z.big && (z.card()+1 > zsetSmallEntries || len(member) > smallValue) {
 		z.big = true // zsetAdd converts before it inserts
 	}
 	if score == 0 && !z.big {
