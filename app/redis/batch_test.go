@@ -192,3 +192,17 @@ func TestBatchDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBatch: with Config.NoBatch every command is a request of its own.
+func TestNoBatch(t *testing.T) {
+	s := openTest(t, Config{NoBatch: true})
+	conn := s.NewConn(1, netipAddrPort()).(*Conn)
+	in := []byte(cmds("GET a", "GET a", "GET a"))
+	for i := 0; len(in) > 0; i++ {
+		f := conn.Frame(in, 1<<20)
+		if f.Kind != nic.FrameRequest || countCommands(in[:f.Len]) != 1 {
+			t.Fatalf("request %d: %+v, %d commands", i, f, countCommands(in[:f.Len]))
+		}
+		in = in[f.Len:]
+	}
+}

@@ -98,7 +98,7 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	}
 	switch f.Kind {
 	case nic.FrameRequest:
-		if in[0] == '*' {
+		if in[0] == '*' && !c.srv.cfg.NoBatch {
 			f.Len = c.batch(in, f.Len, max)
 		}
 		f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
