@@ -137,8 +137,10 @@ func TestBatchDifferential(t *testing.T) {
 	key := func() string { return pick("k", "l", "h", "s", "z", "n") }
 	num := func() string { return pick("1", "-3", "0", "x", "9223372036854775807", "1.5", "") }
 	gens := map[string]func() []string{
-		"GET":       func() []string { return []string{key()} },
-		"SET":       func() []string { return append([]string{key(), pick("v", "12", "")}, pick("", "NX", "XX", "GET", "EX 100", "KEEPTTL", "PX x")) },
+		"GET": func() []string { return []string{key()} },
+		"SET": func() []string {
+			return append([]string{key(), pick("v", "12", "")}, pick("", "NX", "XX", "GET", "EX 100", "KEEPTTL", "PX x"))
+		},
 		"INCR":      func() []string { return []string{key()} },
 		"INCRBY":    func() []string { return []string{key(), num()} },
 		"DECR":      func() []string { return []string{pick(key(), "")} },
