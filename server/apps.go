@@ -201,7 +201,8 @@ func openRedis(cfg Config) (*Application, error) {
 	if e, ok := cfg.transport(TransportTCP); ok {
 		port = int(e.Addr.Port())
 	}
-	s, err := redis.Open(redis.Config{Workers: cfg.Workers, MaxMemory: int64(cfg.App.Redis.MaxMemory), Port: port})
+	s, err := redis.Open(redis.Config{Workers: cfg.Workers, MaxMemory: int64(cfg.App.Redis.MaxMemory), Port: port,
+		NoBatch: cfg.App.Redis.NoBatch})
 	if err != nil {
 		return nil, err
 	}

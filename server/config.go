@@ -362,6 +362,12 @@ type Redis struct {
 	// maxmemory, with its noeviction policy: past it, commands that may
 	// grow the dataset are refused); 0: no bound.
 	MaxMemory int `yaml:"max_memory,omitempty"`
+	// NoBatch schedules every command as a request of its own. By
+	// default a pipelined run of one short command read together is one
+	// request, typed by its first command (see docs/redis.md): a
+	// classifier that types commands by their keys or values sees only
+	// the first of a run.
+	NoBatch bool `yaml:"no_batch,omitempty"`
 }
 
 // TCP bounds the TCP dataplane's connections; zero fields take the

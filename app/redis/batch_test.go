@@ -1,6 +1,9 @@
 package redis
 
 import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,5 +121,90 @@ func TestBatchOverloaded(t *testing.T) {
 	b.Len = copy(b.Data, cmds("GET a"))
 	if !s.ReplyOverloaded(0, b) || string(b.Payload()) != BusyReply {
 		t.Fatalf("one command: %q", b.Payload())
+	}
+}
+
+// TestBatchDifferential sends random pipelines of runs of one command
+// (the same name, random arguments: valid ones, wrong arities, wrong
+// types, bad numbers), in one write each, to redis-server and to psp, and
+// compares every byte of their replies: batched commands answer as
+// redis-server answers them one by one.
+func TestBatchDifferential(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	rng := rand.New(rand.NewPCG(7, 11))
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	key := func() string { return pick("k", "l", "h", "s", "z", "n") }
+	num := func() string { return pick("1", "-3", "0", "x", "9223372036854775807", "1.5", "") }
+	gens := map[string]func() []string{
+		"GET": func() []string { return []string{key()} },
+		"SET": func() []string {
+			return append([]string{key(), pick("v", "12", "")}, pick("", "NX", "XX", "GET", "EX 100", "KEEPTTL", "PX x"))
+		},
+		"INCR":      func() []string { return []string{key()} },
+		"INCRBY":    func() []string { return []string{key(), num()} },
+		"DECR":      func() []string { return []string{pick(key(), "")} },
+		"APPEND":    func() []string { return []string{key(), pick("ab", "")} },
+		"EXISTS":    func() []string { return []string{key()} },
+		"LPUSH":     func() []string { return []string{key(), pick("a", "b"), pick("", "c")} },
+		"RPUSH":     func() []string { return []string{key(), "x"} },
+		"LPOP":      func() []string { return []string{key()} },
+		"RPOP":      func() []string { return []string{key()} },
+		"LLEN":      func() []string { return []string{key()} },
+		"SADD":      func() []string { return []string{key(), pick("m1", "m2"), pick("", "m3")} },
+		"SREM":      func() []string { return []string{key(), pick("m1", "m2")} },
+		"SISMEMBER": func() []string { return []string{key(), pick("m1", "m2")} },
+		"HSET":      func() []string { return []string{key(), pick("f", "g"), pick("1", "x"), pick("", "h 2", "h")} },
+		"HGET":      func() []string { return []string{key(), pick("f", "g")} },
+		"HINCRBY":   func() []string { return []string{key(), pick("f", "g"), num()} },
+		"ZADD":      func() []string { return []string{key(), pick("1", "2.5", "x", "NX 1", "inf"), pick("a", "b")} },
+		"ZINCRBY":   func() []string { return []string{key(), num(), pick("a", "b")} },
+		"ZSCORE":    func() []string { return []string{key(), pick("a", "b")} },
+		"ZPOPMIN":   func() []string { return []string{key()} },
+		"TYPE":      func() []string { return []string{key()} },
+		"PING":      func() []string { return []string{pick("", "hi")} },
+		"DEL":       func() []string { return []string{key()} }, // not batched: ends runs
+	}
+	names := make([]string, 0, len(gens))
+	for name := range gens {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for i := range 150 {
+		in := string(redistest.Command("FLUSHALL"))
+		commands := 1
+		for range 1 + rng.IntN(8) {
+			name := names[rng.IntN(len(names))]
+			if rng.IntN(4) == 0 {
+				name = strings.ToLower(name)
+			}
+			for range 1 + rng.IntN(20) {
+				var args []string
+				for _, a := range gens[strings.ToUpper(name)]() {
+					args = append(args, strings.Fields(a)...)
+				}
+				in += string(redistest.Command(append([]string{name}, args...)...))
+				commands++
+			}
+		}
+		want := exchange(t, real, in, false)
+		got := exchange(t, psp, in, false)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("pipeline %d (%d commands):\n%s\npsp:          %q\nredis-server: %q", i, commands, in, got, want)
+		}
+	}
+}
+
+// TestNoBatch: with Config.NoBatch every command is a request of its own.
+func TestNoBatch(t *testing.T) {
+	s := openTest(t, Config{NoBatch: true})
+	conn := s.NewConn(1, netipAddrPort()).(*Conn)
+	in := []byte(cmds("GET a", "GET a", "GET a"))
+	for i := 0; len(in) > 0; i++ {
+		f := conn.Frame(in, 1<<20)
+		if f.Kind != nic.FrameRequest || countCommands(in[:f.Len]) != 1 {
+			t.Fatalf("request %d: %+v, %d commands", i, f, countCommands(in[:f.Len]))
+		}
+		in = in[f.Len:]
 	}
 }

@@ -73,8 +73,9 @@ type command struct {
 }
 
 // batchArgs are the commands that are batched, and their most arguments:
-// those whose cost does not grow with the data they touch, with a few
-// arguments (a variadic one with two or three elements at most).
+// commands of one key whose work does not grow with the size of a
+// collection (no ranges, no counts, no walks), with a few arguments (a
+// variadic one with two or three elements at most).
 var batchArgs = map[string]int{
 	"get": 2, "set": 5, "setnx": 3, "getset": 3, "append": 3, "strlen": 2, "exists": 2,
 	"incr": 2, "decr": 2, "incrby": 3, "decrby": 3, "ttl": 2, "pttl": 2, "type": 2, "expire": 4,

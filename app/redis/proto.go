@@ -98,7 +98,7 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	}
 	switch f.Kind {
 	case nic.FrameRequest:
-		if in[0] == '*' {
+		if in[0] == '*' && !c.srv.cfg.NoBatch {
 			f.Len = c.batch(in, f.Len, max)
 		}
 		f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
@@ -114,8 +114,9 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 // dispatcher's work per request (queueing, scheduling, stage records, the
 // buffer) is then paid once for the run instead of once per command;
 // DARC profiles the run as one request of the command's type, whose
-// demand, requests times service, is the commands' own. Only commands of
-// bounded cost are batched (command.batchArgs), so a batch stays short.
+// demand, requests times service, is the commands' own. Only commands
+// that touch one key with a few arguments are batched (command.batchArgs):
+// a batch costs what batchCommands of them cost one by one.
 const (
 	batchCommands = 16
 	batchBytes    = 1 << 10

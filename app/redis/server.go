@@ -28,6 +28,9 @@ type Config struct {
 	MaxBulk int
 	// Port is the port INFO reports (tcp_port).
 	Port int
+	// NoBatch frames every command as a request of its own (see
+	// Conn.batch).
+	NoBatch bool
 	// Now returns the time; nil: time.Now.
 	Now func() time.Time
 }

@@ -222,6 +222,8 @@ func serveSettings() []serveSetting {
 			"app.memcached.write_timeout", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Memcached.WriteTimeout = c.Duration(n) }},
 		{&cli.GenericFlag{Name: "redis-maxmemory", Value: new(byteSize), Usage: "`BYTES` the redis app's dataset may hold (Redis's maxmemory, noeviction: past it, commands that may grow the dataset are refused with Redis's OOM error); 0: no bound", DefaultText: "0"},
 			"app.redis.max_memory", size(func(c *server.Config) *int { return &c.App.Redis.MaxMemory })},
+		{&cli.BoolFlag{Name: "redis-no-batch", Usage: "schedule every command of the redis app as a request of its own: by default a pipelined run of one short command (16 at most) is one request, typed by its first command, which a classifier typing commands by their keys or values should not get"},
+			"app.redis.no_batch", func(c *cli.Context, n string, cfg *server.Config) { cfg.App.Redis.NoBatch = c.Bool(n) }},
 		{&cli.StringFlag{Name: "admin", Usage: "admin HTTP `ADDR` for /status, /metrics and hot swaps, or off", DefaultText: server.DefaultAdmin},
 			"admin.addr", str(func(c *server.Config) *string { return &c.Admin.Addr })},
 		{&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the operator's bearer token (mode 600): hot swaps, rollbacks and tenant changes over the admin API"},
