@@ -131,6 +131,56 @@ func (d *diffPair) do(args []string) (real, psp []byte) {
 	return real, psp
 }
 
+// diffInline first in a generated command sends the rest as an inline
+// command, each argument quoted (with \xNN escapes for the bytes that
+// need them), rather than as a multibulk request.
+const diffInline = "\x00inline"
+
+// inlineCommand quotes args into one inline command line.
+func inlineCommand(args []string) []byte {
+	var b []byte
+	for i, a := range args {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, '"')
+		for _, c := range []byte(a) {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c >= 0x20 && c < 0x7f:
+				b = append(b, c)
+			default:
+				b = fmt.Appendf(b, "\\x%02x", c)
+			}
+		}
+		b = append(b, '"')
+	}
+	return append(b, "\r\n"...)
+}
+
+// doInline sends args to both servers as an inline command and returns
+// their replies.
+func (d *diffPair) doInline(args []string) (real, psp []byte) {
+	d.t.Helper()
+	line := inlineCommand(args)
+	for i, c := range []*redistest.Conn{d.real, d.psp} {
+		if err := c.Send(line); err != nil {
+			d.t.Fatalf("%q: send: %v", line, err)
+		}
+		b, err := c.Read(1)
+		if err != nil {
+			d.t.Fatalf("%q: server %d: %v (%q)", line, i, err, b)
+		}
+		if i == 0 {
+			real = b
+		} else {
+			psp = b
+		}
+	}
+	return real, psp
+}
+
 // run flushes both servers and sends seq; it returns the index of the
 // first command whose replies differ (-1: none) and what differs.
 func (d *diffPair) run(seq [][]string) (int, string) {
@@ -138,7 +188,13 @@ func (d *diffPair) run(seq [][]string) (int, string) {
 	d.do([]string{"FLUSHALL"})
 	d.lingering = map[string]bool{}
 	for i, args := range seq {
-		real, psp := d.do(args)
+		var real, psp []byte
+		if args[0] == diffInline {
+			args = args[1:]
+			real, psp = d.doInline(args)
+		} else {
+			real, psp = d.do(args)
+		}
 		if strings.EqualFold(args[0], "set") && len(args) > 1 && slices.ContainsFunc(args, func(a string) bool {
 			return strings.EqualFold(a, "exat") || strings.EqualFold(a, "pxat")
 		}) {
@@ -166,6 +222,10 @@ func (d *diffPair) minimize(seq [][]string) [][]string {
 func diffFormat(seq [][]string) string {
 	var b strings.Builder
 	for _, args := range seq {
+		if args[0] == diffInline {
+			b.WriteString("(inline) ")
+			args = args[1:]
+		}
 		for i, a := range args {
 			if i > 0 {
 				b.WriteByte(' ')
@@ -191,7 +251,7 @@ func (d *diffPair) check(args []string, real, psp []byte) string {
 	if bytes.Equal(real, psp) {
 		return ""
 	}
-	if real[0] == '-' && bytes.Equal(psp, []byte("-ERR BYLEX is not supported by psp\r\n")) {
+	if bytes.Equal(psp, []byte("-ERR BYLEX is not supported by psp\r\n")) {
 		for _, a := range args {
 			if strings.EqualFold(a, "bylex") {
 				return "" // refused by psp, a documented difference
@@ -900,6 +960,9 @@ func (g *diffGen) command() []string {
 	}
 	if name == "SPOP" && len(args) == 2 {
 		args = append(args, "1000") // SPOP without a count is left out
+	}
+	if g.chance(0.15) {
+		args = append([]string{diffInline}, args...)
 	}
 	return args
 }
