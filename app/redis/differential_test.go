@@ -1046,6 +1046,16 @@ func TestDifferentialProtocol(t *testing.T) {
 		for _, f := range frags {
 			in.WriteString(f)
 		}
+		for _, addr := range []string{real, psp} { // no stream sees another's keys
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Do("FLUSHALL"); err != nil {
+				t.Fatalf("FLUSHALL on %s: %v", addr, err)
+			}
+			c.Close()
+		}
 		want := rawExchange(t, real, in.String())
 		got := rawExchange(t, psp, in.String())
 		if !bytes.Equal(got, want) {
