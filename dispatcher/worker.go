@@ -319,7 +319,9 @@ func multiOutcome(r *reply, answer, panicked bool) uint8 {
 // queue, the request's buffer last.
 type reply struct {
 	req     *nic.Buffer
+	room    int                // Room for req
 	alloc   nic.ReplyAllocator // nil: the dataplane cannot allocate
+	roomer  replyRoomer        // nil: reply buffers are as long as requests'
 	dp      nic.Dataplane
 	tx      nic.TxQueue
 	pending []*nic.Buffer // queued, not yet transmitted; at most cap
@@ -335,15 +337,29 @@ type reply struct {
 	failed int
 }
 
+// replyRoomer is a dataplane whose reply buffers can hold less than the
+// request they answer: nic/tcp gives a request longer than its pooled
+// buffers a buffer of the request's own length, and its replies pooled
+// ones.
+type replyRoomer interface {
+	// ReplyRoom is the room of the buffers AllocReply returns for req.
+	ReplyRoom(req *nic.Buffer) int
+}
+
 // newReply returns worker w's Reply, flushing every batch datagrams.
 func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *reply {
 	alloc, _ := dp.(nic.ReplyAllocator)
-	return &reply{alloc: alloc, dp: dp, tx: tx, pending: make([]*nic.Buffer, 0, max(batch, 1))}
+	roomer, _ := dp.(replyRoomer)
+	return &reply{alloc: alloc, roomer: roomer, dp: dp, tx: tx, pending: make([]*nic.Buffer, 0, max(batch, 1))}
 }
 
 // reset prepares r for the request in req.
 func (r *reply) reset(req *nic.Buffer) {
 	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
+	r.room = len(req.Data)
+	if r.roomer != nil {
+		r.room = min(r.room, r.roomer.ReplyRoom(req))
+	}
 }
 
 // NoReply implements app.Reply: the request counts as answered, not as
@@ -357,7 +373,7 @@ func (r *reply) Send(p []byte) error {
 	if r.alloc == nil {
 		return app.ErrNoReplyBuffer
 	}
-	if len(p) > len(r.req.Data) {
+	if len(p) > r.room {
 		return app.ErrReplyTooLong
 	}
 	if len(r.pending) == cap(r.pending) {
@@ -377,8 +393,9 @@ func (r *reply) Send(p []byte) error {
 	return nil
 }
 
-// Room implements app.Reply: a buffer's payload room.
-func (r *reply) Room() int { return len(r.req.Data) }
+// Room implements app.Reply: the payload room of the buffers Send fills,
+// at most the request's.
+func (r *reply) Room() int { return r.room }
 
 // Sent returns how many datagrams Send accepted for the current request.
 func (r *reply) Sent() int { return r.sent }

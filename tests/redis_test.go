@@ -555,3 +555,46 @@ func pipelineInOrder(t *testing.T, addr string, multibulk bool) int {
 	}
 	return int(sent.Load())
 }
+
+// TestRedisLongRequestsLongReplies: a request longer than a pooled buffer
+// (read into a buffer of its own) whose reply is longer than a pooled
+// buffer too is answered whole, in pooled buffers, on a connection that
+// stays open: an MGET of 1,000 keys, an ECHO just over a buffer, inline
+// and multibulk.
+func TestRedisLongRequestsLongReplies(t *testing.T) {
+	_, addr := startRedisServer(t)
+	c, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mset, mget := []string{"MSET"}, []string{"MGET"}
+	var want strings.Builder
+	want.WriteString("*1000\r\n")
+	for i := range 1000 {
+		k, v := fmt.Sprintf("long:%04d", i), fmt.Sprintf("value-%010d", i)
+		mset, mget = append(mset, k, v), append(mget, k)
+		fmt.Fprintf(&want, "$%d\r\n%s\r\n", len(v), v)
+	}
+	if got, err := c.Do(mset...); err != nil || string(got) != "+OK\r\n" {
+		t.Fatalf("MSET: %q %v", got, err)
+	}
+	for round := range 2 { // the second on the same connection
+		if got, err := c.Do(mget...); err != nil || string(got) != want.String() {
+			t.Fatalf("MGET of 1,000 keys, round %d: %d bytes, %v (want %d bytes)", round, len(got), err, want.Len())
+		}
+	}
+	for _, n := range []int{4090, 4096, 9000} {
+		arg := strings.Repeat("e", n)
+		wantEcho := fmt.Sprintf("$%d\r\n%s\r\n", n, arg)
+		if got, err := c.Do("ECHO", arg); err != nil || string(got) != wantEcho {
+			t.Fatalf("ECHO of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+		if err := c.Send([]byte("ECHO " + arg + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.Read(1); err != nil || string(got) != wantEcho {
+			t.Fatalf("inline ECHO of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+	}
+}

@@ -109,6 +109,19 @@ func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
 	return d.member.AllocReply(req)
 }
 
+// ReplyRoom is the room of the buffers AllocReply returns for req: that
+// of the dataplane req came from, when it says (see nic/tcp), else req's.
+func (d *Dataplane) ReplyRoom(req *nic.Buffer) int {
+	var from nic.Dataplane = d.member
+	if d.waiter.Owns(req) {
+		from = d.waiter
+	}
+	if r, ok := from.(interface{ ReplyRoom(*nic.Buffer) int }); ok {
+		return r.ReplyRoom(req)
+	}
+	return len(req.Data)
+}
+
 // Release implements nic.Dataplane.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
 	for len(bufs) > 0 {

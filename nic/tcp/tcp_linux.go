@@ -990,6 +990,11 @@ func (d *Dataplane) AllocReply(req *nic.Buffer) *nic.Buffer {
 	return b
 }
 
+// ReplyRoom is the room of the buffers AllocReply returns: the pool's,
+// which a request longer than a pooled buffer exceeds (it is read into a
+// buffer of its own length).
+func (d *Dataplane) ReplyRoom(*nic.Buffer) int { return d.pool.BufSize() }
+
 // Release implements nic.Dataplane: a request released unanswered sends
 // nothing in its turn.
 func (d *Dataplane) Release(bufs ...*nic.Buffer) {
