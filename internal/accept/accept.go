@@ -61,7 +61,10 @@ func Classify(err error) Class {
 			// accept(2), Linux notes: network errors of the pending
 			// connection, to be treated like EAGAIN.
 			syscall.ENETDOWN, syscall.EPROTO, syscall.ENOPROTOOPT, syscall.EHOSTDOWN,
-			syscall.ENONET, syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH:
+			syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH:
+			return Aborted
+		}
+		if abortedHere(errno) {
 			return Aborted
 		}
 		return Fatal

@@ -35,3 +35,15 @@ func (d *Dataplane) Conns() []ConnInfo { return nil }
 
 // FreeBuffers returns how many pool buffers are free.
 func (d *Dataplane) FreeBuffers() int { return 0 }
+
+// AllocReply returns nil: nothing is served on this platform.
+func (d *Dataplane) AllocReply(*nic.Buffer) *nic.Buffer { return nil }
+
+// Watch fails: nothing is served on this platform.
+func (d *Dataplane) Watch(int) error { return nic.ErrNotSupported }
+
+// Owns reports false: the dataplane has no buffers on this platform.
+func (d *Dataplane) Owns(*nic.Buffer) bool { return false }
+
+// WakeRecv does nothing on this platform.
+func (d *Dataplane) WakeRecv() {}

@@ -36,3 +36,12 @@ type PortDrops struct {
 
 // PortDrops returns nothing on this platform.
 func (d *Dataplane) PortDrops() []PortDrops { return nil }
+
+// AllocReply returns nil: nothing is served on this platform.
+func (d *Dataplane) AllocReply(*nic.Buffer) *nic.Buffer { return nil }
+
+// RecvFds returns nil: nothing is received on this platform.
+func (d *Dataplane) RecvFds() []int { return nil }
+
+// Owns reports false: the dataplane has no buffers on this platform.
+func (d *Dataplane) Owns(*nic.Buffer) bool { return false }
