@@ -112,10 +112,9 @@ type Dispatcher struct {
 	// inPlaceEnd is when the request served in place last ended, while
 	// the dispatcher has done nothing since but pick the next request (0
 	// otherwise): the next request served in place starts then, without a
-	// clock read of its own. A clock read costs about what the pick does (tens of ns), and
-	// two per request served in place were a twentieth of psp's time under
-	// redis-benchmark -P 16; the pick is counted in the service time of the
-	// requests served in place.
+	// clock read of its own. A clock read costs about what the pick does
+	// (tens of ns), so the pick is counted in the service time of the
+	// requests served in place rather than paid for with a second read.
 	inPlaceEnd int64
 
 	// Everything below belongs to the dispatcher goroutine.

@@ -69,7 +69,10 @@ type nameTable struct {
 
 // nameSlots is a power of two, four times the commands or more, so that
 // probes are short.
-const nameSlots = 512
+const (
+	nameBits  = 9
+	nameSlots = 1 << nameBits
+)
 
 // nameSlot is one name (packed, see packName) and its type; t 0: empty.
 type nameSlot struct {
@@ -115,7 +118,7 @@ func packName(b *[maxName]byte) (lo, hi uint64) {
 
 func nameHash(lo, hi uint64, n int) int {
 	h := (lo ^ hi*0x9e3779b97f4a7c15 ^ uint64(n)) * 0xff51afd7ed558ccd
-	return int(h >> (64 - 9)) // 9 bits: nameSlots
+	return int(h >> (64 - nameBits))
 }
 
 // lookup returns the type of the upper-cased name b[:n] (zero-padded

@@ -98,10 +98,15 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	}
 	switch f.Kind {
 	case nic.FrameRequest:
+		var cmd *command // the request's command, when batch found it
 		if in[0] == '*' && !c.srv.cfg.NoBatch {
-			f.Len = c.batch(in, f.Len, max)
+			f.Len, cmd = c.batch(in, f.Len, max)
 		}
-		f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
+		if cmd != nil {
+			f.ReadOnly = cmd.flags&flagReadonly != 0
+		} else {
+			f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
+		}
 	case nic.FrameMore:
 		f.Flush = true // the input ran out: what is held goes now
 	}
@@ -125,12 +130,13 @@ const (
 // batch returns the length of the request in[:n] (a multibulk request)
 // and the requests after it that batch with it: complete multibulk
 // requests of the same command, named with the same bytes, each with at
-// most the command's batchArgs arguments.
-func (c *Conn) batch(in []byte, n, max int) int {
+// most the command's batchArgs arguments. It also returns the command of
+// in[:n] (nil when it is none).
+func (c *Conn) batch(in []byte, n, max int) (int, *command) {
 	limit := min(max, batchBytes)
-	name, ok := c.srv.batchable(in[:n], nil, &c.last)
-	if !ok || n >= limit {
-		return n
+	name, cmd := c.srv.commandHead(in[:n], &c.last)
+	if cmd == nil || !batchable(in[:n], cmd) || n >= limit {
+		return n, cmd
 	}
 	for k := 1; k < batchCommands && n < len(in) && in[n] == '*'; k++ {
 		var st mbState
@@ -138,34 +144,39 @@ func (c *Conn) batch(in []byte, n, max int) int {
 		if f.Kind != nic.FrameRequest {
 			break
 		}
-		if _, ok := c.srv.batchable(in[n:n+f.Len], name, &c.last); !ok {
+		next := in[n : n+f.Len]
+		if nextName, _ := c.srv.commandHead(next, nil); string(nextName) != string(name) || !batchable(next, cmd) {
 			break
 		}
 		n += f.Len
 	}
-	return n
+	return n, cmd
 }
 
-// batchable reports whether the multibulk request req may be batched, and
-// returns its command's name; with want set, only when the name is want's
-// bytes.
-func (s *Server) batchable(req, want []byte, last *lastCommand) ([]byte, bool) {
-	argc, pos, ok := lengthAt(req, 1)
-	if !ok || argc < 1 || pos >= len(req) || req[pos] != '$' {
-		return nil, false
+// commandHead returns the name of the multibulk request req's command
+// and, given last, the command it names (nil when none, or req is not
+// a multibulk request with a name).
+func (s *Server) commandHead(req []byte, last *lastCommand) ([]byte, *command) {
+	_, pos, ok := lengthAt(req, 1)
+	if !ok || pos >= len(req) || req[pos] != '$' {
+		return nil, nil
 	}
 	n, pos, ok := lengthAt(req, pos+1)
 	if !ok || n < 1 || int64(pos)+n > int64(len(req)) {
-		return nil, false
+		return nil, nil
 	}
 	name := req[pos : pos+int(n)]
-	if want != nil {
-		if string(name) != string(want) {
-			return nil, false
-		}
+	if last == nil {
+		return name, nil
 	}
-	cmd := last.find(s.cmds, name)
-	return name, cmd != nil && argc <= int64(cmd.batchArgs)
+	return name, last.find(s.cmds, name)
+}
+
+// batchable reports whether the multibulk request req of command cmd has
+// at most cmd's batchArgs arguments.
+func batchable(req []byte, cmd *command) bool {
+	argc, _, ok := lengthAt(req, 1)
+	return ok && argc >= 1 && argc <= int64(cmd.batchArgs)
 }
 
 // readOnly reports whether the request is a command that changes nothing

@@ -245,7 +245,7 @@ func countCommands(p []byte) int {
 		if !ok || argc < 1 {
 			break
 		}
-		for ; argc > 0 && ok; argc-- {
+		for ; argc > 0; argc-- {
 			var n int64
 			if pos >= len(p) || p[pos] != '$' {
 				return k
