@@ -18,7 +18,7 @@ const Version = "7.0.15"
 // refusedCommands are the commands psp knows and refuses, saying why:
 // transactions, scripts, pub/sub.
 func refusedCommands() []string {
-	return []string{"multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
+	return []string{"eval", "evalsha", "eval_ro",
 		"evalsha_ro", "fcall", "fcall_ro", "script", "function", "subscribe", "psubscribe", "publish"}
 }
 
@@ -37,6 +37,7 @@ func commandRunners() map[string]func(*ctx) {
 		"config|resetstat": cmdConfigResetstat, "config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
 		"memory|usage": cmdMemoryUsage, "memory|help": cmdMemoryHelp,
+		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
 		// Keys.
 		"del": cmdDel, "unlink": cmdDel, "exists": cmdExists, "touch": cmdExists, "type": cmdType,
@@ -200,6 +201,7 @@ func cmdAuth(c *ctx) {
 func cmdReset(c *ctx) {
 	if c.conn != nil {
 		c.conn.setName(nil)
+		c.conn.discardTransaction()
 	}
 	c.o.simple("RESET")
 }
@@ -216,8 +218,6 @@ func cmdRefused(c *ctx) {
 	name := strings.ToUpper(strings.ReplaceAll(c.cmd.fullname, "|", " "))
 	parent, _, _ := strings.Cut(c.cmd.fullname, "|")
 	switch parent {
-	case "multi", "exec", "discard", "watch", "unwatch":
-		c.o.err(name + " is not supported: psp runs each command atomically but has no transactions")
 	case "subscribe", "psubscribe", "publish":
 		c.o.err(name + " is not supported: psp has no pub/sub")
 	default:

@@ -142,7 +142,9 @@ func findCommand(m map[string]*command, name []byte) *command {
 
 // run checks and runs the command in c.argv, as redis-server's
 // processCommand does: an unknown command or subcommand, a wrong number
-// of arguments, then the memory limit, answered with its errors.
+// of arguments, then the memory limit, answered with its errors (which
+// also make a transaction's EXEC discard it); in a transaction, the
+// command is queued instead of run (multi.go).
 func (s *Server) run(c *ctx) {
 	c.w.stats.commands.Add(1)
 	cmd, container := s.lookup(c.argv, &c.w.last)
@@ -157,6 +159,7 @@ func (s *Server) run(c *ctx) {
 			return
 		}
 		c.w.stats.errors.Add(1)
+		c.flagTransaction()
 		if container {
 			c.o.errBytes(unknownSubcommand(c.argv))
 		} else {
@@ -166,14 +169,44 @@ func (s *Server) run(c *ctx) {
 	}
 	if (cmd.arity > 0 && cmd.arity != len(c.argv)) || len(c.argv) < -cmd.arity {
 		c.w.stats.errors.Add(1)
-		c.o.err("wrong number of arguments for '" + cmd.fullname + "' command")
+		c.reject(cmd, "wrong number of arguments for '"+cmd.fullname+"' command")
 		return
 	}
-	if cmd.flags&flagDenyOOM != 0 && s.overMaxMemory() {
+	queue := c.conn != nil && c.conn.multi.on && !runsInMulti(cmd.fullname)
+	if s.overMaxMemory() && (cmd.flags&flagDenyOOM != 0 || queue ||
+		(cmd.fullname == "exec" && c.conn != nil && c.conn.multi.denyOOM)) {
+		// In a transaction nothing more is queued past maxmemory, and
+		// EXEC of a queue that may grow the dataset is refused.
 		c.w.stats.oom.Add(1)
-		c.o.writeString(errOOM)
+		c.reject(cmd, errOOM[:len(errOOM)-2])
 		return
 	}
+	if queue {
+		// A command psp refuses is queued too: its refusal is its reply
+		// in EXEC's array, where redis-server's would be its error.
+		c.enqueue(cmd)
+		return
+	}
+	s.call(c, cmd)
+}
+
+// reject answers a command refused before it runs, as redis-server's
+// rejectCommand: the error, and a transaction open is discarded at EXEC;
+// EXEC itself refused discards it at once, saying why.
+func (c *ctx) reject(cmd *command, msg string) {
+	c.flagTransaction()
+	if cmd.fullname != "exec" {
+		c.o.err(msg)
+		return
+	}
+	if c.conn != nil {
+		c.conn.discardTransaction()
+	}
+	c.o.err("-EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "-"))
+}
+
+// call runs a checked command.
+func (s *Server) call(c *ctx, cmd *command) {
 	c.cmd = cmd
 	cmd.run(c)
 	if c.reap {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/persephone-go/psp/nic"
 )
@@ -67,10 +68,20 @@ type Conn struct {
 	name    string
 	libName string
 	libVer  string
+
+	multi  multiState   // the connection's transaction (multi.go)
+	queued atomic.Int64 // the bytes its queued commands are counted for
+	closed atomic.Bool
 }
 
-// ConnClosed is called by the dataplane once the connection is closed.
-func (c *Conn) ConnClosed() { c.srv.connsClosed.Add(1) }
+// ConnClosed is called by the dataplane once the connection is closed
+// (a request of it may still be running): the commands a transaction
+// left queued are no longer counted.
+func (c *Conn) ConnClosed() {
+	c.closed.Store(true)
+	c.releaseQueued()
+	c.srv.connsClosed.Add(1)
+}
 
 // ID returns the connection's id (CLIENT ID).
 func (c *Conn) ID() uint64 { return c.id }

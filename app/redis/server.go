@@ -63,12 +63,18 @@ type Server struct {
 	statsMu   sync.Mutex
 	statsBase infoStats
 
+	// execMu orders EXECs (holdWorkers).
+	execMu sync.Mutex
+
 	stop chan struct{}
 	done sync.WaitGroup
 }
 
 // worker is one worker's state.
 type worker struct {
+	// mu is held while the worker runs a request: EXEC takes every
+	// worker's (holdWorkers).
+	mu    sync.Mutex
 	c     ctx
 	req   request
 	o     out
@@ -228,6 +234,8 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	conn, _ := b.Session.(*Conn)
 	c := &wk.c
 	var flags nic.Flags
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
 	for {
 		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o}
 		s.run(c)
@@ -261,11 +269,17 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 
 // ReplyOverloaded implements app.OverloadReplier: a command the
 // dispatcher sheds unserved is answered with BusyReply, in its place among
-// the connection's replies; nothing of it runs. A batch of commands
+// the connection's replies; nothing of it runs, and a transaction it was
+// to join is discarded at EXEC. A batch of commands
 // (Conn.batch) gets one BusyReply for each. It reads only the commands'
 // heads, and allocates nothing unless a batch's replies do not fit its
 // buffer (a buffer size under batchCommands BusyReplies).
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
+	if cn, ok := b.Session.(*Conn); ok && cn.multi.on {
+		// A command shed while a transaction is queued is not in the
+		// queue: EXEC must not run the rest without it.
+		cn.multi.dirty = true
+	}
 	k := 1
 	if b.Flags&nic.FromStream != 0 {
 		k = max(countCommands(b.Payload()), 1)

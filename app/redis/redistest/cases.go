@@ -54,6 +54,14 @@ var Cases = []Case{
 		"SET k v", "MEMORY", "MEMORY USAGE", "MEMORY USAGE nokey", "MEMORY USAGE k SAMPLES", "MEMORY USAGE k SAMPLES x",
 		"MEMORY USAGE k SAMPLES -1", "MEMORY USAGE k foo 1", "MEMORY USAGE nokey SAMPLES 0 SAMPLES 3", "MEMORY NOSUCH",
 	}},
+	// Transactions (WATCH is refused: psp keeps no key versions).
+	{Name: "transactions", Commands: []string{
+		"EXEC", "DISCARD", "UNWATCH", "MULTI", "SET a 1", "INCR a", "GET a", "LPUSH a x", "EXEC", "EXEC",
+		"MULTI", "MULTI", "SET a", "NOSUCH", "INCR a", "EXEC", "GET a", "MULTI", "UNWATCH", "DISCARD",
+		"MULTI", "SET b 2", "DISCARD", "GET b", "MULTI", "PING", "RESET", "EXEC", "MULTI x", "EXEC x",
+		"MULTI", "EXEC", "MULTI", "MGET a b", "HSET h f v", "HGETALL h", "CLIENT SETNAME tx", "EXEC",
+		"CLIENT GETNAME", "MULTI", "CONFIG SET nosuch 1", "EXEC",
+	}},
 	{Name: "function", Commands: []string{
 		"FUNCTION", "FUNCTION FLUSH", "FUNCTION FLUSH ASYNC", "FUNCTION FLUSH sync", "FUNCTION FLUSH x",
 		"FUNCTION FLUSH SYNC x", "FUNCTION LIST", "FUNCTION LIST WITHCODE LIBRARYNAME a*",

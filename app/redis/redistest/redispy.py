@@ -134,6 +134,25 @@ def main(host, port):
     p.set("pipe", 1).incr("pipe").incr("pipe").get("pipe")
     assert p.execute() == [True, 2, 3, b"3"]
 
+    # redis-py's default pipeline is a transaction (MULTI ... EXEC).
+    p = r.pipeline()
+    p.set("tx", 1).incr("tx").lpush("txl", "a", "b").get("tx")
+    assert p.execute() == [True, 2, 2, b"2"]
+    # A command refused while queueing discards the transaction.
+    p = r.pipeline()
+    p.set("tx", 10).execute_command("SET", "tx")
+    try:
+        p.execute()
+        raise AssertionError("EXECABORT not raised")
+    except redis.ResponseError as e:
+        assert "EXECABORT" in str(e) or "wrong number of arguments" in str(e), e
+    assert r.get("tx") == b"2"
+    # An error at run time is the command's own reply; the others run.
+    p = r.pipeline()
+    p.incr("tx").lpush("tx", "x").incr("tx")
+    res = p.execute(raise_on_error=False)
+    assert res[0] == 3 and isinstance(res[1], redis.ResponseError) and res[2] == 4, res
+
     r.flushdb()
     assert r.dbsize() == 0
     print("ok")
