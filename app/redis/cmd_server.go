@@ -39,6 +39,7 @@ func commandRunners() map[string]func(*ctx) {
 		"expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,
 		"ttl": cmdTTL, "pttl": cmdTTL, "persist": cmdPersist, "rename": cmdRename,
 		"renamenx": cmdRename, "keys": cmdKeys, "scan": cmdScan, "randomkey": cmdRandomkey,
+		"copy": cmdCopy, "expiretime": cmdExpiretime, "pexpiretime": cmdExpiretime,
 		// Strings.
 		"get": cmdGet, "set": cmdSet, "setnx": cmdSetnx, "setex": cmdSetex, "psetex": cmdSetex,
 		"getset": cmdGetset, "getdel": cmdGetdel, "getex": cmdGetex, "mget": cmdMget,
@@ -60,6 +61,9 @@ func commandRunners() map[string]func(*ctx) {
 		"sadd": cmdSadd, "srem": cmdSrem, "smembers": cmdSmembers, "sismember": cmdSismember,
 		"smismember": cmdSmismember, "scard": cmdScard, "spop": cmdSpop,
 		"srandmember": cmdSrandmember, "sscan": cmdSscan,
+		"sinter": cmdSinter, "sintercard": cmdSintercard, "sinterstore": cmdSinterstore,
+		"sunion": cmdSunion, "sdiff": cmdSunion, "sunionstore": cmdSunionstore,
+		"sdiffstore": cmdSunionstore, "smove": cmdSmove,
 		// Sorted sets.
 		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,

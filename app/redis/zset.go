@@ -442,3 +442,15 @@ func (z *zsetObj) firstToDeleteByLex(r *lexRange) *zslNode {
 	}
 	return x.level[0].forward
 }
+
+// clone returns a copy of z, a listpack's or a skip list's as z is
+// (COPY).
+func (z *zsetObj) clone() *zsetObj {
+	d := newZSetObj()
+	d.big = z.big
+	for x := z.zsl.header.level[0].forward; x != nil; x = x.level[0].forward {
+		d.scores[x.member] = x.score
+		d.zsl.insert(x.score, x.member)
+	}
+	return d
+}
