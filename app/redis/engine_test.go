@@ -292,6 +292,39 @@ func TestMaxMemory(t *testing.T) {
 	}
 }
 
+// TestMemoryUsage: MEMORY USAGE answers each kind of key's size as counted
+// against maxmemory, growing with its value, and nil for no key.
+func TestMemoryUsage(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	for _, args := range [][]string{{"SET", "s", "v"}, {"RPUSH", "l", "a"}, {"HSET", "h", "f", "v"}, {"SADD", "t", "m"}, {"ZADD", "z", "1", "m"}} {
+		c.do(args...)
+		key := args[1]
+		r := c.do("MEMORY", "USAGE", key)
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(r, ":"), "\r\n"))
+		if err != nil || n <= 0 {
+			t.Errorf("MEMORY USAGE %s: %q", key, r)
+			continue
+		}
+		sh, _ := s.db.shardOf([]byte(key))
+		if e := sh.m[key]; e == nil || int64(n) != e.size {
+			t.Errorf("MEMORY USAGE %s: %d, not the size counted", key, n)
+		}
+	}
+	usage := func(r string) int {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(r, ":"), "\r\n"))
+		return n
+	}
+	small := usage(c.do("MEMORY", "USAGE", "s"))
+	c.do("SET", "s", strings.Repeat("x", 10000))
+	if big := usage(c.do("MEMORY", "USAGE", "s", "SAMPLES", "0")); big-small < 9999 {
+		t.Errorf("MEMORY USAGE of a 10,000-byte value %d, of a 1-byte one %d", big, small)
+	}
+	if r := c.do("MEMORY", "USAGE", "nokey"); r != nullBulk {
+		t.Errorf("MEMORY USAGE nokey: %q", r)
+	}
+}
+
 // TestLongCommandsDoNotStopGets: while one worker runs KEYS over many
 // keys, GETs on another worker start and finish: the long command holds
 // one shard at a time, read-locked (a store locked whole for the KEYS

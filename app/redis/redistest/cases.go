@@ -34,6 +34,31 @@ var Cases = []Case{
 		"CONFIG GET save", "CONFIG GET appendonly", "CONFIG GET databases",
 		"COMMAND COUNT x", "COMMAND INFO get set nosuch", "COMMAND INFO client|setname",
 	}},
+	// CONFIG SET's checks, and values that leave redis-server as it was
+	// started (psp refuses some values redis-server takes: config_test.go).
+	{Name: "config", Commands: []string{
+		"CONFIG SET", "CONFIG SET a", "CONFIG SET nosuch 1", "CONFIG SET nosuch 1 maxmemory x",
+		"CONFIG SET maxmemory 1 x", "CONFIG SET maxmemory abc", "CONFIG SET maxmemory -1",
+		"CONFIG SET maxmemory 10xb", "CONFIG SET hash-max-ziplist-entries -1", "CONFIG SET HASH-MAX-ZIPLIST-ENTRIES -1",
+		"CONFIG SET hash-max-ziplist-entries 512 hash-max-listpack-entries 512", "CONFIG SET hz 10 HZ 10",
+		"CONFIG SET list-max-ziplist-size 99999999999", "CONFIG SET list-compress-depth 1.5",
+		"CONFIG SET timeout 0 TIMEOUT 0", "CONFIG SET appendonly maybe", "CONFIG SET maxmemory-policy nosuch",
+		"CONFIG SET save 3600", "CONFIG SET save \"0 1\"", "CONFIG SET save \"1  1\"", "CONFIG SET databases 4",
+		"CONFIG SET databases x", "CONFIG SET save \"\"", "CONFIG SET timeout 0 appendonly no",
+		"CONFIG SET maxmemory-policy NoEviction", "CONFIG GET maxmemory-policy", "CONFIG GET maxmemory-samples",
+		"CONFIG GET HASH-MAX-ZIPLIST-ENTRIES", "CONFIG GET lua-time-limit", "CONFIG GET nosuch",
+		"CONFIG HELP", "CONFIG REWRITE", "CONFIG REWRITE x", "CONFIG RESETSTAT x",
+	}},
+	// MEMORY USAGE's figures are each server's own: only its checks.
+	{Name: "memory", Commands: []string{
+		"SET k v", "MEMORY", "MEMORY USAGE", "MEMORY USAGE nokey", "MEMORY USAGE k SAMPLES", "MEMORY USAGE k SAMPLES x",
+		"MEMORY USAGE k SAMPLES -1", "MEMORY USAGE k foo 1", "MEMORY USAGE nokey SAMPLES 0 SAMPLES 3", "MEMORY NOSUCH",
+	}},
+	{Name: "function", Commands: []string{
+		"FUNCTION", "FUNCTION FLUSH", "FUNCTION FLUSH ASYNC", "FUNCTION FLUSH sync", "FUNCTION FLUSH x",
+		"FUNCTION FLUSH SYNC x", "FUNCTION LIST", "FUNCTION LIST WITHCODE LIBRARYNAME a*",
+		"FUNCTION LIST LIBRARYNAME", "FUNCTION LIST x", "FUNCTION LIST WITHCODE WITHCODE", "FUNCTION NOSUCH",
+	}},
 	{Name: "arity", Commands: []string{
 		"GET", "GET a b", "SET a", "MSET a", "MSET a b c", "MSETNX a", "HSET h f", "HSET h f v g",
 		"LPUSH l", "LPOP l 1 2", "RPOP", "SADD s", "ZADD z 1", "ZADD z", "DEL", "EXISTS", "TYPE",
