@@ -556,3 +556,94 @@ func cmdRandomkey(c *ctx) {
 	}
 	c.o.null()
 }
+
+// cmdExpiretime answers EXPIRETIME and PEXPIRETIME: the key's expire
+// time, unix seconds (rounded) or milliseconds.
+func cmdExpiretime(c *ctx) {
+	sh, e := c.readEntry(c.argv[1])
+	defer sh.mu.RUnlock()
+	switch {
+	case e == nil:
+		c.o.integer(-2)
+	case e.expire == 0:
+		c.o.integer(-1)
+	case c.cmd.name == "expiretime":
+		// (expire+500)/1000 without overflowing: an expire near the
+		// largest time answers as redis-server's does.
+		c.o.integer(e.expire/1000 + (e.expire%1000+500)/1000)
+	default:
+		c.o.integer(e.expire)
+	}
+}
+
+// cmdCopy answers COPY source destination [DB db] [REPLACE], both keys'
+// shards held. psp has one database: DB 0 is the only one.
+func cmdCopy(c *ctx) {
+	replace := false
+	for j := 3; j < len(c.argv); j++ {
+		switch {
+		case equalFold(c.argv[j], "replace"):
+			replace = true
+		case equalFold(c.argv[j], "db") && j < len(c.argv)-1:
+			j++
+			id, ok := c.intArg(j)
+			if !ok {
+				return
+			}
+			if id < math.MinInt32 || id > math.MaxInt32 {
+				c.o.err("value is out of range, value must between -2147483648 and 2147483647")
+				return
+			}
+			if id != 0 {
+				c.o.err("DB index is out of range")
+				return
+			}
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+	}
+	src, dst := c.argv[1], c.argv[2]
+	if string(src) == string(dst) {
+		c.o.err("source and destination objects are the same")
+		return
+	}
+	c.lockKeys(c.argv[1:3], true)
+	defer c.unlockKeys(true)
+	ssh, _ := c.shardFor(src)
+	e := c.s.db.lookupWrite(ssh, src, &c.clk)
+	if e == nil {
+		c.w.stats.misses.Add(1)
+		c.o.writeString(czero)
+		return
+	}
+	c.w.stats.hits.Add(1)
+	dsh, dh := c.shardFor(dst)
+	if old := c.s.db.lookupWrite(dsh, dst, &c.clk); old != nil {
+		if !replace {
+			c.o.writeString(czero)
+			return
+		}
+		c.s.db.remove(dsh, old)
+	}
+	ne := c.s.db.add(dsh, dst, dh, e.kind)
+	size := e.size - int64(len(src)) + int64(len(dst))
+	switch e.kind {
+	case kindString:
+		ne.str = copyBytes(e.str)
+		size = stringSize(dst, ne.str)
+	case kindList:
+		ne.obj = e.obj.(*list).clone()
+	case kindHash:
+		ne.obj = e.obj.(*hashObj).clone()
+	case kindSet:
+		ne.obj = e.obj.(*setObj).clone()
+	case kindZSet:
+		ne.obj = e.obj.(*zsetObj).clone()
+	}
+	c.s.db.resize(ne, size)
+	if e.expire != 0 {
+		dsh.setExpire(ne, e.expire)
+	}
+	c.o.writeString(cone)
+}

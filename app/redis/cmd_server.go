@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -32,13 +33,17 @@ func commandRunners() map[string]func(*ctx) {
 		"client|info": cmdClientInfo, "client|help": cmdClientHelp,
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
-		"info": cmdInfo, "config|get": cmdConfigGet, "config|help": cmdConfigHelp,
+		"info": cmdInfo, "config|get": cmdConfigGet, "config|set": cmdConfigSet,
+		"config|resetstat": cmdConfigResetstat, "config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
+		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
+		"memory|usage": cmdMemoryUsage, "memory|help": cmdMemoryHelp,
 		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
 		// Keys.
 		"del": cmdDel, "unlink": cmdDel, "exists": cmdExists, "touch": cmdExists, "type": cmdType,
 		"expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,
 		"ttl": cmdTTL, "pttl": cmdTTL, "persist": cmdPersist, "rename": cmdRename,
 		"renamenx": cmdRename, "keys": cmdKeys, "scan": cmdScan, "randomkey": cmdRandomkey,
+		"copy": cmdCopy, "expiretime": cmdExpiretime, "pexpiretime": cmdExpiretime,
 		// Strings.
 		"get": cmdGet, "set": cmdSet, "setnx": cmdSetnx, "setex": cmdSetex, "psetex": cmdSetex,
 		"getset": cmdGetset, "getdel": cmdGetdel, "getex": cmdGetex, "mget": cmdMget,
@@ -63,11 +68,20 @@ func commandRunners() map[string]func(*ctx) {
 		"sadd": cmdSadd, "srem": cmdSrem, "smembers": cmdSmembers, "sismember": cmdSismember,
 		"smismember": cmdSmismember, "scard": cmdScard, "spop": cmdSpop,
 		"srandmember": cmdSrandmember, "sscan": cmdSscan,
+		"sinter": cmdSinter, "sintercard": cmdSintercard, "sinterstore": cmdSinterstore,
+		"sunion": cmdSunion, "sdiff": cmdSunion, "sunionstore": cmdSunionstore,
+		"sdiffstore": cmdSunionstore, "smove": cmdSmove,
 		// Sorted sets.
 		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
 		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,
 		"zpopmin": cmdZpop, "zpopmax": cmdZpop, "zscan": cmdZscan,
+		"zrangebylex": cmdZrange, "zrevrangebylex": cmdZrange, "zrangestore": cmdZrange,
+		"zlexcount": cmdZlexcount, "zremrangebyrank": cmdZremrange, "zremrangebyscore": cmdZremrange,
+		"zremrangebylex": cmdZremrange, "zmscore": cmdZmscore, "zrandmember": cmdZrandmember,
+		"zunion": cmdZsetop, "zinter": cmdZsetop, "zdiff": cmdZsetop, "zunionstore": cmdZsetop,
+		"zinterstore": cmdZsetop, "zdiffstore": cmdZsetop, "zintercard": cmdZsetop, "zmpop": cmdZmpop,
+		"hrandfield": cmdHrandfield,
 	}
 }
 
@@ -208,8 +222,9 @@ func cmdTime(c *ctx) {
 
 // cmdRefused refuses what psp does not implement, saying so.
 func cmdRefused(c *ctx) {
-	name := strings.ToUpper(c.cmd.name)
-	switch c.cmd.name {
+	name := strings.ToUpper(strings.ReplaceAll(c.cmd.fullname, "|", " "))
+	parent, _, _ := strings.Cut(c.cmd.fullname, "|")
+	switch parent {
 	case "multi", "exec", "discard", "watch", "unwatch":
 		c.o.err(name + " is not supported: psp runs each command atomically but has no transactions")
 	case "subscribe", "psubscribe", "publish":
@@ -504,50 +519,89 @@ func cmdCommandHelp(c *ctx) {
 	})
 }
 
-// CONFIG GET: the parameters clients and benchmarks read, with psp's
-// values.
-func (s *Server) configParams() [][2]string {
-	return [][2]string{
-		{"appendonly", "no"},
-		{"databases", "1"},
-		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
-		{"maxmemory-policy", "noeviction"},
-		{"port", strconv.Itoa(s.cfg.Port)},
-		{"proto-max-bulk-len", strconv.Itoa(s.maxBulk)},
-		{"save", ""},
-		{"timeout", "0"},
+// FUNCTION: psp runs no scripts, so it holds no function libraries:
+// FLUSH has none to delete and LIST none to show (test suites and
+// clients call them to start clean); the other subcommands are refused.
+func cmdFunctionFlush(c *ctx) {
+	switch {
+	case len(c.argv) > 3:
+		c.o.errBytes(subcommandSyntaxError(c.argv))
+	case len(c.argv) == 3 && !equalFold(c.argv[2], "sync") && !equalFold(c.argv[2], "async"):
+		c.o.err("FUNCTION FLUSH only supports SYNC|ASYNC option")
+	default:
+		c.o.ok()
 	}
 }
 
-func cmdConfigGet(c *ctx) {
-	params := c.s.configParams()
-	var out [][2]string
-	seen := make(map[string]bool)
-	for _, pat := range c.argv[2:] {
-		for _, p := range params {
-			if !seen[p[0]] && stringMatchFold(pat, p[0]) {
-				seen[p[0]] = true
-				out = append(out, p)
+func cmdFunctionList(c *ctx) {
+	withCode, named := false, false
+	for i := 2; i < len(c.argv); i++ {
+		a := c.argv[i]
+		switch {
+		case !withCode && equalFold(a, "withcode"):
+			withCode = true
+		case !named && equalFold(a, "libraryname"):
+			if i == len(c.argv)-1 {
+				c.o.err("library name argument was not given")
+				return
 			}
+			named = true
+			i++
+		default:
+			c.o.errBytes(mapLineEnds(append([]byte("Unknown argument "), cstr(a)...)))
+			return
 		}
 	}
-	c.o.arrayLen(2 * len(out))
-	for _, p := range out {
-		c.o.bulkString(p[0])
-		c.o.bulkString(p[1])
+	c.o.writeString(emptyArray)
+}
+
+// subcommandSyntaxError is redis-server's error for a subcommand given
+// the wrong arguments by its own parsing.
+func subcommandSyntaxError(argv [][]byte) []byte {
+	sub := cstr(argv[1])
+	msg := append([]byte("unknown subcommand or wrong number of arguments for '"), sub[:min(len(sub), 128)]...)
+	msg = append(append(msg, "'. Try "...), bytes.ToUpper(cstr(argv[0]))...)
+	return mapLineEnds(append(msg, " HELP."...))
+}
+
+// cmdMemoryUsage answers the bytes a key is counted for against
+// maxmemory (its name, value and bookkeeping, as psp estimates them),
+// or nil for a key that does not exist. SAMPLES is checked, as
+// redis-server does, and not needed: the estimate is kept up to date.
+func cmdMemoryUsage(c *ctx) {
+	for j := 3; j < len(c.argv); j += 2 {
+		if !equalFold(c.argv[j], "samples") || j+1 == len(c.argv) {
+			c.o.writeString(errSyntax)
+			return
+		}
+		n, ok := string2ll(c.argv[j+1])
+		if !ok {
+			c.o.writeString(errNotInt)
+			return
+		}
+		if n < 0 {
+			c.o.writeString(errSyntax)
+			return
+		}
 	}
+	sh, _ := c.s.db.shardOf(c.argv[2])
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	e := c.lookup(sh, c.argv[2])
+	if e == nil {
+		c.o.writeString(nullBulk)
+		return
+	}
+	c.o.integer(e.size)
 }
 
-// stringMatchFold matches a CONFIG GET pattern, case-insensitively.
-func stringMatchFold(pat []byte, name string) bool {
-	return stringMatch([]byte(strings.ToLower(string(pat))), []byte(name))
-}
-
-func cmdConfigHelp(c *ctx) {
+func cmdMemoryHelp(c *ctx) {
 	writeHelp(c, []string{
-		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-		"HELP", "    Print this help.",
+		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"USAGE <key> [SAMPLES <count>]",
+		"    Return memory in bytes used by <key> and its value. Nested values are",
+		"    sampled up to <count> times (default: 5, 0 means sample all).",
+		"HELP", "    Prints this help.",
 	})
 }
 
@@ -586,16 +640,8 @@ func cmdInfo(c *ctx) {
 			b.WriteString(kv[i] + ":" + kv[i+1] + "\r\n")
 		}
 	}
-	var commands, hits, misses, oom uint64
-	for _, w := range s.workers {
-		commands += w.stats.commands.Load()
-		hits += w.stats.hits.Load()
-		misses += w.stats.misses.Load()
-		oom += w.stats.oom.Load()
-	}
+	st := s.infoStats()
 	uptime := (c.now() - s.started.UnixMilli()) / 1000
-	host, _ := os.Hostname()
-	_ = host
 	used := s.db.used.Load()
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -619,8 +665,8 @@ func cmdInfo(c *ctx) {
 	add("Memory",
 		"used_memory", i64(used),
 		"used_memory_human", humanBytes(used),
-		"maxmemory", i64(s.cfg.MaxMemory),
-		"maxmemory_human", humanBytes(s.cfg.MaxMemory),
+		"maxmemory", i64(s.maxMemory.Load()),
+		"maxmemory_human", humanBytes(s.maxMemory.Load()),
 		"maxmemory_policy", "noeviction")
 	add("Persistence",
 		"loading", "0",
@@ -630,13 +676,13 @@ func cmdInfo(c *ctx) {
 		"aof_enabled", "0",
 		"aof_rewrite_in_progress", "0")
 	add("Stats",
-		"total_connections_received", u64(s.connsOpened.Load()),
-		"total_commands_processed", u64(commands),
-		"expired_keys", i64(s.expired.Load()),
+		"total_connections_received", u64(st.connections),
+		"total_commands_processed", u64(st.commands),
+		"expired_keys", i64(st.expired),
 		"evicted_keys", "0",
-		"keyspace_hits", u64(hits),
-		"keyspace_misses", u64(misses),
-		"rejected_oom_commands", u64(oom))
+		"keyspace_hits", u64(st.hits),
+		"keyspace_misses", u64(st.misses),
+		"rejected_oom_commands", u64(st.oom))
 	add("Replication",
 		"role", "master",
 		"connected_slaves", "0")

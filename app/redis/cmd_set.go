@@ -1,6 +1,9 @@
 package redis
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 func memberSize(m []byte) int64 { return elemOverhead + 32 + int64(len(m)) }
 
@@ -263,4 +266,356 @@ func cmdSscan(c *ctx) {
 			}
 		}
 	})
+}
+
+// memberBytes is member i of s, formatted into scratch when s is an
+// intset; the bytes must not be modified.
+func (s *setObj) memberBytes(i int, scratch *[20]byte) []byte {
+	if s.intset {
+		return strconv.AppendInt(scratch[:0], s.ints[i], 10)
+	}
+	return stringBytes(s.members[i])
+}
+
+// size is the bytes accounted for s's members (memberSize of each).
+func (s *setObj) size() int64 {
+	n := int64(s.card()) * (elemOverhead + 32)
+	if s.intset {
+		for i := range s.ints {
+			n += int64(s.memberLen(i))
+		}
+		return n
+	}
+	for _, m := range s.members {
+		n += int64(len(m))
+	}
+	return n
+}
+
+// clone returns a copy of s, of the same encoding (COPY).
+func (s *setObj) clone() *setObj {
+	d := &setObj{intset: s.intset}
+	if s.intset {
+		d.ints = append(make([]int64, 0, len(s.ints)), s.ints...)
+		return d
+	}
+	d.members = append(make([]string, 0, len(s.members)), s.members...)
+	d.idx = make(map[string]int, len(s.idx))
+	for k, v := range s.idx {
+		d.idx[k] = v
+	}
+	return d
+}
+
+// setArgs looks keys up as sets, their shards held by the caller (for
+// writing when write), as redis-server's set algebra does: every key is
+// looked up (a missing one is a nil set) until one holds another type,
+// which is answered WRONGTYPE (ok false).
+func (c *ctx) setArgs(keys [][]byte, write bool) (sets []*setObj, ok bool) {
+	sets = make([]*setObj, len(keys))
+	for i, k := range keys {
+		sh, _ := c.shardFor(k)
+		var e *entry
+		if write {
+			e = c.s.db.lookupWrite(sh, k, &c.clk)
+		} else {
+			e = c.lookup(sh, k)
+		}
+		if e == nil {
+			c.w.stats.misses.Add(1)
+			continue
+		}
+		c.w.stats.hits.Add(1)
+		if c.wrongType(e, kindSet) {
+			return nil, false
+		}
+		sets[i] = e.obj.(*setObj)
+	}
+	return sets, true
+}
+
+// sinter visits the members of the intersection of sets (none nil) as
+// redis-server's sinterGenericCommand finds them: the members of the
+// smallest set (the first of the smallest), in its order, that every
+// other set holds. visit returns false to stop.
+func sinter(sets []*setObj, visit func(s *setObj, i int) bool) {
+	slices.SortStableFunc(sets, func(a, b *setObj) int { return a.card() - b.card() })
+	first := sets[0]
+	var b [20]byte
+	for i := range first.card() {
+		m := first.memberBytes(i, &b)
+		all := true
+		for _, t := range sets[1:] {
+			if t != first && !t.has(m) {
+				all = false
+				break
+			}
+		}
+		if all && !visit(first, i) {
+			return
+		}
+	}
+}
+
+// cmdSinter answers SINTER: the members in the smallest set's order.
+func cmdSinter(c *ctx) {
+	keys := c.argv[1:]
+	c.lockKeys(keys, false)
+	defer c.unlockKeys(false)
+	sets, ok := c.setArgs(keys, false)
+	if !ok {
+		return
+	}
+	if slices.Contains(sets, nil) {
+		c.o.writeString(emptyArray)
+		return
+	}
+	var found []int
+	var first *setObj
+	sinter(sets, func(s *setObj, i int) bool {
+		first = s
+		found = append(found, i)
+		return true
+	})
+	c.o.arrayLen(len(found))
+	for _, i := range found {
+		c.writeMember(first, i)
+	}
+}
+
+// cmdSintercard answers SINTERCARD numkeys key [key ...] [LIMIT limit].
+func cmdSintercard(c *ctx) {
+	n, ok := string2ll(c.argv[1])
+	if !ok || n < 1 {
+		c.o.err("numkeys should be greater than 0")
+		return
+	}
+	if n > int64(len(c.argv)-2) {
+		c.o.err("Number of keys can't be greater than number of args")
+		return
+	}
+	keys := c.argv[2 : 2+n]
+	var limit int64
+	for j := 2 + int(n); j < len(c.argv); j++ {
+		if !equalFold(c.argv[j], "limit") || j == len(c.argv)-1 {
+			c.o.writeString(errSyntax)
+			return
+		}
+		j++
+		if limit, ok = string2ll(c.argv[j]); !ok || limit < 0 {
+			c.o.err("LIMIT can't be negative")
+			return
+		}
+	}
+	c.lockKeys(keys, false)
+	sets, ok := c.setArgs(keys, false)
+	if ok {
+		card := int64(0)
+		if !slices.Contains(sets, nil) {
+			sinter(sets, func(*setObj, int) bool {
+				card++
+				return limit == 0 || card < limit
+			})
+		}
+		c.o.integer(card)
+	}
+	c.unlockKeys(false)
+	if c.reap {
+		// The command's keys are not at fixed places: reapExpired
+		// cannot find them.
+		c.reap = false
+		for _, k := range keys {
+			sh, _ := c.s.db.shardOf(k)
+			sh.mu.Lock()
+			c.s.db.lookupWrite(sh, k, &c.clk)
+			sh.mu.Unlock()
+		}
+	}
+}
+
+// cmdSinterstore answers SINTERSTORE: the destination is replaced by the
+// intersection, whatever it held, or deleted when it is empty.
+func cmdSinterstore(c *ctx) {
+	c.lockKeys(c.argv[1:], true)
+	defer c.unlockKeys(true)
+	sets, ok := c.setArgs(c.argv[2:], true)
+	if !ok {
+		return
+	}
+	res := newSetObj()
+	if !slices.Contains(sets, nil) {
+		var b [20]byte
+		sinter(sets, func(s *setObj, i int) bool {
+			res.add(s.memberBytes(i, &b))
+			return true
+		})
+	}
+	c.storeSet(c.argv[1], res)
+}
+
+// storeSet replaces dst (its shard held for writing) by res, or deletes
+// it when res is empty, and answers res's size.
+func (c *ctx) storeSet(dst []byte, res *setObj) {
+	sh, h := c.shardFor(dst)
+	if old := c.s.db.lookupWrite(sh, dst, &c.clk); old != nil {
+		c.s.db.remove(sh, old)
+	}
+	n := res.card()
+	if n == 0 {
+		c.o.writeString(czero)
+		return
+	}
+	e := c.s.db.add(sh, dst, h, kindSet)
+	e.obj = res
+	c.s.db.resize(e, e.size+res.size())
+	c.o.integer(int64(n))
+}
+
+// sunion is the union of sets (nil: empty), built as redis-server's
+// sunionDiffGenericCommand builds it (an intset while it can be).
+func sunion(sets []*setObj) *setObj {
+	res := newSetObj()
+	var b [20]byte
+	for _, s := range sets {
+		if s == nil {
+			continue
+		}
+		for i := range s.card() {
+			res.add(s.memberBytes(i, &b))
+		}
+	}
+	return res
+}
+
+// sdiff is the members of sets[0] that no other set holds (nil: empty),
+// built as redis-server's sunionDiffGenericCommand builds it: by the
+// algorithm it picks, which decides whether the result is still an
+// intset (its second adds all of sets[0] first).
+func sdiff(sets []*setObj) *setObj {
+	res := newSetObj()
+	first := sets[0]
+	if first == nil || slices.Contains(sets[1:], first) {
+		return res
+	}
+	var one, two int
+	for _, s := range sets {
+		if s != nil {
+			one += first.card()
+			two += s.card()
+		}
+	}
+	var b [20]byte
+	if one/2 <= two {
+		for i := range first.card() {
+			m := first.memberBytes(i, &b)
+			held := false
+			for _, s := range sets[1:] {
+				if s != nil && s.has(m) {
+					held = true
+					break
+				}
+			}
+			if !held {
+				res.add(m)
+			}
+		}
+		return res
+	}
+	for j, s := range sets {
+		if s == nil {
+			continue
+		}
+		for i := range s.card() {
+			if j == 0 {
+				res.add(s.memberBytes(i, &b))
+			} else {
+				res.remove(s.memberBytes(i, &b))
+			}
+		}
+		if res.card() == 0 {
+			break
+		}
+	}
+	return res
+}
+
+// cmdSunion answers SUNION and SDIFF: the result in its own order
+// (ascending while it is an intset).
+func cmdSunion(c *ctx) {
+	keys := c.argv[1:]
+	c.lockKeys(keys, false)
+	defer c.unlockKeys(false)
+	sets, ok := c.setArgs(keys, false)
+	if !ok {
+		return
+	}
+	var res *setObj
+	if c.cmd.name == "sdiff" {
+		res = sdiff(sets)
+	} else {
+		res = sunion(sets)
+	}
+	c.o.arrayLen(res.card())
+	for i := range res.card() {
+		c.writeMember(res, i)
+	}
+}
+
+// cmdSunionstore answers SUNIONSTORE and SDIFFSTORE.
+func cmdSunionstore(c *ctx) {
+	c.lockKeys(c.argv[1:], true)
+	defer c.unlockKeys(true)
+	sets, ok := c.setArgs(c.argv[2:], true)
+	if !ok {
+		return
+	}
+	if c.cmd.name == "sdiffstore" {
+		c.storeSet(c.argv[1], sdiff(sets))
+	} else {
+		c.storeSet(c.argv[1], sunion(sets))
+	}
+}
+
+// cmdSmove moves a member from one set to another, both keys' shards
+// held.
+func cmdSmove(c *ctx) {
+	src, dst, m := c.argv[1], c.argv[2], c.argv[3]
+	c.lockKeys(c.argv[1:3], true)
+	defer c.unlockKeys(true)
+	ssh, _ := c.shardFor(src)
+	se := c.s.db.lookupWrite(ssh, src, &c.clk)
+	dsh, dh := c.shardFor(dst)
+	de := c.s.db.lookupWrite(dsh, dst, &c.clk)
+	if se == nil {
+		c.o.writeString(czero)
+		return
+	}
+	if c.wrongType(se, kindSet) || c.wrongType(de, kindSet) {
+		return
+	}
+	ss := se.obj.(*setObj)
+	if se == de {
+		if ss.has(m) {
+			c.o.writeString(cone)
+		} else {
+			c.o.writeString(czero)
+		}
+		return
+	}
+	if !ss.remove(m) {
+		c.o.writeString(czero)
+		return
+	}
+	c.s.db.resize(se, se.size-memberSize(m))
+	if ss.card() == 0 {
+		c.s.db.remove(ssh, se)
+	}
+	if de == nil {
+		de = c.s.db.add(dsh, dst, dh, kindSet)
+		de.obj = newSetObj()
+	}
+	if de.obj.(*setObj).add(m) {
+		c.s.db.resize(de, de.size+memberSize(m))
+	}
+	c.o.writeString(cone)
 }

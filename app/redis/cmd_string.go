@@ -279,7 +279,7 @@ func cmdMset(c *ctx) {
 // past the longest argument accepted.
 func (c *ctx) checkLength(size, add int64) bool {
 	total := size + add
-	if total > int64(c.s.maxBulk) || total < size || total < add {
+	if total > c.s.maxBulk.Load() || total < size || total < add {
 		c.o.err("string exceeds maximum allowed size (proto-max-bulk-len)")
 		return false
 	}

@@ -169,7 +169,7 @@ func (s *Server) run(c *ctx) {
 		c.o.err("wrong number of arguments for '" + cmd.fullname + "' command")
 		return
 	}
-	if cmd.flags&flagDenyOOM != 0 && s.cfg.MaxMemory > 0 && s.db.used.Load() > s.cfg.MaxMemory {
+	if cmd.flags&flagDenyOOM != 0 && s.overMaxMemory() {
 		c.w.stats.oom.Add(1)
 		c.o.writeString(errOOM)
 		return
@@ -305,6 +305,10 @@ func commandTable() (map[string]*command, []*command) {
 		}
 		c := spec
 		c.fullname, c.run = full, runners[full]
+		if c.run == nil && p.refused {
+			// A subcommand of a refused container psp does not run.
+			c.run, c.refused = cmdRefused, true
+		}
 		c.flags = flagBits(c.flagNames)
 		p.subs[c.name] = &c
 	}

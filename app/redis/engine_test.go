@@ -272,7 +272,8 @@ func TestMaxMemory(t *testing.T) {
 	if used := s.db.used.Load(); used > limit+2000 {
 		t.Errorf("used %d, limit %d: over by more than one SET", used, limit)
 	}
-	for _, args := range [][]string{{"LPUSH", "l", "x"}, {"SADD", "s", "m"}, {"HSET", "h", "f", "v"}, {"APPEND", "k1", "x"}, {"INCR", "n"}} {
+	for _, args := range [][]string{{"LPUSH", "l", "x"}, {"SADD", "s", "m"}, {"HSET", "h", "f", "v"}, {"APPEND", "k1", "x"}, {"INCR", "n"},
+		{"SUNIONSTORE", "d", "s"}, {"SINTERSTORE", "d", "s"}, {"SDIFFSTORE", "d", "s"}, {"COPY", "k1", "c"}} {
 		if r := c.do(args...); !strings.HasPrefix(r, "-OOM") {
 			t.Errorf("%v past maxmemory: %q", args, r)
 		}
@@ -288,6 +289,39 @@ func TestMaxMemory(t *testing.T) {
 	}
 	if r := c.do("INFO", "memory"); !strings.Contains(r, "maxmemory:"+strconv.Itoa(limit)+"\r\n") {
 		t.Errorf("INFO memory: %q", r)
+	}
+}
+
+// TestMemoryUsage: MEMORY USAGE answers each kind of key's size as counted
+// against maxmemory, growing with its value, and nil for no key.
+func TestMemoryUsage(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	for _, args := range [][]string{{"SET", "s", "v"}, {"RPUSH", "l", "a"}, {"HSET", "h", "f", "v"}, {"SADD", "t", "m"}, {"ZADD", "z", "1", "m"}} {
+		c.do(args...)
+		key := args[1]
+		r := c.do("MEMORY", "USAGE", key)
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(r, ":"), "\r\n"))
+		if err != nil || n <= 0 {
+			t.Errorf("MEMORY USAGE %s: %q", key, r)
+			continue
+		}
+		sh, _ := s.db.shardOf([]byte(key))
+		if e := sh.m[key]; e == nil || int64(n) != e.size {
+			t.Errorf("MEMORY USAGE %s: %d, not the size counted", key, n)
+		}
+	}
+	usage := func(r string) int {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(r, ":"), "\r\n"))
+		return n
+	}
+	small := usage(c.do("MEMORY", "USAGE", "s"))
+	c.do("SET", "s", strings.Repeat("x", 10000))
+	if big := usage(c.do("MEMORY", "USAGE", "s", "SAMPLES", "0")); big-small < 9999 {
+		t.Errorf("MEMORY USAGE of a 10,000-byte value %d, of a 1-byte one %d", big, small)
+	}
+	if r := c.do("MEMORY", "USAGE", "nokey"); r != nullBulk {
+		t.Errorf("MEMORY USAGE nokey: %q", r)
 	}
 }
 
@@ -396,4 +430,108 @@ func ExampleServer() {
 	// "+OK\r\n"
 	// "$5\r\nhello\r\n"
 	// "-ERR value is not an integer or out of range\r\n"
+}
+
+// TestSetAlgebraIsAtomic: SMOVE moves members between two sets while
+// other workers read both at once (SUNION, SINTERCARD) and store their
+// union (SUNIONSTORE): every read sees each member in exactly one set.
+func TestSetAlgebraIsAtomic(t *testing.T) {
+	s := openTest(t, Config{Workers: 3})
+	const n = 20
+	add := []string{"SADD", "a"}
+	for i := 1; i <= n; i++ {
+		add = append(add, "m"+strconv.Itoa(i))
+	}
+	c := newCaller(s, 2)
+	c.do(add...)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		c := newCaller(s, 0)
+		for i := 0; !stop.Load(); i++ {
+			m := "m" + strconv.Itoa(i%n+1)
+			if c.do("SMOVE", "a", "b", m) == ":0\r\n" {
+				c.do("SMOVE", "b", "a", m)
+			}
+		}
+	}()
+	errs := make(chan string, 1)
+	go func() {
+		defer wg.Done()
+		c := newCaller(s, 1)
+		for !stop.Load() {
+			if r := c.do("SUNIONSTORE", "u", "a", "b"); r != ":20\r\n" {
+				select {
+				case errs <- "SUNIONSTORE saw a partial SMOVE: " + r:
+				default:
+				}
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(300 * time.Millisecond)
+	checks := 0
+	for time.Now().Before(deadline) {
+		if r := c.do("SUNION", "a", "b"); !strings.HasPrefix(r, "*20\r\n") {
+			t.Errorf("SUNION saw a partial SMOVE: %q", r)
+			break
+		}
+		if r := c.do("SINTERCARD", "2", "a", "b"); r != ":0\r\n" {
+			t.Errorf("SINTERCARD saw a partial SMOVE: %q", r)
+			break
+		}
+		checks++
+	}
+	stop.Store(true)
+	wg.Wait()
+	select {
+	case msg := <-errs:
+		t.Error(msg)
+	default:
+	}
+	if checks == 0 {
+		t.Fatal("no SUNION ran")
+	}
+}
+
+// TestStoreAccounting: a set stored by SUNIONSTORE, SINTERSTORE or
+// SDIFFSTORE, and a key made by COPY, is accounted as the SADD that
+// built its source was; replacing or deleting it gives the bytes back,
+// and SMOVE there and back leaves the total as it was.
+func TestStoreAccounting(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	used := func() int64 { return s.db.used.Load() }
+	for _, members := range [][]string{{"1", "2", "30", "-4"}, {"a", "bb", "7", strings.Repeat("x", 100)}} {
+		c.do("FLUSHALL")
+		base := used()
+		c.do(append([]string{"SADD", "a"}, members...)...)
+		size := used() - base
+		for _, args := range [][]string{{"SUNIONSTORE", "d", "a"}, {"SINTERSTORE", "d", "a", "a"},
+			{"SDIFFSTORE", "d", "a", "nok"}, {"COPY", "a", "d"}} {
+			c.do("SET", "d", "a string value") // replaced by the stored set
+			if args[0] == "COPY" {
+				args = append(args, "REPLACE")
+			}
+			if r := c.do(args...); r != ":"+strconv.Itoa(len(members))+"\r\n" && r != ":1\r\n" {
+				t.Fatalf("%v: %q", args, r)
+			}
+			if got := used() - base - size; got != size {
+				t.Errorf("%v %v: the stored set is accounted %d bytes, the SADD's %d", args, members, got, size)
+			}
+			c.do("DEL", "d")
+			if used() != base+size {
+				t.Errorf("%v %v: %d bytes left after DEL", args, members, used()-base-size)
+			}
+		}
+		c.do("SADD", "b", "z")
+		mid := used()
+		c.do("SMOVE", "a", "b", members[0])
+		c.do("SMOVE", "b", "a", members[0])
+		if used() != mid {
+			t.Errorf("SMOVE there and back: %d bytes more", used()-mid)
+		}
+	}
 }

@@ -91,7 +91,7 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 	}
 	var f nic.Frame
 	if in[0] == '*' {
-		f = frameMultibulk(in, max, c.srv.maxBulk, &c.mb)
+		f = frameMultibulk(in, max, int(c.srv.maxBulk.Load()), &c.mb)
 	} else {
 		c.mb = mbState{}
 		f = frameInline(in, max)
@@ -140,7 +140,7 @@ func (c *Conn) batch(in []byte, n, max int) (int, *command) {
 	}
 	for k := 1; k < batchCommands && n < len(in) && in[n] == '*'; k++ {
 		var st mbState
-		f := frameMultibulk(in[n:], limit-n, c.srv.maxBulk, &st)
+		f := frameMultibulk(in[n:], limit-n, int(c.srv.maxBulk.Load()), &st)
 		if f.Kind != nic.FrameRequest {
 			break
 		}

@@ -41,18 +41,27 @@ var ErrConfig = errors.New("redis: invalid configuration")
 // Server is the Redis-protocol application: a nic.Protocol for a stream
 // dataplane, and the dispatcher's handler of the requests it frames.
 type Server struct {
-	cfg     Config
-	maxBulk int
-	db      *store
-	cmds    map[string]*command
-	byName  []*command // sorted, for COMMAND
-	workers []*worker
-	now     func() time.Time
-	started time.Time
+	cfg Config
+	// maxMemory and maxBulk are Config.MaxMemory and Config.MaxBulk, or
+	// lower (CONFIG SET).
+	maxMemory atomic.Int64
+	maxBulk   atomic.Int64
+	config    *configState
+	db        *store
+	cmds      map[string]*command
+	byName    []*command // sorted, for COMMAND
+	workers   []*worker
+	now       func() time.Time
+	started   time.Time
 
 	connsOpened atomic.Uint64
 	connsClosed atomic.Uint64
 	expired     atomic.Int64
+	// statsBase is where INFO's Stats section counts from: the counters
+	// as CONFIG RESETSTAT found them (the monitoring counters, Counters,
+	// are never reset).
+	statsMu   sync.Mutex
+	statsBase infoStats
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -99,7 +108,9 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.MaxBulk == 0 {
 		cfg.MaxBulk = DefaultMaxBulk
 	}
-	s := &Server{cfg: cfg, maxBulk: cfg.MaxBulk, db: newStore(), now: cfg.Now, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, config: newConfigState(), db: newStore(), now: cfg.Now, stop: make(chan struct{})}
+	s.maxMemory.Store(cfg.MaxMemory)
+	s.maxBulk.Store(int64(cfg.MaxBulk))
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -123,6 +134,46 @@ func (s *Server) Close() error {
 	}
 	s.done.Wait()
 	return nil
+}
+
+// infoStats are the counters INFO's Stats section shows.
+type infoStats struct {
+	connections, commands, hits, misses, oom uint64
+	expired                                  int64
+}
+
+// totals returns the counters since the server started.
+func (s *Server) totals() infoStats {
+	st := infoStats{connections: s.connsOpened.Load(), expired: s.expired.Load()}
+	for _, w := range s.workers {
+		st.commands += w.stats.commands.Load()
+		st.hits += w.stats.hits.Load()
+		st.misses += w.stats.misses.Load()
+		st.oom += w.stats.oom.Load()
+	}
+	return st
+}
+
+// infoStats returns the counters since the last CONFIG RESETSTAT.
+func (s *Server) infoStats() infoStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	st, base := s.totals(), s.statsBase
+	return infoStats{connections: st.connections - base.connections, commands: st.commands - base.commands,
+		hits: st.hits - base.hits, misses: st.misses - base.misses, oom: st.oom - base.oom, expired: st.expired - base.expired}
+}
+
+// resetStats makes INFO's Stats section count from now.
+func (s *Server) resetStats() {
+	s.statsMu.Lock()
+	s.statsBase = s.totals()
+	s.statsMu.Unlock()
+}
+
+// overMaxMemory reports whether the dataset is past maxmemory.
+func (s *Server) overMaxMemory() bool {
+	mm := s.maxMemory.Load()
+	return mm > 0 && s.db.used.Load() > mm
 }
 
 // clock returns the time in unix milliseconds.

@@ -333,3 +333,27 @@ func (s *setObj) removeAt(i int) {
 	s.members[last] = ""
 	s.members = s.members[:last]
 }
+
+// clone returns a copy of l (COPY).
+func (l *list) clone() *list {
+	d := &list{buf: make([][]byte, max(8, l.n)), n: l.n}
+	for i := range l.n {
+		d.buf[i] = copyBytes(l.at(i))
+	}
+	return d
+}
+
+// clone returns a copy of h, indexed as h is (COPY).
+func (h *hashObj) clone() *hashObj {
+	d := &hashObj{fields: make([]hashField, len(h.fields))}
+	for i, f := range h.fields {
+		d.fields[i] = hashField{name: f.name, value: copyBytes(f.value)}
+	}
+	if h.idx != nil {
+		d.idx = make(map[string]int, len(h.fields))
+		for i, f := range d.fields {
+			d.idx[f.name] = i
+		}
+	}
+	return d
+}
