@@ -13,7 +13,7 @@ import (
 // below proto-max-bulk-len.
 func (c *ctx) bitOffset(i int) (uint64, bool) {
 	v, ok := string2ll(c.argv[i])
-	if !ok || v < 0 || v>>3 >= int64(c.s.maxBulk) {
+	if !ok || v < 0 || v>>3 >= c.s.maxBulk.Load() {
 		c.o.err("bit offset is not an integer or out of range")
 		return 0, false
 	}

@@ -560,7 +560,7 @@ func cmdLcs(c *ctx) {
 		return
 	}
 	alen, blen := uint32(len(a)), uint32(len(b))
-	if (uint64(alen)+1)*(uint64(blen)+1)*4 > uint64(c.s.maxBulk) {
+	if (uint64(alen)+1)*(uint64(blen)+1)*4 > uint64(c.s.maxBulk.Load()) {
 		c.o.err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 		return
 	}
