@@ -73,6 +73,12 @@ func commandRunners() map[string]func(*ctx) {
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
 		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,
 		"zpopmin": cmdZpop, "zpopmax": cmdZpop, "zscan": cmdZscan,
+		"zrangebylex": cmdZrange, "zrevrangebylex": cmdZrange, "zrangestore": cmdZrange,
+		"zlexcount": cmdZlexcount, "zremrangebyrank": cmdZremrange, "zremrangebyscore": cmdZremrange,
+		"zremrangebylex": cmdZremrange, "zmscore": cmdZmscore, "zrandmember": cmdZrandmember,
+		"zunion": cmdZsetop, "zinter": cmdZsetop, "zdiff": cmdZsetop, "zunionstore": cmdZsetop,
+		"zinterstore": cmdZsetop, "zdiffstore": cmdZsetop, "zintercard": cmdZsetop, "zmpop": cmdZmpop,
+		"hrandfield": cmdHrandfield,
 	}
 }
 
