@@ -170,6 +170,18 @@ var Cases = []Case{
 		"SADD a x y z 1", "SADD b y z w 2", "SINTER a b", "SUNION a b", "SDIFF a b", "SDIFF b a",
 		"SINTERSTORE d a b", "SMEMBERS d", "SUNIONSTORE d a b", "SMEMBERS d", "SDIFFSTORE d a b", "SMEMBERS d",
 	}},
+	// A set of more than 512 integers is a hash table in redis-server
+	// (its members in an order of its own); what SDIFF builds from one
+	// is an intset again, answered ascending, when redis-server's first
+	// algorithm (members of the first set added one by one) is picked.
+	{Name: "set algebra past an intset", Commands: []string{
+		intsCommand("SADD a", 0, 600), intsCommand("SREM a", 0, 200), "SADD b 1 2 3 4 5", "SDIFF a b",
+		"SDIFFSTORE d a b", "SMEMBERS d", intsCommand("SADD big", 0, 513), "SADD one 1", "SDIFFSTORE d big one",
+		"SCARD d", "SMEMBERS d", intsCommand("SADD i1", 0, 300), intsCommand("SADD i2", 250, 520),
+		"SINTER i1 i2", "SINTERSTORE d i2 i1", "SMEMBERS d", "SINTERCARD 2 i1 i2", "SINTERCARD 2 i1 i2 LIMIT 7",
+		"SUNIONSTORE d i1 i2", "SCARD d", "SDIFF i2 i1", "SDIFF i1 i2 big", intsCommand("SREM big", 0, 500),
+		"SINTERCARD 2 big i2", "SMOVE i1 i2 5", "SMEMBERS i2", "COPY i2 c", "SMEMBERS c",
+	}},
 	{Name: "smove", Commands: []string{
 		"SADD a 1 2 3", "SADD b 3 4", "SMOVE a b 1", "SMEMBERS a", "SMEMBERS b", "SMOVE a b 3",
 		"SMEMBERS a", "SMOVE a b 9", "SMOVE nok b 1", "SMOVE a nok2 2", "SMEMBERS nok2", "SMOVE a c 2",
@@ -405,6 +417,16 @@ func fieldsCommand(cmd string, n int) string {
 	b.WriteString(cmd)
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, " f%d %d", i, i)
+	}
+	return b.String()
+}
+
+// intsCommand is cmd followed by the integers [from, to).
+func intsCommand(cmd string, from, to int) string {
+	var b strings.Builder
+	b.WriteString(cmd)
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, " %d", i)
 	}
 	return b.String()
 }
