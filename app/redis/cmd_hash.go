@@ -302,3 +302,31 @@ func scanWhole[T any](c *ctx, k kind, per int, each func(v T, match func(name []
 	c.o.arrayLen(per * n)
 	each(v, func(name []byte) bool { return pat.match(name) })
 }
+
+// cmdHrandfield answers HRANDFIELD (a count, WITHVALUES); the whole hash
+// is answered in its fields' order.
+func cmdHrandfield(c *ctx) {
+	count, with, given, ok := c.randCountArgs("withvalues")
+	if !ok {
+		return
+	}
+	missing := nullBulk
+	if given {
+		missing = emptyArray
+	}
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, missing)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	if !given {
+		c.o.bulkString(hv.fields[c.w.rng.IntN(len(hv.fields))].name)
+		return
+	}
+	c.randomPicks(count, len(hv.fields), with, false, func(i int) {
+		c.o.bulkString(hv.fields[i].name)
+		if with {
+			c.o.bulk(hv.fields[i].value)
+		}
+	})
+}

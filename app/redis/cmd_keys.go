@@ -568,7 +568,9 @@ func cmdExpiretime(c *ctx) {
 	case e.expire == 0:
 		c.o.integer(-1)
 	case c.cmd.name == "expiretime":
-		c.o.integer((e.expire + 500) / 1000)
+		// (expire+500)/1000 without overflowing: an expire near the
+		// largest time answers as redis-server's does.
+		c.o.integer(e.expire/1000 + (e.expire%1000+500)/1000)
 	default:
 		c.o.integer(e.expire)
 	}

@@ -189,6 +189,9 @@ func (d *diffPair) run(seq [][]string) (int, string) {
 	d.lingering = map[string]bool{}
 	for i, args := range seq {
 		var real, psp []byte
+		if d.lexUndefined(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == diffInline })) {
+			continue
+		}
 		if args[0] == diffInline {
 			args = args[1:]
 			real, psp = d.doInline(args)
@@ -251,13 +254,6 @@ func (d *diffPair) check(args []string, real, psp []byte) string {
 	if bytes.Equal(real, psp) {
 		return ""
 	}
-	if bytes.Equal(psp, []byte("-ERR BYLEX is not supported by psp\r\n")) {
-		for _, a := range args {
-			if strings.EqualFold(a, "bylex") {
-				return "" // refused by psp, a documented difference
-			}
-		}
-	}
 	if real[0] == '-' || psp[0] == '-' || real[0] != psp[0] {
 		return differ("replies differ")
 	}
@@ -294,6 +290,8 @@ func (d *diffPair) check(args []string, real, psp []byte) string {
 		return d.checkScan(args, real, psp, differ)
 	case "srandmember":
 		return d.checkRandom(args, real, psp, differ)
+	case "zrandmember", "hrandfield":
+		return d.checkRandomPairs(args, real, psp, differ)
 	case "randomkey":
 		if r, p := d.do([]string{"EXISTS", string(bulkBody(psp))}); !bytes.Equal(p, []byte(":1\r\n")) || !bytes.Equal(r, p) {
 			return differ("psp's random key is not a key of both")
@@ -538,6 +536,86 @@ func (d *diffPair) checkRandom(args []string, real, psp []byte, differ func(stri
 	return ""
 }
 
+// checkRandomPairs: ZRANDMEMBER's and HRANDFIELD's picks are members
+// (fields) of the key, with their scores (values) when asked for, as many
+// as redis-server picked, distinct for a positive count, in redis-server's
+// order when the count takes them all.
+func (d *diffPair) checkRandomPairs(args []string, real, psp []byte, differ func(string) string) string {
+	all := []string{"ZRANGE", args[1], "0", "-1", "WITHSCORES"}
+	if strings.EqualFold(args[0], "hrandfield") {
+		all = []string{"HGETALL", args[1]}
+	}
+	r, p := d.do(all)
+	if !slices.Equal(sortedPairs(r), sortedPairs(p)) {
+		return differ("the keys differ")
+	}
+	pairs := map[string]string{}
+	elems := replyElems(p)
+	for i := 0; i+1 < len(elems); i += 2 {
+		pairs[string(elems[i])] = string(elems[i+1])
+	}
+	if real[0] == '$' {
+		if _, ok := pairs[string(psp)]; !ok {
+			return differ("psp's pick is not a member")
+		}
+		return ""
+	}
+	with := len(args) == 4
+	re, pe := replyElems(real), replyElems(psp)
+	if len(re) != len(pe) {
+		return differ("numbers of picks differ")
+	}
+	step := 1
+	if with {
+		step = 2
+	}
+	distinct := !strings.HasPrefix(args[2], "-")
+	seen := map[string]bool{}
+	for i := 0; i+step <= len(pe); i += step {
+		v, ok := pairs[string(pe[i])]
+		if !ok || (distinct && seen[string(pe[i])]) || (with && v != string(pe[i+1])) {
+			return differ("psp's picks are not distinct members with their scores")
+		}
+		seen[string(pe[i])] = true
+	}
+	return ""
+}
+
+// lexUndefined reports whether args is a lex range command on a sorted
+// set redis-server holds as a skip list whose members do not all have one
+// score: the range is then found through the skip list's levels, drawn at
+// random by each server.
+func (d *diffPair) lexUndefined(args []string) bool {
+	name := strings.ToLower(args[0])
+	key := 1
+	switch name {
+	case "zrangebylex", "zrevrangebylex", "zlexcount", "zremrangebylex":
+	case "zrange", "zrangestore":
+		if name == "zrangestore" {
+			key = 2
+		}
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "bylex") }) {
+			return false
+		}
+	default:
+		return false
+	}
+	if len(args) <= key || !d.hashTable(args[key]) {
+		return false
+	}
+	r, err := d.real.Do("ZRANGE", args[key], "0", "-1", "WITHSCORES")
+	if err != nil {
+		d.t.Fatalf("ZRANGE: %v", err)
+	}
+	elems := replyElems(r)
+	for i := 3; i < len(elems); i += 2 {
+		if string(elems[i]) != string(elems[1]) {
+			return true
+		}
+	}
+	return false
+}
+
 // diffGen generates commands from the grammar of psp's commands.
 type diffGen struct {
 	r     *rand.Rand
@@ -615,6 +693,11 @@ var (
 	diffUnixMs  = []string{"1", "1000000000000", "4102444800000", "4102444900000", "0", "-1", "x", "9223372036854775807"}
 	diffIndexes = []string{"0", "1", "-1", "2", "-2", "3", "5", "-100", "100", "x", "", "9223372036854775807",
 		"-9223372036854775808", "1.0", "4294967296", "-4294967296", "10"}
+	// Bit offsets: within a few bytes, past a string's end, and past
+	// the longest string (not just below it: a string of 512 MB).
+	diffBitOffsets = []string{"0", "1", "7", "8", "9", "15", "23", "31", "63", "100", "1000", "-1", "x", "",
+		"4294967296", "9223372036854775807", "01", "+1", "1.0"}
+	diffRanks    = []string{"1", "2", "-1", "-2", "3", "0", "x", "9223372036854775807", "-9223372036854775808", "-9223372036854775807"}
 	diffOffsets  = []string{"0", "1", "3", "10", "-1", "x", "536870912", "4294967296", "9223372036854775807", "2", "5"}
 	diffPatterns = []string{"*", "k*", "k[0-2]", "?1", "k\\1", "[^k]*", "*[", "k[", "[a-", "\\", "", "**",
 		"k[2-0]", "f*", "a*", "[ab]", "*1", "k?"}
@@ -805,6 +888,18 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"GETRANGE":    func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
 	"SUBSTR":      func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
 	"SETRANGE":    func(g *diffGen) []string { return []string{g.key(), g.pick(diffOffsets...), g.value()} },
+	"SETBIT": func(g *diffGen) []string {
+		return []string{g.key(), g.pick(diffBitOffsets...), g.pick("0", "1", "1", "0", "2", "-1", "x", "", "01")}
+	},
+	"GETBIT":   func(g *diffGen) []string { return []string{g.key(), g.pick(diffBitOffsets...)} },
+	"BITCOUNT": func(g *diffGen) []string { return append([]string{g.key()}, g.bitRange(false)...) },
+	"BITPOS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.pick("0", "1", "1", "0", "2", "-1", "x")}, g.bitRange(true)...)
+	},
+	"LCS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.key()}, g.options(0.3, g.flag("IDX"), g.flag("LEN"), g.flag("WITHMATCHLEN"),
+			func() []string { return []string{g.word("MINMATCHLEN"), g.pick("0", "1", "2", "3", "-1", "x", "100")} })...)
+	},
 	// Lists.
 	"LPUSH":  func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.value)...) },
 	"RPUSH":  func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.value)...) },
@@ -818,6 +913,26 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"LSET":   func(g *diffGen) []string { return []string{g.key(), g.index(), g.value()} },
 	"LREM":   func(g *diffGen) []string { return []string{g.key(), g.index(), g.value()} },
 	"LTRIM":  func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
+	"LINSERT": func(g *diffGen) []string {
+		return []string{g.key(), g.word(g.pick("BEFORE", "AFTER", "BEFORE", "AFTER", "MIDDLE")), g.value(), g.value()}
+	},
+	"LPOS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.value()}, g.options(0.3,
+			func() []string { return []string{g.word("RANK"), g.pick(diffRanks...)} },
+			func() []string { return []string{g.word("COUNT"), g.num()} },
+			func() []string { return []string{g.word("MAXLEN"), g.num()} })...)
+	},
+	"LMOVE":     func(g *diffGen) []string { return []string{g.key(), g.key(), g.listSide(), g.listSide()} },
+	"RPOPLPUSH": func(g *diffGen) []string { return []string{g.key(), g.key()} },
+	"LMPOP": func(g *diffGen) []string {
+		keys := g.keys(1)
+		n := strconv.Itoa(len(keys))
+		if g.chance(0.1) {
+			n = g.pick("0", "-1", "x", "", "4", "9223372036854775807", "01")
+		}
+		args := append(append([]string{n}, keys...), g.listSide())
+		return append(args, g.options(0.3, func() []string { return []string{g.word("COUNT"), g.num()} })...)
+	},
 	// Hashes.
 	"HSET":         func(g *diffGen) []string { return append([]string{g.key()}, g.pairs(g.field, g.value)...) },
 	"HMSET":        func(g *diffGen) []string { return append([]string{g.key()}, g.pairs(g.field, g.value)...) },
@@ -905,6 +1020,10 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 		if byScore || g.chance(0.1) {
 			opts = append(opts, g.flag("BYSCORE"))
 		}
+		if g.chance(0.2) {
+			lo, hi = g.lex(), g.lex()
+			opts = append(opts, g.flag("BYLEX"))
+		}
 		return append([]string{g.key(), lo, hi}, g.options(0.35, opts...)...)
 	},
 	"ZRANGEBYSCORE": func(g *diffGen) []string {
@@ -913,6 +1032,103 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"ZREVRANGEBYSCORE": func(g *diffGen) []string {
 		return append([]string{g.key(), g.score(true), g.score(true)}, g.options(0.35, g.flag("WITHSCORES"), g.limit)...)
 	},
+	"ZRANGEBYLEX": func(g *diffGen) []string {
+		return append([]string{g.key(), g.lex(), g.lex()}, g.options(0.35, g.limit, g.flag("WITHSCORES"))...)
+	},
+	"ZREVRANGEBYLEX": func(g *diffGen) []string {
+		return append([]string{g.key(), g.lex(), g.lex()}, g.options(0.35, g.limit)...)
+	},
+	"ZLEXCOUNT":        func(g *diffGen) []string { return []string{g.key(), g.lex(), g.lex()} },
+	"ZREMRANGEBYLEX":   func(g *diffGen) []string { return []string{g.key(), g.lex(), g.lex()} },
+	"ZREMRANGEBYSCORE": func(g *diffGen) []string { return []string{g.key(), g.score(true), g.score(true)} },
+	"ZREMRANGEBYRANK":  func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
+	"ZMSCORE":          func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.member)...) },
+	"ZRANGESTORE": func(g *diffGen) []string {
+		var lo, hi string
+		opts := []func() []string{g.flag("REV"), g.limit}
+		switch g.r.Intn(3) {
+		case 0:
+			lo, hi = g.index(), g.index()
+		case 1:
+			lo, hi = g.score(true), g.score(true)
+			opts = append(opts, g.flag("BYSCORE"))
+		default:
+			lo, hi = g.lex(), g.lex()
+			opts = append(opts, g.flag("BYLEX"))
+		}
+		return append([]string{g.key(), g.key(), lo, hi}, g.options(0.5, opts...)...)
+	},
+	"ZUNION":      func(g *diffGen) []string { return g.zsetop(true, true) },
+	"ZINTER":      func(g *diffGen) []string { return g.zsetop(true, true) },
+	"ZDIFF":       func(g *diffGen) []string { return g.zsetop(false, true) },
+	"ZUNIONSTORE": func(g *diffGen) []string { return append([]string{g.key()}, g.zsetop(true, false)...) },
+	"ZINTERSTORE": func(g *diffGen) []string { return append([]string{g.key()}, g.zsetop(true, false)...) },
+	"ZDIFFSTORE":  func(g *diffGen) []string { return append([]string{g.key()}, g.zsetop(false, false)...) },
+	"ZINTERCARD": func(g *diffGen) []string {
+		keys := g.keys(1)
+		return append(append([]string{g.numkeys(len(keys))}, keys...), g.options(0.3, func() []string {
+			return []string{g.word("LIMIT"), g.pick("0", "1", "2", "-1", "x", "9223372036854775807")}
+		})...)
+	},
+	"ZMPOP": func(g *diffGen) []string {
+		keys := g.keys(1)
+		return append(append(append([]string{g.numkeys(len(keys))}, keys...), g.word(g.pick("MIN", "MAX", "x"))),
+			g.options(0.4, func() []string {
+				return []string{g.word("COUNT"), g.pick("1", "2", "10", "0", "-1", "x", "9223372036854775807")}
+			})...)
+	},
+	"ZRANDMEMBER": func(g *diffGen) []string { return g.randCount("WITHSCORES") },
+	"HRANDFIELD":  func(g *diffGen) []string { return g.randCount("WITHVALUES") },
+}
+
+// lex is a ZRANGEBYLEX bound.
+func (g *diffGen) lex() string {
+	return g.pick("-", "+", "[a", "(a", "[b", "(c", "[", "(", "a", "", "+x", "-x", "[1", "(10", "[\x00", "[x y")
+}
+
+// numkeys is the key count of ZUNION and its kin: mostly n, now and then
+// wrong.
+func (g *diffGen) numkeys(n int) string {
+	if g.chance(0.9) {
+		return strconv.Itoa(n)
+	}
+	return g.pick("0", "-1", "x", strconv.Itoa(n+1), strconv.Itoa(n+5), "9223372036854775807")
+}
+
+// zsetop is the numkeys, keys and options of ZUNION, ZINTER, ZDIFF and
+// their STORE forms.
+func (g *diffGen) zsetop(weights, withScores bool) []string {
+	keys := g.keys(1)
+	args := append([]string{g.numkeys(len(keys))}, keys...)
+	opts := []func() []string{}
+	if weights {
+		opts = append(opts, func() []string {
+			w := []string{g.word("WEIGHTS")}
+			for range keys {
+				w = append(w, g.pick("1", "2", "0", "-1", "0.5", "inf", "-inf", "x", "nan", "-0"))
+			}
+			return w
+		}, func() []string { return []string{g.word("AGGREGATE"), g.word(g.pick("SUM", "MIN", "MAX", "x"))} })
+	}
+	if withScores {
+		opts = append(opts, g.flag("WITHSCORES"))
+	}
+	return append(args, g.options(0.4, opts...)...)
+}
+
+// randCount is the arguments of ZRANDMEMBER and HRANDFIELD. Not a
+// negative count as large as -2147483649: that many picks is a reply of
+// gigabytes.
+func (g *diffGen) randCount(with string) []string {
+	if g.chance(0.2) {
+		return []string{g.key()}
+	}
+	args := []string{g.key(), g.pick("-5", "-1", "0", "1", "2", "3", "10", "1000", "x", "", "-0", "1.0",
+		"9223372036854775807", "-9223372036854775808", "4611686018427387904")}
+	if g.chance(0.5) {
+		args = append(args, g.word(with))
+	}
+	return args
 }
 
 // big is a command that fills a collection to about where redis-server
@@ -951,6 +1167,25 @@ func (g *diffGen) big() []string {
 	return args
 }
 
+// listSide is LMOVE's and LMPOP's LEFT or RIGHT, now and then neither.
+func (g *diffGen) listSide() string {
+	if g.chance(0.05) {
+		return g.pick("UP", "", "LEFTX", "0")
+	}
+	return g.word(g.pick("LEFT", "RIGHT"))
+}
+
+// bitRange is BITCOUNT's (BITPOS's, pos) optional range: a start (alone
+// only for BITPOS), an end, BIT or BYTE, now and then one too many.
+func (g *diffGen) bitRange(pos bool) []string {
+	r := []string{g.index(), g.index(), g.word(g.pick("BIT", "BYTE", "BIT", "BYTE", "BITS")), g.index()}
+	n := g.r.Intn(5)
+	if !pos && n == 1 && g.chance(0.8) {
+		n = 2
+	}
+	return r[:n]
+}
+
 func (g *diffGen) limit() []string {
 	return []string{g.word("LIMIT"), g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807"),
 		g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807")}
@@ -965,7 +1200,7 @@ func (g *diffGen) expireOpts() []string {
 // psp has only some of, and COMMAND INFO or DOCS of every command.
 var diffCommandNames = []string{"get", "set", "zadd", "zincrby", "hset", "hmset", "scan", "sscan", "ping", "echo",
 	"lpush", "lpop", "zrange", "zrangebyscore", "expire", "pexpireat", "del", "incrbyfloat", "getex", "spop",
-	"srandmember", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
+	"srandmember", "lpos", "lmpop", "setbit", "lcs", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
 	"client|setname", "client|id", "config|get", "command|info", "command|docs", "multi", "eval", "subscribe",
 	"publish", "nosuch", "", "GET", "Set", "client|nosuch", "get|x"}
 

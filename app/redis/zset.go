@@ -275,6 +275,174 @@ func (z *zsetObj) remove(member string) bool {
 	return true
 }
 
+// lexBound is one end of a lex range: a member, or (inf -1 and 1) the
+// smallest and the largest string there is (redis-server's "-" and "+").
+type lexBound struct {
+	s   string
+	inf int8
+}
+
+// cmpLex compares two bounds as redis-server's sdscmplex does.
+func cmpLex(a, b lexBound) int {
+	switch {
+	case a.inf != 0 && a.inf == b.inf:
+		return 0
+	case a.inf == -1 || b.inf == 1:
+		return -1
+	case a.inf == 1 || b.inf == -1:
+		return 1
+	}
+	switch {
+	case a.s < b.s:
+		return -1
+	case a.s > b.s:
+		return 1
+	}
+	return 0
+}
+
+// lexRange is a member interval of ZRANGEBYLEX and its kin.
+type lexRange struct {
+	min, max     lexBound
+	minex, maxex bool
+}
+
+// parseLexBound reads one end of a lex range as redis-server's
+// zslParseLexRangeItem does: "-", "+", or '(' (exclusive) or '['
+// (inclusive) before a member; "+" and "-" are read as C strings.
+func parseLexBound(p []byte) (b lexBound, ex, ok bool) {
+	if len(p) == 0 {
+		return b, false, false
+	}
+	switch p[0] {
+	case '+', '-':
+		if len(p) > 1 && p[1] != 0 {
+			return b, false, false
+		}
+		b.inf = 1
+		if p[0] == '-' {
+			b.inf = -1
+		}
+		return b, true, true
+	case '(':
+		return lexBound{s: string(p[1:])}, true, true
+	case '[':
+		return lexBound{s: string(p[1:])}, false, true
+	}
+	return b, false, false
+}
+
+// parseLexRange reads a lex range's two ends.
+func parseLexRange(lo, hi []byte) (r lexRange, ok bool) {
+	var ok1, ok2 bool
+	r.min, r.minex, ok1 = parseLexBound(lo)
+	r.max, r.maxex, ok2 = parseLexBound(hi)
+	return r, ok1 && ok2
+}
+
+func (r *lexRange) gteMin(m string) bool {
+	c := cmpLex(lexBound{s: m}, r.min)
+	if r.minex {
+		return c > 0
+	}
+	return c >= 0
+}
+
+func (r *lexRange) lteMax(m string) bool {
+	c := cmpLex(lexBound{s: m}, r.max)
+	if r.maxex {
+		return c < 0
+	}
+	return c <= 0
+}
+
+// inLexRange is redis-server's zslIsInLexRange: whether some of the
+// list may be in r, judged by its ends.
+func (zsl *skiplist) inLexRange(r *lexRange) bool {
+	c := cmpLex(r.min, r.max)
+	if c > 0 || (c == 0 && (r.minex || r.maxex)) {
+		return false
+	}
+	if zsl.tail == nil || !r.gteMin(zsl.tail.member) {
+		return false
+	}
+	return r.lteMax(zsl.header.level[0].forward.member)
+}
+
+// firstInLex returns the first node in r, or nil. A set redis-server
+// holds as a listpack (linear) is walked from its start, as
+// zzlFirstInLexRange walks it, otherwise the list is descended as
+// zslFirstInLexRange descends it: the two differ only when the members
+// have different scores, where a lex range means nothing.
+func (z *zsetObj) firstInLex(r *lexRange) *zslNode {
+	zsl := &z.zsl
+	if !zsl.inLexRange(r) {
+		return nil
+	}
+	var x *zslNode
+	if !z.big {
+		for x = zsl.header.level[0].forward; x != nil && !r.gteMin(x.member); x = x.level[0].forward {
+		}
+	} else {
+		x = zsl.header
+		for i := zsl.level - 1; i >= 0; i-- {
+			for x.level[i].forward != nil && !r.gteMin(x.level[i].forward.member) {
+				x = x.level[i].forward
+			}
+		}
+		x = x.level[0].forward
+	}
+	if x == nil || !r.lteMax(x.member) {
+		return nil
+	}
+	return x
+}
+
+// lastInLex returns the last node in r, or nil (see firstInLex).
+func (z *zsetObj) lastInLex(r *lexRange) *zslNode {
+	zsl := &z.zsl
+	if !zsl.inLexRange(r) {
+		return nil
+	}
+	var x *zslNode
+	if !z.big {
+		for x = zsl.tail; x != nil && !r.lteMax(x.member); x = x.backward {
+		}
+	} else {
+		x = zsl.header
+		for i := zsl.level - 1; i >= 0; i-- {
+			for x.level[i].forward != nil && r.lteMax(x.level[i].forward.member) {
+				x = x.level[i].forward
+			}
+		}
+		if x == zsl.header {
+			x = nil
+		}
+	}
+	if x == nil || !r.gteMin(x.member) {
+		return nil
+	}
+	return x
+}
+
+// firstToDeleteByLex is where ZREMRANGEBYLEX starts deleting: the first
+// node in r for a listpack, and for a skip list the node after those
+// below r's minimum, which zslDeleteRangeByLex finds without first
+// checking the list's ends.
+func (z *zsetObj) firstToDeleteByLex(r *lexRange) *zslNode {
+	if !z.big {
+		return z.firstInLex(r)
+	}
+	zsl := &z.zsl
+	x := zsl.header
+	for i := zsl.level - 1; i >= 0; i-- {
+		for x.level[i].forward != nil && !r.gteMin(x.level[i].forward.member) {
+			x = x.level[i].forward
+		}
+	}
+	return x.level[0].forward
+}
+
 // clone returns a copy of z, a listpack's or a skip list's as z is
 // (COPY).
 func (z *zsetObj) clone() *zsetObj {
