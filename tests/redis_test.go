@@ -598,3 +598,95 @@ func TestRedisLongRequestsLongReplies(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisTransactionKeepsItsOrder: a pipelined transaction of read-only
+// commands (which the dataplane otherwise runs two at once) is queued
+// and run in its order, over a psp with two workers, while other
+// connections write the keys it reads: EXEC's replies are the keys' in
+// the order asked, all of one moment.
+func TestRedisTransactionKeepsItsOrder(t *testing.T) {
+	_, addr := startRedisServer(t, "--in-place", "0")
+	const keys = 40
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for round := 0; !stop.Load(); round++ {
+				// Every key holds its own name and the round: MSET sets
+				// them all at once.
+				args := []string{"MSET"}
+				for i := range keys {
+					args = append(args, fmt.Sprintf("tx:%d", i), fmt.Sprintf("%d:%d:%d", i, w, round))
+				}
+				c.Write(redistest.Command(args...))
+				if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
+					t.Errorf("MSET: %q %v", line, err)
+					return
+				}
+			}
+		})
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	for range 200 {
+		var req bytes.Buffer
+		req.Write(redistest.Command("MULTI"))
+		for i := range keys {
+			// Alternate commands, so that no run of one is batched.
+			if i%2 == 0 {
+				req.Write(redistest.Command("GET", fmt.Sprintf("tx:%d", i)))
+			} else {
+				req.Write(redistest.Command("GETRANGE", fmt.Sprintf("tx:%d", i), "0", "-1"))
+			}
+		}
+		req.Write(redistest.Command("EXEC"))
+		c.Write(req.Bytes())
+		for i := range keys + 1 {
+			want := "+QUEUED\r\n"
+			if i == 0 {
+				want = "+OK\r\n"
+			}
+			if line, err := br.ReadString('\n'); err != nil || line != want {
+				t.Fatalf("reply %d: %q %v, want %q", i, line, err, want)
+			}
+		}
+		if line, _ := br.ReadString('\n'); line != fmt.Sprintf("*%d\r\n", keys) {
+			t.Fatalf("EXEC: %q", line)
+		}
+		moment := ""
+		for i := range keys {
+			head, _ := br.ReadString('\n')
+			if head == "$-1\r\n" || head == "$0\r\n" {
+				if head == "$0\r\n" {
+					br.ReadString('\n')
+				}
+				continue // not yet set
+			}
+			val, _ := br.ReadString('\n')
+			val = strings.TrimSuffix(val, "\r\n")
+			name, rest, _ := strings.Cut(val, ":")
+			if name != strconv.Itoa(i) {
+				t.Fatalf("EXEC's reply %d is key %s's: %q", i, name, val)
+			}
+			if moment == "" {
+				moment = rest
+			} else if rest != moment {
+				t.Fatalf("EXEC's replies of two moments: %q then %q", moment, rest)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+}

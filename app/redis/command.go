@@ -172,9 +172,9 @@ func (s *Server) run(c *ctx) {
 		c.reject(cmd, "wrong number of arguments for '"+cmd.fullname+"' command")
 		return
 	}
-	queue := c.conn != nil && c.conn.multi.on && !runsInMulti(cmd.fullname)
-	if s.overMaxMemory() && (cmd.flags&flagDenyOOM != 0 || queue ||
-		(cmd.fullname == "exec" && c.conn != nil && c.conn.multi.denyOOM)) {
+	inMulti, queuedDenyOOM := c.conn.transaction()
+	queue := inMulti && !runsInMulti(cmd.fullname)
+	if s.overMaxMemory() && (cmd.flags&flagDenyOOM != 0 || queue || (cmd.fullname == "exec" && queuedDenyOOM)) {
 		// In a transaction nothing more is queued past maxmemory, and
 		// EXEC of a queue that may grow the dataset is refused.
 		c.w.stats.oom.Add(1)

@@ -6,9 +6,11 @@ package redis
 // refused while the dataset is past maxmemory: the error is its reply and
 // EXEC then discards the transaction); EXEC runs the queue while every
 // worker is held between two requests, so no other client's command runs
-// in between. A connection has one request live at a time (the next is
-// received when it is done), so its transaction state needs no lock.
-// WATCH is refused: psp keeps no key versions.
+// in between. The framer keeps a transaction's commands in order: from a
+// MULTI to its EXEC, none is read-only, so none runs beside another of its
+// connection (Conn.Frame); a lock guards the state anyway, for a client
+// that goes on after an EXEC shed under overload. WATCH is refused: psp
+// keeps no key versions.
 //
 // Queued arguments are copies, counted in the dataset's size (maxmemory)
 // until EXEC, DISCARD or the connection's end frees them: past
@@ -16,8 +18,7 @@ package redis
 // while its request runs: the count is then freed by whichever of the two
 // comes last (Conn.queued, Conn.closed).
 
-// multiState is a connection's transaction, touched by the connection's
-// live request alone.
+// multiState is a connection's transaction (Conn.multiMu).
 type multiState struct {
 	on    bool // between MULTI and EXEC or DISCARD
 	dirty bool // a command was refused while queued: EXEC discards
@@ -46,9 +47,22 @@ func queueCost(argv [][]byte) int64 {
 	return n
 }
 
+// transaction reports whether the connection has a transaction open, and
+// whether it queued a command that may grow the dataset.
+func (cn *Conn) transaction() (on, denyOOM bool) {
+	if cn == nil || !cn.inMulti.Load() {
+		return false, false
+	}
+	cn.multiMu.Lock()
+	defer cn.multiMu.Unlock()
+	return cn.multi.on, cn.multi.denyOOM
+}
+
 // enqueue copies the command into the connection's queue and answers
 // QUEUED.
 func (c *ctx) enqueue(cmd *command) {
+	c.conn.multiMu.Lock()
+	defer c.conn.multiMu.Unlock()
 	m := &c.conn.multi
 	if m.dirty {
 		// An aborted transaction keeps nothing (redis-server's
@@ -80,16 +94,31 @@ func (c *ctx) enqueue(cmd *command) {
 
 // flagTransaction makes EXEC discard the connection's transaction, as
 // redis-server does when it refuses a command while queueing.
-func (c *ctx) flagTransaction() {
-	if c.conn != nil && c.conn.multi.on {
-		c.conn.multi.dirty = true
+func (c *ctx) flagTransaction() { c.conn.flagTransaction() }
+
+func (cn *Conn) flagTransaction() {
+	if cn == nil || !cn.inMulti.Load() {
+		return
 	}
+	cn.multiMu.Lock()
+	cn.multi.dirty = cn.multi.on
+	cn.multiMu.Unlock()
+}
+
+// endTransaction ends the connection's transaction and returns it.
+func (cn *Conn) endTransaction() multiState {
+	cn.multiMu.Lock()
+	m := cn.multi
+	cn.multi = multiState{}
+	cn.inMulti.Store(false)
+	cn.multiMu.Unlock()
+	return m
 }
 
 // discardTransaction ends the connection's transaction and frees its
 // queue.
 func (cn *Conn) discardTransaction() {
-	cn.multi = multiState{}
+	cn.endTransaction()
 	cn.releaseQueued()
 }
 
@@ -103,16 +132,19 @@ func cmdMulti(c *ctx) {
 		c.o.err("MULTI needs a connection: a datagram is one command")
 		return
 	}
-	if c.conn.multi.on {
+	if on, _ := c.conn.transaction(); on {
 		c.o.err("MULTI calls can not be nested")
 		return
 	}
+	c.conn.multiMu.Lock()
 	c.conn.multi.on = true
+	c.conn.inMulti.Store(true)
+	c.conn.multiMu.Unlock()
 	c.o.ok()
 }
 
 func cmdDiscard(c *ctx) {
-	if c.conn == nil || !c.conn.multi.on {
+	if on, _ := c.conn.transaction(); !on {
 		c.o.err("DISCARD without MULTI")
 		return
 	}
@@ -124,7 +156,7 @@ func cmdDiscard(c *ctx) {
 func cmdUnwatch(c *ctx) { c.o.ok() }
 
 func cmdWatch(c *ctx) {
-	if c.conn != nil && c.conn.multi.on {
+	if on, _ := c.conn.transaction(); on {
 		c.o.err("WATCH inside MULTI is not allowed")
 		return
 	}
@@ -134,29 +166,27 @@ func cmdWatch(c *ctx) {
 // cmdExec runs the queued commands, every other worker held between two
 // requests meanwhile, and answers their replies in one array.
 func cmdExec(c *ctx) {
-	if c.conn == nil || !c.conn.multi.on {
+	if on, _ := c.conn.transaction(); !on {
 		c.o.err("EXEC without MULTI")
 		return
 	}
-	m := &c.conn.multi
+	m := c.conn.endTransaction()
+	defer c.conn.releaseQueued()
 	if m.dirty {
-		c.conn.discardTransaction()
 		c.o.writeString("-EXECABORT Transaction discarded because of previous errors.\r\n")
 		return
 	}
-	queue := m.queue
 	s := c.s
 	s.holdWorkers(c.w)
 	defer s.releaseWorkers(c.w)
-	c.o.arrayLen(len(queue))
-	for _, argv := range queue {
+	c.o.arrayLen(len(m.queue))
+	for _, argv := range m.queue {
 		// Each was found and checked as it was queued.
 		sub := ctx{s: s, w: c.w, conn: c.conn, argv: argv, clk: cmdClock{read: s.now}, o: c.o}
 		cmd, _ := s.lookup(argv, &c.w.last)
 		c.w.stats.commands.Add(1)
 		s.call(&sub, cmd)
 	}
-	c.conn.discardTransaction()
 }
 
 // holdWorkers waits until every worker but w is between two requests,

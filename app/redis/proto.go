@@ -69,9 +69,16 @@ type Conn struct {
 	libName string
 	libVer  string
 
-	multi  multiState   // the connection's transaction (multi.go)
-	queued atomic.Int64 // the bytes its queued commands are counted for
-	closed atomic.Bool
+	// The connection's transaction (multi.go): inMulti mirrors multi.on
+	// for the commands' check, which takes no lock when it is false.
+	multiMu sync.Mutex
+	multi   multiState
+	inMulti atomic.Bool
+	queued  atomic.Int64 // the bytes its queued commands are counted for
+	closed  atomic.Bool
+	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
+	// or RESET (the receive goroutine's alone).
+	framedMulti bool
 }
 
 // ConnClosed is called by the dataplane once the connection is closed
@@ -113,11 +120,19 @@ func (c *Conn) Frame(in []byte, max int) nic.Frame {
 		if in[0] == '*' && !c.srv.cfg.NoBatch {
 			f.Len, cmd = c.batch(in, f.Len, max)
 		}
-		if cmd != nil {
-			f.ReadOnly = cmd.flags&flagReadonly != 0
-		} else {
-			f.ReadOnly = c.srv.readOnly(in[:f.Len], &c.last)
+		if cmd == nil {
+			cmd = c.srv.frameCommand(in[:f.Len], &c.last)
 		}
+		// A transaction's commands run in their order: none is
+		// read-only from its MULTI to its end.
+		switch {
+		case cmd == nil:
+		case cmd.fullname == "multi":
+			c.framedMulti = true
+		case cmd.fullname == "exec" || cmd.fullname == "discard" || cmd.fullname == "reset":
+			c.framedMulti = false
+		}
+		f.ReadOnly = cmd != nil && cmd.flags&flagReadonly != 0 && !c.framedMulti
 	case nic.FrameMore:
 		f.Flush = true // the input ran out: what is held goes now
 	}
@@ -190,25 +205,27 @@ func batchable(req []byte, cmd *command) bool {
 	return ok && argc >= 1 && argc <= int64(cmd.batchArgs)
 }
 
-// readOnly reports whether the request is a command that changes nothing
-// a later command of its connection could see (GET, SCAN, ...): the
-// dataplane may run such commands in a row at once, while every other
-// one runs alone, in its connection's order, as Redis runs them.
-func (s *Server) readOnly(req []byte, last *lastCommand) bool {
+// frameCommand returns the request's command (nil when its name is not
+// whole or unknown), for the framer to tell whether it is read-only, one
+// that changes nothing a later command of its connection could see (GET,
+// SCAN, ...): the dataplane may run such commands in a row at once, while
+// every other one runs alone, in its connection's order, as Redis runs
+// them.
+func (s *Server) frameCommand(req []byte, last *lastCommand) *command {
 	var name []byte
 	if req[0] == '*' {
 		i := bytes.IndexByte(req, '\n') + 1 // after the count line
 		if i <= 0 || i >= len(req) || req[i] != '$' {
-			return false
+			return nil
 		}
 		j := bytes.IndexByte(req[i:], '\r')
 		if j < 0 {
-			return false
+			return nil
 		}
 		n, ok := string2ll(req[i+1 : i+j])
 		start := i + j + 2
 		if !ok || n < 0 || int64(start)+n > int64(len(req)) {
-			return false
+			return nil
 		}
 		name = req[start : start+int(n)]
 	} else {
@@ -221,12 +238,11 @@ func (s *Server) readOnly(req []byte, last *lastCommand) bool {
 			j++
 		}
 		if j == len(req) || !isSpace(req[j]) {
-			return false // quoted, or no line end: leave it in order
+			return nil // quoted, or no line end: leave it in order
 		}
 		name = req[i:j]
 	}
-	cmd := last.find(s.cmds, name)
-	return cmd != nil && cmd.flags&flagReadonly != 0
+	return last.find(s.cmds, name)
 }
 
 // lineEnd returns the index of the first c in p, or -1 when there is none

@@ -275,10 +275,10 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 // heads, and allocates nothing unless a batch's replies do not fit its
 // buffer (a buffer size under batchCommands BusyReplies).
 func (s *Server) ReplyOverloaded(_ app.Type, b *nic.Buffer) bool {
-	if cn, ok := b.Session.(*Conn); ok && cn.multi.on {
+	if cn, ok := b.Session.(*Conn); ok {
 		// A command shed while a transaction is queued is not in the
 		// queue: EXEC must not run the rest without it.
-		cn.multi.dirty = true
+		cn.flagTransaction()
 	}
 	k := 1
 	if b.Flags&nic.FromStream != 0 {

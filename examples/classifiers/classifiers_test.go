@@ -406,7 +406,7 @@ func respRequests(t testing.TB) []request {
 		"*1\r\n$7\r\nUNKNOWN\r\n",
 		"*1\r\n$4\r\nGETX\r\n",
 		"*1\r\n$17\r\nZRANGEBYSCOREXXXX\r\n",
-		"*1\r\n$5\r\nMULTI\r\n",
+		"*1\r\n$4\r\nSYNC\r\n",
 		"*1\r\n$4\r\nEVAL\r\n",
 		"$3\r\nGET\r\n",
 		"GE key\r\n",

@@ -35,7 +35,7 @@ func Example_resp() {
 		fmt.Printf("%q: %d %s\n", req, typ, m.Types()[typ])
 	}
 	// Output:
-	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 16 GET
-	// "SCAN 0 COUNT 10\r\n": 69 SCAN
-	// "SCAN 0 COUNT 10000\r\n": 109 SCAN_10K
+	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 23 GET
+	// "SCAN 0 COUNT 10\r\n": 87 SCAN
+	// "SCAN 0 COUNT 10000\r\n": 155 SCAN_10K
 }
