@@ -145,3 +145,18 @@ func lcsLen(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// TestListAndBitmapCommandsAllocateNothing: reading and setting bits of
+// an existing string, LPOS without COUNT and rotating a list allocate
+// nothing.
+func TestListAndBitmapCommandsAllocateNothing(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	c.do("SET", "k", "some bits \xff\x00")
+	c.do("RPUSH", "l", "a", "b", "c")
+	checkNoAllocs(t, c, [][]string{
+		{"GETBIT", "k", "5"}, {"SETBIT", "k", "5", "1"}, {"BITCOUNT", "k"}, {"BITCOUNT", "k", "3", "75", "BIT"},
+		{"BITPOS", "k", "0", "3", "75", "BIT"}, {"BITPOS", "k", "1", "-2"}, {"LPOS", "l", "b", "RANK", "-1"},
+		{"LMOVE", "l", "l", "LEFT", "RIGHT"}, {"RPOPLPUSH", "l", "l"},
+	})
+}
