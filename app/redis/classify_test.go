@@ -19,6 +19,8 @@ var awaitingType = map[string]bool{
 	"zremrangebyscore": true, "zremrangebylex": true, "zmscore": true, "zrandmember": true, "zunion": true,
 	"zinter": true, "zdiff": true, "zunionstore": true, "zinterstore": true, "zdiffstore": true, "zintercard": true,
 	"zmpop": true, "hrandfield": true,
+	"lpos": true, "linsert": true, "lmove": true, "rpoplpush": true, "lmpop": true, "setbit": true, "getbit": true,
+	"bitcount": true, "bitpos": true, "lcs": true,
 }
 
 // TestClassifierTypes: the typed commands are sorted (the type ids follow

@@ -267,3 +267,274 @@ func cmdLtrim(c *ctx) {
 	c.s.db.resize(e, e.size-shrink)
 	c.o.ok()
 }
+
+func cmdLinsert(c *ctx) {
+	var after bool
+	switch {
+	case equalFold(c.argv[2], "after"):
+		after = true
+	case equalFold(c.argv[2], "before"):
+	default:
+		c.o.writeString(errSyntax)
+		return
+	}
+	sh, e, ok := c.writeKind(c.argv[1], kindList, czero)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	l := e.obj.(*list)
+	pivot := c.argv[3]
+	for i := 0; i < l.len(); i++ {
+		if string(l.at(i)) != string(pivot) {
+			continue
+		}
+		if after {
+			i++
+		}
+		v := copyBytes(c.argv[4])
+		l.insert(i, v)
+		c.s.db.resize(e, e.size+elemSize(v))
+		c.o.integer(int64(l.len()))
+		return
+	}
+	c.o.integer(-1)
+}
+
+// cmdLpos answers LPOS as redis-server's lposCommand does: options
+// parsed before the key is read, a negative RANK searching from the tail
+// (-RANK wrapping for the least integer, as it does in redis-server).
+func cmdLpos(c *ctx) {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for j := 3; j < len(c.argv); j++ {
+		opt, more := c.argv[j], j < len(c.argv)-1
+		switch {
+		case more && equalFold(opt, "rank"):
+			j++
+			var ok bool
+			if rank, ok = c.intArg(j); !ok {
+				return
+			}
+			if rank == 0 {
+				c.o.err("RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return
+			}
+		case more && equalFold(opt, "count"):
+			j++
+			v, ok := string2ll(c.argv[j])
+			if !ok || v < 0 {
+				c.o.err("COUNT can't be negative")
+				return
+			}
+			count = v
+		case more && equalFold(opt, "maxlen"):
+			j++
+			v, ok := string2ll(c.argv[j])
+			if !ok || v < 0 {
+				c.o.err("MAXLEN can't be negative")
+				return
+			}
+			maxlen = v
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+	}
+	fromTail := rank < 0
+	if fromTail {
+		rank = -rank
+	}
+	sh, e, ok := c.readKind(c.argv[1], kindList, "")
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	if e == nil {
+		if count != -1 {
+			c.o.writeString(emptyArray)
+		} else {
+			c.o.null()
+		}
+		return
+	}
+	l := e.obj.(*list)
+	n := l.len()
+	ele := c.argv[2]
+	var found []int64 // with COUNT
+	matches, at := int64(0), int64(-1)
+	for k := 0; k < n && (maxlen == 0 || int64(k) < maxlen); k++ {
+		i := k
+		if fromTail {
+			i = n - 1 - k
+		}
+		if string(l.at(i)) != string(ele) {
+			continue
+		}
+		matches++
+		if matches < rank {
+			continue
+		}
+		if count == -1 {
+			at = int64(i)
+			break
+		}
+		found = append(found, int64(i))
+		if count != 0 && matches-rank+1 >= count {
+			break
+		}
+	}
+	switch {
+	case count != -1:
+		c.o.arrayLen(len(found))
+		for _, i := range found {
+			c.o.integer(i)
+		}
+	case at >= 0:
+		c.o.integer(at)
+	default:
+		c.o.null()
+	}
+}
+
+// listSide parses LEFT or RIGHT (front: LEFT), answering a syntax error
+// for anything else.
+func (c *ctx) listSide(i int) (front, ok bool) {
+	switch {
+	case equalFold(c.argv[i], "left"):
+		return true, true
+	case equalFold(c.argv[i], "right"):
+		return false, true
+	}
+	c.o.writeString(errSyntax)
+	return false, false
+}
+
+func (l *list) pop(front bool) []byte {
+	if front {
+		return l.popFront()
+	}
+	return l.popBack()
+}
+
+func (l *list) push(front bool, v []byte) {
+	if front {
+		l.pushFront(v)
+	} else {
+		l.pushBack(v)
+	}
+}
+
+// cmdLmove answers LMOVE and RPOPLPUSH atomically: both keys' shards are
+// held. As in redis-server, an absent source is answered before the
+// destination's type is checked, and a list moved onto itself rotates.
+func cmdLmove(c *ctx) {
+	fromFront, toFront := false, true // RPOPLPUSH
+	if c.cmd.name == "lmove" {
+		var ok bool
+		if fromFront, ok = c.listSide(3); !ok {
+			return
+		}
+		if toFront, ok = c.listSide(4); !ok {
+			return
+		}
+	}
+	src, dst := c.argv[1], c.argv[2]
+	c.lockKeys(c.argv[1:3], true)
+	defer c.unlockKeys(true)
+	ssh, _ := c.shardFor(src)
+	se := c.s.db.lookupWrite(ssh, src, &c.clk)
+	if se == nil {
+		c.o.null()
+		return
+	}
+	if c.wrongType(se, kindList) {
+		return
+	}
+	dsh, dh := c.shardFor(dst)
+	de := c.s.db.lookupWrite(dsh, dst, &c.clk)
+	if c.wrongType(de, kindList) {
+		return
+	}
+	sl := se.obj.(*list)
+	v := sl.pop(fromFront)
+	if de == nil {
+		de = c.s.db.add(dsh, dst, dh, kindList)
+		de.obj = &list{}
+	}
+	de.obj.(*list).push(toFront, v)
+	c.s.db.resize(de, de.size+elemSize(v))
+	c.o.bulk(v)
+	if sl.len() == 0 {
+		c.s.db.remove(ssh, se)
+	} else {
+		c.s.db.resize(se, se.size-elemSize(v))
+	}
+}
+
+// cmdLmpop answers LMPOP with every key's shard write-locked: the first
+// key holding a list, in the order given, is popped.
+func cmdLmpop(c *ctx) {
+	numkeys, ok := string2ll(c.argv[1])
+	if !ok || numkeys < 1 {
+		c.o.err("numkeys should be greater than 0")
+		return
+	}
+	if numkeys > int64(len(c.argv)-3) {
+		c.o.writeString(errSyntax)
+		return
+	}
+	where := 2 + int(numkeys)
+	front, ok := c.listSide(where)
+	if !ok {
+		return
+	}
+	count := int64(-1)
+	for j := where + 1; j < len(c.argv); j++ {
+		if count == -1 && equalFold(c.argv[j], "count") && j < len(c.argv)-1 {
+			j++
+			v, ok := string2ll(c.argv[j])
+			if !ok || v < 1 {
+				c.o.err("count should be greater than 0")
+				return
+			}
+			count = v
+			continue
+		}
+		c.o.writeString(errSyntax)
+		return
+	}
+	if count == -1 {
+		count = 1
+	}
+	keys := c.argv[2:where]
+	c.lockKeys(keys, true)
+	defer c.unlockKeys(true)
+	for _, k := range keys {
+		sh, _ := c.shardFor(k)
+		e := c.s.db.lookupWrite(sh, k, &c.clk)
+		if e == nil {
+			continue
+		}
+		if c.wrongType(e, kindList) {
+			return
+		}
+		l := e.obj.(*list)
+		n := int(min(count, int64(l.len())))
+		c.o.arrayLen(2)
+		c.o.bulk(k)
+		c.o.arrayLen(n)
+		var shrink int64
+		for range n {
+			v := l.pop(front)
+			c.o.bulk(v)
+			shrink += elemSize(v)
+		}
+		if l.len() == 0 {
+			c.s.db.remove(sh, e)
+		} else {
+			c.s.db.resize(e, e.size-shrink)
+		}
+		return
+	}
+	c.o.nullArray()
+}

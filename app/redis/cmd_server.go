@@ -50,11 +50,14 @@ func commandRunners() map[string]func(*ctx) {
 		"mset": cmdMset, "msetnx": cmdMset, "append": cmdAppend, "strlen": cmdStrlen,
 		"incr": cmdIncr, "decr": cmdIncr, "incrby": cmdIncr, "decrby": cmdIncr,
 		"incrbyfloat": cmdIncrbyfloat, "getrange": cmdGetrange, "substr": cmdGetrange,
-		"setrange": cmdSetrange,
+		"setrange": cmdSetrange, "lcs": cmdLcs,
+		"setbit": cmdSetbit, "getbit": cmdGetbit, "bitcount": cmdBitcount, "bitpos": cmdBitpos,
 		// Lists.
 		"lpush": cmdPush, "rpush": cmdPush, "lpushx": cmdPush, "rpushx": cmdPush,
 		"lpop": cmdPop, "rpop": cmdPop, "llen": cmdLlen, "lrange": cmdLrange,
 		"lindex": cmdLindex, "lset": cmdLset, "lrem": cmdLrem, "ltrim": cmdLtrim,
+		"linsert": cmdLinsert, "lpos": cmdLpos, "lmove": cmdLmove, "rpoplpush": cmdLmove,
+		"lmpop": cmdLmpop,
 		// Hashes.
 		"hset": cmdHset, "hmset": cmdHset, "hsetnx": cmdHsetnx, "hget": cmdHget,
 		"hmget": cmdHmget, "hdel": cmdHdel, "hlen": cmdHlen, "hstrlen": cmdHstrlen,

@@ -497,3 +497,158 @@ func (c *ctx) incrFloat(value, incr *big.Float) (*big.Float, bool) {
 	}
 	return sum, true
 }
+
+// cmdLcs answers LCS as redis-server's lcsCommand does, with both keys'
+// shards read-locked together: the keys are read first (a key of another
+// type is refused before the options are parsed), and the table of the
+// longest common subsequences of their prefixes is bounded by
+// proto-max-bulk-len.
+func cmdLcs(c *ctx) {
+	c.lockKeys(c.argv[1:3], false)
+	defer c.unlockKeys(false)
+	var strs [2]*entry
+	for i, k := range c.argv[1:3] {
+		sh, _ := c.shardFor(k)
+		if strs[i] = c.lookup(sh, k); strs[i] == nil {
+			c.w.stats.misses.Add(1)
+		} else {
+			c.w.stats.hits.Add(1)
+		}
+	}
+	var a, b []byte
+	for i, e := range strs {
+		switch {
+		case e == nil:
+		case e.kind != kindString:
+			c.o.err("The specified keys must contain string values")
+			return
+		case i == 0:
+			a = e.str
+		default:
+			b = e.str
+		}
+	}
+	var getLen, getIdx, withMatchLen bool
+	minMatchLen := int64(0)
+	for j := 3; j < len(c.argv); j++ {
+		opt := c.argv[j]
+		switch {
+		case equalFold(opt, "idx"):
+			getIdx = true
+		case equalFold(opt, "len"):
+			getLen = true
+		case equalFold(opt, "withmatchlen"):
+			withMatchLen = true
+		case equalFold(opt, "minmatchlen") && j < len(c.argv)-1:
+			v, ok := c.intArg(j + 1)
+			if !ok {
+				return
+			}
+			minMatchLen = max(v, 0)
+			j++
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+	}
+	if getLen && getIdx {
+		c.o.err("If you want both the length and indexes, please just use IDX.")
+		return
+	}
+	if uint64(len(a)) >= math.MaxUint32-1 || uint64(len(b)) >= math.MaxUint32-1 {
+		c.o.err("String too long for LCS")
+		return
+	}
+	alen, blen := uint32(len(a)), uint32(len(b))
+	if (uint64(alen)+1)*(uint64(blen)+1)*4 > uint64(c.s.maxBulk.Load()) {
+		c.o.err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+		return
+	}
+	// lcs[j+(blen+1)*i] is the length of the LCS of a[:i] and b[:j].
+	w := blen + 1
+	lcs := make([]uint32, (uint64(alen)+1)*uint64(w))
+	for i := uint32(1); i <= alen; i++ {
+		for j := uint32(1); j <= blen; j++ {
+			switch {
+			case a[i-1] == b[j-1]:
+				lcs[j+w*i] = lcs[j-1+w*(i-1)] + 1
+			default:
+				lcs[j+w*i] = max(lcs[j+w*(i-1)], lcs[j-1+w*i])
+			}
+		}
+	}
+	length := lcs[blen+w*alen]
+	if getLen {
+		c.o.integer(int64(length))
+		return
+	}
+	// Walked back from the end as redis-server walks it, which picks
+	// the same subsequence and ranges among the longest.
+	idx := length
+	result := make([]byte, idx)
+	type matchRange struct{ aStart, aEnd, bStart, bEnd uint32 }
+	var ranges []matchRange
+	cur := matchRange{aStart: alen} // aStart == alen: no range yet
+	i, j := alen, blen
+	for i > 0 && j > 0 {
+		emit := false
+		if a[i-1] == b[j-1] {
+			result[idx-1] = a[i-1]
+			switch {
+			case cur.aStart == alen:
+				cur = matchRange{i - 1, i - 1, j - 1, j - 1}
+			case cur.aStart == i && cur.bStart == j:
+				cur.aStart--
+				cur.bStart--
+			default:
+				emit = true
+			}
+			if cur.aStart == 0 || cur.bStart == 0 {
+				emit = true
+			}
+			idx--
+			i--
+			j--
+		} else {
+			if lcs[j+w*(i-1)] > lcs[j-1+w*i] {
+				i--
+			} else {
+				j--
+			}
+			if cur.aStart != alen {
+				emit = true
+			}
+		}
+		if emit {
+			if matchLen := cur.aEnd - cur.aStart + 1; minMatchLen == 0 || int64(matchLen) >= minMatchLen {
+				ranges = append(ranges, cur)
+			}
+			cur.aStart = alen
+		}
+	}
+	if !getIdx {
+		c.o.bulk(result)
+		return
+	}
+	c.o.arrayLen(4)
+	c.o.bulkString("matches")
+	c.o.arrayLen(len(ranges))
+	for _, r := range ranges {
+		if withMatchLen {
+			c.o.arrayLen(3)
+		} else {
+			c.o.arrayLen(2)
+		}
+		c.o.arrayLen(2)
+		c.o.integer(int64(r.aStart))
+		c.o.integer(int64(r.aEnd))
+		c.o.arrayLen(2)
+		c.o.integer(int64(r.bStart))
+		c.o.integer(int64(r.bEnd))
+		if withMatchLen {
+			c.o.integer(int64(r.aEnd - r.aStart + 1))
+		}
+	}
+	c.o.bulkString("len")
+	c.o.integer(int64(length))
+}

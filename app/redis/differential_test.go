@@ -699,6 +699,11 @@ var (
 	diffUnixMs  = []string{"1", "1000000000000", "4102444800000", "4102444900000", "0", "-1", "x", "9223372036854775807"}
 	diffIndexes = []string{"0", "1", "-1", "2", "-2", "3", "5", "-100", "100", "x", "", "9223372036854775807",
 		"-9223372036854775808", "1.0", "4294967296", "-4294967296", "10"}
+	// Bit offsets: within a few bytes, past a string's end, and past
+	// the longest string (not just below it: a string of 512 MB).
+	diffBitOffsets = []string{"0", "1", "7", "8", "9", "15", "23", "31", "63", "100", "1000", "-1", "x", "",
+		"4294967296", "9223372036854775807", "01", "+1", "1.0"}
+	diffRanks    = []string{"1", "2", "-1", "-2", "3", "0", "x", "9223372036854775807", "-9223372036854775808", "-9223372036854775807"}
 	diffOffsets  = []string{"0", "1", "3", "10", "-1", "x", "536870912", "4294967296", "9223372036854775807", "2", "5"}
 	diffPatterns = []string{"*", "k*", "k[0-2]", "?1", "k\\1", "[^k]*", "*[", "k[", "[a-", "\\", "", "**",
 		"k[2-0]", "f*", "a*", "[ab]", "*1", "k?"}
@@ -889,6 +894,18 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"GETRANGE":    func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
 	"SUBSTR":      func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
 	"SETRANGE":    func(g *diffGen) []string { return []string{g.key(), g.pick(diffOffsets...), g.value()} },
+	"SETBIT": func(g *diffGen) []string {
+		return []string{g.key(), g.pick(diffBitOffsets...), g.pick("0", "1", "1", "0", "2", "-1", "x", "", "01")}
+	},
+	"GETBIT":   func(g *diffGen) []string { return []string{g.key(), g.pick(diffBitOffsets...)} },
+	"BITCOUNT": func(g *diffGen) []string { return append([]string{g.key()}, g.bitRange(false)...) },
+	"BITPOS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.pick("0", "1", "1", "0", "2", "-1", "x")}, g.bitRange(true)...)
+	},
+	"LCS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.key()}, g.options(0.3, g.flag("IDX"), g.flag("LEN"), g.flag("WITHMATCHLEN"),
+			func() []string { return []string{g.word("MINMATCHLEN"), g.pick("0", "1", "2", "3", "-1", "x", "100")} })...)
+	},
 	// Lists.
 	"LPUSH":  func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.value)...) },
 	"RPUSH":  func(g *diffGen) []string { return append([]string{g.key()}, g.many(g.value)...) },
@@ -902,6 +919,26 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 	"LSET":   func(g *diffGen) []string { return []string{g.key(), g.index(), g.value()} },
 	"LREM":   func(g *diffGen) []string { return []string{g.key(), g.index(), g.value()} },
 	"LTRIM":  func(g *diffGen) []string { return []string{g.key(), g.index(), g.index()} },
+	"LINSERT": func(g *diffGen) []string {
+		return []string{g.key(), g.word(g.pick("BEFORE", "AFTER", "BEFORE", "AFTER", "MIDDLE")), g.value(), g.value()}
+	},
+	"LPOS": func(g *diffGen) []string {
+		return append([]string{g.key(), g.value()}, g.options(0.3,
+			func() []string { return []string{g.word("RANK"), g.pick(diffRanks...)} },
+			func() []string { return []string{g.word("COUNT"), g.num()} },
+			func() []string { return []string{g.word("MAXLEN"), g.num()} })...)
+	},
+	"LMOVE":     func(g *diffGen) []string { return []string{g.key(), g.key(), g.listSide(), g.listSide()} },
+	"RPOPLPUSH": func(g *diffGen) []string { return []string{g.key(), g.key()} },
+	"LMPOP": func(g *diffGen) []string {
+		keys := g.keys(1)
+		n := strconv.Itoa(len(keys))
+		if g.chance(0.1) {
+			n = g.pick("0", "-1", "x", "", "4", "9223372036854775807", "01")
+		}
+		args := append(append([]string{n}, keys...), g.listSide())
+		return append(args, g.options(0.3, func() []string { return []string{g.word("COUNT"), g.num()} })...)
+	},
 	// Hashes.
 	"HSET":         func(g *diffGen) []string { return append([]string{g.key()}, g.pairs(g.field, g.value)...) },
 	"HMSET":        func(g *diffGen) []string { return append([]string{g.key()}, g.pairs(g.field, g.value)...) },
@@ -1136,6 +1173,25 @@ func (g *diffGen) big() []string {
 	return args
 }
 
+// listSide is LMOVE's and LMPOP's LEFT or RIGHT, now and then neither.
+func (g *diffGen) listSide() string {
+	if g.chance(0.05) {
+		return g.pick("UP", "", "LEFTX", "0")
+	}
+	return g.word(g.pick("LEFT", "RIGHT"))
+}
+
+// bitRange is BITCOUNT's (BITPOS's, pos) optional range: a start (alone
+// only for BITPOS), an end, BIT or BYTE, now and then one too many.
+func (g *diffGen) bitRange(pos bool) []string {
+	r := []string{g.index(), g.index(), g.word(g.pick("BIT", "BYTE", "BIT", "BYTE", "BITS")), g.index()}
+	n := g.r.Intn(5)
+	if !pos && n == 1 && g.chance(0.8) {
+		n = 2
+	}
+	return r[:n]
+}
+
 func (g *diffGen) limit() []string {
 	return []string{g.word("LIMIT"), g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807"),
 		g.pick("0", "1", "-1", "2", "x", "-5", "100", "9223372036854775807")}
@@ -1150,7 +1206,7 @@ func (g *diffGen) expireOpts() []string {
 // psp has only some of, and COMMAND INFO or DOCS of every command.
 var diffCommandNames = []string{"get", "set", "zadd", "zincrby", "hset", "hmset", "scan", "sscan", "ping", "echo",
 	"lpush", "lpop", "zrange", "zrangebyscore", "expire", "pexpireat", "del", "incrbyfloat", "getex", "spop",
-	"srandmember", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
+	"srandmember", "lpos", "lmpop", "setbit", "lcs", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
 	"client|setname", "client|id", "config|get", "command|info", "command|docs", "multi", "eval", "subscribe",
 	"publish", "nosuch", "", "GET", "Set", "client|nosuch", "get|x"}
 

@@ -70,6 +70,32 @@ func (l *list) popBack() []byte {
 	return v
 }
 
+// insert inserts v before element i (0 <= i <= n), moving the shorter
+// side of the list by one place.
+func (l *list) insert(i int, v []byte) {
+	if i == 0 {
+		l.pushFront(v)
+		return
+	}
+	if i == l.n {
+		l.pushBack(v)
+		return
+	}
+	l.grow()
+	if i < l.n/2 {
+		l.head = (l.head - 1 + len(l.buf)) % len(l.buf)
+		for j := 0; j < i; j++ {
+			l.set(j, l.at(j+1))
+		}
+	} else {
+		for j := l.n; j > i; j-- {
+			l.set(j, l.at(j-1))
+		}
+	}
+	l.set(i, v)
+	l.n++
+}
+
 // shrink halves the ring when it is mostly empty.
 func (l *list) shrink() {
 	if len(l.buf) > 64 && l.n < len(l.buf)/4 {

@@ -170,6 +170,18 @@ var Cases = []Case{
 		"SADD a x y z 1", "SADD b y z w 2", "SINTER a b", "SUNION a b", "SDIFF a b", "SDIFF b a",
 		"SINTERSTORE d a b", "SMEMBERS d", "SUNIONSTORE d a b", "SMEMBERS d", "SDIFFSTORE d a b", "SMEMBERS d",
 	}},
+	// A set of more than 512 integers is a hash table in redis-server
+	// (its members in an order of its own); what SDIFF builds from one
+	// is an intset again, answered ascending, when redis-server's first
+	// algorithm (members of the first set added one by one) is picked.
+	{Name: "set algebra past an intset", Commands: []string{
+		intsCommand("SADD a", 0, 600), intsCommand("SREM a", 0, 200), "SADD b 1 2 3 4 5", "SDIFF a b",
+		"SDIFFSTORE d a b", "SMEMBERS d", intsCommand("SADD big", 0, 513), "SADD one 1", "SDIFFSTORE d big one",
+		"SCARD d", "SMEMBERS d", intsCommand("SADD i1", 0, 300), intsCommand("SADD i2", 250, 520),
+		"SINTER i1 i2", "SINTERSTORE d i2 i1", "SMEMBERS d", "SINTERCARD 2 i1 i2", "SINTERCARD 2 i1 i2 LIMIT 7",
+		"SUNIONSTORE d i1 i2", "SCARD d", "SDIFF i2 i1", "SDIFF i1 i2 big", intsCommand("SREM big", 0, 500),
+		"SINTERCARD 2 big i2", "SMOVE i1 i2 5", "SMEMBERS i2", "COPY i2 c", "SMEMBERS c",
+	}},
 	{Name: "smove", Commands: []string{
 		"SADD a 1 2 3", "SADD b 3 4", "SMOVE a b 1", "SMEMBERS a", "SMEMBERS b", "SMOVE a b 3",
 		"SMEMBERS a", "SMOVE a b 9", "SMOVE nok b 1", "SMOVE a nok2 2", "SMEMBERS nok2", "SMOVE a c 2",
@@ -324,6 +336,76 @@ var Cases = []Case{
 		"SETRANGE l 0 x", "GETDEL l", "GETEX l", "GETSET l v", "SET l v GET", "MGET l s", "TYPE l",
 		"SET l v", "GET l",
 	}},
+	{Name: "list searches and moves", Commands: []string{
+		"RPUSH l a b a c a d", "LPOS l a", "LPOS l a RANK 2", "LPOS l a RANK -1",
+		"LPOS l a RANK -9223372036854775808", "LPOS l a RANK -9223372036854775808 COUNT 2",
+		"LPOS l a RANK 9223372036854775807 COUNT 0", "LPOS l a COUNT 0", "LPOS l a COUNT 2 RANK -2",
+		"LPOS l a MAXLEN 3 COUNT 0", "LPOS l a MAXLEN 1", "LPOS l z", "LPOS l z COUNT 1", "LPOS l a COUNT -1",
+		"LPOS l a COUNT x", "LPOS l a MAXLEN x", "LPOS l a RANK x", "LPOS l a RANK 0", "LPOS l a RANK",
+		"LPOS l a FOO 1", "LPOS nokey a", "LPOS nokey a COUNT 0", "LPOS l", "SET s x", "LPOS s a",
+		"LPOS s a RANK 0", "LINSERT l BEFORE a X", "LINSERT l AFTER d Y", "LINSERT l after c Z", "LRANGE l 0 -1",
+		"LINSERT l middle a X", "LINSERT nokey before a X", "LINSERT l before nope X", "LINSERT s before a X",
+		"LINSERT s foo a X", "LINSERT l before a", "LMOVE l l2 LEFT RIGHT", "LMOVE l l2 RIGHT LEFT",
+		"LRANGE l2 0 -1", "LMOVE l l LEFT RIGHT", "LRANGE l 0 -1", "LMOVE l s LEFT RIGHT", "LMOVE s l LEFT RIGHT",
+		"LMOVE nokey s LEFT RIGHT", "LMOVE l l2 UP RIGHT", "LMOVE l l2 LEFT up", "RPOPLPUSH l l3",
+		"RPOPLPUSH nokey l3", "RPOPLPUSH l s", "RPUSH one x", "RPOPLPUSH one one", "RPOPLPUSH one two",
+		"EXISTS one", "LRANGE two 0 -1", "LMPOP 1 l LEFT", "LMPOP 2 nokey l RIGHT COUNT 2",
+		"LMPOP 2 nokey l RIGHT COUNT 200", "EXISTS l", "LMPOP 2 nokey l RIGHT COUNT 200", "LMPOP 0 l LEFT",
+		"LMPOP -1 l LEFT", "LMPOP x l LEFT", "LMPOP 3 a b LEFT", "LMPOP 2 a b", "LMPOP 1 a MIDDLE",
+		"LMPOP 1 l2 LEFT COUNT 0", "LMPOP 1 l2 LEFT COUNT -1", "LMPOP 1 l2 LEFT COUNT x",
+		"LMPOP 1 l2 LEFT COUNT 1 COUNT 1", "LMPOP 1 l2 LEFT COUNT", "LMPOP 1 l2 LEFT FOO",
+		"LMPOP 9223372036854775807 a LEFT", "LMPOP 2 s l2 LEFT", "LMPOP 2 l2 s LEFT", "LMPOP 1 s LEFT COUNT x",
+		"LMPOP", "LMPOP 1", "LMPOP 1 a",
+	}},
+	{Name: "bitmaps", Commands: []string{
+		"SETBIT b 7 1", "GET b", "SETBIT b 7 0", "SETBIT b 100 1", "STRLEN b", "GETBIT b 100", "GETBIT b 101",
+		"GETBIT b 100000", "GETBIT nokey 1", "GETBIT b -1", "GETBIT b x", "SETBIT b -1 1", "SETBIT b 1 2",
+		"SETBIT b 1 -1", "SETBIT b 1 x", "SETBIT b 4294967296 1", "SETBIT l2 1 1", "GETBIT l2 1", "SETBIT s 0 1",
+		"GET s", "SET n 1234", "GETBIT n 2", "BITCOUNT n", "BITCOUNT s", "BITCOUNT nokey", "BITCOUNT nokey 1",
+		"BITCOUNT nokey 1 2 3 4 5", "BITCOUNT s 1", "BITCOUNT s 0 -1", "BITCOUNT s 0 -1 BIT",
+		"BITCOUNT s 0 -1 BYTE", "BITCOUNT s 0 -1 FOO", "BITCOUNT s -1 -5 FOO", "BITCOUNT s 1 3 BIT",
+		"BITCOUNT s 5 30 BIT", "BITCOUNT s x 1", "BITCOUNT s 1 x", "BITCOUNT s 0 -1 bit extra", "BITCOUNT l2",
+		"SET foobar foobar", "BITCOUNT foobar", "BITCOUNT foobar 1 1", "BITCOUNT foobar 5 30 bit",
+		"BITCOUNT foobar -10 -3 bit", "BITCOUNT foobar 2 2 bit", "BITCOUNT foobar 7 7 bit",
+		"BITCOUNT foobar 0 0 bit", "BITCOUNT foobar -1 -1 bit", "BITCOUNT foobar 100 200",
+		"BITCOUNT foobar -100 -50", "BITCOUNT foobar -9223372036854775808 9223372036854775807 bit",
+		"SET bp \"\\xff\\xf0\\x00\"", "BITPOS bp 0", "BITPOS bp 1", "BITPOS bp 0 2", "BITPOS bp 1 2",
+		"BITPOS bp 1 2 -1", "BITPOS bp 0 0 0", "BITPOS bp 0 0 -1", "BITPOS bp 0 1 -1 bit", "BITPOS bp 0 5 11 bit",
+		"BITPOS bp 0 12 23 bit", "BITPOS bp 1 12 23 bit", "BITPOS bp 1 2 3 bit", "BITPOS bp 0 2 3 bit",
+		"BITPOS bp 1 0 7 bit", "BITPOS bp 0 0 7 bit", "BITPOS bp 0 0 8 bit", "BITPOS bp 2", "BITPOS bp x",
+		"BITPOS bp 1 x", "BITPOS bp 1 0 x", "BITPOS bp 1 0 1 foo", "BITPOS bp 1 0 1 bit extra", "BITPOS nokey 1",
+		"BITPOS nokey 0", "BITPOS nokey 0 1 2 3 4 5", "BITPOS nokey 2", "BITPOS l2 1", "SET allff \"\\xff\\xff\"",
+		"BITPOS allff 0", "BITPOS allff 0 0", "BITPOS allff 0 0 -1", "BITPOS allff 0 3 12 bit",
+		"SET zz \"\\x00\\x00\\x00\"", "BITPOS zz 1", "BITPOS zz 1 0 -1 bit", "BITPOS zz 0 -3 -1 bit",
+	}},
+	{Name: "LCS", Commands: []string{
+		"SET k1 ohmytext", "SET k2 mynewtext", "LCS k1 k2", "LCS k1 k2 LEN", "LCS k1 k2 IDX",
+		"LCS k1 k2 IDX WITHMATCHLEN", "LCS k1 k2 IDX MINMATCHLEN 4", "LCS k1 k2 IDX MINMATCHLEN 4 WITHMATCHLEN",
+		"LCS k1 k2 IDX MINMATCHLEN -4 WITHMATCHLEN", "LCS k1 k2 IDX LEN", "LCS k1 k2 LEN IDX", "LCS k1 k2 FOO",
+		"LCS k1 k2 MINMATCHLEN", "LCS k1 k2 MINMATCHLEN x", "LCS k1 nokey", "LCS nokey nokey2 IDX", "LCS k1 l2",
+		"LCS l2 k1 FOO", "LCS k1 k1 IDX WITHMATCHLEN", "LCS k1 k2 LEN LEN", "LCS k1",
+	}},
+	{Name: "lists, bitmaps and LCS: arity, expired keys and command info", Commands: []string{
+		"LPOS l", "LINSERT l before a", "LMOVE a b LEFT", "RPOPLPUSH a", "LMPOP 1", "SETBIT k 1",
+		"GETBIT k", "BITCOUNT", "BITPOS k", "LCS k", "RPUSH l a b c", "PEXPIREAT l 1", "LMPOP 1 l LEFT",
+		"RPUSH l a b c", "PEXPIREAT l 1", "LMOVE l d LEFT LEFT", "EXISTS d", "RPUSH d x", "PEXPIREAT d 1",
+		"RPUSH l a", "LMOVE l d LEFT LEFT", "LRANGE d 0 -1", "SET s abc", "PEXPIREAT s 1", "LCS s s",
+		"BITCOUNT s", "SETBIT s 3 1", "GET s", "SET t \"\\x01\"", "SETBIT t 30 1", "GET t", "STRLEN t",
+		"BITCOUNT t", "BITPOS t 1 1", "BITPOS t 1 1 3 BYTE", "BITPOS t 1 8 31 BIT", "BITPOS t 0 0 -1 BIT",
+		"COMMAND INFO lpos linsert lmove rpoplpush lmpop", "COMMAND INFO setbit getbit bitcount bitpos lcs",
+		"COMMAND DOCS lpos lmpop bitcount lcs",
+	}},
+	{Name: "LINSERT and LPOS in a long list", Commands: []string{
+		fieldsCommand("RPUSH l", 100), "LINSERT l BEFORE f50 x", "LINSERT l AFTER 50 y", "LINSERT l BEFORE f0 z",
+		"LINSERT l AFTER 99 w", "LINSERT l AFTER f1 v", "LINSERT l BEFORE 98 u", "LRANGE l 0 -1", "LLEN l",
+		"LPOS l x", "LPOS l y", "LPOS l 7 RANK -1 COUNT 0", "LPOS l w MAXLEN 10", "LPOS l w RANK -1 MAXLEN 10",
+		"LPOS l w RANK -1 MAXLEN 10 COUNT 1", "LMPOP 1 l RIGHT COUNT 150",
+	}},
+	{Name: "LCS of longer strings", Commands: []string{
+		"SET a \"the quick brown fox jumps over the lazy dog\"", "SET b \"a quick brown dog jumps over the lazy fox\"",
+		"LCS a b", "LCS a b LEN", "LCS a b IDX", "LCS a b IDX MINMATCHLEN 3 WITHMATCHLEN", "LCS b a IDX WITHMATCHLEN",
+		"SET c \"\"", "LCS a c", "LCS a c IDX", "LCS c c LEN",
+	}},
 	{Name: "refused", Commands: []string{
 		"MULTI x", "WATCH",
 	}},
@@ -335,6 +417,16 @@ func fieldsCommand(cmd string, n int) string {
 	b.WriteString(cmd)
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, " f%d %d", i, i)
+	}
+	return b.String()
+}
+
+// intsCommand is cmd followed by the integers [from, to).
+func intsCommand(cmd string, from, to int) string {
+	var b strings.Builder
+	b.WriteString(cmd)
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, " %d", i)
 	}
 	return b.String()
 }
