@@ -268,6 +268,9 @@ func cmdLtrim(c *ctx) {
 	c.o.ok()
 }
 
+// cmdLinsert answers LINSERT: the syntax is checked before the key is
+// read, and the value goes next to the first element equal to the pivot,
+// from the head.
 func cmdLinsert(c *ctx) {
 	var after bool
 	switch {
