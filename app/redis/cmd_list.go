@@ -268,6 +268,9 @@ func cmdLtrim(c *ctx) {
 	c.o.ok()
 }
 
+// cmdLinsert answers LINSERT: the syntax is checked before the key is
+// read, and the value goes next to the first element equal to the pivot,
+// from the head.
 func cmdLinsert(c *ctx) {
 	var after bool
 	switch {
@@ -471,42 +474,55 @@ func cmdLmove(c *ctx) {
 	}
 }
 
-// cmdLmpop answers LMPOP with every key's shard write-locked: the first
-// key holding a list, in the order given, is popped.
-func cmdLmpop(c *ctx) {
+// mpopArgs parses LMPOP's and ZMPOP's arguments as redis-server's
+// lmpopGenericCommand and zmpopGenericCommand do: numkeys, the keys, the
+// side (first or second: LEFT or RIGHT, MIN or MAX) and an optional COUNT
+// (1 when not given), answering the error of the first that is wrong.
+func (c *ctx) mpopArgs(first, second string) (keys [][]byte, isSecond bool, count int64, ok bool) {
 	numkeys, ok := string2ll(c.argv[1])
 	if !ok || numkeys < 1 {
 		c.o.err("numkeys should be greater than 0")
-		return
+		return nil, false, 0, false
 	}
 	if numkeys > int64(len(c.argv)-3) {
 		c.o.writeString(errSyntax)
-		return
+		return nil, false, 0, false
 	}
 	where := 2 + int(numkeys)
-	front, ok := c.listSide(where)
-	if !ok {
-		return
+	switch w := c.argv[where]; {
+	case equalFold(w, first):
+	case equalFold(w, second):
+		isSecond = true
+	default:
+		c.o.writeString(errSyntax)
+		return nil, false, 0, false
 	}
-	count := int64(-1)
+	count = -1
 	for j := where + 1; j < len(c.argv); j++ {
 		if count == -1 && equalFold(c.argv[j], "count") && j < len(c.argv)-1 {
 			j++
 			v, ok := string2ll(c.argv[j])
 			if !ok || v < 1 {
 				c.o.err("count should be greater than 0")
-				return
+				return nil, false, 0, false
 			}
 			count = v
 			continue
 		}
 		c.o.writeString(errSyntax)
+		return nil, false, 0, false
+	}
+	return c.argv[2:where], isSecond, max(count, 1), true
+}
+
+// cmdLmpop answers LMPOP with every key's shard write-locked: the first
+// key holding a list, in the order given, is popped.
+func cmdLmpop(c *ctx) {
+	keys, right, count, ok := c.mpopArgs("left", "right")
+	if !ok {
 		return
 	}
-	if count == -1 {
-		count = 1
-	}
-	keys := c.argv[2:where]
+	front := !right
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	for _, k := range keys {

@@ -340,44 +340,10 @@ func (c *ctx) reapKeys(keys [][]byte) {
 // set, its lowest or highest members, as redis-server's genericZpopCommand
 // pops them; every key's shard is write-locked together.
 func cmdZmpop(c *ctx) {
-	numkeys, ok := string2ll(c.argv[1])
-	if !ok || numkeys < 1 {
-		c.o.err("numkeys should be greater than 0")
+	keys, max, count, ok := c.mpopArgs("min", "max")
+	if !ok {
 		return
 	}
-	if numkeys >= int64(len(c.argv))-2 {
-		c.o.writeString(errSyntax)
-		return
-	}
-	whereIdx := 2 + int(numkeys)
-	var max bool
-	switch w := c.argv[whereIdx]; {
-	case equalFold(w, "min"):
-	case equalFold(w, "max"):
-		max = true
-	default:
-		c.o.writeString(errSyntax)
-		return
-	}
-	count := int64(-1)
-	for j := whereIdx + 1; j < len(c.argv); j++ {
-		if count == -1 && equalFold(c.argv[j], "count") && j+1 < len(c.argv) {
-			j++
-			v, ok := string2ll(c.argv[j])
-			if !ok || v < 1 {
-				c.o.err("count should be greater than 0")
-				return
-			}
-			count = v
-			continue
-		}
-		c.o.writeString(errSyntax)
-		return
-	}
-	if count == -1 {
-		count = 1
-	}
-	keys := c.argv[2:whereIdx]
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	for _, k := range keys {

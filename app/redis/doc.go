@@ -19,8 +19,9 @@
 // RENAMENX, KEYS, SCAN, RANDOMKEY); strings (GET, SET with its options,
 // MGET, MSET, MSETNX, SETNX, SETEX, PSETEX, GETSET, GETDEL, GETEX, APPEND,
 // STRLEN, INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT, GETRANGE, SUBSTR,
-// SETRANGE); lists (LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE,
-// LINDEX, LSET, LREM, LTRIM); hashes (HSET, HMSET, HSETNX, HGET, HMGET,
+// SETRANGE, LCS); bitmaps (SETBIT, GETBIT, BITCOUNT, BITPOS); lists (LPUSH,
+// RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE, LINDEX, LSET, LREM,
+// LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH, LMPOP); hashes (HSET, HMSET, HSETNX, HGET, HMGET,
 // HDEL, HLEN, HSTRLEN, HGETALL, HKEYS, HVALS, HEXISTS, HINCRBY,
 // HINCRBYFLOAT, HSCAN); sets (SADD, SREM, SMEMBERS, SISMEMBER,
 // SMISMEMBER, SCARD, SPOP, SRANDMEMBER, SSCAN); sorted sets (ZADD with its
@@ -64,7 +65,7 @@
 // check comes before a command, so each worker running a command at that
 // moment may add one command's data: the estimate exceeds MaxMemory by at
 // most Workers times the longest request accepted (the dataplane's bound,
-// or Config.MaxBulk for what SETRANGE and APPEND build). The process's
+// or Config.MaxBulk for what SETRANGE, SETBIT and APPEND build). The process's
 // memory is the dataset and the Go runtime's garbage collection headroom
 // (GOGC; set GOMEMLIMIT to bound it).
 //

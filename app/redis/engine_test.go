@@ -61,12 +61,19 @@ func TestCommandsAllocateNothing(t *testing.T) {
 		{"ZADD", "z", "1", "m"}, {"RPUSH", "l", "a", "b", "c"}, {"SADD", "s", "x"}} {
 		c.do(setup...)
 	}
-	for _, args := range [][]string{
+	checkNoAllocs(t, c, [][]string{
 		{"PING"}, {"GET", "k"}, {"GET", "missing"}, {"SET", "k", "other"}, {"INCR", "n"},
 		{"MGET", "k", "n", "missing"}, {"EXISTS", "k"}, {"HGET", "h", "f"}, {"ZSCORE", "z", "m"},
 		{"LRANGE", "l", "0", "-1"}, {"SISMEMBER", "s", "x"}, {"TTL", "k"}, {"ECHO", "hello"},
 		{"SCAN", "0", "COUNT", "10"},
-	} {
+	})
+}
+
+// checkNoAllocs runs each command on c, over and over, and fails the
+// test for each that allocates.
+func checkNoAllocs(t *testing.T, c *caller, cmds [][]string) {
+	t.Helper()
+	for _, args := range cmds {
 		req := redistest.Command(args...)
 		if n := testing.AllocsPerRun(200, func() {
 			c.load(req)

@@ -110,7 +110,8 @@ func TestListAndBitmapAccounting(t *testing.T) {
 
 // TestLcsLongStrings: LCS of strings of a few thousand bytes (a table of
 // millions of cells) agrees with a direct computation, and a table past
-// proto-max-bulk-len is refused with redis-server's error.
+// proto-max-bulk-len is refused with redis-server's error, as is a SETBIT
+// whose byte is past it once CONFIG SET has lowered it.
 func TestLcsLongStrings(t *testing.T) {
 	s := openTest(t, Config{Workers: 1})
 	c := newCaller(s, 0)
@@ -126,6 +127,15 @@ func TestLcsLongStrings(t *testing.T) {
 	c.do("CONFIG", "SET", "proto-max-bulk-len", "1mb")
 	if r := c.do("LCS", "big", "big", "LEN"); r != "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len\r\n" {
 		t.Errorf("LCS past proto-max-bulk-len: %q", r)
+	}
+	if r := c.do("SETBIT", "bits", "8388608", "1"); r != "-ERR bit offset is not an integer or out of range\r\n" {
+		t.Errorf("SETBIT past proto-max-bulk-len: %q", r)
+	}
+	if r := c.do("SETBIT", "bits", "8388607", "1"); r != ":0\r\n" {
+		t.Errorf("SETBIT of the last bit below proto-max-bulk-len: %q", r)
+	}
+	if r := c.do("STRLEN", "bits"); r != ":1048576\r\n" {
+		t.Errorf("STRLEN after SETBIT 8388607: %q", r)
 	}
 }
 
@@ -144,4 +154,19 @@ func lcsLen(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// TestListAndBitmapCommandsAllocateNothing: reading and setting bits of
+// an existing string, LPOS without COUNT and rotating a list allocate
+// nothing.
+func TestListAndBitmapCommandsAllocateNothing(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	c.do("SET", "k", "some bits \xff\x00")
+	c.do("RPUSH", "l", "a", "b", "c")
+	checkNoAllocs(t, c, [][]string{
+		{"GETBIT", "k", "5"}, {"SETBIT", "k", "5", "1"}, {"BITCOUNT", "k"}, {"BITCOUNT", "k", "3", "75", "BIT"},
+		{"BITPOS", "k", "0", "3", "75", "BIT"}, {"BITPOS", "k", "1", "-2"}, {"LPOS", "l", "b", "RANK", "-1"},
+		{"LMOVE", "l", "l", "LEFT", "RIGHT"}, {"RPOPLPUSH", "l", "l"},
+	})
 }
