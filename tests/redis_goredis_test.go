@@ -1,0 +1,132 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRedisGoRedis: go-redis, the most used Go client, against psp serve
+// --app redis: its handshake (HELLO 3 refused, it falls back to RESP2),
+// every command family through its typed API, pipelines, transactions
+// (TxPipeline), the SCAN iterator, its nil and error replies, and a pool
+// of connections used from several goroutines at once.
+func TestRedisGoRedis(t *testing.T) {
+	_, addr := startRedisServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
+	defer c.Close()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	must("PING", c.Ping(ctx).Err())
+
+	// Strings and keys.
+	must("SET", c.Set(ctx, "s", "v", time.Minute).Err())
+	if v, err := c.Get(ctx, "s").Result(); err != nil || v != "v" {
+		t.Errorf("GET: %q %v", v, err)
+	}
+	if _, err := c.Get(ctx, "nokey").Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("GET of no key: %v, want redis.Nil", err)
+	}
+	if ttl, err := c.TTL(ctx, "s").Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Errorf("TTL: %v %v", ttl, err)
+	}
+	if n, err := c.IncrBy(ctx, "n", 5).Result(); err != nil || n != 5 {
+		t.Errorf("INCRBY: %d %v", n, err)
+	}
+	if f, err := c.IncrByFloat(ctx, "n", 0.5).Result(); err != nil || f != 5.5 {
+		t.Errorf("INCRBYFLOAT: %v %v", f, err)
+	}
+	if vs, err := c.MGet(ctx, "s", "nokey").Result(); err != nil || len(vs) != 2 || vs[0] != "v" || vs[1] != nil {
+		t.Errorf("MGET: %v %v", vs, err)
+	}
+	if err := c.LPush(ctx, "s", "x").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Errorf("LPUSH on a string: %v, want WRONGTYPE", err)
+	}
+
+	// Lists, hashes, sets, sorted sets.
+	must("RPUSH", c.RPush(ctx, "l", "a", "b", "c").Err())
+	if vs, err := c.LRange(ctx, "l", 0, -1).Result(); err != nil || strings.Join(vs, ",") != "a,b,c" {
+		t.Errorf("LRANGE: %v %v", vs, err)
+	}
+	if v, err := c.LMove(ctx, "l", "l2", "LEFT", "RIGHT").Result(); err != nil || v != "a" {
+		t.Errorf("LMOVE: %q %v", v, err)
+	}
+	must("HSET", c.HSet(ctx, "h", "f1", "1", "f2", "2").Err())
+	if m, err := c.HGetAll(ctx, "h").Result(); err != nil || len(m) != 2 || m["f2"] != "2" {
+		t.Errorf("HGETALL: %v %v", m, err)
+	}
+	must("SADD", c.SAdd(ctx, "s1", "a", "b", "c").Err())
+	must("SADD", c.SAdd(ctx, "s2", "b", "c", "d").Err())
+	if vs, err := c.SInter(ctx, "s1", "s2").Result(); err != nil || len(vs) != 2 {
+		t.Errorf("SINTER: %v %v", vs, err)
+	}
+	must("ZADD", c.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2.5, Member: "b"}).Err())
+	if zs, err := c.ZRangeWithScores(ctx, "z", 0, -1).Result(); err != nil || len(zs) != 2 || zs[1].Score != 2.5 {
+		t.Errorf("ZRANGE WITHSCORES: %v %v", zs, err)
+	}
+	if zs, err := c.ZRangeByScore(ctx, "z", &redis.ZRangeBy{Min: "(1", Max: "+inf"}).Result(); err != nil || len(zs) != 1 || zs[0] != "b" {
+		t.Errorf("ZRANGEBYSCORE: %v %v", zs, err)
+	}
+
+	// A pipeline, and a transaction.
+	pipe := c.Pipeline()
+	incr := pipe.Incr(ctx, "p")
+	pipe.Incr(ctx, "p")
+	get := pipe.Get(ctx, "p")
+	if _, err := pipe.Exec(ctx); err != nil || incr.Val() != 1 || get.Val() != "2" {
+		t.Errorf("pipeline: %v %d %q", err, incr.Val(), get.Val())
+	}
+	tx := c.TxPipeline()
+	a := tx.Incr(ctx, "tx:a")
+	tx.Set(ctx, "tx:b", "x", 0)
+	b := tx.Incr(ctx, "tx:a")
+	if _, err := tx.Exec(ctx); err != nil || a.Val() != 1 || b.Val() != 2 {
+		t.Errorf("TxPipeline: %v %d %d", err, a.Val(), b.Val())
+	}
+
+	// The SCAN iterator sees every key once.
+	for i := range 300 {
+		must("SET", c.Set(ctx, fmt.Sprintf("scan:%d", i), i, 0).Err())
+	}
+	seen := map[string]bool{}
+	it := c.Scan(ctx, 0, "scan:*", 50).Iterator()
+	for it.Next(ctx) {
+		seen[it.Val()] = true
+	}
+	if err := it.Err(); err != nil || len(seen) != 300 {
+		t.Errorf("SCAN iterator: %d keys, %v", len(seen), err)
+	}
+
+	// The pool, from several goroutines at once.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				if err := c.Incr(ctx, "shared").Err(); err != nil {
+					t.Errorf("goroutine %d, INCR %d: %v", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n, err := c.Get(ctx, "shared").Int(); err != nil || n != 1600 {
+		t.Errorf("shared counter %d %v, want 1600", n, err)
+	}
+	must("FLUSHALL", c.FlushAll(ctx).Err())
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Errorf("DBSIZE after FLUSHALL: %d %v", n, err)
+	}
+}
