@@ -37,6 +37,8 @@ func commandRunners() map[string]func(*ctx) {
 		"config|resetstat": cmdConfigResetstat, "config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
 		"memory|usage": cmdMemoryUsage, "memory|help": cmdMemoryHelp,
+		"object|refcount": cmdObject, "object|freq": cmdObject, "object|encoding": cmdObject,
+		"object|idletime": cmdObject, "object|help": cmdObjectHelp,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
 		// Keys.
@@ -593,6 +595,46 @@ func cmdMemoryUsage(c *ctx) {
 		return
 	}
 	c.o.integer(e.size)
+}
+
+// cmdObject answers OBJECT REFCOUNT (1: psp shares no value between
+// keys) and FREQ (redis-server's error when the eviction policy is not an
+// LFU one, as psp's never is); it refuses ENCODING and IDLETIME, which
+// describe what psp does not keep (redis-server's encodings, access
+// times). A key that does not exist is nil, as redis-server answers it
+// first.
+func cmdObject(c *ctx) {
+	sh, _ := c.s.db.shardOf(c.argv[2])
+	sh.mu.RLock()
+	e := c.lookup(sh, c.argv[2])
+	sh.mu.RUnlock()
+	if e == nil {
+		c.o.writeString(nullBulk)
+		return
+	}
+	switch c.cmd.name {
+	case "refcount":
+		c.o.writeString(cone)
+	case "freq":
+		c.o.err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	case "encoding":
+		c.o.err("OBJECT ENCODING is not supported: psp does not keep redis-server's encodings")
+	default:
+		c.o.err("OBJECT IDLETIME is not supported: psp does not track when keys were last read")
+	}
+}
+
+func cmdObjectHelp(c *ctx) {
+	writeHelp(c, []string{
+		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"FREQ <key>",
+		"    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"REFCOUNT <key>",
+		"    Return the number of references of the value associated with the specified",
+		"    <key>.",
+		"HELP", "    Prints this help.",
+	})
 }
 
 func cmdMemoryHelp(c *ctx) {

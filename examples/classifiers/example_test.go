@@ -36,6 +36,6 @@ func Example_resp() {
 	}
 	// Output:
 	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 23 GET
-	// "SCAN 0 COUNT 10\r\n": 87 SCAN
-	// "SCAN 0 COUNT 10000\r\n": 155 SCAN_10K
+	// "SCAN 0 COUNT 10\r\n": 88 SCAN
+	// "SCAN 0 COUNT 10000\r\n": 156 SCAN_10K
 }

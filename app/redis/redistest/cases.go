@@ -49,6 +49,12 @@ var Cases = []Case{
 		"CONFIG GET HASH-MAX-ZIPLIST-ENTRIES", "CONFIG GET lua-time-limit", "CONFIG GET nosuch",
 		"CONFIG HELP", "CONFIG REWRITE", "CONFIG REWRITE x", "CONFIG RESETSTAT x",
 	}},
+	// OBJECT REFCOUNT of values redis-server does not share (an integer
+	// from 0 to 9999 is shared there), FREQ under noeviction.
+	{Name: "object", Commands: []string{
+		"SET k v", "RPUSH l a", "OBJECT REFCOUNT k", "OBJECT REFCOUNT l", "OBJECT REFCOUNT nokey", "OBJECT FREQ k",
+		"OBJECT FREQ nokey", "OBJECT", "OBJECT REFCOUNT", "OBJECT REFCOUNT k x", "OBJECT NOSUCH k", "OBJECT ENCODING nokey",
+	}},
 	// MEMORY USAGE's figures are each server's own: only its checks.
 	{Name: "memory", Commands: []string{
 		"SET k v", "MEMORY", "MEMORY USAGE", "MEMORY USAGE nokey", "MEMORY USAGE k SAMPLES", "MEMORY USAGE k SAMPLES x",
