@@ -161,17 +161,21 @@ func cmdHstrlen(c *ctx) {
 // cmdHgetall answers HGETALL, HKEYS and HVALS, in the order redis-server
 // answers a small hash: the fields' insertion order.
 func cmdHgetall(c *ctx) {
-	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, emptyArray)
+	keys, vals := c.cmd.name != "hvals", c.cmd.name != "hkeys"
+	missing := emptyArray
+	if keys && vals {
+		missing = emptyMap
+	}
+	sh, hv, ok := readValue[*hashObj](c, c.argv[1], kindHash, missing)
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
 	}
-	keys, vals := c.cmd.name != "hvals", c.cmd.name != "hkeys"
-	n := len(hv.fields)
 	if keys && vals {
-		n *= 2
+		c.o.mapLen(len(hv.fields))
+	} else {
+		c.o.arrayLen(len(hv.fields))
 	}
-	c.o.arrayLen(n)
 	for _, f := range hv.fields {
 		if keys {
 			c.o.bulkString(f.name)

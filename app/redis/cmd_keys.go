@@ -51,7 +51,7 @@ func (c *ctx) present(e *entry, k kind, missing string) bool {
 	case c.wrongType(e, k):
 		return false
 	case e == nil && missing != "":
-		c.o.writeString(missing)
+		c.o.shared(missing)
 		return false
 	}
 	return true

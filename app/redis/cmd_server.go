@@ -123,9 +123,8 @@ func cmdQuit(c *ctx) {
 	c.replyFlags |= nic.ReplyClose
 }
 
-// cmdHello answers in RESP2 (HELLO 2, or no version); psp does not speak
-// RESP3, and answers HELLO 3 as redis-server answers a version it does
-// not speak.
+// cmdHello switches the connection to the protocol asked for (RESP2 or
+// RESP3; none: the connection's own) and answers redis-server's map in it.
 func cmdHello(c *ctx) {
 	next, ver := 1, int64(0)
 	if len(c.argv) >= 2 {
@@ -163,22 +162,26 @@ func cmdHello(c *ctx) {
 			return
 		}
 	}
-	if ver == 3 {
-		// Refused after the options are checked, as redis-server checks
-		// them, and before anything is changed.
-		c.o.err("-NOPROTO unsupported protocol version")
-		return
-	}
 	if setName && c.conn != nil {
 		c.conn.setName(name)
 	}
-	c.o.arrayLen(14)
+	if ver != 0 {
+		c.o.resp3 = ver == 3
+		if c.conn != nil {
+			c.conn.resp3.Store(ver == 3)
+		}
+	}
+	proto := int64(2)
+	if c.o.resp3 {
+		proto = 3
+	}
+	c.o.mapLen(7)
 	c.o.bulkString("server")
 	c.o.bulkString("redis")
 	c.o.bulkString("version")
 	c.o.bulkString(Version)
 	c.o.bulkString("proto")
-	c.o.integer(2)
+	c.o.integer(proto)
 	c.o.bulkString("id")
 	c.o.integer(int64(c.connID()))
 	c.o.bulkString("mode")
@@ -213,7 +216,9 @@ func cmdReset(c *ctx) {
 	if c.conn != nil {
 		c.conn.setName(nil)
 		c.conn.discardTransaction()
+		c.conn.resp3.Store(false)
 	}
+	c.o.resp3 = false
 	c.o.simple("RESET")
 }
 
@@ -323,15 +328,19 @@ func cmdClientSetinfo(c *ctx) {
 // fields psp knows.
 func cmdClientInfo(c *ctx) {
 	var line string
+	resp := 2
+	if c.o.resp3 {
+		resp = 3
+	}
 	if cn := c.conn; cn != nil {
 		cn.mu.Lock()
-		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
-			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, cn.libName, cn.libVer)
+		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, resp, cn.libName, cn.libVer)
 		cn.mu.Unlock()
 	} else {
 		line = "id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n"
 	}
-	c.o.bulkString(line)
+	c.o.verbatim(line)
 }
 
 func writeHelp(c *ctx, lines []string) {
@@ -359,21 +368,25 @@ func writeCommandInfo(c *ctx, cmd *command) {
 	c.o.arrayLen(10)
 	c.o.bulkString(cmd.fullname)
 	c.o.integer(int64(cmd.arity))
-	c.o.arrayLen(len(cmd.flagNames))
+	c.o.setLen(len(cmd.flagNames))
 	for _, f := range cmd.flagNames {
 		c.o.simple(f)
 	}
 	c.o.integer(int64(cmd.firstKey))
 	c.o.integer(int64(cmd.lastKey))
 	c.o.integer(int64(cmd.step))
-	c.o.arrayLen(len(cmd.acl))
+	c.o.setLen(len(cmd.acl))
 	for _, a := range cmd.acl {
 		c.o.simple(a)
 	}
-	c.o.writeString(cmd.tips)
-	c.o.writeString(cmd.keySpecs)
+	c.o.writeShaped(cmd.tips, shapeSet)
+	c.o.writeShaped(cmd.keySpecs, shapeSpecs)
 	subs := sortedSubs(cmd)
-	c.o.arrayLen(len(subs))
+	if cmd.subs == nil {
+		c.o.setLen(0) // redis-server's for a command without subcommands
+	} else {
+		c.o.arrayLen(len(subs))
+	}
 	for _, sc := range subs {
 		writeCommandInfo(c, sc)
 	}
@@ -439,9 +452,17 @@ func writeCommandDocs(c *ctx, cmd *command) {
 	if cmd.subs != nil {
 		n += 2
 	}
-	c.o.arrayLen(n)
+	c.o.mapLen(n / 2)
 	if ok {
-		c.o.writeString(d.resp)
+		if c.o.resp3 {
+			// The fields, read as one array (rewritten, the header
+			// dropped).
+			fields := "*" + strconv.Itoa(2*d.fields) + "\r\n" + d.resp
+			b, _ := toRESP3(nil, []byte(fields), shapeDocs)
+			c.o.write(b[bytes.IndexByte(b, '\n')+1:])
+		} else {
+			c.o.writeString(d.resp)
+		}
 	} else {
 		c.o.bulkString("summary")
 		c.o.bulkString(cmd.summary)
@@ -453,7 +474,7 @@ func writeCommandDocs(c *ctx, cmd *command) {
 	if cmd.subs != nil {
 		subs := sortedSubs(cmd)
 		c.o.bulkString("subcommands")
-		c.o.arrayLen(2 * len(subs))
+		c.o.mapLen(len(subs))
 		for _, sc := range subs {
 			writeCommandDocs(c, sc)
 		}
@@ -464,7 +485,7 @@ func writeCommandDocs(c *ctx, cmd *command) {
 // 7.0.15 has it (arguments, complexity, history, ...).
 func cmdCommandDocs(c *ctx) {
 	if len(c.argv) == 2 {
-		c.o.arrayLen(2 * len(c.s.byName))
+		c.o.mapLen(len(c.s.byName))
 		for _, cmd := range c.s.byName {
 			writeCommandDocs(c, cmd)
 		}
@@ -476,7 +497,7 @@ func cmdCommandDocs(c *ctx) {
 			found = append(found, cmd)
 		}
 	}
-	c.o.arrayLen(2 * len(found))
+	c.o.mapLen(len(found))
 	for _, cmd := range found {
 		writeCommandDocs(c, cmd)
 	}
@@ -591,7 +612,7 @@ func cmdMemoryUsage(c *ctx) {
 	defer sh.mu.RUnlock()
 	e := c.lookup(sh, c.argv[2])
 	if e == nil {
-		c.o.writeString(nullBulk)
+		c.o.null()
 		return
 	}
 	c.o.integer(e.size)
@@ -609,7 +630,7 @@ func cmdObject(c *ctx) {
 	e := c.lookup(sh, c.argv[2])
 	sh.mu.RUnlock()
 	if e == nil {
-		c.o.writeString(nullBulk)
+		c.o.null()
 		return
 	}
 	switch c.cmd.name {
@@ -734,7 +755,7 @@ func cmdInfo(c *ctx) {
 		keyspace = []string{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, s.db.volatileKeys())}
 	}
 	add("Keyspace", keyspace...)
-	c.o.bulkString(b.String())
+	c.o.verbatim(b.String())
 }
 
 func humanBytes(n int64) string {

@@ -73,12 +73,12 @@ func cmdSrem(c *ctx) {
 // cmdSmembers answers in the order redis-server answers an intset
 // (ascending) and otherwise in the set's own order.
 func cmdSmembers(c *ctx) {
-	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, emptyArray)
+	sh, s, ok := readValue[*setObj](c, c.argv[1], kindSet, emptySet)
 	defer sh.mu.RUnlock()
 	if !ok {
 		return
 	}
-	c.o.arrayLen(s.card())
+	c.o.setLen(s.card())
 	for i := range s.card() {
 		c.writeMember(s, i)
 	}
@@ -135,7 +135,7 @@ func cmdSpop(c *ctx) {
 	var e *entry
 	missing := nullBulk
 	if hasCount {
-		missing = emptyArray
+		missing = emptySet
 	}
 	sh, e, ok = c.writeKind(c.argv[1], kindSet, missing)
 	defer sh.mu.Unlock()
@@ -144,7 +144,7 @@ func cmdSpop(c *ctx) {
 	}
 	s := e.obj.(*setObj)
 	if hasCount && count == 0 {
-		c.o.writeString(emptyArray)
+		c.o.shared(emptySet)
 		return
 	}
 	if !hasCount {
@@ -154,14 +154,14 @@ func cmdSpop(c *ctx) {
 		return
 	}
 	if count >= int64(s.card()) {
-		c.o.arrayLen(s.card())
+		c.o.setLen(s.card())
 		for i := range s.card() {
 			c.writeMember(s, i)
 		}
 		c.s.db.remove(sh, e)
 		return
 	}
-	c.o.arrayLen(int(count))
+	c.o.setLen(int(count))
 	for range count {
 		i := c.w.rng.IntN(s.card())
 		c.writeMember(s, i)
@@ -367,7 +367,7 @@ func cmdSinter(c *ctx) {
 		return
 	}
 	if slices.Contains(sets, nil) {
-		c.o.writeString(emptyArray)
+		c.o.shared(emptySet)
 		return
 	}
 	var found []int
@@ -377,7 +377,7 @@ func cmdSinter(c *ctx) {
 		found = append(found, i)
 		return true
 	})
-	c.o.arrayLen(len(found))
+	c.o.setLen(len(found))
 	for _, i := range found {
 		c.writeMember(first, i)
 	}
@@ -555,7 +555,7 @@ func cmdSunion(c *ctx) {
 	} else {
 		res = sunion(sets)
 	}
-	c.o.arrayLen(res.card())
+	c.o.setLen(res.card())
 	for i := range res.card() {
 		c.writeMember(res, i)
 	}

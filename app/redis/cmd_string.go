@@ -152,7 +152,7 @@ func (c *ctx) set(flags int, key, val []byte, expArg int, okReply, abortReply st
 	}
 	if (flags&setNX != 0 && e != nil) || (flags&setXX != 0 && e == nil) {
 		if flags&setGet == 0 {
-			c.o.writeString(abortReply)
+			c.o.shared(abortReply)
 		}
 		return
 	}
@@ -630,7 +630,7 @@ func cmdLcs(c *ctx) {
 		c.o.bulk(result)
 		return
 	}
-	c.o.arrayLen(4)
+	c.o.mapLen(2)
 	c.o.bulkString("matches")
 	c.o.arrayLen(len(ranges))
 	for _, r := range ranges {

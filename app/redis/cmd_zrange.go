@@ -172,11 +172,14 @@ func step(x *zslNode, rev bool) *zslNode {
 // writeNodes answers n nodes from first, with their scores or not.
 func (c *ctx) writeNodes(first *zslNode, n int64, rev, withScores bool) {
 	if withScores {
-		c.o.arrayLen(int(2 * n))
+		c.o.pairs(int(n))
 	} else {
 		c.o.arrayLen(int(n))
 	}
 	for x := first; n > 0 && !c.o.failed; x, n = step(x, rev), n-1 {
+		if withScores {
+			c.o.pair()
+		}
 		c.o.bulkString(x.member)
 		if withScores {
 			c.o.double(x.score)

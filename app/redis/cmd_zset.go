@@ -258,7 +258,13 @@ func cmdZpop(c *ctx) {
 	}
 	z := e.obj.(*zsetObj)
 	n := min(count, int64(z.card()))
-	c.o.arrayLen(int(2 * n))
+	// A count's pairs are nested in RESP3, as redis-server's.
+	nested := c.o.resp3 && hasCount
+	if nested {
+		c.o.arrayLen(int(n))
+	} else {
+		c.o.arrayLen(int(2 * n))
+	}
 	for range n {
 		var x *zslNode
 		if c.cmd.name == "zpopmax" {
@@ -269,6 +275,9 @@ func cmdZpop(c *ctx) {
 		m, s := x.member, x.score
 		z.remove(m)
 		c.s.db.resize(e, e.size-zmemberSize(m))
+		if nested {
+			c.o.pair()
+		}
 		c.o.bulkString(m)
 		c.o.double(s)
 	}

@@ -308,13 +308,16 @@ func cmdZsetop(c *ctx) {
 		return
 	}
 	if withScores {
-		c.o.arrayLen(2 * len(res))
+		c.o.pairs(len(res))
 	} else {
 		c.o.arrayLen(len(res))
 	}
 	for _, r := range res {
 		if c.o.failed {
 			return
+		}
+		if withScores {
+			c.o.pair()
 		}
 		c.o.bulkString(r.member)
 		if withScores {
@@ -375,7 +378,7 @@ func cmdZmpop(c *ctx) {
 		c.dropIfEmpty(sh, e, z)
 		return
 	}
-	c.o.writeString(nullArray)
+	c.o.nullArray()
 }
 
 func cmdZmscore(c *ctx) {
@@ -439,9 +442,15 @@ func (c *ctx) randCountArgs(flag string) (count int64, with, given, ok bool) {
 // The whole collection is answered in its order, from its end when rev
 // (redis-server walks a sorted set from its highest member).
 func (c *ctx) randomPicks(count int64, n int, with, rev bool, write func(i int)) {
-	per := 1
+	header := c.o.arrayLen
 	if with {
-		per = 2
+		// (member, score) pairs, nested in RESP3.
+		header = c.o.pairs
+		inner := write
+		write = func(i int) {
+			c.o.pair()
+			inner(i)
+		}
 	}
 	if count == 0 {
 		c.o.writeString(emptyArray)
@@ -451,7 +460,7 @@ func (c *ctx) randomPicks(count int64, n int, with, rev bool, write func(i int))
 		if count < 0 {
 			count = -count
 		}
-		c.o.arrayLen(int(count) * per)
+		header(int(count))
 		for range count {
 			write(c.w.rng.IntN(n))
 			if c.o.failed {
@@ -461,7 +470,7 @@ func (c *ctx) randomPicks(count int64, n int, with, rev bool, write func(i int))
 		return
 	}
 	if count >= int64(n) {
-		c.o.arrayLen(n * per)
+		header(n)
 		for i := range n {
 			if rev {
 				write(n - 1 - i)
@@ -475,7 +484,7 @@ func (c *ctx) randomPicks(count int64, n int, with, rev bool, write func(i int))
 	for i := range idx {
 		idx[i] = i
 	}
-	c.o.arrayLen(int(count) * per)
+	header(int(count))
 	for k := range int(count) {
 		j := k + c.w.rng.IntN(n-k)
 		idx[k], idx[j] = idx[j], idx[k]

@@ -230,7 +230,11 @@ const (
 	emptyBulk    = "$0\r\n\r\n"
 	nullBulk     = "$-1\r\n"
 	nullArray    = "*-1\r\n"
-	okReply      = "+OK\r\n"
+	// The empty map and set, as RESP3 writes them (out.shared writes
+	// them *0 in RESP2).
+	emptyMap = "%0\r\n"
+	emptySet = "~0\r\n"
+	okReply  = "+OK\r\n"
 )
 
 // unknownCommand is redis-server's error for an unknown command: the name

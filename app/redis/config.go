@@ -222,7 +222,7 @@ func cmdConfigGet(c *ctx) {
 	for _, key := range names {
 		values = append(values, cs.value(c.s, byKey[key]))
 	}
-	c.o.arrayLen(2 * len(names))
+	c.o.mapLen(len(names))
 	for i, key := range names {
 		c.o.bulkString(key)
 		c.o.bulkString(values[i])

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"bytes"
+	"regexp"
 	"testing"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
@@ -8,12 +10,22 @@ import (
 
 // TestConformanceWithRedis sends every conformance sequence to
 // redis-server and to psp, each on a fresh connection after FLUSHALL, and
-// compares every reply byte for byte.
+// compares every reply byte for byte, in RESP2 and again in RESP3.
 func TestConformanceWithRedis(t *testing.T) {
 	real := redistest.StartRedis(t)
 	psp := serveTest(t, openTest(t, Config{}))
 	for _, c := range redistest.Cases {
 		t.Run(c.Name, func(t *testing.T) {
+			redistest.Compare(t, real, psp, c)
+		})
+	}
+	// Every sequence again after HELLO 3: every reply in RESP3.
+	for _, c := range redistest.Cases {
+		if c.RESP3 {
+			continue
+		}
+		c.RESP3 = true
+		t.Run(c.Name+" in RESP3", func(t *testing.T) {
 			redistest.Compare(t, real, psp, c)
 		})
 	}
@@ -25,4 +37,42 @@ func TestConformanceWithRedis(t *testing.T) {
 func TestRedisPy(t *testing.T) {
 	redistest.RunRedisPy(t, redistest.StartRedis(t))
 	redistest.RunRedisPy(t, serveTest(t, openTest(t, Config{})))
+}
+
+// TestHelloWithRedis: HELLO switches a connection between RESP2 and RESP3
+// and answers redis-server's map in the protocol it switched to (the
+// connection's id masked), HELLO without a version in the connection's.
+func TestHelloWithRedis(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	id := regexp.MustCompile(`\$2\r\nid\r\n:[0-9]+\r\n`)
+	var conns [2]*redistest.Conn
+	for i, addr := range []string{real, psp} {
+		c, err := redistest.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for _, cmd := range []string{
+		"FLUSHALL", "ZADD z 1.5 a", "HELLO", "ZSCORE z a", "HELLO 3", "ZSCORE z a", "HELLO", "HELLO 3 SETNAME x",
+		"CLIENT GETNAME", "HGETALL nosuch", "HELLO 2", "ZSCORE z a", "HELLO 3", "RESET", "ZSCORE z a",
+		"HELLO 3 AUTH default pw SETNAME y", "ZSCORE z a", "HELLO 2 AUTH default pw", "HELLO 3 AUTH bob pw", "ZSCORE z a",
+	} {
+		args := redistest.Args(cmd)
+		want, err := conns[0].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: redis-server: %v", cmd, err)
+		}
+		got, err := conns[1].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: psp: %v", cmd, err)
+		}
+		want = id.ReplaceAll(want, []byte("$2\r\nid\r\n:ID\r\n"))
+		got = id.ReplaceAll(got, []byte("$2\r\nid\r\n:ID\r\n"))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
+		}
+	}
 }

@@ -23,7 +23,7 @@ import (
 // come from the environment, so that a local run can try far more
 // sequences than the suite does:
 //
-//	PSP_REDIS_DIFF_SEQS   sequences (default 300)
+//	PSP_REDIS_DIFF_SEQS   sequences (default 300, 200 in RESP3)
 //	PSP_REDIS_DIFF_LEN    commands per sequence (default 30)
 //	PSP_REDIS_DIFF_SEED   first seed (default 1); sequence i uses seed+i
 //	PSP_REDIS_DIFF_FAILS  mismatches reported before the test stops (default 5)
@@ -57,13 +57,22 @@ func diffEnv(t *testing.T, name string, def int) int {
 // well-formed and malformed, each sent to redis-server and to psp after
 // FLUSHALL; a mismatch is reported with the shortest sequence found that
 // still shows it.
-func TestDifferentialRandom(t *testing.T) {
-	seqs := diffEnv(t, "PSP_REDIS_DIFF_SEQS", 300)
+func TestDifferentialRandom(t *testing.T) { diffRandom(t, false, 300) }
+
+// TestDifferentialRandomRESP3 is TestDifferentialRandom on connections
+// that sent HELLO 3 first: every reply in RESP3.
+func TestDifferentialRandomRESP3(t *testing.T) { diffRandom(t, true, 200) }
+
+func diffRandom(t *testing.T, resp3 bool, defSeqs int) {
+	seqs := diffEnv(t, "PSP_REDIS_DIFF_SEQS", defSeqs)
 	n := diffEnv(t, "PSP_REDIS_DIFF_LEN", 30)
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
 	keys := diffEnv(t, "PSP_REDIS_DIFF_KEYS", 6)
 	d := newDiffPair(t, redistest.StartRedis(t), diffPSP(t))
+	if resp3 {
+		d.hello3()
+	}
 	fails, cmds := 0, 0
 	for i := 0; i < seqs && fails < maxFails; i++ {
 		g := &diffGen{r: rand.New(rand.NewSource(seed + int64(i))), nkeys: keys}
@@ -115,6 +124,16 @@ func newDiffPair(t *testing.T, real, psp string) *diffPair {
 	}
 	t.Cleanup(func() { d.psp.Close() })
 	return d
+}
+
+// hello3 switches both connections to RESP3.
+func (d *diffPair) hello3() {
+	d.t.Helper()
+	for _, c := range []*redistest.Conn{d.real, d.psp} {
+		if r, err := c.Do("HELLO", "3"); err != nil || len(r) == 0 || r[0] != '%' {
+			d.t.Fatalf("HELLO 3: %q, %v", r, err)
+		}
+	}
 }
 
 // do sends args to both servers and returns their replies.
@@ -377,9 +396,23 @@ func intsetReply(p []byte) bool {
 	return true
 }
 
+// flatElems is replyElems with RESP3's pairs (arrays of two) spread out,
+// as RESP2 sends them.
+func flatElems(p []byte) [][]byte {
+	var out [][]byte
+	for _, e := range replyElems(p) {
+		if len(e) > 0 && e[0] == '*' {
+			out = append(out, replyElems(e)...)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // sortedPairs is an array reply's elements two by two, sorted.
 func sortedPairs(p []byte) []string {
-	elems := replyElems(p)
+	elems := flatElems(p)
 	var out []string
 	for i := 0; i+1 < len(elems); i += 2 {
 		out = append(out, string(elems[i])+string(elems[i+1]))
@@ -399,7 +432,7 @@ func bulkBody(p []byte) []byte {
 
 // replyElems splits an array reply into its elements (nil: not an array).
 func replyElems(p []byte) [][]byte {
-	if len(p) == 0 || p[0] != '*' {
+	if len(p) == 0 || (p[0] != '*' && p[0] != '~' && p[0] != '%') {
 		return nil
 	}
 	r := bufio.NewReader(bytes.NewReader(p))
@@ -550,7 +583,7 @@ func (d *diffPair) checkRandomPairs(args []string, real, psp []byte, differ func
 		return differ("the keys differ")
 	}
 	pairs := map[string]string{}
-	elems := replyElems(p)
+	elems := flatElems(p)
 	for i := 0; i+1 < len(elems); i += 2 {
 		pairs[string(elems[i])] = string(elems[i+1])
 	}
@@ -561,7 +594,7 @@ func (d *diffPair) checkRandomPairs(args []string, real, psp []byte, differ func
 		return ""
 	}
 	with := len(args) == 4
-	re, pe := replyElems(real), replyElems(psp)
+	re, pe := flatElems(real), flatElems(psp)
 	if len(re) != len(pe) {
 		return differ("numbers of picks differ")
 	}
@@ -1311,8 +1344,14 @@ var diffPartial = []string{"*1\r\n$4\r\nPI", "*2\r\n$4\r\nECHO\r\n", "*1\n$4\nPI
 // PING, and compares everything each sends back and whether it closes
 // the connection (or waits for more). PSP_REDIS_DIFF_SEQS and
 // PSP_REDIS_DIFF_SEED size and seed it as TestDifferentialRandom.
-func TestDifferentialProtocol(t *testing.T) {
-	streams := diffEnv(t, "PSP_REDIS_DIFF_SEQS", 300)
+func TestDifferentialProtocol(t *testing.T) { diffProtocol(t, false, 300) }
+
+// TestDifferentialProtocolRESP3 is TestDifferentialProtocol on
+// connections that sent HELLO 3 first.
+func TestDifferentialProtocolRESP3(t *testing.T) { diffProtocol(t, true, 200) }
+
+func diffProtocol(t *testing.T, resp3 bool, defStreams int) {
+	streams := diffEnv(t, "PSP_REDIS_DIFF_SEQS", defStreams)
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
 	real := redistest.StartRedis(t)
@@ -1352,8 +1391,8 @@ func TestDifferentialProtocol(t *testing.T) {
 			}
 			c.Close()
 		}
-		want := rawExchange(t, real, in.String())
-		got := rawExchange(t, psp, in.String())
+		want := rawExchange(t, real, in.String(), resp3)
+		got := rawExchange(t, psp, in.String(), resp3)
 		if !bytes.Equal(got, want) {
 			fails++
 			t.Errorf("seed %d: %.300q:\npsp:          %.300q\nredis-server: %.300q", seed+int64(i), in.String(), got, want)
@@ -1366,13 +1405,24 @@ func TestDifferentialProtocol(t *testing.T) {
 // sent until the sentinel's reply, the connection's end ("<closed>"), or
 // half a second without a byte ("<waiting>": the server waits for the
 // rest of a request).
-func rawExchange(t *testing.T, addr, in string) []byte {
+func rawExchange(t *testing.T, addr, in string, resp3 bool) []byte {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if resp3 {
+		// HELLO 3 first: its reply, which names the connection, is read
+		// whole and left out.
+		if _, err := c.Write(redistest.Command("HELLO", "3")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if r, err := redistest.ReadReply(bufio.NewReaderSize(c, 16)); err != nil || r[0] != '%' {
+			t.Fatalf("HELLO 3: %q, %v", r, err)
+		}
+	}
 	in += sentinel
 	go func() {
 		_, _ = c.Write([]byte(in))

@@ -6,13 +6,15 @@
 //
 // # Protocol
 //
-// RESP2, as redis-server 7.0 reads it: multibulk requests and inline
+// RESP2, and RESP3 on a connection after HELLO 3 (replies in redis-server
+// 7.0.15's RESP3 shapes: nulls, maps, sets, doubles, nested score pairs,
+// verbatim strings), as redis-server 7.0 reads it: multibulk requests and inline
 // commands (quoted as its sdssplitargs quotes), pipelined, with its
 // protocol errors answered in its words and the connection closed after
 // them where it closes it. Replies are byte for byte redis-server
 // 7.0.15's for the commands served (conformance tests send the same
 // sequences to both, see package redistest): connection (PING, ECHO,
-// SELECT 0, QUIT, HELLO 2, AUTH, RESET, CLIENT ID, SETNAME, GETNAME,
+// SELECT 0, QUIT, HELLO 2 and 3, AUTH, RESET, CLIENT ID, SETNAME, GETNAME,
 // SETINFO and INFO, COMMAND with COUNT, INFO, DOCS and LIST, INFO, CONFIG
 // GET, DBSIZE, FLUSHDB, FLUSHALL, TIME); keys (DEL, UNLINK, EXISTS, TOUCH,
 // TYPE, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST, RENAME,
@@ -78,9 +80,8 @@
 //
 // # Not Redis
 //
-// One database (SELECT 0 only, as redis-server with databases 1); RESP2
-// only (HELLO 3 is answered NOPROTO); no transactions (MULTI, EXEC,
-// WATCH), scripts (EVAL, FCALL), pub/sub, streams, blocking commands,
+// One database (SELECT 0 only, as redis-server with databases 1); no
+// WATCH, scripts (EVAL, FCALL), pub/sub, streams, blocking commands,
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. No eviction policy other than noeviction.

@@ -20,7 +20,10 @@ type out struct {
 	r      app.Reply
 	room   int
 	failed bool
-	num    [32]byte
+	// resp3: the connection speaks RESP3 (HELLO 3); the helpers below
+	// write each shape as redis-server writes it for the protocol.
+	resp3 bool
+	num   [32]byte
 }
 
 // reset prepares o for a reply of chunks of room bytes sent through r (nil:
@@ -145,13 +148,124 @@ func (o *out) bulkInt(v int64) {
 	o.bulk(strconv.AppendInt(b[:0], v, 10))
 }
 
-func (o *out) null()      { o.writeString("$-1\r\n") }
-func (o *out) nullArray() { o.writeString("*-1\r\n") }
+// null writes redis-server's addReplyNull: $-1 in RESP2, _ in RESP3.
+func (o *out) null() {
+	if o.resp3 {
+		o.writeString("_\r\n")
+		return
+	}
+	o.writeString("$-1\r\n")
+}
 
-// double writes a score as redis-server's addReplyDouble does in RESP2:
-// a bulk string of %.17g, "inf" or "-inf".
+// nullArray writes redis-server's addReplyNullArray: *-1 in RESP2, _ in
+// RESP3.
+func (o *out) nullArray() {
+	if o.resp3 {
+		o.writeString("_\r\n")
+		return
+	}
+	o.writeString("*-1\r\n")
+}
+
+// shared writes one of the shared replies (command.go's constants), in
+// the connection's protocol: the nulls are _ in RESP3, and the empty map
+// and set (written %0 and ~0) are *0 in RESP2.
+func (o *out) shared(s string) {
+	switch s {
+	case nullBulk, nullArray:
+		if o.resp3 {
+			s = "_\r\n"
+		}
+	case emptyMap, emptySet:
+		if !o.resp3 {
+			s = emptyArray
+		}
+	}
+	o.writeString(s)
+}
+
+// aggregate writes an aggregate's header: prefix and n.
+func (o *out) aggregate(prefix byte, n int) {
+	b := append(o.num[:0], prefix)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\r', '\n')
+	o.write(b)
+}
+
+// mapLen writes the header of a map of n pairs (addReplyMapLen): an
+// array of 2n in RESP2.
+func (o *out) mapLen(n int) {
+	if o.resp3 {
+		o.aggregate('%', n)
+		return
+	}
+	o.arrayLen(2 * n)
+}
+
+// setLen writes the header of a set of n members (addReplySetLen).
+func (o *out) setLen(n int) {
+	if o.resp3 {
+		o.aggregate('~', n)
+		return
+	}
+	o.arrayLen(n)
+}
+
+// pairs writes the header of n (member, score) or (field, value) pairs
+// as redis-server's WITHSCORES and WITHVALUES replies: a flat array of 2n
+// in RESP2, an array of n arrays in RESP3, each opened by pair.
+func (o *out) pairs(n int) {
+	if o.resp3 {
+		o.arrayLen(n)
+		return
+	}
+	o.arrayLen(2 * n)
+}
+
+// pair opens one pair of pairs' reply (nothing in RESP2).
+func (o *out) pair() {
+	if o.resp3 {
+		o.writeString("*2\r\n")
+	}
+}
+
+// boolean writes addReplyBool: :1 or :0 in RESP2, #t or #f in RESP3.
+func (o *out) boolean(b bool) {
+	switch {
+	case o.resp3 && b:
+		o.writeString("#t\r\n")
+	case o.resp3:
+		o.writeString("#f\r\n")
+	case b:
+		o.writeString(cone)
+	default:
+		o.writeString(czero)
+	}
+}
+
+// verbatim writes addReplyVerbatim with the "txt" format: a bulk string
+// in RESP2.
+func (o *out) verbatim(s string) {
+	if !o.resp3 {
+		o.bulkString(s)
+		return
+	}
+	o.aggregate('=', len(s)+4)
+	o.writeString("txt:")
+	o.writeString(s)
+	o.writeString("\r\n")
+}
+
+// double writes a score as redis-server's addReplyDouble does: a bulk
+// string of %.17g, "inf" or "-inf" in RESP2, a double (",") in RESP3.
 func (o *out) double(d float64) {
 	var b [32]byte
+	if o.resp3 {
+		p := append(b[:0], ',')
+		p = formatDouble(p, d)
+		o.write(append(p, '\r', '\n'))
+		return
+	}
 	o.bulk(formatDouble(b[:0], d))
 }
 

@@ -64,6 +64,10 @@ type Conn struct {
 	mb      mbState     // the receive goroutine's alone
 	last    lastCommand // the receive goroutine's alone: readOnly's
 
+	// resp3: the connection speaks RESP3 (HELLO 3, until HELLO 2 or
+	// RESET).
+	resp3 atomic.Bool
+
 	mu      sync.Mutex
 	name    string
 	libName string

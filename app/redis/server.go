@@ -232,6 +232,7 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 		return false
 	}
 	conn, _ := b.Session.(*Conn)
+	wk.o.resp3 = conn != nil && conn.resp3.Load()
 	c := &wk.c
 	var flags nic.Flags
 	wk.mu.Lock()

@@ -9,6 +9,40 @@ import (
 // errors (unknown commands, wrong arity, WRONGTYPE, bad numbers and
 // options), as redis-server 7.0 answers them.
 var Cases = []Case{
+	// RESP3: HELLO's switches, and each of RESP3's shapes (the other
+	// sequences are run in RESP3 too).
+	{Name: "resp3", RESP3: true, Commands: []string{
+		"HELLO 3 SETNAME \"a b\"", "HELLO 3 FOO", "HELLO 4", "CLIENT GETNAME",
+		"GET nosuch", "MGET a nosuch", "SET k v", "SET k w NX", "SET k w NX GET", "SET n v GET",
+		"GETDEL nosuch", "LPOP nosuch", "LPOP nosuch 2", "RPOP nosuch", "LINDEX nosuch 0", "LPOS nosuch a",
+		"RPUSH l a b c", "LPOS l z", "LPOS l z COUNT 2", "LMPOP 1 nosuch LEFT", "LMPOP 1 l LEFT COUNT 2",
+		"HSET h f v g w", "HGETALL h", "HGETALL nosuch", "HKEYS nosuch", "HVALS h", "HGET h z", "HMGET h f z",
+		"HRANDFIELD nosuch", "HRANDFIELD nosuch 2", "HRANDFIELD h 5 WITHVALUES", "HRANDFIELD h 0 WITHVALUES",
+		"HRANDFIELD h 5", "HINCRBYFLOAT h n 1.5", "HSTRLEN h f",
+		"SADD s 1 2 3", "SMEMBERS s", "SMEMBERS nosuch", "SINTER s nosuch", "SINTER s s", "SUNION s nosuch",
+		"SDIFF nosuch s", "SDIFF s", "SPOP nosuch 2", "SPOP s 0", "SRANDMEMBER nosuch", "SRANDMEMBER nosuch 2",
+		"SRANDMEMBER s 0", "SPOP s 5", "SISMEMBER s 1", "SMISMEMBER s 1 9",
+		"ZADD z 1 a 2.5 b -inf c inf d", "ZSCORE z b", "ZSCORE z c", "ZSCORE z d", "ZSCORE z nosuch",
+		"ZSCORE nosuch a", "ZMSCORE z a nosuch d", "ZMSCORE nosuch a", "ZINCRBY z 0.1 a", "ZADD z INCR 1 b",
+		"ZADD z NX INCR 1 b", "ZADD z 1e-300 e 123456789012345678 f", "ZRANGE z 0 -1 WITHSCORES",
+		"ZRANGE z 0 -1", "ZRANGE z 5 1 WITHSCORES", "ZREVRANGE z 0 1 WITHSCORES",
+		"ZRANGEBYSCORE z -inf +inf WITHSCORES LIMIT 1 2", "ZREVRANGEBYSCORE z +inf -inf WITHSCORES",
+		"ZRANGE z (1 +inf BYSCORE WITHSCORES", "ZRANK z b", "ZRANK z nosuch",
+		"ZRANDMEMBER nosuch", "ZRANDMEMBER nosuch 2", "ZRANDMEMBER z 0 WITHSCORES", "ZRANDMEMBER z 10 WITHSCORES",
+		"ZRANDMEMBER z 10", "ZADD y 1 a 3 x", "ZUNION 2 z y WITHSCORES", "ZINTER 2 z y WITHSCORES",
+		"ZDIFF 2 z y WITHSCORES", "ZUNION 2 z y", "ZPOPMIN nosuch", "ZPOPMIN nosuch 2", "ZPOPMIN z", "ZPOPMAX z",
+		"ZPOPMIN z 2", "ZPOPMAX z 0", "ZPOPMAX z 1", "ZMPOP 1 nosuch MIN", "ZMPOP 2 nosuch y MAX COUNT 5",
+		"ZSCAN y 0", "HSCAN h 0", "SSCAN s 0",
+		"SET s1 ohmytext", "SET s2 mynewtext", "LCS s1 s2 IDX", "LCS s1 s2 IDX MINMATCHLEN 4 WITHMATCHLEN",
+		"LCS s1 s2 LEN", "INCRBYFLOAT f 1.5", "GETEX nosuch", "GETRANGE nosuch 0 1", "OBJECT FREQ nosuch",
+		"SETBIT b 7 1", "BITPOS b 1",
+		"CONFIG GET maxmemory", "CONFIG GET nosuch",
+		"EXISTS k", "TYPE k", "TTL k", "RANDOMKEY nosuch",
+		"RESET", "GET nosuch", "HGETALL h", "ZSCORE y a",
+	}},
+	{Name: "resp3 reset", RESP3: true, Commands: []string{
+		"ZADD z 1 a", "ZSCORE z a", "RESET", "ZSCORE z a", "GET nosuch", "HELLO 3 AUTH", "ZSCORE z a",
+	}},
 	{Name: "connection", Commands: []string{
 		"PING", "PING hello", "PING a b", "ping", "EcHo \"hi there\"", "ECHO",
 		"SELECT 0", "SELECT 1", "SELECT x", "SELECT -1", "SELECT 99999999999",

@@ -83,9 +83,9 @@ func readReply(r *bufio.Reader, out *[]byte, depth int) error {
 	}
 	body := line[1 : len(line)-2]
 	switch line[0] {
-	case '+', '-', ':':
+	case '+', '-', ':', '_', ',', '#', '(':
 		return nil
-	case '$':
+	case '$', '=', '!':
 		n, err := strconv.Atoi(string(body))
 		if err != nil {
 			return fmt.Errorf("redistest: bad bulk length %q", line)
@@ -99,10 +99,13 @@ func readReply(r *bufio.Reader, out *[]byte, depth int) error {
 		}
 		*out = append(*out, buf...)
 		return nil
-	case '*':
+	case '*', '~', '>', '%', '|':
 		n, err := strconv.Atoi(string(body))
 		if err != nil {
 			return fmt.Errorf("redistest: bad array length %q", line)
+		}
+		if line[0] == '%' || line[0] == '|' {
+			n *= 2 // a map's (an attribute's) keys and values
 		}
 		for i := 0; i < n; i++ {
 			if err := readReply(r, out, depth+1); err != nil {
@@ -191,6 +194,9 @@ type Case struct {
 	// Unordered: replies are arrays of members whose order redis-server
 	// leaves to its hash tables; they are compared sorted.
 	Unordered bool
+	// RESP3: the connection first sends HELLO 3 (its reply, which names
+	// the connection, is not compared), so that every reply is in RESP3.
+	RESP3 bool
 }
 
 // Args splits an inline-quoted command into its arguments.
@@ -258,7 +264,7 @@ func RunRedisPy(tb testing.TB, addr string) {
 // wholes, a SCAN reply's keys), for replies whose order redis-server
 // leaves to its hash tables.
 func SortedReply(p []byte) []byte {
-	if len(p) == 0 || p[0] != '*' {
+	if len(p) == 0 || (p[0] != '*' && p[0] != '~') {
 		return p
 	}
 	r := bufio.NewReader(bytes.NewReader(p))
@@ -292,6 +298,11 @@ func Compare(t *testing.T, real, psp string, c Case) {
 		defer conn.Close()
 		if _, err := conn.Do("FLUSHALL"); err != nil {
 			t.Fatalf("FLUSHALL on %s: %v", addr, err)
+		}
+		if c.RESP3 {
+			if hello, err := conn.Do("HELLO", "3"); err != nil || len(hello) == 0 || hello[0] != '%' {
+				t.Fatalf("HELLO 3 on %s: %q, %v", addr, hello, err)
+			}
 		}
 		conns[i] = conn
 	}
