@@ -13,15 +13,22 @@ import (
 )
 
 // TestRedisGoRedis: go-redis, the most used Go client, against psp serve
-// --app redis: its handshake (HELLO 3 refused, it falls back to RESP2),
-// every command family through its typed API, pipelines, transactions
-// (TxPipeline), the SCAN iterator, its nil and error replies, and a pool
-// of connections used from several goroutines at once.
+// --app redis, in RESP3 (its default: its handshake is HELLO 3) and in
+// RESP2: every command family through its typed API, pipelines,
+// transactions (TxPipeline), the SCAN iterator, its nil and error
+// replies, and a pool of connections used from several goroutines at
+// once.
 func TestRedisGoRedis(t *testing.T) {
+	for _, proto := range []int{3, 2} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) { goRedisAgainst(t, proto) })
+	}
+}
+
+func goRedisAgainst(t *testing.T, proto int) {
 	_, addr := startRedisServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8, Protocol: proto})
 	defer c.Close()
 	must := func(what string, err error) {
 		t.Helper()
@@ -30,6 +37,14 @@ func TestRedisGoRedis(t *testing.T) {
 		}
 	}
 	must("PING", c.Ping(ctx).Err())
+	// The connection speaks the protocol asked for (CLIENT INFO's resp=,
+	// a verbatim string in RESP3).
+	if info, err := c.ClientInfo(ctx).Result(); err != nil || info.Resp != proto {
+		t.Errorf("CLIENT INFO: %+v %v, want resp=%d", info, err, proto)
+	}
+	if sc, err := c.ZScore(ctx, "nokey", "m").Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("ZSCORE of no key: %v %v, want redis.Nil", sc, err)
+	}
 
 	// Strings and keys.
 	must("SET", c.Set(ctx, "s", "v", time.Minute).Err())
