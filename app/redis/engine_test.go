@@ -69,6 +69,28 @@ func TestCommandsAllocateNothing(t *testing.T) {
 	})
 }
 
+// TestRESP3AllocatesNothing: the same on a connection that sent HELLO 3,
+// whose replies take RESP3's shapes (null, double, map, set, pairs).
+func TestRESP3AllocatesNothing(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	if r := c.do("HELLO", "3"); r[0] != '%' {
+		t.Fatalf("HELLO 3: %q", r)
+	}
+	for _, setup := range [][]string{{"SET", "k", "value"}, {"HSET", "h", "f", "v"},
+		{"ZADD", "z", "1", "m", "2.5", "n"}, {"SADD", "s", "x"}} {
+		c.do(setup...)
+	}
+	if r := c.do("ZSCORE", "z", "n"); r != ",2.5\r\n" {
+		t.Fatalf("ZSCORE in RESP3: %q", r)
+	}
+	checkNoAllocs(t, c, [][]string{
+		{"GET", "k"}, {"GET", "missing"}, {"MGET", "k", "missing"}, {"ZSCORE", "z", "m"},
+		{"ZSCORE", "z", "missing"}, {"HGETALL", "h"}, {"HGETALL", "missing"}, {"SMEMBERS", "s"},
+		{"ZRANGE", "z", "0", "-1", "WITHSCORES"}, {"ZMSCORE", "z", "m", "missing"},
+	})
+}
+
 // checkNoAllocs runs each command on c, over and over, and fails the
 // test for each that allocates.
 func checkNoAllocs(t *testing.T, c *caller, cmds [][]string) {
