@@ -1329,6 +1329,7 @@ var diffFragments = []string{
 	"ECHO \"\\xg4\"\r\n", "ECHO \"\\X41\"\r\n", "ECHO 'a' 'b'\r\n", "ECHO 'a'b\r\n", "ECHO 'a\\\\'\r\n",
 	"ECHO \"\\\\\"x\r\n", "   \r\n", "*1\r\n$1\r\n\x00\r\n", "*2\r\n$4\r\nEcHo\r\n$5\r\na\r\nb\r\n", "POST / HTTP/1.1\r\n", "host: x\r\n",
 	"GET / HTTP/1.1\r\n", "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n",
+	"HGETALL k\r\n", "ZSCORE k m\r\n", "SMEMBERS k\r\n", "ZADD k 1.5 m\r\n", "*2\r\n$4\r\nLPOP\r\n$1\r\nk\r\n",
 }
 
 // diffPartial are fragments that leave a request unfinished: what
