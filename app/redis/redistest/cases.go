@@ -40,6 +40,16 @@ var Cases = []Case{
 		"EXISTS k", "TYPE k", "TTL k", "RANDOMKEY nosuch",
 		"RESET", "GET nosuch", "HGETALL h", "ZSCORE y a",
 	}},
+	{Name: "resp3 nulls", RESP3: true, Commands: []string{
+		"RANDOMKEY", "OBJECT ENCODING nosuch", "OBJECT FREQ nosuch", "MEMORY USAGE nosuch", "CLIENT GETNAME",
+		"LMOVE nosuch l LEFT RIGHT", "RPOPLPUSH nosuch l", "GETEX nosuch PERSIST", "SPOP nosuch", "ZADD z 1 a",
+		"SADD s a", "HSET h f v", "SRANDMEMBER s", "ZRANDMEMBER z", "HRANDFIELD h", "SPOP s", "ZRANDMEMBER z 1 WITHSCORES",
+		"HRANDFIELD h -2 WITHVALUES", "MULTI", "GET nosuch", "ZSCORE z a", "HGETALL h", "SMEMBERS nosuch", "EXEC",
+		"FUNCTION LIST", "TYPE nosuch", "LRANGE nosuch 0 -1", "ZRANGEBYLEX z - + LIMIT 0 1", "ZRANGESTORE d z 0 -1",
+		"ZRANGE d 0 -1 WITHSCORES", "ZUNIONSTORE u 2 z d WEIGHTS 1 0.5", "ZRANGE u 0 -1 WITHSCORES", "ZINCRBY u inf a",
+		"ZINCRBY u -inf a", "ZSCORE u a", "ZADD u -inf b", "ZRANGEBYSCORE u -inf +inf WITHSCORES",
+		"COMMAND INFO nosuch", "COMMAND DOCS nosuch", "CONFIG GET nosuch*", "HELLO 5", "LPOS nosuch a COUNT 0",
+	}},
 	{Name: "resp3 reset", RESP3: true, Commands: []string{
 		"ZADD z 1 a", "ZSCORE z a", "RESET", "ZSCORE z a", "GET nosuch", "HELLO 3 AUTH", "ZSCORE z a",
 	}},
