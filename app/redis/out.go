@@ -229,20 +229,6 @@ func (o *out) pair() {
 	}
 }
 
-// boolean writes addReplyBool: :1 or :0 in RESP2, #t or #f in RESP3.
-func (o *out) boolean(b bool) {
-	switch {
-	case o.resp3 && b:
-		o.writeString("#t\r\n")
-	case o.resp3:
-		o.writeString("#f\r\n")
-	case b:
-		o.writeString(cone)
-	default:
-		o.writeString(czero)
-	}
-}
-
 // verbatim writes addReplyVerbatim with the "txt" format: a bulk string
 // in RESP2.
 func (o *out) verbatim(s string) {
