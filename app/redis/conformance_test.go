@@ -76,3 +76,54 @@ func TestHelloWithRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandShapesWithRedis: every command's COMMAND INFO and COMMAND
+// DOCS (a container's subcommands each by name: redis-server lists more
+// of them than psp runs) in RESP2 and in RESP3, byte for byte
+// redis-server's. Left out: SCRIPT (psp runs none of its subcommands and
+// lists none) and CLIENT SETINFO (redis-server 7.2's, not 7.0.15's).
+func TestCommandShapesWithRedis(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	cmds, _ := commandTable()
+	var names []string
+	for name, c := range cmds {
+		if c.subs == nil && name != "script" {
+			names = append(names, name)
+		}
+		for sub := range c.subs {
+			if name+"|"+sub != "client|setinfo" {
+				names = append(names, name+"|"+sub)
+			}
+		}
+	}
+	for _, proto := range []string{"2", "3"} {
+		var conns [2]*redistest.Conn
+		for i, addr := range []string{real, psp} {
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Do("HELLO", proto); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		for _, name := range names {
+			for _, sub := range []string{"INFO", "DOCS"} {
+				want, err := conns[0].Do("COMMAND", sub, name)
+				if err != nil {
+					t.Fatalf("COMMAND %s %s: redis-server: %v", sub, name, err)
+				}
+				got, err := conns[1].Do("COMMAND", sub, name)
+				if err != nil {
+					t.Fatalf("COMMAND %s %s: psp: %v", sub, name, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("RESP%s COMMAND %s %s:\npsp:          %.400q\nredis-server: %.400q", proto, sub, name, got, want)
+				}
+			}
+		}
+	}
+}
