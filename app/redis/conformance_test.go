@@ -3,6 +3,7 @@ package redis
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
@@ -124,6 +125,38 @@ func TestCommandShapesWithRedis(t *testing.T) {
 					t.Errorf("RESP%s COMMAND %s %s:\npsp:          %.400q\nredis-server: %.400q", proto, sub, name, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestHelloPipelined: the commands pipelined after HELLO 3 (read-only
+// ones, which may run at once on several workers) answer in RESP3, and
+// those after HELLO 2 in RESP2, whatever worker runs them.
+func TestHelloPipelined(t *testing.T) {
+	c, err := redistest.Dial(serveTest(t, openTest(t, Config{Workers: 4})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 50
+	var req, want []byte
+	for _, proto := range []string{"3", "2", "3"} {
+		req = append(req, redistest.Command("HELLO", proto)...)
+		for range n {
+			req = append(req, redistest.Command("GET", "nosuch")...)
+		}
+	}
+	if err := c.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	for _, null := range []string{"_\r\n", "$-1\r\n", "_\r\n"} {
+		if _, err := c.Read(1); err != nil {
+			t.Fatal(err)
+		}
+		want = []byte(strings.Repeat(null, n))
+		got, err := c.Read(n)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after HELLO: %q %v, want %d %q", got, err, n, null)
 		}
 	}
 }
