@@ -22,7 +22,8 @@ func TypeNames() []string { return slices.Clone(typeNames[:]) }
 
 // commandTypes are the commands with a type, in id order from 1.
 var commandTypes = [...]string{
-	"APPEND", "AUTH", "BITCOUNT", "BITPOS", "CLIENT", "COMMAND", "CONFIG", "COPY", "DBSIZE", "DECR",
+	"APPEND", "AUTH", "BITCOUNT", "BITPOS", "BLMOVE", "BLMPOP", "BLPOP", "BRPOP", "BRPOPLPUSH",
+	"BZMPOP", "BZPOPMAX", "BZPOPMIN", "CLIENT", "COMMAND", "CONFIG", "COPY", "DBSIZE", "DECR",
 	"DECRBY", "DEL", "DISCARD", "ECHO", "EXEC", "EXISTS", "EXPIRE", "EXPIREAT", "EXPIRETIME",
 	"FLUSHALL", "FLUSHDB", "FUNCTION", "GET", "GETBIT", "GETDEL", "GETEX", "GETRANGE", "GETSET",
 	"HDEL", "HELLO", "HEXISTS", "HGET", "HGETALL", "HINCRBY", "HINCRBYFLOAT", "HKEYS", "HLEN", "HMGET",

@@ -441,22 +441,30 @@ func cmdLmove(c *ctx) {
 			return
 		}
 	}
+	if !c.lmove(fromFront, toFront) {
+		c.o.null()
+	}
+}
+
+// lmove moves an element from argv[1] to argv[2] and answers it, or
+// answers the error that stops it; moved is false, with nothing answered,
+// when the source is absent.
+func (c *ctx) lmove(fromFront, toFront bool) (moved bool) {
 	src, dst := c.argv[1], c.argv[2]
 	c.lockKeys(c.argv[1:3], true)
 	defer c.unlockKeys(true)
 	ssh, _ := c.shardFor(src)
 	se := c.s.db.lookupWrite(ssh, src, &c.clk)
 	if se == nil {
-		c.o.null()
-		return
+		return false
 	}
 	if c.wrongType(se, kindList) {
-		return
+		return true
 	}
 	dsh, dh := c.shardFor(dst)
 	de := c.s.db.lookupWrite(dsh, dst, &c.clk)
 	if c.wrongType(de, kindList) {
-		return
+		return true
 	}
 	sl := se.obj.(*list)
 	v := sl.pop(fromFront)
@@ -472,23 +480,25 @@ func cmdLmove(c *ctx) {
 	} else {
 		c.s.db.resize(se, se.size-elemSize(v))
 	}
+	return true
 }
 
 // mpopArgs parses LMPOP's and ZMPOP's arguments as redis-server's
 // lmpopGenericCommand and zmpopGenericCommand do: numkeys, the keys, the
 // side (first or second: LEFT or RIGHT, MIN or MAX) and an optional COUNT
 // (1 when not given), answering the error of the first that is wrong.
-func (c *ctx) mpopArgs(first, second string) (keys [][]byte, isSecond bool, count int64, ok bool) {
-	numkeys, ok := string2ll(c.argv[1])
+// numkeys is argv[at] (2 for BLMPOP and BZMPOP, after the timeout).
+func (c *ctx) mpopArgs(at int, first, second string) (keys [][]byte, isSecond bool, count int64, ok bool) {
+	numkeys, ok := string2ll(c.argv[at])
 	if !ok || numkeys < 1 {
 		c.o.err("numkeys should be greater than 0")
 		return nil, false, 0, false
 	}
-	if numkeys > int64(len(c.argv)-3) {
+	if numkeys >= int64(len(c.argv)-at-1) {
 		c.o.writeString(errSyntax)
 		return nil, false, 0, false
 	}
-	where := 2 + int(numkeys)
+	where := at + 1 + int(numkeys)
 	switch w := c.argv[where]; {
 	case equalFold(w, first):
 	case equalFold(w, second):
@@ -512,17 +522,25 @@ func (c *ctx) mpopArgs(first, second string) (keys [][]byte, isSecond bool, coun
 		c.o.writeString(errSyntax)
 		return nil, false, 0, false
 	}
-	return c.argv[2:where], isSecond, max(count, 1), true
+	return c.argv[at+1 : where], isSecond, max(count, 1), true
 }
 
 // cmdLmpop answers LMPOP with every key's shard write-locked: the first
 // key holding a list, in the order given, is popped.
 func cmdLmpop(c *ctx) {
-	keys, right, count, ok := c.mpopArgs("left", "right")
+	keys, right, count, ok := c.mpopArgs(1, "left", "right")
 	if !ok {
 		return
 	}
-	front := !right
+	if !c.lmpop(keys, !right, count) {
+		c.o.nullArray()
+	}
+}
+
+// lmpop pops up to count elements of the first of keys holding a list
+// and answers them with its name, or answers the error that stops it;
+// popped is false, with nothing answered, when no key holds a list.
+func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	for _, k := range keys {
@@ -532,7 +550,7 @@ func cmdLmpop(c *ctx) {
 			continue
 		}
 		if c.wrongType(e, kindList) {
-			return
+			return true
 		}
 		l := e.obj.(*list)
 		n := int(min(count, int64(l.len())))
@@ -550,7 +568,7 @@ func cmdLmpop(c *ctx) {
 		} else {
 			c.s.db.resize(e, e.size-shrink)
 		}
-		return
+		return true
 	}
-	c.o.nullArray()
+	return false
 }

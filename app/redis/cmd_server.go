@@ -61,6 +61,8 @@ func commandRunners() map[string]func(*ctx) {
 		"lindex": cmdLindex, "lset": cmdLset, "lrem": cmdLrem, "ltrim": cmdLtrim,
 		"linsert": cmdLinsert, "lpos": cmdLpos, "lmove": cmdLmove, "rpoplpush": cmdLmove,
 		"lmpop": cmdLmpop,
+		"blpop": cmdBpop, "brpop": cmdBpop, "blmove": cmdBlmove, "brpoplpush": cmdBlmove, "blmpop": cmdBlmpop,
+		"bzpopmin": cmdBzpop, "bzpopmax": cmdBzpop, "bzmpop": cmdBzmpop,
 		// Hashes.
 		"hset": cmdHset, "hmset": cmdHset, "hsetnx": cmdHsetnx, "hget": cmdHget,
 		"hmget": cmdHmget, "hdel": cmdHdel, "hlen": cmdHlen, "hstrlen": cmdHstrlen,

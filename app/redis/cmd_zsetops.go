@@ -343,10 +343,19 @@ func (c *ctx) reapKeys(keys [][]byte) {
 // set, its lowest or highest members, as redis-server's genericZpopCommand
 // pops them; every key's shard is write-locked together.
 func cmdZmpop(c *ctx) {
-	keys, max, count, ok := c.mpopArgs("min", "max")
+	keys, max, count, ok := c.mpopArgs(1, "min", "max")
 	if !ok {
 		return
 	}
+	if !c.zmpop(keys, max, count) {
+		c.o.nullArray()
+	}
+}
+
+// zmpop pops up to count members of the first of keys holding a sorted
+// set and answers them with its name, or answers the error that stops
+// it; popped is false, with nothing answered, when no key holds one.
+func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
 	for _, k := range keys {
@@ -356,7 +365,7 @@ func cmdZmpop(c *ctx) {
 			continue
 		}
 		if c.wrongType(e, kindZSet) {
-			return
+			return true
 		}
 		z := e.obj.(*zsetObj)
 		n := min(count, int64(z.card()))
@@ -376,9 +385,9 @@ func cmdZmpop(c *ctx) {
 			c.o.double(s)
 		}
 		c.dropIfEmpty(sh, e, z)
-		return
+		return true
 	}
-	c.o.nullArray()
+	return false
 }
 
 func cmdZmscore(c *ctx) {

@@ -20,6 +20,9 @@ type ctx struct {
 	cmd        *command
 	replyFlags nic.Flags
 	reap       bool // an expired key was read: delete it when done
+	// inExec: the command runs in EXEC, where a blocking command answers
+	// as if its timeout had passed (redis-server's CLIENT_DENY_BLOCKING).
+	inExec bool
 }
 
 // cmdClock is a command's time, unix ms, read from the server's clock

@@ -182,7 +182,7 @@ func cmdExec(c *ctx) {
 	c.o.arrayLen(len(m.queue))
 	for _, argv := range m.queue {
 		// Each was found and checked as it was queued.
-		sub := ctx{s: s, w: c.w, conn: c.conn, argv: argv, clk: cmdClock{read: s.now}, o: c.o}
+		sub := ctx{s: s, w: c.w, conn: c.conn, argv: argv, clk: cmdClock{read: s.now}, o: c.o, inExec: true}
 		cmd, _ := s.lookup(argv, &c.w.last)
 		c.w.stats.commands.Add(1)
 		s.call(&sub, cmd)

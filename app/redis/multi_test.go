@@ -141,3 +141,34 @@ func TestShedCommandAbortsTransaction(t *testing.T) {
 		t.Errorf("GET a: %q: the transaction ran", r)
 	}
 }
+
+// TestBlockingCommandsDoNotBlock: a blocking command none of whose keys
+// holds data answers an error at once outside a transaction (the worker
+// goes on to the next request), and a timeout's null inside EXEC; with
+// data it pops.
+func TestBlockingCommandsDoNotBlock(t *testing.T) {
+	s := openTest(t, Config{Workers: 1})
+	c := newCaller(s, 0)
+	for _, argv := range [][]string{
+		{"BLPOP", "nokey", "0"}, {"BRPOP", "a", "b", "0"}, {"BRPOPLPUSH", "nokey", "d", "0"},
+		{"BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0"}, {"BLMPOP", "0", "1", "nokey", "LEFT"},
+		{"BZPOPMIN", "nokey", "0"}, {"BZPOPMAX", "nokey", "0"}, {"BZMPOP", "0", "1", "nokey", "MIN"},
+	} {
+		want := "-ERR " + argv[0] + " would block: psp does not block clients (no key given holds data)\r\n"
+		if r := c.do(argv...); r != want {
+			t.Errorf("%v: %q, want %q", argv, r, want)
+		}
+		// The same worker answers the next request: nothing was held.
+		if r := c.do("PING"); r != "+PONG\r\n" {
+			t.Fatalf("PING after %v: %q", argv, r)
+		}
+	}
+	c.do("MULTI")
+	c.do("BLPOP", "nokey", "0")
+	c.do("BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0")
+	c.do("RPUSH", "l", "x")
+	c.do("BRPOP", "nokey", "l", "0")
+	if r, want := c.do("EXEC"), "*4\r\n*-1\r\n$-1\r\n:1\r\n*2\r\n$1\r\nl\r\n$1\r\nx\r\n"; r != want {
+		t.Errorf("EXEC: %q, want %q", r, want)
+	}
+}

@@ -35,7 +35,7 @@ func Example_resp() {
 		fmt.Printf("%q: %d %s\n", req, typ, m.Types()[typ])
 	}
 	// Output:
-	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 23 GET
-	// "SCAN 0 COUNT 10\r\n": 88 SCAN
-	// "SCAN 0 COUNT 10000\r\n": 156 SCAN_10K
+	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 31 GET
+	// "SCAN 0 COUNT 10\r\n": 96 SCAN
+	// "SCAN 0 COUNT 10000\r\n": 164 SCAN_10K
 }
