@@ -288,7 +288,15 @@ func TestShutdownTimeoutCountsLeftovers(t *testing.T) {
 		dp.inject(header(uint32(i), 2, 0), 1)
 	}
 	waitFor(t, "the worker to block", func() bool { return g.count() == 1 && d.Stats().Received == 5 })
-	go func() { time.Sleep(50 * time.Millisecond); close(g.open) }()
+	// The blocked request finishes once the drain is over (Run is
+	// stopping its workers), within the workers' stopGrace: it is
+	// answered, the four behind it are not.
+	go func() {
+		for !d.stop.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		close(g.open)
+	}()
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

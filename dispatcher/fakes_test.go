@@ -27,6 +27,7 @@ type fakeDataplane struct {
 	tx       []fakeTx
 	keep     bool // keep reply payloads (off for benchmarks)
 	sent     int
+	lastSent time.Time // when the last reply was sent
 	failTx   bool // Send fails: sends nothing, returns the buffers to the pool
 }
 
@@ -135,6 +136,7 @@ func (t *fakeTx) Send(bufs []*nic.Buffer) (int, error) {
 		dp.sent++
 		dp.pool = append(dp.pool, b)
 	}
+	dp.lastSent = time.Now()
 	dp.mu.Unlock()
 	return len(bufs), nil
 }
@@ -143,6 +145,13 @@ func (dp *fakeDataplane) poolSize() int {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	return len(dp.pool)
+}
+
+// lastReply returns when the last reply was sent.
+func (dp *fakeDataplane) lastReply() time.Time {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.lastSent
 }
 
 func (dp *fakeDataplane) replyCount() int {
