@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"time"
 
 	"github.com/persephone-go/psp/nic"
 )
@@ -147,6 +148,35 @@ type Reply interface {
 	// NoReply marks the request as served although no datagram answers it
 	// (a request that asked for no reply).
 	NoReply()
+	// Park marks the request as waiting for something to happen (a
+	// Redis BLPOP on an empty list): when the handler then returns false
+	// having sent nothing, the request is neither answered nor dropped.
+	// The dispatcher keeps its buffer aside, with the requests of its
+	// connection chained behind it, holding no worker, and runs it again
+	// (the same type, nic.Resumed set in its flags) when the
+	// application's Parker says it may now be answered, or once after
+	// has passed (after <= 0: no time limit). Only an application that
+	// implements Parker can park: for any other the request is dropped
+	// (reason "app").
+	Park(after time.Duration)
+}
+
+// Parker is implemented by applications whose handlers park requests
+// (Reply.Park). Both methods run on the dispatcher goroutine while
+// requests are parked, concurrently with the workers' handlers: they
+// must be fast and must not block.
+type Parker interface {
+	// ParkEpoch returns a counter the application advances after
+	// anything that may let a parked request be answered (a push to a
+	// list a parked request waits on, its connection's end). The
+	// dispatcher looks at it between its steps; when it has moved, it
+	// asks Unpark of each parked request.
+	ParkEpoch() uint64
+	// Unpark reports whether the parked request b should run again now.
+	// The application marks what it signalled before it advances the
+	// epoch, so a request marked after the dispatcher read the epoch is
+	// seen at its next move.
+	Unpark(b *nic.Buffer) bool
 }
 
 // Errors returned by Reply.Send. They are preallocated: a handler may

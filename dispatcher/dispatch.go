@@ -261,7 +261,11 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 	d.sched.Complete(w, c.typ, service, now)
 	if next := d.chained[w]; next != nil {
 		d.chained[w] = nil
-		d.followOns = append(d.followOns, next)
+		if c.parked != nil {
+			c.parked.Next = next // it waits with the parked request
+		} else {
+			d.followOns = append(d.followOns, next)
+		}
 	}
 	tc := &d.counters[c.typ]
 	tc.running--
@@ -272,6 +276,9 @@ func (d *Dispatcher) complete(w int, c completion, now int64) {
 	}
 	r := ReasonTxError
 	switch c.outcome {
+	case outcomeParked:
+		d.park(c.parked, c.typ, c.parkAfter, now)
+		return
 	case outcomeAnswered:
 		d.answered++
 		tc.answered++

@@ -126,20 +126,27 @@ type Dispatcher struct {
 	followOns   []*nic.Buffer
 	followSpare []*nic.Buffer
 	chained     []*nic.Buffer // by worker: the request chained to the one it runs
-	assign      []darc.Assignment
-	table       []*nic.Buffer // request handle -> buffer, while queued in the policy
-	tableTyp    []darc.Type   // request handle -> type
-	free        []uint32      // free handles (a stack)
-	counters    []typeCounters
-	drops       Drops
-	received    uint64
-	answered    uint64
-	queued      uint64
-	busy        int
-	draining    bool
-	replied     uint64
-	abandon     int
-	parks       uint64 // times the dispatcher parked (see Stats.DispatcherParks)
+	// Parked requests (park.go): the application that parks them, the
+	// requests in the order they parked, the earliest time limit among
+	// them (0: none) and the application's epoch last seen.
+	parker    app.Parker
+	parked    []parkedRequest
+	parkNext  int64
+	parkEpoch uint64
+	assign    []darc.Assignment
+	table     []*nic.Buffer // request handle -> buffer, while queued in the policy
+	tableTyp  []darc.Type   // request handle -> type
+	free      []uint32      // free handles (a stack)
+	counters  []typeCounters
+	drops     Drops
+	received  uint64
+	answered  uint64
+	queued    uint64
+	busy      int
+	draining  bool
+	replied   uint64
+	abandon   int
+	parks     uint64 // times the dispatcher parked (see Stats.DispatcherParks)
 
 	shedRing  []uint64 // per stats interval: shed total, then per type
 	shedAt    []int64
@@ -245,6 +252,7 @@ func New(spec Spec, dp nic.Dataplane, cls app.Classifier, policy darc.Policy, ha
 	}
 	d.serve, _ = handler.(app.OutcomeHandler)
 	d.admit, _ = handler.(app.Admitter)
+	d.parker, _ = handler.(app.Parker)
 	// The dispatcher's own TX queue, the one after the workers' when the
 	// dataplane was opened with it, carries its "overloaded" replies and
 	// those of the requests it serves in place.
@@ -443,6 +451,7 @@ func (d *Dispatcher) loop(ctx context.Context) error {
 	now = d.dp.Now()
 	d.collect(now)
 	d.abandonRunning()
+	d.dropParked()
 	d.dropQueued()
 	d.stopLanes()
 	d.dropFollowOns()
@@ -491,6 +500,9 @@ func (d *Dispatcher) step(wait time.Duration) (bool, error) {
 		worked = true
 	}
 	if d.collect(now) > 0 {
+		worked = true
+	}
+	if len(d.parked) > 0 && d.wakeParked(now) > 0 {
 		worked = true
 	}
 	if d.dispatch(now) > 0 {

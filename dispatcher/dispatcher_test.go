@@ -83,8 +83,8 @@ func checkAccounting(t *testing.T, s *Stats) {
 	}
 	var typed uint64
 	for _, ts := range s.Types {
-		if ts.Received != ts.Answered+ts.Dropped+uint64(ts.Queued) && s.Busy == 0 {
-			t.Errorf("type %d: received %d != answered %d + dropped %d + queued %d", ts.Type, ts.Received, ts.Answered, ts.Dropped, ts.Queued)
+		if ts.Received != ts.Answered+ts.Dropped+uint64(ts.Queued)+uint64(ts.Parked) && s.Busy == 0 {
+			t.Errorf("type %d: received %d != answered %d + dropped %d + queued %d + parked %d", ts.Type, ts.Received, ts.Answered, ts.Dropped, ts.Queued, ts.Parked)
 		}
 		typed += ts.Received
 	}

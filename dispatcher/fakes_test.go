@@ -28,7 +28,7 @@ type fakeDataplane struct {
 	keep     bool // keep reply payloads (off for benchmarks)
 	sent     int
 	lastSent time.Time // when the last reply was sent
-	failTx   bool // Send fails: sends nothing, returns the buffers to the pool
+	failTx   bool      // Send fails: sends nothing, returns the buffers to the pool
 }
 
 type fakeTx struct{ dp *fakeDataplane }

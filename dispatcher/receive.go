@@ -263,6 +263,13 @@ func (d *Dispatcher) enqueue(b *nic.Buffer, typ darc.Type, now int64) {
 			return
 		}
 	}
+	d.admitQueued(b, typ, c, now)
+}
+
+// admitQueued queues b, of type typ (counters c), received and admitted,
+// in the policy, or sheds it: the last leg of enqueue, and the way back
+// of a parked request.
+func (d *Dispatcher) admitQueued(b *nic.Buffer, typ darc.Type, c *typeCounters, now int64) {
 	if len(d.free) == 0 {
 		d.shed(b, typ, ReasonOverload)
 		return

@@ -187,6 +187,10 @@ type TypeStats struct {
 	Drops    Drops     `json:"drops"`   // by reason (runts and truncated datagrams have no type)
 	Queued   int       `json:"queued"`  // waiting in the typed queue now
 	Running  int       `json:"running"` // on a worker now
+	// Parked counts the requests parked now (app.Reply.Park): waiting,
+	// on no worker and in no queue, for the application to let them run
+	// again.
+	Parked int `json:"parked,omitempty"`
 	// MaxWaitNs is the longest a request of this type dispatched during the
 	// last stats interval waited in its queue (ns).
 	MaxWaitNs int64 `json:"max_wait_ns"`
@@ -278,6 +282,9 @@ type Stats struct {
 	// Queued requests wait in typed queues; Busy workers run one each.
 	Queued uint64 `json:"queued"`
 	Busy   int    `json:"busy"`
+	// Parked requests wait for the application to let them run again
+	// (app.Reply.Park), in InFlight too.
+	Parked int `json:"parked,omitempty"`
 
 	// IdleWorkers is the time-weighted mean number of idle workers over the
 	// last stats interval; CPUWaste the same restricted to the time when some
@@ -316,13 +323,14 @@ type typeCounters struct {
 	completed  uint64
 	serviceNs  uint64 // sum over completed requests
 	inPlace    uint64 // served by the dispatcher itself
+	parked     uint64 // parked now (park.go)
 	handOffs   HandOffs
 	expect     darc.ServiceEstimate
 }
 
 // TenantStats are one tenant's counters: its packets (Received = Answered
-// + Dropped + Queued + Running + Classifying), its types' sums, its lane and
-// its share in the policy.
+// + Dropped + Queued + Running + Parked + Classifying), its types' sums,
+// its lane and its share in the policy.
 type TenantStats struct {
 	Name     string    `json:"name"`
 	Ports    []uint16  `json:"ports,omitempty"`
@@ -345,6 +353,7 @@ type TenantStats struct {
 	Drops    Drops  `json:"drops"`
 	Queued   int    `json:"queued"`
 	Running  int    `json:"running"`
+	Parked   int    `json:"parked,omitempty"`
 	// Classifying is the number of its packets on its lane now.
 	Classifying int `json:"classifying"`
 	// ClassifierCalls and ClassifierBusyNs count its classifier's calls
@@ -407,7 +416,8 @@ func (d *Dispatcher) publish(now int64) {
 		OverloadReplies:  d.replied,
 		Queued:           d.queued,
 		Busy:             d.busy,
-		InFlight:         d.queued + uint64(d.busy) + uint64(d.classifying()),
+		Parked:           len(d.parked),
+		InFlight:         d.queued + uint64(d.busy) + uint64(d.classifying()) + uint64(len(d.parked)),
 		Pool:             d.pool,
 		Abandoned:        d.abandon,
 		Types:            make([]TypeStats, d.numTypes),
@@ -433,7 +443,7 @@ func (d *Dispatcher) publish(now int64) {
 		ts := TypeStats{Type: darc.Type(t), Name: d.names[t], Received: c.received, Answered: c.answered,
 			Dropped: c.drops.Total(), Drops: c.drops, Queued: int(c.queued), Running: c.running, MaxWaitNs: c.maxWait,
 			Dispatched: c.dispatched, QueueingNsSum: c.queueingNs, Completed: c.completed, ServiceNsSum: c.serviceNs,
-			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expect.Ns()}
+			InPlace: c.inPlace, HandOffs: c.handOffs, ExpectedServiceNs: c.expect.Ns(), Parked: int(c.parked)}
 		c.maxWait = 0
 		s.Types[t] = ts
 	}
@@ -525,13 +535,14 @@ func (d *Dispatcher) tenantStats(s *Stats) {
 			Received: t.received, ClassifierCalls: t.calls, ClassifierBusyNs: t.busyNs}
 		for typ := int(t.base); typ < int(t.base)+t.numTypes && typ < len(s.Types); typ++ {
 			x := &s.Types[typ]
-			if x.Answered == 0 && x.Dropped == 0 && x.Queued == 0 && x.Running == 0 {
+			if x.Answered == 0 && x.Dropped == 0 && x.Queued == 0 && x.Running == 0 && x.Parked == 0 {
 				continue
 			}
 			ts.Answered += x.Answered
 			ts.Drops = ts.Drops.plus(x.Drops)
 			ts.Queued += x.Queued
 			ts.Running += x.Running
+			ts.Parked += x.Parked
 		}
 		ts.Dropped = ts.Drops.Total()
 		if l := t.lane; l != nil {

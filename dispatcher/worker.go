@@ -34,6 +34,10 @@ type completion struct {
 	typ        darc.Type
 	start, end int64 // handler start and end, dataplane clock
 	outcome    uint8
+	// parked (outcomeParked): the request's buffer, now the dispatcher's,
+	// and its time limit (ns, <= 0: none).
+	parked    *nic.Buffer
+	parkAfter int64
 }
 
 // Outcomes a worker reports in a completion.
@@ -44,6 +48,7 @@ const (
 	outcomeTxError          // the reply was not transmitted
 	outcomePanic            // the handler panicked
 	outcomeShutdown         // the worker stopped before running it
+	outcomeParked           // the handler parked it (app.Reply.Park)
 )
 
 // worker is one application worker's links.
@@ -225,6 +230,17 @@ func (d *Dispatcher) run(r *runner, w int, tx nic.TxQueue, t task, started int64
 		if r.multi != nil {
 			answer, panicked = d.handleMulti(r.multi, w, t.typ, t.buf, r.reply)
 			st.finished = d.dp.Now()
+			if r.reply.parked(answer, panicked) {
+				// Parked: not a reply, not a drop (park.go); without an
+				// app.Parker nothing would run it again.
+				if d.parker != nil {
+					r.reply.req = nil
+					r.stages.record(int(t.typ), &st)
+					return completion{typ: t.typ, start: st.started, end: st.finished, outcome: outcomeParked,
+						parked: t.buf, parkAfter: r.reply.parkAfter}
+				}
+				answer = false
+			}
 			outcome = multiOutcome(r.reply, answer, panicked)
 		} else {
 			outcome = d.handle(w, t.typ, t.buf)
@@ -328,6 +344,9 @@ type reply struct {
 	sent    int           // datagrams accepted by Send for this request
 	txFail  bool          // a transmission failed
 	noReply bool          // served without a reply
+	park    bool          // the handler parked the request (Park)
+	// parkAfter is Park's time limit, ns (<= 0: none).
+	parkAfter int64
 	// hold keeps a finished request's datagrams queued for the next
 	// flush (the dispatcher's, for the requests it serves in place: one
 	// sendmmsg per dispatch round instead of one per request); failed
@@ -355,7 +374,7 @@ func newReply(dp nic.Dataplane, tx nic.TxQueue, batch int) *reply {
 
 // reset prepares r for the request in req.
 func (r *reply) reset(req *nic.Buffer) {
-	r.req, r.sent, r.txFail, r.noReply = req, 0, false, false
+	r.req, r.sent, r.txFail, r.noReply, r.park, r.parkAfter = req, 0, false, false, false, 0
 	r.room = len(req.Data)
 	if r.roomer != nil {
 		r.room = min(r.room, r.roomer.ReplyRoom(req))
@@ -365,6 +384,16 @@ func (r *reply) reset(req *nic.Buffer) {
 // NoReply implements app.Reply: the request counts as answered, not as
 // dropped, when the handler returns false.
 func (r *reply) NoReply() { r.noReply = true }
+
+// Park implements app.Reply: the request is parked (park.go) when the
+// handler returns false having sent nothing.
+func (r *reply) Park(after time.Duration) { r.park, r.parkAfter = true, int64(after) }
+
+// parked reports whether the request the handler returned from (answer,
+// panicked) is parked: Park called, nothing answered or sent.
+func (r *reply) parked(answer, panicked bool) bool {
+	return r.park && !answer && !panicked && r.sent == 0 && !r.noReply
+}
 
 // Send implements app.Reply. Queued datagrams are transmitted in batches on
 // the worker's TX queue, and the rest, with the request's buffer last, when

@@ -113,4 +113,7 @@ const (
 	// ReplyClose: close the connection once this reply is sent (quit);
 	// the connection's later requests are not answered.
 	ReplyClose
+	// Resumed (set by the dispatcher on a request): the request was
+	// parked (app.Reply.Park) and runs again.
+	Resumed
 )

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
@@ -173,5 +174,6 @@ func (r *fakeReply) Send(p []byte) error {
 	r.parts++
 	return nil
 }
-func (r *fakeReply) Room() int { return 4096 }
-func (r *fakeReply) NoReply()  {}
+func (r *fakeReply) Room() int          { return 4096 }
+func (r *fakeReply) NoReply()           {}
+func (r *fakeReply) Park(time.Duration) {}

@@ -19,6 +19,7 @@ type recorder struct{ dgs [][]byte }
 func (r *recorder) Send(p []byte) error { r.dgs = append(r.dgs, bytes.Clone(p)); return nil }
 func (r *recorder) Room() int           { return 65535 }
 func (r *recorder) NoReply()            {}
+func (r *recorder) Park(time.Duration)  {}
 
 // handle serves one request datagram as the dispatcher does, as the
 // server's last worker (serveTCP's dispatcher runs the others), and

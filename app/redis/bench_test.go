@@ -3,6 +3,7 @@ package redis
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/app/redis/redistest"
@@ -34,8 +35,9 @@ func (r *benchReply) Send(p []byte) error {
 	r.sent += copy(r.buf, p)
 	return nil
 }
-func (r *benchReply) Room() int { return len(r.buf) }
-func (r *benchReply) NoReply()  {}
+func (r *benchReply) Room() int          { return len(r.buf) }
+func (r *benchReply) NoReply()           {}
+func (r *benchReply) Park(time.Duration) {}
 
 // benchCommand runs one command per iteration on a server holding
 // 100,000 keys, with the TCP dataplane's default buffer room (a long reply

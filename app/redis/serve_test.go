@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app"
 	"github.com/persephone-go/psp/nic"
@@ -16,6 +17,9 @@ type testReply struct {
 	room   int
 	chunks [][]byte
 	fail   bool
+	// park: the handler parked the request, for parkAfter.
+	park      bool
+	parkAfter time.Duration
 }
 
 func (r *testReply) Send(p []byte) error {
@@ -30,6 +34,9 @@ func (r *testReply) Send(p []byte) error {
 }
 func (r *testReply) Room() int { return r.room }
 func (r *testReply) NoReply()  {}
+func (r *testReply) Park(after time.Duration) {
+	r.park, r.parkAfter = true, after
+}
 
 // testRoom is the test dataplane's buffer size.
 const testRoom = 4096
