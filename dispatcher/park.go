@@ -24,8 +24,16 @@ type parkedRequest struct {
 
 // park takes the request b of type typ, which its handler parked on a
 // worker, off the workers: after is the handler's time limit (ns; <= 0
-// none). Beyond the request table's size it is shed as an overload.
+// none). A request the application unparks already is queued again at
+// once; beyond the request table's size one is shed as an overload.
 func (d *Dispatcher) park(b *nic.Buffer, typ darc.Type, after, now int64) {
+	if d.unpark(b) {
+		// Signalled while it ran: the epoch's move may have been seen
+		// already, with other requests parked.
+		b.Flags |= nic.Resumed
+		d.admitQueued(b, typ, &d.counters[typ], now)
+		return
+	}
 	if len(d.parked) >= len(d.table) {
 		d.shed(b, typ, ReasonOverload)
 		return

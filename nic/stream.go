@@ -46,6 +46,16 @@ type ConnCloser interface {
 	ConnClosed()
 }
 
+// PeerCloser is implemented by Framers that act when the peer has sent
+// its last byte (it closed the connection, or its sending half) while
+// requests of the connection may still be unanswered: the dataplane calls
+// PeerClosed once, on its receive goroutine, and closes the connection
+// once those requests are answered (a request that waits for something,
+// such as a Redis BLPOP, should then be answered at once).
+type PeerCloser interface {
+	PeerClosed()
+}
+
 // FrameKind says what a Frame is.
 type FrameKind uint8
 

@@ -2,51 +2,38 @@ package redis
 
 import (
 	"math/big"
-	"strings"
 )
 
 // The blocking list and sorted-set commands (BLPOP, BRPOP, BRPOPLPUSH,
-// BLMOVE, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP) without blocking: psp never
-// parks a request (it would hold a worker), so each does what
-// redis-server does up to the point where it would block. Its arguments
-// are checked in redis-server's order, a key of another type answers
-// WRONGTYPE, and when one of its keys holds data it pops and answers at
-// once, as redis-server does. When none does, inside a transaction (EXEC)
-// it answers as if its timeout had passed, as redis-server does for a
-// client that may not block; anywhere else it answers an error saying it
-// would block.
+// BLMOVE, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP). Their arguments are checked
+// in redis-server's order, a key of another type answers WRONGTYPE, and
+// when one of their keys holds data they pop and answer at once. When
+// none does they block (blocking.go): the request parks until a key is
+// written or the timeout passes; inside a transaction (EXEC) they answer
+// at once as on a timeout, as redis-server does for a client that may not
+// block.
 
-// blockTimeout checks a blocking command's timeout (seconds) as
+// blockTimeout parses a blocking command's timeout (seconds) as
 // redis-server's getTimeoutFromObjectOrReply does: a long double, times
 // 1000 rounded up to whole milliseconds, which must not be negative (a
 // value past a long long's range converts to the most negative one, so is
-// negative too).
-func (c *ctx) blockTimeout(p []byte) bool {
+// negative too). It returns the timeout in ms (0: none).
+func (c *ctx) blockTimeout(p []byte) (ms int64, ok bool) {
 	f, ok := parseLongDouble(p)
 	if !ok {
 		c.o.err("timeout is not a float or out of range")
-		return false
+		return 0, false
 	}
-	ms := new(big.Float).SetPrec(ldPrec).Mul(f, big.NewFloat(1000))
-	if ms.IsInf() || ms.Cmp(big.NewFloat(-1)) <= 0 || ms.Cmp(new(big.Float).SetInt64(1<<63-1)) > 0 {
+	m := new(big.Float).SetPrec(ldPrec).Mul(f, big.NewFloat(1000))
+	if m.IsInf() || m.Cmp(big.NewFloat(-1)) <= 0 || m.Cmp(new(big.Float).SetInt64(1<<63-1)) > 0 {
 		c.o.err("timeout is negative")
-		return false
+		return 0, false
 	}
-	return true
-}
-
-// wouldBlock answers a blocking command none of whose keys holds data:
-// inside EXEC, as redis-server answers a timeout (null, a null array for
-// the pops); elsewhere, an error saying psp does not block.
-func (c *ctx) wouldBlock(nullArray bool) {
-	switch {
-	case !c.inExec:
-		c.o.err(strings.ToUpper(c.cmd.name) + " would block: psp does not block clients (no key given holds data)")
-	case nullArray:
-		c.o.nullArray()
-	default:
-		c.o.null()
+	i, acc := m.Int64()
+	if acc == big.Below {
+		i++ // rounded up, as ceill
 	}
+	return max(i, 0), true
 }
 
 // cmdBpop answers BLPOP and BRPOP: the first of the keys holding a list
@@ -54,13 +41,12 @@ func (c *ctx) wouldBlock(nullArray bool) {
 func cmdBpop(c *ctx) {
 	front := c.cmd.name == "blpop"
 	last := len(c.argv) - 1
-	if !c.blockTimeout(c.argv[last]) {
+	timeout, ok := c.blockTimeout(c.argv[last])
+	if !ok {
 		return
 	}
 	keys := c.argv[1:last]
-	if !c.bpop(keys, front) {
-		c.wouldBlock(true)
-	}
+	c.block(keys, timeout, true, func() bool { return c.bpop(keys, front) })
 }
 
 // bpop pops one element of the first of keys holding a list and answers
@@ -97,7 +83,7 @@ func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 // source holds a list.
 func cmdBlmove(c *ctx) {
 	fromFront, toFront := false, true // BRPOPLPUSH
-	timeout := 3
+	at := 3
 	if c.cmd.name == "blmove" {
 		var ok bool
 		if fromFront, ok = c.listSide(3); !ok {
@@ -106,26 +92,27 @@ func cmdBlmove(c *ctx) {
 		if toFront, ok = c.listSide(4); !ok {
 			return
 		}
-		timeout = 5
+		at = 5
 	}
-	if !c.blockTimeout(c.argv[timeout]) {
+	timeout, ok := c.blockTimeout(c.argv[at])
+	if !ok {
 		return
 	}
-	if !c.lmove(fromFront, toFront) {
-		c.wouldBlock(false)
-	}
+	c.block(c.argv[1:2], timeout, false, func() bool { return c.lmove(fromFront, toFront) })
 }
 
 // cmdBlmpop answers BLMPOP as LMPOP (its timeout is checked after the
 // other arguments, as redis-server checks it).
 func cmdBlmpop(c *ctx) {
 	keys, right, count, ok := c.mpopArgs(2, "left", "right")
-	if !ok || !c.blockTimeout(c.argv[1]) {
+	if !ok {
 		return
 	}
-	if !c.lmpop(keys, !right, count) {
-		c.wouldBlock(true)
+	timeout, ok := c.blockTimeout(c.argv[1])
+	if !ok {
+		return
 	}
+	c.block(keys, timeout, true, func() bool { return c.lmpop(keys, !right, count) })
 }
 
 // cmdBzpop answers BZPOPMIN and BZPOPMAX: the first of the keys holding
@@ -134,12 +121,12 @@ func cmdBlmpop(c *ctx) {
 func cmdBzpop(c *ctx) {
 	max := c.cmd.name == "bzpopmax"
 	last := len(c.argv) - 1
-	if !c.blockTimeout(c.argv[last]) {
+	timeout, ok := c.blockTimeout(c.argv[last])
+	if !ok {
 		return
 	}
-	if !c.bzpop(c.argv[1:last], max) {
-		c.wouldBlock(true)
-	}
+	keys := c.argv[1:last]
+	c.block(keys, timeout, true, func() bool { return c.bzpop(keys, max) })
 }
 
 func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
@@ -175,10 +162,12 @@ func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 // cmdBzmpop answers BZMPOP as ZMPOP.
 func cmdBzmpop(c *ctx) {
 	keys, max, count, ok := c.mpopArgs(2, "min", "max")
-	if !ok || !c.blockTimeout(c.argv[1]) {
+	if !ok {
 		return
 	}
-	if !c.zmpop(keys, max, count) {
-		c.wouldBlock(true)
+	timeout, ok := c.blockTimeout(c.argv[1])
+	if !ok {
+		return
 	}
+	c.block(keys, timeout, true, func() bool { return c.zmpop(keys, max, count) })
 }

@@ -726,7 +726,7 @@ func cmdInfo(c *ctx) {
 	add("Clients",
 		"connected_clients", u64(s.connsOpened.Load()-s.connsClosed.Load()),
 		"maxclients", "0",
-		"blocked_clients", "0")
+		"blocked_clients", i64(s.blocked.n.Load()))
 	add("Memory",
 		"used_memory", i64(used),
 		"used_memory_human", humanBytes(used),

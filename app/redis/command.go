@@ -23,6 +23,9 @@ type ctx struct {
 	// inExec: the command runs in EXEC, where a blocking command answers
 	// as if its timeout had passed (redis-server's CLIENT_DENY_BLOCKING).
 	inExec bool
+	// resumed: the command's request was parked and runs again
+	// (nic.Resumed); parked: the command parked it (blocking.go).
+	resumed, parked bool
 }
 
 // cmdClock is a command's time, unix ms, read from the server's clock
@@ -214,6 +217,9 @@ func (s *Server) call(c *ctx, cmd *command) {
 	cmd.run(c)
 	if c.reap {
 		s.reapExpired(c)
+	}
+	if cmd.flags&flagWrite != 0 && !c.parked && s.blocked.n.Load() > 0 {
+		c.signalWrites()
 	}
 }
 

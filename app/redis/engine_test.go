@@ -35,13 +35,30 @@ func (c *caller) load(req []byte) {
 	}
 	c.b.Len = copy(c.b.Data, req)
 	c.b.Flags, c.b.Session = nic.FromStream, c.conn
-	c.r.chunks = c.r.chunks[:0]
+	c.r.chunks, c.r.park, c.r.parkAfter = c.r.chunks[:0], false, 0
 }
 
 // do runs one command and returns its whole reply.
 func (c *caller) do(args ...string) string {
 	c.load(redistest.Command(args...))
+	return c.run()
+}
+
+// resume runs the parked request again, as the dispatcher does once the
+// server unparks it.
+func (c *caller) resume() string {
+	c.r.chunks, c.r.park, c.r.parkAfter = c.r.chunks[:0], false, 0
+	c.b.Flags |= nic.Resumed
+	return c.run()
+}
+
+// run runs the loaded request and returns its whole reply, "<parked>"
+// when it parked.
+func (c *caller) run() string {
 	if !c.s.HandleMulti(c.w, 0, &c.b, &c.r) {
+		if c.r.park {
+			return "<parked>"
+		}
 		return "<dropped>"
 	}
 	var all []byte

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
 	"github.com/persephone-go/psp/nic"
@@ -142,33 +143,119 @@ func TestShedCommandAbortsTransaction(t *testing.T) {
 	}
 }
 
-// TestBlockingCommandsDoNotBlock: a blocking command none of whose keys
-// holds data answers an error at once outside a transaction (the worker
-// goes on to the next request), and a timeout's null inside EXEC; with
-// data it pops.
-func TestBlockingCommandsDoNotBlock(t *testing.T) {
-	s := openTest(t, Config{Workers: 1})
-	c := newCaller(s, 0)
-	for _, argv := range [][]string{
-		{"BLPOP", "nokey", "0"}, {"BRPOP", "a", "b", "0"}, {"BRPOPLPUSH", "nokey", "d", "0"},
-		{"BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0"}, {"BLMPOP", "0", "1", "nokey", "LEFT"},
-		{"BZPOPMIN", "nokey", "0"}, {"BZPOPMAX", "nokey", "0"}, {"BZMPOP", "0", "1", "nokey", "MIN"},
+// TestBlockingCommandsPark: a blocking command none of whose keys holds
+// data parks its request (the worker goes on to the next), is unparked by
+// a write to one of its keys or its connection's end, and, run again,
+// pops; inside EXEC it answers a timeout's null at once; with data it pops
+// without parking.
+func TestBlockingCommandsPark(t *testing.T) {
+	s := openTest(t, Config{Workers: 2})
+	c, pusher := newCaller(s, 0), newCaller(s, 1)
+	for _, tc := range []struct {
+		block []string
+		push  []string
+		want  string
+	}{
+		{[]string{"BLPOP", "nokey", "0"}, []string{"RPUSH", "nokey", "a", "b"}, "*2\r\n$5\r\nnokey\r\n$1\r\na\r\n"},
+		{[]string{"BRPOP", "a", "b", "0"}, []string{"LPUSH", "b", "x"}, "*2\r\n$1\r\nb\r\n$1\r\nx\r\n"},
+		{[]string{"BRPOPLPUSH", "src", "d", "0"}, []string{"RPUSH", "src", "v"}, "$1\r\nv\r\n"},
+		{[]string{"BLMOVE", "src2", "d", "LEFT", "RIGHT", "0"}, []string{"LMOVE", "d", "src2", "LEFT", "LEFT"}, "$1\r\nv\r\n"},
+		{[]string{"BLMPOP", "0", "2", "m1", "m2", "LEFT", "COUNT", "5"}, []string{"RPUSH", "m2", "1", "2"}, "*2\r\n$2\r\nm2\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n"},
+		{[]string{"BZPOPMIN", "z", "0"}, []string{"ZADD", "z", "2", "m"}, "*3\r\n$1\r\nz\r\n$1\r\nm\r\n$1\r\n2\r\n"},
+		{[]string{"BZPOPMAX", "z", "0"}, []string{"ZADD", "z", "2", "m", "3", "n"}, "*3\r\n$1\r\nz\r\n$1\r\nn\r\n$1\r\n3\r\n"},
+		{[]string{"BZMPOP", "0", "1", "zz", "MIN"}, []string{"ZINCRBY", "zz", "1", "m"}, "*2\r\n$2\r\nzz\r\n*1\r\n*2\r\n$1\r\nm\r\n$1\r\n1\r\n"},
 	} {
-		want := "-ERR " + argv[0] + " would block: psp does not block clients (no key given holds data)\r\n"
-		if r := c.do(argv...); r != want {
-			t.Errorf("%v: %q, want %q", argv, r, want)
+		if r := c.do(tc.block...); r != "<parked>" || c.r.parkAfter != 0 {
+			t.Fatalf("%v: %q (time limit %v), want it parked without a limit", tc.block, r, c.r.parkAfter)
 		}
-		// The same worker answers the next request: nothing was held.
-		if r := c.do("PING"); r != "+PONG\r\n" {
-			t.Fatalf("PING after %v: %q", argv, r)
+		if s.Unpark(&c.b) {
+			t.Errorf("%v: unparked before any write", tc.block)
+		}
+		// Another client's write to another key, then to the key.
+		epoch := s.ParkEpoch()
+		if r := pusher.do("SET", "other", "1"); r != okReply || s.Unpark(&c.b) || s.ParkEpoch() != epoch {
+			t.Errorf("%v: a write to another key (%q) unparked it", tc.block, r)
+		}
+		pusher.do(tc.push...)
+		if !s.Unpark(&c.b) || s.ParkEpoch() == epoch {
+			t.Errorf("%v: not unparked by %v (epoch %d, was %d)", tc.block, tc.push, s.ParkEpoch(), epoch)
+		}
+		if r := c.resume(); r != tc.want {
+			t.Errorf("%v resumed after %v: %q, want %q", tc.block, tc.push, r, tc.want)
+		}
+		if n := s.blocked.n.Load(); n != 0 {
+			t.Errorf("%v: %d connections still registered after it popped", tc.block, n)
 		}
 	}
+
+	// Unparked, but another client popped first: it parks again.
+	c.do("BLPOP", "q", "0")
+	pusher.do("RPUSH", "q", "x")
+	pusher.do("LPOP", "q")
+	if r := c.resume(); r != "<parked>" {
+		t.Errorf("BLPOP resumed after its element was taken: %q, want it parked again", r)
+	}
+	if s.Unpark(&c.b) {
+		t.Error("parked again, it is unparked already")
+	}
+	pusher.do("RPUSH", "q", "y")
+	if r := c.resume(); r != "*2\r\n$1\r\nq\r\n$1\r\ny\r\n" {
+		t.Errorf("BLPOP after a second push: %q", r)
+	}
+
+	// A timeout: the time limit is the rest of it; past it, a null.
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	if r := c.do("BLPOP", "q", "1.5"); r != "<parked>" || c.r.parkAfter != 1500*time.Millisecond {
+		t.Fatalf("BLPOP q 1.5: %q, time limit %v; want parked for 1.5s", r, c.r.parkAfter)
+	}
+	now = now.Add(time.Second)
+	if r := c.resume(); r != "<parked>" || c.r.parkAfter != 500*time.Millisecond {
+		t.Errorf("resumed a second later: %q, time limit %v; want parked for 0.5s more", r, c.r.parkAfter)
+	}
+	now = now.Add(500 * time.Millisecond)
+	if r := c.resume(); r != nullArray {
+		t.Errorf("resumed at its timeout: %q, want %q", r, nullArray)
+	}
+	if r := c.do("BLMOVE", "q", "d", "LEFT", "LEFT", "0.001"); r != "<parked>" || c.r.parkAfter != time.Millisecond {
+		t.Fatalf("BLMOVE with a 1 ms timeout: %q, time limit %v", r, c.r.parkAfter)
+	}
+	now = now.Add(time.Millisecond)
+	if r := c.resume(); r != nullBulk {
+		t.Errorf("BLMOVE at its timeout: %q, want %q", r, nullBulk)
+	}
+
+	// The connection closes while it is parked: unparked, it leaves.
+	c.do("BZPOPMIN", "zq", "0")
+	epoch := s.ParkEpoch()
+	c.conn.ConnClosed()
+	if !s.Unpark(&c.b) || s.ParkEpoch() == epoch || s.blocked.n.Load() != 0 {
+		t.Errorf("closed while parked: unpark %v, epoch %d (was %d), registered %d", s.Unpark(&c.b), s.ParkEpoch(), epoch, s.blocked.n.Load())
+	}
+	if r := c.resume(); r == "<parked>" {
+		t.Error("a closed connection's command parked again")
+	}
+
+	// A client that sent its last byte before its blocking command ran
+	// is answered at once: nothing would unpark it.
+	c = newCaller(s, 0)
+	c.conn.PeerClosed()
+	if r := c.do("BLPOP", "zq", "0"); r != nullArray || s.blocked.n.Load() != 0 {
+		t.Errorf("BLPOP after the peer closed: %q (registered %d), want %q at once", r, s.blocked.n.Load(), nullArray)
+	}
+
+	// Inside EXEC nothing blocks; with data a pop does not park.
+	c = newCaller(s, 0)
 	c.do("MULTI")
-	c.do("BLPOP", "nokey", "0")
-	c.do("BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0")
+	c.do("BLPOP", "empty", "0")
+	c.do("BLMOVE", "empty", "d", "LEFT", "RIGHT", "0")
 	c.do("RPUSH", "l", "x")
-	c.do("BRPOP", "nokey", "l", "0")
+	c.do("BRPOP", "empty", "l", "0")
 	if r, want := c.do("EXEC"), "*4\r\n*-1\r\n$-1\r\n:1\r\n*2\r\n$1\r\nl\r\n$1\r\nx\r\n"; r != want {
 		t.Errorf("EXEC: %q, want %q", r, want)
+	}
+	pusher.do("RPUSH", "l", "y")
+	if r := c.do("BLPOP", "l", "0"); r != "*2\r\n$1\r\nl\r\n$1\r\ny\r\n" {
+		t.Errorf("BLPOP of a list holding data: %q", r)
 	}
 }

@@ -80,6 +80,16 @@ type Conn struct {
 	inMulti atomic.Bool
 	queued  atomic.Int64 // the bytes its queued commands are counted for
 	closed  atomic.Bool
+	// peerClosed: the client sent its last byte (PeerClosed).
+	peerClosed atomic.Bool
+
+	// Blocking (blocking.go): the keys a parked command waits on (under
+	// the server's blockRegistry.mu), whether one was written since it
+	// last looked, and its deadline (unix ms, 0: none; read and set by
+	// the one command of the connection that runs at a time).
+	blockKeys     []string
+	blockReady    atomic.Bool
+	blockDeadline int64
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool
@@ -91,7 +101,17 @@ type Conn struct {
 func (c *Conn) ConnClosed() {
 	c.closed.Store(true)
 	c.releaseQueued()
+	c.srv.blocked.closed(c)
 	c.srv.connsClosed.Add(1)
+}
+
+// PeerClosed is called by the dataplane when the client has sent its
+// last byte: a blocking command of the connection that is parked is
+// answered at once (as on a timeout), so the connection can close.
+// redis-server frees such a client without answering.
+func (c *Conn) PeerClosed() {
+	c.peerClosed.Store(true)
+	c.srv.blocked.closed(c)
 }
 
 // ID returns the connection's id (CLIENT ID).

@@ -65,6 +65,8 @@ type Server struct {
 
 	// execMu orders EXECs (holdWorkers).
 	execMu sync.Mutex
+	// blocked: the connections whose blocking command is parked.
+	blocked blockRegistry
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -238,8 +240,13 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
 	for {
-		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o}
+		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o, resumed: b.Flags&nic.Resumed != 0}
 		s.run(c)
+		if c.parked {
+			// A blocking command waits (blocking.go): nothing is
+			// answered yet. It is never batched with others.
+			return false
+		}
 		flags |= c.replyFlags
 		p = p[n:]
 		// A stream's request may be a batch of commands (Conn.batch); a

@@ -671,6 +671,9 @@ func (d *Dataplane) read(c *conn, now int64) bool {
 	case err == nil: // end of stream: answer what is in, then close
 		c.eof = true
 		d.setRead(c, false)
+		if pc, ok := c.framer.(nic.PeerCloser); ok {
+			pc.PeerClosed()
+		}
 		return true // frame decides when the input is done
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 		return false
