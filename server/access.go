@@ -135,7 +135,8 @@ func (st Status) forTenant(name string, base darc.Type, n int) Status {
 	for _, t := range out.Tenants {
 		out.Received, out.Answered, out.Dropped = t.Received, t.Answered, t.Dropped
 		out.Queued, out.Classifying = uint64(t.Queued), uint64(t.Classifying)
-		out.InFlight = uint64(t.Queued + t.Running + t.Classifying)
+		out.Parked = t.Parked
+		out.InFlight = uint64(t.Queued + t.Running + t.Parked + t.Classifying)
 		if t.Drops != nil {
 			out.Drops = *t.Drops
 		}

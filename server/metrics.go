@@ -41,6 +41,7 @@ type collector struct {
 	socketDrops                                   *prometheus.Desc
 	budget, held, deadline, queueingMax           *prometheus.Desc
 	typeShare                                     *prometheus.Desc
+	parked                                        *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -57,6 +58,7 @@ func newCollector(s *Server) *collector {
 		droppedByType:   d("type_requests_dropped_total", "Classified requests dropped, per type and reason (each drop counted once).", "type", "reason"),
 
 		queue:        d("queue_requests", "Requests waiting in each type's queue.", "type"),
+		parked:       d("parked_requests", "Requests parked by the application until it lets them run again (a Redis BLPOP on an empty list), per type.", "type"),
 		busy:         d("workers_busy", "Workers running a request."),
 		idleSeconds:  d("worker_idle_seconds_total", "Idle time summed over workers (its rate is the mean number of idle workers)."),
 		wasteSeconds: d("worker_waste_seconds_total", "Idle time summed over workers while requests waited in a queue (its rate is the CPU waste, in workers)."),
@@ -108,6 +110,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.classifierVersion, c.classifierFaults, c.classifierRestarts,
 		c.rxPackets, c.rxDropped, c.rxTruncated, c.txPackets, c.txErrors,
 		c.rxNoBuffer, c.socketDrops, c.overloadReplies, c.overloaded, c.pool, c.budget, c.held, c.deadline, c.queueingMax, c.typeShare,
+		c.parked,
 	} {
 		ch <- d
 	}
@@ -169,6 +172,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.droppedByType, float64(t.Drops.Count(r)), name, r.String())
 		}
 		gauge(c.queue, float64(t.Queued), name)
+		gauge(c.parked, float64(t.Parked), name)
 		gauge(c.budget, float64(p.Budget), name)
 		gauge(c.held, float64(p.Held), name)
 		gauge(c.deadline, float64(p.DeadlineNs)/1e9, name)

@@ -36,13 +36,16 @@ type Status struct {
 	// Received = Answered + Dropped (Drops by reason) + InFlight; packets
 	// the kernel or the device dropped before psp received them are in
 	// Net.RxDropped.
-	Received uint64           `json:"received"`
-	Answered uint64           `json:"answered"`
-	Dropped  uint64           `json:"dropped"`
-	InFlight uint64           `json:"in_flight"`
-	Queued   uint64           `json:"queued"`
-	Busy     int              `json:"busy"`
-	Drops    dispatcher.Drops `json:"drops"`
+	Received uint64 `json:"received"`
+	Answered uint64 `json:"answered"`
+	Dropped  uint64 `json:"dropped"`
+	InFlight uint64 `json:"in_flight"`
+	Queued   uint64 `json:"queued"`
+	Busy     int    `json:"busy"`
+	// Parked requests wait, in InFlight, for the application to let them
+	// run again (a Redis BLPOP on an empty list).
+	Parked int              `json:"parked,omitempty"`
+	Drops  dispatcher.Drops `json:"drops"`
 	// OverloadReplies counts shed requests answered "overloaded" (kv).
 	OverloadReplies uint64 `json:"overload_replies"`
 	// Overloaded reports that the server shed requests (queue full, budget,
@@ -213,6 +216,7 @@ type TypeStatus struct {
 	// Counters since start.
 	Queued   int              `json:"queued"`
 	Running  int              `json:"running"`
+	Parked   int              `json:"parked,omitempty"`
 	Received uint64           `json:"received"`
 	Answered uint64           `json:"answered"`
 	Dropped  uint64           `json:"dropped"`
@@ -295,13 +299,14 @@ type TenantInfo struct {
 	// 8 removed.
 	Removed bool `json:"removed,omitempty"`
 	// Received counts the packets routed to the tenant: Received =
-	// Answered + Dropped + Queued + Running + Classifying.
+	// Answered + Dropped + Queued + Running + Parked + Classifying.
 	Received    uint64            `json:"received,omitempty"`
 	Answered    uint64            `json:"answered,omitempty"`
 	Dropped     uint64            `json:"dropped,omitempty"`
 	Drops       *dispatcher.Drops `json:"drops,omitempty"`
 	Queued      int               `json:"queued,omitempty"`
 	Running     int               `json:"running,omitempty"`
+	Parked      int               `json:"parked,omitempty"`
 	Classifying int               `json:"classifying,omitempty"`
 	// Isolation is where its classifier runs (auto, lane or inline),
 	// OnLane whether on its own goroutine now, Escalations how many times
@@ -362,6 +367,7 @@ func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared 
 		InFlight:         s.InFlight,
 		Queued:           s.Queued,
 		Busy:             s.Busy,
+		Parked:           s.Parked,
 		Drops:            s.Drops,
 		OverloadReplies:  s.OverloadReplies,
 		Overloaded:       s.Overloaded,
@@ -411,7 +417,7 @@ func buildStatus(s *dispatcher.Stats, stages []*dispatcher.TypeStages, declared 
 		}
 		tst := TypeStatus{ID: ts.Type, Name: ts.Name,
 			ProfiledMeanServiceNs: p.MeanService, ProfiledSamples: p.Count, ProfiledShare: p.Ratio,
-			Queued: ts.Queued, Running: ts.Running, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
+			Queued: ts.Queued, Running: ts.Running, Parked: ts.Parked, Received: ts.Received, Answered: ts.Answered, Dropped: ts.Dropped, Drops: ts.Drops,
 			MeasuredMeanServiceNs: ts.MeasuredMeanServiceNs(), MeanQueueingNs: ts.MeanQueueingNs(),
 			Budget: p.Budget, Guarantee: p.Guarantee, Held: p.Held, Capacity: p.Capacity, DeadlineNs: p.DeadlineNs,
 			MaxWaitNs: ts.MaxWaitNs, ShedRate: ts.ShedRate,

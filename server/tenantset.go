@@ -674,7 +674,7 @@ func (mt *tenantRegistry) status(st *dispatcher.Stats) []TenantInfo {
 		ti.Received, ti.Answered, ti.Dropped = ts.Received, ts.Answered, ts.Dropped
 		drops := ts.Drops
 		ti.Drops = &drops
-		ti.Queued, ti.Running, ti.Classifying = ts.Queued, ts.Running, ts.Classifying
+		ti.Queued, ti.Running, ti.Parked, ti.Classifying = ts.Queued, ts.Running, ts.Parked, ts.Classifying
 		ti.Isolation, ti.OnLane, ti.Escalations = ts.Isolation, ts.OnLane, ts.Escalations
 		ti.ClassifierCalls, ti.ClassifierBusySeconds = ts.ClassifierCalls, float64(ts.ClassifierBusyNs)/1e9
 		if p := ts.Policy; mt.s.cfg.shares() { // a fixed set under c-FCFS, d-FCFS or FP has none

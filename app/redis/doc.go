@@ -78,14 +78,22 @@
 // command not executed, try again later", in its turn on its connection:
 // clients raise it for that command and keep the connection.
 //
+// # Blocking
+//
+// A blocking command (BLPOP, BZPOPMIN, BLMOVE, ...) none of whose keys
+// holds data parks its request (app.Reply.Park; Server is the app.Parker):
+// it holds no worker, its connection's later commands wait behind it, and
+// it runs again when a key it waits on is written, or at its timeout
+// (blocking.go).
+//
 // # Not Redis
 //
 // One database (SELECT 0 only, as redis-server with databases 1); no
-// WATCH, scripts (EVAL, FCALL), pub/sub, streams, blocking commands,
+// WATCH, scripts (EVAL, FCALL), pub/sub, streams,
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. No eviction policy other than noeviction.
-// ZRANGE BYLEX is refused. CLIENT LIST, KILL and the other CLIENT
+// CLIENT LIST, KILL and the other CLIENT
 // subcommands are unknown. INFO reports psp's own figures in redis-server's
 // format. Arguments are bounded by the dataplane's longest request (and
 // Config.MaxBulk, 512 MB by default): a longer one is refused as soon as

@@ -82,8 +82,12 @@ func printStatus(w io.Writer, st *server.Status) error {
 	if st.Overloaded {
 		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
 	}
-	fmt.Fprintf(w, "requests: received %d = answered %d + dropped %d + in flight %d (queued %d, running %d)\n",
-		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy)
+	parked := ""
+	if st.Parked > 0 {
+		parked = fmt.Sprintf(", parked %d", st.Parked)
+	}
+	fmt.Fprintf(w, "requests: received %d = answered %d + dropped %d + in flight %d (queued %d, running %d%s)\n",
+		st.Received, st.Answered, st.Dropped, st.InFlight, st.Queued, st.Busy, parked)
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "drops: %s", st.Drops.String())
 		if st.OverloadReplies > 0 {
