@@ -58,6 +58,15 @@
 // is dropped, as if it had just come from the dataplane, and dropped at
 // shutdown with it.
 //
+// # Parked requests
+//
+// A handler that cannot answer yet (a Redis BLPOP on an empty list) parks
+// its request (app.Reply.Park): its worker is free at once, and the
+// dispatcher keeps the request, with the requests chained behind it, in no
+// queue (Stats.Parked, in InFlight) until the application's app.Parker
+// unparks it or its time limit passes; it is then queued again under its
+// type, flagged nic.Resumed. Shutdown drops parked requests ("shutdown").
+//
 // # Overload
 //
 // The dispatcher decides no limit; it wires the policy's (package darc) to
