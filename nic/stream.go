@@ -1,6 +1,9 @@
 package nic
 
-import "net/netip"
+import (
+	"errors"
+	"net/netip"
+)
 
 // Stream dataplanes (nic/tcp) receive byte streams, not datagrams: an
 // application's Protocol cuts each connection's bytes into requests, each
@@ -45,6 +48,36 @@ type Framer interface {
 type ConnCloser interface {
 	ConnClosed()
 }
+
+// Pusher writes bytes to a stream connection that no request asked for (a
+// Redis pub/sub message, sent to a subscriber when another client
+// publishes). It may be called from any goroutine.
+type Pusher interface {
+	// Push sends p on the connection after the replies of every request
+	// of it framed so far, before the replies of the requests framed
+	// later; pushes keep their order. Push copies p. It returns
+	// ErrConnClosed when the connection is closed or closing (nothing is
+	// sent), and ErrOutputFull when p would take the bytes the connection
+	// has not written past the dataplane's output bound (or, the
+	// dataplane's memory used up, when the client is already behind): the
+	// connection is then closed, as a client that does not read its
+	// replies is.
+	Push(p []byte) error
+}
+
+// PushTaker is implemented by Framers whose application pushes bytes to
+// its connection (Pusher): a dataplane that can push calls TakePusher
+// once, on its receive goroutine, before it frames the connection's first
+// request. A framer given no pusher has a dataplane that cannot push.
+type PushTaker interface {
+	TakePusher(Pusher)
+}
+
+// Errors of Pusher.Push.
+var (
+	ErrConnClosed = errors.New("nic: connection closed")
+	ErrOutputFull = errors.New("nic: connection's output bound reached")
+)
 
 // PeerCloser is implemented by Framers that act when the peer has sent
 // its last byte (it closed the connection, or its sending half) while

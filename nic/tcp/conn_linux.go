@@ -89,6 +89,7 @@ type slot struct {
 	flushAfter  bool   // send the held replies after this one (Frame.Flush)
 	close       bool   // a framer's closing entry
 	discardHeld bool   // ... which drops the held replies
+	pushed      bool   // bytes pushed by the application (Push), done
 	data        []byte // reply bytes that came before their turn
 }
 
@@ -99,7 +100,7 @@ func (c *conn) push(flush bool) uint64 {
 	seq := c.next
 	c.next++
 	s := c.slot(seq)
-	s.done, s.flags, s.close, s.discardHeld = false, 0, false, false
+	s.done, s.flags, s.close, s.discardHeld, s.pushed = false, 0, false, false, false
 	s.flushAfter = flush
 	return seq
 }
@@ -117,6 +118,64 @@ func (c *conn) pushDone(reply []byte, flush, close, discardHeld bool) {
 	if seq == c.head {
 		c.advance(nil)
 	}
+}
+
+// Push implements nic.Pusher: p goes in a turn of its own, after the
+// turns taken so far (one per request framed, and the framer's own
+// replies), done from the start; pushes in a row share one turn. The turn
+// ring has room for them: the framer stops reading at MaxPipeline turns
+// in flight, pushes included, and the pushes between two framed turns take
+// one turn, so at most 2*MaxPipeline+1 turns are in flight, fewer than the
+// ring's ringSize. The bytes are counted in the connection's output
+// (MaxOutput) and in the dataplane's memory until the socket takes them.
+func (c *conn) Push(p []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead || c.closeReq || c.closing || c.draining {
+		c.d.stats.pushesRefused.Add(1)
+		return nic.ErrConnClosed
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	behind := c.spillLen() + len(c.held) + c.stored
+	if behind+len(p) > c.d.cfg.MaxOutput || (behind > 0 && c.d.mem.Load()+int64(len(p)) > c.d.cfg.Memory) {
+		// A client that does not read what it is sent: closed, as one
+		// that leaves more than MaxOutput of its replies unread.
+		c.d.stats.pushesRefused.Add(1)
+		c.fail(closeOutput)
+		return nic.ErrOutputFull
+	}
+	if c.next > c.head {
+		if t := c.slot(c.next - 1); t.pushed {
+			t.data = append(t.data, p...)
+			c.store(len(p))
+			c.d.stats.pushes.Add(1)
+			return nil
+		}
+		if c.next-c.head >= uint64(len(c.slots)) {
+			// Not reached (see above); a push is never dropped unsaid.
+			c.d.stats.pushesRefused.Add(1)
+			c.fail(closeOutput)
+			return nic.ErrOutputFull
+		}
+	}
+	seq := c.push(false)
+	s := c.slot(seq)
+	s.done, s.pushed = true, true
+	s.data = append(s.data[:0], p...)
+	c.store(len(p))
+	if seq == c.head {
+		c.advance(nil)
+		if c.closeReq && c.closeWhy == closeOutput {
+			// The socket did not take it all, and what it left
+			// is past MaxOutput: the connection is closing.
+			c.d.stats.pushesRefused.Add(1)
+			return nic.ErrOutputFull
+		}
+	}
+	c.d.stats.pushes.Add(1)
+	return nil
 }
 
 // mayRun reports whether a request may start now; mu held.

@@ -32,6 +32,11 @@ type ConnStats struct {
 	// RequestsDropped counts requests of closed connections dropped before
 	// they ran (queued behind an earlier request of theirs).
 	RequestsDropped uint64 `json:"requests_dropped"`
+	// Pushes counts the pushes (nic.Pusher) taken for sending;
+	// PushesRefused those refused, their connection closed or closing,
+	// or closed by the push for its output bound.
+	Pushes        uint64 `json:"pushes"`
+	PushesRefused uint64 `json:"pushes_refused"`
 	// BytesIn and BytesOut are the bytes read from and written to
 	// connections; MemoryUsed the bytes held now against Config.Memory.
 	BytesIn    uint64 `json:"bytes_in"`
@@ -98,6 +103,7 @@ type counters struct {
 	requestsDropped                           atomic.Uint64
 	rxRequests, txReplies, txErrors           atomic.Uint64
 	rxNoBuffer                                atomic.Uint64
+	pushes, pushesRefused                     atomic.Uint64
 }
 
 func (c *counters) snapshot(max int, mem int64) ConnStats {
@@ -110,6 +116,7 @@ func (c *counters) snapshot(max int, mem int64) ConnStats {
 			Idle: cl[closeIdle].Load(), Shutdown: cl[closeShutdown].Load()},
 		PipelinePauses: c.pipelinePauses.Load(), MemoryPauses: c.memoryPauses.Load(),
 		RepliesDropped: c.repliesDropped.Load(), RequestsDropped: c.requestsDropped.Load(), BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), MemoryUsed: mem,
+		Pushes: c.pushes.Load(), PushesRefused: c.pushesRefused.Load(),
 	}
 }
 

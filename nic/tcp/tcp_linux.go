@@ -594,6 +594,9 @@ func (d *Dataplane) adopt(fd int, sa unix.Sockaddr, ln *listener, now int64) {
 	c.lastActive.Store(now)
 	c.slots = make([]slot, ringSize(d.cfg.MaxPipeline))
 	c.framer = d.cfg.Protocol.NewConn(c.id, peer)
+	if pt, ok := c.framer.(nic.PushTaker); ok {
+		pt.TakePusher(c)
+	}
 	if err := d.epollAdd(fd, c.interest); err != nil {
 		unix.Close(fd)
 		d.stats.acceptErrors.Add(1)
