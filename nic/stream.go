@@ -73,6 +73,15 @@ type PushTaker interface {
 	TakePusher(Pusher)
 }
 
+// PushWaiter is implemented by Framers whose connection may rightly send
+// nothing for long while it waits for pushes (a Redis subscriber, which
+// redis-server's timeout spares): the dataplane's receive goroutine asks
+// WaitsForPush before it closes the connection as idle, and leaves it
+// open while it reports true.
+type PushWaiter interface {
+	WaitsForPush() bool
+}
+
 // Errors of Pusher.Push.
 var (
 	ErrConnClosed = errors.New("nic: connection closed")

@@ -16,10 +16,10 @@ import (
 const Version = "7.0.15"
 
 // refusedCommands are the commands psp knows and refuses, saying why:
-// transactions, scripts, pub/sub.
+// scripts.
 func refusedCommands() []string {
 	return []string{"eval", "evalsha", "eval_ro",
-		"evalsha_ro", "fcall", "fcall_ro", "script", "function", "subscribe", "psubscribe", "publish"}
+		"evalsha_ro", "fcall", "fcall_ro", "script", "function"}
 }
 
 // commandRunners maps each command's full name to what runs it.
@@ -40,6 +40,11 @@ func commandRunners() map[string]func(*ctx) {
 		"object|refcount": cmdObject, "object|freq": cmdObject, "object|encoding": cmdObject,
 		"object|idletime": cmdObject, "object|help": cmdObjectHelp,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
+		// Pub/sub.
+		"subscribe": cmdSubscribe, "unsubscribe": cmdUnsubscribe, "psubscribe": cmdPsubscribe,
+		"punsubscribe": cmdPunsubscribe, "publish": cmdPublish, "pubsub|channels": cmdPubsubChannels,
+		"pubsub|numsub": cmdPubsubNumsub, "pubsub|numpat": cmdPubsubNumpat, "pubsub|help": cmdPubsubHelp,
+		"pubsub|shardchannels": cmdPubsubShardchannels, "pubsub|shardnumsub": cmdPubsubShardnumsub,
 		"dbsize": cmdDbsize, "flushdb": cmdFlush, "flushall": cmdFlush,
 		// Keys.
 		"del": cmdDel, "unlink": cmdDel, "exists": cmdExists, "touch": cmdExists, "type": cmdType,
@@ -91,6 +96,17 @@ func commandRunners() map[string]func(*ctx) {
 }
 
 func cmdPing(c *ctx) {
+	if c.conn != nil && !c.o.resp3 && c.conn.subs.Load() > 0 && len(c.argv) <= 2 {
+		// A subscribed RESP2 connection: an array, as a message is.
+		c.o.arrayLen(2)
+		c.o.bulkString("pong")
+		if len(c.argv) == 1 {
+			c.o.bulkString("")
+		} else {
+			c.o.bulk(c.argv[1])
+		}
+		return
+	}
 	switch len(c.argv) {
 	case 1:
 		c.o.writeString("+PONG\r\n")
@@ -219,6 +235,7 @@ func cmdReset(c *ctx) {
 		c.conn.setName(nil)
 		c.conn.discardTransaction()
 		c.conn.resp3.Store(false)
+		c.s.pubsub.leave(c.conn)
 	}
 	c.o.resp3 = false
 	c.o.simple("RESET")
@@ -234,13 +251,7 @@ func cmdTime(c *ctx) {
 // cmdRefused refuses what psp does not implement, saying so.
 func cmdRefused(c *ctx) {
 	name := strings.ToUpper(strings.ReplaceAll(c.cmd.fullname, "|", " "))
-	parent, _, _ := strings.Cut(c.cmd.fullname, "|")
-	switch parent {
-	case "subscribe", "psubscribe", "publish":
-		c.o.err(name + " is not supported: psp has no pub/sub")
-	default:
-		c.o.err(name + " is not supported: psp does not run scripts")
-	}
+	c.o.err(name + " is not supported: psp does not run scripts")
 }
 
 // connID is the connection's CLIENT ID (0 for a request not cut from a

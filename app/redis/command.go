@@ -187,6 +187,9 @@ func (s *Server) run(c *ctx) {
 		c.reject(cmd, errOOM[:len(errOOM)-2])
 		return
 	}
+	if c.subscribedOnly(cmd) {
+		return
+	}
 	if queue {
 		// A command psp refuses is queued too: its refusal is its reply
 		// in EXEC's array, where redis-server's would be its error.

@@ -90,6 +90,14 @@ type Conn struct {
 	blockKeys     []string
 	blockReady    atomic.Bool
 	blockDeadline int64
+	// Pub/sub (pubsub.go): the dataplane's pusher (nil: it cannot push);
+	// the channels and patterns the connection listens to (under the
+	// server's pubsubRegistry.mu), and how many (subs, read without the
+	// lock by every command for RESP2's subscribed context).
+	pusher      nic.Pusher
+	subChannels map[string]struct{}
+	subPatterns []string
+	subs        atomic.Int64
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool
@@ -102,6 +110,7 @@ func (c *Conn) ConnClosed() {
 	c.closed.Store(true)
 	c.releaseQueued()
 	c.srv.blocked.closed(c)
+	c.srv.pubsub.leave(c)
 	c.srv.connsClosed.Add(1)
 }
 
@@ -112,6 +121,7 @@ func (c *Conn) ConnClosed() {
 func (c *Conn) PeerClosed() {
 	c.peerClosed.Store(true)
 	c.srv.blocked.closed(c)
+	c.srv.pubsub.leave(c)
 }
 
 // ID returns the connection's id (CLIENT ID).

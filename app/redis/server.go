@@ -67,6 +67,7 @@ type Server struct {
 	execMu sync.Mutex
 	// blocked: the connections whose blocking command is parked.
 	blocked blockRegistry
+	pubsub  pubsubRegistry
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -85,7 +86,9 @@ type worker struct {
 	names []string // KEYS and SCAN: names collected (keyList)
 	rng   *rand.Rand
 	last  lastCommand // run's
-	stats workerStats
+	// pubBufs: PUBLISH's message, in RESP2 and in RESP3.
+	pubBufs [2][]byte
+	stats   workerStats
 }
 
 // workerStats are a worker's counters (read by INFO from any worker).

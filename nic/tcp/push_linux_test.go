@@ -4,11 +4,13 @@ package tcp_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,16 +25,26 @@ type pushProto struct {
 	pushers chan nic.Pusher
 }
 
-// pushTaker is a lines connection that takes a pusher.
+// pushTaker is a lines connection that takes a pusher, and waits for
+// pushes (nic.PushWaiter) once it was sent "wait\n".
 type pushTaker struct {
 	*lineConn
-	to chan nic.Pusher
+	to      chan nic.Pusher
+	waiting *atomic.Bool
 }
 
 func (t pushTaker) TakePusher(p nic.Pusher) { t.to <- p }
+func (t pushTaker) WaitsForPush() bool      { return t.waiting.Load() }
+
+func (t pushTaker) Frame(in []byte, max int) nic.Frame {
+	if bytes.HasPrefix(in, []byte("wait\n")) {
+		t.waiting.Store(true)
+	}
+	return t.lineConn.Frame(in, max)
+}
 
 func (p *pushProto) NewConn(id uint64, _ netip.AddrPort) nic.Framer {
-	return pushTaker{&lineConn{id: id}, p.pushers}
+	return pushTaker{&lineConn{id: id}, p.pushers, new(atomic.Bool)}
 }
 
 // openPush opens a dataplane of the push protocol; the pushers of its
@@ -207,4 +219,30 @@ func TestSubscriberThatNeverReads(t *testing.T) {
 	}
 	other.Close()
 	waitFor(t, "memory back", func() bool { s := dp.ConnStats(); return s.Current == 0 && s.MemoryUsed == 0 })
+}
+
+// TestWaitingForPushesIsNotIdle: past IdleTimeout, a quiet connection is
+// closed unless its framer waits for pushes (nic.PushWaiter), as a Redis
+// subscriber; that one still takes pushes.
+func TestWaitingForPushesIsNotIdle(t *testing.T) {
+	dp, pushers := openPush(t, tcp.Config{Workers: 1, IdleTimeout: 100 * time.Millisecond})
+	serve(t, dp, 1, echo)
+	quiet, _ := dialPush(t, dp, pushers)
+	sub, p := dialPush(t, dp, pushers)
+	fmt.Fprint(sub, "wait\n")
+	r := bufio.NewReader(sub)
+	readLines(t, r, 1)
+	fmt.Fprint(quiet, "x\n")
+	readLines(t, bufio.NewReader(quiet), 1)
+	waitFor(t, "the quiet connection closed as idle", func() bool { return dp.ConnStats().Closed.Idle == 1 })
+	time.Sleep(300 * time.Millisecond)
+	if err := p.Push([]byte("still\n")); err != nil {
+		t.Fatalf("push to the waiting connection: %v", err)
+	}
+	if got := readLines(t, r, 1); got[0] != "still\n" {
+		t.Fatalf("got %q", got)
+	}
+	if s := dp.ConnStats(); s.Closed.Idle != 1 || s.Current != 1 {
+		t.Errorf("closed idle %d, open %d; want 1 and 1", s.Closed.Idle, s.Current)
+	}
 }

@@ -963,6 +963,9 @@ func (d *Dataplane) sweep(now int64) {
 			c.mu.Lock()
 			quiet := c.next == c.head || c.spillLen() > 0
 			c.mu.Unlock()
+			if pw, ok := c.framer.(nic.PushWaiter); ok && quiet && pw.WaitsForPush() {
+				quiet = false
+			}
 			if quiet {
 				d.closeConn(c, closeIdle)
 				i--
