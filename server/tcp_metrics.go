@@ -12,6 +12,7 @@ type tcpCollector struct {
 	conns, maxConns, accepted, rejected, acceptErrors *prometheus.Desc
 	closed, pipelinePauses, memoryPauses, dropped     *prometheus.Desc
 	bytesIn, bytesOut, memory, requestsDropped        *prometheus.Desc
+	pushes, pushesRefused                             *prometheus.Desc
 }
 
 func newTCPCollector(dp *tcp.Dataplane) *tcpCollector {
@@ -32,13 +33,16 @@ func newTCPCollector(dp *tcp.Dataplane) *tcpCollector {
 		bytesIn:         d("received_bytes_total", "Bytes read from TCP connections."),
 		bytesOut:        d("sent_bytes_total", "Bytes written to TCP connections."),
 		memory:          d("memory_bytes", "Bytes held for TCP connections (input not yet framed, long requests, replies not yet taken)."),
+		pushes:          d("pushes_total", "Pushes taken for sending: bytes sent to a connection that no request asked for (Redis pub/sub messages)."),
+		pushesRefused:   d("pushes_refused_total", "Pushes refused: their connection was closed or closing, or the push reached its output bound and closed it."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *tcpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.maxConns, c.accepted, c.rejected, c.acceptErrors, c.closed,
-		c.pipelinePauses, c.memoryPauses, c.dropped, c.requestsDropped, c.bytesIn, c.bytesOut, c.memory} {
+		c.pipelinePauses, c.memoryPauses, c.dropped, c.requestsDropped, c.bytesIn, c.bytesOut, c.memory,
+		c.pushes, c.pushesRefused} {
 		ch <- d
 	}
 }
@@ -65,4 +69,6 @@ func (c *tcpCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytesIn, s.BytesIn)
 	counter(c.bytesOut, s.BytesOut)
 	gauge(c.memory, float64(s.MemoryUsed))
+	counter(c.pushes, s.Pushes)
+	counter(c.pushesRefused, s.PushesRefused)
 }

@@ -144,4 +144,71 @@ func goRedisAgainst(t *testing.T, proto int) {
 	if n, err := c.DBSize(ctx).Result(); err != nil || n != 0 {
 		t.Errorf("DBSIZE after FLUSHALL: %d %v", n, err)
 	}
+
+	goRedisPubSub(ctx, t, c)
+}
+
+// goRedisPubSub: go-redis's PubSub (Subscribe, PSubscribe, Receive,
+// Channel) with messages published from the client's pool.
+func goRedisPubSub(ctx context.Context, t *testing.T, c *redis.Client) {
+	sub := c.Subscribe(ctx, "news")
+	defer sub.Close()
+	if m, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("SUBSCRIBE: %v", err)
+	} else if s, ok := m.(*redis.Subscription); !ok || s.Kind != "subscribe" || s.Channel != "news" || s.Count != 1 {
+		t.Fatalf("SUBSCRIBE confirmation: %#v", m)
+	}
+	if err := sub.PSubscribe(ctx, "n*"); err != nil {
+		t.Fatalf("PSUBSCRIBE: %v", err)
+	}
+	if m, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("PSUBSCRIBE: %v", err)
+	} else if s, ok := m.(*redis.Subscription); !ok || s.Kind != "psubscribe" || s.Count != 2 {
+		t.Fatalf("PSUBSCRIBE confirmation: %#v", m)
+	}
+	ch := sub.Channel()
+	const n = 100
+	for i := range n {
+		if got, err := c.Publish(ctx, "news", fmt.Sprint(i)).Result(); err != nil || got != 2 {
+			t.Fatalf("PUBLISH %d: %d receivers, %v; want 2", i, got, err)
+		}
+	}
+	for i := range n {
+		for _, pattern := range []string{"", "n*"} {
+			select {
+			case m := <-ch:
+				if m.Channel != "news" || m.Pattern != pattern || m.Payload != fmt.Sprint(i) {
+					t.Fatalf("message %d: %+v, want pattern %q", i, m, pattern)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("message %d (pattern %q) did not come", i, pattern)
+			}
+		}
+	}
+	if got, err := c.PubSubNumSub(ctx, "news", "none").Result(); err != nil || got["news"] != 1 || got["none"] != 0 {
+		t.Errorf("PUBSUB NUMSUB: %v %v", got, err)
+	}
+	if got, err := c.PubSubNumPat(ctx).Result(); err != nil || got != 1 {
+		t.Errorf("PUBSUB NUMPAT: %v %v", got, err)
+	}
+	if got, err := c.PubSubChannels(ctx, "*").Result(); err != nil || strings.Join(got, ",") != "news" {
+		t.Errorf("PUBSUB CHANNELS: %v %v", got, err)
+	}
+	if err := sub.Unsubscribe(ctx, "news"); err != nil {
+		t.Fatalf("UNSUBSCRIBE: %v", err)
+	}
+	if err := sub.PUnsubscribe(ctx); err != nil {
+		t.Fatalf("PUNSUBSCRIBE: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := c.Publish(ctx, "news", "late").Result()
+		if err == nil && got == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PUBLISH after UNSUBSCRIBE: %d %v, want 0 receivers", got, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -1,13 +1,18 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/persephone-go/psp/app/redis/redistest"
+	"github.com/persephone-go/psp/internal/testenv"
 )
 
 // psStep is one step of a pub/sub sequence: a write of commands on one
@@ -217,5 +222,122 @@ func comparePubSub(t *testing.T, real, psp string, c psCase, proto int) {
 		if !bytes.Equal(got[0], got[1]) {
 			t.Errorf("final PING on conn %d (a message left unread?):\nredis-server %q\npsp          %q", i, got[0], got[1])
 		}
+	}
+}
+
+// TestRedisPyPubSub: redis-py's PubSub (get_message, handlers run by
+// run_in_thread) against redis-server, so that the script's checks are
+// known to hold for Redis, and against psp.
+func TestRedisPyPubSub(t *testing.T) {
+	redistest.RunRedisPyPubSub(t, redistest.StartRedis(t))
+	_, addr := startRedisServer(t)
+	redistest.RunRedisPyPubSub(t, addr)
+}
+
+// TestRedisPubSubSubscriberThatNeverReads: a subscriber that reads
+// nothing while PUBLISH floods its channel is closed once its unread
+// messages pass the output bound (--tcp-max-output), as redis-server
+// closes a pubsub client past client-output-buffer-limit, and leaves the
+// channel; another client is served throughout.
+func TestRedisPubSubSubscriberThatNeverReads(t *testing.T) {
+	const maxOutput = 1 << 20
+	_, addr := startRedisServer(t, "--tcp-max-output", fmt.Sprint(maxOutput))
+	sub, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := sub.Write(redistest.Command("SUBSCRIBE", "flood")); err != nil {
+		t.Fatal(err)
+	}
+	sub.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := redistest.ReadReply(bufio.NewReader(sub)); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	other, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	msg := strings.Repeat("m", 8<<10)
+	var batch []byte
+	const perBatch = 64
+	for range perBatch {
+		batch = append(batch, redistest.Command("PUBLISH", "flood", msg)...)
+	}
+	published := 0
+	for closed := false; !closed; {
+		if published > 256<<20 {
+			t.Fatalf("the subscriber still receives after %d bytes published", published)
+		}
+		if err := pub.Send(batch); err != nil {
+			t.Fatal(err)
+		}
+		replies, err := pub.Read(perBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		published += perBatch * len(msg)
+		closed = strings.HasSuffix(string(replies), ":0\r\n")
+		start := time.Now()
+		if got, err := other.Do("INCR", "served"); err != nil || got[0] != ':' {
+			t.Fatalf("the other client: %q %v", got, err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("the other client waited %v", el)
+		}
+	}
+	t.Logf("the subscriber was closed after %d MiB published to it (output bound %d MiB)", published>>20, maxOutput>>20)
+	// What its socket had taken comes, then the end.
+	sub.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, sub)
+	t.Logf("it read %d bytes before the end", n)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the subscriber's connection is still open after %d bytes", n)
+	}
+	if got, err := other.Do("PUBSUB", "NUMSUB", "flood"); err != nil || string(got) != "*2\r\n$5\r\nflood\r\n:0\r\n" {
+		t.Errorf("PUBSUB NUMSUB after the close: %q %v", got, err)
+	}
+}
+
+// TestRedisPubSubCloseUnsubscribes: a subscriber that closes its
+// connection, or only its sending half, leaves its channels and patterns.
+func TestRedisPubSubCloseUnsubscribes(t *testing.T) {
+	_, addr := startRedisServer(t)
+	pub, err := redistest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for _, half := range []bool{false, true} {
+		sub, err := redistest.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sub.Do("SUBSCRIBE", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sub.Do("PSUBSCRIBE", "p*"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := pub.Do("PUBLISH", "pa", "x"); err != nil || string(got) != ":1\r\n" {
+			t.Fatalf("PUBLISH to the pattern: %q %v", got, err)
+		}
+		if half {
+			sub.CloseWrite()
+		} else {
+			sub.Close()
+		}
+		testenv.WaitFor(t, "the subscriber gone", 5*time.Second, func() bool {
+			a, _ := pub.Do("PUBLISH", "a", "x")
+			p, _ := pub.Do("PUBSUB", "NUMPAT")
+			return string(a) == ":0\r\n" && string(p) == ":0\r\n"
+		})
+		sub.Close()
 	}
 }

@@ -86,10 +86,21 @@
 // it runs again when a key it waits on is written, or at its timeout
 // (blocking.go).
 //
+// # Pub/sub
+//
+// SUBSCRIBE, PSUBSCRIBE and their UNSUBSCRIBEs register the connection
+// under its channels and patterns; PUBLISH formats its message once per
+// protocol (RESP2's array, RESP3's push) and hands it to each receiver
+// through the stream dataplane's nic.Pusher (Conn is a nic.PushTaker),
+// which sends it after the replies of the commands the receiver had sent,
+// and closes a receiver that does not read at its output bound. RESP2's
+// subscribed context, RESET and a closed connection unsubscribing are
+// redis-server's (pubsub.go).
+//
 // # Not Redis
 //
 // One database (SELECT 0 only, as redis-server with databases 1); no
-// WATCH, scripts (EVAL, FCALL), pub/sub, streams,
+// WATCH, scripts (EVAL, FCALL), sharded pub/sub (SSUBSCRIBE), streams,
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. No eviction policy other than noeviction.

@@ -148,6 +148,10 @@ func Dial(addr string) (*Conn, error) {
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
 
+// CloseWrite closes the connection's sending half: the server reads its
+// end.
+func (c *Conn) CloseWrite() error { return c.c.(*net.TCPConn).CloseWrite() }
+
 // Send writes raw bytes.
 func (c *Conn) Send(p []byte) error {
 	_ = c.c.SetWriteDeadline(time.Now().Add(c.Timeout))
@@ -257,6 +261,22 @@ func RunRedisPy(tb testing.TB, addr string) {
 	out, err := testenv.DebianPython(tb, "python3-redis", "redis", RedisPy, addr)
 	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
 		tb.Fatalf("redis-py against %s: %v\n%s", addr, err, out)
+	}
+}
+
+// RedisPyPubSub is redis-py's pub/sub (get_message, run_in_thread,
+// PUBSUB's introspection) in a script run as RedisPy is.
+//
+//go:embed redispy_pubsub.py
+var RedisPyPubSub []byte
+
+// RunRedisPyPubSub runs RedisPyPubSub against addr as RunRedisPy runs
+// RedisPy.
+func RunRedisPyPubSub(tb testing.TB, addr string) {
+	tb.Helper()
+	out, err := testenv.DebianPython(tb, "python3-redis", "redis", RedisPyPubSub, addr)
+	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte("ok")) {
+		tb.Fatalf("redis-py pub/sub against %s: %v\n%s", addr, err, out)
 	}
 }
 
