@@ -19,9 +19,9 @@ import (
 // of the sequence's connections (none: only a read), then n replies read
 // on it (n3 in RESP3, when it differs: a message to the publisher itself).
 type psStep struct {
-	on     int
-	cmd    string // commands separated by " ; ", sent in one write
-	n, n3  int
+	on    int
+	cmd   string // commands separated by " ; ", sent in one write
+	n, n3 int
 	// sorted: the order redis-server leaves to its hash tables (a
 	// message matching several patterns, PUBSUB CHANNELS): one reply's
 	// elements, or the replies, are compared sorted.
