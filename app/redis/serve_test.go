@@ -80,7 +80,72 @@ func serveTest(t testing.TB, srv *Server) string {
 	return ln.Addr().String()
 }
 
+// testPusher is serveConn's nic.Pusher: a push while the connection's
+// requests run waits for their replies (the serving goroutine writes it
+// after them); one while the connection waits for input is written at
+// once.
+type testPusher struct {
+	mu      sync.Mutex
+	c       net.Conn
+	busy    bool
+	pending []byte
+	closed  bool
+}
+
+func (p *testPusher) Push(b []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return nic.ErrConnClosed
+	case p.busy:
+		p.pending = append(p.pending, b...)
+	default:
+		if _, err := p.c.Write(b); err != nil {
+			return nic.ErrConnClosed
+		}
+	}
+	return nil
+}
+
+// take appends the pushes pending to out, the replies so far: they
+// came while the last request ran.
+func (p *testPusher) take(out []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out = append(out, p.pending...)
+	p.pending = p.pending[:0]
+	return out
+}
+
+// write writes out and what was pushed meanwhile, and marks the
+// connection idle (busy false) or busy.
+func (p *testPusher) write(out []byte, busy bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out = append(out, p.pending...)
+	p.pending = p.pending[:0]
+	p.busy = busy
+	if len(out) == 0 {
+		return nil
+	}
+	_, err := p.c.Write(out)
+	return err
+}
+
 func serveConn(srv *Server, f nic.Framer, c net.Conn, workers chan int) {
+	p := &testPusher{c: c}
+	if pt, ok := f.(nic.PushTaker); ok {
+		pt.TakePusher(p)
+	}
+	defer func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		if cc, ok := f.(nic.ConnCloser); ok {
+			cc.ConnClosed()
+		}
+	}()
 	var in []byte
 	buf := make([]byte, 64<<10)
 	skip := 0
@@ -97,6 +162,9 @@ func serveConn(srv *Server, f nic.Framer, c net.Conn, workers chan int) {
 		}
 		in = append(in, data...)
 		var out []byte
+		p.mu.Lock()
+		p.busy = true
+		p.mu.Unlock()
 		for len(in) > 0 {
 			fr := f.Frame(in, testMaxRequest)
 			switch fr.Kind {
@@ -109,7 +177,7 @@ func serveConn(srv *Server, f nic.Framer, c net.Conn, workers chan int) {
 				continue
 			case nic.FrameClose:
 				out = append(out, fr.Reply...)
-				c.Write(out)
+				p.write(out, true)
 				return
 			case nic.FrameRequest:
 				b := &nic.Buffer{Data: make([]byte, max(testRoom, fr.Len)), Flags: nic.FromStream, Session: f}
@@ -129,18 +197,17 @@ func serveConn(srv *Server, f nic.Framer, c net.Conn, workers chan int) {
 					out = append(out, b.Payload()...)
 				}
 				if b.Flags&nic.ReplyClose != 0 {
-					c.Write(out)
+					p.write(out, true)
 					return
 				}
+				out = p.take(out)
 				continue
 			}
 			break
 		}
 		in = append([]byte(nil), in...)
-		if len(out) > 0 {
-			if _, err := c.Write(out); err != nil {
-				return
-			}
+		if err := p.write(out, false); err != nil {
+			return
 		}
 	}
 }

@@ -496,6 +496,17 @@ var Cases = []Case{
 	{Name: "refused", Commands: []string{
 		"MULTI x", "WATCH",
 	}},
+	// Pub/sub on one connection (one channel or pattern per command: a
+	// reply each); tests/redis_pubsub_test.go publishes across
+	// connections.
+	{Name: "pub/sub on one connection", Commands: []string{
+		"PUBLISH a x", "UNSUBSCRIBE", "PUNSUBSCRIBE", "UNSUBSCRIBE a", "PUNSUBSCRIBE p*",
+		"SUBSCRIBE a", "SUBSCRIBE a", "PSUBSCRIBE p*", "PSUBSCRIBE p*", "PING", "PING x", "PING x y",
+		"GET k", "SET k v", "CLIENT GETNAME", "NOSUCH", "SUBSCRIBE", "UNSUBSCRIBE b", "PUBSUB NUMSUB a b",
+		"UNSUBSCRIBE a", "PUNSUBSCRIBE q*", "PUNSUBSCRIBE p*", "PING", "SUBSCRIBE b", "RESET", "PING",
+		"PUBSUB NUMSUB b", "PUBSUB NUMPAT", "PUBSUB CHANNELS", "PUBSUB CHANNELS x", "PUBSUB HELP",
+		"PUBSUB", "PUBSUB NOSUCH", "PUBSUB NUMPAT x", "PUBSUB CHANNELS a b", "PUBLISH a",
+	}},
 }
 
 // fieldsCommand is cmd followed by n field and value pairs f0 0 f1 1 ...
