@@ -164,7 +164,7 @@ func TestPushToClosedConnection(t *testing.T) {
 	serve(t, dp, 1, echo)
 	a, pa := dialPush(t, dp, pushers)
 	a.Close()
-	waitFor(t, "a closed", func() bool { return dp.ConnStats().Current == 0 })
+	waitFor(t, "a closed", func() bool { return dp.ConnStats().Closed.Peer == 1 })
 	if err := pa.Push([]byte("late\n")); !errors.Is(err, nic.ErrConnClosed) {
 		t.Errorf("push to a closed connection: %v, want ErrConnClosed", err)
 	}
