@@ -76,6 +76,9 @@ type conn struct {
 	running   int
 	writes    int
 	onRun     bool // on Dataplane.toRun
+	// flushQueued: on Dataplane.toFlush, for its pushed bytes to be
+	// written by the Recv goroutine.
+	flushQueued bool
 	// batching: Send is taking several replies of this connection; their
 	// pieces are written together at the end (the pool buffers they point
 	// into go back after that).
@@ -122,7 +125,12 @@ func (c *conn) pushDone(reply []byte, flush, close, discardHeld bool) {
 
 // Push implements nic.Pusher: p goes in a turn of its own, after the
 // turns taken so far (one per request framed, and the framer's own
-// replies), done from the start; pushes in a row share one turn. The turn
+// replies), done from the start; pushes in a row share one turn. A push
+// whose turn has come is not written at once: the connection is queued
+// for the Recv goroutine, which writes what was pushed meanwhile in one
+// write (as redis-server writes a client's output once per event loop
+// turn): a PUBLISH to many subscribers, or many PUBLISHes in a row, cost
+// the pushing goroutine no system call per message. The turn
 // ring has room for them: the framer stops reading at MaxPipeline turns
 // in flight, pushes included, and the pushes between two framed turns take
 // one turn, so at most 2*MaxPipeline+1 turns are in flight, fewer than the
@@ -165,14 +173,9 @@ func (c *conn) Push(p []byte) error {
 	s.done, s.pushed = true, true
 	s.data = append(s.data[:0], p...)
 	c.store(len(p))
-	if seq == c.head {
-		c.advance(nil)
-		if c.closeReq && c.closeWhy == closeOutput {
-			// The socket did not take it all, and what it left
-			// is past MaxOutput: the connection is closing.
-			c.d.stats.pushesRefused.Add(1)
-			return nic.ErrOutputFull
-		}
+	if seq == c.head && !c.flushQueued {
+		c.flushQueued = true
+		c.d.ask(&c.d.toFlush, c)
 	}
 	c.d.stats.pushes.Add(1)
 	return nil

@@ -183,8 +183,8 @@ func TestPushToClosedConnection(t *testing.T) {
 }
 
 // TestSubscriberThatNeverReads: pushes to a client that reads nothing
-// pile up to MaxOutput (beyond what its socket took), then the push fails
-// with nic.ErrOutputFull and the connection is closed for its output,
+// pile up to MaxOutput (beyond what its socket took), then a push fails
+// and the connection is closed for its output,
 // while another connection is served throughout; its memory comes back.
 func TestSubscriberThatNeverReads(t *testing.T) {
 	const maxOutput = 1 << 20
@@ -203,8 +203,11 @@ func TestSubscriberThatNeverReads(t *testing.T) {
 			readLines(t, r, 1)
 		}
 	}
-	if !errors.Is(err, nic.ErrOutputFull) {
-		t.Fatalf("after %d pushes: %v, want ErrOutputFull", pushed, err)
+	// The push past the bound fails with ErrOutputFull; or the write of
+	// the pushes before it, which the socket did not take, passed it
+	// first, and the connection was closing already.
+	if !errors.Is(err, nic.ErrOutputFull) && !errors.Is(err, nic.ErrConnClosed) {
+		t.Fatalf("after %d pushes: %v, want ErrOutputFull or ErrConnClosed", pushed, err)
 	}
 	if bytes := pushed * len(msg); bytes < maxOutput {
 		t.Errorf("refused after %d bytes, below MaxOutput", bytes)

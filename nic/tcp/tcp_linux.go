@@ -92,6 +92,8 @@ type Dataplane struct {
 	toResume []*conn
 	toRun    []*conn // connections with a queued request that may now run
 	spare    []*conn // toRun's other slice
+	toFlush  []*conn // connections with pushed bytes to write (conn.Push)
+	flushing []*conn // toFlush's other slice
 	woken    atomic.Bool
 	// waiting is set while Recv waits in epoll_wait: only then must a
 	// request that may now run wake it.
@@ -415,6 +417,22 @@ func (d *Dataplane) serveAsks(now int64) {
 	d.reqMu.Lock()
 	closes, resumes := d.toClose, d.toResume
 	d.toClose, d.toResume = nil, nil
+	flushes := d.toFlush
+	d.toFlush, d.flushing = d.flushing[:0], nil
+	d.reqMu.Unlock()
+	for i, c := range flushes {
+		c.mu.Lock()
+		c.flushQueued = false
+		if !c.dead {
+			c.advance(nil)
+		}
+		c.mu.Unlock()
+		flushes[i] = nil
+	}
+	d.reqMu.Lock()
+	if d.flushing == nil {
+		d.flushing = flushes[:0]
+	}
 	d.reqMu.Unlock()
 	for _, c := range closes {
 		d.closeConn(c, c.closeWhy)
