@@ -20,11 +20,14 @@ import (
 // publishing connection itself (RESP3, or in EXEC) goes into its own
 // reply, before PUBLISH's count, where redis-server puts it.
 //
-// Unlike redis-server, which runs one command at a time, a message
-// published while a receiver's UNSUBSCRIBE of the channel is under way
-// may reach it after that UNSUBSCRIBE's reply; and an UNSUBSCRIBE (or
-// PUNSUBSCRIBE) of every channel, and PUBSUB CHANNELS, list the channels
-// in byte order where redis-server follows its hash table.
+// Unlike redis-server, which runs one command at a time, a message comes
+// after the replies of the receiver's commands read when it was
+// published, not only of those run: one published while the receiver's
+// UNSUBSCRIBE of the channel waits its turn comes after that
+// UNSUBSCRIBE's notice. An UNSUBSCRIBE of every channel and PUBSUB
+// CHANNELS list the channels in byte order, and a message matching
+// several patterns of one receiver comes in the order the patterns were
+// first subscribed, where redis-server follows its hash tables.
 
 // pubsubRegistry is the server's subscriptions.
 type pubsubRegistry struct {
