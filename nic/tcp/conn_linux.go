@@ -146,10 +146,13 @@ func (c *conn) Push(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	behind := c.spillLen() + len(c.held) + c.stored
-	if behind+len(p) > c.d.cfg.MaxOutput || (behind > 0 && c.d.mem.Load()+int64(len(p)) > c.d.cfg.Memory) {
-		// A client that does not read what it is sent: closed, as one
-		// that leaves more than MaxOutput of its replies unread.
+	// A client that does not read what it is sent is closed, as one
+	// that leaves more than MaxOutput of its replies unread; and so is
+	// one that left bytes unread in its socket (spill) when the
+	// dataplane's memory is used up: reading stops then, but pushes come
+	// from requests of other connections already read.
+	unread := c.spillLen() + len(c.held) + c.stored
+	if unread+len(p) > c.d.cfg.MaxOutput || (c.spillLen() > 0 && c.d.mem.Load()+int64(len(p)) > c.d.cfg.Memory) {
 		c.d.stats.pushesRefused.Add(1)
 		c.fail(closeOutput)
 		return nic.ErrOutputFull
@@ -159,6 +162,12 @@ func (c *conn) Push(p []byte) error {
 			t.data = append(t.data, p...)
 			c.store(len(p))
 			c.d.stats.pushes.Add(1)
+			if c.next-1 == c.head && len(t.data) >= maxHeld {
+				// Pushed faster than the Recv goroutine writes:
+				// written now, so that what waits for it stays small
+				// and the socket shows whether the client reads.
+				c.advance(nil)
+			}
 			return nil
 		}
 		if c.next-c.head >= uint64(len(c.slots)) {

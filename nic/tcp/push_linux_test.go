@@ -249,3 +249,30 @@ func TestWaitingForPushesIsNotIdle(t *testing.T) {
 		t.Errorf("closed idle %d, open %d; want 1 and 1", s.Closed.Idle, s.Current)
 	}
 }
+
+// TestSubscribersOverMemory: with the dataplane's memory used up, a push
+// to a client that leaves bytes unread in its socket closes it, long
+// before its own output bound; the memory comes back.
+func TestSubscribersOverMemory(t *testing.T) {
+	const memory = 2 << 20
+	dp, pushers := openPush(t, tcp.Config{Workers: 1, MaxOutput: 256 << 20, Memory: memory, MaxRequest: 64 << 10})
+	serve(t, dp, 1, echo)
+	_, sub := dialPush(t, dp, pushers)
+	msg := []byte(strings.Repeat("m", 999) + "\n")
+	var err error
+	pushed := 0
+	for ; pushed < 256<<10 && err == nil; pushed++ {
+		err = sub.Push(msg)
+		// Over the bound by one push, and the 64 KiB the dataplane
+		// lets gather before it writes them itself, at most.
+		if used := dp.ConnStats().MemoryUsed; used > memory+int64(len(msg))+64<<10 {
+			t.Fatalf("memory used %d, over the bound %d by more than what gathers before a write", used, memory)
+		}
+	}
+	if err == nil {
+		t.Fatalf("%d bytes pushed to a client that reads nothing, not refused", pushed*len(msg))
+	}
+	waitFor(t, "closed for its output", func() bool { return dp.ConnStats().Closed.OutputLimit == 1 })
+	t.Logf("closed after %d KiB pushed (memory bound %d KiB)", pushed*len(msg)>>10, memory>>10)
+	waitFor(t, "memory back", func() bool { s := dp.ConnStats(); return s.Current == 0 && s.MemoryUsed == 0 })
+}
