@@ -129,6 +129,10 @@ func printStatus(w io.Writer, st *server.Status) error {
 			fmt.Fprintf(w, "tcp bounds: %d pipeline pauses, %d memory pauses; %d replies and %d requests of closed connections dropped\n",
 				t.PipelinePauses, t.MemoryPauses, t.RepliesDropped, t.RequestsDropped)
 		}
+		if t.Pushes+t.PushesRefused > 0 {
+			fmt.Fprintf(w, "tcp pushes: %d sent unasked (pub/sub messages), %d refused (connection closed or at its output bound)\n",
+				t.Pushes, t.PushesRefused)
+		}
 	}
 	if len(st.AppCounters) > 0 {
 		fmt.Fprintf(w, "app %s:", st.App)
