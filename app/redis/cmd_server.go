@@ -346,9 +346,15 @@ func cmdClientInfo(c *ctx) {
 		resp = 3
 	}
 	if cn := c.conn; cn != nil {
+		flags, subs, psubs := "N", 0, 0
+		if cn.subs.Load() > 0 { // a subscriber: flag P, and its subscriptions
+			c.s.pubsub.mu.RLock()
+			flags, subs, psubs = "P", len(cn.subChannels), len(cn.subPatterns)
+			c.s.pubsub.mu.RUnlock()
+		}
 		cn.mu.Lock()
-		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, resp, cn.libName, cn.libVer)
+		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=%d psub=%d ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, flags, subs, psubs, resp, cn.libName, cn.libVer)
 		cn.mu.Unlock()
 	} else {
 		line = "id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n"

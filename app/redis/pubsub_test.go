@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,12 @@ func TestPublishFormatsPerProtocol(t *testing.T) {
 	b.do("HELLO", "3")
 	if r := b.do("PSUBSCRIBE", "c*"); r != ">3\r\n$10\r\npsubscribe\r\n$2\r\nc*\r\n:1\r\n" {
 		t.Fatalf("PSUBSCRIBE in RESP3: %q", r)
+	}
+	if r := b.do("CLIENT", "INFO"); !strings.Contains(r, " flags=P db=0 sub=0 psub=1 ") {
+		t.Errorf("CLIENT INFO of a pattern subscriber: %q", r)
+	}
+	if r := pub.do("CLIENT", "INFO"); !strings.Contains(r, " flags=N db=0 sub=0 psub=0 ") {
+		t.Errorf("CLIENT INFO of a publisher: %q", r)
 	}
 	if r := pub.do("PUBLISH", "ch", "hi"); r != ":2\r\n" {
 		t.Fatalf("PUBLISH: %q", r)
