@@ -214,6 +214,9 @@ func (c *ctx) reject(cmd *command, msg string) {
 // call runs a checked command.
 func (s *Server) call(c *ctx, cmd *command) {
 	c.cmd = cmd
+	if c.conn != nil {
+		c.conn.lastCmd.Store(cmd)
+	}
 	cmd.run(c)
 	if c.reap {
 		s.reapExpired(c)

@@ -45,7 +45,9 @@ var (
 // connection; id is the connection's CLIENT ID.
 func (s *Server) NewConn(id uint64, peer netip.AddrPort) nic.Framer {
 	s.connsOpened.Add(1)
-	return &Conn{srv: s, id: id, peer: peer, created: s.clock()}
+	c := &Conn{srv: s, id: id, peer: peer, created: s.clock()}
+	s.conns.Store(id, c)
+	return c
 }
 
 // TooManyConns implements nic.Protocol: redis-server's answer to a
@@ -67,6 +69,8 @@ type Conn struct {
 	// resp3: the connection speaks RESP3 (HELLO 3, until HELLO 2 or
 	// RESET).
 	resp3 atomic.Bool
+	// lastCmd is the command it ran last (CLIENT LIST's cmd=).
+	lastCmd atomic.Pointer[command]
 
 	mu      sync.Mutex
 	name    string
@@ -103,6 +107,7 @@ func (c *Conn) ConnClosed() {
 	c.releaseQueued()
 	c.srv.blocked.closed(c)
 	c.srv.connsClosed.Add(1)
+	c.srv.conns.Delete(c.id)
 }
 
 // PeerClosed is called by the dataplane when the client has sent its

@@ -56,6 +56,7 @@ type Server struct {
 
 	connsOpened atomic.Uint64
 	connsClosed atomic.Uint64
+	conns       sync.Map // id -> *Conn, the open connections (CLIENT LIST)
 	expired     atomic.Int64
 	// statsBase is where INFO's Stats section counts from: the counters
 	// as CONFIG RESETSTAT found them (the monitoring counters, Counters,

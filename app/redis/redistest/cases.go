@@ -60,7 +60,9 @@ var Cases = []Case{
 		"HELLO 2 AUTH bob pw", "CLIENT", "CLIENT SETNAME", "CLIENT SETNAME \"a b\"",
 		"CLIENT GETNAME", "CLIENT SETNAME myname", "CLIENT GETNAME", "CLIENT SETNAME \"\"",
 		"CLIENT GETNAME", "CLIENT NOSUCH", "CLIENT ID x", "AUTH pw", "AUTH bob pw", "AUTH default pw",
-		"AUTH a b c",
+		"AUTH a b c", "CLIENT LIST TYPE pubsub", "CLIENT LIST TYPE master", "CLIENT LIST TYPE nosuch",
+		"CLIENT LIST ID x", "CLIENT LIST ID 99999 x", "CLIENT LIST ID 99999", "CLIENT LIST nosuch",
+		"CLIENT LIST TYPE", "CLIENT LIST TYPE normal extra",
 	}},
 	// A name with a NUL inside ("GET\0x") is left out: redis-server
 	// hashes the whole name but compares it with strcasecmp, which stops at

@@ -18,6 +18,8 @@ def main(host, port):
     r.client_setname("redispy")
     assert r.client_getname() == "redispy"
     assert isinstance(r.client_id(), int)
+    mine = [c for c in r.client_list() if c["id"] == str(r.client_id())]
+    assert len(mine) == 1 and mine[0]["name"] == "redispy", mine
     info = r.info()
     assert info["redis_version"] and "used_memory" in info
     assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
