@@ -325,7 +325,7 @@ func (c *ctx) block(keys [][]byte, timeout int64, op blockOp) {
 	cn := c.conn
 	if c.inExec || cn == nil || c.o.r == nil {
 		if !c.popFor(&op, keys) {
-			c.timedOut(op.kind)
+			c.deniedBlocking(op.kind)
 		}
 		return
 	}
@@ -364,7 +364,7 @@ func (c *ctx) block(keys [][]byte, timeout int64, op blockOp) {
 		if cn.closed.Load() || cn.peerClosed.Load() {
 			// Gone before it registered: nothing would unpark it.
 			c.s.blocked.unregister(cn)
-			c.timedOut(op.kind)
+			c.o.nullArray() // as on its timeout
 			return
 		}
 		cn.blockDeadline = 0
@@ -373,7 +373,7 @@ func (c *ctx) block(keys [][]byte, timeout int64, op blockOp) {
 		}
 	case cn.closed.Load() || cn.peerClosed.Load() || (cn.blockDeadline != 0 && c.now() >= cn.blockDeadline):
 		c.s.blocked.unregister(cn)
-		c.timedOut(op.kind)
+		c.o.nullArray() // as on its timeout
 		return
 	}
 	var after time.Duration
@@ -388,12 +388,89 @@ func (c *ctx) block(keys [][]byte, timeout int64, op blockOp) {
 // would overflow the deadline's time.Duration).
 const maxBlockMs = int64(time.Duration(1<<63-1) / time.Millisecond / 2)
 
-// timedOut answers a blocking command whose timeout passed: a null bulk
-// for a move, a null array for the pops.
-func (c *ctx) timedOut(k blockKind) {
+// deniedBlocking answers a blocking command that may not block and finds
+// no data, as redis-server's commands do under CLIENT_DENY_BLOCKING: a
+// null bulk for a move, a null array for the pops. Once blocked, every
+// one of them answers a null array on its timeout, as redis-server's
+// replyToBlockedClientTimedOut does.
+func (c *ctx) deniedBlocking(k blockKind) {
 	if k == blockMove {
 		c.o.null()
 	} else {
 		c.o.nullArray()
 	}
+}
+
+// cmdClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR] as
+// redis-server does: 1 when the client with that id was blocked, which
+// then answers as on its timeout (TIMEOUT, the default) or the UNBLOCKED
+// error (ERROR); 0 otherwise. The reason is checked before the id.
+func cmdClientUnblock(c *ctx) {
+	if len(c.argv) > 4 {
+		c.o.errBytes(subcommandSyntaxError(c.argv))
+		return
+	}
+	withErr := false
+	if len(c.argv) == 4 {
+		switch {
+		case equalFold(c.argv[3], "timeout"):
+		case equalFold(c.argv[3], "error"):
+			withErr = true
+		default:
+			c.o.err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := c.intArg(2)
+	if !ok {
+		return
+	}
+	cn := c.s.blocked.find(id)
+	if cn == nil || !c.s.unblock(cn, withErr) {
+		c.o.writeString(czero)
+		return
+	}
+	c.o.writeString(cone)
+}
+
+// find returns the blocked connection whose id is id, or nil.
+func (r *blockRegistry) find(id int64) *Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ws := range r.waiting {
+		for _, cn := range ws {
+			if int64(cn.id) == id {
+				return cn
+			}
+		}
+	}
+	return nil
+}
+
+// unblock answers cn, if it is still blocked and not answered, as on its
+// timeout or with the UNBLOCKED error, as a write serves it; it reports
+// whether it did.
+func (s *Server) unblock(cn *Conn, withErr bool) bool {
+	cn.blockMu.Lock()
+	defer cn.blockMu.Unlock()
+	s.blocked.mu.Lock()
+	blocked := cn.blockKeys != nil
+	s.blocked.mu.Unlock()
+	if !blocked || cn.blockAnswered {
+		return false
+	}
+	var o out
+	o.reset(nil, 64)
+	o.resp3 = cn.resp3.Load()
+	if withErr {
+		o.writeString("-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+	} else {
+		o.nullArray() // as on its timeout (deniedBlocking)
+	}
+	cn.blockAnswer = append(cn.blockAnswer[:0], o.buf...)
+	cn.blockAnswered = true
+	s.blocked.unregister(cn)
+	cn.blockReady.Store(true)
+	s.blocked.epoch.Add(1)
+	return true
 }

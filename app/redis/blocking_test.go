@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +16,22 @@ import (
 // A blockStep is one step of a blockCase, on client c (0, 1, 2, ...).
 type blockStep struct {
 	c int
-	// cmd is an inline-quoted command. A block step's command must block:
+	// cmd is an inline-quoted command ($N: client N's id). A block
+	// step's command must block:
 	// its reply is read by a later read step. Another's reply is read at
 	// once.
 	cmd   string
 	block bool
 	// read: the reply of the client's blocking command, "<blocked>" while
-	// it is still blocked.
+	// it is still blocked; readWait later (redis-server's side) or once
+	// its time limit has passed (psp's, as the dispatcher runs it again).
 	read bool
 	// skip: the reply is not compared (HELLO's names the server).
 	skip bool
 }
+
+// readWait is how long a read step waits for a blocked client's reply.
+const readWait = 300 * time.Millisecond
 
 func block(c int, cmd string) blockStep { return blockStep{c: c, cmd: cmd, block: true} }
 func do(c int, cmd string) blockStep    { return blockStep{c: c, cmd: cmd} }
@@ -106,6 +112,33 @@ var blockCases = []blockCase{
 	{"a RESP3 client is answered in RESP3", []blockStep{
 		{c: 1, cmd: "HELLO 3", skip: true}, block(1, "BZPOPMIN z 0"), do(0, "ZADD z 1.5 m"), read(1),
 	}},
+	{"CLIENT UNBLOCK", []blockStep{
+		block(1, "BLPOP l 0"), do(0, "CLIENT UNBLOCK $1"), read(1),
+		block(1, "BLMOVE a b LEFT LEFT 0"), do(0, "CLIENT UNBLOCK $1 timeout"), read(1),
+		block(1, "BZMPOP 0 1 z MIN"), do(0, "CLIENT UNBLOCK $1 ERROR"), read(1),
+		do(0, "CLIENT UNBLOCK $1"), do(0, "CLIENT UNBLOCK $0"), do(0, "CLIENT UNBLOCK 123456"),
+		do(0, "CLIENT UNBLOCK abc"), do(0, "CLIENT UNBLOCK abc foo"), do(0, "CLIENT UNBLOCK $1 foo"),
+		do(0, "CLIENT UNBLOCK 1 2 3"), do(0, "CLIENT UNBLOCK"),
+		block(1, "BLPOP l 0"), do(0, "LPUSH l foo"), read(1),
+	}},
+	{"CLIENT UNBLOCK of a RESP3 client", []blockStep{
+		{c: 1, cmd: "HELLO 3", skip: true}, block(1, "BLPOP l 0"), do(0, "CLIENT UNBLOCK $1"), read(1),
+		block(1, "BRPOPLPUSH l m 0"), do(0, "CLIENT UNBLOCK $1 TIMEOUT"), read(1),
+	}},
+	{"an unblocked client is not served", []blockStep{
+		block(1, "BLPOP l 0"), block(2, "BLPOP l 0"), do(0, "CLIENT UNBLOCK $1"), do(0, "RPUSH l x"),
+		read(1), read(2), do(0, "LLEN l"),
+	}},
+	{"timeouts", []blockStep{
+		block(1, "BLMOVE a b LEFT LEFT 0.05"), read(1), block(1, "BRPOPLPUSH a b 0.05"), read(1),
+		block(1, "BLPOP a 0.05"), read(1), block(1, "BZMPOP 0.05 1 z MIN"), read(1),
+		{c: 1, cmd: "HELLO 3", skip: true}, block(1, "BLMOVE a b LEFT LEFT 0.05"), read(1),
+		block(1, "BZPOPMAX z 0.05"), read(1),
+	}},
+	{"inside a transaction, no blocking", []blockStep{
+		do(1, "MULTI"), do(1, "BLMOVE a b LEFT LEFT 0"), do(1, "BRPOPLPUSH a b 0"), do(1, "BLPOP a 0"),
+		do(1, "BZMPOP 0 1 z MIN"), do(1, "EXEC"),
+	}},
 	{"a write to a key nobody waits on serves nobody", []blockStep{
 		block(1, "BLPOP k 0"), do(0, "RPUSH other x"), read(1), do(0, "SET k x"), read(1),
 		do(0, "DEL k"), do(0, "RPUSH k y"), read(1),
@@ -133,6 +166,17 @@ func TestBlockedClientsServedAsRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withIDs returns cmd's arguments, $N replaced by ids[N].
+func withIDs(cmd string, ids []string) []string {
+	args := redistest.Args(cmd)
+	for i, a := range args {
+		if n, err := strconv.Atoi(strings.TrimPrefix(a, "$")); err == nil && strings.HasPrefix(a, "$") && n < len(ids) {
+			args[i] = ids[n]
+		}
+	}
+	return args
 }
 
 // blockCaseClients is how many clients a case has.
@@ -176,7 +220,7 @@ func runBlockCaseRedis(t *testing.T, addr string, tc blockCase) []string {
 		c := conns[st.c]
 		switch {
 		case st.block:
-			if err := c.Send(redistest.Command(redistest.Args(st.cmd)...)); err != nil {
+			if err := c.Send(redistest.Command(withIDs(st.cmd, ids)...)); err != nil {
 				t.Fatal(err)
 			}
 			// On to the next step once redis-server has it blocked.
@@ -188,7 +232,7 @@ func runBlockCaseRedis(t *testing.T, addr string, tc blockCase) []string {
 				return strings.Contains(string(l), " flags=b ")
 			})
 		case st.read:
-			c.Timeout = 300 * time.Millisecond
+			c.Timeout = readWait
 			r, err := c.Read(1)
 			var ne net.Error
 			switch {
@@ -201,7 +245,7 @@ func runBlockCaseRedis(t *testing.T, addr string, tc blockCase) []string {
 			}
 			c.Timeout = 5 * time.Second
 		default:
-			r, err := c.Do(redistest.Args(st.cmd)...)
+			r, err := c.Do(withIDs(st.cmd, ids)...)
 			if err != nil {
 				t.Fatalf("step %d %s: %v", i, st.cmd, err)
 			}
@@ -217,33 +261,42 @@ func runBlockCasePsp(t *testing.T, tc blockCase) []string {
 	t.Helper()
 	s := openTest(t, Config{Workers: 2})
 	callers := make([]*caller, blockCaseClients(tc))
+	ids := make([]string, len(callers))
 	for i := range callers {
 		c := newCaller(s, i%2)
 		c.conn = s.NewConn(uint64(100+i), netip.MustParseAddrPort("127.0.0.1:1")).(*Conn)
 		callers[i] = c
+		ids[i] = strconv.Itoa(100 + i)
 	}
 	parked := make([]bool, len(callers))
+	parkedAt := make([]time.Time, len(callers))
 	out := make([]string, len(tc.steps))
 	for i, st := range tc.steps {
 		c := callers[st.c]
 		switch {
 		case st.block:
-			if r := c.do(redistest.Args(st.cmd)...); r != "<parked>" {
+			if r := c.do(withIDs(st.cmd, ids)...); r != "<parked>" {
 				t.Fatalf("step %d %s: %q, want it parked", i, st.cmd, r)
 			}
-			parked[st.c] = true
+			parked[st.c], parkedAt[st.c] = true, time.Now()
 		case st.read:
 			out[i] = "<blocked>"
+			limit := c.r.parkAfter
+			if parked[st.c] && !s.Unpark(&c.b) && limit > 0 && limit <= readWait {
+				// Its time limit passes before redis-server's read
+				// gives up: the dispatcher runs it again then.
+				time.Sleep(time.Until(parkedAt[st.c].Add(limit)))
+			}
 			if !parked[st.c] {
 				out[i] = "<answered already>"
-			} else if s.Unpark(&c.b) {
+			} else if s.Unpark(&c.b) || (limit > 0 && time.Since(parkedAt[st.c]) >= limit) {
 				if r := c.resume(); r != "<parked>" {
 					out[i] = r
 					parked[st.c] = false
 				}
 			}
 		default:
-			out[i] = c.do(redistest.Args(st.cmd)...)
+			out[i] = c.do(withIDs(st.cmd, ids)...)
 		}
 	}
 	return out
