@@ -162,14 +162,18 @@ func (r *blockRegistry) closed(cn *Conn) {
 
 // readyKeys is a worker's keys written by the command it runs that
 // blocked clients wait on, in the order written: copied into one buffer,
-// both kept from one command to the next.
+// both kept from one command to the next. A key is listed once among
+// those not yet served (from next on): written again after its clients
+// were served (a BLMOVE chain pushing back to it), it is listed again,
+// as redis-server's signalKeyAsReady lists it again.
 type readyKeys struct {
 	buf  []byte
 	ends []int
+	next int
 }
 
 func (k *readyKeys) add(key []byte) {
-	for i := range k.ends {
+	for i := k.next; i < len(k.ends); i++ {
 		if string(k.key(i)) == string(key) {
 			return
 		}
@@ -186,7 +190,7 @@ func (k *readyKeys) key(i int) []byte {
 	return k.buf[start:k.ends[i]]
 }
 
-func (k *readyKeys) reset() { k.buf, k.ends = k.buf[:0], k.ends[:0] }
+func (k *readyKeys) reset() { k.buf, k.ends, k.next = k.buf[:0], k.ends[:0], 0 }
 
 // ParkEpoch implements app.Parker.
 func (s *Server) ParkEpoch() uint64 { return s.blocked.epoch.Load() }
@@ -230,6 +234,7 @@ func (c *ctx) signalWrites() {
 func (s *Server) serveReady(w *worker) {
 	for i := 0; i < len(w.ready.ends); i++ {
 		key := w.ready.key(i)
+		w.ready.next = i + 1
 		w.waiters = s.blocked.waitersOf(key, w.waiters[:0])
 		for _, cn := range w.waiters {
 			if !s.serveBlocked(w, cn, key) && !s.holds(key) {

@@ -71,6 +71,10 @@ var blockCases = []blockCase{
 		do(0, "RPUSH list1 foo"), do(0, "LRANGE list1 0 -1"), do(0, "LRANGE list2 0 -1"),
 		read(1), read(2),
 	}},
+	{"a key served again once a BLMOVE chain pushes back to it", []blockStep{
+		block(1, "BLMOVE l1 l2 RIGHT LEFT 0"), block(2, "BLMOVE l2 l1 LEFT RIGHT 0"), block(3, "BLPOP l1 0"),
+		do(0, "RPUSH l1 foo"), do(0, "LRANGE l1 0 -1"), do(0, "LRANGE l2 0 -1"), read(1), read(2), read(3),
+	}},
 	{"self-referential BRPOPLPUSH, then a BLPOP behind it", []blockStep{
 		block(1, "BRPOPLPUSH blist blist 0"), block(2, "BLPOP blist 0"), do(0, "RPUSH blist foo"),
 		do(0, "LRANGE blist 0 -1"), read(1), read(2),
