@@ -448,14 +448,15 @@ func cmdLmove(c *ctx) {
 
 // lmove moves an element from argv[1] to argv[2] and answers it, or
 // answers the error that stops it; moved is false, with nothing answered,
-// when the source is absent.
+// when the source is absent (or, for a client blocked already, not a
+// list).
 func (c *ctx) lmove(fromFront, toFront bool) (moved bool) {
 	src, dst := c.argv[1], c.argv[2]
 	c.lockKeys(c.argv[1:3], true)
 	defer c.unlockKeys(true)
 	ssh, _ := c.shardFor(src)
 	se := c.s.db.lookupWrite(ssh, src, &c.clk)
-	if se == nil {
+	if se == nil || (c.waiting && se.kind != kindList) {
 		return false
 	}
 	if c.wrongType(se, kindList) {
@@ -538,7 +539,8 @@ func cmdLmpop(c *ctx) {
 }
 
 // lmpop pops up to count elements of the first of keys holding a list
-// and answers them with its name, or answers the error that stops it;
+// and answers them with its name, or answers the error that stops it (for
+// a client blocked already, a key of another type is passed over);
 // popped is false, with nothing answered, when no key holds a list.
 func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
@@ -549,7 +551,11 @@ func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 		if e == nil {
 			continue
 		}
-		if c.wrongType(e, kindList) {
+		if e.kind != kindList {
+			if c.waiting {
+				continue
+			}
+			c.o.writeString(errWrongType)
 			return true
 		}
 		l := e.obj.(*list)

@@ -31,7 +31,7 @@ func commandRunners() map[string]func(*ctx) {
 		"hello": cmdHello, "auth": cmdAuth, "reset": cmdReset, "time": cmdTime,
 		"client|id": cmdClientID, "client|setname": cmdClientSetname,
 		"client|getname": cmdClientGetname, "client|setinfo": cmdClientSetinfo,
-		"client|info": cmdClientInfo, "client|list": cmdClientList, "client|help": cmdClientHelp,
+		"client|info": cmdClientInfo, "client|list": cmdClientList, "client|help": cmdClientHelp, "client|unblock": cmdClientUnblock,
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
 		"info": cmdInfo, "config|get": cmdConfigGet, "config|set": cmdConfigSet,
@@ -417,6 +417,7 @@ func cmdClientHelp(c *ctx) {
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
 		"SETINFO <option> <value>", "    Set LIB-NAME or LIB-VER of the current connection.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 		"HELP", "    Print this help.",
 	})
 }

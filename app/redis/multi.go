@@ -187,6 +187,9 @@ func cmdExec(c *ctx) {
 		c.w.stats.commands.Add(1)
 		s.call(&sub, cmd)
 	}
+	// The clients blocked on keys the transaction wrote are served on
+	// what it left, before any other command runs.
+	s.serveReady(c.w)
 }
 
 // holdWorkers waits until every worker but w is between two requests,

@@ -88,12 +88,19 @@ type Conn struct {
 	peerClosed atomic.Bool
 
 	// Blocking (blocking.go): the keys a parked command waits on (under
-	// the server's blockRegistry.mu), whether one was written since it
-	// last looked, and its deadline (unix ms, 0: none; read and set by
-	// the one command of the connection that runs at a time).
+	// the server's blockRegistry.mu), whether it should run again, and
+	// its deadline (unix ms, 0: none; read and set by the one command of
+	// the connection that runs at a time). blockMu is held by its
+	// blocking command while it looks and registers, and by a write
+	// serving it; under it, what it waits to do and the answer a write
+	// kept for it.
 	blockKeys     []string
 	blockReady    atomic.Bool
 	blockDeadline int64
+	blockMu       sync.Mutex
+	blockOp       blockOp
+	blockAnswer   []byte
+	blockAnswered bool
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool

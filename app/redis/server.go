@@ -87,6 +87,15 @@ type worker struct {
 	rng   *rand.Rand
 	last  lastCommand // run's
 	stats workerStats
+	// Serving blocked clients (blocking.go): the keys written that they
+	// wait on, one key's clients, and the context, reply and arguments
+	// of their pops.
+	ready      readyKeys
+	waiters    []*Conn
+	serve      ctx
+	serveOut   out
+	serveReply keptReply
+	moveArgv   [3][]byte
 }
 
 // workerStats are a worker's counters (read by INFO from any worker).
