@@ -87,7 +87,9 @@ type shard struct {
 	m        map[string]*entry
 	order    []slot // by (hash, key)
 	volatile int    // entries with an expire
-	_        [64]byte
+	// watched: the connections watching keys of the shard (watch.go).
+	watched map[string][]*watch
+	_       [64]byte
 }
 
 func newStore() *store {
@@ -156,7 +158,7 @@ func (s *store) reapRange(sh *shard, from, to uint64, pat glob, clk *cmdClock) {
 	})
 	for i < len(sh.order) && (to == 0 || sh.order[i].hash < to) {
 		if e := sh.order[i].e; !e.live(clk) && pat.match(stringBytes(e.key)) {
-			s.remove(sh, e) // sh.order[i] is the next key now
+			s.expire(sh, e) // sh.order[i] is the next key now
 			continue
 		}
 		i++
@@ -171,7 +173,7 @@ func (s *store) lookupWrite(sh *shard, key []byte, clk *cmdClock) *entry {
 		return nil
 	}
 	if !e.live(clk) {
-		s.remove(sh, e)
+		s.expire(sh, e)
 		return nil
 	}
 	return e
@@ -298,6 +300,7 @@ func (s *store) unlockAll() {
 func (s *store) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
+		sh.flushWatched()
 		for _, o := range sh.order {
 			s.used.Add(-o.e.size)
 			s.keyBytes.Add(-int64(len(o.key)))
@@ -336,7 +339,7 @@ func (s *store) expireSome(from, n int, clk *cmdClock) int {
 		sh.mu.Lock()
 		for j := 0; j < len(sh.order); {
 			if e := sh.order[j].e; !e.live(clk) {
-				s.remove(sh, e)
+				s.expire(sh, e)
 				deleted++
 				continue
 			}
