@@ -83,13 +83,14 @@ type store struct {
 }
 
 type shard struct {
-	mu       sync.RWMutex
-	m        map[string]*entry
+	mu sync.RWMutex
+	m  map[string]*entry
+	// watched: the connections watching keys of the shard (watch.go),
+	// next to the lock a write takes, which reads it.
+	watched  map[string][]*watch
 	order    []slot // by (hash, key)
 	volatile int    // entries with an expire
-	// watched: the connections watching keys of the shard (watch.go).
-	watched map[string][]*watch
-	_       [64]byte
+	_        [56]byte
 }
 
 func newStore() *store {
