@@ -78,6 +78,7 @@ func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 		} else {
 			c.s.db.resize(e, e.size-elemSize(v))
 		}
+		sh.modified(k)
 		return true
 	}
 	return false
@@ -165,6 +166,7 @@ func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 		z.remove(m)
 		c.s.db.resize(e, e.size-zmemberSize(m))
 		c.dropIfEmpty(sh, e, z)
+		sh.modified(k)
 		return true
 	}
 	return false

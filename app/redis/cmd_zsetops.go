@@ -390,6 +390,7 @@ func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 			c.o.double(s)
 		}
 		c.dropIfEmpty(sh, e, z)
+		sh.modified(k)
 		return true
 	}
 	return false

@@ -78,6 +78,15 @@
 // command not executed, try again later", in its turn on its connection:
 // clients raise it for that command and keep the connection.
 //
+// # Transactions
+//
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH are redis-server's (multi.go,
+// watch.go): EXEC runs its queue while every other worker is held
+// between two requests, and answers the null array, running nothing,
+// when a key the connection WATCHed was modified since (where
+// redis-server signals a modified key: a write that changes nothing does
+// not count), flushed, or expired.
+//
 // # Blocking
 //
 // A blocking command (BLPOP, BZPOPMIN, BLMOVE, ...) none of whose keys
@@ -89,7 +98,7 @@
 // # Not Redis
 //
 // One database (SELECT 0 only, as redis-server with databases 1); no
-// WATCH, scripts (EVAL, FCALL), pub/sub, streams,
+// scripts (EVAL, FCALL), pub/sub, streams,
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. No eviction policy other than noeviction.

@@ -104,14 +104,23 @@ type Conn struct {
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool
+
+	// WATCH (watch.go): the keys the connection watches (under
+	// watchMu), and whether one was modified since (redis-server's
+	// CLIENT_DIRTY_CAS).
+	watchMu  sync.Mutex
+	watches  []*watch
+	casDirty atomic.Bool
 }
 
 // ConnClosed is called by the dataplane once the connection is closed
 // (a request of it may still be running): the commands a transaction
-// left queued are no longer counted.
+// left queued are no longer counted, and its watched keys are
+// forgotten.
 func (c *Conn) ConnClosed() {
 	c.closed.Store(true)
 	c.releaseQueued()
+	c.unwatch()
 	c.srv.blocked.closed(c)
 	c.srv.connsClosed.Add(1)
 	c.srv.conns.Delete(c.id)
