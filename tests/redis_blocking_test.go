@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +178,116 @@ func TestRedisBlockingCommands(t *testing.T) {
 	if v, err := c.LRange(ctx, "left", 0, -1).Result(); err != nil || fmt.Sprint(v) != "[kept]" {
 		t.Errorf("LRANGE left after its blocked client left: %v %v, want [kept]", v, err)
 	}
+}
+
+// TestRedisBlockedClientsExactlyOnce: under concurrent load through psp
+// serve --app redis, every element pushed reaches exactly one consumer
+// through a chain of blocked clients: producers push (plain RPUSH and
+// MULTI/EXEC transactions) to q, movers blocked in BLMOVE q q2 hand each
+// element on, consumers blocked in BLPOP q2 take it, while another client
+// unblocks blocked clients with CLIENT UNBLOCK ... ERROR (the element then
+// stays for the next one).
+func TestRedisBlockedClientsExactlyOnce(t *testing.T) {
+	_, addr := startRedisServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32, ReadTimeout: 10 * time.Second})
+	defer c.Close()
+	const producers, per = 4, 600
+	const unblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, 16)
+	got := make(chan string, producers*per)
+	loop := func(what string, pop func() (string, error), keep bool) {
+		defer wg.Done()
+		for !stop.Load() {
+			v, err := pop()
+			switch {
+			case err == nil:
+				if keep {
+					got <- v
+				}
+			case errors.Is(err, redis.Nil) || err.Error() == unblocked || stop.Load():
+			default:
+				errc <- fmt.Errorf("%s: %w", what, err)
+				return
+			}
+		}
+	}
+	for range 3 {
+		wg.Add(2)
+		go loop("BLMOVE", func() (string, error) {
+			return c.BLMove(ctx, "q", "q2", "LEFT", "RIGHT", time.Second).Result()
+		}, false)
+		go loop("BLPOP", func() (string, error) {
+			v, err := c.BLPop(ctx, time.Second, "q2").Result()
+			if err != nil {
+				return "", err
+			}
+			return v[1], nil
+		}, true)
+	}
+	var unblocks atomic.Int64
+	base, err := c.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			for id := base - 8; id < base+40; id++ {
+				if n, _ := c.Do(ctx, "CLIENT", "UNBLOCK", id, "ERROR").Int(); n == 1 {
+					unblocks.Add(1)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var pwg sync.WaitGroup
+	for p := range producers {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for i := 0; i < per; i += 3 {
+				vals := []any{fmt.Sprint(p, ":", i), fmt.Sprint(p, ":", i+1), fmt.Sprint(p, ":", i+2)}
+				var err error
+				if p%2 == 0 {
+					err = c.RPush(ctx, "q", vals...).Err()
+				} else {
+					_, err = c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+						for _, v := range vals {
+							tx.RPush(ctx, "q", v)
+						}
+						return nil
+					})
+				}
+				if err != nil {
+					errc <- fmt.Errorf("producer %d: %w", p, err)
+					return
+				}
+			}
+		}()
+	}
+	pwg.Wait()
+	seen := make(map[string]bool)
+	for len(seen) < producers*per {
+		select {
+		case v := <-got:
+			if seen[v] {
+				t.Fatalf("%s received twice", v)
+			}
+			seen[v] = true
+		case err := <-errc:
+			t.Fatal(err)
+		case <-ctx.Done():
+			l1, _ := c.LLen(context.Background(), "q").Result()
+			l2, _ := c.LLen(context.Background(), "q2").Result()
+			t.Fatalf("received %d of %d (q holds %d, q2 %d)", len(seen), producers*per, l1, l2)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d elements, each received once; %d clients unblocked meanwhile", len(seen), unblocks.Load())
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 // TestRedisGoRedis: go-redis, the most used Go client, against psp serve
 // --app redis, in RESP3 (its default: its handshake is HELLO 3) and in
 // RESP2: every command family through its typed API, pipelines,
-// transactions (TxPipeline), the SCAN iterator, its nil and error
-// replies, and a pool of connections used from several goroutines at
-// once.
+// transactions (TxPipeline, and Watch retried from four goroutines), the
+// SCAN iterator, its nil and error replies, and a pool of connections
+// used from several goroutines at once.
 func TestRedisGoRedis(t *testing.T) {
 	for _, proto := range []int{3, 2} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) { goRedisAgainst(t, proto) })
@@ -110,6 +111,64 @@ func goRedisAgainst(t *testing.T, proto int) {
 	if _, err := tx.Exec(ctx); err != nil || a.Val() != 1 || b.Val() != 2 {
 		t.Errorf("TxPipeline: %v %d %d", err, a.Val(), b.Val())
 	}
+
+	// WATCH: Client.Watch runs its function on a connection watching
+	// the keys; a transaction it runs fails with TxFailedErr when
+	// another client modified one of them meanwhile.
+	must("SET", c.Set(ctx, "w", "1", 0).Err())
+	err := c.Watch(ctx, func(tx *redis.Tx) error {
+		if err := c.Set(ctx, "w", "2", 0).Err(); err != nil { // another connection of the pool
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "w", "3", 0)
+			return nil
+		})
+		return err
+	}, "w")
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Errorf("Watch with the key modified: %v, want TxFailedErr", err)
+	}
+	if v, err := c.Get(ctx, "w").Result(); err != nil || v != "2" {
+		t.Errorf("after a failed transaction: %q %v, want the other client's 2", v, err)
+	}
+	// Optimistic locking from several goroutines: go-redis's own
+	// example, an increment that reads the value, writes it back in a
+	// transaction and tries again on TxFailedErr. None is lost.
+	var retries atomic.Int64
+	var wgw sync.WaitGroup
+	for g := range 4 {
+		wgw.Go(func() {
+			for i := range 100 {
+				for try := 0; ; try++ {
+					err := c.Watch(ctx, func(tx *redis.Tx) error {
+						n, err := tx.Get(ctx, "watched").Int()
+						if err != nil && !errors.Is(err, redis.Nil) {
+							return err
+						}
+						_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.Set(ctx, "watched", n+1, 0)
+							return nil
+						})
+						return err
+					}, "watched")
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, redis.TxFailedErr) || try > 10000 {
+						t.Errorf("goroutine %d, increment %d: %v after %d tries", g, i, err, try)
+						return
+					}
+					retries.Add(1)
+				}
+			}
+		})
+	}
+	wgw.Wait()
+	if n, err := c.Get(ctx, "watched").Int(); err != nil || n != 400 {
+		t.Errorf("watched counter %d %v, want 400", n, err)
+	}
+	t.Logf("400 increments through Watch, %d transactions failed and tried again", retries.Load())
 
 	// The SCAN iterator sees every key once.
 	for i := range 300 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +103,7 @@ func TestRedisClients(t *testing.T) {
 func TestRedisConformanceThroughServe(t *testing.T) {
 	real := redistest.StartRedis(t)
 	_, addr := startRedisServer(t)
-	for _, c := range redistest.Cases {
+	for _, c := range slices.Concat(redistest.Cases, redistest.TwoClientCases) {
 		t.Run(c.Name, func(t *testing.T) { redistest.Compare(t, real, addr, c) })
 	}
 }

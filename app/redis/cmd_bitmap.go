@@ -37,10 +37,12 @@ func cmdSetbit(c *ctx) {
 		return
 	}
 	byteAt := int(offset >> 3)
+	grown := e == nil // or longer: the key is modified whatever the bit
 	if e == nil {
 		e = c.s.db.add(sh, key, h, kindString)
 	}
 	if n := byteAt + 1; n > len(e.str) {
+		grown = true
 		// Grown as redis-server's sdsgrowzero grows it, with room to
 		// spare (counted: stringSize counts the capacity), so that bits
 		// set one after the other do not copy the string each time.
@@ -55,6 +57,9 @@ func cmdSetbit(c *ctx) {
 		e.str[byteAt] |= mask
 	} else {
 		e.str[byteAt] &^= mask
+	}
+	if grown || old != (on == 1) {
+		sh.modified(key)
 	}
 	if old {
 		c.o.writeString(cone)

@@ -45,12 +45,12 @@ func cmdBpop(c *ctx) {
 	if !ok {
 		return
 	}
-	keys := c.argv[1:last]
-	c.block(keys, timeout, true, func() bool { return c.bpop(keys, front) })
+	c.block(c.argv[1:last], timeout, blockOp{kind: blockPop, front: front})
 }
 
 // bpop pops one element of the first of keys holding a list and answers
-// [key, element], or answers WRONGTYPE; popped is false, with nothing
+// [key, element], or answers WRONGTYPE (for a client blocked already, a
+// key of another type is passed over); popped is false, with nothing
 // answered, when no key holds a list.
 func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 	c.lockKeys(keys, true)
@@ -61,7 +61,11 @@ func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 		if e == nil {
 			continue
 		}
-		if c.wrongType(e, kindList) {
+		if e.kind != kindList {
+			if c.waiting {
+				continue
+			}
+			c.o.writeString(errWrongType)
 			return true
 		}
 		l := e.obj.(*list)
@@ -74,6 +78,7 @@ func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 		} else {
 			c.s.db.resize(e, e.size-elemSize(v))
 		}
+		sh.modified(k)
 		return true
 	}
 	return false
@@ -98,7 +103,7 @@ func cmdBlmove(c *ctx) {
 	if !ok {
 		return
 	}
-	c.block(c.argv[1:2], timeout, false, func() bool { return c.lmove(fromFront, toFront) })
+	c.block(c.argv[1:2], timeout, blockOp{kind: blockMove, front: fromFront, toFront: toFront, dst: c.argv[2]})
 }
 
 // cmdBlmpop answers BLMPOP as LMPOP (its timeout is checked after the
@@ -112,7 +117,7 @@ func cmdBlmpop(c *ctx) {
 	if !ok {
 		return
 	}
-	c.block(keys, timeout, true, func() bool { return c.lmpop(keys, !right, count) })
+	c.block(keys, timeout, blockOp{kind: blockMpop, front: !right, count: count})
 }
 
 // cmdBzpop answers BZPOPMIN and BZPOPMAX: the first of the keys holding
@@ -125,10 +130,13 @@ func cmdBzpop(c *ctx) {
 	if !ok {
 		return
 	}
-	keys := c.argv[1:last]
-	c.block(keys, timeout, true, func() bool { return c.bzpop(keys, max) })
+	c.block(c.argv[1:last], timeout, blockOp{kind: blockZpop, max: max})
 }
 
+// bzpop pops the lowest (highest) member of the first of keys holding a
+// sorted set and answers [key, member, score], or answers WRONGTYPE (for
+// a client blocked already, a key of another type is passed over);
+// popped is false, with nothing answered, when no key holds a sorted set.
 func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
@@ -138,7 +146,11 @@ func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 		if e == nil {
 			continue
 		}
-		if c.wrongType(e, kindZSet) {
+		if e.kind != kindZSet {
+			if c.waiting {
+				continue
+			}
+			c.o.writeString(errWrongType)
 			return true
 		}
 		z := e.obj.(*zsetObj)
@@ -154,6 +166,7 @@ func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 		z.remove(m)
 		c.s.db.resize(e, e.size-zmemberSize(m))
 		c.dropIfEmpty(sh, e, z)
+		sh.modified(k)
 		return true
 	}
 	return false
@@ -169,5 +182,5 @@ func cmdBzmpop(c *ctx) {
 	if !ok {
 		return
 	}
-	c.block(keys, timeout, true, func() bool { return c.zmpop(keys, max, count) })
+	c.block(keys, timeout, blockOp{kind: blockZmpop, max: max, count: count})
 }

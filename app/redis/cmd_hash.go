@@ -56,6 +56,7 @@ func cmdHset(c *ctx) {
 			created++
 		}
 	}
+	sh.modified(c.argv[1])
 	if c.cmd.name == "hset" {
 		c.o.integer(int64(created))
 	} else {
@@ -74,6 +75,7 @@ func cmdHsetnx(c *ctx) {
 		return
 	}
 	c.hsetField(e, hv, c.argv[2], c.argv[3])
+	sh.modified(c.argv[1])
 	c.o.writeString(cone)
 }
 
@@ -130,6 +132,9 @@ func cmdHdel(c *ctx) {
 			c.s.db.remove(sh, e)
 			break
 		}
+	}
+	if deleted > 0 {
+		sh.modified(c.argv[1])
 	}
 	c.o.integer(int64(deleted))
 }
@@ -224,6 +229,7 @@ func cmdHincrby(c *ctx) {
 	}
 	var b [20]byte
 	c.hsetField(e, hv, c.argv[2], strconv.AppendInt(b[:0], v, 10))
+	sh.modified(c.argv[1])
 	c.o.integer(v)
 }
 
@@ -261,6 +267,7 @@ func cmdHincrbyfloat(c *ctx) {
 	}
 	s := []byte(formatLongDouble(sum))
 	c.hsetField(e, hv, c.argv[2], s)
+	sh.modified(c.argv[1])
 	c.o.bulk(s)
 }
 

@@ -141,6 +141,7 @@ func cmdDel(c *ctx) {
 		sh, _ := c.shardFor(k)
 		if e := c.s.db.lookupWrite(sh, k, &c.clk); e != nil {
 			c.s.db.remove(sh, e)
+			sh.modified(k)
 			n++
 		}
 	}
@@ -240,6 +241,7 @@ func cmdExpire(c *ctx) {
 	} else {
 		sh.setExpire(e, when)
 	}
+	sh.modified(c.argv[1])
 	c.o.writeString(cone)
 }
 
@@ -269,6 +271,7 @@ func cmdPersist(c *ctx) {
 		return
 	}
 	sh.setExpire(e, 0)
+	sh.modified(c.argv[1])
 	c.o.writeString(cone)
 }
 
@@ -310,6 +313,8 @@ func cmdRename(c *ctx) {
 	if expire != 0 {
 		dsh.setExpire(ne, expire)
 	}
+	ssh.modified(src)
+	dsh.modified(dst)
 	if nx {
 		c.o.writeString(cone)
 	} else {
@@ -645,5 +650,6 @@ func cmdCopy(c *ctx) {
 	if e.expire != 0 {
 		dsh.setExpire(ne, e.expire)
 	}
+	dsh.modified(dst)
 	c.o.writeString(cone)
 }

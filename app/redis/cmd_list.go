@@ -36,6 +36,7 @@ func cmdPush(c *ctx) {
 		grow += elemSize(v)
 	}
 	c.s.db.resize(e, e.size+grow)
+	sh.modified(key)
 	c.o.integer(int64(l.len()))
 }
 
@@ -84,9 +85,10 @@ func cmdPop(c *ctx) {
 	}
 	if l.len() == 0 {
 		c.s.db.remove(sh, e)
-		return
+	} else {
+		c.s.db.resize(e, e.size-shrink)
 	}
-	c.s.db.resize(e, e.size-shrink)
+	sh.modified(c.argv[1])
 }
 
 func cmdLlen(c *ctx) {
@@ -180,6 +182,7 @@ func cmdLset(c *ctx) {
 	v := copyBytes(c.argv[3])
 	l.set(at, v)
 	c.s.db.resize(e, e.size-elemSize(old)+elemSize(v))
+	sh.modified(c.argv[1])
 	c.o.ok()
 }
 
@@ -235,6 +238,7 @@ func cmdLrem(c *ctx) {
 		} else {
 			c.s.db.resize(e, e.size-shrink)
 		}
+		sh.modified(c.argv[1])
 	}
 	c.o.integer(removed)
 }
@@ -254,6 +258,7 @@ func cmdLtrim(c *ctx) {
 	start, end, ok = listRange(start, end, n)
 	if !ok {
 		c.s.db.remove(sh, e)
+		sh.modified(c.argv[1])
 		c.o.ok()
 		return
 	}
@@ -265,6 +270,7 @@ func cmdLtrim(c *ctx) {
 	}
 	l.keep(int(start), int(end+1))
 	c.s.db.resize(e, e.size-shrink)
+	sh.modified(c.argv[1])
 	c.o.ok()
 }
 
@@ -298,6 +304,7 @@ func cmdLinsert(c *ctx) {
 		v := copyBytes(c.argv[4])
 		l.insert(i, v)
 		c.s.db.resize(e, e.size+elemSize(v))
+		sh.modified(c.argv[1])
 		c.o.integer(int64(l.len()))
 		return
 	}
@@ -448,14 +455,15 @@ func cmdLmove(c *ctx) {
 
 // lmove moves an element from argv[1] to argv[2] and answers it, or
 // answers the error that stops it; moved is false, with nothing answered,
-// when the source is absent.
+// when the source is absent (or, for a client blocked already, not a
+// list).
 func (c *ctx) lmove(fromFront, toFront bool) (moved bool) {
 	src, dst := c.argv[1], c.argv[2]
 	c.lockKeys(c.argv[1:3], true)
 	defer c.unlockKeys(true)
 	ssh, _ := c.shardFor(src)
 	se := c.s.db.lookupWrite(ssh, src, &c.clk)
-	if se == nil {
+	if se == nil || (c.waiting && se.kind != kindList) {
 		return false
 	}
 	if c.wrongType(se, kindList) {
@@ -474,12 +482,14 @@ func (c *ctx) lmove(fromFront, toFront bool) (moved bool) {
 	}
 	de.obj.(*list).push(toFront, v)
 	c.s.db.resize(de, de.size+elemSize(v))
+	dsh.modified(dst)
 	c.o.bulk(v)
 	if sl.len() == 0 {
 		c.s.db.remove(ssh, se)
 	} else {
 		c.s.db.resize(se, se.size-elemSize(v))
 	}
+	ssh.modified(src)
 	return true
 }
 
@@ -538,7 +548,8 @@ func cmdLmpop(c *ctx) {
 }
 
 // lmpop pops up to count elements of the first of keys holding a list
-// and answers them with its name, or answers the error that stops it;
+// and answers them with its name, or answers the error that stops it (for
+// a client blocked already, a key of another type is passed over);
 // popped is false, with nothing answered, when no key holds a list.
 func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
@@ -549,7 +560,11 @@ func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 		if e == nil {
 			continue
 		}
-		if c.wrongType(e, kindList) {
+		if e.kind != kindList {
+			if c.waiting {
+				continue
+			}
+			c.o.writeString(errWrongType)
 			return true
 		}
 		l := e.obj.(*list)
@@ -568,6 +583,7 @@ func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 		} else {
 			c.s.db.resize(e, e.size-shrink)
 		}
+		sh.modified(k)
 		return true
 	}
 	return false

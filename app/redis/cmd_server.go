@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,7 +31,7 @@ func commandRunners() map[string]func(*ctx) {
 		"hello": cmdHello, "auth": cmdAuth, "reset": cmdReset, "time": cmdTime,
 		"client|id": cmdClientID, "client|setname": cmdClientSetname,
 		"client|getname": cmdClientGetname, "client|setinfo": cmdClientSetinfo,
-		"client|info": cmdClientInfo, "client|help": cmdClientHelp,
+		"client|info": cmdClientInfo, "client|list": cmdClientList, "client|help": cmdClientHelp, "client|unblock": cmdClientUnblock,
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
 		"info": cmdInfo, "config|get": cmdConfigGet, "config|set": cmdConfigSet,
@@ -340,26 +341,82 @@ func cmdClientSetinfo(c *ctx) {
 // cmdClientInfo describes the connection in CLIENT LIST's format, with the
 // fields psp knows.
 func cmdClientInfo(c *ctx) {
-	var line string
-	resp := 2
-	if c.o.resp3 {
+	if c.conn == nil {
+		c.o.verbatim("id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n")
+		return
+	}
+	c.o.verbatim(c.conn.infoLine(c.now()))
+}
+
+// cmdClientList answers CLIENT LIST [TYPE type | ID id ...] as
+// redis-server's clientCommand: a line per open connection, in id order;
+// TYPE pubsub lists the subscribed connections, normal the others, and
+// the replica and master types none (psp has no replication).
+func cmdClientList(c *ctx) {
+	var ids map[uint64]bool
+	typ := "normal"
+	switch {
+	case len(c.argv) == 4 && equalFold(c.argv[2], "type"):
+		typ = strings.ToLower(string(c.argv[3]))
+		switch typ {
+		case "normal", "slave", "replica", "pubsub", "master":
+		default:
+			c.o.err("Unknown client type '" + string(c.argv[3]) + "'")
+			return
+		}
+	case len(c.argv) > 3 && equalFold(c.argv[2], "id"):
+		ids = make(map[uint64]bool)
+		for _, a := range c.argv[3:] {
+			id, ok := string2ll(a)
+			if !ok {
+				c.o.err("Invalid client ID")
+				return
+			}
+			ids[uint64(id)] = true
+		}
+	case len(c.argv) != 2:
+		c.o.writeString(errSyntax)
+		return
+	}
+	all := len(c.argv) == 2
+	var conns []*Conn
+	c.s.conns.Range(func(_, v any) bool {
+		cn := v.(*Conn)
+		subscribed := cn.subs.Load() > 0
+		if all || ids[cn.id] || (typ == "normal" && !subscribed && ids == nil) || (typ == "pubsub" && subscribed) {
+			conns = append(conns, cn)
+		}
+		return true
+	})
+	slices.SortFunc(conns, func(a, b *Conn) int { return cmpUint64(a.id, b.id) })
+	var b strings.Builder
+	for _, cn := range conns {
+		b.WriteString(cn.infoLine(c.now()))
+	}
+	c.o.verbatim(b.String())
+}
+
+// infoLine is the connection's line of CLIENT INFO and CLIENT LIST, in
+// redis-server's fields; what psp does not track (file descriptor, buffers,
+// idle time) reads 0.
+func (cn *Conn) infoLine(now int64) string {
+	resp, cmd := 2, "NULL"
+	if cn.resp3.Load() {
 		resp = 3
 	}
-	if cn := c.conn; cn != nil {
-		flags, subs, psubs := "N", 0, 0
-		if cn.subs.Load() > 0 { // a subscriber: flag P, and its subscriptions
-			c.s.pubsub.mu.RLock()
-			flags, subs, psubs = "P", len(cn.subChannels), len(cn.subPatterns)
-			c.s.pubsub.mu.RUnlock()
-		}
-		cn.mu.Lock()
-		line = fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=%d psub=%d ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-			cn.id, cn.peer, cn.name, (c.now()-cn.created)/1000, flags, subs, psubs, resp, cn.libName, cn.libVer)
-		cn.mu.Unlock()
-	} else {
-		line = "id=0 addr= laddr= fd=0 name= age=0 idle=0 flags=N db=0 cmd=client|info user=default resp=2\n"
+	if last := cn.lastCmd.Load(); last != nil {
+		cmd = last.fullname
 	}
-	c.o.verbatim(line)
+	flags, subs, psubs := "N", 0, 0
+	if cn.subs.Load() > 0 { // a subscriber: flag P, and its subscriptions
+		cn.srv.pubsub.mu.RLock()
+		flags, subs, psubs = "P", len(cn.subChannels), len(cn.subPatterns)
+		cn.srv.pubsub.mu.RUnlock()
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return fmt.Sprintf("id=%d addr=%s laddr= fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=%d psub=%d ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		cn.id, cn.peer, cn.name, (now-cn.created)/1000, flags, subs, psubs, cmd, resp, cn.libName, cn.libVer)
 }
 
 func writeHelp(c *ctx, lines []string) {
@@ -375,8 +432,11 @@ func cmdClientHelp(c *ctx) {
 		"GETNAME", "    Return the name of the current connection.",
 		"ID", "    Return the ID of the current connection.",
 		"INFO", "    Return information about the current client connection.",
+		"LIST [options ...]", "    Return information about client connections. Options:",
+		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
 		"SETINFO <option> <value>", "    Set LIB-NAME or LIB-VER of the current connection.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 		"HELP", "    Print this help.",
 	})
 }

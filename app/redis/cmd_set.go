@@ -46,6 +46,9 @@ func cmdSadd(c *ctx) {
 		}
 	}
 	c.s.db.resize(e, e.size+grow)
+	if added > 0 {
+		sh.modified(key)
+	}
 	c.o.integer(int64(added))
 }
 
@@ -66,6 +69,9 @@ func cmdSrem(c *ctx) {
 				break
 			}
 		}
+	}
+	if deleted > 0 {
+		sh.modified(c.argv[1])
 	}
 	c.o.integer(int64(deleted))
 }
@@ -147,6 +153,7 @@ func cmdSpop(c *ctx) {
 		c.o.shared(emptySet)
 		return
 	}
+	defer sh.modified(c.argv[1])
 	if !hasCount {
 		i := c.w.rng.IntN(s.card())
 		c.writeMember(s, i)
@@ -457,17 +464,22 @@ func cmdSinterstore(c *ctx) {
 // it when res is empty, and answers res's size.
 func (c *ctx) storeSet(dst []byte, res *setObj) {
 	sh, h := c.shardFor(dst)
-	if old := c.s.db.lookupWrite(sh, dst, &c.clk); old != nil {
+	old := c.s.db.lookupWrite(sh, dst, &c.clk)
+	if old != nil {
 		c.s.db.remove(sh, old)
 	}
 	n := res.card()
 	if n == 0 {
+		if old != nil {
+			sh.modified(dst)
+		}
 		c.o.writeString(czero)
 		return
 	}
 	e := c.s.db.add(sh, dst, h, kindSet)
 	e.obj = res
 	c.s.db.resize(e, e.size+res.size())
+	sh.modified(dst)
 	c.o.integer(int64(n))
 }
 
@@ -614,8 +626,10 @@ func cmdSmove(c *ctx) {
 		de = c.s.db.add(dsh, dst, dh, kindSet)
 		de.obj = newSetObj()
 	}
+	ssh.modified(src)
 	if de.obj.(*setObj).add(m) {
 		c.s.db.resize(de, de.size+memberSize(m))
+		dsh.modified(dst)
 	}
 	c.o.writeString(cone)
 }

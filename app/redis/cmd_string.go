@@ -160,6 +160,7 @@ func (c *ctx) set(flags int, key, val []byte, expArg int, okReply, abortReply st
 	if expArg > 0 {
 		sh.setExpire(e, when)
 	}
+	sh.modified(key)
 	if flags&setGet == 0 {
 		c.o.writeString(okReply)
 	}
@@ -189,6 +190,7 @@ func cmdGetdel(c *ctx) {
 	default:
 		c.o.bulk(e.str)
 		c.s.db.remove(sh, e)
+		sh.modified(c.argv[1])
 	}
 }
 
@@ -214,9 +216,12 @@ func cmdGetex(c *ctx) {
 		c.s.db.remove(sh, e)
 	case expArg > 0:
 		sh.setExpire(e, when)
-	case flags&setPersist != 0:
+	case flags&setPersist != 0 && e.expire != 0:
 		sh.setExpire(e, 0)
+	default:
+		return
 	}
+	sh.modified(c.argv[1])
 }
 
 // cmdMget reads every key with their shards read-locked together: it
@@ -267,6 +272,7 @@ func cmdMset(c *ctx) {
 		k := c.argv[i]
 		sh, h := c.shardFor(k)
 		c.setString(sh, h, c.s.db.lookupWrite(sh, k, &c.clk), k, c.argv[i+1], false)
+		sh.modified(k)
 	}
 	if nx {
 		c.o.writeString(cone)
@@ -292,6 +298,7 @@ func cmdAppend(c *ctx) {
 	defer sh.mu.Unlock()
 	if e == nil {
 		e = c.setString(sh, h, nil, key, val, false)
+		sh.modified(key)
 		c.o.integer(int64(len(e.str)))
 		return
 	}
@@ -300,6 +307,7 @@ func cmdAppend(c *ctx) {
 	}
 	e.str = append(e.str, val...)
 	c.s.db.resize(e, stringSize(key, e.str))
+	sh.modified(key)
 	c.o.integer(int64(len(e.str)))
 }
 
@@ -357,6 +365,7 @@ func cmdIncr(c *ctx) {
 	}
 	e.str = strconv.AppendInt(e.str[:0], v, 10)
 	c.s.db.resize(e, stringSize(key, e.str))
+	sh.modified(key)
 	c.o.integer(v)
 }
 
@@ -391,6 +400,7 @@ func cmdIncrbyfloat(c *ctx) {
 	}
 	s := formatLongDouble(sum)
 	e = c.setString(sh, h, e, key, []byte(s), true)
+	sh.modified(key)
 	c.o.bulk(e.str)
 }
 
@@ -473,6 +483,7 @@ func cmdSetrange(c *ctx) {
 	}
 	copy(e.str[offset:], val)
 	c.s.db.resize(e, stringSize(key, e.str))
+	sh.modified(key)
 	c.o.integer(int64(len(e.str)))
 }
 

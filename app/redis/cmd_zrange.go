@@ -264,10 +264,14 @@ func (c *ctx) countLookup(e *entry) {
 // answers z's size.
 func (c *ctx) storeZset(key []byte, z *zsetObj) {
 	sh, h := c.shardFor(key)
-	if old := c.s.db.lookupWrite(sh, key, &c.clk); old != nil {
+	old := c.s.db.lookupWrite(sh, key, &c.clk)
+	if old != nil {
 		c.s.db.remove(sh, old)
 	}
 	if z == nil || z.card() == 0 {
+		if old != nil {
+			sh.modified(key)
+		}
 		c.o.writeString(czero)
 		return
 	}
@@ -278,6 +282,7 @@ func (c *ctx) storeZset(key []byte, z *zsetObj) {
 		size += zmemberSize(x.member)
 	}
 	c.s.db.resize(e, size)
+	sh.modified(key)
 	c.o.integer(int64(z.card()))
 }
 
@@ -367,5 +372,8 @@ func cmdZremrange(c *ctx) {
 		x = next
 	}
 	c.dropIfEmpty(sh, e, z)
+	if deleted > 0 {
+		sh.modified(c.argv[1])
+	}
 	c.o.integer(deleted)
 }

@@ -122,6 +122,9 @@ options:
 			processed++
 		}
 		c.dropIfEmpty(sh, e, z)
+		if added+updated > 0 {
+			sh.modified(key)
+		}
 	}
 	if incr {
 		if processed > 0 {
@@ -163,6 +166,9 @@ func cmdZrem(c *ctx) {
 			c.s.db.remove(sh, e)
 			break
 		}
+	}
+	if deleted > 0 {
+		sh.modified(c.argv[1])
 	}
 	c.o.integer(int64(deleted))
 }
@@ -282,6 +288,7 @@ func cmdZpop(c *ctx) {
 		c.o.double(s)
 	}
 	c.dropIfEmpty(sh, e, z)
+	sh.modified(c.argv[1])
 }
 
 // cmdZscan returns the whole sorted set in one call (see scanWhole), its

@@ -354,7 +354,8 @@ func cmdZmpop(c *ctx) {
 
 // zmpop pops up to count members of the first of keys holding a sorted
 // set and answers them with its name, or answers the error that stops
-// it; popped is false, with nothing answered, when no key holds one.
+// it (for a client blocked already, a key of another type is passed
+// over); popped is false, with nothing answered, when no key holds one.
 func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
@@ -364,7 +365,11 @@ func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 		if e == nil {
 			continue
 		}
-		if c.wrongType(e, kindZSet) {
+		if e.kind != kindZSet {
+			if c.waiting {
+				continue
+			}
+			c.o.writeString(errWrongType)
 			return true
 		}
 		z := e.obj.(*zsetObj)
@@ -385,6 +390,7 @@ func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 			c.o.double(s)
 		}
 		c.dropIfEmpty(sh, e, z)
+		sh.modified(k)
 		return true
 	}
 	return false

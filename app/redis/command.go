@@ -26,6 +26,11 @@ type ctx struct {
 	// resumed: the command's request was parked and runs again
 	// (nic.Resumed); parked: the command parked it (blocking.go).
 	resumed, parked bool
+	// waiting: the command's client is blocked already (resumed, or
+	// served by a write): its pop passes over keys of another type.
+	// delivered: it sent the answer a write kept for it, having written
+	// nothing itself.
+	waiting, delivered bool
 }
 
 // cmdClock is a command's time, unix ms, read from the server's clock
@@ -217,12 +222,21 @@ func (c *ctx) reject(cmd *command, msg string) {
 // call runs a checked command.
 func (s *Server) call(c *ctx, cmd *command) {
 	c.cmd = cmd
+	if c.conn != nil {
+		c.conn.lastCmd.Store(cmd)
+	}
 	cmd.run(c)
 	if c.reap {
 		s.reapExpired(c)
 	}
-	if cmd.flags&flagWrite != 0 && !c.parked && s.blocked.n.Load() > 0 {
+	if cmd.flags&flagWrite != 0 && !c.parked && !c.delivered && s.blocked.n.Load() > 0 {
 		c.signalWrites()
+	}
+	if !c.inExec && len(c.w.ready.ends) > 0 {
+		// Before the command's reply leaves, as redis-server serves
+		// blocked clients after each command (EXEC: after the whole
+		// transaction).
+		s.serveReady(c.w)
 	}
 }
 

@@ -3,6 +3,7 @@ package redis
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,13 +16,13 @@ import (
 func TestConformanceWithRedis(t *testing.T) {
 	real := redistest.StartRedis(t)
 	psp := serveTest(t, openTest(t, Config{}))
-	for _, c := range redistest.Cases {
+	for _, c := range slices.Concat(redistest.Cases, redistest.TwoClientCases) {
 		t.Run(c.Name, func(t *testing.T) {
 			redistest.Compare(t, real, psp, c)
 		})
 	}
 	// Every sequence again after HELLO 3: every reply in RESP3.
-	for _, c := range redistest.Cases {
+	for _, c := range slices.Concat(redistest.Cases, redistest.TwoClientCases) {
 		if c.RESP3 {
 			continue
 		}

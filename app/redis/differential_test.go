@@ -57,21 +57,37 @@ func diffEnv(t *testing.T, name string, def int) int {
 // well-formed and malformed, each sent to redis-server and to psp after
 // FLUSHALL; a mismatch is reported with the shortest sequence found that
 // still shows it.
-func TestDifferentialRandom(t *testing.T) { diffRandom(t, false, 300) }
+func TestDifferentialRandom(t *testing.T) { diffRandom(t, false, false, 300) }
 
 // TestDifferentialRandomRESP3 is TestDifferentialRandom on connections
 // that sent HELLO 3 first: every reply in RESP3.
-func TestDifferentialRandomRESP3(t *testing.T) { diffRandom(t, true, 200) }
+func TestDifferentialRandomRESP3(t *testing.T) { diffRandom(t, true, false, 200) }
 
-func diffRandom(t *testing.T, resp3 bool, defSeqs int) {
+// TestDifferentialWatch is TestDifferentialRandom with a second
+// connection to each server that watches every key before each command
+// and sends MULTI, PING and EXEC after it: EXEC's reply, the null array or
+// PONG's, says whether the command modified a key as redis-server counts
+// it (where it calls signalModifiedKey, and the deletion of an expired
+// key).
+func TestDifferentialWatch(t *testing.T) { diffRandom(t, false, true, 150) }
+
+func diffRandom(t *testing.T, resp3, watch bool, defSeqs int) {
 	seqs := diffEnv(t, "PSP_REDIS_DIFF_SEQS", defSeqs)
 	n := diffEnv(t, "PSP_REDIS_DIFF_LEN", 30)
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
 	keys := diffEnv(t, "PSP_REDIS_DIFF_KEYS", 6)
-	d := newDiffPair(t, redistest.StartRedis(t), diffPSP(t))
+	real, psp := redistest.StartRedis(t), diffPSP(t)
+	d := newDiffPair(t, real, psp)
 	if resp3 {
 		d.hello3()
+	}
+	if watch {
+		d.watchKeys = []string{"WATCH", ""} // key() is now and then ""
+		for i := range keys {
+			d.watchKeys = append(d.watchKeys, "k"+strconv.Itoa(i))
+		}
+		d.watcher = newDiffPair(t, real, psp)
 	}
 	fails, cmds := 0, 0
 	for i := 0; i < seqs && fails < maxFails; i++ {
@@ -79,6 +95,12 @@ func diffRandom(t *testing.T, resp3 bool, defSeqs int) {
 		seq := make([][]string, n)
 		for j := range seq {
 			seq[j] = g.command()
+			if watch && j > 0 && g.chance(0.3) {
+				// The same command again: the second often changes
+				// nothing (SADD of members there, DEL of a key gone),
+				// which must not fail a watcher's EXEC.
+				seq[j] = slices.Clone(seq[j-1])
+			}
 		}
 		at, msg := d.run(seq)
 		cmds += n
@@ -109,6 +131,10 @@ type diffPair struct {
 	// lingering: keys SET with an EXAT or PXAT of this sequence, which
 	// may be expired and not yet deleted (see check's DBSIZE).
 	lingering map[string]bool
+	// watcher, when not nil, sends watchKeys (WATCH and every key)
+	// before each command, and MULTI, PING, EXEC after it.
+	watcher   *diffPair
+	watchKeys []string
 }
 
 func newDiffPair(t *testing.T, real, psp string) *diffPair {
@@ -211,11 +237,23 @@ func (d *diffPair) run(seq [][]string) (int, string) {
 		if d.lexUndefined(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == diffInline })) {
 			continue
 		}
+		if d.watcher != nil {
+			if r, p := d.watcher.do(d.watchKeys); !bytes.Equal(r, p) {
+				return i, fmt.Sprintf("WATCH: psp %q, redis-server %q", p, r)
+			}
+		}
 		if args[0] == diffInline {
 			args = args[1:]
 			real, psp = d.doInline(args)
 		} else {
 			real, psp = d.do(args)
+		}
+		if d.watcher != nil {
+			d.watcher.do([]string{"MULTI"})
+			d.watcher.do([]string{"PING"})
+			if r, p := d.watcher.do([]string{"EXEC"}); !bytes.Equal(r, p) {
+				return i, fmt.Sprintf("%q: EXEC of a client watching every key: psp %q, redis-server %q", args, p, r)
+			}
 		}
 		if strings.EqualFold(args[0], "set") && len(args) > 1 && slices.ContainsFunc(args, func(a string) bool {
 			return strings.EqualFold(a, "exat") || strings.EqualFold(a, "pxat")

@@ -15,7 +15,7 @@
 // 7.0.15's for the commands served (conformance tests send the same
 // sequences to both, see package redistest): connection (PING, ECHO,
 // SELECT 0, QUIT, HELLO 2 and 3, AUTH, RESET, CLIENT ID, SETNAME, GETNAME,
-// SETINFO and INFO, COMMAND with COUNT, INFO, DOCS and LIST, INFO, CONFIG
+// SETINFO, INFO and LIST, COMMAND with COUNT, INFO, DOCS and LIST, INFO, CONFIG
 // GET, DBSIZE, FLUSHDB, FLUSHALL, TIME); keys (DEL, UNLINK, EXISTS, TOUCH,
 // TYPE, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST, RENAME,
 // RENAMENX, KEYS, SCAN, RANDOMKEY); strings (GET, SET with its options,
@@ -78,6 +78,15 @@
 // command not executed, try again later", in its turn on its connection:
 // clients raise it for that command and keep the connection.
 //
+// # Transactions
+//
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH are redis-server's (multi.go,
+// watch.go): EXEC runs its queue while every other worker is held
+// between two requests, and answers the null array, running nothing,
+// when a key the connection WATCHed was modified since (where
+// redis-server signals a modified key: a write that changes nothing does
+// not count), flushed, or expired.
+//
 // # Blocking
 //
 // A blocking command (BLPOP, BZPOPMIN, BLMOVE, ...) none of whose keys
@@ -100,11 +109,11 @@
 // # Not Redis
 //
 // One database (SELECT 0 only, as redis-server with databases 1); no
-// WATCH, scripts (EVAL, FCALL), sharded pub/sub (SSUBSCRIBE), streams,
+// scripts (EVAL, FCALL), sharded pub/sub (SSUBSCRIBE), streams,
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. No eviction policy other than noeviction.
-// CLIENT LIST, KILL and the other CLIENT
+// CLIENT KILL and the other CLIENT
 // subcommands are unknown. INFO reports psp's own figures in redis-server's
 // format. Arguments are bounded by the dataplane's longest request (and
 // Config.MaxBulk, 512 MB by default): a longer one is refused as soon as

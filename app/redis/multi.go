@@ -9,8 +9,9 @@ package redis
 // in between. The framer keeps a transaction's commands in order: from a
 // MULTI to its EXEC, none is read-only, so none runs beside another of its
 // connection (Conn.Frame); a lock guards the state anyway, for a client
-// that goes on after an EXEC shed under overload. WATCH is refused: psp
-// keeps no key versions.
+// that goes on after an EXEC shed under overload. WATCH (watch.go) makes
+// EXEC answer the null array and run nothing when a watched key was
+// modified.
 //
 // Queued arguments are copies, counted in the dataset's size (maxmemory)
 // until EXEC, DISCARD or the connection's end frees them: past
@@ -64,7 +65,7 @@ func (c *ctx) enqueue(cmd *command) {
 	c.conn.multiMu.Lock()
 	defer c.conn.multiMu.Unlock()
 	m := &c.conn.multi
-	if m.dirty {
+	if m.dirty || c.conn.casDirty.Load() {
 		// An aborted transaction keeps nothing (redis-server's
 		// queueMultiCommand): EXEC discards it anyway.
 		c.o.writeString("+QUEUED\r\n")
@@ -115,11 +116,12 @@ func (cn *Conn) endTransaction() multiState {
 	return m
 }
 
-// discardTransaction ends the connection's transaction and frees its
-// queue.
+// discardTransaction ends the connection's transaction, frees its
+// queue and forgets its watched keys (redis-server's discardTransaction).
 func (cn *Conn) discardTransaction() {
 	cn.endTransaction()
 	cn.releaseQueued()
+	cn.unwatch()
 }
 
 // releaseQueued takes the queued commands' size out of the dataset's.
@@ -152,19 +154,9 @@ func cmdDiscard(c *ctx) {
 	c.o.ok()
 }
 
-// cmdUnwatch: psp watches no keys, so there is nothing to forget.
-func cmdUnwatch(c *ctx) { c.o.ok() }
-
-func cmdWatch(c *ctx) {
-	if on, _ := c.conn.transaction(); on {
-		c.o.err("WATCH inside MULTI is not allowed")
-		return
-	}
-	c.o.err("WATCH is not supported: psp keeps no key versions (MULTI and EXEC are)")
-}
-
 // cmdExec runs the queued commands, every other worker held between two
-// requests meanwhile, and answers their replies in one array.
+// requests meanwhile, and answers their replies in one array; or answers
+// the null array and runs nothing when a watched key was modified.
 func cmdExec(c *ctx) {
 	if on, _ := c.conn.transaction(); !on {
 		c.o.err("EXEC without MULTI")
@@ -173,12 +165,22 @@ func cmdExec(c *ctx) {
 	m := c.conn.endTransaction()
 	defer c.conn.releaseQueued()
 	if m.dirty {
+		c.conn.unwatch()
 		c.o.writeString("-EXECABORT Transaction discarded because of previous errors.\r\n")
 		return
 	}
 	s := c.s
 	s.holdWorkers(c.w)
 	defer s.releaseWorkers(c.w)
+	// Every other worker is between two requests: the writes that ran
+	// before have marked the connection, and none runs until the
+	// transaction is done.
+	failed := c.conn.watchFailed(&c.clk)
+	c.conn.unwatch()
+	if failed {
+		c.o.nullArray()
+		return
+	}
 	c.o.arrayLen(len(m.queue))
 	for _, argv := range m.queue {
 		// Each was found and checked as it was queued.
@@ -187,6 +189,9 @@ func cmdExec(c *ctx) {
 		c.w.stats.commands.Add(1)
 		s.call(&sub, cmd)
 	}
+	// The clients blocked on keys the transaction wrote are served on
+	// what it left, before any other command runs.
+	s.serveReady(c.w)
 }
 
 // holdWorkers waits until every worker but w is between two requests,

@@ -45,7 +45,9 @@ var (
 // connection; id is the connection's CLIENT ID.
 func (s *Server) NewConn(id uint64, peer netip.AddrPort) nic.Framer {
 	s.connsOpened.Add(1)
-	return &Conn{srv: s, id: id, peer: peer, created: s.clock()}
+	c := &Conn{srv: s, id: id, peer: peer, created: s.clock()}
+	s.conns.Store(id, c)
+	return c
 }
 
 // TooManyConns implements nic.Protocol: redis-server's answer to a
@@ -67,6 +69,8 @@ type Conn struct {
 	// resp3: the connection speaks RESP3 (HELLO 3, until HELLO 2 or
 	// RESET).
 	resp3 atomic.Bool
+	// lastCmd is the command it ran last (CLIENT LIST's cmd=).
+	lastCmd atomic.Pointer[command]
 
 	mu      sync.Mutex
 	name    string
@@ -84,9 +88,12 @@ type Conn struct {
 	peerClosed atomic.Bool
 
 	// Blocking (blocking.go): the keys a parked command waits on (under
-	// the server's blockRegistry.mu), whether one was written since it
-	// last looked, and its deadline (unix ms, 0: none; read and set by
-	// the one command of the connection that runs at a time).
+	// the server's blockRegistry.mu), whether it should run again, and
+	// its deadline (unix ms, 0: none; read and set by the one command of
+	// the connection that runs at a time). blockMu is held by its
+	// blocking command while it looks and registers, and by a write
+	// serving it; under it, what it waits to do and the answer a write
+	// kept for it.
 	blockKeys     []string
 	blockReady    atomic.Bool
 	blockDeadline int64
@@ -98,20 +105,34 @@ type Conn struct {
 	subChannels map[string]struct{}
 	subPatterns []string
 	subs        atomic.Int64
+	blockMu       sync.Mutex
+	blockOp       blockOp
+	blockAnswer   []byte
+	blockAnswered bool
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool
+
+	// WATCH (watch.go): the keys the connection watches (under
+	// watchMu), and whether one was modified since (redis-server's
+	// CLIENT_DIRTY_CAS).
+	watchMu  sync.Mutex
+	watches  []*watch
+	casDirty atomic.Bool
 }
 
 // ConnClosed is called by the dataplane once the connection is closed
 // (a request of it may still be running): the commands a transaction
-// left queued are no longer counted.
+// left queued are no longer counted, and its watched keys are
+// forgotten.
 func (c *Conn) ConnClosed() {
 	c.closed.Store(true)
 	c.releaseQueued()
+	c.unwatch()
 	c.srv.blocked.closed(c)
 	c.srv.pubsub.leave(c)
 	c.srv.connsClosed.Add(1)
+	c.srv.conns.Delete(c.id)
 }
 
 // PeerClosed is called by the dataplane when the client has sent its

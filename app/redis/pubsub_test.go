@@ -65,6 +65,12 @@ func TestPublishFormatsPerProtocol(t *testing.T) {
 	if r := pub.do("CLIENT", "INFO"); !strings.Contains(r, " flags=N db=0 sub=0 psub=0 ") {
 		t.Errorf("CLIENT INFO of a publisher: %q", r)
 	}
+	if r := pub.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Count(r, "flags=P") != 2 || strings.Contains(r, fmt.Sprintf("id=%d ", pub.conn.id)) {
+		t.Errorf("CLIENT LIST TYPE pubsub: %q, want the two subscribers", r)
+	}
+	if r := pub.do("CLIENT", "LIST", "TYPE", "normal"); strings.Contains(r, "flags=P") || !strings.Contains(r, fmt.Sprintf("id=%d ", pub.conn.id)) {
+		t.Errorf("CLIENT LIST TYPE normal: %q, want the publisher alone", r)
+	}
 	if r := pub.do("PUBLISH", "ch", "hi"); r != ":2\r\n" {
 		t.Fatalf("PUBLISH: %q", r)
 	}

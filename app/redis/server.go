@@ -56,6 +56,7 @@ type Server struct {
 
 	connsOpened atomic.Uint64
 	connsClosed atomic.Uint64
+	conns       sync.Map // id -> *Conn, the open connections (CLIENT LIST)
 	expired     atomic.Int64
 	// statsBase is where INFO's Stats section counts from: the counters
 	// as CONFIG RESETSTAT found them (the monitoring counters, Counters,
@@ -89,6 +90,15 @@ type worker struct {
 	// pubBufs: PUBLISH's message, in RESP2 and in RESP3.
 	pubBufs [2][]byte
 	stats   workerStats
+	// Serving blocked clients (blocking.go): the keys written that they
+	// wait on, one key's clients, and the context, reply and arguments
+	// of their pops.
+	ready      readyKeys
+	waiters    []*Conn
+	serve      ctx
+	serveOut   out
+	serveReply keptReply
+	moveArgv   [3][]byte
 }
 
 // workerStats are a worker's counters (read by INFO from any worker).

@@ -83,11 +83,14 @@ type store struct {
 }
 
 type shard struct {
-	mu       sync.RWMutex
-	m        map[string]*entry
+	mu sync.RWMutex
+	m  map[string]*entry
+	// watched: the connections watching keys of the shard (watch.go),
+	// next to the lock a write takes, which reads it.
+	watched  map[string][]*watch
 	order    []slot // by (hash, key)
 	volatile int    // entries with an expire
-	_        [64]byte
+	_        [56]byte
 }
 
 func newStore() *store {
@@ -156,7 +159,7 @@ func (s *store) reapRange(sh *shard, from, to uint64, pat glob, clk *cmdClock) {
 	})
 	for i < len(sh.order) && (to == 0 || sh.order[i].hash < to) {
 		if e := sh.order[i].e; !e.live(clk) && pat.match(stringBytes(e.key)) {
-			s.remove(sh, e) // sh.order[i] is the next key now
+			s.expire(sh, e) // sh.order[i] is the next key now
 			continue
 		}
 		i++
@@ -171,7 +174,7 @@ func (s *store) lookupWrite(sh *shard, key []byte, clk *cmdClock) *entry {
 		return nil
 	}
 	if !e.live(clk) {
-		s.remove(sh, e)
+		s.expire(sh, e)
 		return nil
 	}
 	return e
@@ -298,6 +301,7 @@ func (s *store) unlockAll() {
 func (s *store) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
+		sh.flushWatched()
 		for _, o := range sh.order {
 			s.used.Add(-o.e.size)
 			s.keyBytes.Add(-int64(len(o.key)))
@@ -336,7 +340,7 @@ func (s *store) expireSome(from, n int, clk *cmdClock) int {
 		sh.mu.Lock()
 		for j := 0; j < len(sh.order); {
 			if e := sh.order[j].e; !e.live(clk) {
-				s.remove(sh, e)
+				s.expire(sh, e)
 				deleted++
 				continue
 			}

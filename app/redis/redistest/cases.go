@@ -60,7 +60,9 @@ var Cases = []Case{
 		"HELLO 2 AUTH bob pw", "CLIENT", "CLIENT SETNAME", "CLIENT SETNAME \"a b\"",
 		"CLIENT GETNAME", "CLIENT SETNAME myname", "CLIENT GETNAME", "CLIENT SETNAME \"\"",
 		"CLIENT GETNAME", "CLIENT NOSUCH", "CLIENT ID x", "AUTH pw", "AUTH bob pw", "AUTH default pw",
-		"AUTH a b c",
+		"AUTH a b c", "CLIENT LIST TYPE pubsub", "CLIENT LIST TYPE master", "CLIENT LIST TYPE nosuch",
+		"CLIENT LIST ID x", "CLIENT LIST ID 99999 x", "CLIENT LIST ID 99999", "CLIENT LIST nosuch",
+		"CLIENT LIST TYPE", "CLIENT LIST TYPE normal extra",
 	}},
 	// A name with a NUL inside ("GET\0x") is left out: redis-server
 	// hashes the whole name but compares it with strcasecmp, which stops at
@@ -104,7 +106,7 @@ var Cases = []Case{
 		"SET k v", "MEMORY", "MEMORY USAGE", "MEMORY USAGE nokey", "MEMORY USAGE k SAMPLES", "MEMORY USAGE k SAMPLES x",
 		"MEMORY USAGE k SAMPLES -1", "MEMORY USAGE k foo 1", "MEMORY USAGE nokey SAMPLES 0 SAMPLES 3", "MEMORY NOSUCH",
 	}},
-	// Transactions (WATCH is refused: psp keeps no key versions).
+	// Transactions (WATCH: TwoClientCases).
 	{Name: "transactions", Commands: []string{
 		"EXEC", "DISCARD", "UNWATCH", "MULTI", "SET a 1", "INCR a", "GET a", "LPUSH a x", "EXEC", "EXEC",
 		"MULTI", "MULTI", "SET a", "NOSUCH", "INCR a", "EXEC", "GET a", "MULTI", "UNWATCH", "DISCARD",
@@ -507,6 +509,115 @@ var Cases = []Case{
 		"PUBSUB NUMSUB b", "PUBSUB NUMPAT", "PUBSUB CHANNELS", "PUBSUB CHANNELS x", "PUBSUB HELP",
 		"PUBSUB", "PUBSUB NOSUCH", "PUBSUB NUMPAT x", "PUBSUB CHANNELS a b", "PUBLISH a",
 	}},
+}
+
+// TwoClientCases are conformance sequences over two connections (see
+// Case.Commands): WATCH, and what another client's commands do to it.
+var TwoClientCases = []Case{
+	{Name: "watch", Commands: []string{
+		"WATCH", "UNWATCH", "WATCH x{t} y{t} z{t}", "WATCH k{t}", "MULTI", "PING", "EXEC",
+		// Modified by another client, then by the same one.
+		"SET x 30", "WATCH x", Other + "SET x 40", "MULTI", "PING", "EXEC", "GET x",
+		"SET x 30", "WATCH a b x k z", "SET x 40", "MULTI", "PING", "EXEC",
+		"WATCH x x x", Other + "INCR x", "MULTI", "INCR x", "EXEC", "GET x",
+		// A failed EXEC runs nothing; a transaction refused while
+		// queued answers EXECABORT, as it does first.
+		"WATCH x", Other + "SET x 1", "MULTI", "SET x 2", "INCR x", "EXEC", "GET x",
+		"WATCH x", Other + "SET x 1", "MULTI", "SET x 2", "NOSUCH", "EXEC", "GET x",
+		// After EXEC, failed or not, the key is no longer watched.
+		"SET x 30", "WATCH x", "MULTI", "PING", "EXEC", Other + "SET x 40", "MULTI", "PING", "EXEC",
+		"SET x 30", "WATCH x", "SET x 40", "MULTI", "PING", "EXEC", "SET x 40", "MULTI", "PING", "EXEC",
+		// EXEC without MULTI keeps the watches.
+		"WATCH x", "EXEC", Other + "SET x 1", "MULTI", "PING", "EXEC",
+		// UNWATCH, DISCARD and RESET forget them, and the dirty flag.
+		"SET x 30", "WATCH x", "SET x 40", "UNWATCH", "MULTI", "PING", "EXEC",
+		"WATCH x", "SET x 10", "MULTI", "DISCARD", "MULTI", "INCR x", "EXEC",
+		"WATCH x", "SET x 10", "MULTI", "DISCARD", "SET x 10", "MULTI", "INCR x", "EXEC",
+		"WATCH x", "RESET", Other + "SET x 1", "MULTI", "PING", "EXEC",
+		// WATCH inside MULTI is refused and leaves the transaction be;
+		// WATCH once a watched key was modified watches nothing more.
+		"MULTI", "WATCH x", "SET y 1", "EXEC", "WATCH x", "SET x 2", "WATCH y", "UNWATCH",
+		"WATCH x", "SET x 3", "WATCH y", "MULTI", "PING", "EXEC",
+		// Watching a key modifies nothing.
+		"WATCH nokey", Other + "WATCH nokey", Other + "MULTI", Other + "PING", Other + "EXEC", "EXISTS nokey", "UNWATCH",
+	}},
+	{Name: "watch and FLUSHALL", Commands: []string{
+		"SET x 30", "WATCH x", Other + "FLUSHALL", "MULTI", "PING", "EXEC",
+		"DEL x", "WATCH x", Other + "FLUSHALL", "MULTI", "PING", "EXEC",
+		"SET x 30", "WATCH x", Other + "FLUSHDB", "MULTI", "PING", "EXEC",
+		"DEL x", "WATCH x", Other + "FLUSHDB ASYNC", "MULTI", "PING", "EXEC",
+		"SET x 30", "WATCH y x", "FLUSHALL", "MULTI", "PING", "EXEC",
+	}},
+	// Expiry: a watched key that expires fails EXEC, whether or not it
+	// was deleted meanwhile; one already expired when watched does not,
+	// deleted or not.
+	{Name: "watch and expiry", Commands: []string{
+		"SET x 1 PX 50", "WATCH x", Pause + "100", "MULTI", "INCR x", "EXEC", "GET x",
+		"SET x 1", "PEXPIRE x 50", "WATCH x", Pause + "100", "EXISTS x", "MULTI", "PING", "EXEC",
+		"SET x foo PX 1", Pause + "5", "WATCH x", "MULTI", "PING", "EXEC",
+		"SET x foo PX 1", Pause + "5", "WATCH x", "EXISTS x", "MULTI", "PING", "EXEC",
+		"SET x foo PX 1", Pause + "5", "WATCH x", Other + "FLUSHALL", "MULTI", "PING", "EXEC",
+		"SET x foo PX 1", Pause + "5", "WATCH x", Other + "SET x bar", "MULTI", "PING", "EXEC",
+		"SET x foo", "WATCH x", Other + "EXPIRE x 10", "MULTI", "PING", "EXEC",
+		"SET x foo", "WATCH x", Other + "PEXPIREAT x 1", "MULTI", "PING", "EXEC", "EXISTS x",
+		"SET x foo", "WATCH x", Other + "PERSIST x", "MULTI", "PING", "EXEC",
+		"SET x foo EX 100", "WATCH x", Other + "PERSIST x", "MULTI", "PING", "EXEC",
+		"SET x foo EX 100", "WATCH x", Other + "EXPIRE x 200 NX", "MULTI", "PING", "EXEC",
+		"SET x foo EX 100", "WATCH x", Other + "GETEX x", "MULTI", "PING", "EXEC",
+		"SET x foo EX 100", "WATCH x", Other + "GETEX x PERSIST", "MULTI", "PING", "EXEC",
+		"SET x foo", "WATCH x", Other + "GETEX x PERSIST", "MULTI", "PING", "EXEC",
+		"SET x foo", "WATCH x", Other + "GETEX x EX 100", "MULTI", "PING", "EXEC",
+		"SET x foo", "WATCH x", Other + "GETEX x EXAT 1", "MULTI", "PING", "EXEC", "EXISTS x",
+	}},
+	// Each write command, modifying its key or not as redis-server
+	// counts it (its signalModifiedKey calls).
+	{Name: "watch each write command", Commands: watchTouches(
+		"SET s v", "SET n 10", "RPUSH l a b c", "HSET h f v", "SADD set a b", "SADD t a", "ZADD z 1 a 2 b",
+		"s", "SET s v", "s", "SET s v NX", "n", "SET s v XX", "s", "SETNX s v", "x", "SETNX x v", "s", "GETSET s w",
+		"s", "MSET s 1 x 2", "x", "MSETNX x 1 s 2", "y", "MSETNX x 1 y 2", "s", "GETDEL s", "x", "GETDEL x",
+		"s", "APPEND s \"\"", "s", "APPEND s w", "x", "APPEND x w", "n", "INCRBY n 0", "n", "DECR n",
+		"n", "INCRBYFLOAT n 0", "s", "INCR s", "s", "SETRANGE s 0 \"\"", "s", "SETRANGE s 1 z", "x", "SETRANGE x 0 \"\"",
+		"s", "SETBIT s 0 0", "x", "SETBIT x 0 0", "s", "SETEX s 100 v", "s", "PSETEX s 100000 v",
+		"l", "LPUSH l x", "l", "RPUSHX l x", "x", "LPUSHX x a", "l", "LPOP l 0", "l", "RPOP l", "x", "LPOP x",
+		"l", "LSET l 0 a", "l", "LSET l 9 a", "l", "LREM l 0 nosuch", "l", "LREM l 1 b", "l", "LTRIM l 0 -1",
+		"l", "LTRIM l 5 9", "l", "LINSERT l BEFORE nosuch x", "l", "LINSERT l AFTER a x",
+		"l", "LMOVE l x LEFT RIGHT", "x", "LMOVE l x LEFT RIGHT", "l", "LMOVE l l LEFT RIGHT", "x", "LMOVE x l LEFT LEFT",
+		"l", "RPOPLPUSH l l", "l", "LMPOP 2 x l LEFT", "l", "BLPOP l 0",
+		"h", "HSET h f v", "h", "HSETNX h f v", "h", "HSETNX h g v", "h", "HDEL h nosuch", "h", "HDEL h f",
+		"h", "HINCRBY h n 0", "h", "HINCRBYFLOAT h n 0", "h", "HINCRBY h f 1",
+		"set", "SADD set a", "set", "SADD set c", "set", "SREM set nosuch", "set", "SREM set a", "set", "SPOP set 0",
+		"set", "SMOVE set set a", "set", "SMOVE set t nosuch", "t", "SMOVE set t a", "set", "SMOVE set t a",
+		"set", "SMOVE set x b", "t", "SINTERSTORE t set", "x", "SINTERSTORE x nosuch", "t", "SINTERSTORE t nosuch",
+		"t", "SUNIONSTORE t set", "x", "SDIFFSTORE x set set", "t", "SDIFFSTORE t set t",
+		"z", "ZADD z 1 a", "z", "ZADD z 3 a", "z", "ZADD z NX 5 a", "z", "ZADD z XX 1 c", "x", "ZADD x XX 1 c",
+		"z", "ZADD z GT 0 a", "z", "ZINCRBY z 0 a", "z", "ZINCRBY z 1 a", "z", "ZADD z CH 1 a 2 b",
+		"z", "ZREM z nosuch", "z", "ZREM z a", "z", "ZPOPMIN z 0", "z", "ZPOPMAX z", "z", "ZMPOP 1 z MIN",
+		"z", "BZPOPMIN z 0", "z", "ZREMRANGEBYSCORE z 100 200", "z", "ZREMRANGEBYRANK z 0 0",
+		"z", "ZREMRANGEBYLEX z [x [y", "x", "ZRANGESTORE x z 0 -1", "x", "ZRANGESTORE x z 5 9",
+		"z", "ZRANGESTORE z nosuch 0 -1", "x", "ZUNIONSTORE x 1 z", "x", "ZINTERSTORE x 2 z nosuch",
+		"z", "ZDIFFSTORE z 1 z",
+		"s", "DEL s", "x", "DEL x", "s", "UNLINK s x", "s", "EXPIRE s 100", "x", "EXPIRE x 100",
+		"s", "PERSIST s", "s", "RENAME s s", "s", "RENAME s x", "x", "RENAME s x", "x", "RENAMENX s x",
+		"n", "RENAMENX s n", "s", "COPY s x", "x", "COPY s x", "n", "COPY s n", "n", "COPY s n REPLACE",
+		"s", "COPY s x", "l", "TYPE l", "l", "LRANGE l 0 -1", "s", "GET s",
+	)},
+}
+
+// watchTouches returns setup followed, for each pair of a key and a
+// command after it, by the state set up again on a second connection,
+// WATCH key, the command on the second connection, and MULTI, PING,
+// EXEC: EXEC's reply says whether the command modified the key.
+func watchTouches(args ...string) []string {
+	setup := args[:7]
+	var cmds []string
+	for pair := args[7:]; len(pair) >= 2; pair = pair[2:] {
+		cmds = append(cmds, Other+"FLUSHALL")
+		for _, s := range setup {
+			cmds = append(cmds, Other+s)
+		}
+		cmds = append(cmds, "WATCH "+pair[0], Other+pair[1], "MULTI", "PING", "EXEC")
+	}
+	return cmds
 }
 
 // fieldsCommand is cmd followed by n field and value pairs f0 0 f1 1 ...

@@ -18,6 +18,8 @@ def main(host, port):
     r.client_setname("redispy")
     assert r.client_getname() == "redispy"
     assert isinstance(r.client_id(), int)
+    mine = [c for c in r.client_list() if c["id"] == str(r.client_id())]
+    assert len(mine) == 1 and mine[0]["name"] == "redispy", mine
     info = r.info()
     assert info["redis_version"] and "used_memory" in info
     assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
@@ -152,6 +154,50 @@ def main(host, port):
     p.incr("tx").lpush("tx", "x").incr("tx")
     res = p.execute(raise_on_error=False)
     assert res[0] == 3 and isinstance(res[1], redis.ResponseError) and res[2] == 4, res
+
+    # WATCH. redis-py's transaction() watches the keys, calls the function
+    # (whose reads run at once) and runs what it queued after multi() in
+    # MULTI ... EXEC, calling it again when EXEC finds a key modified.
+    other = redis.Redis(host=host, port=int(port), socket_timeout=10)
+    r.set("w", 1)
+    calls = []
+
+    def bump(pipe):
+        calls.append(int(pipe.get("w")))
+        if len(calls) == 1:
+            other.set("w", 100)  # between the WATCH and the EXEC
+        pipe.multi()
+        pipe.set("w", calls[-1] + 1)
+
+    assert r.transaction(bump, "w") == [True]
+    assert calls == [1, 100] and r.get("w") == b"101", (calls, r.get("w"))
+    # pipeline.watch(): WatchError when the key changed, none otherwise.
+    with r.pipeline() as p:
+        p.watch("w", "nokey")
+        other.incr("w")
+        other.delete("nokey")  # deletes nothing: no change
+        p.multi()
+        p.incr("w")
+        try:
+            p.execute()
+            raise AssertionError("WatchError not raised")
+        except redis.WatchError:
+            pass
+    assert r.get("w") == b"102"
+    with r.pipeline() as p:
+        p.watch("w", "nokey")
+        other.delete("nokey")
+        p.multi()
+        p.incr("w")
+        assert p.execute() == [103]
+    with r.pipeline() as p:
+        p.watch("w")
+        other.incr("w")
+        p.unwatch()
+        p.multi()
+        p.incr("w")
+        assert p.execute() == [105]
+    other.close()
 
     r.flushdb()
     assert r.dbsize() == 0

@@ -193,7 +193,10 @@ func (c *Conn) ReadAll() ([]byte, error) {
 type Case struct {
 	Name string
 	// Commands are inline-quoted commands ("SET k v", "SET k \"a b\"")
-	// sent as multibulk requests, one reply each.
+	// sent as multibulk requests, one reply each. In TwoClientCases, a
+	// command after Other is sent on a second connection (opened as the
+	// first, in RESP3 too when the case is), and Pause followed by a
+	// number of milliseconds is a pause.
 	Commands []string
 	// Unordered: replies are arrays of members whose order redis-server
 	// leaves to its hash tables; they are compared sorted.
@@ -304,43 +307,69 @@ func SortedReply(p []byte) []byte {
 	return append(head, bytes.Join(elems, nil)...)
 }
 
+// Other and Pause begin the lines of TwoClientCases' Commands that are
+// sent on the second connection, and that pause (see Case.Commands).
+const (
+	Other = "2> "
+	Pause = "pause "
+)
+
 // Compare sends case c's commands to redis-server at real and to psp at
 // psp, each on a fresh connection after FLUSHALL, and fails the test at
 // each reply that is not byte for byte redis-server's.
 func Compare(t *testing.T, real, psp string, c Case) {
 	t.Helper()
-	var conns [2]*Conn
-	for i, addr := range []string{real, psp} {
+	var conns, others [2]*Conn
+	dial := func(addr string) *Conn {
 		conn, err := Dial(addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		if _, err := conn.Do("FLUSHALL"); err != nil {
-			t.Fatalf("FLUSHALL on %s: %v", addr, err)
-		}
+		t.Cleanup(func() { conn.Close() })
 		if c.RESP3 {
 			if hello, err := conn.Do("HELLO", "3"); err != nil || len(hello) == 0 || hello[0] != '%' {
 				t.Fatalf("HELLO 3 on %s: %q, %v", addr, hello, err)
 			}
 		}
-		conns[i] = conn
+		return conn
 	}
-	for _, cmd := range c.Commands {
-		args := Args(cmd)
-		want, err := conns[0].Do(args...)
-		if err != nil {
-			t.Fatalf("%s: redis-server: %v", cmd, err)
+	for i, addr := range []string{real, psp} {
+		conns[i] = dial(addr)
+		if _, err := conns[i].Do("FLUSHALL"); err != nil {
+			t.Fatalf("FLUSHALL on %s: %v", addr, err)
 		}
-		got, err := conns[1].Do(args...)
+	}
+	for i, line := range c.Commands {
+		if ms, ok := strings.CutPrefix(line, Pause); ok {
+			n, err := strconv.Atoi(ms)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			time.Sleep(time.Duration(n) * time.Millisecond)
+			continue
+		}
+		on, cmd := conns, line
+		if rest, ok := strings.CutPrefix(line, Other); ok {
+			if others[0] == nil {
+				others[0], others[1] = dial(real), dial(psp)
+			}
+			on, cmd = others, rest
+		}
+		args := Args(cmd)
+		want, err := on[0].Do(args...)
 		if err != nil {
-			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", cmd, err, got, want)
+			t.Fatalf("%s: redis-server: %v", line, err)
+		}
+		got, err := on[1].Do(args...)
+		if err != nil {
+			t.Fatalf("%s: psp: %v (got %q, redis-server %q)", line, err, got, want)
 		}
 		if c.Unordered {
 			got, want = SortedReply(got), SortedReply(want)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s:\npsp:          %q\nredis-server: %q", cmd, got, want)
+			t.Errorf("%s (command %d, after %q):\npsp:          %q\nredis-server: %q",
+				line, i, c.Commands[max(i-3, 0):i], got, want)
 		}
 	}
 }
