@@ -101,10 +101,10 @@ type Conn struct {
 	// the channels and patterns the connection listens to (under the
 	// server's pubsubRegistry.mu), and how many (subs, read without the
 	// lock by every command for RESP2's subscribed context).
-	pusher      nic.Pusher
-	subChannels map[string]struct{}
-	subPatterns []string
-	subs        atomic.Int64
+	pusher        nic.Pusher
+	subChannels   map[string]struct{}
+	subPatterns   []string
+	subs          atomic.Int64
 	blockMu       sync.Mutex
 	blockOp       blockOp
 	blockAnswer   []byte
