@@ -97,18 +97,18 @@ type Conn struct {
 	blockKeys     []string
 	blockReady    atomic.Bool
 	blockDeadline int64
-	// Pub/sub (pubsub.go): the dataplane's pusher (nil: it cannot push);
-	// the channels and patterns the connection listens to (under the
-	// server's pubsubRegistry.mu), and how many (subs, read without the
-	// lock by every command for RESP2's subscribed context).
-	pusher        nic.Pusher
-	subChannels   map[string]struct{}
-	subPatterns   []string
-	subs          atomic.Int64
 	blockMu       sync.Mutex
 	blockOp       blockOp
 	blockAnswer   []byte
 	blockAnswered bool
+	// Pub/sub (pubsub.go): the dataplane's pusher (nil: it cannot push);
+	// the channels and patterns the connection listens to (under the
+	// server's pubsubRegistry.mu), and how many (subs, read without the
+	// lock by every command for RESP2's subscribed context).
+	pusher      nic.Pusher
+	subChannels map[string]struct{}
+	subPatterns []string
+	subs        atomic.Int64
 	// framedMulti: the framer cut a MULTI and not yet its EXEC, DISCARD
 	// or RESET (the receive goroutine's alone).
 	framedMulti bool
