@@ -12,9 +12,7 @@ import (
 
 // awaitingType are commands the server runs that the classifier does not
 // type yet (UNKNOWN): new commands, typed together later.
-var awaitingType = map[string]bool{
-	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true, "publish": true, "pubsub": true,
-}
+var awaitingType = map[string]bool{}
 
 // TestClassifierTypes: the typed commands are sorted (the type ids follow
 // their order), each is a command the server runs, and every command of the
