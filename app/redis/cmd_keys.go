@@ -645,6 +645,8 @@ func cmdCopy(c *ctx) {
 		ne.obj = e.obj.(*setObj).clone()
 	case kindZSet:
 		ne.obj = e.obj.(*zsetObj).clone()
+	case kindStream:
+		ne.obj = e.obj.(*streamObj).clone()
 	}
 	c.s.db.resize(ne, size)
 	if e.expire != 0 {

@@ -83,6 +83,8 @@ func commandRunners() map[string]func(*ctx) {
 		"sunion": cmdSunion, "sdiff": cmdSunion, "sunionstore": cmdSunionstore,
 		"sdiffstore": cmdSunionstore, "smove": cmdSmove,
 		// Sorted sets.
+		"xadd": cmdXadd, "xlen": cmdXlen, "xrange": cmdXrange, "xrevrange": cmdXrevrange,
+		"xdel": cmdXdel, "xtrim": cmdXtrim,
 		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
 		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,

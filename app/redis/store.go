@@ -35,6 +35,7 @@ const (
 	kindHash
 	kindSet
 	kindZSet
+	kindStream
 )
 
 // typeName is the name TYPE answers.
@@ -50,6 +51,8 @@ func (k kind) typeName() string {
 		return "set"
 	case kindZSet:
 		return "zset"
+	case kindStream:
+		return "stream"
 	}
 	return "none"
 }
@@ -61,7 +64,7 @@ type entry struct {
 	expire int64 // unix ms; 0: none
 	kind   kind
 	str    []byte // kindString
-	obj    any    // *list, *hashObj, *setObj, *zsetObj
+	obj    any    // *list, *hashObj, *setObj, *zsetObj, *streamObj
 	size   int64  // bytes accounted for the entry
 }
 

@@ -1,0 +1,327 @@
+package redis
+
+import "math"
+
+const errStreamID = "Invalid stream ID specified as stream command argument"
+
+// parseTrimArgs parses XADD's (xadd) and XTRIM's options from argument
+// 2 as redis-server's streamParseAddOrTrimArgsOrReply does. For XADD it
+// also parses the id and returns the position of the id; the reply is
+// written and ok false on an error.
+func (c *ctx) parseTrimArgs(a *trimArgs, xadd bool) (idpos int, id streamID, idGiven, seqGiven, noMk, ok bool) {
+	limitGiven := false
+	argv := c.argv
+	i := 2
+	for ; i < len(argv); i++ {
+		more := len(argv) - 1 - i
+		opt := argv[i]
+		switch {
+		case xadd && len(opt) == 1 && opt[0] == '*':
+		case (equalFold(opt, "maxlen") || equalFold(opt, "minid")) && more > 0:
+			if a.strategy != 0 {
+				c.o.err("syntax error, MAXLEN and MINID options at the same time are not compatible")
+				return
+			}
+			a.approx = false
+			next := argv[i+1]
+			if more >= 2 && len(next) == 1 && (next[0] == '~' || next[0] == '=') {
+				a.approx = next[0] == '~'
+				i++
+			}
+			if equalFold(opt, "maxlen") {
+				v, vok := string2ll(argv[i+1])
+				if !vok {
+					c.o.writeString(errNotInt)
+					return
+				}
+				if v < 0 {
+					c.o.err("The MAXLEN argument must be >= 0.")
+					return
+				}
+				a.maxlen, a.strategy = v, 'l'
+			} else {
+				mid, _, idok := parseStreamID(argv[i+1], 0, true, false)
+				if !idok {
+					c.o.err(errStreamID)
+					return
+				}
+				a.minid, a.strategy = mid, 'm'
+			}
+			i++
+			continue
+		case equalFold(opt, "limit") && more > 0:
+			v, vok := string2ll(argv[i+1])
+			if !vok {
+				c.o.writeString(errNotInt)
+				return
+			}
+			if v < 0 {
+				c.o.err("The LIMIT argument must be >= 0.")
+				return
+			}
+			a.limit, limitGiven = v, true
+			i++
+			continue
+		case xadd && equalFold(opt, "nomkstream"):
+			noMk = true
+			continue
+		case xadd:
+			var idok bool
+			id, seqGiven, idok = parseStreamID(opt, 0, true, true)
+			if !idok {
+				c.o.err(errStreamID)
+				return
+			}
+			idGiven = true
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+		break
+	}
+	if a.limit != 0 && a.strategy == 0 {
+		c.o.err("syntax error, LIMIT cannot be used without specifying a trimming strategy")
+		return
+	}
+	if !xadd && a.strategy == 0 {
+		c.o.err("syntax error, XTRIM must be called with a trimming strategy")
+		return
+	}
+	switch {
+	case limitGiven && !a.approx:
+		c.o.err("syntax error, LIMIT cannot be used without the special ~ option")
+		return
+	case !limitGiven && a.approx:
+		a.limit = 100 * streamNodeMaxEntries
+	case !limitGiven:
+		a.limit = 0
+	}
+	return i, id, idGiven, seqGiven, noMk, true
+}
+
+// cmdXadd is XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT
+// count]] *|id field value [field value ...].
+func cmdXadd(c *ctx) {
+	var a trimArgs
+	idpos, id, idGiven, seqGiven, noMk, ok := c.parseTrimArgs(&a, true)
+	if !ok {
+		return
+	}
+	fieldPos := idpos + 1
+	if n := len(c.argv) - fieldPos; n < 2 || n%2 == 1 {
+		c.o.err("wrong number of arguments for '" + c.cmd.name + "' command")
+		return
+	}
+	if idGiven && seqGiven && id == (streamID{}) {
+		c.o.err("The ID specified in XADD must be greater than 0-0")
+		return
+	}
+	key := c.argv[1]
+	sh, h, e := c.writeEntry(key)
+	defer sh.mu.Unlock()
+	if c.wrongType(e, kindStream) {
+		return
+	}
+	if e == nil {
+		if noMk {
+			c.o.null()
+			return
+		}
+		e = c.s.db.add(sh, key, h, kindStream)
+		e.obj = &streamObj{}
+	}
+	s := e.obj.(*streamObj)
+	if s.lastID == (streamID{math.MaxUint64, math.MaxUint64}) {
+		c.o.err("The stream has exhausted the last possible ID, unable to add more items")
+		return
+	}
+	switch {
+	case !idGiven:
+		now := uint64(c.now())
+		if now > s.lastID.ms {
+			id = streamID{now, 0}
+		} else {
+			id = s.lastID
+			id.incr()
+		}
+	case !seqGiven && s.lastID.ms == id.ms:
+		if s.lastID.seq == math.MaxUint64 {
+			// redis-server's streamAppendItem fails here without setting
+			// errno, and xaddCommand answers its other error.
+			c.o.err("Elements are too large to be stored")
+			return
+		} else {
+			id = streamID{id.ms, s.lastID.seq + 1}
+		}
+	}
+	if id.cmp(s.lastID) <= 0 {
+		c.o.err("The ID specified in XADD is equal or smaller than the target stream top item")
+		return
+	}
+	fv := make([][]byte, len(c.argv)-fieldPos)
+	for i, b := range c.argv[fieldPos:] {
+		fv[i] = copyBytes(b)
+	}
+	ne := s.append(id, fv)
+	grow := ne.nbytes
+	var buf [42]byte
+	c.o.bulk(id.appendTo(buf[:0]))
+	_, freed := s.trim(&a)
+	c.s.db.resize(e, e.size+grow-freed)
+	sh.modified(key)
+}
+
+func cmdXlen(c *ctx) {
+	sh, s, ok := readValue[*streamObj](c, c.argv[1], kindStream, czero)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	c.o.integer(int64(len(s.entries)))
+}
+
+// parseIntervalID parses a bound of XRANGE as redis-server's
+// streamParseIntervalIDOrReply: "(" makes it exclusive.
+func parseIntervalID(p []byte, missingSeq uint64) (id streamID, exclusive, ok bool) {
+	if len(p) > 1 && p[0] == '(' {
+		id, _, ok = parseStreamID(p[1:], missingSeq, true, false)
+		return id, true, ok
+	}
+	id, _, ok = parseStreamID(p, missingSeq, false, false)
+	return id, false, ok
+}
+
+func cmdXrange(c *ctx)    { xrange(c, false) }
+func cmdXrevrange(c *ctx) { xrange(c, true) }
+
+func xrange(c *ctx, rev bool) {
+	startArg, endArg := c.argv[2], c.argv[3]
+	if rev {
+		startArg, endArg = endArg, startArg
+	}
+	start, ex, ok := parseIntervalID(startArg, 0)
+	if !ok {
+		c.o.err(errStreamID)
+		return
+	}
+	if ex && !start.incr() {
+		c.o.err("invalid start ID for the interval")
+		return
+	}
+	end, ex, ok := parseIntervalID(endArg, math.MaxUint64)
+	if !ok {
+		c.o.err(errStreamID)
+		return
+	}
+	if ex && !end.decr() {
+		c.o.err("invalid end ID for the interval")
+		return
+	}
+	count := int64(-1)
+	for j := 4; j < len(c.argv); j++ {
+		if !equalFold(c.argv[j], "count") || j+1 == len(c.argv) {
+			c.o.writeString(errSyntax)
+			return
+		}
+		v, vok := string2ll(c.argv[j+1])
+		if !vok {
+			c.o.writeString(errNotInt)
+			return
+		}
+		count = max(v, 0)
+		j++
+	}
+	sh, s, ok := readValue[*streamObj](c, c.argv[1], kindStream, emptyArray)
+	defer sh.mu.RUnlock()
+	if !ok {
+		return
+	}
+	if count == 0 {
+		c.o.nullArray()
+		return
+	}
+	c.writeRange(s, start, end, count, rev)
+}
+
+// writeRange writes the entries of s from start to end (both included),
+// at most count (<= 0: all), backwards with rev.
+func (c *ctx) writeRange(s *streamObj, start, end streamID, count int64, rev bool) {
+	if start.cmp(end) > 0 {
+		c.o.arrayLen(0)
+		return
+	}
+	lo, _ := s.search(start)
+	hi := lo
+	for hi < len(s.entries) && s.entries[hi].id.cmp(end) <= 0 {
+		hi++
+	}
+	n := hi - lo
+	if count > 0 && int64(n) > count {
+		n = int(count)
+	}
+	c.o.arrayLen(n)
+	for k := range n {
+		i := lo + k
+		if rev {
+			i = hi - 1 - k
+		}
+		c.writeStreamEntry(s.entries[i])
+	}
+}
+
+func (c *ctx) writeStreamEntry(e *streamEntry) {
+	var buf [42]byte
+	c.o.arrayLen(2)
+	c.o.bulk(e.id.appendTo(buf[:0]))
+	c.o.arrayLen(len(e.fv))
+	for _, b := range e.fv {
+		c.o.bulk(b)
+	}
+}
+
+func cmdXdel(c *ctx) {
+	sh, e, ok := c.writeKind(c.argv[1], kindStream, czero)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	ids := make([]streamID, len(c.argv)-2)
+	for j, p := range c.argv[2:] {
+		id, _, idok := parseStreamID(p, 0, true, false)
+		if !idok {
+			c.o.err(errStreamID)
+			return
+		}
+		ids[j] = id
+	}
+	s := e.obj.(*streamObj)
+	deleted := 0
+	for _, id := range ids {
+		if freed := s.del(id); freed != 0 {
+			c.s.db.resize(e, e.size-freed)
+			deleted++
+		}
+	}
+	if deleted > 0 {
+		sh.modified(c.argv[1])
+	}
+	c.o.integer(int64(deleted))
+}
+
+func cmdXtrim(c *ctx) {
+	var a trimArgs
+	if _, _, _, _, _, ok := c.parseTrimArgs(&a, false); !ok {
+		return
+	}
+	sh, e, ok := c.writeKind(c.argv[1], kindStream, czero)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	deleted, freed := e.obj.(*streamObj).trim(&a)
+	if deleted > 0 {
+		c.s.db.resize(e, e.size-freed)
+		sh.modified(c.argv[1])
+	}
+	c.o.integer(deleted)
+}
