@@ -325,3 +325,128 @@ func cmdXtrim(c *ctx) {
 	}
 	c.o.integer(deleted)
 }
+
+// cmdXread is XREAD [COUNT count] [BLOCK ms] STREAMS key... id...: the
+// entries past each id ("$": the stream's last id) of the streams that
+// have some. psp does not block on streams: XREAD BLOCK answers as
+// redis-server when an entry is there, and as redis-server inside EXEC
+// (a null array), but with an error where redis-server would wait.
+func cmdXread(c *ctx) {
+	timeout, count := int64(-1), int64(0)
+	streamsArg := 0
+	argv := c.argv
+	for i := 1; i < len(argv); i++ {
+		more := len(argv) - i - 1
+		o := argv[i]
+		switch {
+		case equalFold(o, "block") && more > 0:
+			i++
+			v, ok := string2ll(argv[i])
+			if !ok {
+				c.o.err("timeout is not an integer or out of range")
+				return
+			}
+			if v < 0 {
+				c.o.err("timeout is negative")
+				return
+			}
+			timeout = v
+			continue
+		case equalFold(o, "count") && more > 0:
+			i++
+			v, ok := string2ll(argv[i])
+			if !ok {
+				c.o.writeString(errNotInt)
+				return
+			}
+			count = max(v, 0)
+			continue
+		case equalFold(o, "streams") && more > 0:
+			streamsArg = i + 1
+			if (len(argv)-streamsArg)%2 != 0 {
+				c.o.err("Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")
+				return
+			}
+		case equalFold(o, "group") && more >= 2:
+			c.o.err("The GROUP option is only supported by XREADGROUP. You called XREAD instead.")
+			return
+		case equalFold(o, "noack"):
+			c.o.err("The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
+			return
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+		break
+	}
+	if streamsArg == 0 {
+		c.o.writeString(errSyntax)
+		return
+	}
+	n := (len(argv) - streamsArg) / 2
+	keys := argv[streamsArg : streamsArg+n]
+	c.lockKeys(keys, false)
+	defer c.unlockKeys(false)
+	ids := make([]streamID, n)
+	streams := make([]*streamObj, n)
+	for j, key := range keys {
+		sh, _ := c.shardFor(key)
+		e := c.lookup(sh, key)
+		if c.wrongType(e, kindStream) {
+			return
+		}
+		if e != nil {
+			streams[j] = e.obj.(*streamObj)
+		}
+		p := argv[streamsArg+n+j]
+		switch {
+		case string(p) == "$":
+			if e != nil {
+				ids[j] = streams[j].lastID
+			}
+			continue
+		case string(p) == ">":
+			c.o.err("The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
+			return
+		}
+		id, _, ok := parseStreamID(p, 0, true, false)
+		if !ok {
+			c.o.err(errStreamID)
+			return
+		}
+		ids[j] = id
+	}
+	ready := 0
+	for j, s := range streams {
+		if s != nil && len(s.entries) > 0 && s.entries[len(s.entries)-1].id.cmp(ids[j]) > 0 {
+			ready++
+		} else {
+			streams[j] = nil
+		}
+	}
+	if ready == 0 {
+		if timeout != -1 && !c.inExec && c.conn != nil && c.o.r != nil {
+			c.o.err("XREAD BLOCK is not supported by psp: it answers only when an entry is there")
+			return
+		}
+		c.o.nullArray()
+		return
+	}
+	if c.o.resp3 {
+		c.o.aggregate('%', ready)
+	} else {
+		c.o.arrayLen(ready)
+	}
+	for j, s := range streams {
+		if s == nil {
+			continue
+		}
+		if !c.o.resp3 {
+			c.o.arrayLen(2)
+		}
+		c.o.bulk(keys[j])
+		start := ids[j]
+		start.incr()
+		c.writeRange(s, start, streamID{math.MaxUint64, math.MaxUint64}, count, false)
+	}
+}

@@ -498,6 +498,57 @@ var Cases = []Case{
 	{Name: "refused", Commands: []string{
 		"MULTI x", "WATCH",
 	}},
+	// Streams: explicit ids only (an id of * or ms-* depends on the
+	// clock), the errors of each command, and trimming.
+	{Name: "streams", Commands: []string{
+		"XADD s 1-1 a 1", "XADD s 1-1 a 1", "XADD s 1-0 a 1", "XADD s 0-0 a 1", "XADD n 0-0 a 1", "EXISTS n",
+		"XADD s 1 a 1", "XADD s 1-* b 2 c 3", "XADD s 2-* a 1", "XADD s 2-5 a", "XADD s 2-5", "XADD s * a",
+		"XADD s 3-x a 1", "XADD s -1 a 1", "XADD s + a 1", "XADD s - a 1", "XADD s 3-18446744073709551615 f v",
+		"XADD s 3-* f v", "XADD s 4-18446744073709551616 f v", "XADD s \" 5\" f v", "XADD s \"6- -5\" f v",
+		"XADD s 7-01 f v", "XADD s +8 f v", "XADD s 9--1 f v", "XADD s 9- f v", "XADD s -9 f v", "XADD s 9-1-1 f v",
+		"XLEN s", "XLEN nosuch", "XLEN", "XLEN s t", "TYPE s", "EXISTS s", "SCAN 0 TYPE stream",
+		"XRANGE s - +", "XREVRANGE s + -", "XRANGE s ( 3", "XRANGE s (1-1 +", "XRANGE s 1 2", "XRANGE s 2 1",
+		"XRANGE s - + COUNT 2", "XREVRANGE s + - COUNT 2", "XREVRANGE s (5 (1-1", "XRANGE s - + COUNT 0",
+		"XRANGE s - + COUNT -1", "XRANGE nosuch - + COUNT 0", "XRANGE nosuch - +", "XRANGE s - + COUNT",
+		"XRANGE s - + FOO 1", "XRANGE s - + COUNT x", "XRANGE s - + COUNT 1 COUNT 2", "XRANGE s (- +",
+		"XRANGE s - (+", "XRANGE s (0-0 +", "XRANGE s - (0-0", "XRANGE s (18446744073709551615-18446744073709551615 +",
+		"XRANGE s - (18446744073709551615-18446744073709551615", "XRANGE s x +", "XRANGE s - x", "XRANGE s -",
+		"XADD s NOMKSTREAM 10-1 a b", "XADD nosuch NOMKSTREAM 10-1 a b", "XADD nosuch NOMKSTREAM * a b",
+		"EXISTS nosuch", "XADD s nomkstream", "XADD s NOMKSTREAM NOMKSTREAM 10-2 a b",
+		"XDEL s 1-1 2-1 99", "XDEL s 1-2 bad", "XDEL s -", "XDEL s +", "XDEL nosuch 1", "XDEL s", "XLEN s",
+		"XTRIM s MAXLEN 3", "XRANGE s - +", "XTRIM s", "XTRIM s LIMIT 5", "XTRIM s MAXLEN ~ 1 LIMIT 5",
+		"XTRIM s MAXLEN 1 LIMIT 5", "XTRIM s MAXLEN = 1 LIMIT 5", "XTRIM s MAXLEN -1", "XTRIM s MAXLEN x",
+		"XTRIM s MINID 1 MAXLEN 1", "XTRIM s MAXLEN 1 MAXLEN 1", "XTRIM s FOO", "XTRIM s MAXLEN", "XTRIM s MINID x",
+		"XTRIM s MINID -", "XTRIM s LIMIT -1 MAXLEN ~ 1", "XTRIM s LIMIT x", "XTRIM nosuch MAXLEN 0",
+		"XTRIM s MINID 5", "XRANGE s - +", "XTRIM s MINID = 10-2", "XTRIM s MAXLEN ~ 0", "XTRIM s MAXLEN ~ 0 LIMIT 0",
+		"XTRIM s MAXLEN 0", "XLEN s", "TYPE s", "EXISTS s", "XRANGE s - +", "XADD s 10-2 a b", "XADD s 11 a b",
+		"XDEL s 11-0", "XADD s 11 a b", "XADD s MAXLEN 1 12-0 a 1", "XADD s MAXLEN = 1 13-0 a 1",
+		"XADD s MAXLEN ~ 1 14-0 a 1", "XADD s MINID 14 15-0 a 1", "XADD s MINID ~ 15 LIMIT 3 16-0 a 1",
+		"XADD s LIMIT 3 17-0 a 1", "XADD s MAXLEN 1 LIMIT 3 17-0 a 1", "XADD s MAXLEN", "XADD s MAXLEN 5",
+		"XADD s MAXLEN x 18-0 a 1", "XADD s MINID x 18-0 a 1", "XADD s MAXLEN 1 MINID 1 18-0 a 1",
+		"XADD s MAXLEN -1 18-0 a 1", "XADD s LIMIT -1 18-0 a 1", "XADD s MAXLEN ~ 1 LIMIT x 18-0 a 1",
+		"XRANGE s - +", "XADD s 18446744073709551615-18446744073709551615 a b",
+		"XADD s 18446744073709551615-* a b", "XADD s * a b", "XLEN s",
+		"SET str x", "XADD str 1-1 a b", "XADD str NOMKSTREAM 1-1 a b", "XLEN str", "XRANGE str - +",
+		"XREVRANGE str + -", "XTRIM str MAXLEN 1", "XDEL str 1", "XREAD STREAMS str 0", "GET s", "LPUSH s a",
+		"XADD r 1-1 f v", "XADD r 2-1 f v g w", "XADD t 5-1 c 3", "XREAD STREAMS r 0", "XREAD STREAMS r t 0 0",
+		"XREAD COUNT 1 STREAMS r t 0 0", "XREAD COUNT 1 STREAMS r t 1-1 $", "XREAD STREAMS r t $ $",
+		"XREAD STREAMS nosuch 0", "XREAD STREAMS nosuch $", "XREAD STREAMS r str 0 0", "XREAD STREAMS r",
+		"XREAD STREAMS r t 0", "XREAD STREAMS r +", "XREAD STREAMS r -", "XREAD STREAMS r >", "XREAD STREAMS r x",
+		"XREAD BLOCK 0 STREAMS r 0", "XREAD BLOCK -1 STREAMS r 0", "XREAD BLOCK x STREAMS r 0",
+		"XREAD COUNT x STREAMS r 0", "XREAD COUNT -5 STREAMS r 0", "XREAD COUNT 0 STREAMS r 0",
+		"XREAD GROUP a b STREAMS r 0", "XREAD NOACK STREAMS r 0", "XREAD FOO STREAMS r 0", "XREAD COUNT 1",
+		"XREAD STREAMS r 18446744073709551615-18446744073709551615", "XREAD STREAMS r 1", "XREAD streams",
+		"MULTI", "XREAD BLOCK 10 STREAMS r $", "XADD r 3-1 f v", "XRANGE r - +", "EXEC",
+		"COPY r r2", "XRANGE r2 - +", "RENAME r2 r3", "XREVRANGE r3 + - COUNT 1", "EXPIRE r3 100", "TTL r3",
+		"DEL r3", "XLEN r3", "UNLINK r", "XLEN r",
+		"XADD big 1-1 " + strings.Repeat("x", 128) + " v",
+		"XADD big 1-2 " + strings.Repeat("x", 127) + " v", "XRANGE big - +",
+	}},
+	// Approximate trimming removes whole radix-tree nodes (100 entries,
+	// or 4096 bytes of listpack) from the head, so ~ keeps more than
+	// asked.
+	{Name: "streams approximate trimming", Commands: streamCommands()},
 	// Pub/sub on one connection (one channel or pattern per command: a
 	// reply each); tests/redis_pubsub_test.go publishes across
 	// connections.
@@ -601,6 +652,39 @@ var TwoClientCases = []Case{
 		"n", "RENAMENX s n", "s", "COPY s x", "x", "COPY s x", "n", "COPY s n", "n", "COPY s n REPLACE",
 		"s", "COPY s x", "l", "TYPE l", "l", "LRANGE l 0 -1", "s", "GET s",
 	)},
+	{Name: "watch each stream write", Commands: watchTouches(
+		"XADD x 1-1 f v", "XADD x 2-1 f v", "XADD x 3-1 f v", "SET s v", "PING", "PING", "PING",
+		"x", "XADD x 4-1 f v", "x", "XADD x 1-1 f v", "n", "XADD n NOMKSTREAM 1-1 f v", "n", "XADD n 1-1 f v",
+		"x", "XADD x MAXLEN ~ 1 4-1 f v", "x", "XDEL x 9-9", "x", "XDEL x 1-1", "x", "XTRIM x MAXLEN 5",
+		"x", "XTRIM x MAXLEN 1", "x", "XTRIM x MAXLEN ~ 1", "x", "XTRIM x MINID 2", "x", "XTRIM x MINID 1",
+		"s", "XADD s 1-1 f v", "x", "XRANGE x - +", "x", "XREAD STREAMS x 0", "x", "COPY x y", "x", "RENAME x y",
+	)},
+}
+
+// streamCommands adds entries of several sizes and field sets to
+// streams and trims them by MAXLEN and MINID, approximately and exactly.
+func streamCommands() []string {
+	var cmds []string
+	for i := 1; i <= 450; i++ {
+		cmds = append(cmds, fmt.Sprintf("XADD a %d-1 f %d", i, i))
+		switch {
+		case i%7 == 0:
+			cmds = append(cmds, fmt.Sprintf("XADD b %d-1 f %s g %d", i, strings.Repeat("v", i%300), i))
+		case i%5 == 0:
+			cmds = append(cmds, fmt.Sprintf("XADD b %d-%d h %d", i, i*1000, -i*100))
+		default:
+			cmds = append(cmds, fmt.Sprintf("XADD b MAXLEN ~ 120 %d-1 f %s", i, strings.Repeat("w", i%90)))
+		}
+		if i%61 == 0 {
+			cmds = append(cmds, fmt.Sprintf("XDEL a %d-1 %d-1", i-3, i-70), "XLEN b")
+		}
+	}
+	return append(cmds,
+		"XLEN a", "XLEN b", "XTRIM a MAXLEN ~ 400", "XTRIM a MAXLEN ~ 250", "XTRIM a MAXLEN ~ 100 LIMIT 150",
+		"XTRIM a MAXLEN ~ 10 LIMIT 50", "XTRIM a MINID ~ 300", "XTRIM a MINID ~ 390 LIMIT 500", "XRANGE a - + COUNT 3",
+		"XTRIM a MINID 395", "XTRIM a MAXLEN 40", "XTRIM a MAXLEN ~ 0", "XLEN a", "XRANGE a - +",
+		"XTRIM b MAXLEN ~ 100", "XTRIM b MINID ~ 440", "XTRIM b MINID ~ 445", "XLEN b", "XRANGE b - + COUNT 2",
+		"XREVRANGE b + - COUNT 2", "XADD b MAXLEN 5 451-1 f v", "XRANGE b - +")
 }
 
 // watchTouches returns setup followed, for each pair of a key and a
