@@ -29,7 +29,9 @@
 // SMISMEMBER, SCARD, SPOP, SRANDMEMBER, SSCAN); sorted sets (ZADD with its
 // flags, ZINCRBY, ZREM, ZSCORE, ZCARD, ZRANK, ZREVRANK, ZRANGE with
 // BYSCORE, REV, LIMIT and WITHSCORES, ZREVRANGE, ZRANGEBYSCORE,
-// ZREVRANGEBYSCORE, ZCOUNT, ZPOPMIN, ZPOPMAX, ZSCAN). Unknown commands,
+// ZREVRANGEBYSCORE, ZCOUNT, ZPOPMIN, ZPOPMAX, ZSCAN); streams (XADD with
+// NOMKSTREAM, MAXLEN/MINID = or ~ and LIMIT, XLEN, XRANGE, XREVRANGE,
+// XDEL, XTRIM, XREAD without waiting: stream.go, cmd_stream.go). Unknown commands,
 // wrong arity and WRONGTYPE are answered as redis-server answers them.
 //
 // # Concurrency
@@ -109,10 +111,12 @@
 // # Not Redis
 //
 // One database (SELECT 0 only, as redis-server with databases 1); no
-// scripts (EVAL, FCALL), sharded pub/sub (SSUBSCRIBE), streams,
+// scripts (EVAL, FCALL), sharded pub/sub (SSUBSCRIBE),
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
-// with an error saying so. No eviction policy other than noeviction.
+// with an error saying so. Stream consumer groups (XGROUP, XREADGROUP,
+// XACK, XPENDING, XCLAIM, XAUTOCLAIM), XINFO and XSETID are unknown, and
+// XREAD BLOCK answers an error where redis-server would wait. No eviction policy other than noeviction.
 // CLIENT KILL and the other CLIENT
 // subcommands are unknown. INFO reports psp's own figures in redis-server's
 // format. Arguments are bounded by the dataplane's longest request (and
