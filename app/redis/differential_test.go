@@ -71,12 +71,28 @@ func TestDifferentialRandomRESP3(t *testing.T) { diffRandom(t, true, false, 200)
 // key).
 func TestDifferentialWatch(t *testing.T) { diffRandom(t, false, true, 150) }
 
-func diffRandom(t *testing.T, resp3, watch bool, defSeqs int) {
+// TestDifferentialStreams is TestDifferentialRandom on streams: the
+// stream commands and the key commands, over three keys so that the
+// commands meet on the same streams, in RESP2 and RESP3 and watched.
+func TestDifferentialStreams(t *testing.T) {
+	names := []string{"XADD", "XADD", "XADD", "XLEN", "XRANGE", "XREVRANGE", "XDEL", "XTRIM", "XREAD",
+		"TYPE", "DEL", "EXISTS", "COPY", "RENAME", "EXPIRE", "SET"}
+	t.Run("RESP2", func(t *testing.T) { diffRandom(t, false, false, 150, names...) })
+	t.Run("RESP3", func(t *testing.T) { diffRandom(t, true, false, 100, names...) })
+	t.Run("watch", func(t *testing.T) { diffRandom(t, false, true, 80, names...) })
+}
+
+// diffRandom runs defSeqs random sequences (PSP_REDIS_DIFF_SEQS), of the
+// commands names only when given.
+func diffRandom(t *testing.T, resp3, watch bool, defSeqs int, names ...string) {
 	seqs := diffEnv(t, "PSP_REDIS_DIFF_SEQS", defSeqs)
 	n := diffEnv(t, "PSP_REDIS_DIFF_LEN", 30)
 	seed := int64(diffEnv(t, "PSP_REDIS_DIFF_SEED", 1))
 	maxFails := diffEnv(t, "PSP_REDIS_DIFF_FAILS", 5)
 	keys := diffEnv(t, "PSP_REDIS_DIFF_KEYS", 6)
+	if names != nil {
+		keys = min(keys, 3)
+	}
 	real, psp := redistest.StartRedis(t), diffPSP(t)
 	d := newDiffPair(t, real, psp)
 	if resp3 {
@@ -91,7 +107,7 @@ func diffRandom(t *testing.T, resp3, watch bool, defSeqs int) {
 	}
 	fails, cmds := 0, 0
 	for i := 0; i < seqs && fails < maxFails; i++ {
-		g := &diffGen{r: rand.New(rand.NewSource(seed + int64(i))), nkeys: keys}
+		g := &diffGen{r: rand.New(rand.NewSource(seed + int64(i))), nkeys: keys, names: names}
 		seq := make([][]string, n)
 		for j := range seq {
 			seq[j] = g.command()
@@ -696,7 +712,8 @@ func (d *diffPair) lexUndefined(args []string) bool {
 // diffGen generates commands from the grammar of psp's commands.
 type diffGen struct {
 	r     *rand.Rand
-	nkeys int // keys k0, k1, ...
+	nkeys int      // keys k0, k1, ...
+	names []string // the commands to pick from (nil: diffNames)
 }
 
 func (g *diffGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
@@ -1071,6 +1088,34 @@ var diffGrammar = map[string]func(g *diffGen) []string{
 		return out
 	},
 	"SMOVE": func(g *diffGen) []string { return []string{g.key(), g.key(), g.member()} },
+	// Streams: explicit ids only (* takes the clock's).
+	"XADD": func(g *diffGen) []string {
+		args := append([]string{g.key()}, g.options(0.2, g.flag("NOMKSTREAM"))...)
+		if g.chance(0.3) {
+			args = append(args, g.streamTrim()...)
+		}
+		return append(append(args, g.streamID()), g.pairs(g.field, g.value)...)
+	},
+	"XLEN":      func(g *diffGen) []string { return []string{g.key()} },
+	"XRANGE":    func(g *diffGen) []string { return g.streamRange() },
+	"XREVRANGE": func(g *diffGen) []string { return g.streamRange() },
+	"XDEL": func(g *diffGen) []string {
+		return append([]string{g.key()}, g.many(g.streamID)...)
+	},
+	"XTRIM": func(g *diffGen) []string { return append([]string{g.key()}, g.streamTrim()...) },
+	"XREAD": func(g *diffGen) []string {
+		var args []string
+		if g.chance(0.3) {
+			args = append(args, g.word("COUNT"), g.pick("0", "1", "2", "-1", "x"))
+		}
+		keys := g.keys(1)
+		args = append(args, g.word("STREAMS"))
+		args = append(args, keys...)
+		for range keys {
+			args = append(args, g.pick("0", "$", "1-1", "2", "(1", "x", "+", "-", "5-0"))
+		}
+		return args
+	},
 	// Sorted sets.
 	"ZADD": func(g *diffGen) []string {
 		return append(append([]string{g.key()}, g.options(0.15, g.flag("NX"), g.flag("XX"), g.flag("GT"),
@@ -1248,6 +1293,39 @@ func (g *diffGen) big() []string {
 	return args
 }
 
+// streamID is an entry id for XADD and XDEL: mostly well formed and
+// small, so that ids collide and come out of order.
+func (g *diffGen) streamID() string {
+	return g.pick("1", "1-1", "2", "2-0", "2-*", "3-5", "5", "5-*", "10-1", "0-1", "0-0", "0-*",
+		"18446744073709551615-18446744073709551615", "18446744073709551615-*", "-", "+", "x", "1-x", "(1", "1-")
+}
+
+// streamRange is XRANGE's (XREVRANGE's) key, bounds and COUNT.
+func (g *diffGen) streamRange() []string {
+	bound := func() string {
+		return g.pick("-", "+", "0", "1", "1-1", "(1", "(1-1", "2", "(2-0", "5", "(5", "10-1", "x", "(", "(-", "(+",
+			"18446744073709551615-18446744073709551615", "(0-0")
+	}
+	args := []string{g.key(), bound(), bound()}
+	if g.chance(0.3) {
+		args = append(args, g.word("COUNT"), g.pick("0", "1", "2", "-1", "x"))
+	}
+	return args
+}
+
+// streamTrim is XADD's and XTRIM's MAXLEN or MINID, = or ~, and LIMIT.
+func (g *diffGen) streamTrim() []string {
+	args := []string{g.word(g.pick("MAXLEN", "MINID"))}
+	if g.chance(0.6) {
+		args = append(args, g.pick("~", "=", "~"))
+	}
+	args = append(args, g.pick("0", "1", "2", "3", "5", "-1", "x", "2-0", "5-*"))
+	if g.chance(0.2) {
+		args = append(args, g.word("LIMIT"), g.pick("0", "1", "5", "-1", "x"))
+	}
+	return args
+}
+
 // listSide is LMOVE's and LMPOP's LEFT or RIGHT, now and then neither.
 func (g *diffGen) listSide() string {
 	if g.chance(0.05) {
@@ -1281,7 +1359,7 @@ func (g *diffGen) expireOpts() []string {
 // psp has only some of, and COMMAND INFO or DOCS of every command.
 var diffCommandNames = []string{"get", "set", "zadd", "zincrby", "hset", "hmset", "scan", "sscan", "ping", "echo",
 	"lpush", "lpop", "zrange", "zrangebyscore", "expire", "pexpireat", "del", "incrbyfloat", "getex", "spop",
-	"srandmember", "lpos", "lmpop", "setbit", "lcs", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
+	"srandmember", "lpos", "lmpop", "xadd", "xrange", "xread", "setbit", "lcs", "select", "hello", "auth", "quit", "reset", "time", "info", "dbsize", "flushall",
 	"client|setname", "client|id", "config|get", "command|info", "command|docs", "multi", "eval", "subscribe",
 	"publish", "nosuch", "", "GET", "Set", "client|nosuch", "get|x"}
 
@@ -1299,6 +1377,9 @@ var diffNames = func() []string {
 // command generates one command, now and then malformed: an argument
 // dropped, one added, one replaced by junk.
 func (g *diffGen) command() []string {
+	if g.names != nil {
+		return g.commandOf(g.names[g.r.Intn(len(g.names))])
+	}
 	if g.chance(0.01) {
 		return g.big()
 	}
@@ -1309,6 +1390,11 @@ func (g *diffGen) command() []string {
 		}
 		name = diffNames[g.r.Intn(len(diffNames))]
 	}
+	return g.commandOf(name)
+}
+
+// commandOf generates one command name, now and then malformed.
+func (g *diffGen) commandOf(name string) []string {
 	args := append([]string{g.word(name)}, diffGrammar[name](g)...)
 	if len(args) > 1 && g.chance(0.05) {
 		i := 1 + g.r.Intn(len(args)-1)
