@@ -55,33 +55,43 @@ func cmdBpop(c *ctx) {
 func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
-	for _, k := range keys {
-		sh, _ := c.shardFor(k)
-		e := c.s.db.lookupWrite(sh, k, &c.clk)
-		if e == nil {
-			continue
-		}
-		if e.kind != kindList {
-			if c.waiting {
-				continue
-			}
-			c.o.writeString(errWrongType)
-			return true
-		}
-		l := e.obj.(*list)
-		v := l.pop(front)
-		c.o.arrayLen(2)
-		c.o.bulk(k)
-		c.o.bulk(v)
-		if l.len() == 0 {
-			c.s.db.remove(sh, e)
-		} else {
-			c.s.db.resize(e, e.size-elemSize(v))
-		}
-		sh.modified(k)
-		return true
+	k, sh, e, done := c.firstOfKind(keys, kindList)
+	if e == nil {
+		return done
 	}
-	return false
+	l := e.obj.(*list)
+	v := l.pop(front)
+	c.o.arrayLen(2)
+	c.o.bulk(k)
+	c.o.bulk(v)
+	if l.len() == 0 {
+		c.s.db.remove(sh, e)
+	} else {
+		c.s.db.resize(e, e.size-elemSize(v))
+	}
+	sh.modified(k)
+	return true
+}
+
+// firstOfKind finds the first of keys (write-locked by the caller) that
+// holds a value. Of kind k, it returns the key, its shard and its entry.
+// Of another kind, it answers WRONGTYPE and reports done, except for a
+// client blocked already (c.waiting), which passes over it. A nil entry
+// with done false: no key holds a value of kind k.
+func (c *ctx) firstOfKind(keys [][]byte, k kind) (key []byte, sh *shard, e *entry, done bool) {
+	for _, key := range keys {
+		sh, _ := c.shardFor(key)
+		e := c.s.db.lookupWrite(sh, key, &c.clk)
+		switch {
+		case e == nil:
+		case e.kind == k:
+			return key, sh, e, false
+		case !c.waiting:
+			c.o.writeString(errWrongType)
+			return nil, nil, nil, true
+		}
+	}
+	return nil, nil, nil, false
 }
 
 // cmdBlmove answers BLMOVE and BRPOPLPUSH as LMOVE and RPOPLPUSH when the
@@ -140,36 +150,25 @@ func cmdBzpop(c *ctx) {
 func (c *ctx) bzpop(keys [][]byte, max bool) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
-	for _, k := range keys {
-		sh, _ := c.shardFor(k)
-		e := c.s.db.lookupWrite(sh, k, &c.clk)
-		if e == nil {
-			continue
-		}
-		if e.kind != kindZSet {
-			if c.waiting {
-				continue
-			}
-			c.o.writeString(errWrongType)
-			return true
-		}
-		z := e.obj.(*zsetObj)
-		x := z.zsl.header.level[0].forward
-		if max {
-			x = z.zsl.tail
-		}
-		m, s := x.member, x.score
-		c.o.arrayLen(3)
-		c.o.bulk(k)
-		c.o.bulkString(m)
-		c.o.double(s)
-		z.remove(m)
-		c.s.db.resize(e, e.size-zmemberSize(m))
-		c.dropIfEmpty(sh, e, z)
-		sh.modified(k)
-		return true
+	k, sh, e, done := c.firstOfKind(keys, kindZSet)
+	if e == nil {
+		return done
 	}
-	return false
+	z := e.obj.(*zsetObj)
+	x := z.zsl.header.level[0].forward
+	if max {
+		x = z.zsl.tail
+	}
+	m, s := x.member, x.score
+	c.o.arrayLen(3)
+	c.o.bulk(k)
+	c.o.bulkString(m)
+	c.o.double(s)
+	z.remove(m)
+	c.s.db.resize(e, e.size-zmemberSize(m))
+	c.dropIfEmpty(sh, e, z)
+	sh.modified(k)
+	return true
 }
 
 // cmdBzmpop answers BZMPOP as ZMPOP.

@@ -554,37 +554,26 @@ func cmdLmpop(c *ctx) {
 func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
-	for _, k := range keys {
-		sh, _ := c.shardFor(k)
-		e := c.s.db.lookupWrite(sh, k, &c.clk)
-		if e == nil {
-			continue
-		}
-		if e.kind != kindList {
-			if c.waiting {
-				continue
-			}
-			c.o.writeString(errWrongType)
-			return true
-		}
-		l := e.obj.(*list)
-		n := int(min(count, int64(l.len())))
-		c.o.arrayLen(2)
-		c.o.bulk(k)
-		c.o.arrayLen(n)
-		var shrink int64
-		for range n {
-			v := l.pop(front)
-			c.o.bulk(v)
-			shrink += elemSize(v)
-		}
-		if l.len() == 0 {
-			c.s.db.remove(sh, e)
-		} else {
-			c.s.db.resize(e, e.size-shrink)
-		}
-		sh.modified(k)
-		return true
+	k, sh, e, done := c.firstOfKind(keys, kindList)
+	if e == nil {
+		return done
 	}
-	return false
+	l := e.obj.(*list)
+	n := int(min(count, int64(l.len())))
+	c.o.arrayLen(2)
+	c.o.bulk(k)
+	c.o.arrayLen(n)
+	var shrink int64
+	for range n {
+		v := l.pop(front)
+		c.o.bulk(v)
+		shrink += elemSize(v)
+	}
+	if l.len() == 0 {
+		c.s.db.remove(sh, e)
+	} else {
+		c.s.db.resize(e, e.size-shrink)
+	}
+	sh.modified(k)
+	return true
 }

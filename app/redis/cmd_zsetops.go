@@ -359,41 +359,30 @@ func cmdZmpop(c *ctx) {
 func (c *ctx) zmpop(keys [][]byte, max bool, count int64) (popped bool) {
 	c.lockKeys(keys, true)
 	defer c.unlockKeys(true)
-	for _, k := range keys {
-		sh, _ := c.shardFor(k)
-		e := c.s.db.lookupWrite(sh, k, &c.clk)
-		if e == nil {
-			continue
-		}
-		if e.kind != kindZSet {
-			if c.waiting {
-				continue
-			}
-			c.o.writeString(errWrongType)
-			return true
-		}
-		z := e.obj.(*zsetObj)
-		n := min(count, int64(z.card()))
-		c.o.arrayLen(2)
-		c.o.bulk(k)
-		c.o.arrayLen(int(n))
-		for range n {
-			x := z.zsl.header.level[0].forward
-			if max {
-				x = z.zsl.tail
-			}
-			m, s := x.member, x.score
-			z.remove(m)
-			c.s.db.resize(e, e.size-zmemberSize(m))
-			c.o.arrayLen(2)
-			c.o.bulkString(m)
-			c.o.double(s)
-		}
-		c.dropIfEmpty(sh, e, z)
-		sh.modified(k)
-		return true
+	k, sh, e, done := c.firstOfKind(keys, kindZSet)
+	if e == nil {
+		return done
 	}
-	return false
+	z := e.obj.(*zsetObj)
+	n := min(count, int64(z.card()))
+	c.o.arrayLen(2)
+	c.o.bulk(k)
+	c.o.arrayLen(int(n))
+	for range n {
+		x := z.zsl.header.level[0].forward
+		if max {
+			x = z.zsl.tail
+		}
+		m, s := x.member, x.score
+		z.remove(m)
+		c.s.db.resize(e, e.size-zmemberSize(m))
+		c.o.arrayLen(2)
+		c.o.bulkString(m)
+		c.o.double(s)
+	}
+	c.dropIfEmpty(sh, e, z)
+	sh.modified(k)
+	return true
 }
 
 func cmdZmscore(c *ctx) {
