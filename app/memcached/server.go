@@ -128,7 +128,8 @@ type Config struct {
 	// other half holds what overwritten, deleted and evicted items leave
 	// until Pebble compacts it (the store asks for a compaction when it
 	// holds seven eighths of the bound; a store that holds all of it waits
-	// up to a second for the compaction before it refuses), and the
+	// for the compaction before it refuses: a second, or up to ten while
+	// a compaction runs), and the
 	// memtables (in memory a 16th of the bound each, from 4 to 64 MiB; on
 	// disk Pebble's 4 MiB), one of which may take the store past the bound
 	// once. Default DefaultStoreMemory; negative: unbounded.

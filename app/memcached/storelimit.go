@@ -42,12 +42,16 @@ type storeLimit struct {
 // A store that evicts keeps its items within half its bound: it asks for
 // a compaction as soon as it holds compactAt of it (in eighths) and no
 // compaction runs, and a store that holds its bound waits up to
-// admitWait for the compaction to free space before it refuses.
+// admitWait for the compaction to free space before it refuses, longer
+// (up to admitWaitCompacting) while a compaction runs: on a loaded
+// machine one may take seconds, and an evicting store whose items fit
+// should not refuse a store because its compaction is slow.
 const (
-	refreshFull  = 10 * time.Millisecond
-	compactEvery = time.Second
-	compactAt    = 7 // eighths of the bound
-	admitWait    = time.Second
+	refreshFull         = 10 * time.Millisecond
+	compactEvery        = time.Second
+	compactAt           = 7 // eighths of the bound
+	admitWait           = time.Second
+	admitWaitCompacting = 10 * time.Second
 )
 
 func newStoreLimit(limit int64) storeLimit {
@@ -72,7 +76,12 @@ func (s *store) admit(n int) bool {
 	if full && s.evict {
 		// Its items are within half the bound: what holds the rest goes
 		// once compacted. Wait for it, a while.
-		for deadline := time.Now().Add(admitWait); full && time.Now().Before(deadline); {
+		start := time.Now()
+		for full {
+			waited := time.Since(start)
+			if waited >= admitWaitCompacting || waited >= admitWait && !l.compact.Load() {
+				break
+			}
 			time.Sleep(refreshFull)
 			full = s.readSize()
 		}
