@@ -20,6 +20,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/persephone-go/psp/internal/sockstat"
+	"github.com/persephone-go/psp/internal/testenv"
 	"github.com/persephone-go/psp/loadgen"
 	"github.com/persephone-go/psp/workload"
 )
@@ -101,6 +102,9 @@ type serverOptions struct {
 	// env adds variables to the server's environment.
 	env   []string
 	extra []string
+	// cpus, when set, runs the server on those CPUs only (taskset -c, a
+	// list in the kernel's format).
+	cpus string
 }
 
 func freePort(t testing.TB, network string) int {
@@ -169,6 +173,9 @@ func startServer(t testing.TB, o serverOptions) *server {
 	}
 	args = append(args, o.extra...)
 	cmd := exec.Command(pspBinary, args...)
+	if o.cpus != "" {
+		cmd = exec.Command(testenv.RequireTool(t, "taskset"), append([]string{"-c", o.cpus, pspBinary}, args...)...)
+	}
 	if o.env != nil {
 		cmd.Env = append(os.Environ(), o.env...)
 	}

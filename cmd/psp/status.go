@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -78,7 +79,7 @@ func printStatus(w io.Writer, st *server.Status) error {
 		workers += " (auto)"
 	}
 	fmt.Fprintf(w, "psp %s on %s (%s): policy %s, phase %s, %s, app %s, up %.1fs\n",
-		state, st.Listen, st.Dataplane, st.Policy, st.Phase, workers, app, st.UptimeSeconds)
+		state, st.Listen, dataplaneLabel(st.Dataplane, st.Listen), st.Policy, st.Phase, workers, app, st.UptimeSeconds)
 	if st.Overloaded {
 		fmt.Fprintf(w, "OVERLOADED: shedding %.0f requests/s over the last second%s\n", st.ShedRate, shedByType(st))
 	}
@@ -347,4 +348,24 @@ func kernelDrops(st *server.Status) uint64 {
 		n += p.Drops
 	}
 	return n
+}
+
+// dataplaneLabel names the dataplane for the status line: the socket
+// dataplane (configured as "udp") serves both UDP and TCP listen
+// addresses, so it is named by what it listens on.
+func dataplaneLabel(dataplane, listen string) string {
+	if dataplane != server.DataplaneUDP {
+		return dataplane
+	}
+	var kinds []string
+	for _, addr := range strings.Split(listen, ",") {
+		kind := "udp"
+		if strings.HasPrefix(strings.TrimSpace(addr), "tcp://") {
+			kind = "tcp"
+		}
+		if !slices.Contains(kinds, kind) {
+			kinds = append(kinds, kind)
+		}
+	}
+	return strings.Join(kinds, "+") + " sockets"
 }

@@ -28,6 +28,13 @@ import (
 // CI) without redis-server.
 func StartRedis(tb testing.TB, args ...string) string {
 	tb.Helper()
+	return StartRedisOn(tb, "", args...)
+}
+
+// StartRedisOn is StartRedis with redis-server running on the given CPUs
+// only (taskset -c, a list in the kernel's format; "": any CPU).
+func StartRedisOn(tb testing.TB, cpus string, args ...string) string {
+	tb.Helper()
 	bin := testenv.RequireTool(tb, "redis-server")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -38,6 +45,9 @@ func StartRedis(tb testing.TB, args ...string) string {
 	argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--databases", "1", "--daemonize", "no", "--loglevel", "warning"}, args...)
 	cmd := exec.Command(bin, argv...)
+	if cpus != "" {
+		cmd = exec.Command(testenv.RequireTool(tb, "taskset"), append([]string{"-c", cpus, bin}, argv...)...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
