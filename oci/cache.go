@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/opencontainers/go-digest"
 
 	"github.com/persephone-go/psp/internal/boundedfile"
@@ -154,7 +152,7 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("oci: cache: %w", err)
 	}
-	if err := renameio.WriteFile(path, data, 0o600); err != nil {
+	if err := replaceFile(path, data); err != nil {
 		return fmt.Errorf("oci: cache: %w", err)
 	}
 	return nil

@@ -24,14 +24,16 @@ func childMaxRSS(ps *os.ProcessState) int64 {
 // (RLIMIT_NOFILE).
 func limitSelf(l childLimits) error {
 	for _, r := range l.rlimits() {
-		lim := unix.Rlimit{Cur: r.max, Max: r.max}
+		var lim unix.Rlimit
+		setRlim(&lim.Cur, r.max)
+		setRlim(&lim.Max, r.max)
 		if err := unix.Setrlimit(r.resource, &lim); err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
 		}
 		if err := unix.Getrlimit(r.resource, &lim); err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
 		}
-		if lim.Max > r.max || lim.Cur > r.max {
+		if uint64(lim.Max) > r.max || uint64(lim.Cur) > r.max {
 			return fmt.Errorf("%s is %d, want at most %d", r.name, lim.Max, r.max)
 		}
 	}
@@ -57,3 +59,7 @@ func (l childLimits) rlimits() []rlimit {
 	}
 	return rs
 }
+
+// setRlim sets a field of unix.Rlimit, a uint64 on Linux and an int64 on
+// the BSDs.
+func setRlim[T int64 | uint64](field *T, v uint64) { *field = T(v) }

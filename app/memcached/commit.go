@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
-	"golang.org/x/sys/unix"
 )
 
 // How a write reaches the store: apply checks that the store takes writes
@@ -226,10 +225,7 @@ func (s *store) watch(dir string, writers func() []*writer) {
 	for {
 		free := int64(-1)
 		if dir != "" {
-			var st unix.Statfs_t
-			if unix.Statfs(dir, &st) == nil {
-				free = int64(st.Bavail) * int64(st.Bsize)
-			}
+			free = freeDiskSpace(dir)
 		}
 		oldest := int64(0)
 		if s.syncWrites {

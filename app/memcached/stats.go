@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -298,16 +297,15 @@ func (s *session) writeStats() {
 	c := s.app.sumStats()
 	cc := s.app.connCounts()
 	it := s.st.ix.totals()
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	user, system := processCPU()
 	s.out = s.out[:s.open]
 	s.stat("pid", uint64(os.Getpid()))
 	s.stat("uptime", uint64(time.Since(s.app.started).Seconds()))
 	s.stat("time", uint64(s.now))
 	s.statString("version", Version)
 	s.stat("pointer_size", 64)
-	s.rusage("rusage_user", ru.Utime)
-	s.rusage("rusage_system", ru.Stime)
+	s.rusage("rusage_user", user)
+	s.rusage("rusage_system", system)
 	s.stat("max_connections", uint64(cc.Max))
 	s.stat("curr_connections", uint64(max(cc.Current, 0)))
 	s.stat("total_connections", cc.Total)
@@ -359,14 +357,15 @@ func (s *session) writeStats() {
 }
 
 // rusage writes a CPU time as memcached does: seconds and microseconds.
-func (s *session) rusage(name string, tv syscall.Timeval) {
+func (s *session) rusage(name string, t time.Duration) {
 	s.out = append(s.out, "STAT "...)
 	s.out = append(s.out, name...)
 	s.out = append(s.out, ' ')
-	s.out = strconv.AppendInt(s.out, int64(tv.Sec), 10)
+	s.out = strconv.AppendInt(s.out, int64(t/time.Second), 10)
 	s.out = append(s.out, '.')
+	usec := int64(t % time.Second / time.Microsecond)
 	for d := int64(100000); d > 0; d /= 10 { // microseconds, six digits
-		s.out = append(s.out, byte('0'+int64(tv.Usec)/d%10))
+		s.out = append(s.out, byte('0'+usec/d%10))
 	}
 	s.out = append(s.out, crlf...)
 }
