@@ -92,7 +92,15 @@ func (c *ctx) parseTrimArgs(a *trimArgs, xadd bool) (idpos int, id streamID, idG
 		c.o.err("syntax error, LIMIT cannot be used without the special ~ option")
 		return
 	case !limitGiven && a.approx:
-		a.limit = 100 * streamNodeMaxEntries
+		// At most 100 nodes' entries, bounded on both sides as
+		// redis-server does (the product can overflow).
+		a.limit = 100 * c.s.streamNodeEntries.Load()
+		if a.limit <= 0 {
+			a.limit = 10000
+		}
+		if a.limit > 1000000 {
+			a.limit = 1000000
+		}
 	case !limitGiven:
 		a.limit = 0
 	}
@@ -162,7 +170,7 @@ func cmdXadd(c *ctx) {
 	for i, b := range c.argv[fieldPos:] {
 		fv[i] = copyBytes(b)
 	}
-	ne := s.append(id, fv)
+	ne := s.append(id, fv, c.s.streamNodeEntries.Load(), c.s.streamNodeBytes.Load())
 	grow := ne.nbytes
 	var buf [42]byte
 	c.o.bulk(id.appendTo(buf[:0]))

@@ -53,6 +53,11 @@ type Server struct {
 	workers   []*worker
 	now       func() time.Time
 	started   time.Time
+	// streamNodeEntries and streamNodeBytes are stream-node-max-entries
+	// and stream-node-max-bytes (CONFIG SET): where XADD starts a new
+	// node, and XADD's and XTRIM's default LIMIT with ~.
+	streamNodeEntries atomic.Int64
+	streamNodeBytes   atomic.Int64
 
 	connsOpened atomic.Uint64
 	connsClosed atomic.Uint64
@@ -132,6 +137,8 @@ func Open(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, config: newConfigState(), db: newStore(), now: cfg.Now, stop: make(chan struct{})}
 	s.maxMemory.Store(cfg.MaxMemory)
 	s.maxBulk.Store(int64(cfg.MaxBulk))
+	s.streamNodeEntries.Store(streamNodeMaxEntries)
+	s.streamNodeBytes.Store(streamNodeMaxBytes)
 	if s.now == nil {
 		s.now = time.Now
 	}

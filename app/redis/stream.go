@@ -70,8 +70,8 @@ type streamEntry struct {
 }
 
 // streamNode stands for one of redis-server's radix-tree nodes (a
-// listpack of up to stream-node-max-entries entries, 100, and of
-// stream-node-max-bytes, 4096): psp keeps the entries in one slice, and
+// listpack of up to stream-node-max-entries entries, 100 by default, and
+// of stream-node-max-bytes, 4096 by default): psp keeps the entries in one slice, and
 // the nodes only to trim with ~ as redis-server does, whole nodes at a
 // time. bytes estimates the listpack's size as redis-server encodes it
 // (listpack.c), to split nodes where it does.
@@ -90,9 +90,12 @@ type streamObj struct {
 	lastID  streamID       // the greatest id ever added
 }
 
+// The defaults of stream-node-max-entries and stream-node-max-bytes, and
+// the bound redis-server puts on a node's bytes (STREAM_LISTPACK_MAX_SIZE).
 const (
 	streamNodeMaxEntries = 100
 	streamNodeMaxBytes   = 4096
+	streamListpackMax    = 1 << 30
 )
 
 func (s *streamObj) clone() *streamObj {
@@ -161,8 +164,10 @@ func lpStrSize(p []byte) int64 {
 
 // append adds an entry of id (greater than the last) with fields and
 // values fv, in the tail node or a new one as redis-server's
-// streamAppendItem chooses, and returns it.
-func (s *streamObj) append(id streamID, fv [][]byte) *streamEntry {
+// streamAppendItem chooses with nodes of at most maxEntries entries
+// (deleted ones included; 0: no bound) and maxBytes bytes (0: the
+// listpack's own bound), and returns it.
+func (s *streamObj) append(id streamID, fv [][]byte, maxEntries, maxBytes int64) *streamEntry {
 	var total int64
 	for _, b := range fv {
 		total += int64(len(b))
@@ -170,7 +175,10 @@ func (s *streamObj) append(id streamID, fv [][]byte) *streamEntry {
 	var nd *streamNode
 	if len(s.nodes) > 0 {
 		nd = s.nodes[len(s.nodes)-1]
-		if nd.bytes+total >= streamNodeMaxBytes || nd.live+nd.deleted >= streamNodeMaxEntries {
+		if maxBytes <= 0 || maxBytes > streamListpackMax {
+			maxBytes = streamListpackMax
+		}
+		if nd.bytes+total >= maxBytes || (maxEntries != 0 && nd.live+nd.deleted >= maxEntries) {
 			nd = nil
 		}
 	}

@@ -549,6 +549,10 @@ var Cases = []Case{
 	// or 4096 bytes of listpack) from the head, so ~ keeps more than
 	// asked.
 	{Name: "streams approximate trimming", Commands: streamCommands()},
+	// stream-node-max-entries and stream-node-max-bytes set where a node
+	// ends, and ~'s default LIMIT (100 nodes' entries); the case ends
+	// with both at their defaults again.
+	{Name: "streams node size", Commands: streamNodeCommands()},
 	// Pub/sub on one connection (one channel or pattern per command: a
 	// reply each); tests/redis_pubsub_test.go publishes across
 	// connections.
@@ -685,6 +689,40 @@ func streamCommands() []string {
 		"XTRIM a MINID 395", "XTRIM a MAXLEN 40", "XTRIM a MAXLEN ~ 0", "XLEN a", "XRANGE a - +",
 		"XTRIM b MAXLEN ~ 100", "XTRIM b MINID ~ 440", "XTRIM b MINID ~ 445", "XLEN b", "XRANGE b - + COUNT 2",
 		"XREVRANGE b + - COUNT 2", "XADD b MAXLEN 5 451-1 f v", "XRANGE b - +")
+}
+
+// streamNodeCommands sets stream-node-max-entries and
+// stream-node-max-bytes, fills streams under each setting and trims them
+// with ~, with and without LIMIT.
+func streamNodeCommands() []string {
+	cmds := []string{
+		"CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes", "CONFIG SET stream-node-max-entries -1", "CONFIG SET stream-node-max-entries x",
+		"CONFIG SET stream-node-max-bytes -1", "CONFIG SET stream-node-max-bytes 1kb", "CONFIG GET stream-node-max-bytes",
+		"CONFIG SET stream-node-max-bytes 9223372036854775808", "CONFIG SET stream-node-max-entries 10",
+		"CONFIG SET stream-node-max-bytes 4096", "CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes",
+	}
+	fill := func(key string, n int) {
+		for i := 1; i <= n; i++ {
+			cmds = append(cmds, fmt.Sprintf("XADD %s %d-1 f %s", key, i, strings.Repeat("v", i%40)))
+		}
+	}
+	fill("a", 100)
+	cmds = append(cmds, "XADD a MAXLEN ~ 55 LIMIT 30 101-1 f v", "XLEN a", "XADD a MAXLEN ~ 55 LIMIT 30 102-1 f v",
+		"XLEN a", "XTRIM a MAXLEN ~ 0", "XLEN a", "CONFIG SET stream-node-max-entries 1")
+	fill("b", 102)
+	cmds = append(cmds, "XTRIM b MAXLEN ~ 1", "XLEN b", "XTRIM b MAXLEN 1", "XLEN b", "XTRIM b MAXLEN 1 LIMIT 30",
+		"CONFIG SET stream-node-max-entries 0")
+	fill("c", 150)
+	cmds = append(cmds, "XTRIM c MAXLEN ~ 1", "XLEN c", "CONFIG SET stream-node-max-entries 9223372036854775807")
+	fill("d", 50)
+	cmds = append(cmds, "XTRIM d MAXLEN ~ 1", "XLEN d", "CONFIG SET stream-node-max-entries 100",
+		"CONFIG SET stream-node-max-bytes 200")
+	fill("e", 120)
+	cmds = append(cmds, "XTRIM e MAXLEN ~ 50", "XLEN e", "XTRIM e MINID ~ 90", "XRANGE e - + COUNT 1",
+		"CONFIG SET stream-node-max-bytes 0")
+	fill("f", 300)
+	return append(cmds, "XTRIM f MAXLEN ~ 10", "XLEN f",
+		"CONFIG SET stream-node-max-entries 100 stream-node-max-bytes 4096", "CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes")
 }
 
 // watchTouches returns setup followed, for each pair of a key and a
