@@ -32,7 +32,7 @@ func commandRunners() map[string]func(*ctx) {
 		"client|id": cmdClientID, "client|setname": cmdClientSetname,
 		"client|getname": cmdClientGetname, "client|setinfo": cmdClientSetinfo,
 		"client|info": cmdClientInfo, "client|list": cmdClientList, "client|help": cmdClientHelp, "client|unblock": cmdClientUnblock,
-		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
+		"client|reply": cmdClientReply, "command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
 		"info": cmdInfo, "config|get": cmdConfigGet, "config|set": cmdConfigSet,
 		"config|resetstat": cmdConfigResetstat, "config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
@@ -239,6 +239,13 @@ func cmdReset(c *ctx) {
 		c.conn.discardTransaction()
 		c.conn.resp3.Store(false)
 		c.s.pubsub.leave(c.conn)
+		// Replies on again, but for this one when it is skipped (as
+		// redis-server's clearClientConnectionState).
+		mode := c.conn.reply.Load() &^ (replyOff | replySkipNext)
+		c.conn.reply.Store(mode)
+		if c.o.silent && mode&replySkip == 0 {
+			c.o.silence(false)
+		}
 	}
 	c.o.resp3 = false
 	c.o.simple("RESET")
@@ -436,11 +443,39 @@ func cmdClientHelp(c *ctx) {
 		"INFO", "    Return information about the current client connection.",
 		"LIST [options ...]", "    Return information about client connections. Options:",
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"SETINFO <option> <value>", "    Set LIB-NAME or LIB-VER of the current connection.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 		"HELP", "    Print this help.",
 	})
+}
+
+// cmdClientReply sets whether the connection's replies are sent: ON
+// answers OK, OFF silences every reply from now on, SKIP the next
+// command's (not when OFF). Pub/sub notices are sent all the same, as
+// redis-server's pushes.
+func cmdClientReply(c *ctx) {
+	if c.conn == nil {
+		c.o.err("CLIENT REPLY needs a connection: a datagram is one command")
+		return
+	}
+	switch mode := c.conn.reply.Load(); {
+	case equalFold(c.argv[2], "on"):
+		c.conn.reply.Store(mode &^ (replySkip | replyOff))
+		if c.o.silent {
+			c.o.silence(false)
+		}
+		c.o.ok()
+	case equalFold(c.argv[2], "off"):
+		c.conn.reply.Store(mode | replyOff)
+	case equalFold(c.argv[2], "skip"):
+		if mode&replyOff == 0 {
+			c.conn.reply.Store(mode | replySkipNext)
+		}
+	default:
+		c.o.writeString(errSyntax)
+	}
 }
 
 // COMMAND.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -158,6 +159,59 @@ func TestHelloPipelined(t *testing.T) {
 		got, err := c.Read(n)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("after HELLO: %q %v, want %d %q", got, err, n, null)
+		}
+	}
+}
+
+// TestClientReplyWithRedis: CLIENT REPLY OFF, SKIP and ON silence the
+// replies redis-server silences (a long reply, a batch of GETs, errors,
+// a transaction's) and no others: pub/sub notices are sent, ON and RESET
+// answer. The commands go pipelined, QUIT last, and the whole of what each
+// server sends is compared, in RESP2 and in RESP3.
+func TestClientReplyWithRedis(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	long := []string{"RPUSH", "big"}
+	for i := range 3000 {
+		long = append(long, strings.Repeat("x", 20)+strconv.Itoa(i))
+	}
+	cmds := [][]string{
+		{"FLUSHALL"}, long, {"CLIENT", "REPLY", "OFF"}, {"SET", "a", "1"}, {"GET", "a"}, {"GET", "a"}, {"GET", "a"},
+		{"LRANGE", "big", "0", "-1"}, {"NOSUCH"}, {"GET"}, {"CLIENT", "REPLY", "SKIP"}, {"PING"},
+		{"CLIENT", "REPLY", "ON"}, {"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"LRANGE", "big", "0", "-1"},
+		{"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "SKIP"}, {"GET", "a"}, {"ECHO", "x"},
+		{"CLIENT", "REPLY", "SKIP"}, {"MULTI"}, {"SET", "b", "2"}, {"CLIENT", "REPLY", "SKIP"}, {"EXEC"},
+		{"GET", "b"}, {"CLIENT", "REPLY", "FOO"}, {"CLIENT", "REPLY"}, {"CLIENT", "REPLY", "SKIP"},
+		{"BLPOP", "big", "0"}, {"LLEN", "big"}, {"CLIENT", "REPLY", "OFF"}, {"SUBSCRIBE", "c"},
+		{"PSUBSCRIBE", "e*"}, {"PING"}, {"UNSUBSCRIBE"}, {"PUNSUBSCRIBE"}, {"RESET"}, {"PING"},
+		{"CLIENT", "REPLY", "SKIP"}, {"RESET"}, {"PING"}, {"QUIT"},
+	}
+	for _, resp3 := range []bool{false, true} {
+		var replies [2][]byte
+		for i, addr := range []string{real, psp} {
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if resp3 {
+				if _, err := c.Do("HELLO", "3"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var req []byte
+			for _, cmd := range cmds {
+				req = append(req, redistest.Command(cmd...)...)
+			}
+			if err := c.Send(req); err != nil {
+				t.Fatal(err)
+			}
+			if replies[i], err = c.ReadAll(); err != nil {
+				t.Fatalf("resp3 %v: %v", resp3, err)
+			}
+		}
+		if !bytes.Equal(replies[1], replies[0]) {
+			t.Errorf("RESP3 %v:\npsp:          %q\nredis-server: %q", resp3, replies[1], replies[0])
 		}
 	}
 }

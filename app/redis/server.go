@@ -261,11 +261,20 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	defer wk.mu.Unlock()
 	for {
 		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o, resumed: b.Flags&nic.Resumed != 0}
+		if conn != nil && conn.silenced() {
+			wk.o.silence(true)
+		}
 		s.run(c)
 		if c.parked {
 			// A blocking command waits (blocking.go): nothing is
 			// answered yet. It is never batched with others.
 			return false
+		}
+		if wk.o.silent {
+			wk.o.silence(false)
+		}
+		if conn != nil {
+			conn.commandDone()
 		}
 		flags |= c.replyFlags
 		p = p[n:]
