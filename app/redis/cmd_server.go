@@ -85,7 +85,7 @@ func commandRunners() map[string]func(*ctx) {
 		"sdiffstore": cmdSunionstore, "smove": cmdSmove,
 		// Sorted sets.
 		"xadd": cmdXadd, "xlen": cmdXlen, "xrange": cmdXrange, "xrevrange": cmdXrevrange,
-		"xdel": cmdXdel, "xtrim": cmdXtrim, "xread": cmdXread,
+		"xdel": cmdXdel, "xtrim": cmdXtrim, "xread": cmdXread, "xsetid": cmdXsetid,
 		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
 		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,

@@ -88,6 +88,12 @@ type streamObj struct {
 	entries []*streamEntry // by id
 	nodes   []*streamNode  // in id order
 	lastID  streamID       // the greatest id ever added
+	// added counts the entries ever added (redis-server's
+	// entries_added), maxDeleted is the greatest id XDEL deleted
+	// (max_deleted_entry_id): XSETID sets them; nothing reads them back
+	// (redis-server's XINFO, which psp does not have, would).
+	added      int64
+	maxDeleted streamID
 }
 
 // The defaults of stream-node-max-entries and stream-node-max-bytes, and
@@ -99,7 +105,7 @@ const (
 )
 
 func (s *streamObj) clone() *streamObj {
-	n := &streamObj{lastID: s.lastID}
+	n := &streamObj{lastID: s.lastID, added: s.added, maxDeleted: s.maxDeleted}
 	nodes := make(map[*streamNode]*streamNode, len(s.nodes))
 	for _, nd := range s.nodes {
 		c := *nd
@@ -219,6 +225,7 @@ func (s *streamObj) append(id streamID, fv [][]byte, maxEntries, maxBytes int64)
 	e := &streamEntry{id: id, fv: fv, node: nd, nbytes: elemOverhead + 16 + total + int64(len(fv))*16}
 	s.entries = append(s.entries, e)
 	s.lastID = id
+	s.added++
 	return e
 }
 
@@ -243,6 +250,9 @@ func (s *streamObj) del(id streamID) int64 {
 	}
 	e := s.entries[i]
 	s.entries = slices.Delete(s.entries, i, i+1)
+	if id.cmp(s.maxDeleted) > 0 {
+		s.maxDeleted = id
+	}
 	e.node.live--
 	e.node.deleted++
 	if e.node.live == 0 {

@@ -553,6 +553,21 @@ var Cases = []Case{
 	// ends, and ~'s default LIMIT (100 nodes' entries); the case ends
 	// with both at their defaults again.
 	{Name: "streams node size", Commands: streamNodeCommands()},
+	// XSETID checks its arguments, then the stream: its top entry and
+	// its length; the last id it sets is what XADD's ids must exceed.
+	{Name: "XSETID", Commands: []string{
+		"XSETID", "XSETID s", "XSETID nosuch 1-1", "XSETID nosuch x", "XSETID nosuch 1-1 0", "XSETID nosuch 1-1 0-0",
+		"XSETID nosuch 1-1 ENTRIESADDED -1 MAXDELETEDID 0-0", "XSETID nosuch 1-1 ENTRIESADDED x",
+		"XSETID nosuch 1-1 MAXDELETEDID 2-0", "XSETID nosuch 1-1 MAXDELETEDID x", "XSETID nosuch + ", "XSETID nosuch 5",
+		"XSETID nosuch 1-1 ENTRIESADDED 1 ENTRIESADDED", "SET str v", "XSETID str 1-1", "XSETID str 1-1 FOO",
+		"XADD s MAXLEN 0 100-0 a b", "XLEN s", "XSETID s 200-0", "XADD s 200-0 a b", "XADD s 200-1 a b", "XSETID s 1-1",
+		"XSETID s 200-1", "XSETID s 200-1 ENTRIESADDED 0", "XSETID s 200-1 ENTRIESADDED 1", "XSETID s 300",
+		"XADD s 250-0 a b", "XADD s 300-1 a b", "XDEL s 300-1", "XSETID s 300-0", "XSETID s 300-1",
+		"XADD s 300-1 a b", "XADD s 300-2 a b", "XSETID s 299-0 MAXDELETEDID 1-0", "XDEL s 200-1 300-2", "XLEN s",
+		"XSETID s 1-0", "XSETID s 300-1", "XSETID s 300-1 MAXDELETEDID 300-2", "XSETID s 400-0 MAXDELETEDID 350-0",
+		"XSETID s 360-0", "XSETID s 18446744073709551615-18446744073709551615", "XADD s * a b",
+		"XSETID s 18446744073709551615-18446744073709551614", "XRANGE s - +", "TYPE s",
+	}},
 	// Pub/sub on one connection (one channel or pattern per command: a
 	// reply each); tests/redis_pubsub_test.go publishes across
 	// connections.
@@ -661,6 +676,7 @@ var TwoClientCases = []Case{
 		"x", "XADD x 4-1 f v", "x", "XADD x 1-1 f v", "n", "XADD n NOMKSTREAM 1-1 f v", "n", "XADD n 1-1 f v",
 		"x", "XADD x MAXLEN ~ 1 4-1 f v", "x", "XDEL x 9-9", "x", "XDEL x 1-1", "x", "XTRIM x MAXLEN 5",
 		"x", "XTRIM x MAXLEN 1", "x", "XTRIM x MAXLEN ~ 1", "x", "XTRIM x MINID 2", "x", "XTRIM x MINID 1",
+		"x", "XSETID x 9-9", "x", "XSETID x 1-1",
 		"s", "XADD s 1-1 f v", "x", "XRANGE x - +", "x", "XREAD STREAMS x 0", "x", "COPY x y", "x", "RENAME x y",
 	)},
 }
