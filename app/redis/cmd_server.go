@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/persephone-go/psp/nic"
 )
@@ -32,7 +33,7 @@ func commandRunners() map[string]func(*ctx) {
 		"client|id": cmdClientID, "client|setname": cmdClientSetname,
 		"client|getname": cmdClientGetname, "client|setinfo": cmdClientSetinfo,
 		"client|info": cmdClientInfo, "client|list": cmdClientList, "client|help": cmdClientHelp, "client|unblock": cmdClientUnblock,
-		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
+		"client|reply": cmdClientReply, "command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|list": cmdCommandList, "command|help": cmdCommandHelp,
 		"info": cmdInfo, "config|get": cmdConfigGet, "config|set": cmdConfigSet,
 		"config|resetstat": cmdConfigResetstat, "config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
@@ -84,7 +85,7 @@ func commandRunners() map[string]func(*ctx) {
 		"sdiffstore": cmdSunionstore, "smove": cmdSmove,
 		// Sorted sets.
 		"xadd": cmdXadd, "xlen": cmdXlen, "xrange": cmdXrange, "xrevrange": cmdXrevrange,
-		"xdel": cmdXdel, "xtrim": cmdXtrim, "xread": cmdXread,
+		"xdel": cmdXdel, "xtrim": cmdXtrim, "xread": cmdXread, "xsetid": cmdXsetid,
 		"zadd": cmdZadd, "zincrby": cmdZadd, "zrem": cmdZrem, "zscore": cmdZscore, "zcard": cmdZcard,
 		"zrank": cmdZrank, "zrevrank": cmdZrank, "zrange": cmdZrange, "zrevrange": cmdZrange,
 		"zrangebyscore": cmdZrange, "zrevrangebyscore": cmdZrange, "zcount": cmdZcount,
@@ -239,6 +240,13 @@ func cmdReset(c *ctx) {
 		c.conn.discardTransaction()
 		c.conn.resp3.Store(false)
 		c.s.pubsub.leave(c.conn)
+		// Replies on again, but for this one when it is skipped (as
+		// redis-server's clearClientConnectionState).
+		mode := c.conn.reply.Load() &^ (replyOff | replySkipNext)
+		c.conn.reply.Store(mode)
+		if c.o.silent && mode&replySkip == 0 {
+			c.o.silence(false)
+		}
 	}
 	c.o.resp3 = false
 	c.o.simple("RESET")
@@ -436,11 +444,39 @@ func cmdClientHelp(c *ctx) {
 		"INFO", "    Return information about the current client connection.",
 		"LIST [options ...]", "    Return information about client connections. Options:",
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"SETINFO <option> <value>", "    Set LIB-NAME or LIB-VER of the current connection.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 		"HELP", "    Print this help.",
 	})
+}
+
+// cmdClientReply sets whether the connection's replies are sent: ON
+// answers OK, OFF silences every reply from now on, SKIP the next
+// command's (not when OFF). Pub/sub notices are sent all the same, as
+// redis-server's pushes.
+func cmdClientReply(c *ctx) {
+	if c.conn == nil {
+		c.o.err("CLIENT REPLY needs a connection: a datagram is one command")
+		return
+	}
+	switch mode := c.conn.reply.Load(); {
+	case equalFold(c.argv[2], "on"):
+		c.conn.reply.Store(mode &^ (replySkip | replyOff))
+		if c.o.silent {
+			c.o.silence(false)
+		}
+		c.o.ok()
+	case equalFold(c.argv[2], "off"):
+		c.conn.reply.Store(mode | replyOff)
+	case equalFold(c.argv[2], "skip"):
+		if mode&replyOff == 0 {
+			c.conn.reply.Store(mode | replySkipNext)
+		}
+	default:
+		c.o.writeString(errSyntax)
+	}
 }
 
 // COMMAND.
@@ -769,8 +805,17 @@ func cmdInfo(c *ctx) {
 	for _, a := range c.argv[1:] {
 		sections[strings.ToLower(string(a))] = true
 	}
-	all := len(sections) == 0 || sections["all"] || sections["everything"] || sections["default"]
-	want := func(name string) bool { return all || sections[name] }
+	// As redis-server's genInfoSectionDict: no argument or "default",
+	// the default sections; "all" and "everything", every section
+	// (commandstats too); others, those named.
+	every := sections["all"] || sections["everything"]
+	def := len(sections) == 0 || sections["default"] || every
+	want := func(name string) bool {
+		if name == "commandstats" {
+			return every || sections[name]
+		}
+		return def || sections[name]
+	}
 	var b strings.Builder
 	add := func(section string, kv ...string) {
 		if !want(strings.ToLower(section)) {
@@ -829,7 +874,15 @@ func cmdInfo(c *ctx) {
 		"rejected_oom_commands", u64(st.oom))
 	add("Replication",
 		"role", "master",
-		"connected_slaves", "0")
+		"connected_slaves", "0",
+		"master_failover_state", "no-failover",
+		"master_repl_offset", "0")
+	if want("cpu") {
+		add("CPU", cpuUsage()...)
+	}
+	if want("commandstats") {
+		add("Commandstats", s.commandStats()...)
+	}
 	add("Cluster", "cluster_enabled", "0")
 	var keyspace []string
 	if n := s.db.keys.Load(); n > 0 {
@@ -837,6 +890,44 @@ func cmdInfo(c *ctx) {
 	}
 	add("Keyspace", keyspace...)
 	c.o.verbatim(b.String())
+}
+
+// cpuUsage is INFO's CPU section: the process's system and user time,
+// and its children's (psp has no main thread apart from its workers).
+func cpuUsage() []string {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	tv := func(t syscall.Timeval) string { return fmt.Sprintf("%d.%06d", t.Sec, t.Usec) }
+	return []string{
+		"used_cpu_sys", tv(self.Stime),
+		"used_cpu_user", tv(self.Utime),
+		"used_cpu_sys_children", tv(children.Stime),
+		"used_cpu_user_children", tv(children.Utime),
+	}
+}
+
+// commandStats is INFO's Commandstats section: each command that ran or
+// was refused, its counts summed over the workers. psp does not time
+// commands (a clock read each would cost more than many commands): usec
+// and usec_per_call read 0.
+func (s *Server) commandStats() []string {
+	var kv []string
+	for _, cmd := range s.statsOrder {
+		var calls, failed, rejected uint64
+		for _, w := range s.workers {
+			st := &w.cmdStats[cmd.id]
+			calls += st.calls.Load()
+			failed += st.failed.Load()
+			rejected += st.rejected.Load()
+		}
+		if calls == 0 && failed == 0 && rejected == 0 {
+			continue
+		}
+		kv = append(kv, "cmdstat_"+cmd.fullname,
+			fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=%d,failed_calls=%d", calls, rejected, failed))
+	}
+	return kv
 }
 
 func humanBytes(n int64) string {

@@ -92,7 +92,15 @@ func (c *ctx) parseTrimArgs(a *trimArgs, xadd bool) (idpos int, id streamID, idG
 		c.o.err("syntax error, LIMIT cannot be used without the special ~ option")
 		return
 	case !limitGiven && a.approx:
-		a.limit = 100 * streamNodeMaxEntries
+		// At most 100 nodes' entries, bounded on both sides as
+		// redis-server does (the product can overflow).
+		a.limit = 100 * c.s.streamNodeEntries.Load()
+		if a.limit <= 0 {
+			a.limit = 10000
+		}
+		if a.limit > 1000000 {
+			a.limit = 1000000
+		}
 	case !limitGiven:
 		a.limit = 0
 	}
@@ -162,7 +170,7 @@ func cmdXadd(c *ctx) {
 	for i, b := range c.argv[fieldPos:] {
 		fv[i] = copyBytes(b)
 	}
-	ne := s.append(id, fv)
+	ne := s.append(id, fv, c.s.streamNodeEntries.Load(), c.s.streamNodeBytes.Load())
 	grow := ne.nbytes
 	var buf [42]byte
 	c.o.bulk(id.appendTo(buf[:0]))
@@ -306,6 +314,76 @@ func cmdXdel(c *ctx) {
 		sh.modified(c.argv[1])
 	}
 	c.o.integer(int64(deleted))
+}
+
+// cmdXsetid sets a stream's last id (what XADD's ids must exceed) and,
+// with ENTRIESADDED and MAXDELETEDID, its count of entries ever added and
+// its greatest deleted id, checked as redis-server's xsetidCommand: the
+// arguments first, then against the stream's top entry and length.
+func cmdXsetid(c *ctx) {
+	id, _, ok := parseStreamID(c.argv[2], 0, true, false)
+	if !ok {
+		c.o.err(errStreamID)
+		return
+	}
+	added := int64(-1)
+	var maxDeleted streamID
+	for i := 3; i < len(c.argv); i += 2 {
+		opt, more := c.argv[i], i+1 < len(c.argv)
+		switch {
+		case equalFold(opt, "entriesadded") && more:
+			v, vok := string2ll(c.argv[i+1])
+			if !vok {
+				c.o.writeString(errNotInt)
+				return
+			}
+			if v < 0 {
+				c.o.err("entries_added must be positive")
+				return
+			}
+			added = v
+		case equalFold(opt, "maxdeletedid") && more:
+			v, _, vok := parseStreamID(c.argv[i+1], 0, true, false)
+			if !vok {
+				c.o.err(errStreamID)
+				return
+			}
+			if id.cmp(v) < 0 {
+				c.o.err("The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
+				return
+			}
+			maxDeleted = v
+		default:
+			c.o.writeString(errSyntax)
+			return
+		}
+	}
+	sh, e, ok := c.writeKind(c.argv[1], kindStream, errNoKey)
+	defer sh.mu.Unlock()
+	if !ok {
+		return
+	}
+	s := e.obj.(*streamObj)
+	if n := len(s.entries); n > 0 {
+		if id.cmp(s.entries[n-1].id) < 0 {
+			c.o.err("The ID specified in XSETID is smaller than the target stream top item")
+			return
+		}
+		if added != -1 && int64(n) > added {
+			c.o.err("The entries_added specified in XSETID is smaller than the target stream length")
+			return
+		}
+	}
+	s.lastID = id
+	if added != -1 {
+		s.added = added
+	}
+	if maxDeleted != (streamID{}) {
+		s.maxDeleted = maxDeleted
+	}
+	// redis-server 7.0.15's XSETID does not signal the key modified: a
+	// WATCH of it holds.
+	c.o.ok()
 }
 
 func cmdXtrim(c *ctx) {

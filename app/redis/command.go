@@ -81,6 +81,8 @@ type command struct {
 	// many arguments (its name included) are batched (Conn.batch); 0:
 	// never.
 	batchArgs int
+	// id indexes the workers' cmdStats (INFO commandstats).
+	id int
 }
 
 // batchArgs are the commands that are batched, and their most arguments:
@@ -208,6 +210,7 @@ func (s *Server) run(c *ctx) {
 // rejectCommand: the error, and a transaction open is discarded at EXEC;
 // EXEC itself refused discards it at once, saying why.
 func (c *ctx) reject(cmd *command, msg string) {
+	c.w.cmdStats[cmd.id].rejected.Add(1)
 	c.flagTransaction()
 	if cmd.fullname != "exec" {
 		c.o.err(msg)
@@ -225,7 +228,17 @@ func (s *Server) call(c *ctx, cmd *command) {
 	if c.conn != nil {
 		c.conn.lastCmd.Store(cmd)
 	}
+	start := len(c.o.buf)
 	cmd.run(c)
+	if !c.parked {
+		// Counted once, when a parked command runs again; failed: it
+		// answered an error (what a chunk sent held is no error).
+		st := &c.w.cmdStats[cmd.id]
+		st.calls.Add(1)
+		if len(c.o.buf) > start && c.o.buf[start] == '-' {
+			st.failed.Add(1)
+		}
+	}
 	if c.reap {
 		s.reapExpired(c)
 	}
@@ -380,7 +393,24 @@ func commandTable() (map[string]*command, []*command) {
 		all = append(all, c)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	for i, c := range statsOrder(all) {
+		c.id = i
+	}
 	return m, all
+}
+
+// statsOrder lists the commands and their subcommands by full name, the
+// order of their ids and of INFO commandstats.
+func statsOrder(all []*command) []*command {
+	var list []*command
+	for _, c := range all {
+		list = append(list, c)
+		for _, sub := range c.subs {
+			list = append(list, sub)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].fullname < list[j].fullname })
+	return list
 }
 
 func flagBits(names []string) int {

@@ -129,6 +129,12 @@ func configParams() []configParam {
 		{name: "set-max-intset-entries", kind: intParam, min: 0, max: longMax, unsigned: true, def: "512"},
 		{name: "slowlog-log-slower-than", kind: intParam, min: -1, max: longMax, def: "10000"},
 		{name: "slowlog-max-len", kind: intParam, min: 0, max: longMax, unsigned: true, def: "128"},
+		{name: "stream-node-max-bytes", kind: memoryParam, min: 0, max: longMax, unsigned: true,
+			get:   func(s *Server) string { return strconv.FormatInt(s.streamNodeBytes.Load(), 10) },
+			apply: func(s *Server, v int64) { s.streamNodeBytes.Store(v) }},
+		{name: "stream-node-max-entries", kind: intParam, min: 0, max: longMax,
+			get:   func(s *Server) string { return strconv.FormatInt(s.streamNodeEntries.Load(), 10) },
+			apply: func(s *Server, v int64) { s.streamNodeEntries.Store(v) }},
 		{name: "timeout", kind: intParam, min: 0, max: intMax, def: "0", refuse: func(_ *Server, v int64, _ string) string {
 			if v != 0 {
 				return "psp closes idle connections by its own timeout (--tcp-idle-timeout), not by this parameter"

@@ -2,8 +2,10 @@ package redis
 
 import (
 	"bytes"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,5 +161,152 @@ func TestHelloPipelined(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("after HELLO: %q %v, want %d %q", got, err, n, null)
 		}
+	}
+}
+
+// TestClientReplyWithRedis: CLIENT REPLY OFF, SKIP and ON silence the
+// replies redis-server silences (a long reply, a batch of GETs, errors,
+// a transaction's) and no others: pub/sub notices are sent, ON and RESET
+// answer. The commands go pipelined, QUIT last, and the whole of what each
+// server sends is compared, in RESP2 and in RESP3.
+func TestClientReplyWithRedis(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	long := []string{"RPUSH", "big"}
+	for i := range 3000 {
+		long = append(long, strings.Repeat("x", 20)+strconv.Itoa(i))
+	}
+	cmds := [][]string{
+		{"FLUSHALL"}, long, {"CLIENT", "REPLY", "OFF"}, {"SET", "a", "1"}, {"GET", "a"}, {"GET", "a"}, {"GET", "a"},
+		{"LRANGE", "big", "0", "-1"}, {"NOSUCH"}, {"GET"}, {"CLIENT", "REPLY", "SKIP"}, {"PING"},
+		{"CLIENT", "REPLY", "ON"}, {"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"LRANGE", "big", "0", "-1"},
+		{"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "SKIP"}, {"GET", "a"}, {"ECHO", "x"},
+		{"CLIENT", "REPLY", "SKIP"}, {"MULTI"}, {"SET", "b", "2"}, {"CLIENT", "REPLY", "SKIP"}, {"EXEC"},
+		{"GET", "b"}, {"CLIENT", "REPLY", "FOO"}, {"CLIENT", "REPLY"}, {"CLIENT", "REPLY", "SKIP"},
+		{"BLPOP", "big", "0"}, {"LLEN", "big"}, {"CLIENT", "REPLY", "OFF"}, {"SUBSCRIBE", "c"},
+		{"PSUBSCRIBE", "e*"}, {"PING"}, {"UNSUBSCRIBE"}, {"PUNSUBSCRIBE"}, {"RESET"}, {"PING"},
+		{"CLIENT", "REPLY", "SKIP"}, {"RESET"}, {"PING"}, {"QUIT"},
+	}
+	for _, resp3 := range []bool{false, true} {
+		var replies [2][]byte
+		for i, addr := range []string{real, psp} {
+			c, err := redistest.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if resp3 {
+				if _, err := c.Do("HELLO", "3"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var req []byte
+			for _, cmd := range cmds {
+				req = append(req, redistest.Command(cmd...)...)
+			}
+			if err := c.Send(req); err != nil {
+				t.Fatal(err)
+			}
+			if replies[i], err = c.ReadAll(); err != nil {
+				t.Fatalf("resp3 %v: %v", resp3, err)
+			}
+		}
+		if !bytes.Equal(replies[1], replies[0]) {
+			t.Errorf("RESP3 %v:\npsp:          %q\nredis-server: %q", resp3, replies[1], replies[0])
+		}
+	}
+}
+
+// TestInfoWithRedis: INFO's arguments choose the sections redis-server's
+// choose (of those psp writes; "default" leaves Commandstats out, "all"
+// and "everything" have it), CPU's fields are redis-server's, and
+// Commandstats counts each command's calls, errors answered and
+// refusals as redis-server does (psp's usec read 0: only the counts are
+// compared).
+func TestInfoWithRedis(t *testing.T) {
+	real := redistest.StartRedis(t)
+	psp := serveTest(t, openTest(t, Config{}))
+	var conns [2]*redistest.Conn
+	for i, addr := range []string{real, psp} {
+		c, err := redistest.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	info := func(c *redistest.Conn, args ...string) string {
+		r, err := c.Do(append([]string{"INFO"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(r)
+	}
+	pspSections := map[string]bool{"Server": true, "Clients": true, "Memory": true, "Persistence": true, "Stats": true,
+		"Replication": true, "CPU": true, "Commandstats": true, "Cluster": true, "Keyspace": true}
+	headers := func(r string, only bool) []string {
+		var hs []string
+		for _, line := range strings.Split(r, "\r\n") {
+			if h, ok := strings.CutPrefix(line, "# "); ok && (!only || pspSections[h]) {
+				hs = append(hs, h)
+			}
+		}
+		return hs
+	}
+	for _, args := range [][]string{nil, {"default"}, {"all"}, {"everything"}, {"cpu"}, {"commandSTATS"},
+		{"cpu", "sentinel"}, {"cpu", "all"}, {"cpu", "default"}, {"server", "cpu"}, {"nosuch"}} {
+		want, got := headers(info(conns[0], args...), true), headers(info(conns[1], args...), false)
+		if !slices.Equal(got, want) {
+			t.Errorf("INFO %v: psp's sections %v, redis-server's %v", args, got, want)
+		}
+	}
+	fields := func(r string) []string {
+		var fs []string
+		for _, line := range strings.Split(r, "\r\n") {
+			if k, _, ok := strings.Cut(line, ":"); ok {
+				fs = append(fs, k)
+			}
+		}
+		return fs
+	}
+	for _, f := range fields(info(conns[1], "cpu")) {
+		if !slices.Contains(fields(info(conns[0], "cpu")), f) {
+			t.Errorf("INFO cpu: psp's %s is not redis-server's", f)
+		}
+	}
+	if r := info(conns[1], "cpu"); !strings.Contains(r, "used_cpu_user:") || !strings.Contains(r, "used_cpu_sys:") {
+		t.Errorf("INFO cpu: %q", r)
+	}
+
+	// The same commands on both, then their counts compared.
+	cmds := []string{"CONFIG RESETSTAT", "GET x", "GET", "INCR", "SET s a", "INCR s", "INCR s", "LPUSH s a",
+		"CLIENT NOSUCH", "CLIENT GETNAME x", "CLIENT GETNAME", "NOSUCH", "MULTI", "INCR s", "SET t 1", "GET",
+		"EXEC", "MULTI", "INCR s", "SET t 1", "EXEC", "SUBSCRIBE c", "GET x", "UNSUBSCRIBE", "ZADD z x 1",
+		"ZADD z 1 a", "ZRANGE z 0 -1", "XADD x 1-1 f v", "XADD x 1-1 f v"}
+	counts := func(c *redistest.Conn) map[string]string {
+		for _, cmd := range cmds {
+			if _, err := c.Do(redistest.Args(cmd)...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(info(c, "commandstats"), "\r\n") {
+			name, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			var kept []string
+			for _, kv := range strings.Split(v, ",") {
+				if !strings.HasPrefix(kv, "usec") {
+					kept = append(kept, kv)
+				}
+			}
+			m[name] = strings.Join(kept, ",")
+		}
+		return m
+	}
+	want, got := counts(conns[0]), counts(conns[1])
+	if len(got) == 0 || !maps.Equal(got, want) {
+		t.Errorf("INFO commandstats:\npsp:          %v\nredis-server: %v", got, want)
 	}
 }

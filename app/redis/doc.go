@@ -115,7 +115,7 @@
 // persistence, replication, cluster or ACLs (AUTH accepts the default
 // user, as redis-server without a password): those commands are refused
 // with an error saying so. Stream consumer groups (XGROUP, XREADGROUP,
-// XACK, XPENDING, XCLAIM, XAUTOCLAIM), XINFO and XSETID are unknown, and
+// XACK, XPENDING, XCLAIM, XAUTOCLAIM) and XINFO are unknown, and
 // XREAD BLOCK answers an error where redis-server would wait. No eviction policy other than noeviction.
 // CLIENT KILL and the other CLIENT
 // subcommands are unknown. INFO reports psp's own figures in redis-server's

@@ -23,7 +23,11 @@ type out struct {
 	// resp3: the connection speaks RESP3 (HELLO 3); the helpers below
 	// write each shape as redis-server writes it for the protocol.
 	resp3 bool
-	num   [32]byte
+	// silent: the command's reply is not sent (CLIENT REPLY OFF or
+	// SKIP): failed is set too, so that every write is dropped, without
+	// the cut (silence).
+	silent bool
+	num    [32]byte
 }
 
 // reset prepares o for a reply of chunks of room bytes sent through r (nil:
@@ -32,7 +36,7 @@ func (o *out) reset(r app.Reply, room int) {
 	if cap(o.buf) < room || cap(o.buf) > 2*room {
 		o.buf = make([]byte, 0, room)
 	}
-	o.buf, o.r, o.room, o.failed = o.buf[:0], r, room, false
+	o.buf, o.r, o.room, o.failed, o.silent = o.buf[:0], r, room, false, false
 }
 
 // write appends p to the reply.
@@ -56,6 +60,12 @@ func (o *out) writeString(s string) {
 			o.flush()
 		}
 	}
+}
+
+// silence drops the writes from now on (on), or writes again; o is not
+// cut (failed) when it is called.
+func (o *out) silence(on bool) {
+	o.silent, o.failed = on, on
 }
 
 // flush sends the full chunk as one of the reply's leading buffers.

@@ -71,6 +71,9 @@ type Conn struct {
 	resp3 atomic.Bool
 	// lastCmd is the command it ran last (CLIENT LIST's cmd=).
 	lastCmd atomic.Pointer[command]
+	// reply: CLIENT REPLY's state, replyOff, replySkip and
+	// replySkipNext bits (0: every reply is sent).
+	reply atomic.Uint32
 
 	mu      sync.Mutex
 	name    string
@@ -147,6 +150,31 @@ func (c *Conn) PeerClosed() {
 
 // ID returns the connection's id (CLIENT ID).
 func (c *Conn) ID() uint64 { return c.id }
+
+// CLIENT REPLY's state bits (Conn.reply): OFF; SKIP, the running
+// command's reply is not sent; SKIP asked, the next command's is not.
+const (
+	replyOff uint32 = 1 << iota
+	replySkip
+	replySkipNext
+)
+
+// silenced reports whether the command about to run is answered
+// nothing (CLIENT REPLY OFF, or SKIP before it).
+func (c *Conn) silenced() bool { return c.reply.Load()&(replyOff|replySkip) != 0 }
+
+// commandDone moves CLIENT REPLY SKIP on after a command, as
+// redis-server's resetClient: the skipped command's SKIP ends, and a
+// SKIP asked applies to the next command.
+func (c *Conn) commandDone() {
+	if m := c.reply.Load(); m&(replySkip|replySkipNext) != 0 {
+		n := m &^ (replySkip | replySkipNext)
+		if m&replySkipNext != 0 {
+			n |= replySkip
+		}
+		c.reply.Store(n)
+	}
+}
 
 // Frame implements nic.Framer: it cuts the head of a connection's input
 // as redis-server's processInputBuffer does, a multibulk request when the

@@ -76,8 +76,14 @@ func (o *out) pubsubHeader(n int) {
 
 // notify writes a (un)subscription notice: kind, the channel or pattern
 // (nil: none, after an unsubscription from everything when there was
-// nothing), and the connection's subscriptions now.
+// nothing), and the connection's subscriptions now. It is written when
+// the command's reply is silenced too (CLIENT REPLY), as redis-server
+// sends pub/sub messages.
 func (o *out) notify(kind string, name []byte, count int64) {
+	silent := o.silent
+	if silent {
+		o.silence(false)
+	}
 	o.pubsubHeader(3)
 	o.bulkString(kind)
 	if name == nil {
@@ -86,6 +92,9 @@ func (o *out) notify(kind string, name []byte, count int64) {
 		o.bulk(name)
 	}
 	o.integer(count)
+	if silent && !o.failed { // else cut: the connection closes
+		o.silence(true)
+	}
 }
 
 // pushable reports whether c's connection can take pub/sub messages, and

@@ -53,6 +53,14 @@ type Server struct {
 	workers   []*worker
 	now       func() time.Time
 	started   time.Time
+	// streamNodeEntries and streamNodeBytes are stream-node-max-entries
+	// and stream-node-max-bytes (CONFIG SET): where XADD starts a new
+	// node, and XADD's and XTRIM's default LIMIT with ~.
+	streamNodeEntries atomic.Int64
+	streamNodeBytes   atomic.Int64
+
+	// statsOrder: the commands and subcommands by command.id.
+	statsOrder []*command
 
 	connsOpened atomic.Uint64
 	connsClosed atomic.Uint64
@@ -90,6 +98,9 @@ type worker struct {
 	// pubBufs: PUBLISH's message, in RESP2 and in RESP3.
 	pubBufs [2][]byte
 	stats   workerStats
+	// cmdStats: each command's counts (by command.id), for INFO
+	// commandstats.
+	cmdStats []cmdStat
 	// Serving blocked clients (blocking.go): the keys written that they
 	// wait on, one key's clients, and the context, reply and arguments
 	// of their pops.
@@ -132,14 +143,17 @@ func Open(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, config: newConfigState(), db: newStore(), now: cfg.Now, stop: make(chan struct{})}
 	s.maxMemory.Store(cfg.MaxMemory)
 	s.maxBulk.Store(int64(cfg.MaxBulk))
+	s.streamNodeEntries.Store(streamNodeMaxEntries)
+	s.streamNodeBytes.Store(streamNodeMaxBytes)
 	if s.now == nil {
 		s.now = time.Now
 	}
 	s.started = s.now()
 	s.cmds, s.byName = commandTable()
+	s.statsOrder = statsOrder(s.byName)
 	s.workers = make([]*worker, cfg.Workers)
 	for i := range s.workers {
-		s.workers[i] = &worker{rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		s.workers[i] = &worker{rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), cmdStats: make([]cmdStat, len(s.statsOrder))}
 	}
 	s.done.Add(1)
 	go s.sweep()
@@ -184,11 +198,27 @@ func (s *Server) infoStats() infoStats {
 		hits: st.hits - base.hits, misses: st.misses - base.misses, oom: st.oom - base.oom, expired: st.expired - base.expired}
 }
 
-// resetStats makes INFO's Stats section count from now.
+// resetStats makes INFO's Stats section count from now, and its
+// Commandstats from 0.
 func (s *Server) resetStats() {
 	s.statsMu.Lock()
 	s.statsBase = s.totals()
 	s.statsMu.Unlock()
+	for _, w := range s.workers {
+		for i := range w.cmdStats {
+			st := &w.cmdStats[i]
+			st.calls.Store(0)
+			st.failed.Store(0)
+			st.rejected.Store(0)
+		}
+	}
+}
+
+// cmdStat is a command's counts on a worker: the times it ran, those
+// it answered an error, and those it was refused before it ran (wrong
+// number of arguments, maxmemory, RESP2's subscribed context).
+type cmdStat struct {
+	calls, failed, rejected atomic.Uint64
 }
 
 // overMaxMemory reports whether the dataset is past maxmemory.
@@ -254,11 +284,20 @@ func (s *Server) HandleMulti(w int, _ app.Type, b *nic.Buffer, r app.Reply) bool
 	defer wk.mu.Unlock()
 	for {
 		*c = ctx{s: s, w: wk, conn: conn, argv: wk.req.argv, clk: cmdClock{read: s.now}, o: &wk.o, resumed: b.Flags&nic.Resumed != 0}
+		if conn != nil && conn.silenced() {
+			wk.o.silence(true)
+		}
 		s.run(c)
 		if c.parked {
 			// A blocking command waits (blocking.go): nothing is
 			// answered yet. It is never batched with others.
 			return false
+		}
+		if wk.o.silent {
+			wk.o.silence(false)
+		}
+		if conn != nil {
+			conn.commandDone()
 		}
 		flags |= c.replyFlags
 		p = p[n:]

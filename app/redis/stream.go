@@ -70,8 +70,8 @@ type streamEntry struct {
 }
 
 // streamNode stands for one of redis-server's radix-tree nodes (a
-// listpack of up to stream-node-max-entries entries, 100, and of
-// stream-node-max-bytes, 4096): psp keeps the entries in one slice, and
+// listpack of up to stream-node-max-entries entries, 100 by default, and
+// of stream-node-max-bytes, 4096 by default): psp keeps the entries in one slice, and
 // the nodes only to trim with ~ as redis-server does, whole nodes at a
 // time. bytes estimates the listpack's size as redis-server encodes it
 // (listpack.c), to split nodes where it does.
@@ -88,15 +88,24 @@ type streamObj struct {
 	entries []*streamEntry // by id
 	nodes   []*streamNode  // in id order
 	lastID  streamID       // the greatest id ever added
+	// added counts the entries ever added (redis-server's
+	// entries_added), maxDeleted is the greatest id XDEL deleted
+	// (max_deleted_entry_id): XSETID sets them; nothing reads them back
+	// (redis-server's XINFO, which psp does not have, would).
+	added      int64
+	maxDeleted streamID
 }
 
+// The defaults of stream-node-max-entries and stream-node-max-bytes, and
+// the bound redis-server puts on a node's bytes (STREAM_LISTPACK_MAX_SIZE).
 const (
 	streamNodeMaxEntries = 100
 	streamNodeMaxBytes   = 4096
+	streamListpackMax    = 1 << 30
 )
 
 func (s *streamObj) clone() *streamObj {
-	n := &streamObj{lastID: s.lastID}
+	n := &streamObj{lastID: s.lastID, added: s.added, maxDeleted: s.maxDeleted}
 	nodes := make(map[*streamNode]*streamNode, len(s.nodes))
 	for _, nd := range s.nodes {
 		c := *nd
@@ -161,8 +170,10 @@ func lpStrSize(p []byte) int64 {
 
 // append adds an entry of id (greater than the last) with fields and
 // values fv, in the tail node or a new one as redis-server's
-// streamAppendItem chooses, and returns it.
-func (s *streamObj) append(id streamID, fv [][]byte) *streamEntry {
+// streamAppendItem chooses with nodes of at most maxEntries entries
+// (deleted ones included; 0: no bound) and maxBytes bytes (0: the
+// listpack's own bound), and returns it.
+func (s *streamObj) append(id streamID, fv [][]byte, maxEntries, maxBytes int64) *streamEntry {
 	var total int64
 	for _, b := range fv {
 		total += int64(len(b))
@@ -170,7 +181,10 @@ func (s *streamObj) append(id streamID, fv [][]byte) *streamEntry {
 	var nd *streamNode
 	if len(s.nodes) > 0 {
 		nd = s.nodes[len(s.nodes)-1]
-		if nd.bytes+total >= streamNodeMaxBytes || nd.live+nd.deleted >= streamNodeMaxEntries {
+		if maxBytes <= 0 || maxBytes > streamListpackMax {
+			maxBytes = streamListpackMax
+		}
+		if nd.bytes+total >= maxBytes || (maxEntries != 0 && nd.live+nd.deleted >= maxEntries) {
 			nd = nil
 		}
 	}
@@ -211,6 +225,7 @@ func (s *streamObj) append(id streamID, fv [][]byte) *streamEntry {
 	e := &streamEntry{id: id, fv: fv, node: nd, nbytes: elemOverhead + 16 + total + int64(len(fv))*16}
 	s.entries = append(s.entries, e)
 	s.lastID = id
+	s.added++
 	return e
 }
 
@@ -235,6 +250,9 @@ func (s *streamObj) del(id streamID) int64 {
 	}
 	e := s.entries[i]
 	s.entries = slices.Delete(s.entries, i, i+1)
+	if id.cmp(s.maxDeleted) > 0 {
+		s.maxDeleted = id
+	}
 	e.node.live--
 	e.node.deleted++
 	if e.node.live == 0 {

@@ -37,5 +37,5 @@ func Example_resp() {
 	// Output:
 	// "*2\r\n$3\r\nget\r\n$3\r\nkey\r\n": 31 GET
 	// "SCAN 0 COUNT 10\r\n": 100 SCAN
-	// "SCAN 0 COUNT 10000\r\n": 177 SCAN_10K
+	// "SCAN 0 COUNT 10000\r\n": 178 SCAN_10K
 }

@@ -549,6 +549,25 @@ var Cases = []Case{
 	// or 4096 bytes of listpack) from the head, so ~ keeps more than
 	// asked.
 	{Name: "streams approximate trimming", Commands: streamCommands()},
+	// stream-node-max-entries and stream-node-max-bytes set where a node
+	// ends, and ~'s default LIMIT (100 nodes' entries); the case ends
+	// with both at their defaults again.
+	{Name: "streams node size", Commands: streamNodeCommands()},
+	// XSETID checks its arguments, then the stream: its top entry and
+	// its length; the last id it sets is what XADD's ids must exceed.
+	{Name: "XSETID", Commands: []string{
+		"XSETID", "XSETID s", "XSETID nosuch 1-1", "XSETID nosuch x", "XSETID nosuch 1-1 0", "XSETID nosuch 1-1 0-0",
+		"XSETID nosuch 1-1 ENTRIESADDED -1 MAXDELETEDID 0-0", "XSETID nosuch 1-1 ENTRIESADDED x",
+		"XSETID nosuch 1-1 MAXDELETEDID 2-0", "XSETID nosuch 1-1 MAXDELETEDID x", "XSETID nosuch + ", "XSETID nosuch 5",
+		"XSETID nosuch 1-1 ENTRIESADDED 1 ENTRIESADDED", "SET str v", "XSETID str 1-1", "XSETID str 1-1 FOO",
+		"XADD s MAXLEN 0 100-0 a b", "XLEN s", "XSETID s 200-0", "XADD s 200-0 a b", "XADD s 200-1 a b", "XSETID s 1-1",
+		"XSETID s 200-1", "XSETID s 200-1 ENTRIESADDED 0", "XSETID s 200-1 ENTRIESADDED 1", "XSETID s 300",
+		"XADD s 250-0 a b", "XADD s 300-1 a b", "XDEL s 300-1", "XSETID s 300-0", "XSETID s 300-1",
+		"XADD s 300-1 a b", "XADD s 300-2 a b", "XSETID s 299-0 MAXDELETEDID 1-0", "XDEL s 200-1 300-2", "XLEN s",
+		"XSETID s 1-0", "XSETID s 300-1", "XSETID s 300-1 MAXDELETEDID 300-2", "XSETID s 400-0 MAXDELETEDID 350-0",
+		"XSETID s 360-0", "XSETID s 18446744073709551615-18446744073709551615", "XADD s * a b",
+		"XSETID s 18446744073709551615-18446744073709551614", "XRANGE s - +", "TYPE s",
+	}},
 	// Pub/sub on one connection (one channel or pattern per command: a
 	// reply each); tests/redis_pubsub_test.go publishes across
 	// connections.
@@ -657,6 +676,7 @@ var TwoClientCases = []Case{
 		"x", "XADD x 4-1 f v", "x", "XADD x 1-1 f v", "n", "XADD n NOMKSTREAM 1-1 f v", "n", "XADD n 1-1 f v",
 		"x", "XADD x MAXLEN ~ 1 4-1 f v", "x", "XDEL x 9-9", "x", "XDEL x 1-1", "x", "XTRIM x MAXLEN 5",
 		"x", "XTRIM x MAXLEN 1", "x", "XTRIM x MAXLEN ~ 1", "x", "XTRIM x MINID 2", "x", "XTRIM x MINID 1",
+		"x", "XSETID x 9-9", "x", "XSETID x 1-1",
 		"s", "XADD s 1-1 f v", "x", "XRANGE x - +", "x", "XREAD STREAMS x 0", "x", "COPY x y", "x", "RENAME x y",
 	)},
 }
@@ -685,6 +705,40 @@ func streamCommands() []string {
 		"XTRIM a MINID 395", "XTRIM a MAXLEN 40", "XTRIM a MAXLEN ~ 0", "XLEN a", "XRANGE a - +",
 		"XTRIM b MAXLEN ~ 100", "XTRIM b MINID ~ 440", "XTRIM b MINID ~ 445", "XLEN b", "XRANGE b - + COUNT 2",
 		"XREVRANGE b + - COUNT 2", "XADD b MAXLEN 5 451-1 f v", "XRANGE b - +")
+}
+
+// streamNodeCommands sets stream-node-max-entries and
+// stream-node-max-bytes, fills streams under each setting and trims them
+// with ~, with and without LIMIT.
+func streamNodeCommands() []string {
+	cmds := []string{
+		"CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes", "CONFIG SET stream-node-max-entries -1", "CONFIG SET stream-node-max-entries x",
+		"CONFIG SET stream-node-max-bytes -1", "CONFIG SET stream-node-max-bytes 1kb", "CONFIG GET stream-node-max-bytes",
+		"CONFIG SET stream-node-max-bytes 9223372036854775808", "CONFIG SET stream-node-max-entries 10",
+		"CONFIG SET stream-node-max-bytes 4096", "CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes",
+	}
+	fill := func(key string, n int) {
+		for i := 1; i <= n; i++ {
+			cmds = append(cmds, fmt.Sprintf("XADD %s %d-1 f %s", key, i, strings.Repeat("v", i%40)))
+		}
+	}
+	fill("a", 100)
+	cmds = append(cmds, "XADD a MAXLEN ~ 55 LIMIT 30 101-1 f v", "XLEN a", "XADD a MAXLEN ~ 55 LIMIT 30 102-1 f v",
+		"XLEN a", "XTRIM a MAXLEN ~ 0", "XLEN a", "CONFIG SET stream-node-max-entries 1")
+	fill("b", 102)
+	cmds = append(cmds, "XTRIM b MAXLEN ~ 1", "XLEN b", "XTRIM b MAXLEN 1", "XLEN b", "XTRIM b MAXLEN 1 LIMIT 30",
+		"CONFIG SET stream-node-max-entries 0")
+	fill("c", 150)
+	cmds = append(cmds, "XTRIM c MAXLEN ~ 1", "XLEN c", "CONFIG SET stream-node-max-entries 9223372036854775807")
+	fill("d", 50)
+	cmds = append(cmds, "XTRIM d MAXLEN ~ 1", "XLEN d", "CONFIG SET stream-node-max-entries 100",
+		"CONFIG SET stream-node-max-bytes 200")
+	fill("e", 120)
+	cmds = append(cmds, "XTRIM e MAXLEN ~ 50", "XLEN e", "XTRIM e MINID ~ 90", "XRANGE e - + COUNT 1",
+		"CONFIG SET stream-node-max-bytes 0")
+	fill("f", 300)
+	return append(cmds, "XTRIM f MAXLEN ~ 10", "XLEN f",
+		"CONFIG SET stream-node-max-entries 100 stream-node-max-bytes 4096", "CONFIG GET stream-node-max-entries", "CONFIG GET stream-node-max-bytes")
 }
 
 // watchTouches returns setup followed, for each pair of a key and a
