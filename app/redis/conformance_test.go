@@ -50,15 +50,7 @@ func TestHelloWithRedis(t *testing.T) {
 	real := redistest.StartRedis(t)
 	psp := serveTest(t, openTest(t, Config{}))
 	id := regexp.MustCompile(`\$2\r\nid\r\n:[0-9]+\r\n`)
-	var conns [2]*redistest.Conn
-	for i, addr := range []string{real, psp} {
-		c, err := redistest.Dial(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-	}
+	conns := dialPair(t, real, psp, "")
 	for _, cmd := range []string{
 		"FLUSHALL", "ZADD z 1.5 a", "HELLO", "ZSCORE z a", "HELLO 3", "ZSCORE z a", "HELLO", "HELLO 3 SETNAME x",
 		"CLIENT GETNAME", "HGETALL nosuch", "HELLO 2", "ZSCORE z a", "HELLO 3", "RESET", "ZSCORE z a",
@@ -102,18 +94,7 @@ func TestCommandShapesWithRedis(t *testing.T) {
 		}
 	}
 	for _, proto := range []string{"2", "3"} {
-		var conns [2]*redistest.Conn
-		for i, addr := range []string{real, psp} {
-			c, err := redistest.Dial(addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Do("HELLO", proto); err != nil {
-				t.Fatal(err)
-			}
-			conns[i] = c
-		}
+		conns := dialPair(t, real, psp, proto)
 		for _, name := range names {
 			for _, sub := range []string{"INFO", "DOCS"} {
 				want, err := conns[0].Do("COMMAND", sub, name)
@@ -189,17 +170,12 @@ func TestClientReplyWithRedis(t *testing.T) {
 	}
 	for _, resp3 := range []bool{false, true} {
 		var replies [2][]byte
-		for i, addr := range []string{real, psp} {
-			c, err := redistest.Dial(addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if resp3 {
-				if _, err := c.Do("HELLO", "3"); err != nil {
-					t.Fatal(err)
-				}
-			}
+		proto := ""
+		if resp3 {
+			proto = "3"
+		}
+		for i, c := range dialPair(t, real, psp, proto) {
+			var err error
 			var req []byte
 			for _, cmd := range cmds {
 				req = append(req, redistest.Command(cmd...)...)
@@ -226,15 +202,7 @@ func TestClientReplyWithRedis(t *testing.T) {
 func TestInfoWithRedis(t *testing.T) {
 	real := redistest.StartRedis(t)
 	psp := serveTest(t, openTest(t, Config{}))
-	var conns [2]*redistest.Conn
-	for i, addr := range []string{real, psp} {
-		c, err := redistest.Dial(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-	}
+	conns := dialPair(t, real, psp, "")
 	info := func(c *redistest.Conn, args ...string) string {
 		r, err := c.Do(append([]string{"INFO"}, args...)...)
 		if err != nil {
@@ -309,4 +277,26 @@ func TestInfoWithRedis(t *testing.T) {
 	if len(got) == 0 || !maps.Equal(got, want) {
 		t.Errorf("INFO commandstats:\npsp:          %v\nredis-server: %v", got, want)
 	}
+}
+
+// dialPair connects to redis-server (real) and psp, in that order, each
+// connection closed when the test ends; a proto other than "" is sent in
+// HELLO first.
+func dialPair(t *testing.T, real, psp, proto string) [2]*redistest.Conn {
+	t.Helper()
+	var conns [2]*redistest.Conn
+	for i, addr := range []string{real, psp} {
+		c, err := redistest.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if proto != "" {
+			if _, err := c.Do("HELLO", proto); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conns[i] = c
+	}
+	return conns
 }
