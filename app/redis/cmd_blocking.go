@@ -64,11 +64,7 @@ func (c *ctx) bpop(keys [][]byte, front bool) (popped bool) {
 	c.o.arrayLen(2)
 	c.o.bulk(k)
 	c.o.bulk(v)
-	if l.len() == 0 {
-		c.s.db.remove(sh, e)
-	} else {
-		c.s.db.resize(e, e.size-elemSize(v))
-	}
+	c.s.db.shrink(sh, e, l.len() == 0, elemSize(v))
 	sh.modified(k)
 	return true
 }

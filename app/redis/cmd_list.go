@@ -83,11 +83,7 @@ func cmdPop(c *ctx) {
 		c.o.bulk(v)
 		shrink += elemSize(v)
 	}
-	if l.len() == 0 {
-		c.s.db.remove(sh, e)
-	} else {
-		c.s.db.resize(e, e.size-shrink)
-	}
+	c.s.db.shrink(sh, e, l.len() == 0, shrink)
 	sh.modified(c.argv[1])
 }
 
@@ -233,11 +229,7 @@ func cmdLrem(c *ctx) {
 			}
 		}
 		e.obj = nl
-		if nl.len() == 0 {
-			c.s.db.remove(sh, e)
-		} else {
-			c.s.db.resize(e, e.size-shrink)
-		}
+		c.s.db.shrink(sh, e, nl.len() == 0, shrink)
 		sh.modified(c.argv[1])
 	}
 	c.o.integer(removed)
@@ -484,11 +476,7 @@ func (c *ctx) lmove(fromFront, toFront bool) (moved bool) {
 	c.s.db.resize(de, de.size+elemSize(v))
 	dsh.modified(dst)
 	c.o.bulk(v)
-	if sl.len() == 0 {
-		c.s.db.remove(ssh, se)
-	} else {
-		c.s.db.resize(se, se.size-elemSize(v))
-	}
+	c.s.db.shrink(ssh, se, sl.len() == 0, elemSize(v))
 	ssh.modified(src)
 	return true
 }
@@ -569,11 +557,7 @@ func (c *ctx) lmpop(keys [][]byte, front bool, count int64) (popped bool) {
 		c.o.bulk(v)
 		shrink += elemSize(v)
 	}
-	if l.len() == 0 {
-		c.s.db.remove(sh, e)
-	} else {
-		c.s.db.resize(e, e.size-shrink)
-	}
+	c.s.db.shrink(sh, e, l.len() == 0, shrink)
 	sh.modified(k)
 	return true
 }

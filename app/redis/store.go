@@ -218,6 +218,17 @@ func (s *store) resize(e *entry, size int64) {
 	e.size = size
 }
 
+// shrink takes by bytes off e's accounted size, or, when the value is now
+// empty, removes e from sh (held for writing): Redis deletes a key whose
+// list, set or sorted set lost its last element.
+func (s *store) shrink(sh *shard, e *entry, empty bool, by int64) {
+	if empty {
+		s.remove(sh, e)
+		return
+	}
+	s.resize(e, e.size-by)
+}
+
 // setExpire sets e's expire time (0: none).
 func (sh *shard) setExpire(e *entry, at int64) {
 	switch {
